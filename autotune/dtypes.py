@@ -1,0 +1,68 @@
+"""Element types: the name users type, the NumPy dtype, and the C type the kernels get.
+
+The kernels are compiled with ``-DELEM_T=<ctype>``; nothing else in the package assumes
+an element size. A transpose only moves elements, so the C type only has to match the
+size (and, for readability of the generated code, the meaning) of the NumPy dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+__all__ = ["DType", "DTYPES", "get_dtype"]
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type.
+
+    Attributes:
+        name: NumPy name (``float32``), the one used on the command line and in the DB.
+        ctype: the C/CUDA type passed as ``ELEM_T``.
+        itemsize: bytes per element.
+    """
+
+    name: str
+    ctype: str
+    itemsize: int
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The NumPy dtype."""
+        return np.dtype(self.name)
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("int8", "signed char", 1),
+        DType("uint8", "unsigned char", 1),
+        DType("int16", "short", 2),
+        DType("float16", "__half", 2),
+        DType("int32", "int", 4),
+        DType("float32", "float", 4),
+        DType("int64", "long long", 8),
+        DType("float64", "double", 8),
+    )
+}
+
+
+def get_dtype(name: str | np.dtype | DType) -> DType:
+    """Return the :class:`DType` for a name, a NumPy dtype or a DType.
+
+    Raises:
+        InvalidInputError: the dtype is not one of :data:`DTYPES`.
+    """
+    if isinstance(name, DType):
+        return name
+    key = np.dtype(name).name if not isinstance(name, str) else name
+    try:
+        return DTYPES[key]
+    except KeyError:
+        raise InvalidInputError(
+            f"unknown dtype {str(name)!r}; allowed: {', '.join(DTYPES)}"
+        ) from None

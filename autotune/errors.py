@@ -1,0 +1,61 @@
+"""Exceptions raised by autotune.
+
+Every error a user can cause derives from :class:`AutotuneError`; the CLI maps each class to
+an exit code (see :mod:`autotune.cli`). Failures of a single trial (a config that does not
+compile, exceeds the device's limits, or computes a wrong result) are not errors of the
+search: they are :class:`TrialFailed` and are recorded as data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AutotuneError",
+    "InvalidInputError",
+    "SearchSpaceError",
+    "GPUUnavailableError",
+    "StoreError",
+    "NotTunedError",
+    "TrialFailed",
+]
+
+
+class AutotuneError(Exception):
+    """Base class of the errors autotune raises on purpose."""
+
+
+class InvalidInputError(AutotuneError, ValueError):
+    """A value given by the user (shape, dtype, kernel name, option) is not allowed."""
+
+
+class SearchSpaceError(InvalidInputError):
+    """A search-space file is malformed or inconsistent with its kernel."""
+
+
+class GPUUnavailableError(AutotuneError):
+    """No CUDA device, or PyCUDA is not installed (``pip install 'autotune[cuda]'``)."""
+
+
+class StoreError(AutotuneError):
+    """The results database cannot be opened, migrated, read or written."""
+
+
+class NotTunedError(AutotuneError, LookupError):
+    """Nothing is stored for the requested (device, kernel, shape, dtype) key."""
+
+
+class TrialFailed(Exception):
+    """One config could not be measured; the tuner records it as a failed trial.
+
+    Attributes:
+        status: one of ``compile_error``, ``resources``, ``launch_error``, ``wrong_result``.
+        reason: one line a person can read (compiler message, limit exceeded, first mismatch).
+    """
+
+    STATUSES = ("compile_error", "resources", "launch_error", "wrong_result")
+
+    def __init__(self, status: str, reason: str) -> None:
+        if status not in self.STATUSES:
+            raise ValueError(f"unknown trial status {status!r}; allowed: {', '.join(self.STATUSES)}")
+        super().__init__(f"{status}: {reason}")
+        self.status = status
+        self.reason = reason
