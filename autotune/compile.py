@@ -1,0 +1,140 @@
+"""Compiling one config: PyCUDA on a GPU machine, plain ``nvcc -cubin`` anywhere.
+
+Each config is compiled with its macros as ``-D`` options (validated integers only, see
+:meth:`autotune.kernels.Kernel.macros`) and the device's ``-arch``. :class:`Compiler` keeps
+one module per distinct (config, dtype, arch) in the process; PyCUDA's disk cache keeps the
+cubins across processes. Compiler errors and launches over the device's limits are the
+expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .device import DeviceInfo, cuda_driver
+from .dtypes import DType
+from .errors import TrialFailed
+from .kernels import Kernel, get_kernel, source_text
+
+__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
+
+COMPILE_FLAGS: tuple[str, ...] = ("-O3",)
+"""Flags besides the macros and ``-arch``; part of every stored result's key."""
+
+
+def compile_flags(arch: str) -> str:
+    """The flags of a build for ``arch`` as stored with results, e.g. ``-O3 -arch=sm_90``."""
+    return " ".join((*COMPILE_FLAGS, f"-arch={arch}"))
+
+
+def nvcc_options(kernel: Kernel, config: Config, dtype: DType) -> list[str]:
+    """``-D`` options for the macros of ``config`` and ``dtype`` plus :data:`COMPILE_FLAGS`."""
+    return [f"-D{k}={v}" for k, v in kernel.macros(config, dtype).items()] + list(COMPILE_FLAGS)
+
+
+def _one_line(message: str) -> str:
+    lines = [l.strip() for l in str(message).splitlines() if "error" in l.lower()]
+    return (lines[0] if lines else str(message).strip().splitlines()[0])[:300]
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A loaded kernel and its resource use.
+
+    Attributes:
+        function: the ``pycuda.driver.Function``, prepared for ``(out, in, rows, cols)``.
+        registers: registers per thread.
+        shared_bytes: static shared memory per block, bytes.
+        local_bytes: local memory per thread (spills), bytes.
+        max_threads_per_block: the most threads per block this binary can launch with.
+    """
+
+    kernel: Kernel
+    config: Config
+    dtype: DType
+    function: Any
+    registers: int
+    shared_bytes: int
+    local_bytes: int
+    max_threads_per_block: int
+
+    def check_launch(self, device: DeviceInfo) -> None:
+        """Raise ``TrialFailed('resources')`` if the block exceeds the device or binary limits."""
+        x, y, z = self.kernel.block(self.config)
+        limit = min(self.max_threads_per_block, device.max_threads_per_block)
+        if x * y * z > limit:
+            raise TrialFailed("resources", f"{x * y * z} threads per block > {limit} allowed "
+                              f"({self.registers} registers per thread)")
+        if self.shared_bytes > device.max_shared_per_block:
+            raise TrialFailed("resources", f"{self.shared_bytes} B shared memory per block > "
+                              f"{device.max_shared_per_block} B allowed")
+
+
+class Compiler:
+    """Compiles and loads configs into the current CUDA context, once per distinct config.
+
+    Args:
+        arch: nvcc target, e.g. ``sm_90`` (:attr:`DeviceInfo.arch`).
+    """
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self._cache: dict[tuple[Config, str], CompiledKernel] = {}
+
+    def __call__(self, config: Config, dtype: DType) -> CompiledKernel:
+        """Compile (or fetch from cache) ``config`` for ``dtype``.
+
+        Raises:
+            TrialFailed: ``compile_error`` with the compiler's first error line.
+        """
+        key = (config, dtype.name)
+        if key not in self._cache:
+            self._cache[key] = self._build(get_kernel(config.kernel), config, dtype)
+        return self._cache[key]
+
+    def _build(self, kernel: Kernel, config: Config, dtype: DType) -> CompiledKernel:
+        drv = cuda_driver()
+        from pycuda.compiler import SourceModule
+
+        try:
+            module = SourceModule(source_text(kernel.file), options=nvcc_options(kernel, config, dtype),
+                                  arch=self.arch, no_extern_c=True)
+        except drv.CompileError as exc:
+            raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
+        fn = module.get_function(kernel.function)
+        fn.prepare("PPii")
+        return CompiledKernel(kernel, config, dtype, fn, fn.num_regs, fn.shared_size_bytes,
+                              fn.local_size_bytes, fn.max_threads_per_block)
+
+
+
+
+def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str = "nvcc") -> dict[str, int]:
+    """Compile ``config`` to a cubin with nvcc alone (no PyCUDA, no GPU needed).
+
+    Used by CI to check that every config of every shipped space compiles.
+
+    Returns:
+        ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report.
+
+    Raises:
+        TrialFailed: ``compile_error`` with the first error line.
+    """
+    kernel = get_kernel(config.kernel)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.cu"
+        src.write_text(source_text(kernel.file))
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *nvcc_options(kernel, config, dtype),
+               "-o", str(Path(tmp) / "k.cubin"), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise TrialFailed("compile_error", _one_line(proc.stderr))
+    used = re.search(r"Used (\d+) registers", proc.stderr)
+    smem = re.search(r"(\d+) bytes smem", proc.stderr)
+    return {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}

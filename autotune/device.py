@@ -1,0 +1,156 @@
+"""Identity and limits of a CUDA device, and the toolchain that builds for it.
+
+PyCUDA is imported only inside the functions that need a GPU, never at import time, so the
+package imports, tests and compile-checks kernels on machines without one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import GPUUnavailableError, InvalidInputError
+
+__all__ = ["DeviceInfo", "cuda_driver", "device_count", "query_device", "current_device", "open_device",
+           "nvcc_version"]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What identifies a GPU for stored results, and the limits a launch must respect.
+
+    Attributes:
+        name: marketing name (``NVIDIA H100 80GB HBM3``).
+        compute_capability: ``"9.0"``.
+        sm_count: streaming multiprocessors.
+        total_memory: device memory, bytes.
+        driver_version: CUDA driver API version, e.g. ``"13.0"``.
+        cuda_version: CUDA version PyCUDA was built against, e.g. ``"13.0"``.
+        max_threads_per_block: launch limit on threads per block.
+        max_shared_per_block: static shared-memory limit per block, bytes.
+        ordinal: index of the device in this process (not part of the identity).
+    """
+
+    name: str
+    compute_capability: str
+    sm_count: int
+    total_memory: int
+    driver_version: str
+    cuda_version: str
+    max_threads_per_block: int = 1024
+    max_shared_per_block: int = 48 * 1024
+    ordinal: int = 0
+
+    @property
+    def arch(self) -> str:
+        """nvcc target for this device, e.g. ``sm_90``."""
+        return "sm_" + self.compute_capability.replace(".", "")
+
+
+def cuda_driver():
+    """Import and initialise ``pycuda.driver``.
+
+    Raises:
+        GPUUnavailableError: PyCUDA is missing, or the CUDA driver cannot be initialised.
+    """
+    try:
+        import pycuda.driver as drv
+    except ImportError as exc:
+        raise GPUUnavailableError(
+            f"PyCUDA is not installed ({exc}); install the GPU extra: pip install 'autotune[cuda]'"
+        ) from None
+    try:
+        drv.init()
+    except drv.Error as exc:
+        raise GPUUnavailableError(f"the CUDA driver could not be initialised: {exc}") from None
+    return drv
+
+
+def device_count() -> int:
+    """Number of CUDA devices (raises :class:`GPUUnavailableError` where there is no driver)."""
+    return cuda_driver().Device.count()
+
+
+def _version(code: int) -> str:
+    return f"{code // 1000}.{code % 1000 // 10}"
+
+
+def query_device(ordinal: int = 0) -> DeviceInfo:
+    """Read the identity and limits of CUDA device ``ordinal``.
+
+    Raises:
+        GPUUnavailableError: no driver, PyCUDA missing, or no device at all.
+        InvalidInputError: ``ordinal`` is not in ``0 .. count-1``.
+    """
+    drv = cuda_driver()
+    count = drv.Device.count()
+    if count == 0:
+        raise GPUUnavailableError("no CUDA device is present")
+    if not 0 <= ordinal < count:
+        raise InvalidInputError(f"--device {ordinal} is out of range; allowed: 0..{count - 1}")
+    return _describe(drv, drv.Device(ordinal), ordinal)
+
+
+def current_device() -> DeviceInfo:
+    """Identity of the device of the current CUDA context (the one a GPUArray lives on).
+
+    Raises:
+        GPUUnavailableError: no current context (create one, e.g. ``import pycuda.autoinit``).
+    """
+    drv = cuda_driver()
+    try:
+        dev = drv.Context.get_device()
+    except drv.Error:
+        raise GPUUnavailableError("no current CUDA context; create one first (import pycuda.autoinit)") from None
+    bus = dev.pci_bus_id()
+    ordinal = next(i for i in range(drv.Device.count()) if drv.Device(i).pci_bus_id() == bus)
+    return _describe(drv, dev, ordinal)
+
+
+def _describe(drv, dev, ordinal: int) -> DeviceInfo:
+    attr = drv.device_attribute
+    major, minor = dev.compute_capability()
+    return DeviceInfo(
+        name=dev.name(),
+        compute_capability=f"{major}.{minor}",
+        sm_count=dev.get_attribute(attr.MULTIPROCESSOR_COUNT),
+        total_memory=dev.total_memory(),
+        driver_version=_version(drv.get_driver_version()),
+        cuda_version=".".join(str(p) for p in drv.get_version()[:2]),
+        max_threads_per_block=dev.get_attribute(attr.MAX_THREADS_PER_BLOCK),
+        max_shared_per_block=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK),
+        ordinal=ordinal,
+    )
+
+
+@contextlib.contextmanager
+def open_device(ordinal: int = 0) -> Iterator[DeviceInfo]:
+    """Make device ``ordinal``'s primary context current for the ``with`` block."""
+    info = query_device(ordinal)
+    drv = cuda_driver()
+    ctx = drv.Device(ordinal).retain_primary_context()
+    ctx.push()
+    try:
+        yield info
+    finally:
+        drv.Context.pop()
+
+
+@functools.cache
+def nvcc_version(nvcc: str = "nvcc") -> str:
+    """Release of the nvcc on PATH, e.g. ``"13.0.88"`` (part of every stored result's key).
+
+    Raises:
+        GPUUnavailableError: nvcc is not on PATH (nothing can be compiled).
+    """
+    path = shutil.which(nvcc)
+    if path is None:
+        raise GPUUnavailableError(f"{nvcc} is not on PATH; the CUDA toolkit is needed to compile kernels")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    return match.group(1) if match else out.strip().splitlines()[-1]
