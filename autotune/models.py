@@ -1,0 +1,209 @@
+"""ORM models of the results database (SQLAlchemy 2, typed).
+
+Every table is prefixed ``autotune_``: Optuna's RDB storage lives in the same database and
+owns ``studies``, ``trials``, ``version_info``, ``alembic_version`` and friends.
+
+The schema itself is created by the hand-written Alembic migrations in ``migrations/``
+(which never import this module); ``tests/test_migrations.py`` checks that both agree.
+Constraint names come from :data:`NAMING_CONVENTION`, except the two wide unique keys,
+whose names are given explicitly so that they stay short enough for any database.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "SEARCH_STATUSES",
+    "TRIAL_STATUSES",
+    "Base",
+    "Device",
+    "Kernel",
+    "Search",
+    "Trial",
+    "Best",
+    "utcnow",
+]
+
+#: Constraint names, after Prefect's convention (``uq_<table>__<columns>`` and so on).
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s__%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s__%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s__%(constraint_name)s",
+    "fk": "fk_%(table_name)s__%(column_0_name)s__%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Outcome of a trial: ``ok`` (measured) or one of :attr:`autotune.errors.TrialFailed.STATUSES`.
+TRIAL_STATUSES = ("ok", "compile_error", "resources", "launch_error", "wrong_result")
+
+#: State of one ``autotune search`` run.
+SEARCH_STATUSES = ("running", "finished", "interrupted", "failed")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp, also on SQLite (which stores no offset).
+
+    Naive datetimes are refused on the way in; values read back are always aware (UTC).
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}; use a timezone-aware one")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base sharing one :class:`MetaData` with the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Device(Base):
+    """A GPU, by the identity fields of :class:`autotune.device.DeviceInfo`."""
+
+    __tablename__ = "autotune_devices"
+    __table_args__ = (
+        UniqueConstraint(
+            "name", "compute_capability", "sm_count", "total_memory", "driver_version",
+            "cuda_version", name="uq_autotune_devices__identity",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    compute_capability: Mapped[str] = mapped_column(String(16))
+    sm_count: Mapped[int] = mapped_column(Integer)
+    total_memory: Mapped[int] = mapped_column(BigInteger)  # bytes
+    driver_version: Mapped[str] = mapped_column(String(32))
+    cuda_version: Mapped[str] = mapped_column(String(32))
+
+
+class Kernel(Base):
+    """A kernel source: catalog name and SHA-256 of the source after includes."""
+
+    __tablename__ = "autotune_kernels"
+    __table_args__ = (UniqueConstraint("name", "source_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    source_hash: Mapped[str] = mapped_column(String(64))
+
+
+class Search(Base):
+    """One ``autotune search`` run for one tuning key."""
+
+    __tablename__ = "autotune_searches"
+    __table_args__ = (CheckConstraint(_in("status", SEARCH_STATUSES), name="status_valid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"), index=True)
+    kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"), index=True)
+    rows: Mapped[int] = mapped_column(Integer)
+    cols: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(32))
+    nvcc_version: Mapped[str] = mapped_column(String(64))
+    compile_flags: Mapped[str] = mapped_column(String(1024))
+    study_name: Mapped[str] = mapped_column(String(1024))
+    sampler: Mapped[str] = mapped_column(String(64))
+    seed: Mapped[int | None] = mapped_column(Integer)
+    memcpy_gbps: Mapped[float | None] = mapped_column(Float)  # GB/s
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+
+    device: Mapped[Device] = relationship()
+    kernel: Mapped[Kernel] = relationship()
+
+
+class Trial(Base):
+    """One config tried by a search: measured (``ok``) or failed with a reason."""
+
+    __tablename__ = "autotune_trials"
+    __table_args__ = (
+        CheckConstraint(_in("status", TRIAL_STATUSES), name="status_valid"),
+        CheckConstraint("status != 'ok' OR gbps IS NOT NULL", name="ok_has_gbps"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    search_id: Mapped[int] = mapped_column(ForeignKey("autotune_searches.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # Optuna trial number
+    config_key: Mapped[str] = mapped_column(String(1024))
+    macros: Mapped[dict[str, int]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    median_ms: Mapped[float | None] = mapped_column(Float)
+    min_ms: Mapped[float | None] = mapped_column(Float)
+    max_ms: Mapped[float | None] = mapped_column(Float)
+    gbps: Mapped[float | None] = mapped_column(Float)
+    pct_memcpy: Mapped[float | None] = mapped_column(Float)
+    registers: Mapped[int | None] = mapped_column(Integer)
+    shared_bytes: Mapped[int | None] = mapped_column(Integer)
+    launches: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    search: Mapped[Search] = relationship()
+
+
+class Best(Base):
+    """The fastest ``ok`` trial of one tuning key (device, kernel, shape, dtype, toolchain)."""
+
+    __tablename__ = "autotune_best"
+    __table_args__ = (
+        UniqueConstraint(
+            "device_id", "kernel_id", "rows", "cols", "dtype", "nvcc_version", "compile_flags",
+            name="uq_autotune_best__key",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"))
+    kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"))
+    rows: Mapped[int] = mapped_column(Integer)
+    cols: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(32))
+    nvcc_version: Mapped[str] = mapped_column(String(64))
+    compile_flags: Mapped[str] = mapped_column(String(1024))
+    trial_id: Mapped[int] = mapped_column(ForeignKey("autotune_trials.id"), index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    device: Mapped[Device] = relationship()
+    kernel: Mapped[Kernel] = relationship()
+    trial: Mapped[Trial] = relationship()

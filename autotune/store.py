@@ -1,0 +1,451 @@
+"""The results database: searches, every trial, and the best config of each tuning key.
+
+One SQLAlchemy URL holds both autotune's tables (``autotune_*``, migrated by Alembic with
+the version table ``autotune_alembic_version``) and Optuna's study storage
+(:meth:`Store.optuna_storage`). The default is a SQLite file in the user data directory;
+``AUTOTUNE_DB`` or an explicit URL selects another database.
+
+Every public method runs in its own transaction and raises
+:class:`autotune.errors.StoreError` when the database cannot be opened, migrated, read or
+written. Optuna is imported only by :meth:`Store.optuna_storage`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import platformdirs
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from .config import Config
+from .device import DeviceInfo
+from .errors import StoreError, TrialFailed
+from .key import TuningKey
+from .measurement import Measurement
+from .models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
+from .resources import data_dir
+
+if TYPE_CHECKING:
+    import optuna
+    from alembic.config import Config as AlembicConfig
+
+__all__ = ["Store", "TrialRecord", "BestRecord", "default_url"]
+
+VERSION_TABLE = "autotune_alembic_version"
+_MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches")
+
+
+def default_url() -> str:
+    """``sqlite:///<user data dir>/autotune.db``; the directory is created.
+
+    Raises:
+        StoreError: the directory cannot be created.
+    """
+    directory = Path(platformdirs.user_data_dir("autotune", appauthor=False))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the data directory {directory}: {exc}") from exc
+    return f"sqlite:///{directory / 'autotune.db'}"
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One stored trial. Times in ms, ``gbps`` in GB/s, ``pct_memcpy`` in % of the
+    device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
+    ``None`` for a failed trial, whose ``reason`` says why."""
+
+    id: int
+    search_id: int
+    number: int
+    config: Config
+    status: str
+    reason: str | None
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    gbps: float | None
+    pct_memcpy: float | None
+    registers: int | None
+    shared_bytes: int | None
+    launches: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class BestRecord:
+    """The best config stored for one key, with its measurement (units as in
+    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s)."""
+
+    device_name: str
+    compute_capability: str
+    sm_count: int
+    driver_version: str
+    cuda_version: str
+    kernel: str
+    source_hash: str
+    rows: int
+    cols: int
+    dtype: str
+    nvcc_version: str
+    compile_flags: str
+    config: Config
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    gbps: float
+    pct_memcpy: float
+    registers: int
+    shared_bytes: int
+    trial_id: int
+    search_id: int
+    memcpy_gbps: float | None
+    updated_at: datetime
+
+
+class Store:
+    """The results database at ``url`` (``None``: ``$AUTOTUNE_DB``, else :func:`default_url`).
+
+    With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
+    a new, empty database just works.
+
+    Raises:
+        StoreError: the URL is invalid, or the database cannot be opened or migrated.
+    """
+
+    def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
+        self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url()
+        try:
+            self.engine: Engine = create_engine(self.url)
+        except (SQLAlchemyError, ImportError) as exc:
+            raise StoreError(f"invalid database URL {self._safe_url!r}: {_one_line(exc)}") from exc
+        if self.engine.dialect.name == "sqlite":
+            _configure_sqlite(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if upgrade:
+            self.upgrade()
+
+    def __repr__(self) -> str:
+        return f"Store({self._safe_url!r})"
+
+    @property
+    def _safe_url(self) -> str:
+        """The URL with its password masked (as given where it cannot be parsed)."""
+        try:
+            return make_url(self.url).render_as_string(hide_password=True)
+        except SQLAlchemyError:
+            return self.url
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A transaction: commits when the block ends, rolls back when it raises.
+
+        Don't call Optuna inside the block: on SQLite the transaction holds the write lock.
+
+        Raises:
+            StoreError: any database error (the original is chained as ``__cause__``).
+        """
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except SQLAlchemyError as exc:
+            session.rollback()
+            raise StoreError(f"results database {self._safe_url}: {_one_line(exc)}") from exc
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone).
+
+        Raises:
+            StoreError: the database cannot be opened, or a migration fails.
+        """
+        from alembic import command
+        from alembic.util import CommandError
+
+        config = self._alembic_config()
+        try:
+            with self.engine.begin() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+        except (SQLAlchemyError, CommandError) as exc:
+            raise StoreError(f"cannot migrate the results database {self._safe_url}: {_one_line(exc)}") from exc
+
+    def current_revision(self) -> str | None:
+        """The Alembic revision of autotune's tables; ``None`` for a database never migrated.
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
+        from alembic.runtime.migration import MigrationContext
+
+        try:
+            with self.engine.connect() as connection:
+                context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+                return context.get_current_revision()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"results database {self._safe_url}: {_one_line(exc)}") from exc
+
+    def optuna_storage(self) -> optuna.storages.RDBStorage:
+        """Optuna's RDB storage on the same database (SQLite waits up to 30 s for locks)."""
+        import optuna
+
+        kwargs: dict[str, Any] = {}
+        if self.engine.dialect.name == "sqlite":
+            kwargs["connect_args"] = {"timeout": 30}
+        return optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs)
+
+    def _alembic_config(self) -> AlembicConfig:
+        """A programmatic Alembic config: the shipped migrations, this store's URL."""
+        from alembic.config import Config as AlembicConfig
+
+        config = AlembicConfig()
+        config.set_main_option("script_location", str(data_dir("migrations")))
+        config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        return config
+
+    def start_search(
+        self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None
+    ) -> int:
+        """Record the start of a search for ``key`` (status ``running``); returns its id.
+
+        ``memcpy_gbps`` is the device-to-device memcpy bandwidth measured for it, GB/s.
+        """
+        with self.session() as session:
+            search = Search(
+                device=_device_row(session, key.device),
+                kernel=_kernel_row(session, key.kernel, key.source_hash),
+                rows=key.rows, cols=key.cols, dtype=key.dtype, nvcc_version=key.nvcc_version,
+                compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
+                seed=seed, memcpy_gbps=memcpy_gbps, status="running",
+            )
+            session.add(search)
+            session.flush()
+            return search.id
+
+    def finish_search(self, search_id: int, status: str) -> None:
+        """Mark a search ``finished``, ``interrupted`` or ``failed`` and stamp its end time.
+
+        Raises:
+            ValueError: ``status`` is not one of those.
+            StoreError: there is no such search.
+        """
+        if status not in SEARCH_STATUSES or status == "running":
+            raise ValueError(f"unknown final search status {status!r}; allowed: {', '.join(SEARCH_STATUSES[1:])}")
+        with self.session() as session:
+            search = _search_row(session, search_id)
+            search.status = status
+            search.finished_at = utcnow()
+
+    def record_trial(
+        self, search_id: int, number: int, config: Config, *, status: str,
+        measurement: Measurement | None = None, reason: str | None = None,
+    ) -> TrialRecord:
+        """Store trial ``number`` of a search; an ``ok`` trial that beats the key's best
+        (higher GB/s, or no best yet) becomes the best in the same transaction.
+
+        Raises:
+            ValueError: unknown ``status``; ``ok`` without a measurement; a failed status
+                without a reason or with a measurement; ``config`` of another kernel.
+            StoreError: there is no such search, or the database cannot be written.
+        """
+        _check_trial(status, measurement, reason)
+        with self.session() as session:
+            search = _search_row(session, search_id)
+            if config.kernel != search.kernel.name:
+                raise ValueError(f"config {config} is not of the search's kernel {search.kernel.name!r}")
+            values = {name: getattr(measurement, name) for name in _MEASURED} if measurement else {}
+            trial = Trial(
+                search_id=search_id, number=number, config_key=config.key, macros=config.as_dict(),
+                status=status, reason=reason, **values,
+            )
+            session.add(trial)
+            session.flush()
+            if status == "ok":
+                _update_best(session, search, trial)
+            return _trial_record(trial, search.kernel.name)
+
+    def best(self, key: TuningKey) -> BestRecord | None:
+        """The best stored config of exactly ``key``, or ``None``."""
+        stmt = _best_query().where(*_key_filter(key), Best.rows == key.rows, Best.cols == key.cols,
+                                   Best.dtype == key.dtype, Best.nvcc_version == key.nvcc_version,
+                                   Best.compile_flags == key.compile_flags)
+        with self.session() as session:
+            row = session.execute(stmt).one_or_none()
+            return None if row is None else _best_record(*row)
+
+    def key_trials(self, key: TuningKey) -> list[TrialRecord]:
+        """Every trial of every search of exactly ``key`` (a resumed study has several),
+        in the order they were stored."""
+        stmt = (
+            select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
+            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
+            .where(*_key_filter(key), Search.rows == key.rows, Search.cols == key.cols,
+                   Search.dtype == key.dtype, Search.nvcc_version == key.nvcc_version,
+                   Search.compile_flags == key.compile_flags)
+            .order_by(Trial.id)
+        )
+        with self.session() as session:
+            return [_trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+    def find_best(
+        self, *, kernel: str | None = None, rows: int | None = None, cols: int | None = None,
+        dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
+    ) -> list[BestRecord]:
+        """Best configs matching every filter given (``device_name``: case-insensitive
+        substring), sorted by device name, kernel, rows, cols, dtype."""
+        stmt = _best_query()
+        exact = {Kernel.name: kernel, Best.rows: rows, Best.cols: cols, Best.dtype: dtype,
+                 Kernel.source_hash: source_hash}
+        for column, value in exact.items():
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if device_name is not None:
+            stmt = stmt.where(func.lower(Device.name).contains(device_name.lower(), autoescape=True))
+        stmt = stmt.order_by(Device.name, Kernel.name, Best.rows, Best.cols, Best.dtype, Best.id)
+        with self.session() as session:
+            return [_best_record(*row) for row in session.execute(stmt)]
+
+    def trials(self, search_id: int) -> list[TrialRecord]:
+        """Every trial of a search, in trial-number order (empty for an unknown search)."""
+        stmt = (
+            select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
+            .join(Kernel, Search.kernel_id == Kernel.id)
+            .where(Trial.search_id == search_id).order_by(Trial.number, Trial.id)
+        )
+        with self.session() as session:
+            return [_trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """Foreign keys on, wait 30 s for locks, WAL; and real transactions: SQLAlchemy emits
+    ``BEGIN IMMEDIATE`` itself, so a read-then-write (the best update) holds the write lock."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # pysqlite must not emit BEGIN itself
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute("PRAGMA journal_mode=WAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _check_trial(status: str, measurement: Measurement | None, reason: str | None) -> None:
+    if status == "ok":
+        if measurement is None:
+            raise ValueError("an ok trial needs its measurement")
+    elif status in TrialFailed.STATUSES:
+        if not reason:
+            raise ValueError(f"a {status} trial needs a reason")
+        if measurement is not None:
+            raise ValueError(f"a {status} trial has no measurement")
+    else:
+        raise ValueError(f"unknown trial status {status!r}; allowed: ok, {', '.join(TrialFailed.STATUSES)}")
+
+
+def _device_row(session: Session, info: DeviceInfo) -> Device:
+    """The device row of ``info``'s identity, created if new."""
+    identity = {
+        "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
+        "total_memory": info.total_memory, "driver_version": info.driver_version,
+        "cuda_version": info.cuda_version,
+    }
+    row = session.scalars(select(Device).filter_by(**identity)).one_or_none()
+    return row if row is not None else Device(**identity)
+
+
+def _kernel_row(session: Session, name: str, source_hash: str) -> Kernel:
+    """The kernel row of ``(name, source_hash)``, created if new."""
+    row = session.scalars(select(Kernel).filter_by(name=name, source_hash=source_hash)).one_or_none()
+    return row if row is not None else Kernel(name=name, source_hash=source_hash)
+
+
+def _search_row(session: Session, search_id: int) -> Search:
+    search = session.get(Search, search_id)
+    if search is None:
+        raise StoreError(f"no search with id {search_id} in the results database")
+    return search
+
+
+def _update_best(session: Session, search: Search, trial: Trial) -> None:
+    """Point the search key's best at ``trial`` if there is none or ``trial`` is faster."""
+    key = {
+        "device_id": search.device_id, "kernel_id": search.kernel_id, "rows": search.rows,
+        "cols": search.cols, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
+        "compile_flags": search.compile_flags,
+    }
+    best = session.scalars(select(Best).filter_by(**key)).one_or_none()
+    if best is None:
+        session.add(Best(trial=trial, **key))
+    elif trial.gbps > best.trial.gbps:
+        best.trial = trial
+        best.updated_at = utcnow()
+
+
+def _key_filter(key: TuningKey) -> tuple:
+    """Conditions on the Device and Kernel rows for ``key``'s device identity and kernel source."""
+    d = key.device
+    return (
+        Device.name == d.name, Device.compute_capability == d.compute_capability,
+        Device.sm_count == d.sm_count, Device.total_memory == d.total_memory,
+        Device.driver_version == d.driver_version, Device.cuda_version == d.cuda_version,
+        Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
+    )
+
+
+def _best_query():
+    return (
+        select(Best, Device, Kernel, Trial, Search)
+        .join(Device, Best.device_id == Device.id)
+        .join(Kernel, Best.kernel_id == Kernel.id)
+        .join(Trial, Best.trial_id == Trial.id)
+        .join(Search, Trial.search_id == Search.id)
+    )
+
+
+def _trial_record(trial: Trial, kernel: str) -> TrialRecord:
+    return TrialRecord(
+        id=trial.id, search_id=trial.search_id, number=trial.number,
+        config=Config.of(kernel, trial.macros), status=trial.status, reason=trial.reason,
+        **{name: getattr(trial, name) for name in _MEASURED}, created_at=trial.created_at,
+    )
+
+
+def _best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search: Search) -> BestRecord:
+    return BestRecord(
+        device_name=device.name, compute_capability=device.compute_capability,
+        sm_count=device.sm_count, driver_version=device.driver_version,
+        cuda_version=device.cuda_version, kernel=kernel.name, source_hash=kernel.source_hash,
+        rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
+        compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
+        **{name: getattr(trial, name) for name in _MEASURED if name != "launches"},
+        trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,
+        updated_at=best.updated_at,
+    )

@@ -1,0 +1,168 @@
+"""The Alembic migrations of autotune's tables: one head, hand-written, matching the models,
+and sharing one database with Optuna's RDB storage."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+
+import optuna
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from autotune import resources
+from autotune.models import Base
+from autotune.store import Store
+
+OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best"}
+VERSION_TABLE = "autotune_alembic_version"
+
+
+@pytest.fixture
+def url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'results.db'}"
+
+
+def _alembic_config(url: str) -> AlembicConfig:
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(resources.data_dir("migrations")))
+    config.set_main_option("sqlalchemy.url", url)
+    return config
+
+
+def _tables(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_from_empty_creates_our_tables(url):
+    store = Store(url)
+    assert _tables(url) == OUR_TABLES | {VERSION_TABLE}
+    assert store.current_revision() == ScriptDirectory.from_config(_alembic_config(url)).get_current_head()
+
+
+def test_store_without_upgrade_leaves_database_empty(url):
+    store = Store(url, upgrade=False)
+    assert store.current_revision() is None
+    store.upgrade()
+    assert store.current_revision() is not None
+
+
+def test_exactly_one_head():
+    heads = ScriptDirectory.from_config(_alembic_config("sqlite://")).get_heads()
+    assert len(heads) == 1
+
+
+def test_migrations_do_not_import_autotune():
+    files = list(resources.data_dir("migrations").rglob("*.py"))
+    assert any(f.parent.name == "versions" for f in files)
+    for path in files:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n.split(".")[0] == "autotune" for n in names), f"{path} imports {names}"
+        assert not re.search(r"^\s*(from|import)\s+autotune\b", path.read_text(), re.MULTILINE)
+
+
+def test_optuna_and_autotune_share_one_database(url):
+    store = Store(url)
+    study = optuna.create_study(study_name="coexist", storage=store.optuna_storage())
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    Store(url)  # reopening and re-running our upgrade leaves Optuna's tables alone
+    tables = _tables(url)
+    assert OUR_TABLES | {VERSION_TABLE} <= tables
+    assert {"studies", "trials", "version_info", "alembic_version"} <= tables
+    assert store.current_revision() == ScriptDirectory.from_config(_alembic_config(url)).get_current_head()
+    assert len(optuna.load_study(study_name="coexist", storage=store.optuna_storage()).trials) == 2
+
+
+def test_optuna_first_then_autotune(url):
+    optuna.create_study(study_name="first", storage=url)
+    store = Store(url)
+    assert OUR_TABLES <= _tables(url)
+    assert store.current_revision() is not None
+    assert optuna.load_study(study_name="first", storage=store.optuna_storage()) is not None
+
+
+def _ours(name, type_, parent_names) -> bool:
+    """Compare only autotune's tables (not Optuna's, nor the version table)."""
+    return type_ != "table" or name in Base.metadata.tables
+
+
+def test_migrated_schema_matches_models(url):
+    store = Store(url)
+    optuna.create_study(study_name="other", storage=store.optuna_storage())
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        opts = {"compare_type": True, "include_name": _ours}
+        context = MigrationContext.configure(connection, opts=opts)
+        diffs = compare_metadata(context, Base.metadata)
+    engine.dispose()
+    assert diffs == []
+
+
+def test_models_use_autotune_prefix():
+    assert set(Base.metadata.tables) == OUR_TABLES
+
+
+def test_env_builds_engine_from_url_without_connection(url):
+    command.upgrade(_alembic_config(url), "head")
+    assert OUR_TABLES <= _tables(url)
+    assert Store(url, upgrade=False).current_revision() is not None
+
+
+def test_downgrade_to_base_keeps_optuna_tables(url):
+    Store(url)
+    optuna.create_study(study_name="kept", storage=url)
+    command.downgrade(_alembic_config(url), "base")
+    tables = _tables(url)
+    assert not tables & OUR_TABLES
+    assert "studies" in tables
+    Store(url)
+    assert OUR_TABLES <= _tables(url)
+
+
+def test_offline_sql_uses_our_version_table():
+    buffer = io.StringIO()
+    config = _alembic_config("sqlite://")
+    config.output_buffer = buffer
+    command.upgrade(config, "head", sql=True)
+    sql = buffer.getvalue()
+    assert "CREATE TABLE autotune_trials" in sql
+    assert VERSION_TABLE in sql
+    assert "alembic_version " not in sql.replace(VERSION_TABLE, "")
+
+
+def test_data_dir_finds_repository_folders():
+    for name in ("kernels", "configs", "migrations"):
+        assert resources.data_dir(name).is_dir()
+    assert (resources.data_dir("migrations") / "env.py").is_file()
+
+
+def test_data_dir_errors(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="unknown data folder"):
+        resources.data_dir("secrets")
+    monkeypatch.setattr(resources, "_PACKAGE", tmp_path / "autotune")
+    with pytest.raises(FileNotFoundError, match="'kernels' data folder is missing"):
+        resources.data_dir("kernels")
+
+
+def test_data_dir_prefers_wheel_layout(monkeypatch, tmp_path):
+    (tmp_path / "autotune" / "_data" / "configs").mkdir(parents=True)
+    (tmp_path / "configs").mkdir()
+    monkeypatch.setattr(resources, "_PACKAGE", tmp_path / "autotune")
+    assert resources.data_dir("configs") == tmp_path / "autotune" / "_data" / "configs"

@@ -1,0 +1,360 @@
+"""The results store: searches, trials, the best config per key, errors, configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from datetime import UTC
+
+import pytest
+
+from autotune.config import Config
+from autotune.device import DeviceInfo
+from autotune.errors import StoreError
+from autotune.key import TuningKey
+from autotune.measurement import Measurement
+from autotune.store import BestRecord, Store, TrialRecord, default_url
+
+H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
+A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "13.0", "13.0")
+
+
+def make_key(device: DeviceInfo = H100, **changes) -> TuningKey:
+    fields = dict(kernel="smem_pad", source_hash="a" * 64, rows=4096, cols=4096, dtype="float32",
+                  nvcc_version="13.0.88", compile_flags="-O3 -arch=sm_90")
+    fields.update(changes)
+    return TuningKey(device=device, **fields)
+
+
+def config(tile: int = 32, rows: int = 8, kernel: str = "smem_pad") -> Config:
+    return Config.of(kernel, {"TILE_DIM": tile, "BLOCK_ROWS": rows, "IPAD": 1})
+
+
+def measured(gbps: float) -> Measurement:
+    ms = 2 * 4096 * 4096 * 4 / (gbps * 1e9) * 1e3
+    return Measurement(median_ms=ms, min_ms=ms * 0.98, max_ms=ms * 1.05, gbps=gbps,
+                       pct_memcpy=gbps / 30, registers=24, shared_bytes=4224, launches=50)
+
+
+@pytest.fixture
+def url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'results.db'}"
+
+
+@pytest.fixture
+def store(url) -> Store:
+    return Store(url)
+
+
+def start(store: Store, key: TuningKey | None = None, memcpy_gbps: float | None = 3000.0) -> int:
+    key = key or make_key()
+    return store.start_search(key, study_name=key.study_name, sampler="tpe", seed=0,
+                              memcpy_gbps=memcpy_gbps)
+
+
+def test_import_does_not_load_optuna_or_pycuda():
+    import subprocess
+
+    code = "import sys, autotune.store; print('optuna' in sys.modules, 'pycuda' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=__file__.rsplit("/tests/", 1)[0])
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_record_ok_trial_round_trips(store):
+    search = start(store)
+    record = store.record_trial(search, 0, config(), status="ok", measurement=measured(2500.0))
+    assert isinstance(record, TrialRecord)
+    assert record.config == config() and record.status == "ok" and record.reason is None
+    assert record.gbps == 2500.0 and record.registers == 24 and record.launches == 50
+    assert record.created_at.tzinfo is not None
+    assert store.trials(search) == [record]
+
+
+def test_best_improves_only_when_faster(store):
+    key = make_key()
+    search = start(store, key)
+    first = store.record_trial(search, 0, config(32, 8), status="ok", measurement=measured(2000.0))
+    assert store.best(key).trial_id == first.id
+    store.record_trial(search, 1, config(16, 4), status="ok", measurement=measured(1500.0))
+    store.record_trial(search, 2, config(32, 4), status="ok", measurement=measured(2000.0))
+    assert store.best(key).trial_id == first.id
+    faster = store.record_trial(search, 3, config(64, 8), status="ok", measurement=measured(2600.0))
+    best = store.best(key)
+    assert isinstance(best, BestRecord)
+    assert best.trial_id == faster.id and best.config == config(64, 8) and best.gbps == 2600.0
+    assert best.search_id == search and best.memcpy_gbps == 3000.0
+    assert best.updated_at.tzinfo == UTC
+
+
+def test_best_is_shared_across_searches_of_one_key(store):
+    key = make_key()
+    store.record_trial(start(store, key), 0, config(), status="ok", measurement=measured(2000.0))
+    second = start(store, key, memcpy_gbps=None)
+    slower = store.record_trial(second, 0, config(16), status="ok", measurement=measured(1000.0))
+    assert store.best(key).trial_id != slower.id
+    faster = store.record_trial(second, 1, config(64), status="ok", measurement=measured(2800.0))
+    best = store.best(key)
+    assert (best.trial_id, best.search_id, best.memcpy_gbps) == (faster.id, second, None)
+    assert len(store.find_best()) == 1
+
+
+@pytest.mark.parametrize("status", ["compile_error", "resources", "launch_error", "wrong_result"])
+def test_failed_trials_never_become_best(store, status):
+    key = make_key()
+    search = start(store, key)
+    record = store.record_trial(search, 0, config(), status=status, reason="ptxas: too many resources")
+    assert record.status == status and record.gbps is None and record.median_ms is None
+    assert store.best(key) is None
+    ok = store.record_trial(search, 1, config(16), status="ok", measurement=measured(100.0))
+    store.record_trial(search, 2, config(64), status=status, reason="mismatch at (0, 1)")
+    assert store.best(key).trial_id == ok.id
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"status": "ok"}, "needs its measurement"),
+        ({"status": "compile_error"}, "needs a reason"),
+        ({"status": "wrong_result", "reason": ""}, "needs a reason"),
+        ({"status": "resources", "reason": "x", "measurement": measured(1.0)}, "has no measurement"),
+        ({"status": "slow", "reason": "x"}, "unknown trial status"),
+    ],
+)
+def test_record_trial_validation(store, kwargs, message):
+    search = start(store)
+    with pytest.raises(ValueError, match=message):
+        store.record_trial(search, 0, config(), **kwargs)
+    assert store.trials(search) == []
+
+
+def test_record_trial_rejects_other_kernel_and_unknown_search(store):
+    search = start(store)
+    with pytest.raises(ValueError, match="not of the search's kernel"):
+        store.record_trial(search, 0, config(kernel="naive"), status="ok", measurement=measured(1.0))
+    assert store.trials(search) == []
+    with pytest.raises(StoreError, match="no search with id 999"):
+        store.record_trial(999, 0, config(), status="ok", measurement=measured(1.0))
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        make_key(dtype="float64"),
+        make_key(rows=2048),
+        make_key(cols=1024),
+        make_key(A100),
+        make_key(dataclasses.replace(H100, driver_version="12.8")),
+        make_key(dataclasses.replace(H100, sm_count=114)),
+        make_key(source_hash="b" * 64),
+        make_key(kernel="naive"),
+        make_key(nvcc_version="12.8.93"),
+        make_key(compile_flags="-O2 -arch=sm_90"),
+    ],
+)
+def test_best_needs_the_exact_key(store, other):
+    key = make_key()
+    store.record_trial(start(store, key), 0, config(), status="ok", measurement=measured(2000.0))
+    assert store.best(other) is None
+    same_but_ordinal = make_key(dataclasses.replace(H100, ordinal=3, max_threads_per_block=512))
+    assert store.best(same_but_ordinal).gbps == 2000.0
+
+
+def test_find_best_filters(store):
+    keys = [make_key(), make_key(dtype="float64"), make_key(rows=1024, cols=2048),
+            make_key(A100, compile_flags="-O3 -arch=sm_80"), make_key(source_hash="c" * 64),
+            make_key(kernel="naive")]
+    for i, key in enumerate(keys):
+        cfg = config(kernel=key.kernel)
+        store.record_trial(start(store, key), 0, cfg, status="ok", measurement=measured(1000.0 + i))
+    assert len(store.find_best()) == len(keys)
+    assert [b.device_name for b in store.find_best(device_name="a100")] == [A100.name]
+    assert len(store.find_best(device_name="nvidia")) == len(keys)
+    assert store.find_best(device_name="h100_") == []  # LIKE wildcards are literal
+    assert {b.dtype for b in store.find_best(dtype="float64")} == {"float64"}
+    assert [(b.rows, b.cols) for b in store.find_best(rows=1024)] == [(1024, 2048)]
+    assert len(store.find_best(cols=4096, device_name="H100")) == 4
+    assert [b.kernel for b in store.find_best(kernel="naive")] == ["naive"]
+    assert [b.source_hash for b in store.find_best(source_hash="c" * 64)] == ["c" * 64]
+    assert store.find_best(kernel="naive", dtype="float64") == []
+
+
+def test_find_best_is_sorted(store):
+    keys = [make_key(dtype="float64"), make_key(kernel="naive"), make_key(rows=1024),
+            make_key(A100), make_key(rows=1024, cols=512)]
+    for key in keys:
+        cfg = config(kernel=key.kernel)
+        store.record_trial(start(store, key), 0, cfg, status="ok", measurement=measured(1000.0))
+    order = [(b.device_name, b.kernel, b.rows, b.cols, b.dtype) for b in store.find_best()]
+    assert order == sorted(order)
+
+
+def test_trials_in_trial_order_and_per_search(store):
+    search, other = start(store), start(store)
+    for number in (2, 0, 1):
+        store.record_trial(search, number, config(8 * (number + 1)), status="ok",
+                           measurement=measured(100.0 + number))
+    store.record_trial(other, 0, config(), status="compile_error", reason="error: x")
+    assert [t.number for t in store.trials(search)] == [0, 1, 2]
+    assert [t.status for t in store.trials(other)] == ["compile_error"]
+    assert store.trials(12345) == []
+
+
+def test_start_reuses_device_and_kernel_rows(store):
+    from sqlalchemy import func, select
+
+    from autotune.models import Device, Kernel, Search
+
+    start(store), start(store), start(store, make_key(A100))
+    with store.session() as session:
+        count = lambda model: session.scalar(select(func.count()).select_from(model))  # noqa: E731
+        assert (count(Device), count(Kernel), count(Search)) == (2, 1, 3)
+
+
+def test_finish_search(store):
+    from autotune.models import Search
+
+    search = start(store)
+    store.finish_search(search, "interrupted")
+    with store.session() as session:
+        row = session.get(Search, search)
+        assert row.status == "interrupted" and row.finished_at.tzinfo == UTC
+        assert row.finished_at >= row.started_at
+    with pytest.raises(ValueError, match="final search status"):
+        store.finish_search(search, "running")
+    with pytest.raises(StoreError, match="no search"):
+        store.finish_search(777, "finished")
+
+
+def test_reopening_keeps_rows(url):
+    key = make_key()
+    first = Store(url)
+    search = start(first, key)
+    trial = first.record_trial(search, 0, config(), status="ok", measurement=measured(1234.0))
+    first.engine.dispose()
+    again = Store(url)
+    assert again.best(key).trial_id == trial.id
+    assert again.trials(search) == [trial]
+
+
+def test_missing_directory_is_a_store_error(tmp_path):
+    url = f"sqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'results.db'}"
+    with pytest.raises(StoreError, match="unable to open database file"):
+        Store(url)
+    lazy = Store(url, upgrade=False)
+    with pytest.raises(StoreError, match="unable to open database file"):
+        lazy.find_best()
+    with pytest.raises(StoreError):
+        lazy.current_revision()
+
+
+def test_not_a_database_is_a_store_error(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("these are notes, not a database\n" * 100)
+    with pytest.raises(StoreError, match="file is not a database"):
+        Store(f"sqlite:///{path}")
+    with pytest.raises(StoreError, match="file is not a database") as info:
+        Store(f"sqlite:///{path}", upgrade=False).best(make_key())
+    assert "\n" not in str(info.value)
+
+
+def test_bad_url_is_a_store_error():
+    with pytest.raises(StoreError, match="invalid database URL"):
+        Store("nosuchdialect://somewhere", upgrade=False)
+
+
+def test_session_scope(store):
+    from sqlalchemy import text
+
+    from autotune.models import Kernel
+
+    with pytest.raises(StoreError, match="no such table") as info:
+        with store.session() as session:
+            session.execute(text("SELECT * FROM missing_table"))
+    assert "\n" not in str(info.value)
+    with pytest.raises(KeyError):
+        with store.session() as session:
+            session.add(Kernel(name="rolled_back", source_hash="0" * 64))
+            session.flush()
+            raise KeyError("boom")
+    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+        with store.session() as session:
+            session.add_all([Kernel(name="k", source_hash="1" * 64), Kernel(name="k", source_hash="1" * 64)])
+    with store.session() as session:
+        session.add(Kernel(name="kept", source_hash="2" * 64))
+    with store.session() as session:
+        names = set(session.scalars(text("SELECT name FROM autotune_kernels")))
+    assert names == {"kept"}
+
+
+def test_check_constraint_rejects_ok_without_gbps(store):
+    from autotune.models import Trial
+
+    search = start(store)
+    with pytest.raises(StoreError, match="CHECK constraint failed"):
+        with store.session() as session:
+            session.add(Trial(search_id=search, number=0, config_key="", macros={}, status="ok"))
+
+
+def test_sqlite_pragmas(store):
+    with store.engine.connect() as connection:
+        pragma = lambda name: connection.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
+        assert pragma("foreign_keys") == 1
+        assert pragma("busy_timeout") == 30000
+        assert pragma("journal_mode") == "wal"
+
+
+def test_env_var_is_honoured(monkeypatch, tmp_path):
+    path = tmp_path / "from_env.db"
+    monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{path}")
+    store = Store()
+    assert store.url == f"sqlite:///{path}" and path.is_file()
+    assert Store(f"sqlite:///{tmp_path / 'explicit.db'}").url.endswith("explicit.db")
+
+
+def test_default_url_is_in_user_data_dir(monkeypatch, tmp_path):
+    import platformdirs
+
+    monkeypatch.delenv("AUTOTUNE_DB", raising=False)
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path / "data" / "autotune"))
+    assert default_url() == f"sqlite:///{tmp_path / 'data' / 'autotune' / 'autotune.db'}"
+    assert (tmp_path / "data" / "autotune").is_dir()
+    assert Store().url == default_url()
+
+
+def test_records_are_frozen(store):
+    record = store.record_trial(start(store), 0, config(), status="ok", measurement=measured(10.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.gbps = 1.0  # type: ignore[misc]
+
+
+def test_concurrent_writers_keep_the_fastest(url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    key = make_key()
+    Store(url)
+    searches = [start(Store(url, upgrade=False), key) for _ in range(4)]
+
+    def run(index: int) -> None:
+        writer = Store(url, upgrade=False)
+        for number in range(10):
+            gbps = 100.0 + 10 * number + index
+            writer.record_trial(searches[index], number, config(8 * (index + 1), number + 1),
+                                status="ok", measurement=measured(gbps))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(run, range(4)))
+    store = Store(url)
+    assert sum(len(store.trials(s)) for s in searches) == 40
+    assert store.best(key).gbps == 100.0 + 90 + 3
+
+
+def test_key_trials_span_every_search_of_the_key(store):
+    key = make_key()
+    first, second, other = start(store, key), start(store, key), start(store, make_key(rows=2048))
+    store.record_trial(first, 0, config(8), status="ok", measurement=measured(100.0))
+    store.record_trial(second, 1, config(16), status="wrong_result", reason="1 element differs")
+    store.record_trial(other, 0, config(32), status="ok", measurement=measured(900.0))
+    trials = store.key_trials(key)
+    assert [(t.search_id, t.number, t.status) for t in trials] == [(first, 0, "ok"), (second, 1, "wrong_result")]
+    assert store.key_trials(make_key(dtype="float64")) == []
