@@ -1,0 +1,251 @@
+"""The search loop: Optuna proposes configs, the benchmark measures them, the store records.
+
+One Optuna study per :class:`~autotune.key.TuningKey`, kept in Optuna's RDB storage in the
+results database, so ``resume=True`` continues it. ``Study.optimize`` runs an objective in
+which a proposed config that breaks the space's constraints is told PRUNED without
+being measured; a config already measured in the study is told its earlier outcome
+without being measured again; a config that fails (compile error, over the device's
+limits, wrong result) is recorded with its reason and told FAIL. Only verified, timed
+trials are COMPLETE, so only they can become the best.
+
+The benchmark is injected: any ``measure(config) -> Measurement`` that raises
+:class:`~autotune.errors.TrialFailed` for a failed config (the real one is
+:meth:`autotune.benchmark.Benchmark.measure`; tests pass a fake timer).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .config import Config
+from .errors import InvalidInputError, TrialFailed
+from .key import TuningKey
+from .measurement import Measurement
+from .space import SearchSpace
+from .store import Store
+
+__all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search"]
+
+SAMPLERS = ("tpe", "random", "grid")
+"""Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
+valid config not yet measured in the study, in order, queued with ``Study.enqueue_trial``
+(unlike Optuna's GridSampler this skips constraint-breaking points and, on resume, still
+measures a config whose trial was interrupted)."""
+
+Measure = Callable[[Config], Measurement]
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """What happened to one Optuna trial of this search.
+
+    ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
+    breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
+    """
+
+    number: int
+    config: Config
+    status: str
+    measurement: Measurement | None = None
+    reason: str | None = None
+    duplicate_of: int | None = None
+
+
+@dataclass
+class SearchResult:
+    """Outcome of :func:`search`.
+
+    Attributes:
+        stopped: why the loop ended: ``trials``, ``timeout``, ``exhausted`` (every valid
+            config measured) or ``interrupted``.
+        outcomes: the trials of this run, in order.
+        measured: every config measured in the study so far (this run and earlier ones)
+            with its effective bandwidth in GB/s.
+    """
+
+    key: TuningKey
+    search_id: int
+    stopped: str = "trials"
+    outcomes: list[TrialOutcome] = field(default_factory=list)
+    measured: dict[Config, float] = field(default_factory=dict)
+
+    @property
+    def best(self) -> tuple[Config, float] | None:
+        """The fastest measured config of the study and its GB/s, or ``None``."""
+        return max(self.measured.items(), key=lambda kv: kv[1], default=None)
+
+    def top(self, n: int = 10) -> list[tuple[Config, float]]:
+        """The ``n`` fastest measured configs of the study, fastest first."""
+        return sorted(self.measured.items(), key=lambda kv: -kv[1])[:n]
+
+
+def _sampler(name: str, space: SearchSpace, seed: int | None):
+    import optuna
+
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name in ("random", "grid"):
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise InvalidInputError(f"unknown sampler {name!r}; allowed: {', '.join(SAMPLERS)}")
+
+
+def _open_study(store: Store, key: TuningKey, sampler, resume: bool):
+    import optuna
+
+    try:
+        return optuna.create_study(study_name=key.study_name, storage=store.optuna_storage(),
+                                   sampler=sampler, direction="maximize", load_if_exists=resume)
+    except optuna.exceptions.DuplicatedStudyError:
+        raise InvalidInputError(
+            f"a study for {key.kernel} {key.rows}x{key.cols} {key.dtype} on {key.device.name} exists "
+            "already; pass --resume to continue it") from None
+
+
+class _Failed(Exception):
+    """Raised out of the objective so that Optuna marks the trial FAIL (and goes on)."""
+
+
+def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *,
+           n_trials: int, timeout: float | None = None, seed: int | None = None,
+           sampler: str = "tpe", resume: bool = False, memcpy_gbps: float | None = None,
+           on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
+    """Search ``space`` for the config of highest effective bandwidth for ``key``.
+
+    Args:
+        n_trials: Optuna trials to run (>= 1), constraint-breaking and duplicate ones included.
+        timeout: seconds after which no new trial starts (``None``: no limit).
+        seed: sampler seed, for reproducible proposals.
+        sampler: one of :data:`SAMPLERS`.
+        resume: continue the key's existing study instead of refusing to touch it.
+        memcpy_gbps: device memcpy bandwidth measured for this run (stored with it).
+        on_trial: called after every trial (for progress bars).
+
+    Raises:
+        InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, or the study exists and
+            ``resume`` is false.
+        KeyboardInterrupt: re-raised after Optuna failed the trial in flight and the
+            search was marked ``interrupted``; the trials before it are stored.
+    """
+    if n_trials < 1:
+        raise InvalidInputError(f"--trials {n_trials} is not allowed; give 1 or more")
+    if timeout is not None and timeout <= 0:
+        raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
+    study = _open_study(store, key, _sampler(sampler, space, seed), resume)
+    search_id = store.start_search(key, study_name=key.study_name, sampler=sampler, seed=seed,
+                                   memcpy_gbps=memcpy_gbps)
+    result = SearchResult(key, search_id)
+    seen = _earlier_trials(study, key.kernel, result)
+    valid = set(space.configs())
+    if sampler == "grid":
+        _enqueue_unmeasured(study, space, seen)
+
+    def objective(trial) -> float:
+        config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
+        try:
+            outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id)
+        except KeyboardInterrupt:
+            trial.set_user_attr("status", "interrupted")
+            result.stopped = "interrupted"
+            raise
+        _annotate(trial, outcome)
+        if outcome.status == "ok":
+            result.measured[config] = outcome.measurement.gbps
+        result.outcomes.append(outcome)
+        if on_trial is not None:
+            on_trial(outcome, result)
+        return _value(outcome, result)
+
+    def stop_when_exhausted(study, _trial) -> None:
+        if valid <= seen.keys():
+            result.stopped = "exhausted"
+            study.stop()
+
+    status = "failed"
+    try:
+        if valid <= seen.keys():
+            result.stopped = "exhausted"
+        else:
+            started = time.monotonic()
+            study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
+                           callbacks=[stop_when_exhausted])
+            if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
+                    and len(result.outcomes) < n_trials:
+                result.stopped = "timeout"
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_search(search_id, status)
+    return result
+
+
+def _enqueue_unmeasured(study, space: SearchSpace, seen: dict[Config, TrialOutcome]) -> None:
+    """Queue every valid config the study has neither measured nor queued yet."""
+    from optuna.trial import TrialState
+
+    queued = {tuple(sorted(t.system_attrs.get("fixed_params", {}).items()))
+              for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))}
+    for config in space.configs():
+        if config not in seen and config.macros not in queued:
+            study.enqueue_trial(config.as_dict())
+
+
+def _earlier_trials(study, kernel: str, result: SearchResult) -> dict[Config, TrialOutcome]:
+    """Configs the study already measured (ok or failed), keyed by config."""
+    from optuna.trial import TrialState
+
+    seen: dict[Config, TrialOutcome] = {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        status = t.user_attrs.get("status")
+        if status is None or status in ("interrupted", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
+            continue
+        config = Config.of(kernel, t.params)
+        seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
+        if status == "ok":
+            result.measured[config] = t.value
+    return seen
+
+
+def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Config, TrialOutcome],
+               measure: Measure, store: Store, search_id: int) -> TrialOutcome:
+    broken = space.violations(config)
+    if broken:
+        return TrialOutcome(number, config, "constraint", reason="breaks " + "; ".join(broken))
+    if config in seen:
+        earlier = seen[config]
+        return TrialOutcome(number, config, "duplicate", duplicate_of=earlier.number,
+                            reason=f"measured in trial {earlier.number} ({earlier.status})")
+    try:
+        m = measure(config)
+    except TrialFailed as failure:
+        store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
+        outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
+    else:
+        store.record_trial(search_id, number, config, status="ok", measurement=m)
+        outcome = TrialOutcome(number, config, "ok", measurement=m)
+    seen[config] = outcome
+    return outcome
+
+
+def _annotate(trial, outcome: TrialOutcome) -> None:
+    trial.set_user_attr("status", outcome.status)
+    if outcome.reason:
+        trial.set_user_attr("reason", outcome.reason)
+    if outcome.duplicate_of is not None:
+        trial.set_user_attr("duplicate_of", outcome.duplicate_of)
+
+
+def _value(outcome: TrialOutcome, result: SearchResult) -> float:
+    """The objective value Optuna records: GB/s; PRUNED for a constraint; FAIL for failures."""
+    import optuna
+
+    if outcome.status == "ok":
+        return outcome.measurement.gbps
+    if outcome.status == "duplicate" and outcome.config in result.measured:
+        return result.measured[outcome.config]
+    if outcome.status == "constraint":
+        raise optuna.TrialPruned(outcome.reason)
+    raise _Failed(outcome.reason)

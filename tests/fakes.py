@@ -1,0 +1,35 @@
+"""A fake timer for the tuner: a deterministic bandwidth landscape with planted failures."""
+
+from __future__ import annotations
+
+from autotune.config import Config
+from autotune.errors import TrialFailed
+from autotune.measurement import Measurement
+
+OPTIMUM = {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 2}
+
+
+class FakeTimer:
+    """``measure(config)`` like :meth:`autotune.benchmark.Benchmark.measure`, without a GPU.
+
+    Bandwidth peaks at :data:`OPTIMUM`. Configs in ``failures`` raise ``TrialFailed`` with
+    the given status; ``fast_failures`` would be the fastest of all, if they counted.
+    """
+
+    def __init__(self, failures: dict[str, str] | None = None, memcpy_gbps: float = 3000.0) -> None:
+        self.failures = failures or {}
+        self.memcpy_gbps = memcpy_gbps
+        self.calls: list[Config] = []
+
+    def gbps(self, config: Config) -> float:
+        m = config.as_dict()
+        penalty = sum(abs(m[k].bit_length() - OPTIMUM[k].bit_length()) for k in OPTIMUM if k in m)
+        return 2800.0 - 150.0 * penalty
+
+    def __call__(self, config: Config) -> Measurement:
+        self.calls.append(config)
+        if config.key in self.failures:
+            raise TrialFailed(self.failures[config.key], f"planted failure of {config.key}")
+        gbps = self.gbps(config)
+        ms = 2 * 1024 * 1024 * 4 / (gbps * 1e9) * 1e3
+        return Measurement(ms, ms * 0.99, ms * 1.02, gbps, 100 * gbps / self.memcpy_gbps, 20, 4000, 50)

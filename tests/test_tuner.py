@@ -1,0 +1,150 @@
+import pytest
+
+from autotune.config import Config
+from autotune.errors import InvalidInputError
+from autotune.key import TuningKey
+from autotune.space import SearchSpace
+from autotune.store import Store
+from autotune.tuner import search
+
+from fakes import OPTIMUM, FakeTimer
+
+SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("IPAD", (1, 2)), ("TILE_DIM", (16, 32, 64))),
+                    ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
+BEST = Config.of("smem_pad", OPTIMUM)
+
+
+@pytest.fixture
+def store(db_url) -> Store:
+    return Store(db_url)
+
+
+@pytest.fixture
+def key(device_info) -> TuningKey:
+    return TuningKey(device_info, "smem_pad", "f" * 64, 1024, 1024, "float32", "13.0.88", "-O3 -arch=sm_90")
+
+
+@pytest.mark.parametrize("sampler", ["grid", "tpe", "random"])
+def test_finds_the_fake_optimum_and_stores_it(store, key, sampler):
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, n_trials=300, seed=3, sampler=sampler)
+    valid = SPACE.configs()
+    assert result.stopped == "exhausted"
+    assert set(timer.calls) == set(valid) and len(timer.calls) == len(valid)  # each measured once
+    assert result.best == (BEST, timer.gbps(BEST))
+    best = store.best(key)
+    assert best.config == BEST and best.gbps == pytest.approx(timer.gbps(BEST))
+
+
+def test_duplicates_are_not_measured_again(store, key):
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, n_trials=60, seed=0, sampler="random")
+    dups = [o for o in result.outcomes if o.status == "duplicate"]
+    assert dups, "a 60-trial random search over 16 configs proposes some twice"
+    assert len(timer.calls) == len(set(timer.calls))
+    for d in dups:
+        earlier = result.outcomes[d.duplicate_of]
+        assert earlier.config == d.config and earlier.status not in ("duplicate", "constraint")
+    stored = store.key_trials(key)
+    assert len(stored) == len(timer.calls)  # the DB holds measurements, not the skipped proposals
+
+
+def test_constraint_breaking_proposals_are_never_measured(store, key):
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, n_trials=100, seed=5, sampler="random")
+    broken = [o for o in result.outcomes if o.status == "constraint"]
+    assert broken, "random proposals over 24 combinations include the 8 invalid ones"
+    assert all(SPACE.violations(o.config) and o.config not in timer.calls for o in broken)
+
+
+def test_grid_measures_exactly_the_valid_configs_in_order(store, key):
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    assert timer.calls == SPACE.configs()
+    assert [o.status for o in result.outcomes] == ["ok"] * len(SPACE.configs())
+    assert result.stopped == "exhausted"
+
+
+def test_failed_trials_are_recorded_and_never_best(store, key):
+    # the planted failures sit at the optimum: they would win if a failure could count
+    failures = {BEST.key: "wrong_result", "BLOCK_ROWS=16,IPAD=1,TILE_DIM=64": "resources",
+                "BLOCK_ROWS=4,IPAD=1,TILE_DIM=16": "compile_error"}
+    timer = FakeTimer(failures)
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    assert BEST not in result.measured and result.best[0] != BEST
+    stored = {t.config.key: t for t in store.key_trials(key)}
+    for config_key, status in failures.items():
+        assert stored[config_key].status == status
+        assert stored[config_key].reason == f"planted failure of {config_key}"
+        assert stored[config_key].gbps is None
+    assert store.best(key).config == result.best[0]
+
+
+def test_when_every_config_fails_there_is_no_best(store, key):
+    timer = FakeTimer({c.key: "compile_error" for c in SPACE.configs()})
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    assert result.best is None and result.stopped == "exhausted"
+    assert store.best(key) is None
+
+
+def test_resume_continues_the_study_without_re_measuring(store, key):
+    first = FakeTimer()
+    search(key, SPACE, first, store, n_trials=6, seed=1, sampler="random")
+    assert 1 <= len(first.calls) <= 6
+    with pytest.raises(InvalidInputError, match="--resume"):
+        search(key, SPACE, FakeTimer(), store, n_trials=5)
+    second = FakeTimer()
+    result = search(key, SPACE, second, store, n_trials=300, seed=2, sampler="random", resume=True)
+    assert not set(first.calls) & set(second.calls)
+    assert set(first.calls) | set(second.calls) == set(SPACE.configs())
+    assert set(result.measured) == set(SPACE.configs())  # earlier trials count in the study's best
+    assert result.best[0] == BEST
+
+
+def test_a_failed_config_is_not_retried_on_resume(store, key):
+    failures = {BEST.key: "wrong_result"}
+    search(key, SPACE, FakeTimer(failures), store, n_trials=100, sampler="grid")
+    again = FakeTimer()
+    result = search(key, SPACE, again, store, n_trials=20, sampler="grid", resume=True)
+    assert again.calls == [] and result.stopped == "exhausted"
+
+
+def test_timeout_stops_starting_trials(store, key):
+    import time
+
+    timer = FakeTimer()
+
+    def slow(config):
+        time.sleep(0.05)
+        return timer(config)
+
+    result = search(key, SPACE, slow, store, n_trials=100, timeout=0.12, sampler="grid")
+    assert result.stopped == "timeout" and 1 <= len(timer.calls) <= 4
+
+
+def test_ctrl_c_marks_the_search_and_keeps_earlier_trials(store, key):
+    timer = FakeTimer()
+
+    def interrupted_on_third(config):
+        if len(timer.calls) == 2:
+            raise KeyboardInterrupt
+        return timer(config)
+
+    with pytest.raises(KeyboardInterrupt):
+        search(key, SPACE, interrupted_on_third, store, n_trials=100, sampler="grid")
+    assert len(store.key_trials(key)) == 2
+    from sqlalchemy import text
+
+    with store.session() as s:
+        assert s.execute(text("select status from autotune_searches")).scalar_one() == "interrupted"
+    # the study can be resumed and the interrupted config is measured then
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", resume=True)
+    assert result.stopped == "exhausted" and len(set(timer.calls)) == len(SPACE.configs())
+
+
+@pytest.mark.parametrize("kwargs, message", [({"n_trials": 0}, "--trials 0"), ({"n_trials": -3}, "--trials -3"),
+                                             ({"n_trials": 5, "timeout": -1}, "--timeout -1"),
+                                             ({"n_trials": 5, "sampler": "cmaes"}, "unknown sampler 'cmaes'")])
+def test_bad_arguments(store, key, kwargs, message):
+    with pytest.raises(InvalidInputError, match=message):
+        search(key, SPACE, FakeTimer(), store, **kwargs)
