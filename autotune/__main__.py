@@ -1,0 +1,5 @@
+"""``python -m autotune``: the same command line as the ``autotune`` script."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,180 @@
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from autotune import benchmark
+from autotune.cli import app
+from autotune.store import Store
+
+from fakes import OPTIMUM, FakeTimer
+
+runner = CliRunner()
+
+
+class FakeBench:
+    def __init__(self, device, timer):
+        self.device, self.measure, self.memcpy_gbps = device, timer, timer.memcpy_gbps
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, device_info):
+    """Replace the GPU benchmark by the fake timer; records the shapes it was opened for."""
+    opened = []
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, rows, cols, dtype, **options):
+        opened.append((ordinal, rows, cols, dtype.name, options))
+        yield FakeBench(device_info, FakeTimer())
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    return opened
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_search_then_best_and_list(fake_gpu, db_url):
+    r = run("search", "--kernel", "smem_pad", "--size", 1024, "--sampler", "grid", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    best_key = ",".join(f"{k}={v}" for k, v in sorted(OPTIMUM.items()))
+    assert "stopped: exhausted" in r.output and "51 ok" in r.output
+    assert f"best: {best_key}" in r.output and "memcpy: 3000 GB/s" in r.output
+    assert fake_gpu == [(0, 1024, 1024, "float32", {"repeats": 50, "seed": None})]
+
+    r = run("best", "--size", 1024, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert best_key in r.output and "2800" in r.output and "93.3" in r.output
+
+    r = run("list", "--db", db_url)
+    assert r.exit_code == 0 and best_key in r.output and "1024x1024" in r.output
+
+
+def test_search_refuses_an_existing_study_without_resume(fake_gpu, db_url):
+    assert run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--db", db_url).exit_code == 0
+    r = run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--db", db_url)
+    assert r.exit_code == 2 and "--resume" in r.output
+    assert run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--resume", "--db", db_url).exit_code == 0
+
+
+def test_rectangles_and_dtypes_reach_the_benchmark(fake_gpu, db_url):
+    r = run("search", "--rows", 100, "--cols", 300, "--dtype", "float64", "--trials", 2, "--sampler", "grid", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert fake_gpu[0][1:4] == (100, 300, "float64")
+    assert run("best", "--rows", 100, "--cols", 300, "--dtype", "float64", "--db", db_url).exit_code == 0
+    assert run("best", "--rows", 300, "--cols", 100, "--dtype", "float64", "--db", db_url).exit_code == 1
+
+
+def test_best_when_nothing_is_tuned(db_url):
+    r = run("best", "--size", 2048, "--db", db_url)
+    assert r.exit_code == 1
+    assert "nothing is tuned for any kernel 2048x2048 float32" in r.output
+    assert "autotune search --kernel smem_pad --rows 2048 --cols 2048" in r.output
+
+
+def test_best_by_device_name(fake_gpu, db_url):
+    run("search", "--size", 64, "--trials", 2, "--sampler", "grid", "--db", db_url)
+    r = run("best", "--size", 64, "--device", "h100", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert run("best", "--size", 64, "--device", "A100", "--db", db_url).exit_code == 1
+
+
+def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
+    run("search", "--size", 64, "--trials", 2, "--sampler", "grid", "--db", db_url)
+    monkeypatch.setattr("autotune.cli.source_hash", lambda kernel: "0" * 64)  # the kernel source changed
+    r = run("best", "--size", 64, "--db", db_url)
+    assert r.exit_code == 1 and "skipped 1 stale result" in r.output
+    r = run("list", "--db", db_url)
+    assert r.exit_code == 0 and "yes" in r.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "--size", 0], "--size 0 is not allowed; give an integer 1..2147483647"),
+    (["search", "--size", -5], "--size -5 is not allowed"),
+    (["search", "--size", 2**31], "--size 2147483648 is not allowed"),
+    (["search", "--rows", 0, "--cols", 5], "--rows 0 is not allowed"),
+    (["search", "--size", "abc"], "Invalid value for '--size': 'abc' is not an integer"),
+    (["search", "--size", "2.5"], "'2.5' is not an integer"),
+    (["search", "--rows", 10], "--cols is missing"),
+    (["search", "--cols", 10], "--rows is missing"),
+    (["search", "--size", 8, "--rows", 10, "--cols", 4], "either --size or --rows"),
+    (["search"], "--size is missing"),
+    (["search", "--kernel", "smem_padd", "--size", 64], "unknown kernel 'smem_padd' (did you mean smem_pad"),
+    (["search", "--size", 64, "--dtype", "float128"], "unknown dtype 'float128'"),
+    (["search", "--size", 64, "--trials", 0], "--trials 0 is not allowed"),
+    (["search", "--size", 64, "--timeout", -1], "--timeout -1 is not allowed"),
+    (["search", "--size", 64, "--sampler", "cmaes"], "unknown sampler 'cmaes'"),
+    (["search", "--size", 64, "--device", -1], "--device -1 is not allowed"),
+    (["search", "--size", 64, "--repeats", 5], "--repeats 5 is not allowed; give 20 or more"),
+    (["search", "--size", 64, "--bogus"], "No such option: --bogus"),
+    (["search", "--size", 64, "--space", "/nonexistent/space.toml"], "cannot read search space"),
+    (["best", "--size", 0], "--size 0 is not allowed"),
+    (["best", "--size", 64, "--kernel", "nope"], "unknown kernel 'nope'"),
+    (["best", "--size", 64, "--dtype", "half"], "unknown dtype 'half'"),
+])
+def test_bad_input_exits_2_with_one_line_and_leaves_no_database(args, message, tmp_path, fake_gpu):
+    db = tmp_path / "untouched.db"
+    r = run(*args, "--db", f"sqlite:///{db}")
+    assert r.exit_code == 2, r.output
+    lines = [l for l in r.output.splitlines() if l.startswith(("error:", "Error:"))]
+    assert len(lines) == 1 and message in lines[0], r.output
+    assert not db.exists()
+    assert fake_gpu == []
+
+
+def test_malformed_space_file(tmp_path, fake_gpu, db_url):
+    space = tmp_path / "space.toml"
+    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8]\nIPAD = [1]\nWARPS = [2]\n')
+    r = run("search", "--size", 64, "--space", space, "--db", db_url)
+    assert r.exit_code == 2 and "unknown macro 'WARPS'" in r.output
+
+
+def test_edited_space_file_is_used(tmp_path, fake_gpu, db_url):
+    space = tmp_path / "space.toml"
+    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8, 4]\nIPAD = [1]\n')
+    r = run("search", "--size", 64, "--space", space, "--db", db_url)
+    assert r.exit_code == 0 and "2 valid configs" in r.output and "stopped: exhausted" in r.output
+
+
+def test_without_pycuda_search_says_so_and_exits_3(db_url):
+    pytest.importorskip("numpy")
+    try:
+        import pycuda  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("PyCUDA is installed here")
+    r = run("search", "--size", 64, "--db", db_url)
+    assert r.exit_code == 3 and "PyCUDA is not installed" in r.output
+
+
+def test_database_in_missing_directory_exits_4(fake_gpu, tmp_path):
+    r = run("best", "--size", 64, "--db", f"sqlite:///{tmp_path}/missing/dir/x.db")
+    assert r.exit_code == 4 and r.output.startswith("error: ")
+
+
+def test_db_upgrade_and_current(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    assert run("db", "current", "--db", url).output.strip().startswith("empty")
+    r = run("db", "upgrade", "--db", url)
+    assert r.exit_code == 0 and "schema revision 0001" in r.output
+    assert run("db", "current", "--db", url).output.strip() == "0001"
+
+
+def test_autotune_db_env_var(fake_gpu, tmp_path):
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    r = runner.invoke(app, ["search", "--size", 32, "--trials", 2, "--sampler", "grid"], env={"AUTOTUNE_DB": url})
+    assert r.exit_code == 0, r.output
+    assert Store(url).find_best(rows=32)
+
+
+def test_python_dash_m():
+    out = subprocess.run([sys.executable, "-m", "autotune", "kernels"], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem.cu" in out.stdout
