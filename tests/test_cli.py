@@ -87,7 +87,7 @@ def test_best_by_device_name(fake_gpu, db_url):
 
 def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
     run("search", "--size", 64, "--trials", 2, "--sampler", "grid", "--db", db_url)
-    monkeypatch.setattr("autotune.cli.source_hash", lambda kernel: "0" * 64)  # the kernel source changed
+    monkeypatch.setattr("autotune.cli.results.source_hash", lambda kernel: "0" * 64)  # the kernel source changed
     r = run("best", "--size", 64, "--db", db_url)
     assert r.exit_code == 1 and "skipped 1 stale result" in r.output
     r = run("list", "--db", db_url)

@@ -1,0 +1,24 @@
+"""The ``autotune`` command line (Typer + Rich).
+
+Commands are thin: they parse options, call the library, and print. Library errors map to
+exit codes (see :data:`autotune.cli._common.EXIT_CODES`): 1 nothing tuned, 2 bad input,
+3 no GPU / PyCUDA / nvcc, 4 database error, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import typer
+
+# rich_markup_mode=None: usage errors print as one plain "Error: ..." line, not a box.
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
+                  help="Autotune CUDA kernels per GPU, shape and dtype; look tuned configs up.")
+
+from . import db, results, search  # noqa: E402  (each module registers its commands on app)
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

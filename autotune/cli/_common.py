@@ -1,0 +1,86 @@
+"""What every command shares: consoles, option types, shape parsing, errors -> exit codes."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from ..benchmark import MAX_DIM
+from ..dtypes import DTYPES
+from ..errors import AutotuneError, GPUUnavailableError, InvalidInputError, NotTunedError, StoreError
+from ..kernels import KERNELS
+
+# Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 220)
+
+EXIT_CODES = {NotTunedError: 1, InvalidInputError: 2, GPUUnavailableError: 3, StoreError: 4}
+"""Exit code of each library error; anything else that is an AutotuneError exits 1."""
+EXIT_INTERRUPTED = 130
+
+
+def parse_int(value: str) -> int:
+    """Parse an integer option, naming the value when it is not one."""
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not an integer") from None
+
+
+def parse_float(value: str) -> float:
+    """Parse a number option, naming the value when it is not one."""
+    try:
+        return float(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a number") from None
+
+
+Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True,
+                                           help="SQLAlchemy URL of the results database "
+                                                "(default: a SQLite file in the user data dir).")]
+Kernel = Annotated[str, typer.Option("--kernel", "-k", help=f"Kernel: {', '.join(KERNELS)}.")]
+Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Square matrix size (rows = cols).")]
+Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
+Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
+DType = Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPES)}.")]
+
+
+def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, int]:
+    for flag, value in (("--size", size), ("--rows", rows), ("--cols", cols)):
+        if value is not None and not 1 <= value <= MAX_DIM:
+            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
+    if size is not None and (rows is not None or cols is not None):
+        raise InvalidInputError("give either --size or --rows with --cols, not both")
+    if size is not None:
+        return size, size
+    if rows is None or cols is None:
+        missing = "--cols" if rows is not None else "--rows" if cols is not None else "--size"
+        raise InvalidInputError(f"{missing} is missing; give --size N or both --rows and --cols")
+    return rows, cols
+
+
+def fail(exc: AutotuneError) -> typer.Exit:
+    err.print(f"error: {exc}", markup=False, soft_wrap=True)
+    code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
+    return typer.Exit(code)
+
+
+def handle_errors(command):
+    """Run a command, turning library errors into one ``error:`` line and their exit code,
+    and Ctrl-C into exit 130."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print("interrupted: trials so far are stored")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except AutotuneError as exc:
+            raise fail(exc) from None
+
+    return wrapper

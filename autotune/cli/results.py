@@ -1,0 +1,99 @@
+"""``autotune best``, ``list`` and ``kernels``: what is tuned, and what can be."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from ..dtypes import get_dtype
+from ..errors import GPUUnavailableError, NotTunedError
+from ..kernels import KERNELS, get_kernel, source_hash
+from ..store import BestRecord, Store
+from . import app
+from ._common import Cols, Db, DType, Rows, Size, err, handle_errors, out, shape
+
+
+@app.command()
+@handle_errors
+def best(
+    size: Size = None, rows: Rows = None, cols: Cols = None,
+    kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Kernel (default: all).")] = None,
+    device: Annotated[Optional[str], typer.Option("--device", "-d",
+                                                  help="Device ordinal or part of its name (default: all).")] = None,
+    dtype: DType = "float32",
+    db: Db = None,
+) -> None:
+    """Show the stored best config for a shape (and kernel, device, dtype)."""
+    r, c = shape(size, rows, cols)
+    if kernel is not None:
+        get_kernel(kernel)
+    dt = get_dtype(dtype)
+    name = _device_filter(device)
+    found = Store(db).find_best(kernel=kernel, rows=r, cols=c, dtype=dt.name, device_name=name)
+    current, stale = _split_stale(found)
+    if stale:
+        err.print(f"skipped {len(stale)} stale result(s): tuned with a kernel source that has changed since")
+    if not current:
+        what = f"{kernel or 'any kernel'} {r}x{c} {dt.name}" + (f" on {name}" if name else "")
+        raise NotTunedError(f"nothing is tuned for {what}; run: autotune search --kernel "
+                            f"{kernel or 'smem_pad'} --rows {r} --cols {c} --dtype {dt.name}")
+    current.sort(key=lambda b: -b.gbps)
+    out.print(best_table(current, f"best configs for {r}x{c} {dt.name}"))
+
+
+@app.command("list")
+@handle_errors
+def list_(db: Db = None) -> None:
+    """List everything tuned in the database (stale results are marked)."""
+    found = Store(db).find_best()
+    if not found:
+        out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048")
+        return
+    _, stale = _split_stale(found)
+    out.print(best_table(found, f"{len(found)} tuned keys", stale=[b in stale for b in found]))
+
+
+@app.command()
+def kernels() -> None:
+    """List the kernel catalog and the default config of each kernel."""
+    table = Table(title="kernels")
+    for col in ("kernel", "what it is", "default config", "source"):
+        table.add_column(col)
+    for k in KERNELS.values():
+        table.add_row(k.name, k.summary, k.default_config().key, f"kernels/{k.file}")
+    out.print(table)
+
+
+def _device_filter(device: str | None) -> str | None:
+    if device is None or not device.isdigit():
+        return device
+    from ..device import query_device
+
+    try:
+        return query_device(int(device)).name
+    except GPUUnavailableError as exc:
+        raise GPUUnavailableError(f"--device {device} needs a GPU to resolve ({exc}); "
+                                  "pass part of the device name instead") from None
+
+
+def _split_stale(records: list[BestRecord]) -> tuple[list[BestRecord], list[BestRecord]]:
+    """Current bests, and stale ones (tuned with a kernel source that has changed since)."""
+    hashes = {name: source_hash(k) for name, k in KERNELS.items()}
+    current = [b for b in records if hashes.get(b.kernel) == b.source_hash]
+    return current, [b for b in records if b not in current]
+
+
+def best_table(records: list[BestRecord], title: str, stale: list[bool] | None = None) -> Table:
+    """A table of stored bests (with a ``stale`` column when ``stale`` flags are given)."""
+    table = Table(title=title)
+    numeric = ("median ms", "GB/s", "% memcpy", "regs", "smem B")
+    for col in ("device", "kernel", "shape", "dtype", "config", *numeric, "tuned") + (("stale",) if stale else ()):
+        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col == "config")
+    for i, b in enumerate(records):
+        cells = [b.device_name, b.kernel, f"{b.rows}x{b.cols}", b.dtype, b.config.key,
+                 f"{b.median_ms:.4f}", f"{b.gbps:.0f}", f"{b.pct_memcpy:.1f}", str(b.registers),
+                 str(b.shared_bytes), f"{b.updated_at:%Y-%m-%d %H:%M}"]
+        table.add_row(*cells, *(("yes" if stale[i] else "",) if stale else ()))
+    return table
