@@ -31,7 +31,7 @@ from .dtypes import DType
 from .errors import InvalidInputError, TrialFailed
 from .measurement import Measurement, effective_bandwidth_gbps
 
-__all__ = ["Benchmark", "Timing", "open_benchmark", "MAX_DIM"]
+__all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_DIM"]
 
 GUARD_BYTES = 1 << 16
 POISONS = (0xA5, 0x5A)
@@ -191,6 +191,19 @@ def _check_equal(got: np.ndarray, expected: np.ndarray) -> None:
                           f"[{r}, {c}]: got 0x{int(got[r, c]):x}, expected 0x{int(expected[r, c]):x}")
 
 
+def check_fits(device: DeviceInfo, rows: int, cols: int, dtype: DType) -> None:
+    """Refuse a shape whose input and output buffers exceed the device's memory.
+
+    Raises:
+        InvalidInputError: naming the shape, the bytes needed and the device's memory.
+    """
+    need = 2 * rows * cols * dtype.itemsize + 2 * GUARD_BYTES
+    if need > device.total_memory:
+        raise InvalidInputError(
+            f"shape {rows}x{cols} {dtype.name} needs {need / 2**30:.1f} GiB on the GPU; "
+            f"{device.name} has {device.total_memory / 2**30:.1f} GiB")
+
+
 @contextlib.contextmanager
 def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, **options) -> Iterator[Benchmark]:
     """A :class:`Benchmark` on device ``ordinal``, inside its context, freed on exit.
@@ -202,6 +215,7 @@ def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, **options) 
         InvalidInputError: ``ordinal`` out of range, bad shape, or too large for the GPU.
     """
     with open_device(ordinal) as device:
+        check_fits(device, rows, cols, dtype)
         bench = Benchmark(device, rows, cols, dtype, **options)
         try:
             yield bench

@@ -119,7 +119,8 @@ class SearchSpace:
                 raise SearchSpaceError(f"unknown macro {name!r}{where}; {k.name} takes {', '.join(k.tunables)}")
         missing = sorted(set(k.defaults) - set(names))
         if missing:
-            raise SearchSpaceError(f"{where.strip() or 'space'} gives no values for {', '.join(missing)}")
+            raise SearchSpaceError(f"search space{where} gives no values for {', '.join(missing)}; "
+                                   f"{k.name} takes {', '.join(k.tunables)}")
         for name, values in self.params:
             _check_values(name, values, where)
         self._trees  # parse now so a bad constraint fails on load

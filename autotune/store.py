@@ -12,18 +12,20 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 
 from __future__ import annotations
 
+import functools
 import os
+import random
+import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import platformdirs
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Config
@@ -32,16 +34,20 @@ from .errors import StoreError, TrialFailed
 from .key import TuningKey
 from .measurement import Measurement
 from .models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
-from .resources import data_dir
+from .records import MEASURED, BestRecord, TrialRecord, best_record, trial_record
+from . import schema
 
 if TYPE_CHECKING:
     import optuna
-    from alembic.config import Config as AlembicConfig
 
 __all__ = ["Store", "TrialRecord", "BestRecord", "default_url"]
 
-VERSION_TABLE = "autotune_alembic_version"
-_MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches")
+HEARTBEAT_S = 5
+"""Seconds between heartbeats of a running Optuna trial."""
+GRACE_S = 20
+"""Seconds without heartbeat after which a RUNNING trial counts as dead."""
+RETRIES = 5
+"""Attempts of a transaction that SQLite refuses as locked or busy (with backoff)."""
 
 
 def default_url() -> str:
@@ -58,58 +64,25 @@ def default_url() -> str:
     return f"sqlite:///{directory / 'autotune.db'}"
 
 
-@dataclass(frozen=True)
-class TrialRecord:
-    """One stored trial. Times in ms, ``gbps`` in GB/s, ``pct_memcpy`` in % of the
-    device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
-    ``None`` for a failed trial, whose ``reason`` says why."""
+def _retry_when_locked(method):
+    """Re-run a one-transaction method when SQLite reports the database locked or busy
+    (after its own 30 s busy timeout), up to :data:`RETRIES` attempts with jittered backoff.
+    Safe because a refused transaction was rolled back whole."""
 
-    id: int
-    search_id: int
-    number: int
-    config: Config
-    status: str
-    reason: str | None
-    median_ms: float | None
-    min_ms: float | None
-    max_ms: float | None
-    gbps: float | None
-    pct_memcpy: float | None
-    registers: int | None
-    shared_bytes: int | None
-    launches: int | None
-    created_at: datetime
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return method(self, *args, **kwargs)
+            except StoreError as exc:
+                cause = exc.__cause__
+                locked = isinstance(cause, OperationalError) and any(
+                    word in str(cause).lower() for word in ("locked", "busy"))
+                if not locked or attempt == RETRIES:
+                    raise
+                time.sleep(0.05 * 2**attempt * (1 + random.random()))
 
-
-@dataclass(frozen=True)
-class BestRecord:
-    """The best config stored for one key, with its measurement (units as in
-    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s)."""
-
-    device_name: str
-    compute_capability: str
-    sm_count: int
-    driver_version: str
-    cuda_version: str
-    kernel: str
-    source_hash: str
-    rows: int
-    cols: int
-    dtype: str
-    nvcc_version: str
-    compile_flags: str
-    config: Config
-    median_ms: float
-    min_ms: float
-    max_ms: float
-    gbps: float
-    pct_memcpy: float
-    registers: int
-    shared_bytes: int
-    trial_id: int
-    search_id: int
-    memcpy_gbps: float | None
-    updated_at: datetime
+    return wrapper
 
 
 class Store:
@@ -124,15 +97,19 @@ class Store:
 
     def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
         self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url()
+        self.backup: str | None = None
+        schema.check_sqlite_path(self.url)
         try:
             self.engine: Engine = create_engine(self.url)
         except (SQLAlchemyError, ImportError) as exc:
-            raise StoreError(f"invalid database URL {self._safe_url!r}: {_one_line(exc)}") from exc
+            raise StoreError(f"invalid database URL {self._safe_url!r}: {schema.one_line(exc)}") from exc
         if self.engine.dialect.name == "sqlite":
             _configure_sqlite(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if upgrade:
-            self.upgrade()
+            with schema.init_lock(self.engine):
+                self.backup = schema.prepare(self.engine)
+                self._optuna_storage()  # creates Optuna's tables now, under the same lock
 
     def __repr__(self) -> str:
         return f"Store({self._safe_url!r})"
@@ -160,7 +137,7 @@ class Store:
             session.commit()
         except SQLAlchemyError as exc:
             session.rollback()
-            raise StoreError(f"results database {self._safe_url}: {_one_line(exc)}") from exc
+            raise StoreError(f"results database {self._safe_url}: {schema.one_line(exc)}") from exc
         except BaseException:
             session.rollback()
             raise
@@ -171,18 +148,10 @@ class Store:
         """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone).
 
         Raises:
-            StoreError: the database cannot be opened, or a migration fails.
+            StoreError: the database cannot be opened, is newer than this code, or a
+                migration fails.
         """
-        from alembic import command
-        from alembic.util import CommandError
-
-        config = self._alembic_config()
-        try:
-            with self.engine.begin() as connection:
-                config.attributes["connection"] = connection
-                command.upgrade(config, revision)
-        except (SQLAlchemyError, CommandError) as exc:
-            raise StoreError(f"cannot migrate the results database {self._safe_url}: {_one_line(exc)}") from exc
+        schema.upgrade(self.engine, revision)
 
     def current_revision(self) -> str | None:
         """The Alembic revision of autotune's tables; ``None`` for a database never migrated.
@@ -190,33 +159,31 @@ class Store:
         Raises:
             StoreError: the database cannot be read.
         """
-        from alembic.runtime.migration import MigrationContext
-
-        try:
-            with self.engine.connect() as connection:
-                context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-                return context.get_current_revision()
-        except SQLAlchemyError as exc:
-            raise StoreError(f"results database {self._safe_url}: {_one_line(exc)}") from exc
+        return schema.current_revision(self.engine)
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
-        """Optuna's RDB storage on the same database (SQLite waits up to 30 s for locks)."""
+        """Optuna's RDB storage on the same database (its tables created under
+        :func:`autotune.schema.init_lock` if missing).
+
+        Trials send a heartbeat every :data:`HEARTBEAT_S` seconds; a RUNNING trial whose
+        process died (no heartbeat for :data:`GRACE_S` seconds) is failed by the next
+        search of the study. SQLite waits up to 30 s for locks.
+        """
+        with schema.init_lock(self.engine):
+            return self._optuna_storage()
+
+    def _optuna_storage(self) -> optuna.storages.RDBStorage:
         import optuna
 
         kwargs: dict[str, Any] = {}
         if self.engine.dialect.name == "sqlite":
             kwargs["connect_args"] = {"timeout": 30}
-        return optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs)
+        with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
+                                              grace_period=GRACE_S)
 
-    def _alembic_config(self) -> AlembicConfig:
-        """A programmatic Alembic config: the shipped migrations, this store's URL."""
-        from alembic.config import Config as AlembicConfig
-
-        config = AlembicConfig()
-        config.set_main_option("script_location", str(data_dir("migrations")))
-        config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
-        return config
-
+    @_retry_when_locked
     def start_search(
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None
     ) -> int:
@@ -236,6 +203,7 @@ class Store:
             session.flush()
             return search.id
 
+    @_retry_when_locked
     def finish_search(self, search_id: int, status: str) -> None:
         """Mark a search ``finished``, ``interrupted`` or ``failed`` and stamp its end time.
 
@@ -250,6 +218,7 @@ class Store:
             search.status = status
             search.finished_at = utcnow()
 
+    @_retry_when_locked
     def record_trial(
         self, search_id: int, number: int, config: Config, *, status: str,
         measurement: Measurement | None = None, reason: str | None = None,
@@ -267,7 +236,7 @@ class Store:
             search = _search_row(session, search_id)
             if config.kernel != search.kernel.name:
                 raise ValueError(f"config {config} is not of the search's kernel {search.kernel.name!r}")
-            values = {name: getattr(measurement, name) for name in _MEASURED} if measurement else {}
+            values = {name: getattr(measurement, name) for name in MEASURED} if measurement else {}
             trial = Trial(
                 search_id=search_id, number=number, config_key=config.key, macros=config.as_dict(),
                 status=status, reason=reason, **values,
@@ -276,8 +245,9 @@ class Store:
             session.flush()
             if status == "ok":
                 _update_best(session, search, trial)
-            return _trial_record(trial, search.kernel.name)
+            return trial_record(trial, search.kernel.name)
 
+    @_retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
         stmt = _best_query().where(*_key_filter(key), Best.rows == key.rows, Best.cols == key.cols,
@@ -285,8 +255,9 @@ class Store:
                                    Best.compile_flags == key.compile_flags)
         with self.session() as session:
             row = session.execute(stmt).one_or_none()
-            return None if row is None else _best_record(*row)
+            return None if row is None else best_record(*row)
 
+    @_retry_when_locked
     def key_trials(self, key: TuningKey) -> list[TrialRecord]:
         """Every trial of every search of exactly ``key`` (a resumed study has several),
         in the order they were stored."""
@@ -299,8 +270,9 @@ class Store:
             .order_by(Trial.id)
         )
         with self.session() as session:
-            return [_trial_record(trial, name) for trial, name in session.execute(stmt)]
+            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
 
+    @_retry_when_locked
     def find_best(
         self, *, kernel: str | None = None, rows: int | None = None, cols: int | None = None,
         dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
@@ -317,8 +289,9 @@ class Store:
             stmt = stmt.where(func.lower(Device.name).contains(device_name.lower(), autoescape=True))
         stmt = stmt.order_by(Device.name, Kernel.name, Best.rows, Best.cols, Best.dtype, Best.id)
         with self.session() as session:
-            return [_best_record(*row) for row in session.execute(stmt)]
+            return [best_record(*row) for row in session.execute(stmt)]
 
+    @_retry_when_locked
     def trials(self, search_id: int) -> list[TrialRecord]:
         """Every trial of a search, in trial-number order (empty for an unknown search)."""
         stmt = (
@@ -327,14 +300,7 @@ class Store:
             .where(Trial.search_id == search_id).order_by(Trial.number, Trial.id)
         )
         with self.session() as session:
-            return [_trial_record(trial, name) for trial, name in session.execute(stmt)]
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer."""
-    orig = getattr(exc, "orig", None)
-    text = str(orig if orig is not None else exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -427,25 +393,4 @@ def _best_query():
         .join(Kernel, Best.kernel_id == Kernel.id)
         .join(Trial, Best.trial_id == Trial.id)
         .join(Search, Trial.search_id == Search.id)
-    )
-
-
-def _trial_record(trial: Trial, kernel: str) -> TrialRecord:
-    return TrialRecord(
-        id=trial.id, search_id=trial.search_id, number=trial.number,
-        config=Config.of(kernel, trial.macros), status=trial.status, reason=trial.reason,
-        **{name: getattr(trial, name) for name in _MEASURED}, created_at=trial.created_at,
-    )
-
-
-def _best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search: Search) -> BestRecord:
-    return BestRecord(
-        device_name=device.name, compute_capability=device.compute_capability,
-        sm_count=device.sm_count, driver_version=device.driver_version,
-        cuda_version=device.cuda_version, kernel=kernel.name, source_hash=kernel.source_hash,
-        rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
-        compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
-        **{name: getattr(trial, name) for name in _MEASURED if name != "launches"},
-        trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,
-        updated_at=best.updated_at,
     )

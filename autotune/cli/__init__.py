@@ -1,8 +1,8 @@
 """The ``autotune`` command line (Typer + Rich).
 
-Commands are thin: they parse options, call the library, and print. Library errors map to
-exit codes (see :data:`autotune.cli._common.EXIT_CODES`): 1 nothing tuned, 2 bad input,
-3 no GPU / PyCUDA / nvcc, 4 database error, 130 interrupted (Ctrl-C).
+Commands are thin: they parse options, call the library, and print. Every library error
+(bad input, no GPU / PyCUDA / nvcc, unusable database, nothing tuned) is one ``error:`` line
+and exit code 2; Ctrl-C exits 130 after saying what was kept.
 """
 
 from __future__ import annotations

@@ -11,15 +11,16 @@ from rich.console import Console
 
 from ..benchmark import MAX_DIM
 from ..dtypes import DTYPES
-from ..errors import AutotuneError, GPUUnavailableError, InvalidInputError, NotTunedError, StoreError
+from ..errors import AutotuneError, InvalidInputError
 from ..kernels import KERNELS
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 220)
 
-EXIT_CODES = {NotTunedError: 1, InvalidInputError: 2, GPUUnavailableError: 3, StoreError: 4}
-"""Exit code of each library error; anything else that is an AutotuneError exits 1."""
+EXIT_ERROR = 2
+"""Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
+that cannot be used, nothing tuned for the key (each says so in one ``error:`` line)."""
 EXIT_INTERRUPTED = 130
 
 
@@ -65,8 +66,7 @@ def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, in
 
 def fail(exc: AutotuneError) -> typer.Exit:
     err.print(f"error: {exc}", markup=False, soft_wrap=True)
-    code = next((c for cls, c in EXIT_CODES.items() if isinstance(exc, cls)), 1)
-    return typer.Exit(code)
+    return typer.Exit(EXIT_ERROR)
 
 
 def handle_errors(command):

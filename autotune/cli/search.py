@@ -46,8 +46,8 @@ def search(
     dt = get_dtype(dtype)
     space_ = load_space(kernel, space)
     _check_options(trials, timeout, sampler, device, repeats)
-    store = Store(db)
     with benchmark.open_benchmark(device, r, c, dt, repeats=repeats, seed=seed) as bench:
+        store = Store(db)  # after the GPU: a machine without one must not create a database
         key = tuning_key(kernel, bench.device, r, c, dt.name)
         memcpy = bench.memcpy_gbps
         d = key.device
@@ -55,8 +55,12 @@ def search(
                   f"driver {d.driver_version}, nvcc {key.nvcc_version}); "
                   f"{len(space_.configs())} valid configs in {space_.path}")
         out.print(f"device-to-device memcpy: {memcpy:.0f} GB/s")
-        result = _run_with_progress(key, space_, bench.measure, store, trials=trials, timeout=timeout,
-                                    seed=seed, sampler=sampler, resume=resume, memcpy=memcpy)
+        try:
+            result = _run_with_progress(key, space_, bench.measure, store, trials=trials, timeout=timeout,
+                                        seed=seed, sampler=sampler, resume=resume, memcpy=memcpy)
+        except KeyboardInterrupt:
+            _print_best(store, key, "best so far")
+            raise
     _print_result(result, store, top)
 
 
@@ -107,7 +111,13 @@ def _print_result(result: SearchResult, store: Store, top: int) -> None:
         table.add_row(str(i), t.config.key, f"{t.median_ms:.4f}", f"{t.min_ms:.4f}..{t.max_ms:.4f}",
                       f"{t.gbps:.0f}", f"{t.pct_memcpy:.1f}", str(t.registers), str(t.shared_bytes))
     out.print(table)
-    best = store.best(result.key)
-    if best is not None:
-        out.print(f"best: {best.config.key}  {best.gbps:.0f} GB/s  {best.pct_memcpy:.1f}% of memcpy "
+    _print_best(store, result.key, "best")
+
+
+def _print_best(store: Store, key, label: str) -> None:
+    best = store.best(key)
+    if best is None:
+        out.print(f"{label}: no config of this key passed verification yet")
+    else:
+        out.print(f"{label}: {best.config.key}  {best.gbps:.0f} GB/s  {best.pct_memcpy:.1f}% of memcpy "
                   f"({best.median_ms:.4f} ms)")

@@ -1,0 +1,89 @@
+"""Plain, frozen records of stored results, detached from any database session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .config import Config
+from .models import Best, Device, Kernel, Search, Trial
+
+__all__ = ["TrialRecord", "BestRecord", "trial_record", "best_record", "MEASURED"]
+
+MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches")
+"""Trial columns that come from a :class:`~autotune.measurement.Measurement`."""
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One stored trial. Times in ms, ``gbps`` in GB/s, ``pct_memcpy`` in % of the
+    device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
+    ``None`` for a failed trial, whose ``reason`` says why."""
+
+    id: int
+    search_id: int
+    number: int
+    config: Config
+    status: str
+    reason: str | None
+    median_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    gbps: float | None
+    pct_memcpy: float | None
+    registers: int | None
+    shared_bytes: int | None
+    launches: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class BestRecord:
+    """The best config stored for one key, with its measurement (units as in
+    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s)."""
+
+    device_name: str
+    compute_capability: str
+    sm_count: int
+    driver_version: str
+    cuda_version: str
+    kernel: str
+    source_hash: str
+    rows: int
+    cols: int
+    dtype: str
+    nvcc_version: str
+    compile_flags: str
+    config: Config
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    gbps: float
+    pct_memcpy: float
+    registers: int
+    shared_bytes: int
+    trial_id: int
+    search_id: int
+    memcpy_gbps: float | None
+    updated_at: datetime
+
+
+def trial_record(trial: Trial, kernel: str) -> TrialRecord:
+    return TrialRecord(
+        id=trial.id, search_id=trial.search_id, number=trial.number,
+        config=Config.of(kernel, trial.macros), status=trial.status, reason=trial.reason,
+        **{name: getattr(trial, name) for name in MEASURED}, created_at=trial.created_at,
+    )
+
+
+def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search: Search) -> BestRecord:
+    return BestRecord(
+        device_name=device.name, compute_capability=device.compute_capability,
+        sm_count=device.sm_count, driver_version=device.driver_version,
+        cuda_version=device.cuda_version, kernel=kernel.name, source_hash=kernel.source_hash,
+        rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
+        compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
+        **{name: getattr(trial, name) for name in MEASURED if name != "launches"},
+        trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,
+        updated_at=best.updated_at,
+    )

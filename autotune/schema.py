@@ -1,0 +1,203 @@
+"""The database schema of autotune's own tables: Alembic migrations, revision checks, backups.
+
+Opening a database (:func:`prepare`) follows these rules:
+
+* empty database: migrate to the newest revision;
+* at the newest revision: nothing to do;
+* at an older revision: a SQLite file is first copied to ``<file>.bak-<revision>-<UTC time>``,
+  then migrated (other databases are migrated in place; back them up with their own tools);
+* at a revision this code does not know (written by a newer autotune): refused, never
+  downgraded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from .errors import StoreError
+from .resources import data_dir
+
+__all__ = ["VERSION_TABLE", "head_revision", "current_revision", "upgrade", "prepare", "check_sqlite_path",
+           "init_lock"]
+
+VERSION_TABLE = "autotune_alembic_version"
+"""Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
+
+
+def _config(url: str):
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(data_dir("migrations")))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def _scripts():
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_config("sqlite://"))
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    return _scripts().get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision of the database behind ``engine``; ``None`` if never migrated.
+
+    Raises:
+        StoreError: the database cannot be read.
+    """
+    from alembic.runtime.migration import MigrationContext
+
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+            return context.get_current_revision()
+    except SQLAlchemyError as exc:
+        raise StoreError(f"results database {_safe(engine)}: {one_line(exc)}") from exc
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate to ``revision``, refusing a database newer than this code.
+
+    Raises:
+        StoreError: newer schema, or the migration failed.
+    """
+    from alembic import command
+    from alembic.util import CommandError
+
+    _refuse_newer(engine)
+    config = _config(engine.url.render_as_string(hide_password=False))
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+    except (SQLAlchemyError, CommandError) as exc:
+        raise StoreError(f"cannot migrate the results database {_safe(engine)}: {one_line(exc)}") from exc
+
+
+def prepare(engine: Engine) -> str | None:
+    """Bring the database to the newest revision under the rules of this module.
+
+    Returns:
+        The path of the backup made before migrating an older SQLite file, else ``None``.
+
+    Raises:
+        StoreError: newer schema, unreadable database, failed backup or migration.
+    """
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return None
+    _refuse_newer(engine, current)
+    backup = _backup(engine, current) if current is not None else None
+    upgrade(engine)
+    return backup
+
+
+def _refuse_newer(engine: Engine, current: str | None = ...) -> None:
+    if current is ...:
+        current = current_revision(engine)
+    if current is not None and not _revision_known(current):
+        raise StoreError(f"results database {_safe(engine)} has schema revision {current!r}, newer than this "
+                         f"autotune knows (up to {head_revision()!r}); upgrade autotune, it will not downgrade")
+
+
+def _revision_known(revision: str) -> bool:
+    from alembic.util import CommandError
+
+    try:
+        return _scripts().get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def _backup(engine: Engine, revision: str) -> str | None:
+    path = engine.url.database
+    if engine.dialect.name != "sqlite" or not path or path == ":memory:" or not os.path.exists(path):
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = f"{path}.bak-{revision}-{stamp}"
+    try:
+        shutil.copy2(path, target)
+    except OSError as exc:
+        raise StoreError(f"cannot back up {path} before migrating it: {exc.strerror}") from exc
+    return target
+
+
+@contextlib.contextmanager
+def init_lock(engine: Engine) -> Iterator[None]:
+    """Hold a lock that serialises schema creation across processes for this database.
+
+    Creating tables is not atomic: two processes opening a new database at once would both
+    try to create them. SQLite files use an OS lock on ``<file>.lock`` beside the database;
+    PostgreSQL an advisory lock; other databases nothing.
+    """
+    if engine.dialect.name == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        import fcntl
+
+        with open(f"{engine.url.database}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    elif engine.dialect.name == "postgresql":
+        from sqlalchemy import text
+
+        with engine.connect() as connection:
+            connection.execute(text("select pg_advisory_lock(:k)"), {"k": _PG_LOCK_KEY})
+            try:
+                yield
+            finally:
+                connection.execute(text("select pg_advisory_unlock(:k)"), {"k": _PG_LOCK_KEY})
+                connection.commit()
+    else:
+        yield
+
+
+_PG_LOCK_KEY = 0x6175746F74756E65  # "autotune"
+
+
+def check_sqlite_path(url: str) -> None:
+    """For a SQLite file URL: the folder must exist and be writable, before anything is created.
+
+    Raises:
+        StoreError: missing or read-only folder, naming it.
+    """
+    try:
+        parsed = make_url(url)
+    except SQLAlchemyError:
+        return
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return
+    folder = Path(parsed.database).expanduser().absolute().parent
+    if not folder.is_dir():
+        raise StoreError(f"the folder of database {parsed.database} does not exist: {folder}; "
+                         "create it or give another --db")
+    if not os.access(folder, os.W_OK):
+        raise StoreError(f"the folder of database {parsed.database} is read-only: {folder}; "
+                         "give a writable location with --db")
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _safe(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
