@@ -1,10 +1,14 @@
 """The kernel catalog: each kernel's CUDA source, entry point, tunable macros and launch shape.
 
-Kernels follow the classic CUDA transpose study (M. Harris, "An Efficient Matrix Transpose
-in CUDA C/C++", NVIDIA developer blog): a block of TILE_DIM x BLOCK_ROWS threads moves a
-TILE_DIM x TILE_DIM tile. ``copy`` is the bandwidth upper bound, ``naive`` writes strided,
-``smem`` stages the tile in shared memory, ``smem_pad`` pads the tile by IPAD columns to
-avoid shared-memory bank conflicts.
+Kernels follow the classic CUDA transpose studies (M. Harris, "An Efficient Matrix Transpose
+in CUDA C/C++"; the copy/naive/unroll/diagonal kernels of "Professional CUDA C
+Programming"). A block of ``TILE_DIM x BLOCK_ROWS`` threads moves ``UNROLL`` tiles of
+``TILE_DIM x TILE_DIM`` elements (UNROLL is 1 unless tunable), laid side by side along the
+direction ``threadIdx.x`` runs: along input rows (layout ``row``) or down input columns
+(layout ``col``). Blocks are numbered over a 1-D grid, one per block tile, and take tiles in
+row-major or diagonal order (:func:`tile_of_block`). Entries that differ only in macros
+share a source file; a kernel's ``fixed`` macros pin what it is (e.g. ``naive_col`` is
+``naive.cu`` with ``COLUMNWISE=1``).
 """
 
 from __future__ import annotations
@@ -24,10 +28,23 @@ from .dtypes import DType
 from .errors import InvalidInputError
 from .resources import data_dir
 
-__all__ = ["Kernel", "KERNELS", "get_kernel", "source_text", "source_hash"]
+__all__ = ["Kernel", "KERNELS", "ALIASES", "get_kernel", "tile_of_block", "source_text", "source_hash"]
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
+
+
+def tile_of_block(block: int, tiles_y: int, tiles_x: int, diagonal: bool) -> tuple[int, int]:
+    """(tile row, tile column) that block ``block`` of a ``tiles_y x tiles_x`` grid moves.
+
+    Mirrors ``block_tile_origin`` in ``kernels/common.cuh``: row-major order, or the classic
+    diagonal reordering generalised to rectangular grids (``y = b % tiles_y``,
+    ``x = (b // tiles_y + y) % tiles_x``), a bijection for any grid.
+    """
+    if diagonal:
+        y = block % tiles_y
+        return y, (block // tiles_y + y) % tiles_x
+    return block // tiles_x, block % tiles_x
 
 
 @dataclass(frozen=True)
@@ -40,8 +57,10 @@ class Kernel:
         function: ``extern "C"`` entry point in that file.
         op: ``"transpose"`` (output is cols x rows) or ``"copy"`` (output is rows x cols).
         defaults: default value of each tunable macro (the classic 32x8 tile).
-        fixed: macros this kernel pins (e.g. ``smem`` has ``IPAD=0``); not tunable.
+        fixed: macros this kernel pins (e.g. ``smem`` has ``IPAD=0``); not tunable. UNROLL
+            and DIAGONAL are 1 and 0 unless tunable or fixed; COLUMNWISE=1 is layout ``col``.
         summary: one line for tables and help.
+        shared: stages its tiles in static shared memory (``UNROLL`` tiles per block).
     """
 
     name: str
@@ -51,11 +70,17 @@ class Kernel:
     defaults: Mapping[str, int]
     fixed: Mapping[str, int] = field(default_factory=dict)
     summary: str = ""
+    shared: bool = False
 
     @property
     def tunables(self) -> tuple[str, ...]:
         """Names of the tunable macros, sorted."""
         return tuple(sorted(self.defaults))
+
+    @property
+    def layout(self) -> str:
+        """``row`` (threadIdx.x runs along input rows) or ``col`` (down input columns)."""
+        return "col" if self.fixed.get("COLUMNWISE", 0) else "row"
 
     def default_config(self) -> Config:
         """The kernel's built-in default config (used when nothing is tuned)."""
@@ -93,42 +118,84 @@ class Kernel:
         """What the kernel must produce for input ``a`` (2-D), computed by NumPy."""
         return np.ascontiguousarray(a.T if self.op == "transpose" else a)
 
+    def _value(self, config: Config, name: str, default: int) -> int:
+        return {**self.fixed, **config.as_dict()}.get(name, default)
+
+    def tile_shape(self, config: Config) -> tuple[int, int]:
+        """Input rows x cols one block moves: UNROLL tiles along the direction threadIdx.x runs."""
+        tile, unroll = config["TILE_DIM"], self._value(config, "UNROLL", 1)
+        return (tile * unroll, tile) if self.layout == "col" else (tile, tile * unroll)
+
+    def tiles(self, config: Config, rows: int, cols: int) -> tuple[int, int]:
+        """Block tiles down and across a ``rows x cols`` input (the grid of :func:`tile_of_block`)."""
+        h, w = self.tile_shape(config)
+        return -(-rows // h), -(-cols // w)
+
     def block(self, config: Config) -> tuple[int, int, int]:
         """Threads per block ``(TILE_DIM, BLOCK_ROWS, 1)``."""
         return (config["TILE_DIM"], config["BLOCK_ROWS"], 1)
 
     def grid(self, config: Config, rows: int, cols: int) -> tuple[int, int]:
-        """Blocks: one per tile, numbered row-major over a 1-D grid."""
+        """Blocks: one per block tile, over a 1-D grid (the kernel maps block to tile)."""
+        tiles_y, tiles_x = self.tiles(config, rows, cols)
+        return (tiles_y * tiles_x, 1)
+
+    def shared_bytes(self, config: Config, itemsize: int) -> int:
+        """Static shared memory per block for elements of ``itemsize`` bytes."""
+        if not self.shared:
+            return 0
         tile = config["TILE_DIM"]
-        return (-(-rows // tile) * -(-cols // tile), 1)
+        return self._value(config, "UNROLL", 1) * tile * (tile + self._value(config, "IPAD", 0)) * itemsize
 
 
-def _tiled(name: str, file: str, function: str, op: str, summary: str, **extra: int) -> Kernel:
-    return Kernel(name, file, function, op, MappingProxyType({"TILE_DIM": 32, "BLOCK_ROWS": 8, **extra}),
-                  summary=summary)
+_SOURCES = {"copy.cu": ("copy_tiled", "copy"), "naive.cu": ("transpose_naive", "transpose"),
+            "smem.cu": ("transpose_smem", "transpose")}
+"""Each source file's entry point and op; several catalog entries share a file."""
+
+
+def _entry(name: str, file: str, summary: str, tunables: dict[str, int], fixed: dict[str, int]) -> Kernel:
+    function, op = _SOURCES[file]
+    return Kernel(name, file, function, op, MappingProxyType({"TILE_DIM": 32, "BLOCK_ROWS": 8, **tunables}),
+                  MappingProxyType(fixed), summary, shared=file == "smem.cu")
+
+
+def _direct(name: str, file: str, summary: str, *, columnwise: int, unroll: int = 0, diagonal: int = 0) -> Kernel:
+    """A kernel of direct.cuh; ``unroll`` > 0 makes UNROLL tunable with that default."""
+    fixed = {"COLUMNWISE": columnwise, "DIAGONAL": diagonal} | ({} if unroll else {"UNROLL": 1})
+    return _entry(name, file, summary, {"UNROLL": unroll} if unroll else {}, fixed)
 
 
 KERNELS: Mapping[str, Kernel] = MappingProxyType({
     k.name: k for k in (
-        _tiled("copy", "copy.cu", "copy_tiled", "copy", "coalesced tiled copy: the upper bound"),
-        _tiled("naive", "naive.cu", "transpose_naive", "transpose", "row reads, strided column writes"),
-        Kernel("smem", "smem.cu", "transpose_smem", "transpose",
-               MappingProxyType({"TILE_DIM": 32, "BLOCK_ROWS": 8}), MappingProxyType({"IPAD": 0}),
-               "shared-memory tile, no padding (bank conflicts)"),
-        _tiled("smem_pad", "smem.cu", "transpose_smem", "transpose",
-               "shared-memory tile padded by IPAD columns", IPAD=1),
+        _direct("copy_row", "copy.cu", "copy by rows, coalesced: the upper bound", columnwise=0),
+        _direct("copy_col", "copy.cu", "copy by columns, strided: the lower bound", columnwise=1),
+        _direct("naive_row", "naive.cu", "row reads, strided column writes", columnwise=0),
+        _direct("naive_col", "naive.cu", "strided column reads, row writes", columnwise=1),
+        _direct("unroll_row", "naive.cu", "naive_row moving UNROLL tiles per block", columnwise=0, unroll=4),
+        _direct("unroll_col", "naive.cu", "naive_col moving UNROLL tiles per block", columnwise=1, unroll=4),
+        _direct("diagonal_row", "naive.cu", "naive_row taking tiles in diagonal order", columnwise=0, diagonal=1),
+        _direct("diagonal_col", "naive.cu", "naive_col taking tiles in diagonal order", columnwise=1, diagonal=1),
+        _entry("smem", "smem.cu", "shared-memory tile, no padding (bank conflicts)",
+               {"DIAGONAL": 0}, {"IPAD": 0, "UNROLL": 1}),
+        _entry("smem_pad", "smem.cu", "shared-memory tile padded by IPAD columns",
+               {"IPAD": 1, "DIAGONAL": 0}, {"UNROLL": 1}),
+        _entry("smem_unroll_pad", "smem.cu", "padded shared-memory tiles, UNROLL per block",
+               {"IPAD": 1, "UNROLL": 2, "DIAGONAL": 0}, {}),
     )
 })
 
+ALIASES: Mapping[str, str] = MappingProxyType({"copy": "copy_row", "naive": "naive_row"})
+"""Former names still accepted by :func:`get_kernel` (not listed in :data:`KERNELS`)."""
+
 
 def get_kernel(name: str) -> Kernel:
-    """The catalog entry called ``name``.
+    """The catalog entry called ``name`` (or an :data:`ALIASES` name for one).
 
     Raises:
         InvalidInputError: unknown name (the message lists the catalog and close matches).
     """
     try:
-        return KERNELS[name]
+        return KERNELS[ALIASES.get(name, name)]
     except KeyError:
         import difflib
 

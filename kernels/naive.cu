@@ -1,19 +1,10 @@
-// Naive transpose: coalesced reads along input rows, writes strided by `rows` elements
-// (each warp's stores touch 32 different rows of the output).
-#include "common.cuh"
+// Transposes without shared memory (direct.cuh): naive_row / naive_col read rows / columns
+// and write columns / rows; unroll_* move UNROLL tiles per block; diagonal_* take tiles
+// in diagonal order.
+#include "direct.cuh"
 
 extern "C" __global__ void transpose_naive(elem_t *__restrict__ out, const elem_t *__restrict__ in,
                                            int rows, int cols)
 {
-    int row0, col0;
-    tile_origin(cols, row0, col0);
-    const int c = col0 + threadIdx.x;
-    if (c >= cols)
-        return;
-#pragma unroll
-    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) {
-        const int r = row0 + threadIdx.y + j;
-        if (r < rows)
-            out[(size_t)c * rows + r] = in[(size_t)r * cols + c];
-    }
+    move_direct<true>(out, in, rows, cols);
 }

@@ -1,32 +1,45 @@
-// Shared-memory transpose: a block reads its tile with coalesced row loads into shared
-// memory, then writes the transposed tile with coalesced row stores. With IPAD = 0 the
-// column reads of the tile hit one bank per warp (bank conflicts); IPAD > 0 pads each
-// tile row so consecutive rows start in different banks.
+// Shared-memory transpose: a block reads its tiles with coalesced row loads into shared
+// memory, then writes each transposed tile with coalesced row stores. With IPAD = 0 the
+// column reads of a tile hit one bank per warp (bank conflicts); IPAD > 0 pads each tile
+// row so consecutive rows start in different banks. A block moves UNROLL tiles that lie
+// side by side along the input rows (smem, smem_pad: UNROLL 1; smem_unroll_pad: tunable).
 #include "common.cuh"
+
+#if COLUMNWISE
+#error "the shared-memory transpose reads rows: COLUMNWISE must be 0"
+#endif
 
 extern "C" __global__ void transpose_smem(elem_t *__restrict__ out, const elem_t *__restrict__ in,
                                           int rows, int cols)
 {
-    __shared__ elem_t tile[TILE_DIM][TILE_DIM + IPAD];
-    int row0, col0;
-    tile_origin(cols, row0, col0);
+    // tile[u][i][k] holds input (row0 + i, col0 + u * TILE_DIM + k)
+    __shared__ elem_t tile[UNROLL][TILE_DIM][TILE_DIM + IPAD];
+    const unsigned R = rows, C = cols;
+    unsigned row0, col0;
+    block_tile_origin(R, C, row0, col0);
 
-    const int c = col0 + threadIdx.x;
 #pragma unroll
-    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) {
-        const int r = row0 + threadIdx.y + j;
-        if (r < rows && c < cols)
-            tile[threadIdx.y + j][threadIdx.x] = in[(size_t)r * cols + c];
+    for (int u = 0; u < UNROLL; ++u) {
+        const unsigned c = col0 + u * TILE_DIM + threadIdx.x;
+#pragma unroll
+        for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) {
+            const unsigned r = row0 + threadIdx.y + j;
+            if (r < R && c < C)
+                tile[u][threadIdx.y + j][threadIdx.x] = in[(size_t)r * C + c];
+        }
     }
     __syncthreads();
 
-    // Output element (orow, ocol) = input (ocol, orow); orow runs over the tile's input
+    // Output element (orow, ocol) = input (ocol, orow): orow runs over the tile's input
     // columns, ocol over its input rows.
-    const int ocol = row0 + threadIdx.x;
+    const unsigned ocol = row0 + threadIdx.x;
 #pragma unroll
-    for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) {
-        const int orow = col0 + threadIdx.y + j;
-        if (orow < cols && ocol < rows)
-            out[(size_t)orow * rows + ocol] = tile[threadIdx.x][threadIdx.y + j];
+    for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+        for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS) {
+            const unsigned orow = col0 + u * TILE_DIM + threadIdx.y + j;
+            if (orow < C && ocol < R)
+                out[(size_t)orow * R + ocol] = tile[u][threadIdx.x][threadIdx.y + j];
+        }
     }
 }

@@ -6,7 +6,7 @@ from autotune.config import Config
 from autotune.errors import TrialFailed
 from autotune.measurement import Measurement
 
-OPTIMUM = {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 2}
+OPTIMUM = {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 2, "DIAGONAL": 0}
 
 
 class FakeTimer:
@@ -33,3 +33,25 @@ class FakeTimer:
         gbps = self.gbps(config)
         ms = 2 * 1024 * 1024 * 4 / (gbps * 1e9) * 1e3
         return Measurement(ms, ms * 0.99, ms * 1.02, gbps, 100 * gbps / self.memcpy_gbps, 20, 4000, 50)
+
+
+def fake_retime(noise: float = 0.002, tie_band: float = 0.0):
+    """``retime(configs, rounds)`` for the fake landscape: the pooled median follows
+    :meth:`FakeTimer.gbps`; each round wobbles by up to ``noise`` (relative, deterministic);
+    configs within ``tie_band`` of the best are made equally fast."""
+    from autotune.measurement import Retiming
+
+    timer = FakeTimer()
+
+    def retime(configs, rounds):
+        out = []
+        best = max(timer.gbps(c) for c in configs)
+        for c in configs:
+            gbps = timer.gbps(c)
+            gbps = best if best - gbps <= tie_band * best else gbps
+            ms = 2 * 1024 * 1024 * 4 / (gbps * 1e9) * 1e3
+            wobble = [noise * (((hash(c.key) >> (3 * r)) % 7) / 3.0 - 1.0) for r in range(rounds)]
+            out.append(Retiming(c, tuple(ms * (1 + w) for w in wobble), ms))
+        return out
+
+    return retime

@@ -44,7 +44,8 @@ def space_file(text):
     return setup
 
 
-GOOD_SPACE = 'kernel = "smem_pad"\nconstraints = ["TILE_DIM % BLOCK_ROWS == 0"]\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8]\nIPAD = [1]\n'
+GOOD_SPACE = ('kernel = "smem_pad"\nconstraints = ["TILE_DIM % BLOCK_ROWS == 0"]\n[params]\nTILE_DIM = [32]\n'
+              'BLOCK_ROWS = [8]\nIPAD = [1]\nDIAGONAL = [0]\n')
 
 
 def driver(count):
@@ -69,7 +70,7 @@ def an_80gb_gpu(tmp, db, mp):
 
 
 def tuned_db(tmp, db, mp):
-    Store(f"sqlite:///{db}").engine.dispose()  # an up-to-date, empty database, WAL checkpointed
+    Store(f"sqlite:///{db}").close()  # an up-to-date, empty database, WAL checkpointed
 
 
 def not_a_database(tmp, db, mp):
@@ -77,7 +78,7 @@ def not_a_database(tmp, db, mp):
 
 
 def newer_schema(tmp, db, mp):
-    Store(f"sqlite:///{db}").engine.dispose()
+    Store(f"sqlite:///{db}").close()
     con = sqlite3.connect(db)
     con.execute("update autotune_alembic_version set version_num = 'ffff_from_the_future'")
     con.commit()

@@ -19,33 +19,37 @@ if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH", allow_module_level=True)
 
 
+def compile_all(jobs):
+    """``compile_cubin`` of each ``(config, dtype)`` on every core, results in order."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return list(pool.map(lambda job: compile_cubin(*job, "sm_90"), jobs))
+
+
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_every_config_of_the_shipped_space_compiles(kernel):
+    k = KERNELS[kernel]
     configs = load_space(kernel).configs()
     f32 = get_dtype("float32")
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = list(pool.map(lambda c: compile_cubin(c, f32, "sm_90"), configs))
-    for config, res in zip(configs, results):
+    for config, res in zip(configs, compile_all([(c, f32) for c in configs])):
         assert res["registers"] > 0, config
-        tile = config["TILE_DIM"]
-        pad = config.as_dict().get("IPAD", 0)
-        expected_smem = tile * (tile + pad) * 4 if kernel.startswith("smem") else 0
-        assert res["shared_bytes"] == expected_smem, config
+        assert res["shared_bytes"] == k.shared_bytes(config, 4), config
+
+
+# Static shared memory of each kernel's default config, per byte of element.
+DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33}
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
-    for k in KERNELS.values():
-        res = compile_cubin(k.default_config(), d, "sm_90")
-        ipad = int(k.macros(k.default_config(), d).get("IPAD", 0))
-        expected_smem = 32 * (32 + ipad) * d.itemsize if k.name.startswith("smem") else 0
-        assert res["shared_bytes"] == expected_smem, k.name
+    kernels = list(KERNELS.values())
+    for k, res in zip(kernels, compile_all([(k.default_config(), d) for k in kernels])):
+        assert res["shared_bytes"] == DEFAULT_SHARED_PER_BYTE.get(k.name, 0) * d.itemsize, k.name
 
 
 def test_a_compile_error_is_a_failed_trial_with_the_compiler_message():
     # BLOCK_ROWS must divide TILE_DIM: the kernel's own #error fires
-    bad = Config.of("smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 7, "IPAD": 1})
+    bad = Config.of("smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 7, "IPAD": 1, "DIAGONAL": 0})
     with pytest.raises(TrialFailed) as info:
         compile_cubin(bad, get_dtype("float32"))
     assert info.value.status == "compile_error"
@@ -53,13 +57,26 @@ def test_a_compile_error_is_a_failed_trial_with_the_compiler_message():
 
 
 def test_too_much_static_shared_memory_is_a_compile_error():
-    big = Config.of("smem_pad", {"TILE_DIM": 128, "BLOCK_ROWS": 8, "IPAD": 1})
+    big = Config.of("smem_pad", {"TILE_DIM": 128, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})
     with pytest.raises(TrialFailed) as info:
         compile_cubin(big, get_dtype("float64"))  # 128 * 129 * 8 B > 48 KiB
     assert info.value.status == "compile_error"
+    unrolled = Config.of("smem_unroll_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "UNROLL": 8, "DIAGONAL": 0})
+    with pytest.raises(TrialFailed):
+        compile_cubin(unrolled, get_dtype("float64"))  # 8 * 32 * 33 * 8 B > 48 KiB
+
+
+@pytest.mark.parametrize("kernel, macros, message", [
+    ("unroll_row", {"UNROLL": 0}, "UNROLL must be at least 1"),
+    ("smem_pad", {"DIAGONAL": 2}, "DIAGONAL must be 0 or 1"),
+])
+def test_out_of_range_macros_are_compile_errors(kernel, macros, message):
+    config = Config.of(kernel, {**KERNELS[kernel].defaults, **macros})
+    with pytest.raises(TrialFailed, match=message):
+        compile_cubin(config, get_dtype("float32"))
 
 
 def test_only_validated_integers_reach_the_nvcc_command_line():
     k = KERNELS["smem_pad"]
     opts = nvcc_options(k, k.default_config(), get_dtype("float32"))
-    assert opts == ["-DBLOCK_ROWS=8", "-DIPAD=1", "-DTILE_DIM=32", "-DELEM_T=float", "-O3"]
+    assert opts == ["-DBLOCK_ROWS=8", "-DDIAGONAL=0", "-DIPAD=1", "-DTILE_DIM=32", "-DUNROLL=1", "-DELEM_T=float", "-O3"]
