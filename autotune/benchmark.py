@@ -11,13 +11,19 @@ Method, per config (following the CUDA transpose study's effective-bandwidth met
    covers a batch of launches long enough that the GPU never waits for the CPU.
    Median, min and max per launch, in ms.
 4. Effective bandwidth ``2 * rows * cols * itemsize / median`` (GB/s) and its % of the
-   device-to-device ``cudaMemcpy`` of the same bytes between the same buffers, timed the
-   same way in the same run.
+   device-to-device ``cudaMemcpy`` of the same bytes between the same buffers, and of the
+   ``copy_row`` kernel (default config) on the same shape, both timed the same way in the
+   same run.
+
+L2: when input plus output fit in twice the L2 cache, launches rotate over enough buffer
+pairs (filled with the same random input) to cover four times the L2, so that no config is
+credited with cache bandwidth (:attr:`Benchmark.l2_mode` says which was used).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,12 +35,14 @@ from .config import Config
 from .device import DeviceInfo, cuda_driver, open_device
 from .dtypes import DType
 from .errors import InvalidInputError, TrialFailed
-from .measurement import Measurement, effective_bandwidth_gbps
+from .kernels import get_kernel
+from .measurement import Measurement, Retiming, effective_bandwidth_gbps
+from .verify import GUARD_BYTES, verify
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_DIM"]
 
-GUARD_BYTES = 1 << 16
-POISONS = (0xA5, 0x5A)
+ROTATE_COVER = 4  # rotating buffers cover this many times the L2
+MAX_PAIRS = 64
 MAX_DIM = 2**31 - 1
 _MIN_SAMPLE_MS = 0.2
 
@@ -83,17 +91,68 @@ class Benchmark:
                 f"shape {rows}x{cols} {dtype.name} needs {need / 2**30:.1f} GiB on the GPU; "
                 f"{free / 2**30:.1f} GiB is free")
         self.rng = np.random.default_rng(seed)
-        self.compiler = Compiler(device.arch)
+        self.compiler = Compiler(device.arch, device.max_threads_per_sm)
         self.d_in = self.drv.mem_alloc(self.nbytes)
         self.d_out_full = self.drv.mem_alloc(self.nbytes + 2 * GUARD_BYTES)
         self.d_out = int(self.d_out_full) + GUARD_BYTES
+        self._extra = self._rotation_buffers()
+        self.pairs = [(int(self.d_in), self.d_out)] + [(int(i), int(o)) for i, o in self._extra]
         self._memcpy: Timing | None = None
+        self._copy: Timing | None = None
+        self._filled = False
+
+    @property
+    def l2_mode(self) -> str:
+        """``single`` (one buffer pair: larger than the L2) or ``rotating`` (see module doc)."""
+        return "rotating" if len(self.pairs) > 1 else "single"
+
+    def _rotation_buffers(self) -> list:
+        footprint = 2 * self.nbytes
+        if footprint >= 2 * self.device.l2_bytes:
+            return []
+        count = min(MAX_PAIRS, math.ceil(ROTATE_COVER * self.device.l2_bytes / footprint)) - 1
+        return [(self.drv.mem_alloc(self.nbytes), self.drv.mem_alloc(self.nbytes)) for _ in range(count)]
+
+    def _fill(self) -> None:
+        """Random input in every buffer pair (timing on zeros can flatter a kernel)."""
+        if not self._filled:
+            a = np.frombuffer(self.rng.bytes(self.nbytes), dtype=np.uint8)
+            for inp, _ in self.pairs:
+                self.drv.memcpy_htod(inp, a)
+            self._filled = True
+
+    def free(self) -> None:
+        """Release the device buffers."""
+        for buf in (self.d_in, self.d_out_full, *itertools.chain.from_iterable(self._extra)):
+            buf.free()
 
     def memcpy(self) -> Timing:
         """Device-to-device memcpy of the input buffer into the output buffer (measured once)."""
         if self._memcpy is None:
-            self._memcpy = self._time(lambda: self.drv.memcpy_dtod_async(self.d_out, self.d_in, self.nbytes))
+            self._fill()
+            pairs, n, copy = itertools.cycle(self.pairs), self.nbytes, self.drv.memcpy_dtod_async
+
+            def launch():
+                inp, out = next(pairs)
+                copy(out, inp, n)
+
+            self._memcpy = self._time(launch)
         return self._memcpy
+
+    def copy_bound(self) -> Timing:
+        """The ``copy_row`` kernel at its default config on this shape (verified, measured once)."""
+        if self._copy is None:
+            compiled = self.compiler(get_kernel("copy_row").default_config(), self.dtype)
+            compiled.check_launch(self.device)
+            self.verify(compiled, self._launch_on(compiled, int(self.d_in), self.d_out))
+            self._fill()
+            self._copy = self._time(self._launcher(compiled))
+        return self._copy
+
+    @property
+    def copy_gbps(self) -> float:
+        """Effective bandwidth of :meth:`copy_bound`, GB/s."""
+        return effective_bandwidth_gbps(self.rows, self.cols, self.dtype.itemsize, self.copy_bound().median_ms)
 
     @property
     def memcpy_gbps(self) -> float:
@@ -109,52 +168,73 @@ class Benchmark:
         """
         compiled = self.compiler(config, self.dtype)
         compiled.check_launch(self.device)
-        launch = self._launcher(compiled)
-        self.verify(compiled, launch)
-        t = self._time(launch)
+        self.verify(compiled, self._launch_on(compiled, int(self.d_in), self.d_out))
+        self._fill()
+        t = self._time(self._launcher(compiled))
         gbps = effective_bandwidth_gbps(self.rows, self.cols, self.dtype.itemsize, t.median_ms)
         return Measurement(t.median_ms, t.min_ms, t.max_ms, gbps, 100.0 * gbps / self.memcpy_gbps,
-                           compiled.registers, compiled.shared_bytes, t.launches)
+                           compiled.registers, compiled.shared_bytes, t.launches, 100.0 * gbps / self.copy_gbps,
+                           compiled.occupancy)
 
-    def _launcher(self, compiled: CompiledKernel):
+    def retime(self, configs: list[Config], rounds: int = 5) -> list[Retiming]:
+        """Time already verified ``configs`` again, interleaved: in each of ``rounds`` rounds
+        every config gets ``repeats`` samples, the starting config rotating round robin.
+
+        Raises:
+            TrialFailed: a config no longer compiles or launches (not expected after a search).
+        """
+        launchers = {c: self._launcher(self.compiler(c, self.dtype)) for c in configs}
+        per_round: dict[Config, list[float]] = {c: [] for c in configs}
+        pooled: dict[Config, list[np.ndarray]] = {c: [] for c in configs}
+        self._fill()
+        for r in range(rounds):
+            for c in configs[r % len(configs):] + configs[:r % len(configs)]:
+                ms, _ = self._samples(launchers[c])
+                per_round[c].append(float(np.median(ms)))
+                pooled[c].append(ms)
+        return [Retiming(c, tuple(per_round[c]), float(np.median(np.concatenate(pooled[c])))) for c in configs]
+
+    def _grid_block(self, compiled: CompiledKernel):
         k, c = compiled.kernel, compiled.config
         grid, block = k.grid(c, self.rows, self.cols), k.block(c)
         if grid[0] > MAX_DIM:
             raise TrialFailed("resources", f"{grid[0]} blocks > {MAX_DIM} allowed in one grid")
-        fn, out, inp = compiled.function, self.d_out, self.d_in
-        rows, cols = np.int32(self.rows), np.int32(self.cols)
+        return grid, block
+
+    def _launch_on(self, compiled: CompiledKernel, inp: int, out: int):
+        grid, block = self._grid_block(compiled)
+        fn, rows, cols = compiled.function, np.int32(self.rows), np.int32(self.cols)
         return lambda: fn.prepared_async_call(grid, block, None, out, inp, rows, cols)
 
+    def _launcher(self, compiled: CompiledKernel):
+        """A launch that moves to the next buffer pair on every call (one pair: always it)."""
+        grid, block = self._grid_block(compiled)
+        fn, rows, cols = compiled.function, np.int32(self.rows), np.int32(self.cols)
+        pairs = itertools.cycle(self.pairs)
+
+        def launch():
+            inp, out = next(pairs)
+            fn.prepared_async_call(grid, block, None, out, inp, rows, cols)
+
+        return launch
+
     def verify(self, compiled: CompiledKernel, launch) -> None:
-        """Run once on fresh random input into poisoned output; compare with NumPy bit for bit.
+        """Run ``launch`` (which writes the output buffer) on fresh random input and compare
+        with NumPy bit for bit (:func:`autotune.verify.verify`).
 
         Raises:
-            TrialFailed: ``wrong_result`` (first mismatch, or guard bytes written) or
-                ``launch_error``/``resources`` if the launch itself fails.
+            TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.
         """
-        drv, n = self.drv, self.nbytes
-        a = np.frombuffer(self.rng.bytes(n), dtype=self.dtype.numpy).reshape(self.rows, self.cols)
-        expected = compiled.kernel.reference(a).view(f"u{self.dtype.itemsize}")
-        drv.memcpy_htod(self.d_in, a)
-        host = np.empty(n + 2 * GUARD_BYTES, dtype=np.uint8)
-        for poison in POISONS:
-            drv.memset_d8(self.d_out_full, poison, host.size)
-            self._run_once(launch)
-            drv.memcpy_dtoh(host, self.d_out_full)
-            _check_guards(host, poison, n)
-            got = host[GUARD_BYTES:GUARD_BYTES + n].view(expected.dtype).reshape(expected.shape)
-            _check_equal(got, expected)
-
-    def _run_once(self, launch) -> None:
-        drv = self.drv
-        try:
-            launch()
-            drv.Context.synchronize()
-        except drv.LaunchError as exc:
-            status = "resources" if "resources" in str(exc) else "launch_error"
-            raise TrialFailed(status, str(exc).splitlines()[0]) from None
+        a = np.frombuffer(self.rng.bytes(self.nbytes), dtype=self.dtype.numpy).reshape(self.rows, self.cols)
+        verify(self.drv, launch, a, compiled.kernel.reference(a), self.d_in, self.d_out_full)
 
     def _time(self, launch) -> Timing:
+        ms, launches = self._samples(launch)
+        return Timing(float(np.median(ms)), float(ms.min()), float(ms.max()), launches)
+
+    def _samples(self, launch) -> tuple[np.ndarray, int]:
+        """Per-launch times (ms) of ``repeats`` samples, each a batch of launches (see module
+        doc), and the number of launches timed."""
         drv = self.drv
         start, end = drv.Event(), drv.Event()
         start.record()
@@ -171,24 +251,7 @@ class Benchmark:
                 launch()
             e.record()
         events[-1][1].synchronize()
-        ms = np.array([e.time_since(s) / batch for s, e in events])
-        return Timing(float(np.median(ms)), float(ms.min()), float(ms.max()), self.repeats * batch)
-
-
-def _check_guards(host: np.ndarray, poison: int, n: int) -> None:
-    for name, guard in (("before", host[:GUARD_BYTES]), ("after", host[GUARD_BYTES + n:])):
-        bad = np.flatnonzero(guard != poison)
-        if bad.size:
-            raise TrialFailed("wrong_result", f"wrote {bad.size} guard bytes {name} the output buffer")
-
-
-def _check_equal(got: np.ndarray, expected: np.ndarray) -> None:
-    diff = got != expected
-    if diff.any():
-        count = int(diff.sum())
-        r, c = np.unravel_index(int(np.argmax(diff)), diff.shape)
-        raise TrialFailed("wrong_result", f"{count} of {diff.size} elements differ from NumPy; first at "
-                          f"[{r}, {c}]: got 0x{int(got[r, c]):x}, expected 0x{int(expected[r, c]):x}")
+        return np.array([e.time_since(s) / batch for s, e in events]), self.repeats * batch
 
 
 def check_fits(device: DeviceInfo, rows: int, cols: int, dtype: DType) -> None:
@@ -220,5 +283,4 @@ def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, **options) 
         try:
             yield bench
         finally:
-            bench.d_in.free()
-            bench.d_out_full.free()
+            bench.free()

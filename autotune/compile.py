@@ -9,6 +9,7 @@ expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from .device import DeviceInfo, cuda_driver
 from .dtypes import DType
 from .errors import TrialFailed
 from .kernels import Kernel, get_kernel, source_text
+from .occupancy import theoretical_occupancy
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
 
@@ -53,6 +55,8 @@ class CompiledKernel:
         shared_bytes: static shared memory per block, bytes.
         local_bytes: local memory per thread (spills), bytes.
         max_threads_per_block: the most threads per block this binary can launch with.
+        blocks_per_sm, occupancy: active blocks per SM and theoretical occupancy (0..1) of
+            the config's block size, from the CUDA driver (:mod:`autotune.occupancy`).
     """
 
     kernel: Kernel
@@ -63,6 +67,9 @@ class CompiledKernel:
     shared_bytes: int
     local_bytes: int
     max_threads_per_block: int
+    blocks_per_sm: int = 0
+    occupancy: float = 0.0
+    module: Any = None  # the loaded pycuda Module: ``function`` is valid while it lives
 
     def check_launch(self, device: DeviceInfo) -> None:
         """Raise ``TrialFailed('resources')`` if the block exceeds the device or binary limits."""
@@ -83,8 +90,9 @@ class Compiler:
         arch: nvcc target, e.g. ``sm_90`` (:attr:`DeviceInfo.arch`).
     """
 
-    def __init__(self, arch: str) -> None:
+    def __init__(self, arch: str, max_threads_per_sm: int = 2048) -> None:
         self.arch = arch
+        self.max_threads_per_sm = max_threads_per_sm
         self._cache: dict[tuple[Config, str], CompiledKernel] = {}
 
     def __call__(self, config: Config, dtype: DType) -> CompiledKernel:
@@ -100,17 +108,22 @@ class Compiler:
 
     def _build(self, kernel: Kernel, config: Config, dtype: DType) -> CompiledKernel:
         drv = cuda_driver()
-        from pycuda.compiler import SourceModule
+        from pycuda.compiler import compile as nvcc_compile
 
-        try:
-            module = SourceModule(source_text(kernel.file), options=nvcc_options(kernel, config, dtype),
-                                  arch=self.arch, no_extern_c=True)
+        try:  # pycuda.compiler.compile: nvcc with PyCUDA's on-disk cubin cache
+            cubin = nvcc_compile(source_text(kernel.file), options=nvcc_options(kernel, config, dtype),
+                                 arch=self.arch, no_extern_c=True)
         except drv.CompileError as exc:
             raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
+        module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
         fn.prepare("PPii")
+        threads = math.prod(kernel.block(config))
+        blocks, occupancy = (0, 0.0)
+        if threads <= fn.max_threads_per_block:
+            blocks, occupancy = theoretical_occupancy(cubin, kernel.function, threads, self.max_threads_per_sm)
         return CompiledKernel(kernel, config, dtype, fn, fn.num_regs, fn.shared_size_bytes,
-                              fn.local_size_bytes, fn.max_threads_per_block)
+                              fn.local_size_bytes, fn.max_threads_per_block, blocks, occupancy, module)
 
 
 

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from . import nvml
 from .errors import GPUUnavailableError, InvalidInputError
 
 __all__ = ["DeviceInfo", "cuda_driver", "device_count", "query_device", "current_device", "open_device",
@@ -31,9 +32,13 @@ class DeviceInfo:
         total_memory: device memory, bytes.
         driver_version: CUDA driver API version, e.g. ``"13.0"``.
         cuda_version: CUDA version PyCUDA was built against, e.g. ``"13.0"``.
+        uuid: the GPU's UUID from NVML (``""`` where NVML is not available).
         max_threads_per_block: launch limit on threads per block.
         max_shared_per_block: static shared-memory limit per block, bytes.
         ordinal: index of the device in this process (not part of the identity).
+        pci_bus_id: where the device sits (not part of the identity; NVML finds it by it).
+        l2_bytes: L2 cache size, bytes (not part of the identity).
+        max_threads_per_sm: resident threads per multiprocessor (for occupancy).
     """
 
     name: str
@@ -42,9 +47,13 @@ class DeviceInfo:
     total_memory: int
     driver_version: str
     cuda_version: str
+    uuid: str = ""
     max_threads_per_block: int = 1024
     max_shared_per_block: int = 48 * 1024
     ordinal: int = 0
+    pci_bus_id: str = ""
+    l2_bytes: int = 50 * 2**20
+    max_threads_per_sm: int = 2048
 
     @property
     def arch(self) -> str:
@@ -107,9 +116,15 @@ def current_device() -> DeviceInfo:
         dev = drv.Context.get_device()
     except drv.Error:
         raise GPUUnavailableError("no current CUDA context; create one first (import pycuda.autoinit)") from None
-    bus = dev.pci_bus_id()
+    return _describe_bus(dev.pci_bus_id())
+
+
+@functools.cache
+def _describe_bus(bus: str) -> DeviceInfo:
+    """DeviceInfo of the device at PCI ``bus`` (cached: identity and limits do not change)."""
+    drv = cuda_driver()
     ordinal = next(i for i in range(drv.Device.count()) if drv.Device(i).pci_bus_id() == bus)
-    return _describe(drv, dev, ordinal)
+    return _describe(drv, drv.Device(ordinal), ordinal)
 
 
 def _describe(drv, dev, ordinal: int) -> DeviceInfo:
@@ -125,6 +140,10 @@ def _describe(drv, dev, ordinal: int) -> DeviceInfo:
         max_threads_per_block=dev.get_attribute(attr.MAX_THREADS_PER_BLOCK),
         max_shared_per_block=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK),
         ordinal=ordinal,
+        pci_bus_id=dev.pci_bus_id(),
+        l2_bytes=dev.get_attribute(attr.L2_CACHE_SIZE),
+        max_threads_per_sm=dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR),
+        uuid=nvml.device_uuid(dev.pci_bus_id()),
     )
 
 

@@ -47,7 +47,7 @@ class TuningKey:
         """Name of the Optuna study of this key (one study per key)."""
         d = self.device
         return (
-            f"{self.kernel}@{self.source_hash[:12]}|{d.name}|sm{d.compute_capability}|"
+            f"{self.kernel}@{self.source_hash[:12]}|{d.name}{'|' + d.uuid if d.uuid else ''}|sm{d.compute_capability}|"
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
             f"{self.compile_flags}|{self.rows}x{self.cols}|{self.dtype}"
         )

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["Measurement", "effective_bandwidth_gbps"]
+if TYPE_CHECKING:
+    from .config import Config
+
+__all__ = ["Measurement", "Retiming", "effective_bandwidth_gbps"]
 
 
 def effective_bandwidth_gbps(rows: int, cols: int, itemsize: int, ms: float) -> float:
@@ -28,6 +32,9 @@ class Measurement:
         registers: registers per thread of the compiled kernel.
         shared_bytes: static shared memory per block, bytes.
         launches: how many launches were timed.
+        pct_copy: ``gbps`` as % of the copy_row kernel on the same shape in the same run
+            (``None`` where it was not measured).
+        occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
     """
 
     median_ms: float
@@ -38,8 +45,30 @@ class Measurement:
     registers: int
     shared_bytes: int
     launches: int
+    pct_copy: float | None = None
+    occupancy: float | None = None
 
     @property
     def spread(self) -> float:
         """``(max - min) / median``: the relative spread of the timed launches."""
         return (self.max_ms - self.min_ms) / self.median_ms
+
+
+@dataclass(frozen=True)
+class Retiming:
+    """One config re-timed in the interleaved rounds after a search.
+
+    Attributes:
+        config: the config.
+        round_medians_ms: the median per-launch time of each round, ms.
+        pooled_median_ms: the median of all launches of all rounds, ms.
+    """
+
+    config: "Config"
+    round_medians_ms: tuple[float, ...]
+    pooled_median_ms: float
+
+    @property
+    def spread(self) -> float:
+        """Round-to-round spread relative to the pooled median: ``(max - min) / pooled``."""
+        return (max(self.round_medians_ms) - min(self.round_medians_ms)) / self.pooled_median_ms

@@ -103,7 +103,7 @@ class Device(Base):
     __table_args__ = (
         UniqueConstraint(
             "name", "compute_capability", "sm_count", "total_memory", "driver_version",
-            "cuda_version", name="uq_autotune_devices__identity",
+            "cuda_version", "uuid", name="uq_autotune_devices__identity",
         ),
     )
 
@@ -114,6 +114,7 @@ class Device(Base):
     total_memory: Mapped[int] = mapped_column(BigInteger)  # bytes
     driver_version: Mapped[str] = mapped_column(String(32))
     cuda_version: Mapped[str] = mapped_column(String(32))
+    uuid: Mapped[str] = mapped_column(String(64), server_default="")  # '' where it could not be read
 
 
 class Kernel(Base):
@@ -145,6 +146,11 @@ class Search(Base):
     sampler: Mapped[str] = mapped_column(String(64))
     seed: Mapped[int | None] = mapped_column(Integer)
     memcpy_gbps: Mapped[float | None] = mapped_column(Float)  # GB/s
+    copy_gbps: Mapped[float | None] = mapped_column(Float)  # GB/s of copy_row on the search's shape
+    l2_mode: Mapped[str | None] = mapped_column(String(16))  # 'single' or 'rotating' buffers
+    clocks_start: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    clocks_end: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    clock_warning: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(16), default="running")
@@ -174,6 +180,8 @@ class Trial(Base):
     max_ms: Mapped[float | None] = mapped_column(Float)
     gbps: Mapped[float | None] = mapped_column(Float)
     pct_memcpy: Mapped[float | None] = mapped_column(Float)
+    pct_copy: Mapped[float | None] = mapped_column(Float)  # % of the search's copy_row bound
+    occupancy: Mapped[float | None] = mapped_column(Float)  # theoretical, 0..1, from the driver
     registers: Mapped[int | None] = mapped_column(Integer)
     shared_bytes: Mapped[int | None] = mapped_column(Integer)
     launches: Mapped[int | None] = mapped_column(Integer)
@@ -202,8 +210,57 @@ class Best(Base):
     nvcc_version: Mapped[str] = mapped_column(String(64))
     compile_flags: Mapped[str] = mapped_column(String(1024))
     trial_id: Mapped[int] = mapped_column(ForeignKey("autotune_trials.id"), index=True)
+    # the interleaved re-timing of the top configs that chose this winner (None: not re-timed)
+    pooled_median_ms: Mapped[float | None] = mapped_column(Float)
+    spread: Mapped[float | None] = mapped_column(Float)  # relative, e.g. 0.004 = 0.4 %
+    rounds: Mapped[int | None] = mapped_column(Integer)
+    tie_group: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     device: Mapped[Device] = relationship()
     kernel: Mapped[Kernel] = relationship()
     trial: Mapped[Trial] = relationship()
+
+
+BENCH_KINDS = ("memcpy", "kernel", "cpu", "transfer")
+
+
+class BenchRun(Base):
+    """One ``autotune bench``: every kernel, memcpy, the CPU and host transfers for one shape."""
+
+    __tablename__ = "autotune_bench_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"), index=True)
+    rows: Mapped[int] = mapped_column(Integer)
+    cols: Mapped[int] = mapped_column(Integer)
+    dtype: Mapped[str] = mapped_column(String(32))
+    nvcc_version: Mapped[str] = mapped_column(String(64))
+    memcpy_gbps: Mapped[float] = mapped_column(Float)
+    l2_mode: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    device: Mapped[Device] = relationship()
+    lines: Mapped[list["BenchRow"]] = relationship(order_by="BenchRow.position")
+
+
+class BenchRow(Base):
+    """One line of a bench table (GB/s: effective bandwidth; for transfers, bytes moved / time)."""
+
+    __tablename__ = "autotune_bench_rows"
+    __table_args__ = (CheckConstraint(_in("kind", BENCH_KINDS), name="kind_valid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("autotune_bench_runs.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(16))
+    config_key: Mapped[str | None] = mapped_column(String(1024))
+    source: Mapped[str | None] = mapped_column(String(16))  # 'default' or 'tuned' for kernels
+    median_ms: Mapped[float | None] = mapped_column(Float)
+    gbps: Mapped[float | None] = mapped_column(Float)
+    pct_memcpy: Mapped[float | None] = mapped_column(Float)
+    registers: Mapped[int | None] = mapped_column(Integer)
+    shared_bytes: Mapped[int | None] = mapped_column(Integer)
+    occupancy: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str | None] = mapped_column(Text)  # why a kernel has no figures (failed)

@@ -10,7 +10,8 @@ from .models import Best, Device, Kernel, Search, Trial
 
 __all__ = ["TrialRecord", "BestRecord", "trial_record", "best_record", "MEASURED"]
 
-MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches")
+MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
+            "pct_copy", "occupancy")
 """Trial columns that come from a :class:`~autotune.measurement.Measurement`."""
 
 
@@ -34,6 +35,8 @@ class TrialRecord:
     registers: int | None
     shared_bytes: int | None
     launches: int | None
+    pct_copy: float | None
+    occupancy: float | None
     created_at: datetime
 
 
@@ -47,6 +50,7 @@ class BestRecord:
     sm_count: int
     driver_version: str
     cuda_version: str
+    device_uuid: str
     kernel: str
     source_hash: str
     rows: int
@@ -66,6 +70,20 @@ class BestRecord:
     search_id: int
     memcpy_gbps: float | None
     updated_at: datetime
+    copy_gbps: float | None = None
+    pct_copy: float | None = None
+    occupancy: float | None = None
+    pooled_median_ms: float | None = None
+    spread: float | None = None
+    rounds: int | None = None
+    tie_group: tuple[str, ...] = ()
+
+    @property
+    def pooled_gbps(self) -> float | None:
+        """Effective bandwidth of the re-timed pooled median, GB/s (``None`` if not re-timed)."""
+        if self.pooled_median_ms is None:
+            return None
+        return self.gbps * self.median_ms / self.pooled_median_ms
 
 
 def trial_record(trial: Trial, kernel: str) -> TrialRecord:
@@ -80,10 +98,12 @@ def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search
     return BestRecord(
         device_name=device.name, compute_capability=device.compute_capability,
         sm_count=device.sm_count, driver_version=device.driver_version,
-        cuda_version=device.cuda_version, kernel=kernel.name, source_hash=kernel.source_hash,
+        cuda_version=device.cuda_version, device_uuid=device.uuid, kernel=kernel.name, source_hash=kernel.source_hash,
         rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
         compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
         **{name: getattr(trial, name) for name in MEASURED if name != "launches"},
         trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,
-        updated_at=best.updated_at,
+        updated_at=best.updated_at, copy_gbps=search.copy_gbps, pooled_median_ms=best.pooled_median_ms,
+        spread=best.spread, rounds=best.rounds,
+        tie_group=tuple(m["config"] for m in best.tie_group or ()),
     )

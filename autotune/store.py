@@ -34,6 +34,7 @@ from .errors import StoreError, TrialFailed
 from .key import TuningKey
 from .measurement import Measurement
 from .models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
+from .winner import Decision
 from .records import MEASURED, BestRecord, TrialRecord, best_record, trial_record
 from . import schema
 
@@ -109,7 +110,12 @@ class Store:
         if upgrade:
             with schema.init_lock(self.engine):
                 self.backup = schema.prepare(self.engine)
-                self._optuna_storage()  # creates Optuna's tables now, under the same lock
+                # create Optuna's tables now, under the same lock; then let go of its connection
+                self._optuna_storage().engine.dispose()
+
+    def close(self) -> None:
+        """Close the pooled connections (SQLite then folds its WAL into the database file)."""
+        self.engine.dispose()
 
     def __repr__(self) -> str:
         return f"Store({self._safe_url!r})"
@@ -185,27 +191,33 @@ class Store:
 
     @_retry_when_locked
     def start_search(
-        self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None
+        self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
+        copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,
     ) -> int:
         """Record the start of a search for ``key`` (status ``running``); returns its id.
 
-        ``memcpy_gbps`` is the device-to-device memcpy bandwidth measured for it, GB/s.
+        ``memcpy_gbps`` and ``copy_gbps`` are the device-to-device memcpy and the copy_row
+        bound measured for it (GB/s); ``l2_mode`` how timing treated L2; ``clocks`` the GPU
+        clocks at the start (:func:`autotune.nvml.clock_state`).
         """
         with self.session() as session:
             search = Search(
-                device=_device_row(session, key.device),
+                device=device_row(session, key.device),
                 kernel=_kernel_row(session, key.kernel, key.source_hash),
                 rows=key.rows, cols=key.cols, dtype=key.dtype, nvcc_version=key.nvcc_version,
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
-                seed=seed, memcpy_gbps=memcpy_gbps, status="running",
+                seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
+                clocks_start=clocks, status="running",
             )
             session.add(search)
             session.flush()
             return search.id
 
     @_retry_when_locked
-    def finish_search(self, search_id: int, status: str) -> None:
-        """Mark a search ``finished``, ``interrupted`` or ``failed`` and stamp its end time.
+    def finish_search(self, search_id: int, status: str, *, clocks: dict | None = None,
+                      clock_warning: str | None = None) -> None:
+        """Mark a search ``finished``, ``interrupted`` or ``failed``, stamp its end time, and
+        keep the clocks at the end and the warning if they moved.
 
         Raises:
             ValueError: ``status`` is not one of those.
@@ -217,6 +229,8 @@ class Store:
             search = _search_row(session, search_id)
             search.status = status
             search.finished_at = utcnow()
+            search.clocks_end = clocks
+            search.clock_warning = clock_warning
 
     @_retry_when_locked
     def record_trial(
@@ -248,6 +262,33 @@ class Store:
             return trial_record(trial, search.kernel.name)
 
     @_retry_when_locked
+    def set_winner(self, key: TuningKey, decision: Decision, rounds: int) -> None:
+        """Make the winner of a re-timing the key's best, with its pooled figures and tie group.
+
+        The best points at the latest ``ok`` trial of the winner's config.
+
+        Raises:
+            StoreError: the key has no ``ok`` trial of that config.
+        """
+        with self.session() as session:
+            trial = session.scalars(
+                select(Trial).join(Search, Trial.search_id == Search.id)
+                .join(Device, Search.device_id == Device.id).join(Kernel, Search.kernel_id == Kernel.id)
+                .where(*_key_filter(key), *_search_key_filter(key), Trial.status == "ok",
+                       Trial.config_key == decision.winner.config.key)
+                .order_by(Trial.id.desc()).limit(1)).one_or_none()
+            if trial is None:
+                raise StoreError(f"no ok trial of {decision.winner.config} for this key")
+            search = trial.search
+            _update_best(session, search, trial, force=True)
+            best = session.scalars(select(Best).filter_by(**_best_key(search))).one()
+            best.pooled_median_ms = decision.winner.pooled_median_ms
+            best.spread = decision.winner.spread
+            best.rounds = rounds
+            best.tie_group = [{"config": r.config.key, "pooled_median_ms": r.pooled_median_ms,
+                               "spread": r.spread} for r in decision.tie_group]
+
+    @_retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
         stmt = _best_query().where(*_key_filter(key), Best.rows == key.rows, Best.cols == key.cols,
@@ -264,9 +305,7 @@ class Store:
         stmt = (
             select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
             .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(*_key_filter(key), Search.rows == key.rows, Search.cols == key.cols,
-                   Search.dtype == key.dtype, Search.nvcc_version == key.nvcc_version,
-                   Search.compile_flags == key.compile_flags)
+            .where(*_key_filter(key), *_search_key_filter(key))
             .order_by(Trial.id)
         )
         with self.session() as session:
@@ -336,12 +375,12 @@ def _check_trial(status: str, measurement: Measurement | None, reason: str | Non
         raise ValueError(f"unknown trial status {status!r}; allowed: ok, {', '.join(TrialFailed.STATUSES)}")
 
 
-def _device_row(session: Session, info: DeviceInfo) -> Device:
+def device_row(session: Session, info: DeviceInfo) -> Device:
     """The device row of ``info``'s identity, created if new."""
     identity = {
         "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
         "total_memory": info.total_memory, "driver_version": info.driver_version,
-        "cuda_version": info.cuda_version,
+        "cuda_version": info.cuda_version, "uuid": info.uuid,
     }
     row = session.scalars(select(Device).filter_by(**identity)).one_or_none()
     return row if row is not None else Device(**identity)
@@ -360,19 +399,25 @@ def _search_row(session: Session, search_id: int) -> Search:
     return search
 
 
-def _update_best(session: Session, search: Search, trial: Trial) -> None:
-    """Point the search key's best at ``trial`` if there is none or ``trial`` is faster."""
-    key = {
+def _best_key(search: Search) -> dict:
+    return {
         "device_id": search.device_id, "kernel_id": search.kernel_id, "rows": search.rows,
         "cols": search.cols, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
         "compile_flags": search.compile_flags,
     }
+
+
+def _update_best(session: Session, search: Search, trial: Trial, force: bool = False) -> None:
+    """Point the search key's best at ``trial`` if there is none, ``trial`` is faster, or
+    ``force`` (a re-timing chose it); a new best forgets an earlier re-timing's figures."""
+    key = _best_key(search)
     best = session.scalars(select(Best).filter_by(**key)).one_or_none()
     if best is None:
         session.add(Best(trial=trial, **key))
-    elif trial.gbps > best.trial.gbps:
+    elif force or trial.gbps > best.trial.gbps:
         best.trial = trial
         best.updated_at = utcnow()
+        best.pooled_median_ms = best.spread = best.rounds = best.tie_group = None
 
 
 def _key_filter(key: TuningKey) -> tuple:
@@ -382,8 +427,14 @@ def _key_filter(key: TuningKey) -> tuple:
         Device.name == d.name, Device.compute_capability == d.compute_capability,
         Device.sm_count == d.sm_count, Device.total_memory == d.total_memory,
         Device.driver_version == d.driver_version, Device.cuda_version == d.cuda_version,
-        Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
+        Device.uuid == d.uuid, Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
     )
+
+
+def _search_key_filter(key: TuningKey) -> tuple:
+    """Conditions on a Search row for ``key``'s shape, dtype and toolchain."""
+    return (Search.rows == key.rows, Search.cols == key.cols, Search.dtype == key.dtype,
+            Search.nvcc_version == key.nvcc_version, Search.compile_flags == key.compile_flags)
 
 
 def _best_query():

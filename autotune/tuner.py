@@ -8,13 +8,19 @@ without being measured again; a config that fails (compile error, over the devic
 limits, wrong result) is recorded with its reason and told FAIL. Only verified, timed
 trials are COMPLETE, so only they can become the best.
 
+After the trials, the ``top_k`` fastest configs of the study are re-timed interleaved over
+``rounds`` rounds and the winner is chosen by :func:`autotune.winner.choose` (ties inside the
+measured spread are broken by a fixed rule), so identical searches crown the same config.
+
 The benchmark is injected: any ``measure(config) -> Measurement`` that raises
-:class:`~autotune.errors.TrialFailed` for a failed config (the real one is
-:meth:`autotune.benchmark.Benchmark.measure`; tests pass a fake timer).
+:class:`~autotune.errors.TrialFailed` for a failed config, and optionally
+``retime(configs, rounds) -> list[Retiming]`` (the real ones are
+:meth:`autotune.benchmark.Benchmark.measure` and ``.retime``; tests pass a fake timer).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +28,10 @@ from dataclasses import dataclass, field
 from .config import Config
 from .errors import InvalidInputError, TrialFailed
 from .key import TuningKey
-from .measurement import Measurement
+from .kernels import get_kernel
+from .measurement import Measurement, Retiming
+from .nvml import clock_warning
+from .winner import Decision, choose
 from .space import SearchSpace
 from .store import Store
 
@@ -35,6 +44,7 @@ valid config not yet measured in the study, in order, queued with ``Study.enqueu
 measures a config whose trial was interrupted)."""
 
 Measure = Callable[[Config], Measurement]
+Retime = Callable[[list[Config], int], list[Retiming]]
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,9 @@ class SearchResult:
         outcomes: the trials of this run, in order.
         measured: every config measured in the study so far (this run and earlier ones)
             with its effective bandwidth in GB/s.
+        decision: the re-timing's winner, fastest and tie group (``None``: not re-timed).
+        retimings: every config of that re-timing.
+        clock_warning: set when the GPU clocks moved during the search.
     """
 
     key: TuningKey
@@ -70,6 +83,9 @@ class SearchResult:
     stopped: str = "trials"
     outcomes: list[TrialOutcome] = field(default_factory=list)
     measured: dict[Config, float] = field(default_factory=dict)
+    decision: Decision | None = None
+    retimings: list[Retiming] = field(default_factory=list)
+    clock_warning: str | None = None
 
     @property
     def best(self) -> tuple[Config, float] | None:
@@ -110,6 +126,9 @@ class _Failed(Exception):
 def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *,
            n_trials: int, timeout: float | None = None, seed: int | None = None,
            sampler: str = "tpe", resume: bool = False, memcpy_gbps: float | None = None,
+           copy_gbps: float | None = None, l2_mode: str | None = None,
+           clocks: Callable[[], dict | None] | None = None, retime: Retime | None = None,
+           top_k: int = 5, rounds: int = 5,
            on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
     """Search ``space`` for the config of highest effective bandwidth for ``key``.
 
@@ -119,7 +138,11 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         seed: sampler seed, for reproducible proposals.
         sampler: one of :data:`SAMPLERS`.
         resume: continue the key's existing study instead of refusing to touch it.
-        memcpy_gbps: device memcpy bandwidth measured for this run (stored with it).
+        memcpy_gbps, copy_gbps: device memcpy and copy_row bound measured for this run, GB/s.
+        l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
+        clocks: reads the GPU clocks (:func:`autotune.nvml.clock_state`), at start and end.
+        retime: re-times configs interleaved; ``None`` skips the re-timing phase.
+        top_k, rounds: how many of the fastest configs to re-time, in how many rounds.
         on_trial: called after every trial (for progress bars).
 
     Raises:
@@ -132,9 +155,13 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         raise InvalidInputError(f"--trials {n_trials} is not allowed; give 1 or more")
     if timeout is not None and timeout <= 0:
         raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
+    if top_k < 1 or rounds < 1:
+        raise InvalidInputError(f"--top-k {top_k} and --rounds {rounds}: give 1 or more of each")
     study = _open_study(store, key, _sampler(sampler, space, seed), resume)
+    start_clocks = clocks() if clocks else None
     search_id = store.start_search(key, study_name=key.study_name, sampler=sampler, seed=seed,
-                                   memcpy_gbps=memcpy_gbps)
+                                   memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
+                                   clocks=start_clocks)
     result = SearchResult(key, search_id)
     seen = _earlier_trials(study, key.kernel, result)
     valid = set(space.configs())
@@ -173,13 +200,29 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
             if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
                     and len(result.outcomes) < n_trials:
                 result.stopped = "timeout"
+        if retime is not None and result.measured:
+            result.decision = _decide(key, store, result, retime, top_k, rounds)
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     finally:
-        store.finish_search(search_id, status)
+        end_clocks = clocks() if clocks else None
+        result.clock_warning = clock_warning(start_clocks, end_clocks)
+        store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
     return result
+
+
+def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
+            rounds: int) -> Decision:
+    """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
+    kernel = get_kernel(key.kernel)
+    shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
+    result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
+    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.block(c)),
+                      shared_bytes=lambda c: shared.get(c, 0))
+    store.set_winner(key, decision, rounds)
+    return decision
 
 
 def _enqueue_unmeasured(study, space: SearchSpace, seen: dict[Config, TrialOutcome]) -> None:

@@ -20,7 +20,8 @@ from autotune import resources
 from autotune.models import Base
 from autotune.store import Store
 
-OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best"}
+OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best",
+              "autotune_bench_runs", "autotune_bench_rows"}
 VERSION_TABLE = "autotune_alembic_version"
 
 
@@ -140,12 +141,14 @@ def test_downgrade_to_base_keeps_optuna_tables(url):
 
 
 def test_offline_sql_uses_our_version_table():
+    # PostgreSQL: SQLite's batch migrations need a live connection to reflect tables
     buffer = io.StringIO()
-    config = _alembic_config("sqlite://")
+    config = _alembic_config("postgresql://")
     config.output_buffer = buffer
     command.upgrade(config, "head", sql=True)
     sql = buffer.getvalue()
     assert "CREATE TABLE autotune_trials" in sql
+    assert "ALTER TABLE autotune_devices ADD COLUMN uuid" in sql
     assert VERSION_TABLE in sql
     assert "alembic_version " not in sql.replace(VERSION_TABLE, "")
 
@@ -169,3 +172,26 @@ def test_data_dir_prefers_wheel_layout(monkeypatch, tmp_path):
     (tmp_path / "configs").mkdir()
     monkeypatch.setattr(resources, "_PACKAGE", tmp_path / "autotune")
     assert resources.data_dir("configs") == tmp_path / "autotune" / "_data" / "configs"
+
+
+def test_an_older_database_is_backed_up_then_migrated_keeping_its_rows(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    url = f"sqlite:///{db}"
+    Store(url, upgrade=False).upgrade("0001")
+    con = sqlite3.connect(db)
+    con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
+                " cuda_version) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0')")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+
+    store = Store(url)  # opening migrates automatically, after a backup
+    assert store.current_revision() == ScriptDirectory.from_config(_alembic_config(url)).get_current_head() != "0001"
+    assert store.backup is not None and store.backup.startswith(f"{db}.bak-0001-")
+    assert open(store.backup, "rb").read() == before
+    con = sqlite3.connect(db)
+    assert con.execute("select name, uuid from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3", "")]
+    con.close()
+    assert Store(url).backup is None  # at head: nothing to migrate, no second backup

@@ -9,7 +9,8 @@ from autotune.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
 
-SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("IPAD", (1, 2)), ("TILE_DIM", (16, 32, 64))),
+SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)),
+                                 ("TILE_DIM", (16, 32, 64))),
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
 BEST = Config.of("smem_pad", OPTIMUM)
 
@@ -67,8 +68,8 @@ def test_grid_measures_exactly_the_valid_configs_in_order(store, key):
 
 def test_failed_trials_are_recorded_and_never_best(store, key):
     # the planted failures sit at the optimum: they would win if a failure could count
-    failures = {BEST.key: "wrong_result", "BLOCK_ROWS=16,IPAD=1,TILE_DIM=64": "resources",
-                "BLOCK_ROWS=4,IPAD=1,TILE_DIM=16": "compile_error"}
+    failures = {BEST.key: "wrong_result", "BLOCK_ROWS=16,DIAGONAL=0,IPAD=1,TILE_DIM=64": "resources",
+                "BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16": "compile_error"}
     timer = FakeTimer(failures)
     result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
     assert BEST not in result.measured and result.best[0] != BEST
@@ -148,3 +149,53 @@ def test_ctrl_c_marks_the_search_and_keeps_earlier_trials(store, key):
 def test_bad_arguments(store, key, kwargs, message):
     with pytest.raises(InvalidInputError, match=message):
         search(key, SPACE, FakeTimer(), store, **kwargs)
+
+
+def test_retiming_picks_the_winner_by_rule_and_stores_the_tie_group(store, key):
+    from fakes import fake_retime
+
+    # 1 % tie band: the optimum and its neighbours within 1 % are equally fast after re-timing
+    result = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="grid",
+                    retime=fake_retime(noise=0.002, tie_band=0.06), top_k=5, rounds=4)
+    d = result.decision
+    assert d is not None and len(result.retimings) == 5
+    assert len(d.tie_group) >= 2 and d.winner in d.tie_group
+    threads = lambda r: r.config["TILE_DIM"] * r.config["BLOCK_ROWS"]  # noqa: E731
+    assert threads(d.winner) == min(threads(r) for r in d.tie_group)
+    best = store.best(key)
+    assert best.config == d.winner.config and best.rounds == 4
+    assert best.pooled_median_ms == pytest.approx(d.winner.pooled_median_ms)
+    assert set(best.tie_group) == {r.config.key for r in d.tie_group}
+
+
+def test_two_searches_with_different_seeds_crown_the_same_config(tmp_path, key):
+    from fakes import fake_retime
+
+    winners = []
+    for seed in (1, 2):
+        s = Store(f"sqlite:///{tmp_path / f'seed{seed}.db'}")
+        r = search(key, SPACE, FakeTimer(), s, n_trials=100, seed=seed, sampler="tpe",
+                   retime=fake_retime(noise=0.002, tie_band=0.06), top_k=5, rounds=4)
+        winners.append(s.best(key).config)
+    assert winners[0] == winners[1]
+
+
+def test_no_retiming_without_a_valid_config(store, key):
+    from fakes import fake_retime
+
+    timer = FakeTimer({c.key: "compile_error" for c in SPACE.configs()})
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", retime=fake_retime())
+    assert result.decision is None and store.best(key) is None
+
+
+def test_clocks_are_read_at_start_and_end_and_a_move_is_warned(store, key):
+    readings = iter([{"sm_mhz": 1980, "mem_mhz": 2619, "throttle": []},
+                     {"sm_mhz": 1980, "mem_mhz": 1593, "throttle": ["HwSlowdown"]}])
+    result = search(key, SPACE, FakeTimer(), store, n_trials=3, sampler="grid", clocks=lambda: next(readings))
+    assert "memory clock moved 2619 -> 1593 MHz" in result.clock_warning
+    assert "HwSlowdown" in result.clock_warning
+    from sqlalchemy import text
+
+    with store.session() as s:
+        row = s.execute(text("select clocks_start, clocks_end, clock_warning from autotune_searches")).one()
+    assert "2619" in row[0] and "1593" in row[1] and row[2] == result.clock_warning

@@ -19,7 +19,7 @@ from autotune.key import tuning_key  # noqa: E402
 from autotune.space import load_space  # noqa: E402
 from autotune.store import Store  # noqa: E402
 from autotune.tuner import search  # noqa: E402
-from fakes import FakeTimer  # noqa: E402
+from fakes import FakeTimer, fake_retime  # noqa: E402
 
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
@@ -55,10 +55,11 @@ def cli(delay: str, *args: str) -> None:
     from autotune.cli import app
 
     class Bench:
-        device, memcpy_gbps = DEVICE, 3000.0
+        device, memcpy_gbps, copy_gbps, l2_mode = DEVICE, 3000.0, 2900.0, "single"
 
         def __init__(self):
             self.timer = FakeTimer()
+            self.retime = fake_retime()
 
         def measure(self, config):
             time.sleep(float(delay))

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from ..dtypes import get_dtype
+from ..device import nvcc_version
 from ..errors import GPUUnavailableError, NotTunedError
 from ..kernels import KERNELS, get_kernel, source_hash
 from ..store import BestRecord, Store
@@ -34,7 +35,7 @@ def best(
     found = Store(db).find_best(kernel=kernel, rows=r, cols=c, dtype=dt.name, device_name=name)
     current, stale = _split_stale(found)
     if stale:
-        err.print(f"skipped {len(stale)} stale result(s): tuned with a kernel source that has changed since")
+        err.print(f"skipped {len(stale)} stale result(s): tuned with a kernel source or nvcc that has changed since")
     if not current:
         what = f"{kernel or 'any kernel'} {r}x{c} {dt.name}" + (f" on {name}" if name else "")
         raise NotTunedError(f"nothing is tuned for {what}; run: autotune search --kernel "
@@ -79,21 +80,32 @@ def _device_filter(device: str | None) -> str | None:
 
 
 def _split_stale(records: list[BestRecord]) -> tuple[list[BestRecord], list[BestRecord]]:
-    """Current bests, and stale ones (tuned with a kernel source that has changed since)."""
+    """Current bests, and stale ones: tuned with a kernel source or an nvcc that has changed
+    since (nvcc is compared only where one is on PATH to compare with)."""
     hashes = {name: source_hash(k) for name, k in KERNELS.items()}
-    current = [b for b in records if hashes.get(b.kernel) == b.source_hash]
+    try:
+        nvcc = nvcc_version()
+    except GPUUnavailableError:
+        nvcc = None
+    current = [b for b in records if hashes.get(b.kernel) == b.source_hash and nvcc in (None, b.nvcc_version)]
     return current, [b for b in records if b not in current]
 
 
 def best_table(records: list[BestRecord], title: str, stale: list[bool] | None = None) -> Table:
     """A table of stored bests (with a ``stale`` column when ``stale`` flags are given)."""
     table = Table(title=title)
-    numeric = ("median ms", "GB/s", "% memcpy", "regs", "smem B")
-    for col in ("device", "kernel", "shape", "dtype", "config", *numeric, "tuned") + (("stale",) if stale else ()):
+    numeric = ("median ms", "GB/s", "% memcpy", "% copy", "spread %", "regs", "smem B")
+    for col in ("device", "kernel", "shape", "dtype", "config", *numeric, "tie group", "tuned") + \
+            (("stale",) if stale else ()):
         table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col == "config")
     for i, b in enumerate(records):
+        gbps = b.pooled_gbps or b.gbps
         cells = [b.device_name, b.kernel, f"{b.rows}x{b.cols}", b.dtype, b.config.key,
-                 f"{b.median_ms:.4f}", f"{b.gbps:.0f}", f"{b.pct_memcpy:.1f}", str(b.registers),
-                 str(b.shared_bytes), f"{b.updated_at:%Y-%m-%d %H:%M}"]
+                 f"{b.pooled_median_ms or b.median_ms:.4f}", f"{gbps:.0f}",
+                 f"{100 * gbps / b.memcpy_gbps if b.memcpy_gbps else b.pct_memcpy:.1f}",
+                 f"{100 * gbps / b.copy_gbps:.1f}" if b.copy_gbps else "",
+                 f"{100 * b.spread:.2f}" if b.spread is not None else "", str(b.registers),
+                 str(b.shared_bytes), " | ".join(t for t in b.tie_group if t != b.config.key),
+                 f"{b.updated_at:%Y-%m-%d %H:%M}"]
         table.add_row(*cells, *(("yes" if stale[i] else "",) if stale else ()))
     return table

@@ -8,16 +8,17 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .. import benchmark
+from .. import benchmark, nvml
 from ..dtypes import get_dtype
 from ..errors import InvalidInputError
+from ..measurement import effective_bandwidth_gbps
 from ..kernels import get_kernel
 from ..key import tuning_key
 from ..space import load_space
 from ..store import Store
 from ..tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
 from . import app
-from ._common import Cols, Db, DType, Kernel, Rows, Size, handle_errors, out, parse_float, parse_int, shape
+from ._common import Cols, Db, DType, Kernel, Rows, Size, err, handle_errors, out, parse_float, parse_int, shape
 
 
 @app.command()
@@ -38,33 +39,70 @@ def search(
     repeats: Annotated[int, typer.Option(parser=parse_int,
                                          help="Timed samples per config (>= 20; median of these).")] = 50,
     top: Annotated[int, typer.Option(parser=parse_int, help="Rows of the final table.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", parser=parse_int,
+                                       help="Fastest configs re-timed interleaved after the search.")] = 5,
+    rounds: Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")] = 5,
     db: Db = None,
 ) -> None:
     """Search a kernel's config space on one GPU for one shape and dtype; store every trial."""
-    r, c = shape(size, rows, cols)
-    get_kernel(kernel)
-    dt = get_dtype(dtype)
-    space_ = load_space(kernel, space)
-    _check_options(trials, timeout, sampler, device, repeats)
-    with benchmark.open_benchmark(device, r, c, dt, repeats=repeats, seed=seed) as bench:
-        store = Store(db)  # after the GPU: a machine without one must not create a database
-        key = tuning_key(kernel, bench.device, r, c, dt.name)
-        memcpy = bench.memcpy_gbps
-        d = key.device
-        out.print(f"[bold]{kernel}[/] {r}x{c} {dt.name} on {d.name} (device {device}, sm_{d.compute_capability}, "
-                  f"driver {d.driver_version}, nvcc {key.nvcc_version}); "
-                  f"{len(space_.configs())} valid configs in {space_.path}")
-        out.print(f"device-to-device memcpy: {memcpy:.0f} GB/s")
-        try:
-            result = _run_with_progress(key, space_, bench.measure, store, trials=trials, timeout=timeout,
-                                        seed=seed, sampler=sampler, resume=resume, memcpy=memcpy)
-        except KeyboardInterrupt:
-            _print_best(store, key, "best so far")
-            raise
+    _check_options(trials, timeout, sampler, device, repeats, top_k, rounds)
+    result, store = _tune(kernel, device, shape(size, rows, cols), dtype, space, db=db, repeats=repeats, seed=seed,
+                          trials=trials, timeout=timeout, sampler=sampler, resume=resume, top_k=top_k,
+                          rounds=rounds)
     _print_result(result, store, top)
 
 
-def _check_options(trials: int, timeout: float | None, sampler: str, device: int, repeats: int) -> None:
+@app.command()
+@handle_errors
+def sweep(
+    kernel: Kernel = "smem_pad",
+    device: Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")] = 0,
+    size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
+    space: Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
+                                                 "(default: configs/<kernel>.toml).")] = None,
+    repeats: Annotated[int, typer.Option(parser=parse_int,
+                                         help="Timed samples per config (>= 20; median of these).")] = 50,
+    top_k: Annotated[int, typer.Option("--top-k", parser=parse_int,
+                                       help="Fastest configs re-timed interleaved after the sweep.")] = 5,
+    rounds: Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")] = 5,
+    db: Db = None,
+) -> None:
+    """Measure every valid config of a kernel's space (the exhaustive grid), stored like search
+    trials in the key's study (configs it already measured are not measured again)."""
+    _check_options(1, None, "grid", device, repeats, top_k, rounds)
+    space_ = load_space(get_kernel(kernel).name, space)
+    result, store = _tune(kernel, device, shape(size, rows, cols), dtype, space, db=db, repeats=repeats, seed=0,
+                          trials=len(space_.configs()), timeout=None, sampler="grid", resume=True,
+                          top_k=top_k, rounds=rounds)
+    _print_result(result, store, top=len(space_.configs()))
+
+
+def _tune(kernel, device, rc, dtype, space, *, db, repeats, seed, trials, timeout, sampler, resume, top_k, rounds):
+    """Validate, open the GPU and the store, print the header, run the tuner with progress."""
+    r, c = rc
+    get_kernel(kernel)
+    dt = get_dtype(dtype)
+    space_ = load_space(get_kernel(kernel).name, space)
+    with benchmark.open_benchmark(device, r, c, dt, repeats=repeats, seed=seed) as bench:
+        store = Store(db)  # after the GPU: a machine without one must not create a database
+        key = tuning_key(kernel, bench.device, r, c, dt.name)
+        d = key.device
+        out.print(f"[bold]{key.kernel}[/] {r}x{c} {dt.name} on {d.name} (device {device}, "
+                  f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
+                  f"{len(space_.configs())} valid configs in {space_.path}")
+        out.print(f"device-to-device memcpy: {bench.memcpy_gbps:.0f} GB/s; copy_row bound: {bench.copy_gbps:.0f} "
+                  f"GB/s; L2: {bench.l2_mode} buffers")
+        try:
+            result = _run_with_progress(key, space_, bench, store, trials=trials, timeout=timeout, seed=seed,
+                                        sampler=sampler, resume=resume, top_k=top_k, rounds=rounds)
+        except KeyboardInterrupt:
+            _print_best(store, key, "best so far")
+            raise
+    return result, store
+
+
+def _check_options(trials: int, timeout: float | None, sampler: str, device: int, repeats: int,
+                   top_k: int, rounds: int) -> None:
     if trials < 1:
         raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
     if timeout is not None and timeout <= 0:
@@ -75,9 +113,12 @@ def _check_options(trials: int, timeout: float | None, sampler: str, device: int
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
+    for flag, value in (("--top-k", top_k), ("--rounds", rounds)):
+        if value < 1:
+            raise InvalidInputError(f"{flag} {value} is not allowed; give 1 or more")
 
 
-def _run_with_progress(key, space, measure, store, *, trials, timeout, seed, sampler, resume, memcpy):
+def _run_with_progress(key, space, bench, store, *, trials, timeout, seed, sampler, resume, top_k, rounds):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -91,8 +132,11 @@ def _run_with_progress(key, space, measure, store, *, trials, timeout, seed, sam
             text = f"best {best[1]:.0f} GB/s {best[0].key}" if best else "no valid config yet"
             progress.update(task, advance=1, best=text)
 
-        return run_search(key, space, measure, store, n_trials=trials, timeout=timeout, seed=seed,
-                          sampler=sampler, resume=resume, memcpy_gbps=memcpy, on_trial=on_trial)
+        return run_search(key, space, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
+                          sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps,
+                          copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
+                          clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=bench.retime,
+                          top_k=top_k, rounds=rounds, on_trial=on_trial)
 
 
 def _print_result(result: SearchResult, store: Store, top: int) -> None:
@@ -105,13 +149,37 @@ def _print_result(result: SearchResult, store: Store, top: int) -> None:
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: -t.gbps)
     table = Table(title=f"top {min(top, len(records))} configs of the study")
-    for col in ("#", "config", "median ms", "min..max ms", "GB/s", "% memcpy", "regs", "smem B"):
+    for col in ("#", "config", "median ms", "min..max ms", "GB/s", "% memcpy", "% copy", "regs", "smem B",
+                "occupancy"):
         table.add_column(col, justify="left" if col == "config" else "right", no_wrap=col == "config")
     for i, t in enumerate(records[:top], 1):
         table.add_row(str(i), t.config.key, f"{t.median_ms:.4f}", f"{t.min_ms:.4f}..{t.max_ms:.4f}",
-                      f"{t.gbps:.0f}", f"{t.pct_memcpy:.1f}", str(t.registers), str(t.shared_bytes))
+                      f"{t.gbps:.0f}", f"{t.pct_memcpy:.1f}", "" if t.pct_copy is None else f"{t.pct_copy:.1f}",
+                      str(t.registers), str(t.shared_bytes),
+                      "" if t.occupancy is None else f"{100 * t.occupancy:.0f} %")
     out.print(table)
+    if result.decision is not None:
+        out.print(_retiming_table(result))
+    if result.clock_warning:
+        err.print(f"warning: GPU clocks moved during the search: {result.clock_warning}")
     _print_best(store, result.key, "best")
+
+
+def _retiming_table(result: SearchResult) -> Table:
+    d = result.decision
+    rows, cols, itemsize = result.key.rows, result.key.cols, get_dtype(result.key.dtype).itemsize
+    rounds = len(d.winner.round_medians_ms)
+    tie = "" if d.winner is d.fastest else f" (tied with the fastest, {d.fastest.config.key}; rule: fewer threads)"
+    table = Table(title=f"re-timing of the top {len(result.retimings)} configs, interleaved over {rounds} rounds: "
+                        f"winner {d.winner.config.key}{tie}")
+    for col in ("config", "pooled ms", "GB/s", "spread %", "rounds (ms)", "tie group"):
+        table.add_column(col, justify="left" if col in ("config", "rounds (ms)") else "right", no_wrap=True)
+    for r in sorted(result.retimings, key=lambda r: r.pooled_median_ms):
+        table.add_row(r.config.key, f"{r.pooled_median_ms:.4f}",
+                      f"{effective_bandwidth_gbps(rows, cols, itemsize, r.pooled_median_ms):.0f}",
+                      f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
+                      ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
+    return table
 
 
 def _print_best(store: Store, key, label: str) -> None:
@@ -119,5 +187,9 @@ def _print_best(store: Store, key, label: str) -> None:
     if best is None:
         out.print(f"{label}: no config of this key passed verification yet")
     else:
-        out.print(f"{label}: {best.config.key}  {best.gbps:.0f} GB/s  {best.pct_memcpy:.1f}% of memcpy "
-                  f"({best.median_ms:.4f} ms)")
+        gbps = best.pooled_gbps or best.gbps
+        pct = gbps / best.memcpy_gbps * 100 if best.memcpy_gbps else best.pct_memcpy
+        how = f"pooled over {best.rounds} rounds" if best.pooled_median_ms else "single measurement"
+        out.print(f"{label}: {best.config.key}  {gbps:.0f} GB/s  {pct:.1f}% of memcpy "
+                  f"({best.pooled_median_ms or best.median_ms:.4f} ms, {how})"
+                  + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))
