@@ -1,24 +1,47 @@
 """Tuned configs looked up at runtime: ``lookup`` gives the config to launch a kernel with.
 
-``lookup`` answers with the stored best config for the exact key of the caller's device,
-kernel source, toolchain, shape and dtype, or with the kernel's built-in default, saying
-which. Answers are cached in the process (thread safe); :func:`clear_cache` forgets them.
+``lookup`` climbs a ladder and says which rung it took (:attr:`LaunchConfig.rung`):
+
+1. ``exact``: the stored best of the exact key (device identity, kernel source hash, shape,
+   dtype, nvcc version and compile flags; :mod:`autotune.key`).
+2. ``nearest_shape``: the same device, kernel source, dtype and toolchain, tuned for the
+   nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols): a ratio
+   measure, so 2048 and 8192 are equally far from 4096 (a heuristic of this project, issue 4:
+   tile counts and cache footprints scale with the ratio). Ties: larger area, then more
+   rows, then more cols.
+3. ``same_arch``: another device of the same compute capability (same binary), same shape
+   if tuned there, else the nearest by the same distance; ties: device name, then as above.
+4. ``default``: the kernel's built-in default config.
+
+Results whose kernel source hash, nvcc version or compile flags no longer match (or whose
+macros no longer fit the kernel) are stale: never used, counted in the note. Answers are
+cached per process on the call's arguments (a warm call is one dict lookup under a lock);
+device info for an ordinal is queried once per process. :func:`clear_cache` forgets answers.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 import os
 import threading
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 from .config import Config
 from .device import DeviceInfo, query_device
 from .dtypes import get_dtype
+from .errors import InvalidInputError
 from .key import TuningKey, tuning_key
-from .kernels import get_kernel
+from .kernels import Kernel, get_kernel
+from .records import BestRecord
 from .store import Store
 
-__all__ = ["LaunchConfig", "lookup", "clear_cache"]
+__all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
+
+RUNGS = ("exact", "nearest_shape", "same_arch", "default")
+MAX_CACHED = 65536
+"""Answers kept per process; the cache starts afresh when full."""
 
 
 @dataclass(frozen=True)
@@ -27,10 +50,14 @@ class LaunchConfig:
 
     Attributes:
         config: kernel name and macro values.
-        source: ``"tuned"`` (stored best for the exact key) or ``"default"``.
-        gbps: effective bandwidth measured when it was tuned, GB/s (``None`` for default).
-        pct_memcpy: that bandwidth as % of the device memcpy then (``None`` for default).
-        note: one line saying what was found.
+        source: ``"tuned"`` (rungs exact, nearest_shape, same_arch) or ``"default"``.
+        gbps: effective bandwidth measured when the used result was tuned, GB/s, for
+            ``tuned_shape`` on ``tuned_device`` (``None`` for default).
+        pct_memcpy: that bandwidth as % of that device's memcpy then (``None`` for default).
+        note: one line saying what was found (and how many stale results were skipped).
+        rung: one of :data:`RUNGS`.
+        tuned_shape: ``(rows, cols)`` the used result was tuned for (``None`` for default).
+        tuned_device: name of the device it was tuned on (``None`` for default).
     """
 
     config: Config
@@ -38,24 +65,20 @@ class LaunchConfig:
     gbps: float | None = None
     pct_memcpy: float | None = None
     note: str = ""
+    rung: str = "default"
+    tuned_shape: tuple[int, int] | None = None
+    tuned_device: str | None = None
 
 
-_lock = threading.Lock()
-_cache: dict[tuple[TuningKey, str], LaunchConfig] = {}
+_lock = threading.Lock()  # guards _cache only: a warm call holds it for one dict lookup
+_cache: dict[tuple, LaunchConfig] = {}
+_open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; never blocks warm calls)
 _stores: dict[str, Store] = {}
-
-
-def _store(db: str | None) -> Store:
-    """One open :class:`Store` per database (opening one checks and upgrades its schema)."""
-    name = db or os.environ.get("AUTOTUNE_DB") or ""
-    with _lock:
-        if name not in _stores:
-            _stores[name] = Store(db)
-        return _stores[name]
+_devices: dict[int, DeviceInfo] = {}
 
 
 def clear_cache() -> None:
-    """Forget cached answers (call after tuning in the same process)."""
+    """Forget cached answers (call after tuning in the same process). Device info stays."""
     with _lock:
         _cache.clear()
 
@@ -66,33 +89,156 @@ def lookup(kernel: str, shape: tuple[int, int], dtype="float32", *,
 
     Args:
         kernel: catalog name, e.g. ``"smem_pad"``.
-        shape: ``(rows, cols)`` of the input.
+        shape: ``(rows, cols)`` of the input in elements, integers >= 1.
         dtype: NumPy dtype or its name.
-        device: CUDA ordinal (queried through PyCUDA) or a :class:`DeviceInfo`.
+        device: CUDA ordinal (queried through PyCUDA once per process) or a :class:`DeviceInfo`.
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
             platformdirs default).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad shape or device ordinal.
-        GPUUnavailableError: ``device`` is an ordinal and there is no GPU or PyCUDA.
+        InvalidInputError: unknown kernel or dtype, bad shape or device.
+        GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
+            GPU or PyCUDA.
         StoreError: the database cannot be read.
+
+    Returns:
+        A :class:`LaunchConfig`; the same object for the same arguments until
+        :func:`clear_cache`. Cold calls query the database (milliseconds); warm ones are one
+        dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
-    info = device if isinstance(device, DeviceInfo) else query_device(device)
-    rows, cols = (int(n) for n in shape)
-    key = tuning_key(kernel, info, rows, cols, get_dtype(dtype).name)
-    store = _store(db)
+    if type(shape) is not tuple:
+        shape = tuple(shape)
+    ck = (kernel, shape, dtype, device, db or os.environ.get("AUTOTUNE_DB") or "")
     with _lock:
-        hit = _cache.get((key, store.url))
+        hit = _cache.get(ck)
     if hit is not None:
         return hit
+    answer = _resolve(kernel, shape, dtype, device, ck[-1])
+    with _lock:  # a racing cold call may have won: everyone gets the first answer stored
+        if len(_cache) >= MAX_CACHED:
+            _cache.clear()
+        return _cache.setdefault(ck, answer)
+
+
+def _resolve(kernel: str, shape: tuple, dtype, device, db: str) -> LaunchConfig:
+    """The cold path: climb the ladder against the database (one to three queries)."""
+    try:
+        rows, cols = (operator.index(n) for n in shape)
+    except (TypeError, ValueError):
+        rows = cols = 0
+    if rows < 1 or cols < 1:
+        raise InvalidInputError(f"shape {shape!r} is not allowed; give (rows, cols), integers >= 1")
+    k, dt, info = get_kernel(kernel), get_dtype(dtype).name, _device(device)
+    key = tuning_key(k.name, info, rows, cols, dt)
+    store = _store(db)
     best = store.best(key)
-    if best is None:
-        answer = LaunchConfig(get_kernel(kernel).default_config(), "default",
-                              note=f"nothing tuned for {kernel} {rows}x{cols} {key.dtype} on {info.name}; "
-                                   "using the kernel's default")
-    else:
-        answer = LaunchConfig(best.config, "tuned", best.gbps, best.pct_memcpy,
-                              note=f"tuned {best.updated_at:%Y-%m-%d}: {best.gbps:.0f} GB/s")
-    with _lock:
-        _cache[(key, store.url)] = answer
-    return answer
+    if best is not None and _fits(k, best.config):
+        return _answer(best, "exact", f"tuned for this exact key on {best.updated_at:%Y-%m-%d}")
+    fresh, skipped = _fresh(store, k, key)
+    mine = [r for r in fresh if _same_device(info, r)]
+    others = [r for r in fresh if not _same_device(info, r)]
+    for r in sorted(mine, key=lambda r: _shape_rank(r, rows, cols)):
+        if store.best(replace(key, rows=r.rows, cols=r.cols)) is not None:  # the full identity
+            n = len({(m.rows, m.cols) for m in mine})
+            return _answer(r, "nearest_shape", f"tuned for {r.rows}x{r.cols} on this device "
+                                               f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)
+        others.append(r)  # same as far as the record tells, but not this device (total memory)
+    if others:
+        r = min(others, key=lambda r: (_distance(r, rows, cols), r.device_name, *_shape_rank(r, rows, cols)[1:],
+                                       r.driver_version, r.cuda_version, r.device_uuid, r.sm_count))
+        where = r.device_name if r.device_name != info.name else f"another {r.device_name} ({_differs(info, r)})"
+        which = "same shape" if (r.rows, r.cols) == (rows, cols) else "nearest shape"
+        return _answer(r, "same_arch", f"tuned for {r.rows}x{r.cols} on {where} "
+                                       f"(same compute capability {r.compute_capability}, {which})", skipped)
+    return LaunchConfig(k.default_config(), "default", rung="default",
+                        note=f"nothing tuned for {k.name} {rows}x{cols} {dt} on {info.name}; "
+                             f"using the kernel's default{skipped}")
+
+
+def _fresh(store: Store, k: Kernel, key: TuningKey) -> tuple[list[BestRecord], str]:
+    """Usable results of ``key``'s kernel, dtype and compute capability, and the note's
+    ``"; skipped N stale results (...)"`` part (empty if none). Other archs are not counted."""
+    stale: Counter[str] = Counter()
+    fresh = []
+    for r in store.find_best(kernel=k.name, dtype=key.dtype):
+        if r.compute_capability != key.device.compute_capability:
+            continue
+        reason = _stale_reason(k, key, r)
+        if reason:
+            stale[reason] += 1
+        else:
+            fresh.append(r)
+    total = sum(stale.values())
+    if not total:
+        return fresh, ""
+    why = ", ".join(f"{n} {reason}" for reason, n in sorted(stale.items()))
+    return fresh, f"; skipped {total} stale result{'s' if total > 1 else ''} ({why})"
+
+
+def _device(device: int | DeviceInfo) -> DeviceInfo:
+    """``device`` itself, or the info of ordinal ``device`` (queried once per process)."""
+    if isinstance(device, DeviceInfo):
+        return device
+    if not isinstance(device, int) or isinstance(device, bool):
+        raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal or a DeviceInfo")
+    with _open_lock:
+        if device not in _devices:
+            _devices[device] = query_device(device)
+        return _devices[device]
+
+
+def _store(db: str) -> Store:
+    """One open :class:`Store` per database URL (opening one checks and upgrades its schema)."""
+    with _open_lock:
+        if db not in _stores:
+            _stores[db] = Store(db or None)
+        return _stores[db]
+
+
+def _fits(k: Kernel, config: Config) -> bool:
+    """Whether ``config`` sets exactly the kernel's tunable macros (the catalog may change)."""
+    return {name for name, _ in config.macros} == set(k.defaults)
+
+
+def _stale_reason(k: Kernel, key: TuningKey, r: BestRecord) -> str | None:
+    """Why a same-arch result cannot be used with today's kernel and toolchain, or ``None``."""
+    if r.source_hash != key.source_hash:
+        return "kernel source changed"
+    if r.nvcc_version != key.nvcc_version:
+        return f"built with nvcc {r.nvcc_version}, not {key.nvcc_version}"
+    if r.compile_flags != key.compile_flags:
+        return f"compile flags {r.compile_flags!r}"
+    if not _fits(k, r.config):
+        return f"macros no longer those of {k.name}"
+    return None
+
+
+def _same_device(info: DeviceInfo, r: BestRecord) -> bool:
+    """Same device identity as far as a BestRecord tells (total memory is checked by ``best``)."""
+    return (r.device_name, r.sm_count, r.driver_version, r.cuda_version, r.device_uuid) == (
+        info.name, info.sm_count, info.driver_version, info.cuda_version, info.uuid)
+
+
+def _differs(info: DeviceInfo, r: BestRecord) -> str:
+    """What tells a same-named device apart, e.g. ``driver 12.8``."""
+    parts = [(r.driver_version != info.driver_version, f"driver {r.driver_version}"),
+             (r.cuda_version != info.cuda_version, f"CUDA {r.cuda_version}"),
+             (r.sm_count != info.sm_count, f"{r.sm_count} SMs"), (r.device_uuid != info.uuid, "another unit")]
+    return ", ".join(text for differs, text in parts if differs) or "another identity"
+
+
+def _distance(r: BestRecord, rows: int, cols: int) -> float:
+    """Log-distance of ``r``'s shape from ``rows x cols``, rounded so equal ratios tie exactly."""
+    return round(math.hypot(math.log(r.rows / rows), math.log(r.cols / cols)), 9)
+
+
+def _shape_rank(r: BestRecord, rows: int, cols: int) -> tuple:
+    """Sort key: nearest first, then larger area, more rows, more cols."""
+    return (_distance(r, rows, cols), -r.rows * r.cols, -r.rows, -r.cols)
+
+
+def _answer(r: BestRecord, rung: str, what: str, skipped: str = "") -> LaunchConfig:
+    there = "" if rung == "exact" else " there"
+    return LaunchConfig(r.config, "tuned", r.gbps, r.pct_memcpy,
+                        note=f"{what}: {r.gbps:.0f} GB/s{there}{skipped}", rung=rung,
+                        tuned_shape=(r.rows, r.cols), tuned_device=r.device_name)

@@ -1,14 +1,28 @@
-import threading
+"""``autotune.lookup``: the ladder exact -> nearest_shape -> same_arch -> default, staleness,
+and the in-process cache. Results are written straight into the store (no search) except
+where a real (fake-timed) search is the point. No timing assertions here: see
+``benchmarks/lookup_latency.py`` for latency."""
 
+import threading
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
+import autotune.tuned as tuned
 from autotune import Config, clear_cache, lookup
+from autotune.errors import InvalidInputError
+from autotune.kernels import get_kernel
 from autotune.key import tuning_key
+from autotune.measurement import Measurement
 from autotune.space import load_space
 from autotune.store import Store
 from autotune.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
+
+CONFIGS = load_space("smem_pad").configs()
+"""Distinct valid configs of smem_pad, to tell stored results apart (macro set not hard-coded)."""
 
 
 @pytest.fixture(autouse=True)
@@ -18,48 +32,243 @@ def fresh_cache():
     clear_cache()
 
 
+@pytest.fixture
+def store(db_url):
+    return Store(db_url)
+
+
+@pytest.fixture
+def pcie(device_info):
+    """Another device of the same compute capability."""
+    return replace(device_info, name="NVIDIA H100 PCIe", sm_count=114, total_memory=80_000_000_000)
+
+
 def tune(db_url, device_info, shape=(512, 512), dtype="float32"):
     key = tuning_key("smem_pad", device_info, *shape, dtype)
     search(key, load_space("smem_pad"), FakeTimer(), Store(db_url), n_trials=200, sampler="grid")
+    return key
 
+
+def put(store, device, shape, i=0, gbps=2000.0, dtype="float32", **key_changes) -> Config:
+    """Store ``CONFIGS[i]`` as the best of ``device``/``shape`` (key fields overridable)."""
+    key = replace(tuning_key("smem_pad", device, *shape, dtype), **key_changes)
+    sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
+    ms = 2 * shape[0] * shape[1] * 4 / (gbps * 1e9) * 1e3
+    store.record_trial(sid, 0, CONFIGS[i], status="ok",
+                       measurement=Measurement(ms, ms, ms, gbps, 100 * gbps / 3000, 20, 4000, 50))
+    return CONFIGS[i]
+
+
+def look(device, shape, db, dtype="float32"):
+    return lookup("smem_pad", shape, dtype, device=device, db=db)
+
+
+# --- the rungs ------------------------------------------------------------------------
 
 def test_untuned_key_gives_the_default_and_says_so(db_url, device_info):
-    got = lookup("smem_pad", (512, 512), "float32", device=device_info, db=db_url)
-    assert got.source == "default" and got.gbps is None
-    assert got.config == Config.of("smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1})
-    assert "nothing tuned for smem_pad 512x512 float32" in got.note
+    got = look(device_info, (512, 512), db_url)
+    assert got.source == "default" and got.rung == "default" and got.gbps is None
+    assert got.config == get_kernel("smem_pad").default_config()
+    assert got.tuned_shape is None and got.tuned_device is None
+    assert "nothing tuned for smem_pad 512x512 float32 on NVIDIA H100 80GB HBM3" in got.note
+    assert "stale" not in got.note
 
 
 def test_tuned_key_gives_the_stored_best(db_url, device_info):
-    tune(db_url, device_info)
-    got = lookup("smem_pad", (512, 512), "float32", device=device_info, db=db_url)
-    assert got.source == "tuned" and got.config == Config.of("smem_pad", OPTIMUM)
+    key = tune(db_url, device_info)
+    got = look(device_info, (512, 512), db_url)
+    assert got.source == "tuned" and got.rung == "exact"
+    assert got.config == Store(db_url).best(key).config
+    assert {k: got.config[k] for k in OPTIMUM} == OPTIMUM
     assert got.gbps == pytest.approx(2800.0) and got.pct_memcpy == pytest.approx(2800 / 30)
-    # another shape, dtype or device is not this key
-    assert lookup("smem_pad", (512, 1024), device=device_info, db=db_url).source == "default"
-    assert lookup("smem_pad", (512, 512), "float64", device=device_info, db=db_url).source == "default"
-    from dataclasses import replace
+    assert got.tuned_shape == (512, 512) and got.tuned_device == device_info.name
+    assert got.note.startswith("tuned for this exact key on ") and "2800 GB/s" in got.note
+    # another shape or a device of the same arch is not the exact key; another dtype is nothing
+    assert look(device_info, (512, 1024), db_url).rung == "nearest_shape"
+    assert look(device_info, (512, 512), db_url, "float64").rung == "default"
+    assert look(replace(device_info, name="NVIDIA H200"), (512, 512), db_url).rung == "same_arch"
+    assert look(replace(device_info, compute_capability="10.0"), (512, 512), db_url).rung == "default"
 
-    other = replace(device_info, name="NVIDIA H200")
-    assert lookup("smem_pad", (512, 512), device=other, db=db_url).source == "default"
 
+def test_exact_beats_nearer_rungs(store, db_url, device_info, pcie):
+    mine = put(store, device_info, (4096, 4096), 0)
+    put(store, device_info, (4000, 4000), 1)
+    put(store, pcie, (4096, 4096), 2)
+    got = look(device_info, (4096, 4096), db_url)
+    assert (got.rung, got.config, got.tuned_shape) == ("exact", mine, (4096, 4096))
+
+
+def test_nearest_shape_on_this_device(store, db_url, device_info, pcie):
+    put(store, device_info, (1024, 1024), 0, gbps=1500)
+    best = put(store, device_info, (4096, 4096), 1, gbps=2500)
+    put(store, device_info, (512, 2048), 2)
+    put(store, pcie, (3000, 3000), 3)  # the exact shape, but another device: rung 3 only
+    got = look(device_info, (3000, 3000), db_url)
+    assert got.source == "tuned" and got.rung == "nearest_shape" and got.config == best
+    assert got.tuned_shape == (4096, 4096) and got.tuned_device == device_info.name
+    assert got.gbps == pytest.approx(2500)
+    assert got.note == "tuned for 4096x4096 on this device (nearest of 3 tuned shapes): 2500 GB/s there"
+
+
+def test_nearest_shape_uses_log_distance_of_rows_and_cols(store, db_url, device_info):
+    wide = put(store, device_info, (1024, 4096), 0)
+    tall = put(store, device_info, (4096, 1024), 1)
+    assert look(device_info, (1024, 3000), db_url).config == wide
+    assert look(device_info, (3000, 1024), db_url).config == tall
+    assert look(device_info, (600, 600), db_url).tuned_shape == (4096, 1024)  # a tie: more rows
+    # ratios, not differences: 4600 is nearer 8192 than 2048 by ratio (not by difference)
+    put(store, device_info, (2048, 2048), 2)
+    put(store, device_info, (8192, 8192), 3)
+    assert look(device_info, (4600, 4600), db_url).tuned_shape == (8192, 8192)
+    assert look(device_info, (4000, 4000), db_url).tuned_shape == (2048, 2048)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_nearest_shape_ties_break_by_area_then_rows_then_cols(db_url, device_info, order):
+    store = Store(db_url)
+    shapes = [(2048, 4096), (8192, 4096), (4096, 2048), (4096, 8192)]
+    for i, shape in enumerate(shapes if order == 0 else shapes[::-1]):
+        put(store, device_info, shape, i)
+    # all at distance ln 2 from 4096x4096; the larger area wins, then more rows
+    assert look(device_info, (4096, 4096), db_url).tuned_shape == (8192, 4096)
+    # same distance and area: more rows wins
+    assert look(device_info, (2048, 2048), db_url).tuned_shape == (4096, 2048)
+
+
+def test_same_arch_prefers_the_same_shape_then_the_nearest(store, db_url, device_info, pcie):
+    h800 = replace(pcie, name="NVIDIA H800 PCIe")
+    zzz = replace(pcie, name="ZZZ H100")
+    put(store, pcie, (4000, 4000), 0)
+    put(store, pcie, (512, 512), 1)
+    put(store, h800, (4096, 4096), 2)
+    same = put(store, zzz, (1000, 3000), 3)
+    put(store, replace(device_info, compute_capability="8.0", name="NVIDIA A100"), (1000, 3000), 4)
+
+    got = look(device_info, (1000, 3000), db_url)  # same shape beats name order and nearness
+    assert (got.rung, got.source, got.config) == ("same_arch", "tuned", same)
+    assert got.tuned_device == "ZZZ H100" and got.tuned_shape == (1000, 3000)
+    assert got.note.startswith("tuned for 1000x3000 on ZZZ H100 (same compute capability 9.0, same shape)")
+
+    got = look(device_info, (4096, 4096), db_url)
+    assert got.tuned_device == "NVIDIA H800 PCIe" and got.tuned_shape == (4096, 4096)
+    got = look(device_info, (3500, 3500), db_url)
+    assert got.tuned_device == "NVIDIA H100 PCIe" and got.tuned_shape == (4000, 4000)
+    assert got.note.startswith("tuned for 4000x4000 on NVIDIA H100 PCIe (same compute capability 9.0, nearest shape)")
+
+
+def test_same_arch_ties_break_by_device_name(store, db_url, device_info, pcie):
+    for i, name in enumerate(["NVIDIA H800", "NVIDIA GH200", "NVIDIA H100 PCIe"]):
+        put(store, replace(pcie, name=name), (2048, 2048), i)
+    assert look(device_info, (2048, 2048), db_url).tuned_device == "NVIDIA GH200"
+
+
+def test_same_gpu_with_another_driver_or_unit_is_same_arch(store, db_url, device_info):
+    put(store, replace(device_info, driver_version="12.8"), (512, 512), 0)
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "same_arch" and "on another NVIDIA H100 80GB HBM3 (driver 12.8)" in got.note
+    unit_a = replace(device_info, uuid="GPU-aaaa")
+    put(store, unit_a, (512, 512), 1)
+    assert look(unit_a, (512, 512), db_url).rung == "exact"
+    got = look(replace(device_info, uuid="GPU-bbbb"), (512, 512), db_url)
+    assert got.rung == "same_arch" and "another unit" in got.note
+
+
+def test_another_arch_is_never_used(store, db_url, device_info):
+    put(store, replace(device_info, name="NVIDIA A100", compute_capability="8.0"), (512, 512), 0)
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "default" and got.source == "default" and "stale" not in got.note
+
+
+# --- staleness ------------------------------------------------------------------------
+
+def test_stale_results_are_skipped_and_counted(store, db_url, device_info, pcie):
+    current = tuning_key("smem_pad", device_info, 512, 512, "float32").nvcc_version
+    put(store, device_info, (512, 512), 0, source_hash="0" * 64)
+    put(store, device_info, (512, 512), 1, nvcc_version="11.8.89")
+    put(store, pcie, (512, 512), 2, source_hash="1" * 64)
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "default" and got.config == get_kernel("smem_pad").default_config()
+    assert got.note.endswith(f"using the kernel's default; skipped 3 stale results "
+                             f"(1 built with nvcc 11.8.89, not {current}, 2 kernel source changed)")
+
+    fresh = put(store, device_info, (1024, 1024), 3)
+    clear_cache()
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "nearest_shape" and got.config == fresh and "skipped 3 stale results" in got.note
+
+
+def test_a_kernel_source_change_makes_results_stale(monkeypatch, store, db_url, device_info):
+    put(store, device_info, (512, 512), 0)
+    assert look(device_info, (512, 512), db_url).rung == "exact"
+    monkeypatch.setattr("autotune.kernels.source_hash", lambda kernel: "f" * 64)
+    clear_cache()
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "default" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
+
+
+def test_an_nvcc_upgrade_makes_results_stale(monkeypatch, store, db_url, device_info, pcie):
+    old = tuning_key("smem_pad", device_info, 512, 512, "float32").nvcc_version
+    put(store, device_info, (512, 512), 0)
+    put(store, pcie, (512, 512), 1)
+    monkeypatch.setattr("autotune.device.nvcc_version", lambda nvcc="nvcc": "99.1.0")
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "default"
+    assert got.note.endswith(f"skipped 2 stale results (2 built with nvcc {old}, not 99.1.0)")
+
+
+# --- the cache ------------------------------------------------------------------------
 
 def test_answers_are_cached_until_cleared(db_url, device_info):
-    first = lookup("smem_pad", (512, 512), device=device_info, db=db_url)
+    first = look(device_info, (512, 512), db_url)
     tune(db_url, device_info)
-    assert lookup("smem_pad", (512, 512), device=device_info, db=db_url) is first
+    assert look(device_info, (512, 512), db_url) is first
     clear_cache()
-    assert lookup("smem_pad", (512, 512), device=device_info, db=db_url).source == "tuned"
+    assert look(device_info, (512, 512), db_url).source == "tuned"
+
+
+def test_warm_lookup_does_not_touch_the_database(monkeypatch, store, db_url, device_info):
+    put(store, device_info, (512, 512), 0)
+    first = look(device_info, (512, 512), db_url)
+    second = look(device_info, [512, 512], db_url, np.dtype("float32"))  # other spellings: cold once
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a warm lookup opened the database")
+
+    for name in ("best", "find_best", "__init__"):
+        monkeypatch.setattr(Store, name, refuse)
+    monkeypatch.setattr(tuned, "tuning_key", refuse)
+    assert look(device_info, (512, 512), db_url) is first
+    assert look(device_info, (np.int64(512), 512), db_url) is first
+    assert look(device_info, [512, 512], db_url, np.dtype("float32")) is second
+    assert second.config == first.config
+    with pytest.raises(AssertionError):
+        look(device_info, (512, 513), db_url)
+
+
+def test_a_device_ordinal_is_queried_once_per_process(monkeypatch, store, db_url, device_info):
+    calls = []
+    monkeypatch.setattr(tuned, "_devices", {})
+    monkeypatch.setattr(tuned, "query_device", lambda ordinal: calls.append(ordinal) or device_info)
+    put(store, device_info, (512, 512), 0)
+    assert look(0, (512, 512), db_url).rung == "exact"
+    clear_cache()
+    assert look(0, (512, 512), db_url).rung == "exact"
+    assert look(0, (1024, 1024), db_url).rung == "nearest_shape"
+    assert calls == [0]
 
 
 def test_lookup_is_thread_safe(db_url, device_info):
     tune(db_url, device_info)
+    expected = Store(db_url).best(tuning_key("smem_pad", device_info, 512, 512, "float32")).config
     answers, errors = [], []
+    start = threading.Barrier(8)
 
     def worker():
         try:
+            start.wait()  # all eight miss the cold cache together
             for _ in range(20):
-                answers.append(lookup("smem_pad", (512, 512), device=device_info, db=db_url))
+                answers.append(look(device_info, (512, 512), db_url))
+                answers.append(look(device_info, (600, 600), db_url))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -68,14 +277,21 @@ def test_lookup_is_thread_safe(db_url, device_info):
         t.start()
     for t in threads:
         t.join()
-    assert not errors and len(answers) == 160
-    assert {a.config for a in answers} == {Config.of("smem_pad", OPTIMUM)}
+    assert not errors and len(answers) == 320
+    assert {a.config for a in answers} == {expected}
+    assert len({id(a) for a in answers}) == 2  # one answer object per key, even for racing cold calls
+    assert {a.rung for a in answers} == {"exact", "nearest_shape"}
 
+
+# --- bad input ------------------------------------------------------------------------
 
 def test_bad_arguments(db_url, device_info):
-    from autotune.errors import InvalidInputError
-
     with pytest.raises(InvalidInputError, match="unknown kernel"):
         lookup("transpose9", (4, 4), device=device_info, db=db_url)
     with pytest.raises(InvalidInputError, match="unknown dtype"):
         lookup("smem_pad", (4, 4), "complex128", device=device_info, db=db_url)
+    for shape in [(0, 4), (4,), (4, 4, 4), (4.5, 4), ("4", 4)]:
+        with pytest.raises(InvalidInputError, match="shape"):
+            lookup("smem_pad", shape, device=device_info, db=db_url)
+    with pytest.raises(InvalidInputError, match="device"):
+        lookup("smem_pad", (4, 4), device="cuda:0", db=db_url)

@@ -1,0 +1,157 @@
+"""Latency of ``autotune.lookup``: warm (cached) calls and cold calls (after ``clear_cache``).
+
+No GPU is needed: a ``DeviceInfo`` is passed in and the results live in a temporary SQLite
+database holding a few tuned keys, written with ``Store.start_search``/``record_trial``.
+``nvcc`` must be on PATH (its version is part of every key).
+
+    python benchmarks/lookup_latency.py [--calls 200000] [--cold 30] [--out-dir benchmarks/results]
+
+Warm: after a warm-up, each of ``--calls`` calls is timed alone with ``time.perf_counter_ns``
+(the timer's own cost, measured the same way, is shown and not subtracted); median and p99.
+Cold: ``clear_cache()`` then one call, ``--cold`` times per rung; median and max. The very
+first call of the process also opens (and migrates) the database and is shown apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from autotune import clear_cache, lookup
+from autotune.device import DeviceInfo
+from autotune.key import tuning_key
+from autotune.measurement import Measurement
+from autotune.space import load_space
+from autotune.store import Store
+
+KERNEL = "smem_pad"
+DEVICE = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
+                    total_memory=85_000_000_000, driver_version="13.0", cuda_version="13.0", uuid="GPU-bench")
+OTHER = replace(DEVICE, name="NVIDIA H100 PCIe", sm_count=114, total_memory=80_000_000_000, uuid="GPU-other")
+TUNED = [(DEVICE, (1024, 1024)), (DEVICE, (4096, 4096)), (DEVICE, (8192, 8192)), (DEVICE, (1000, 3001)),
+         (OTHER, (2048, 2048)), (OTHER, (8192, 8192))]
+"""The tuned keys in the database (float32)."""
+NEW = replace(DEVICE, name="NVIDIA H200", sm_count=132, total_memory=150_000_000_000, uuid="GPU-new")
+CASES = [("exact", DEVICE, (4096, 4096), "float32"), ("nearest_shape", DEVICE, (3000, 3000), "float32"),
+         ("same_arch", NEW, (2048, 512), "float32"), ("default", DEVICE, (4096, 4096), "float64")]
+"""(expected rung, device, shape, dtype) looked up; NEW has nothing tuned itself."""
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def fill(db: str) -> None:
+    store = Store(db)
+    configs = load_space(KERNEL).configs()
+    for i, (device, (rows, cols)) in enumerate(TUNED):
+        key = tuning_key(KERNEL, device, rows, cols, "float32")
+        sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
+        ms = 2 * rows * cols * 4 / 2.5e12 * 1e3
+        store.record_trial(sid, 0, configs[i % len(configs)], status="ok",
+                           measurement=Measurement(ms, ms, ms, 2500.0, 83.3, 20, 4000, 50))
+        store.finish_search(sid, "finished")
+
+
+def warm_ns(device: DeviceInfo, shape, dtype: str, db: str, calls: int) -> list[int]:
+    clock = time.perf_counter_ns
+    for _ in range(10_000):
+        lookup(KERNEL, shape, dtype, device=device, db=db)
+    out = [0] * calls
+    for i in range(calls):
+        t0 = clock()
+        lookup(KERNEL, shape, dtype, device=device, db=db)
+        out[i] = clock() - t0
+    return out
+
+
+def pct(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=200_000, help="timed warm calls per rung (>= 100000)")
+    ap.add_argument("--cold", type=int, default=30, help="cold calls per rung")
+    ap.add_argument("--out-dir", type=Path, help="write the table to <dir>/<date>_lookup_latency_<host>.txt")
+    args = ap.parse_args()
+    if args.calls < 100_000:
+        ap.error("--calls must be >= 100000")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"sqlite:///{tmp}/bench.db"
+        fill(db)
+        clear_cache()
+        t0 = time.perf_counter_ns()
+        lookup(KERNEL, CASES[0][2], device=DEVICE, db=db)
+        first_us = (time.perf_counter_ns() - t0) / 1e3
+
+        clock = time.perf_counter_ns
+        timer = []
+        for _ in range(100_000):
+            t0 = clock()
+            timer.append(clock() - t0)
+
+        rows = []
+        for rung, device, shape, dtype in CASES:
+            got = lookup(KERNEL, shape, dtype, device=device, db=db)
+            assert got.rung == rung, (rung, got)
+            cold = []
+            for _ in range(args.cold):
+                clear_cache()
+                t0 = time.perf_counter_ns()
+                lookup(KERNEL, shape, dtype, device=device, db=db)
+                cold.append(time.perf_counter_ns() - t0)
+            warm = warm_ns(device, shape, dtype, db, args.calls)
+            rows.append((rung, f"{shape[0]}x{shape[1]} {dtype}", statistics.median(warm) / 1e3, pct(warm, 99) / 1e3,
+                         statistics.median(cold) / 1e3, max(cold) / 1e3))
+
+    when = datetime.datetime.now(datetime.timezone.utc)
+    lines = [
+        "# benchmarks/lookup_latency.py: autotune.lookup latency (DeviceInfo passed in, temporary SQLite DB)",
+        f"# date: {when:%Y-%m-%d %H:%M UTC}  host: {socket.gethostname()}  CPU: {cpu_model()}",
+        f"# Python {platform.python_version()} ({platform.python_implementation()}) on {platform.platform()}; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (1 min)",
+        f"# warm: {args.calls} timed calls per rung after 10000 warm-up calls; cold: clear_cache() then one "
+        f"call, {args.cold} times per rung",
+        f"# tuned keys in the DB: {len(TUNED)} (float32); timer overhead per sample: median "
+        f"{statistics.median(timer) / 1e3:.3f} us (not subtracted)",
+        "",
+        f"{'rung':<14} {'shape, dtype':>18} {'warm median us':>15} {'warm p99 us':>12} {'cold median us':>15} "
+        f"{'cold max us':>12}",
+    ]
+    for rung, shape, wmed, wp99, cmed, cmax in rows:
+        lines.append(f"{rung:<14} {shape:>18} {wmed:>15.2f} {wp99:>12.2f} {cmed:>15.0f} {cmax:>12.0f}")
+    lines += ["", f"first call of the process (opens and migrates the DB): {first_us / 1e3:.1f} ms",
+              f"warm target <= 20 us: {'met' if max(r[2] for r in rows) <= 20 else 'NOT met'} "
+              f"(worst warm median {max(r[2] for r in rows):.2f} us, worst p99 {max(r[3] for r in rows):.2f} us)"]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out_dir:
+        tag = re.sub(r"[^A-Za-z0-9]+", "_", f"{socket.gethostname()} {cpu_model()}").strip("_")
+        out = args.out_dir / f"{when:%Y-%m-%d}_lookup_latency_{tag}.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
