@@ -1,0 +1,428 @@
+"""Sharing tuned results: export to JSON, import into another database (issue 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from autotune import __version__
+from autotune.cli import app
+from autotune.config import Config
+from autotune.device import DeviceInfo
+from autotune.errors import InvalidInputError
+from autotune.kernels import get_kernel, source_hash
+from autotune.key import TuningKey
+from autotune.measurement import Measurement, Retiming
+from autotune.models import Search, Trial
+from autotune.share import SCHEMA_VERSION, export_results, import_results, read_results
+from autotune.space import load_space
+from autotune.store import Store
+from autotune.winner import Decision
+
+runner = CliRunner()
+
+H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0",
+                  uuid="GPU-11111111-2222-3333-4444-555555555555")
+A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "12.4", "12.4")
+
+
+def key(kernel: str = "smem_pad", device: DeviceInfo = H100, **changes) -> TuningKey:
+    fields = dict(source_hash=source_hash(get_kernel(kernel)), rows=1024, cols=1024, dtype="float32",
+                  nvcc_version="13.0.88", compile_flags=f"-O3 -arch={device.arch}")
+    fields.update(changes)
+    return TuningKey(device=device, kernel=kernel, **fields)
+
+
+def configs(kernel: str = "smem_pad") -> list[Config]:
+    """Valid configs of the kernel, the default first (never a hard-coded macro set)."""
+    default = get_kernel(kernel).default_config()
+    return [default] + [c for c in load_space(kernel).configs() if c != default]
+
+
+def measured(gbps: float, rows: int = 1024, cols: int = 1024, itemsize: int = 4) -> Measurement:
+    ms = 2 * rows * cols * itemsize / (gbps * 1e9) * 1e3
+    return Measurement(median_ms=ms, min_ms=ms * 0.98, max_ms=ms * 1.05, gbps=gbps, pct_memcpy=gbps / 30,
+                       registers=24, shared_bytes=4224, launches=50, pct_copy=gbps / 29)
+
+
+def tune(store: Store, k: TuningKey, results: list[tuple[Config, float]], *, memcpy_gbps=3000.0,
+         copy_gbps=2900.0, retime: bool = False) -> None:
+    """A finished search of ``k`` with one ok trial per (config, GB/s); with ``retime`` the
+    fastest is then made the winner of a re-timing, with pooled figures and a tie group."""
+    sid = store.start_search(k, study_name=k.study_name, sampler="tpe", seed=1, memcpy_gbps=memcpy_gbps,
+                             copy_gbps=copy_gbps, l2_mode="rotating", clocks={"sm_mhz": 1980})
+    for number, (config, gbps) in enumerate(results):
+        store.record_trial(sid, number, config, status="ok", measurement=measured(gbps, k.rows, k.cols))
+    store.record_trial(sid, len(results), configs(k.kernel)[-1], status="compile_error", reason="planted")
+    store.finish_search(sid, "finished")
+    if retime:
+        ranked = sorted(results, key=lambda r: -r[1])
+        ret = [Retiming(c, (0.7001 + i / 1000, 0.7003 + i / 1000), 0.7002 + i / 1000) for i, (c, _) in
+               enumerate(ranked[:2])]
+        store.set_winner(k, Decision(winner=ret[0], fastest=ret[0], tie_group=tuple(ret)), rounds=2)
+
+
+def comparable(record):
+    """A BestRecord without the row ids, which differ between databases."""
+    return dataclasses.replace(record, trial_id=0, search_id=0)
+
+
+@pytest.fixture
+def url_a(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'a.db'}"
+
+
+@pytest.fixture
+def url_b(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'b.db'}"
+
+
+@pytest.fixture
+def tuned_a(url_a) -> Store:
+    """Database A: two keys on the H100 (one re-timed), one on the A100, and one tuned with a
+    kernel source that has changed since (stale)."""
+    store = Store(url_a)
+    c = configs()
+    tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0), (c[2], 2600.0)], retime=True)
+    tune(store, key("smem", rows=512, cols=256, dtype="float64"), [(configs("smem")[0], 2100.0)],
+         copy_gbps=None)
+    tune(store, key(device=A100), [(c[1], 1400.0)], memcpy_gbps=1500.0)
+    tune(store, key(source_hash="0" * 64, rows=2048, cols=2048), [(c[0], 2650.0)])
+    return store
+
+
+def exported(store: Store, path: Path, **filters) -> dict:
+    export_results(store, path, **filters)
+    return json.loads(path.read_text())
+
+
+# --- round trip -------------------------------------------------------------------------------
+
+
+def test_round_trip_keeps_every_provenance_field_and_figure(tuned_a, url_b, tmp_path):
+    path = tmp_path / "tuned.json"
+    assert export_results(tuned_a, path) == 4
+    b = Store(url_b)
+    report = import_results(b, path)
+    assert (report.imported, report.skipped, report.stale, report.best) == (4, 0, 1, 4)
+
+    a_best, b_best = tuned_a.find_best(), b.find_best()
+    assert [comparable(r) for r in b_best] == [comparable(r) for r in a_best]
+    retimed = next(r for r in b_best if r.pooled_median_ms is not None)
+    assert retimed.rounds == 2 and len(retimed.tie_group) == 2 and retimed.spread > 0
+    assert retimed.device_uuid == H100.uuid and retimed.copy_gbps == 2900.0 and retimed.pct_copy is not None
+
+    # what BestRecord does not carry (memory size, launches, L2 mode, the tie group's figures)
+    # survives too: B exports exactly what A did
+    again = exported(b, tmp_path / "again.json")
+    assert again["results"] == json.loads(path.read_text())["results"]
+
+
+def test_imported_results_are_finished_searches_of_sampler_import(tuned_a, url_b, tmp_path):
+    path = tmp_path / "tuned.json"
+    export_results(tuned_a, path, kernel="smem")
+    entry = json.loads(path.read_text())["results"][0]
+    b = Store(url_b)
+    import_results(b, path)
+    with b.session() as s:
+        search = s.scalars(select(Search)).one()
+        trial = s.scalars(select(Trial)).one()
+        assert (search.sampler, search.study_name, search.status) == ("import", "import:tuned.json", "finished")
+        tuned_at = datetime.fromisoformat(entry["tuned_at"])
+        assert search.started_at == search.finished_at == trial.created_at == tuned_at
+        assert search.memcpy_gbps == 3000.0 and search.copy_gbps is None and search.l2_mode == "rotating"
+        assert (trial.status, trial.number, trial.reason) == ("ok", 0, None)
+        assert trial.macros == entry["config"] and trial.median_ms == entry["measurement"]["median_ms"]
+        assert trial.launches == 50
+
+
+def test_reimport_skips_everything_as_duplicates(tuned_a, url_b, tmp_path):
+    path = tmp_path / "tuned.json"
+    export_results(tuned_a, path)
+    b = Store(url_b)
+    import_results(b, path)
+    before = b.find_best()
+    report = import_results(b, path)
+    assert (report.imported, report.skipped, report.stale) == (0, 4, 0)
+    assert b.find_best() == before
+    with b.session() as s:
+        assert s.scalar(select(func.count()).select_from(Search)) == 4
+
+    # importing into the database it came from adds nothing either
+    report = import_results(tuned_a, path)
+    assert (report.imported, report.skipped) == (0, 4)
+
+
+def test_a_slower_best_is_replaced_and_a_faster_one_kept(tuned_a, tmp_path):
+    path = tmp_path / "tuned.json"
+    export_results(tuned_a, path, device_name="h100", kernel="smem_pad")  # the re-timed key and the stale one
+    c = configs()
+    winner = next(r for r in tuned_a.find_best(device_name="h100", kernel="smem_pad") if r.rounds)
+
+    slower = Store(f"sqlite:///{tmp_path / 'slower.db'}")
+    tune(slower, key(), [(c[3], 2000.0)])  # another config, slower than A's winner
+    report = import_results(slower, path)
+    assert report.imported == 2 and report.best == 2
+    assert comparable(slower.best(key())) == comparable(winner)  # with its pooled figures and tie group
+
+    faster = Store(f"sqlite:///{tmp_path / 'faster.db'}")
+    tune(faster, key(), [(c[3], 2999.0)], retime=True)
+    kept = faster.best(key())
+    report = import_results(faster, path)
+    assert report.imported == 2 and report.best == 1  # only the stale key, new there, became a best
+    assert faster.best(key()) == kept
+    assert winner.config in {t.config for t in faster.key_trials(key())}  # stored, but not the best
+
+
+def test_the_same_config_already_stored_for_the_key_is_a_duplicate(tuned_a, tmp_path):
+    path = tmp_path / "tuned.json"
+    export_results(tuned_a, path, kernel="smem")
+    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    k = key("smem", rows=512, cols=256, dtype="float64")
+    tune(other, k, [(configs("smem")[0], 1000.0)])
+    assert import_results(other, path).skipped == 1
+    assert other.best(k).gbps == 1000.0
+
+    # another device identity (here: its UUID) is another key: imported as it is
+    data = json.loads(path.read_text())
+    data["results"][0]["device"]["uuid"] = "GPU-another"
+    path.write_text(json.dumps(data))
+    report = import_results(other, path)
+    assert (report.imported, report.skipped) == (1, 0)
+    assert {r.device_uuid for r in other.find_best(kernel="smem")} == {H100.uuid, "GPU-another"}
+
+
+# --- the file ---------------------------------------------------------------------------------
+
+
+def test_export_file_is_versioned_json(tuned_a, tmp_path):
+    data = exported(tuned_a, tmp_path / "tuned.json")
+    assert data["format"] == "autotune-results" and data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["autotune_version"] == __version__
+    assert data["exported_at"].endswith("Z") and datetime.fromisoformat(data["exported_at"]).tzinfo is not None
+    entry = next(e for e in data["results"] if e["device"]["uuid"] == H100.uuid and e["rounds"])
+    assert entry["device"] == {"name": H100.name, "compute_capability": "9.0", "sm_count": 132,
+                               "total_memory": 85_000_000_000, "driver_version": "13.0", "cuda_version": "13.0",
+                               "uuid": H100.uuid}
+    assert entry["kernel"] == {"name": "smem_pad", "source_hash": source_hash(get_kernel("smem_pad"))}
+    assert set(entry["measurement"]) >= {"median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "pct_copy",
+                                         "registers", "shared_bytes"}
+    assert set(entry) >= {"rows", "cols", "dtype", "nvcc_version", "compile_flags", "config", "memcpy_gbps",
+                          "copy_gbps", "pooled_median_ms", "spread", "rounds", "tie_group", "tuned_at"}
+    assert [m["config"] for m in entry["tie_group"]] == [configs()[1].key, configs()[2].key]
+    assert get_kernel("smem_pad").check(Config.of("smem_pad", entry["config"])) is None
+
+
+def test_export_filters(tuned_a, tmp_path):
+    assert len(exported(tuned_a, tmp_path / "x.json", kernel="smem")["results"]) == 1
+    assert len(exported(tuned_a, tmp_path / "x.json", device_name="A100")["results"]) == 1
+    assert len(exported(tuned_a, tmp_path / "x.json", device_name="h100", kernel="smem_pad")["results"]) == 2
+    assert exported(tuned_a, tmp_path / "x.json", device_name="V100")["results"] == []
+    with pytest.raises(InvalidInputError, match="unknown kernel 'nope'"):
+        export_results(tuned_a, tmp_path / "x.json", kernel="nope")
+
+
+def test_export_replaces_the_file_whole_or_not_at_all(tuned_a, tmp_path, monkeypatch):
+    path = tmp_path / "tuned.json"
+    path.write_text("old contents")
+    assert export_results(tuned_a, path, kernel="smem") == 1
+    assert len(json.loads(path.read_text())["results"]) == 1
+    good = path.read_bytes()
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(InvalidInputError, match="cannot write .*No space left on device"):
+        export_results(tuned_a, path)
+    assert path.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir() if "tuned" in p.name) == ["tuned.json"]  # no temp file left
+
+
+def test_read_results_refuses_the_whole_file_for_one_bad_entry(tuned_a, tmp_path):
+    path = tmp_path / "tuned.json"
+    data = exported(tuned_a, path)
+    data["results"][2]["measurement"]["gbps"] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidInputError, match=r"results\[2\]\.measurement\.gbps is -1; it must be a positive"):
+        read_results(path)
+
+
+# --- the commands -----------------------------------------------------------------------------
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_cli_export_then_import(tuned_a, url_a, url_b, tmp_path):
+    path = tmp_path / "tuned.json"
+    r = run("export", "--out", path, "--db", url_a)
+    assert r.exit_code == 0, r.output
+    assert f"exported 4 results to {path}" in r.output
+    r = run("export", "--out", tmp_path / "smem.json", "--kernel", "smem", "--device", "H100", "--db", url_a)
+    assert r.exit_code == 0 and "exported 1 result to" in r.output
+
+    r = run("import", path, "--db", url_b)
+    assert r.exit_code == 0, r.output
+    assert "imported 4 result(s)" in r.output and "skipped 0 already stored" in r.output
+    assert "1 of them are for a kernel source that differs from the current one" in r.output
+    r = run("import", path, "--db", url_b)
+    assert r.exit_code == 0 and "imported 0 result(s)" in r.output and "skipped 4 already stored" in r.output
+    assert "differs" not in r.output
+
+    r = run("export", "--out", tmp_path / "none.json", "--device", "V100", "--db", url_a)
+    assert r.exit_code == 0 and "exported 0 results" in r.output and "nothing is tuned" in r.output
+
+
+def test_cli_export_refusals(url_a, tmp_path):
+    r = run("export", "--out", tmp_path / "x.json", "--kernel", "smem_padd", "--db", url_a)
+    assert r.exit_code == 2 and "error: unknown kernel 'smem_padd'" in r.output
+    assert not (tmp_path / "a.db").exists()  # a typo creates no database
+    r = run("export", "--out", tmp_path / "missing" / "x.json", "--db", url_a)
+    assert r.exit_code == 2 and f"error: cannot write {tmp_path / 'missing' / 'x.json'}" in r.output
+
+
+def _edit(change):
+    """A setup that rewrites the exported file's JSON with ``change(data)``."""
+    def setup(path: Path):
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+    return setup
+
+
+def _entry(i, change):
+    return _edit(lambda d: change(d["results"][i]))
+
+
+def _set(obj, dotted, value):
+    *parents, last = dotted.split(".")
+    for p in parents:
+        obj = obj[p]
+    obj[last] = value
+
+
+def _drop_a_tunable(e):
+    del e["config"][sorted(e["config"])[0]]
+
+
+def _current(data):
+    """Index of an entry tuned with the current kernel source."""
+    return next(i for i, e in enumerate(data["results"])
+                if e["kernel"]["source_hash"] == source_hash(get_kernel(e["kernel"]["name"])))
+
+
+REFUSALS = [
+    ("missing file", lambda p: p.unlink(), "cannot read {file}: no such file"),
+    ("not json", lambda p: p.write_text("{'format': 1"), "{file} is not valid JSON"),
+    ("empty file", lambda p: p.write_text(""), "{file} is not valid JSON"),
+    ("a list", lambda p: p.write_text(f"[{p.read_text()}]"), "{file} is not an autotune results file"),
+    ("format", _edit(lambda d: d.update(format="optuna-study")),
+     "{file} is not an autotune results file (format is 'optuna-study', expected 'autotune-results')"),
+    ("schema 2", _edit(lambda d: d.update(schema_version=2)),
+     "{file} has schema version 2; this autotune reads version 1"),
+    ("schema missing", _edit(lambda d: d.pop("schema_version")), "{file} has no schema version"),
+    ("schema string", _edit(lambda d: d.update(schema_version="1")), 'has schema version "1"; this autotune reads'),
+    ("results missing", _edit(lambda d: d.pop("results")), "{file}: results is missing"),
+    ("results object", _edit(lambda d: d.update(results={})), "{file}: results is an object; it must be a list"),
+    ("entry not object", _edit(lambda d: d["results"].append(3)), "results[4] is an integer 3; it must be an object"),
+    ("device missing", _entry(1, lambda e: e.pop("device")), "results[1].device is missing"),
+    ("uuid missing", _entry(0, lambda e: e["device"].pop("uuid")), "results[0].device.uuid is missing"),
+    ("rows string", _entry(3, lambda e: _set(e, "rows", "1024")),
+     'results[3].rows is a string "1024"; it must be an integer'),
+    ("rows zero", _entry(0, lambda e: _set(e, "rows", 0)), "results[0].rows is 0; it must be an integer 1.."),
+    ("sm_count bool", _entry(0, lambda e: _set(e, "device.sm_count", True)),
+     "results[0].device.sm_count is a boolean; it must be an integer"),
+    ("gbps negative", _entry(1, lambda e: _set(e, "measurement.gbps", -2.5)),
+     "results[1].measurement.gbps is -2.5; it must be a positive number"),
+    ("median zero", _entry(1, lambda e: _set(e, "measurement.median_ms", 0)),
+     "results[1].measurement.median_ms is 0; it must be a positive number"),
+    ("memcpy string", _entry(2, lambda e: _set(e, "memcpy_gbps", "fast")),
+     'results[2].memcpy_gbps is a string "fast"; it must be a positive number'),
+    ("nan", lambda p: p.write_text(p.read_text().replace('"gbps": ', '"gbps": NaN, "x": ', 1)),
+     "{file} is not valid JSON: NaN is not a number JSON allows"),
+    ("min above median", _entry(0, lambda e: _set(e, "measurement.min_ms", e["measurement"]["median_ms"] * 2)),
+     "results[0].measurement has min_ms"),
+    ("tuned_at naive", _entry(0, lambda e: _set(e, "tuned_at", "2026-11-22T10:00:00")),
+     "results[0].tuned_at is '2026-11-22T10:00:00', without a time zone"),
+    ("tuned_at garbage", _entry(0, lambda e: _set(e, "tuned_at", "yesterday")),
+     "results[0].tuned_at is 'yesterday'; it must be an ISO-8601 time"),
+    ("dtype", _entry(0, lambda e: _set(e, "dtype", "float128")), "results[0].dtype is 'float128'; allowed: int8"),
+    ("unknown kernel", _entry(2, lambda e: _set(e, "kernel.name", "smem_padd")),
+     "results[2].kernel.name is not usable: unknown kernel 'smem_padd'"),
+    ("extra macro", _edit(lambda d: _set(d["results"][_current(d)], "config.WARPS", 2)), ".config does not fit kernel smem_pad"),
+    ("missing macro", _edit(lambda d: _drop_a_tunable(d["results"][_current(d)])), ".config does not fit kernel"),
+    ("macro string", _entry(0, lambda e: _set(e, "config.TILE_DIM", "32")),
+     'results[0].config.TILE_DIM is a string "32"; it must be an integer 0..4096'),
+    ("macro name", _entry(0, lambda e: _set(e, "config.-DEVIL", 1)), "results[0].config has the macro name '-DEVIL'"),
+    ("stale extra macro", _edit(lambda d: _set(_stale(d), "config.WARPS", 2)), "config sets WARPS, not a macro"),
+    ("tie group", _entry(0, lambda e: _set(e, "tie_group", "all")), "results[0].tie_group is a string"),
+]
+
+
+def settled(db: Path) -> bytes:
+    """The bytes of a SQLite database with its WAL checkpointed into it (connections a
+    dropped Store still holds, e.g. Optuna's, are collected first)."""
+    gc.collect()
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return db.read_bytes()
+
+
+def _stale(data):
+    return next(e for e in data["results"] if e["kernel"]["source_hash"] == "0" * 64)
+
+
+@pytest.mark.parametrize("what, setup, message", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_cli_import_refuses_a_bad_file_and_leaves_the_database_as_it_was(what, setup, message, tuned_a, url_a,
+                                                                        tmp_path):
+    file = tmp_path / "tuned.json"
+    export_results(tuned_a, file)
+    setup(file)
+    target = tmp_path / "b.db"
+    Store(f"sqlite:///{target}").engine.dispose()  # an up-to-date, empty database
+    tuned_a.engine.dispose()
+    before = {p: settled(p) for p in (target, tmp_path / "a.db")}
+
+    for db in (target, tmp_path / "new.db"):
+        r = run("import", file, "--db", f"sqlite:///{db}")
+        assert r.exit_code == 2, r.output
+        lines = [line for line in r.output.splitlines() if line.startswith("error:")]
+        assert len(lines) == 1 and message.format(file=file) in lines[0], r.output
+    assert {p: settled(p) for p in before} == before, "a database was touched"
+    assert not (tmp_path / "new.db").exists(), "a refused import created a database"
+
+
+def test_cli_import_into_something_that_is_not_a_database(tuned_a, tmp_path):
+    file = tmp_path / "tuned.json"
+    export_results(tuned_a, file)
+    db = tmp_path / "junk.db"
+    db.write_bytes(b"not SQLite\n" * 100)
+    r = run("import", file, "--db", f"sqlite:///{db}")
+    assert r.exit_code == 2 and "error:" in r.output and "file is not a database" in r.output
+    assert db.read_bytes() == b"not SQLite\n" * 100
+
+
+def test_an_entry_twice_in_one_file_and_a_stale_entry_with_an_older_macro_set(tuned_a, url_b, tmp_path):
+    path = tmp_path / "tuned.json"
+    data = exported(tuned_a, path)
+    data["results"].append(json.loads(json.dumps(data["results"][0])))
+    stale = _stale(data)
+    del stale["config"][sorted(stale["config"])[0]]  # the kernel has gained a macro since it was tuned
+    path.write_text(json.dumps(data))
+    report = import_results(Store(url_b), path)
+    assert (report.imported, report.skipped, report.stale) == (4, 1, 1)
+    assert len(Store(url_b).find_best()) == 4
