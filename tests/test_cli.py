@@ -10,7 +10,7 @@ from autotune import benchmark
 from autotune.cli import app
 from autotune.store import Store
 
-from fakes import OPTIMUM, FakeTimer
+from fakes import OPTIMUM, FakeTimer, fake_retime
 
 runner = CliRunner()
 
@@ -18,6 +18,7 @@ runner = CliRunner()
 class FakeBench:
     def __init__(self, device, timer):
         self.device, self.measure, self.memcpy_gbps = device, timer, timer.memcpy_gbps
+        self.copy_gbps, self.l2_mode, self.retime = 2900.0, "single", fake_retime()
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ def test_search_then_best_and_list(fake_gpu, db_url):
     r = run("search", "--kernel", "smem_pad", "--size", 1024, "--sampler", "grid", "--db", db_url)
     assert r.exit_code == 0, r.output
     best_key = ",".join(f"{k}={v}" for k, v in sorted(OPTIMUM.items()))
-    assert "stopped: exhausted" in r.output and "51 ok" in r.output
+    assert "stopped: exhausted" in r.output and "54 ok" in r.output
     assert f"best: {best_key}" in r.output and "memcpy: 3000 GB/s" in r.output
     assert fake_gpu == [(0, 1024, 1024, "float32", {"repeats": 50, "seed": None})]
 
@@ -96,14 +97,14 @@ def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
 
 def test_malformed_space_file(tmp_path, fake_gpu, db_url):
     space = tmp_path / "space.toml"
-    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8]\nIPAD = [1]\nWARPS = [2]\n')
+    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8]\nIPAD = [1]\nDIAGONAL = [0]\nWARPS = [2]\n')
     r = run("search", "--size", 64, "--space", space, "--db", db_url)
     assert r.exit_code == 2 and "unknown macro 'WARPS'" in r.output
 
 
 def test_edited_space_file_is_used(tmp_path, fake_gpu, db_url):
     space = tmp_path / "space.toml"
-    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8, 4]\nIPAD = [1]\n')
+    space.write_text('kernel = "smem_pad"\n[params]\nTILE_DIM = [32]\nBLOCK_ROWS = [8, 4]\nIPAD = [1]\nDIAGONAL = [0]\n')
     r = run("search", "--size", 64, "--space", space, "--db", db_url)
     assert r.exit_code == 0 and "2 valid configs" in r.output and "stopped: exhausted" in r.output
 
@@ -112,8 +113,10 @@ def test_db_upgrade_and_current(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
     assert run("db", "current", "--db", url).output.strip().startswith("empty")
     r = run("db", "upgrade", "--db", url)
-    assert r.exit_code == 0 and "schema revision 0001" in r.output
-    assert run("db", "current", "--db", url).output.strip() == "0001"
+    from autotune.schema import head_revision
+
+    assert r.exit_code == 0 and f"schema revision {head_revision()}" in r.output
+    assert run("db", "current", "--db", url).output.strip() == head_revision()
 
 
 def test_autotune_db_env_var(fake_gpu, tmp_path):
@@ -127,3 +130,48 @@ def test_python_dash_m():
     out = subprocess.run([sys.executable, "-m", "autotune", "kernels"], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent)
     assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem.cu" in out.stdout
+
+
+def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu, db_url):
+    from autotune.space import load_space
+
+    n = len(load_space("smem").configs())
+    r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert f"{n} ok" in r.output and f"top {n} configs of the study" in r.output
+    store = Store(db_url)
+    [best] = store.find_best(kernel="smem", rows=256)
+    trials = [t for s in {best.search_id} for t in store.trials(s)]
+    assert len(trials) == n and {t.status for t in trials} == {"ok"}
+    # a second sweep measures nothing new: every config is in the study already
+    r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
+    assert r.exit_code == 0 and "stopped: exhausted" in r.output
+
+
+def test_bench_runs_are_stored(db_url, device_info):
+    from dataclasses import dataclass
+
+    from autotune.bench import BenchLine, save_bench
+    from autotune.dtypes import get_dtype
+    from autotune.models import BenchRow, BenchRun
+    from sqlalchemy import select
+
+    @dataclass
+    class Ran:
+        device = device_info
+        rows, cols, dtype, memcpy_gbps, l2_mode = 64, 128, get_dtype("float64"), 2900.0, "rotating"
+
+    lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", 0.01, 2900.0, 100.0),
+             BenchLine("smem_pad", "kernel", 0.011, 2700.0, 93.1, "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=32",
+                       "default", 30, 8448, 1.0),
+             BenchLine("naive_row", "kernel", None, None, config_key="X", source="default", note="wrong_result: x"),
+             BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", 5.0, 26.0, 0.9),
+             BenchLine("host-to-device (pageable)", "transfer", 0.5, 12.0)]
+    store = Store(db_url)
+    run_id = save_bench(store, Ran(), "13.0.88", lines)
+    with store.session() as s:
+        run = s.get(BenchRun, run_id)
+        assert (run.rows, run.cols, run.dtype, run.l2_mode, run.device.name) == (64, 128, "float64", "rotating",
+                                                                                 device_info.name)
+        stored = s.scalars(select(BenchRow).where(BenchRow.run_id == run_id).order_by(BenchRow.position)).all()
+        assert [(r.name, r.kind, r.gbps, r.note) for r in stored] == [(l.name, l.kind, l.gbps, l.note) for l in lines]

@@ -1,0 +1,127 @@
+"""``autotune bench``: every kernel, at its default and at its tuned config, beside the device
+memcpy and the copy bounds, NumPy's transpose on the CPU, and the host-to-device and
+device-to-host transfers of the same matrix, so a user sees what the GPU buys end to end.
+
+Kernel and memcpy figures come from :class:`~autotune.benchmark.Benchmark` (verified, CUDA
+events, effective bandwidth ``2 * bytes / time``). The CPU line times
+``numpy.ascontiguousarray(a.T)`` with ``time.perf_counter`` (median of ``cpu_repeats``
+after one warm-up), also as ``2 * bytes / time``. Transfers move ``bytes`` one way, so their
+GB/s is ``bytes / time``; they are timed with CUDA events from pageable (NumPy) and from
+page-locked host memory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .benchmark import Benchmark
+from .errors import TrialFailed
+from .kernels import get_kernel
+from .key import TuningKey
+from .measurement import effective_bandwidth_gbps
+from .models import BenchRow, BenchRun
+from .store import Store, device_row
+
+__all__ = ["BenchLine", "run_bench", "save_bench"]
+
+
+@dataclass(frozen=True)
+class BenchLine:
+    """One line of the bench table. ``gbps``: GB/s (see module doc); ``pct_memcpy``: % of
+    the device memcpy of the same run; ``note``: why a kernel has no figures."""
+
+    name: str
+    kind: str  # memcpy, kernel, cpu, transfer
+    median_ms: float | None
+    gbps: float | None
+    pct_memcpy: float | None = None
+    config_key: str | None = None
+    source: str | None = None  # default / tuned / default=tuned
+    registers: int | None = None
+    shared_bytes: int | None = None
+    occupancy: float | None = None
+    note: str | None = None
+
+
+def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str], TuningKey], store: Store,
+              cpu_repeats: int = 3) -> list[BenchLine]:
+    """Measure every line for ``bench``'s device, shape and dtype (inside its CUDA context)."""
+    rows, cols, dt = bench.rows, bench.cols, bench.dtype
+    memcpy = bench.memcpy()
+    lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", memcpy.median_ms, bench.memcpy_gbps, 100.0)]
+    for name in kernels:
+        kernel = get_kernel(name)
+        default = kernel.default_config()
+        best = store.best(key_for(kernel.name))
+        tuned = best.config if best is not None else None
+        lines.append(_kernel_line(bench, default, "default=tuned" if tuned == default else "default"))
+        if tuned is not None and tuned != default:
+            lines.append(_kernel_line(bench, tuned, "tuned"))
+    lines.append(_cpu_line(rows, cols, dt.numpy, cpu_repeats, bench.memcpy_gbps))
+    lines.extend(_transfer_lines(bench))
+    return lines
+
+
+def _kernel_line(bench: Benchmark, config, source: str) -> BenchLine:
+    try:
+        m = bench.measure(config)
+    except TrialFailed as failure:
+        return BenchLine(config.kernel, "kernel", None, None, config_key=config.key, source=source,
+                         note=f"{failure.status}: {failure.reason}")
+    return BenchLine(config.kernel, "kernel", m.median_ms, m.gbps, m.pct_memcpy, config.key, source,
+                     m.registers, m.shared_bytes, m.occupancy)
+
+
+def _cpu_line(rows: int, cols: int, dtype: np.dtype, repeats: int, memcpy_gbps: float) -> BenchLine:
+    a = np.random.default_rng(0).integers(0, 100, size=(rows, cols)).astype(dtype)
+    np.ascontiguousarray(a.T)  # warm-up: page in the destination allocator's memory
+    times = []
+    for _ in range(max(repeats, 1)):
+        start = time.perf_counter()
+        np.ascontiguousarray(a.T)
+        times.append((time.perf_counter() - start) * 1e3)
+    ms = float(np.median(times))
+    gbps = effective_bandwidth_gbps(rows, cols, dtype.itemsize, ms)
+    return BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", ms, gbps, 100 * gbps / memcpy_gbps)
+
+
+def _transfer_lines(bench: Benchmark, repeats: int = 5) -> list[BenchLine]:
+    drv, n = bench.drv, bench.nbytes
+    pageable = np.empty(n, dtype=np.uint8)
+    pinned = drv.pagelocked_empty(n, np.uint8)
+    lines = []
+    for label, host in (("pageable", pageable), ("page-locked", pinned)):
+        for direction, copy in (("host-to-device", lambda h: drv.memcpy_htod(bench.d_in, h)),
+                                ("device-to-host", lambda h: drv.memcpy_dtoh(h, bench.d_in))):
+            ms = _event_time(drv, lambda: copy(host), repeats)
+            lines.append(BenchLine(f"{direction} ({label})", "transfer", ms, n / (ms * 1e-3) / 1e9))
+    return lines
+
+
+def _event_time(drv, work, repeats: int) -> float:
+    work()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start, end = drv.Event(), drv.Event()
+        start.record()
+        work()
+        end.record()
+        end.synchronize()
+        times.append(end.time_since(start))
+    return float(np.median(times))
+
+
+def save_bench(store: Store, bench: Benchmark, nvcc_version: str, lines: Sequence[BenchLine]) -> int:
+    """Store a bench run and its lines; returns the run's id."""
+    with store.session() as session:
+        run = BenchRun(device=device_row(session, bench.device), rows=bench.rows, cols=bench.cols,
+                       dtype=bench.dtype.name, nvcc_version=nvcc_version, memcpy_gbps=bench.memcpy_gbps,
+                       l2_mode=bench.l2_mode)
+        run.lines = [BenchRow(position=i, **line.__dict__) for i, line in enumerate(lines)]
+        session.add(run)
+        session.flush()
+        return run.id
