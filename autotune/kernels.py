@@ -61,6 +61,7 @@ class Kernel:
             and DIAGONAL are 1 and 0 unless tunable or fixed; COLUMNWISE=1 is layout ``col``.
         summary: one line for tables and help.
         shared: stages its tiles in static shared memory (``UNROLL`` tiles per block).
+        dtypes: element types it supports (``None``: every one of :data:`autotune.dtypes.DTYPES`).
     """
 
     name: str
@@ -71,6 +72,7 @@ class Kernel:
     fixed: Mapping[str, int] = field(default_factory=dict)
     summary: str = ""
     shared: bool = False
+    dtypes: tuple[str, ...] | None = None
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -81,6 +83,12 @@ class Kernel:
     def layout(self) -> str:
         """``row`` (threadIdx.x runs along input rows) or ``col`` (down input columns)."""
         return "col" if self.fixed.get("COLUMNWISE", 0) else "row"
+
+    def check_dtype(self, dtype: DType) -> None:
+        """Raise :class:`InvalidInputError` unless this kernel supports ``dtype``."""
+        if self.dtypes is not None and dtype.name not in self.dtypes:
+            raise InvalidInputError(f"kernel {self.name} does not support dtype {dtype.name!r}; "
+                                    f"allowed: {', '.join(self.dtypes)}")
 
     def default_config(self) -> Config:
         """The kernel's built-in default config (used when nothing is tuned)."""

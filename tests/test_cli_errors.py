@@ -59,6 +59,15 @@ def no_pycuda(tmp, db, mp):
     mp.setitem(sys.modules, "pycuda.driver", None)
 
 
+def a_float32_only_kernel(tmp, db, mp):
+    import dataclasses
+
+    import autotune.kernels as kernels
+
+    only = dataclasses.replace(kernels.KERNELS["smem_pad"], dtypes=("float32",))
+    mp.setattr(kernels, "KERNELS", {**kernels.KERNELS, "smem_pad": only})
+
+
 def an_80gb_gpu(tmp, db, mp):
     from autotune.device import DeviceInfo
 
@@ -123,6 +132,8 @@ CASES = [
     Case(S + ["--size", 8, "--rows", 10, "--cols", 4], "give either --size or --rows with --cols, not both"),
     Case(["search", "--kernel", "smem_padd", "--size", 64], "unknown kernel 'smem_padd' (did you mean smem_pad"),
     Case(S + ["--size", 64, "--dtype", "float128"], "unknown dtype 'float128'; allowed: int8, uint8"),
+    Case(S + ["--size", 64, "--dtype", "int8"], "kernel smem_pad does not support dtype 'int8'; allowed: float32",
+         a_float32_only_kernel),
     Case(S + ["--size", 64, "--device", 5], "--device 5 is out of range; allowed: 0..0", driver(1)),
     Case(S + ["--size", 64, "--device", -1], "--device -1 is not allowed"),
     Case(S + ["--size", 64], "no CUDA device is present", driver(0)),

@@ -31,7 +31,12 @@ def bench(
     """Time every kernel (default and tuned config) against memcpy, the CPU and transfers; store it."""
     r, c = shape(size, rows, cols)
     dt = get_dtype(dtype)
-    names = [get_kernel(k).name for k in kernel] if kernel else list(KERNELS)
+    if kernel:  # named kernels must take the dtype; by default, every kernel that does
+        names = [get_kernel(k).name for k in kernel]
+        for name in names:
+            get_kernel(name).check_dtype(dt)
+    else:
+        names = [n for n, k in KERNELS.items() if k.dtypes is None or dt.name in k.dtypes]
     if device < 0:
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:

@@ -80,8 +80,8 @@ def sweep(
 def _tune(kernel, device, rc, dtype, space, *, db, repeats, seed, trials, timeout, sampler, resume, top_k, rounds):
     """Validate, open the GPU and the store, print the header, run the tuner with progress."""
     r, c = rc
-    get_kernel(kernel)
     dt = get_dtype(dtype)
+    get_kernel(kernel).check_dtype(dt)
     space_ = load_space(get_kernel(kernel).name, space)
     with benchmark.open_benchmark(device, r, c, dt, repeats=repeats, seed=seed) as bench:
         store = Store(db)  # after the GPU: a machine without one must not create a database
