@@ -48,6 +48,13 @@ Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="S
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
 Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
 DType = Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPES)}.")]
+Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")]
+SpaceFile = Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
+                                                  "(default: configs/<kernel>.toml).")]
+Repeats = Annotated[int, typer.Option(parser=parse_int, help="Timed samples per config (>= 20; median of these).")]
+TopK = Annotated[int, typer.Option("--top-k", parser=parse_int,
+                                   help="Fastest configs re-timed interleaved after the trials.")]
+Rounds = Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")]
 
 
 def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, int]:

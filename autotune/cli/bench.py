@@ -15,14 +15,14 @@ from ..kernels import KERNELS, get_kernel
 from ..key import tuning_key
 from ..store import Store
 from . import app
-from ._common import Cols, Db, DType, Rows, Size, handle_errors, out, parse_int, shape
+from ._common import Cols, Db, Device, DType, Rows, Size, handle_errors, out, parse_int, shape
 
 
 @app.command()
 @handle_errors
 def bench(
     size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
-    device: Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")] = 0,
+    device: Device = 0,
     kernel: Annotated[Optional[list[str]], typer.Option("--kernel", "-k",
                                                         help="Kernels to include (repeatable; default: all).")] = None,
     repeats: Annotated[int, typer.Option(parser=parse_int, help="Timed samples per line (>= 20).")] = 50,

@@ -18,14 +18,15 @@ from ..space import load_space
 from ..store import Store
 from ..tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
 from . import app
-from ._common import Cols, Db, DType, Kernel, Rows, Size, err, handle_errors, out, parse_float, parse_int, shape
+from ._common import (Cols, Db, Device, DType, Kernel, Repeats, Rounds, Rows, Size, SpaceFile, TopK, err,
+                      handle_errors, out, parse_float, parse_int, shape)
 
 
 @app.command()
 @handle_errors
 def search(
     kernel: Kernel = "smem_pad",
-    device: Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")] = 0,
+    device: Device = 0,
     size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
     trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int, help="Optuna trials (>= 1).")] = 100,
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
@@ -34,14 +35,11 @@ def search(
                                                 help="Seed of the sampler and of the random inputs.")] = None,
     sampler: Annotated[str, typer.Option(help=f"Sampler: {', '.join(SAMPLERS)}.")] = "tpe",
     resume: Annotated[bool, typer.Option("--resume", help="Continue this key's existing study.")] = False,
-    space: Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
-                                                 "(default: configs/<kernel>.toml).")] = None,
-    repeats: Annotated[int, typer.Option(parser=parse_int,
-                                         help="Timed samples per config (>= 20; median of these).")] = 50,
+    space: SpaceFile = None,
+    repeats: Repeats = 50,
     top: Annotated[int, typer.Option(parser=parse_int, help="Rows of the final table.")] = 10,
-    top_k: Annotated[int, typer.Option("--top-k", parser=parse_int,
-                                       help="Fastest configs re-timed interleaved after the search.")] = 5,
-    rounds: Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")] = 5,
+    top_k: TopK = 5,
+    rounds: Rounds = 5,
     db: Db = None,
 ) -> None:
     """Search a kernel's config space on one GPU for one shape and dtype; store every trial."""
@@ -56,15 +54,12 @@ def search(
 @handle_errors
 def sweep(
     kernel: Kernel = "smem_pad",
-    device: Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")] = 0,
+    device: Device = 0,
     size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
-    space: Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
-                                                 "(default: configs/<kernel>.toml).")] = None,
-    repeats: Annotated[int, typer.Option(parser=parse_int,
-                                         help="Timed samples per config (>= 20; median of these).")] = 50,
-    top_k: Annotated[int, typer.Option("--top-k", parser=parse_int,
-                                       help="Fastest configs re-timed interleaved after the sweep.")] = 5,
-    rounds: Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")] = 5,
+    space: SpaceFile = None,
+    repeats: Repeats = 50,
+    top_k: TopK = 5,
+    rounds: Rounds = 5,
     db: Db = None,
 ) -> None:
     """Measure every valid config of a kernel's space (the exhaustive grid), stored like search
