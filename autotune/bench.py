@@ -12,6 +12,7 @@ page-locked host memory.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,9 +96,9 @@ def _transfer_lines(bench: Benchmark, repeats: int = 5) -> list[BenchLine]:
     pinned = drv.pagelocked_empty(n, np.uint8)
     lines = []
     for label, host in (("pageable", pageable), ("page-locked", pinned)):
-        for direction, copy in (("host-to-device", lambda h: drv.memcpy_htod(bench.d_in, h)),
-                                ("device-to-host", lambda h: drv.memcpy_dtoh(h, bench.d_in))):
-            ms = _event_time(drv, lambda: copy(host), repeats)
+        for direction, work in (("host-to-device", functools.partial(drv.memcpy_htod, bench.d_in, host)),
+                                ("device-to-host", functools.partial(drv.memcpy_dtoh, host, bench.d_in))):
+            ms = _event_time(drv, work, repeats)
             lines.append(BenchLine(f"{direction} ({label})", "transfer", ms, n / (ms * 1e-3) / 1e9))
     return lines
 

@@ -123,7 +123,7 @@ class SearchSpace:
                                    f"{k.name} takes {', '.join(k.tunables)}")
         for name, values in self.params:
             _check_values(name, values, where)
-        self._trees  # parse now so a bad constraint fails on load
+        _ = self._trees  # parse the constraints now, so a bad one fails on load
 
     @cached_property
     def _trees(self) -> list[ast.Expression]:

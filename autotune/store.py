@@ -110,8 +110,6 @@ class Store:
         if upgrade:
             with schema.init_lock(self.engine):
                 self.backup = schema.prepare(self.engine)
-                # create Optuna's tables now, under the same lock; then let go of its connection
-                self._optuna_storage().engine.dispose()
 
     def close(self) -> None:
         """Close the pooled connections (SQLite then folds its WAL into the database file)."""

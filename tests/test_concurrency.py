@@ -11,8 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from autotune import store as store_module
 from autotune.key import tuning_key
 from autotune.space import load_space

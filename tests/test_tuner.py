@@ -174,7 +174,7 @@ def test_two_searches_with_different_seeds_crown_the_same_config(tmp_path, key):
     winners = []
     for seed in (1, 2):
         s = Store(f"sqlite:///{tmp_path / f'seed{seed}.db'}")
-        r = search(key, SPACE, FakeTimer(), s, n_trials=100, seed=seed, sampler="tpe",
+        search(key, SPACE, FakeTimer(), s, n_trials=100, seed=seed, sampler="tpe",
                    retime=fake_retime(noise=0.002, tie_band=0.06), top_k=5, rounds=4)
         winners.append(s.best(key).config)
     assert winners[0] == winners[1]
