@@ -196,7 +196,7 @@ class Benchmark:
 
     def _grid_block(self, compiled: CompiledKernel):
         k, c = compiled.kernel, compiled.config
-        grid, block = k.grid(c, self.rows, self.cols), k.block(c)
+        grid, block = k.grid(c, self.rows, self.cols), k.block(c, compiled.dtype.itemsize)
         if grid[0] > MAX_DIM:
             raise TrialFailed("resources", f"{grid[0]} blocks > {MAX_DIM} allowed in one grid")
         return grid, block

@@ -73,7 +73,7 @@ class CompiledKernel:
 
     def check_launch(self, device: DeviceInfo) -> None:
         """Raise ``TrialFailed('resources')`` if the block exceeds the device or binary limits."""
-        x, y, z = self.kernel.block(self.config)
+        x, y, z = self.kernel.block(self.config, self.dtype.itemsize)
         limit = min(self.max_threads_per_block, device.max_threads_per_block)
         if x * y * z > limit:
             raise TrialFailed("resources", f"{x * y * z} threads per block > {limit} allowed "
@@ -118,7 +118,7 @@ class Compiler:
         module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
         fn.prepare("PPii")
-        threads = math.prod(kernel.block(config))
+        threads = math.prod(kernel.block(config, dtype.itemsize))
         blocks, occupancy = (0, 0.0)
         if threads <= fn.max_threads_per_block:
             blocks, occupancy = theoretical_occupancy(cubin, kernel.function, threads, self.max_threads_per_sm)

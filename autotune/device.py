@@ -119,6 +119,20 @@ def current_device() -> DeviceInfo:
     return _describe_bus(dev.pci_bus_id())
 
 
+def current_context_handle() -> int:
+    """The CUcontext handle current on this thread (0 if none), from the driver via ctypes.
+
+    Modules are loaded per context: a kernel compiled in PyCUDA's own context cannot run
+    in the primary context CuPy and PyTorch use, so launch caches are keyed by this.
+    """
+    import ctypes
+
+    ctx = ctypes.c_void_p()
+    if ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent(ctypes.byref(ctx)) != 0:
+        return 0
+    return ctx.value or 0
+
+
 @functools.cache
 def _describe_bus(bus: str) -> DeviceInfo:
     """DeviceInfo of the device at PCI ``bus`` (cached: identity and limits do not change)."""

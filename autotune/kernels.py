@@ -34,16 +34,22 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
 
 
-def tile_of_block(block: int, tiles_y: int, tiles_x: int, diagonal: bool) -> tuple[int, int]:
-    """(tile row, tile column) that block ``block`` of a ``tiles_y x tiles_x`` grid moves.
+def tile_of_block(block: int, tiles_y: int, tiles_x: int, diagonal: bool, group: int = 0) -> tuple[int, int]:
+    """(tile row, tile column) of block tile number ``block`` of a ``tiles_y x tiles_x`` grid.
 
-    Mirrors ``block_tile_origin`` in ``kernels/common.cuh``: row-major order, or the classic
+    Mirrors ``tile_origin`` in ``kernels/common.cuh``: row-major order; the classic
     diagonal reordering generalised to rectangular grids (``y = b % tiles_y``,
-    ``x = (b // tiles_y + y) % tiles_x``), a bijection for any grid.
+    ``x = (b // tiles_y + y) % tiles_x``); or, with ``group`` G > 0, the grouped order of
+    tiled matrix products (bands of G tile rows walked column by column). Each is a
+    bijection for any grid.
     """
     if diagonal:
         y = block % tiles_y
         return y, (block // tiles_y + y) % tiles_x
+    if group:
+        first = block // (group * tiles_x) * group
+        i, height = block - first * tiles_x, min(group, tiles_y - first)
+        return first + i % height, i // height
     return block // tiles_x, block % tiles_x
 
 
@@ -62,6 +68,9 @@ class Kernel:
         summary: one line for tables and help.
         shared: stages its tiles in static shared memory (``UNROLL`` tiles per block).
         dtypes: element types it supports (``None``: every one of :data:`autotune.dtypes.DTYPES`).
+        vector_bytes: bytes each thread moves per global access (16 for the vectorized
+            kernel: ``16 // itemsize`` elements; 0 for one element per access). A block then
+            has ``TILE_DIM // (vector_bytes // itemsize)`` threads along a tile row.
     """
 
     name: str
@@ -73,6 +82,7 @@ class Kernel:
     summary: str = ""
     shared: bool = False
     dtypes: tuple[str, ...] | None = None
+    vector_bytes: int = 0
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -139,14 +149,21 @@ class Kernel:
         h, w = self.tile_shape(config)
         return -(-rows // h), -(-cols // w)
 
-    def block(self, config: Config) -> tuple[int, int, int]:
-        """Threads per block ``(TILE_DIM, BLOCK_ROWS, 1)``."""
-        return (config["TILE_DIM"], config["BLOCK_ROWS"], 1)
+    def vector(self, itemsize: int) -> int:
+        """Elements each thread moves per global access for elements of ``itemsize`` bytes."""
+        return max(1, self.vector_bytes // itemsize)
+
+    def block(self, config: Config, itemsize: int) -> tuple[int, int, int]:
+        """Threads per block for elements of ``itemsize`` bytes: ``(TILE_DIM, BLOCK_ROWS, 1)``,
+        or ``(TILE_DIM // vector, BLOCK_ROWS, 1)`` for a vectorized kernel."""
+        return (config["TILE_DIM"] // self.vector(itemsize), config["BLOCK_ROWS"], 1)
 
     def grid(self, config: Config, rows: int, cols: int) -> tuple[int, int]:
-        """Blocks: one per block tile, over a 1-D grid (the kernel maps block to tile)."""
+        """Blocks over a 1-D grid (the kernel maps block to tile): one per block tile, or one
+        per ``TILES`` consecutive block tiles for a kernel that moves several in turn."""
         tiles_y, tiles_x = self.tiles(config, rows, cols)
-        return (tiles_y * tiles_x, 1)
+        per_block = self._value(config, "TILES", 1)
+        return (-(-tiles_y * tiles_x // per_block), 1)
 
     def shared_bytes(self, config: Config, itemsize: int) -> int:
         """Static shared memory per block for elements of ``itemsize`` bytes."""
@@ -157,14 +174,15 @@ class Kernel:
 
 
 _SOURCES = {"copy.cu": ("copy_tiled", "copy"), "naive.cu": ("transpose_naive", "transpose"),
-            "smem.cu": ("transpose_smem", "transpose")}
+            "smem.cu": ("transpose_smem", "transpose"), "vec.cu": ("transpose_vec", "transpose")}
 """Each source file's entry point and op; several catalog entries share a file."""
 
 
 def _entry(name: str, file: str, summary: str, tunables: dict[str, int], fixed: dict[str, int]) -> Kernel:
     function, op = _SOURCES[file]
     return Kernel(name, file, function, op, MappingProxyType({"TILE_DIM": 32, "BLOCK_ROWS": 8, **tunables}),
-                  MappingProxyType(fixed), summary, shared=file == "smem.cu")
+                  MappingProxyType(fixed), summary, shared=file in ("smem.cu", "vec.cu"),
+                  vector_bytes=16 if file == "vec.cu" else 0)
 
 
 def _direct(name: str, file: str, summary: str, *, columnwise: int, unroll: int = 0, diagonal: int = 0) -> Kernel:
@@ -189,6 +207,8 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                {"IPAD": 1, "DIAGONAL": 0}, {"UNROLL": 1}),
         _entry("smem_unroll_pad", "smem.cu", "padded shared-memory tiles, UNROLL per block",
                {"IPAD": 1, "UNROLL": 2, "DIAGONAL": 0}, {}),
+        _entry("smem_vec", "vec.cu", "16-byte vector loads and stores through a padded shared tile, TILES per block",
+               {"TILE_DIM": 64, "BLOCK_ROWS": 16, "IPAD": 1, "TILES": 1, "STREAMING": 0, "DIAGONAL": 0, "GROUP": 0}, {"UNROLL": 1}),
     )
 })
 

@@ -1,4 +1,4 @@
-"""Launching tuned kernels: ``transpose(a)`` transposes a GPUArray with its tuned config."""
+"""Launching tuned kernels: ``transpose(a)`` transposes a device array with its tuned config."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import threading
 
 import numpy as np
 
+from .arrays import describe, empty_like_kind
 from .benchmark import MAX_DIM
 from .compile import Compiler
-from .device import current_device
-from .dtypes import get_dtype
+from .device import current_context_handle, current_device
 from .errors import AutotuneError, InvalidInputError, TrialFailed
 from .kernels import get_kernel
 from .tuned import LaunchConfig, lookup
@@ -17,55 +17,60 @@ from .tuned import LaunchConfig, lookup
 __all__ = ["transpose"]
 
 _lock = threading.Lock()
-_compilers: dict[tuple[str, str], Compiler] = {}
+_compilers: dict[tuple[int, str], Compiler] = {}
 
 
-def _compiler(bus_id: str, arch: str) -> Compiler:
+def _compiler(arch: str) -> Compiler:
+    """The compiler (and its cache of loaded modules) of the current CUDA context."""
     with _lock:
-        return _compilers.setdefault((bus_id, arch), Compiler(arch))
+        return _compilers.setdefault((current_context_handle(), arch), Compiler(arch))
 
 
-def transpose(a, *, kernel: str = "smem_pad", db: str | None = None, out=None):
-    """Return ``a.T`` as a new C-contiguous GPUArray, launched with the tuned config.
+def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None):
+    """Return ``a.T`` as a new C-contiguous array of ``a``'s kind, launched with the tuned config.
 
     Args:
-        a: 2-D C-contiguous ``pycuda.gpuarray.GPUArray`` of rows x cols, any supported dtype,
-            on the device of the current context.
-        kernel: a transpose kernel of the catalog (default ``smem_pad``).
+        a: 2-D C-contiguous rows x cols device array of a supported dtype: a
+            ``pycuda.gpuarray.GPUArray``, or any object with ``__cuda_array_interface__``
+            (a CuPy array, a PyTorch CUDA tensor, ...), on the device of the current CUDA
+            context (CuPy and PyTorch make their device's primary context current).
+        kernel: a transpose kernel of the catalog (default ``smem_vec``, the vectorized one).
         db: results database URL (see :func:`autotune.lookup`).
-        out: optional C-contiguous cols x rows GPUArray of the same dtype to write into.
+        out: optional C-contiguous cols x rows array of the same dtype to write into (any
+            accepted kind).
 
     Returns:
-        The cols x rows GPUArray (``out`` if given). ``autotune.lookup`` with the same
-        arguments tells which config was used.
+        ``out`` if given, else a new cols x rows array: CuPy for a CuPy input, a PyTorch
+        tensor on the same device for a PyTorch one, a PyCUDA GPUArray otherwise. The kernel
+        runs on the legacy default stream, which orders it after work queued on CuPy's and
+        PyTorch's default streams. ``autotune.lookup`` with the same arguments tells which
+        config was used.
 
     Raises:
-        InvalidInputError: not 2-D, not contiguous, empty, unsupported dtype, wrong ``out``,
-            or a kernel that is not a transpose.
+        InvalidInputError: not a device array, not 2-D, not contiguous, empty, unsupported
+            dtype, a wrong or read-only ``out``, or a kernel that is not a transpose.
         GPUUnavailableError: no current CUDA context.
     """
-    from pycuda import gpuarray
-
     k = get_kernel(kernel)
     if k.op != "transpose":
         raise InvalidInputError(f"kernel {kernel!r} is not a transpose")
-    if not isinstance(a, gpuarray.GPUArray) or a.ndim != 2 or not a.flags.c_contiguous:
-        raise InvalidInputError("transpose takes a 2-D C-contiguous pycuda GPUArray")
-    rows, cols = a.shape
-    if not (1 <= rows <= MAX_DIM and 1 <= cols <= MAX_DIM):
+    src = describe(a)
+    (rows, cols), dtype = src.shape, src.dtype
+    if not (rows <= MAX_DIM and cols <= MAX_DIM):
         raise InvalidInputError(f"shape {rows}x{cols} is not allowed; rows and cols are 1..{MAX_DIM}")
-    dtype = get_dtype(a.dtype)
-    if out is None:
-        out = gpuarray.empty((cols, rows), a.dtype)
-    elif out.shape != (cols, rows) or out.dtype != a.dtype or not out.flags.c_contiguous:
-        raise InvalidInputError(f"out must be a C-contiguous {cols}x{rows} {dtype.name} GPUArray")
     device = current_device()
+    if out is None:
+        out = empty_like_kind(a, (cols, rows), dtype)
+    dst = describe(out, "out")
+    if dst.shape != (cols, rows) or dst.dtype != dtype or dst.readonly:
+        raise InvalidInputError(f"out must be a writable C-contiguous {cols}x{rows} {dtype.name} array, "
+                                f"not {dst.shape[0]}x{dst.shape[1]} {dst.dtype.name}")
     chosen: LaunchConfig = lookup(kernel, (rows, cols), dtype.name, device=device, db=db)
     try:
-        compiled = _compiler(device.name + str(device.ordinal), device.arch)(chosen.config, dtype)
+        compiled = _compiler(device.arch)(chosen.config, dtype)
         compiled.check_launch(device)
     except TrialFailed as exc:
         raise AutotuneError(f"config {chosen.config} cannot run on {device.name}: {exc}") from None
-    compiled.function.prepared_call(k.grid(chosen.config, rows, cols), k.block(chosen.config),
-                                    out.gpudata, a.gpudata, np.int32(rows), np.int32(cols))
+    compiled.function.prepared_call(k.grid(chosen.config, rows, cols), k.block(chosen.config, dtype.itemsize),
+                                    np.uintp(dst.pointer), np.uintp(src.pointer), np.int32(rows), np.int32(cols))
     return out

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .config import Config
+from .dtypes import get_dtype
 from .errors import InvalidInputError, TrialFailed
 from .key import TuningKey
 from .kernels import get_kernel
@@ -216,10 +217,10 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
 def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
             rounds: int) -> Decision:
     """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
-    kernel = get_kernel(key.kernel)
+    kernel, itemsize = get_kernel(key.kernel), get_dtype(key.dtype).itemsize
     shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
     result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
-    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.block(c)),
+    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.block(c, itemsize)),
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
     return decision

@@ -7,6 +7,8 @@
 //   BLOCK_ROWS  each thread moves TILE_DIM / BLOCK_ROWS elements of each tile
 //   UNROLL      tiles per block, side by side along the direction threadIdx.x runs
 //   DIAGONAL    0: blocks take tiles in row-major order; 1: in diagonal order
+//   GROUP       0: as DIAGONAL says; G > 0 (with DIAGONAL 0): grouped order, column by
+//               column within bands of G tile rows
 //   COLUMNWISE  0: threadIdx.x runs along an input row; 1: down an input column
 //   IPAD        extra columns of a shared-memory tile (against bank conflicts)
 //
@@ -41,6 +43,9 @@
 #ifndef IPAD
 #define IPAD 0
 #endif
+#ifndef GROUP
+#define GROUP 0
+#endif
 
 #if TILE_DIM % BLOCK_ROWS != 0
 #error "BLOCK_ROWS must divide TILE_DIM"
@@ -50,6 +55,9 @@
 #endif
 #if DIAGONAL != 0 && DIAGONAL != 1
 #error "DIAGONAL must be 0 or 1"
+#endif
+#if GROUP < 0 || (GROUP > 0 && DIAGONAL)
+#error "GROUP must be 0, or > 0 with DIAGONAL 0"
 #endif
 #if COLUMNWISE != 0 && COLUMNWISE != 1
 #error "COLUMNWISE must be 0 or 1"
@@ -65,9 +73,9 @@ typedef ELEM_T elem_t;
 #define BLOCK_TILE_COLS (TILE_DIM * UNROLL)
 #endif
 
-// First input row and column of the block tile this block moves.
+// First input row and column of block tile number b.
 //
-// The grid is tiles_y x tiles_x block tiles; block b (blockIdx.x) takes
+// The grid is tiles_y x tiles_x block tiles; tile number b takes
 //   row-major order (DIAGONAL 0): tile row b / tiles_x,  tile column b % tiles_x
 //   diagonal order  (DIAGONAL 1): tile row y = b % tiles_y, tile column (b / tiles_y + y) % tiles_x
 // The diagonal order is the classic diagonal block reordering generalised to rectangular
@@ -75,18 +83,34 @@ typedef ELEM_T elem_t;
 // running together touch different tile rows and columns of both input and output. It is
 // a bijection for any tiles_y, tiles_x (the inverse is b = ((x - y) mod tiles_x) * tiles_y + y)
 // and, on a square grid, equals the classic mapping of a 2-D grid launched in row-major order.
-__device__ __forceinline__ void block_tile_origin(unsigned rows, unsigned cols, unsigned &row0, unsigned &col0)
+// The grouped order (GROUP = G > 0; the tile swizzle of tiled matrix products) walks bands
+// of G tile rows column by column: the blocks running at one time cover a block of about
+// G tile rows by (blocks / G) tile columns, so both the rows they read and the rows they
+// write are long runs of consecutive bytes, rather than whole input rows and short pieces
+// of many output rows.
+__device__ __forceinline__ void tile_origin(unsigned b, unsigned rows, unsigned cols, unsigned &row0, unsigned &col0)
 {
     const unsigned tiles_x = (cols + BLOCK_TILE_COLS - 1) / BLOCK_TILE_COLS;
-    const unsigned b = blockIdx.x;
 #if DIAGONAL
     const unsigned tiles_y = (rows + BLOCK_TILE_ROWS - 1) / BLOCK_TILE_ROWS;
     const unsigned y = b % tiles_y;
     const unsigned x = (b / tiles_y + y) % tiles_x;
+#elif GROUP
+    const unsigned tiles_y = (rows + BLOCK_TILE_ROWS - 1) / BLOCK_TILE_ROWS;
+    const unsigned band = b / (GROUP * tiles_x), first = band * GROUP, i = b - first * tiles_x;
+    const unsigned height = tiles_y - first < GROUP ? tiles_y - first : GROUP;
+    const unsigned y = first + i % height;
+    const unsigned x = i / height;
 #else
     const unsigned y = b / tiles_x;
     const unsigned x = b % tiles_x;
 #endif
     row0 = y * BLOCK_TILE_ROWS;
     col0 = x * BLOCK_TILE_COLS;
+}
+
+// First input row and column of the block tile this block moves (block tile blockIdx.x).
+__device__ __forceinline__ void block_tile_origin(unsigned rows, unsigned cols, unsigned &row0, unsigned &col0)
+{
+    tile_origin(blockIdx.x, rows, cols, row0, col0);
 }

@@ -36,7 +36,7 @@ def test_every_config_of_the_shipped_space_compiles(kernel):
 
 
 # Static shared memory of each kernel's default config, per byte of element.
-DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33}
+DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33, "smem_vec": 64 * 65}
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))

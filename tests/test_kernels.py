@@ -15,7 +15,7 @@ from autotune.kernels import ALIASES, KERNELS, get_kernel, source_hash, source_t
 from autotune.resources import data_dir
 
 CATALOG = ["copy_row", "copy_col", "naive_row", "naive_col", "unroll_row", "unroll_col", "diagonal_row",
-           "diagonal_col", "smem", "smem_pad", "smem_unroll_pad"]
+           "diagonal_col", "smem", "smem_pad", "smem_unroll_pad", "smem_vec"]
 
 
 def cfg(kernel, **macros):
@@ -81,7 +81,7 @@ def test_grid_has_one_block_per_tile(kernel, rows, cols, tile, blocks):
     k = KERNELS[kernel]
     c = cfg(kernel, TILE_DIM=tile, BLOCK_ROWS=1)
     assert k.grid(c, rows, cols) == (blocks, 1)
-    assert k.block(c) == (tile, 1, 1)
+    assert k.block(c, 4) == (tile // k.vector(4), 1, 1)
     assert k.tile_shape(c) == (tile, tile)
 
 
@@ -99,17 +99,29 @@ def test_grid_has_one_block_per_unroll_tiles(kernel, unroll, rows, cols, tiles):
     along = (32 * unroll, 32) if k.layout == "col" else (32, 32 * unroll)
     assert k.tile_shape(c) == along
     assert k.tiles(c, rows, cols) == tiles and k.grid(c, rows, cols) == (tiles[0] * tiles[1], 1)
-    assert k.block(c) == (32, 8, 1)
+    assert k.block(c, 4) == (32, 8, 1)
 
 
 GRIDS = [(1, 1), (1, 7), (7, 1), (4, 4), (3, 5), (5, 3), (2, 8), (8, 2), (6, 4), (64, 3), (17, 17)]
 
 
 @pytest.mark.parametrize("tiles_y, tiles_x", GRIDS)
-@pytest.mark.parametrize("diagonal", [False, True])
-def test_block_to_tile_mapping_is_a_bijection(tiles_y, tiles_x, diagonal):
-    got = [tile_of_block(b, tiles_y, tiles_x, diagonal) for b in range(tiles_y * tiles_x)]
+@pytest.mark.parametrize("diagonal, group", [(False, 0), (True, 0), (False, 1), (False, 3), (False, 8)])
+def test_block_to_tile_mapping_is_a_bijection(tiles_y, tiles_x, diagonal, group):
+    got = [tile_of_block(b, tiles_y, tiles_x, diagonal, group) for b in range(tiles_y * tiles_x)]
     assert sorted(got) == list(itertools.product(range(tiles_y), range(tiles_x)))
+
+
+@pytest.mark.parametrize("tiles_y, tiles_x", GRIDS)
+@pytest.mark.parametrize("group", [2, 3])
+def test_grouped_order_walks_bands_of_tile_rows_column_by_column(tiles_y, tiles_x, group):
+    for b in range(tiles_y * tiles_x - 1):
+        (y0, x0), (y1, x1) = (tile_of_block(b + i, tiles_y, tiles_x, False, group) for i in (0, 1))
+        if y1 // group == y0 // group:  # within a band: down the column, then the next column's top
+            height = min(group, tiles_y - y0 // group * group)
+            assert (y1, x1) == ((y0 + 1, x0) if (y0 + 1) % group and y0 + 1 < tiles_y else (y0 - height + 1, x0 + 1))
+        else:  # the next band starts at its first row, first column
+            assert (y1, x1) == (y0 // group * group + group, 0) and x0 == tiles_x - 1
 
 
 @pytest.mark.parametrize("tiles_y, tiles_x", GRIDS)
@@ -181,6 +193,12 @@ std::barrier<> *bar;
 #define __forceinline__ inline
 #define __shared__ static
 #define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+template <class T> T __ldg(const T *p) { return *p; }
+template <class T> T __ldcs(const T *p) { return *p; }
+template <class T> void __stcs(T *p, T v) { *p = v; }
 inline void __syncthreads() { bar->arrive_and_wait(); }
 #include "k.cu"
 int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}...
@@ -218,7 +236,7 @@ int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}.
     return 0;
 }
 """
-_EMULATED_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (33, 65), (65, 33), (127, 300)]
+_EMULATED_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (33, 65), (65, 33), (127, 300), (68, 132)]
 
 
 def _cxx_flags(cxx, tmp: Path) -> list[str]:
@@ -231,7 +249,8 @@ def _cxx_flags(cxx, tmp: Path) -> list[str]:
 
 
 def _emulated_configs():
-    """Each kernel's default, and its smallest and largest block tile, each with DIAGONAL=1 if tunable."""
+    """Each kernel's default, its smallest and largest block tile, and its default in the diagonal
+    and grouped tile orders where those are tunable."""
     from autotune.space import load_space
 
     out = []
@@ -239,8 +258,9 @@ def _emulated_configs():
         configs = load_space(name).configs()
         size = lambda c: (np.prod(k.tile_shape(c)), -c["BLOCK_ROWS"], c.key)  # noqa: E731
         picks = [k.default_config(), min(configs, key=size), max(configs, key=size)]
-        picks += [c for c in configs if "DIAGONAL" in k.defaults and c["DIAGONAL"] == 1
-                  and c.as_dict() == {**picks[0].as_dict(), "DIAGONAL": 1}]
+        for macro in ("DIAGONAL", "GROUP"):  # the default in another tile order
+            picks += [c for c in configs if macro in k.defaults and c[macro] > 0
+                      and c.as_dict() == {**picks[0].as_dict(), macro: c[macro]}][:1]
         out += [(name, c) for c in dict.fromkeys(picks)]
     return out
 
@@ -263,7 +283,7 @@ def test_every_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
                                 "-o", str(d / "h")], capture_output=True, text=True)
         if build.returncode:
             return f"{config}: does not build: {build.stderr[:1000]}"
-        args = [*map(str, k.block(config)[:2]), str(int(k.op == "transpose")), str(int(k.shared))]
+        args = [*map(str, k.block(config, 4)[:2]), str(int(k.op == "transpose")), str(int(k.shared))]
         for rows, cols in _EMULATED_SHAPES:
             args += [str(rows), str(cols), str(k.grid(config, rows, cols)[0])]
         res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)

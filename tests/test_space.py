@@ -1,3 +1,4 @@
+import math
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,10 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
     assert [n for n, _ in space.params] == sorted(k.defaults)
     for c in configs:
         assert space.violations(c) == []
-        x, y, z = k.block(c)
-        assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0 and 32 <= x * y * z <= 1024
+        for itemsize in (1, 2, 4, 8):
+            x, y, z = k.block(c, itemsize)
+            assert x * y * z <= 1024 and x * k.vector(itemsize) == c["TILE_DIM"]
+        assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0 and math.prod(k.block(c, 8)) >= 32
         assert k.shared_bytes(c, 8) <= 48 * 1024  # static shared memory of the largest dtype
         assert c.as_dict().get("UNROLL", 1) >= 1 and c.as_dict().get("DIAGONAL", 0) in (0, 1)
     for name, values in space.params:  # every listed value is used by some config

@@ -1,0 +1,162 @@
+// Vectorized shared-memory transpose. Every thread moves 16-byte vectors (VEC = 16 /
+// sizeof(element): 4 floats, 2 doubles, 8 halves, 16 bytes), so each warp-wide load or
+// store is one 128-bit access per thread (LDG.E.128 / STG.E.128) where a scalar kernel
+// needs VEC of them: a quarter of the memory instructions for float32, a sixteenth for
+// 8-bit types, whose 1-byte scalar accesses cannot keep the memory system busy.
+//
+// A block is (TILE_DIM / VEC) x BLOCK_ROWS threads and moves TILES square tiles of
+// TILE_DIM x TILE_DIM elements, one after another in tile order (common.cuh, DIAGONAL).
+// Per tile: each thread loads TILE_DIM / BLOCK_ROWS row vectors into registers, writes
+// them element by element into a shared-memory tile (rows padded by IPAD elements
+// against bank conflicts), and after a barrier gathers VEC elements down a tile column
+// into one vector and stores it as part of an output row: coalesced 16-byte accesses on
+// both sides. With TILES > 1 the next tile's loads are issued before the current tile
+// is stored, so a block keeps loads in flight while it writes (software pipelining).
+// STREAMING=1 uses the evict-first cache hints (__ldcs / __stcs): the data is touched once.
+//
+// Elements are moved as raw words of their size (a transpose never looks at values).
+// Any rows x cols: vectors are used on a side when its row length is a multiple of VEC
+// and its pointer is 16-byte aligned; otherwise that side moves elements one by one,
+// bounds-checked, with the same tiling.
+#include "common.cuh"
+
+#ifndef TILES
+#define TILES 1
+#endif
+#ifndef STREAMING
+#define STREAMING 0
+#endif
+
+#if COLUMNWISE || UNROLL != 1
+#error "the vectorized transpose reads rows, one tile at a time: COLUMNWISE=0, UNROLL=1"
+#endif
+#if TILES < 1
+#error "TILES must be at least 1"
+#endif
+#if STREAMING != 0 && STREAMING != 1
+#error "STREAMING must be 0 or 1"
+#endif
+
+template <int N> struct word_of;
+template <> struct word_of<1> { typedef unsigned char type; };
+template <> struct word_of<2> { typedef unsigned short type; };
+template <> struct word_of<4> { typedef unsigned int type; };
+template <> struct word_of<8> { typedef unsigned long long type; };
+typedef word_of<sizeof(elem_t)>::type word_t;
+
+constexpr int VEC_BYTES = 16;
+constexpr int VEC = VEC_BYTES / (int)sizeof(word_t);
+constexpr int TX = TILE_DIM / VEC;                 // threads along a tile row
+constexpr int PER_THREAD = TILE_DIM / BLOCK_ROWS;  // vectors a thread moves per tile
+static_assert(TILE_DIM % VEC == 0, "TILE_DIM must be a multiple of 16 / sizeof(element)");
+
+union vec_t {
+    uint4 raw;
+    word_t e[VEC];
+};
+
+__device__ __forceinline__ uint4 load_vec(const word_t *p)
+{
+#if STREAMING
+    return __ldcs(reinterpret_cast<const uint4 *>(p));
+#else
+    return __ldg(reinterpret_cast<const uint4 *>(p));
+#endif
+}
+
+__device__ __forceinline__ void store_vec(word_t *p, uint4 v)
+{
+#if STREAMING
+    __stcs(reinterpret_cast<uint4 *>(p), v);
+#else
+    *reinterpret_cast<uint4 *>(p) = v;
+#endif
+}
+
+// Registers <- rows row0 + threadIdx.y + j * BLOCK_ROWS, columns col0 + VEC * threadIdx.x + e.
+__device__ __forceinline__ void load_tile(vec_t (&v)[PER_THREAD], const word_t *__restrict__ in,
+                                          unsigned R, unsigned C, unsigned row0, unsigned col0, bool vectors)
+{
+    const unsigned c = col0 + VEC * threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        const unsigned r = row0 + threadIdx.y + j * BLOCK_ROWS;
+        if (vectors) {
+            if (r < R && c < C)
+                v[j].raw = load_vec(in + (size_t)r * C + c);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                if (r < R && c + e < C)
+                    v[j].e[e] = in[(size_t)r * C + c + e];
+        }
+    }
+}
+
+// Output row orow = input column col0 + threadIdx.y + j * BLOCK_ROWS; its VEC elements
+// from column ocol = row0 + VEC * threadIdx.x are input rows ocol .. ocol + VEC - 1.
+__device__ __forceinline__ void store_tile(word_t *__restrict__ out, const word_t (*tile)[TILE_DIM + IPAD],
+                                           unsigned R, unsigned C, unsigned row0, unsigned col0, bool vectors)
+{
+    const unsigned ocol = row0 + VEC * threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        const unsigned k = threadIdx.y + j * BLOCK_ROWS;
+        const unsigned orow = col0 + k;
+        vec_t w;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            w.e[e] = tile[VEC * threadIdx.x + e][k];
+        if (vectors) {
+            if (orow < C && ocol < R)
+                store_vec(out + (size_t)orow * R + ocol, w.raw);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                if (orow < C && ocol + e < R)
+                    out[(size_t)orow * R + ocol + e] = w.e[e];
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem_t *__restrict__ out_,
+                                                                            const elem_t *__restrict__ in_,
+                                                                            int rows, int cols)
+{
+    __align__(16) __shared__ word_t tile[TILE_DIM][TILE_DIM + IPAD];
+    word_t *__restrict__ out = reinterpret_cast<word_t *>(out_);
+    const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_);
+    const unsigned R = rows, C = cols;
+    const unsigned tiles = ((R + TILE_DIM - 1) / TILE_DIM) * ((C + TILE_DIM - 1) / TILE_DIM);
+    const bool load_vectors = C % VEC == 0 && (size_t)in % VEC_BYTES == 0;
+    const bool store_vectors = R % VEC == 0 && (size_t)out % VEC_BYTES == 0;
+
+    unsigned t = blockIdx.x * TILES;
+    if (t >= tiles)
+        return;
+    unsigned row0, col0;
+    tile_origin(t, R, C, row0, col0);
+    vec_t v[PER_THREAD];
+    load_tile(v, in, R, C, row0, col0, load_vectors);
+
+#pragma unroll
+    for (int i = 0; i < TILES; ++i, ++t) {
+        if (i > 0) {
+            if (t >= tiles)  // the same for the whole block
+                break;
+            __syncthreads();  // every thread has read the previous tile
+        }
+#pragma unroll
+        for (int j = 0; j < PER_THREAD; ++j)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                tile[threadIdx.y + j * BLOCK_ROWS][VEC * threadIdx.x + e] = v[j].e[e];
+        __syncthreads();
+        const unsigned r0 = row0, c0 = col0;
+        if (i + 1 < TILES && t + 1 < tiles) {  // next tile's loads in flight during the stores
+            tile_origin(t + 1, R, C, row0, col0);
+            load_tile(v, in, R, C, row0, col0, load_vectors);
+        }
+        store_tile(out, tile, R, C, r0, c0, store_vectors);
+    }
+}
