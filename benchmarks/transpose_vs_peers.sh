@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 6 on one GPU: tune smem_vec (the vectorized transpose) per dtype, then run
+# benchmarks/transpose_vs_peers.py against memcpy, PyTorch, CuPy and the classic kernel.
+#   bash benchmarks/transpose_vs_peers.sh tune DB_FILE     # searches into a SQLite file
+#   bash benchmarks/transpose_vs_peers.sh peers DB_FILE    # the comparison table, and ncu counters
+# Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
+# AUTOTUNE="python3 -m autotune" selects how autotune is run (default: the `autotune` script).
+set -euo pipefail
+step=$1 db=$2
+run=${AUTOTUNE:-autotune}
+here=$(cd "$(dirname "$0")" && pwd)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
+tag=$(date -u +%Y-%m-%d)_$(echo "$gpu" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
+dest=${OUT:-$here/results}
+mkdir -p "$dest"
+header() { echo "# $*"; echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  $(nvcc --version | tail -1)"; echo; }
+
+case $step in
+tune)  # every config of the shipped space at 8192^2; a seeded TPE search of 12 trials at 16384^2
+  {
+    header "autotune search --kernel smem_vec --sampler grid --size 8192, four dtypes; --trials 12 at 16384"
+    for dtype in float32 float64 float16 int8; do
+      $run search --kernel smem_vec --size 8192 --dtype "$dtype" --sampler grid --trials 100 --db "sqlite:///$db" --top 5
+    done
+    for dtype in float32 float64; do
+      $run search --kernel smem_vec --size 16384 --dtype "$dtype" --trials 12 --seed 0 --db "sqlite:///$db" --top 5
+    done
+    $run best --kernel smem_vec --db "sqlite:///$db"
+  } 2>&1 | tee "$dest/${tag}_smem_vec_search.txt"
+  ;;
+peers)
+  python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" 2>&1 | tee "$dest/${tag}_transpose_vs_peers.md"
+  if command -v ncu >/dev/null; then  # what bounds the gap: DRAM traffic and throughput, memcpy-like copy vs transposes
+    {
+      header "ncu: DRAM counters of copy_row, smem_pad and smem_vec (tuned), float32 8192x8192"
+      ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+        -k regex:"copy_tiled|transpose_smem|transpose_vec" -c 12 \
+        $run bench --size 8192 --kernel copy_row --kernel smem_pad --kernel smem_vec --db "sqlite:///$db" 2>&1 \
+        | grep -v "^==PROF==" || true
+    } > "$dest/${tag}_transpose_ncu.txt" 2>&1
+  fi
+  ;;
+*) echo "usage: $0 tune|peers DB_FILE" >&2; exit 2 ;;
+esac
