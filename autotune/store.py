@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Config
@@ -48,7 +48,9 @@ HEARTBEAT_S = 5
 GRACE_S = 20
 """Seconds without heartbeat after which a RUNNING trial counts as dead."""
 RETRIES = 5
-"""Attempts of a transaction that SQLite refuses as locked or busy (with backoff)."""
+"""Attempts of a transaction refused by a concurrent writer (with backoff): SQLite locked or
+busy; on PostgreSQL a deadlock, or a unique key another process inserted first."""
+_RETRY_WORDS = ("locked", "busy", "deadlock", "could not serialize", "unique constraint", "duplicate key")
 
 
 def default_url() -> str:
@@ -66,9 +68,11 @@ def default_url() -> str:
 
 
 def _retry_when_locked(method):
-    """Re-run a one-transaction method when SQLite reports the database locked or busy
-    (after its own 30 s busy timeout), up to :data:`RETRIES` attempts with jittered backoff.
-    Safe because a refused transaction was rolled back whole."""
+    """Re-run a one-transaction method that a concurrent writer made fail: SQLite locked or
+    busy (after its own 30 s busy timeout); PostgreSQL deadlock or serialisation failure, or
+    a device, kernel or best row that another process inserted first (the next attempt finds
+    it). Up to :data:`RETRIES` attempts with jittered backoff; safe because a refused
+    transaction was rolled back whole."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -77,8 +81,8 @@ def _retry_when_locked(method):
                 return method(self, *args, **kwargs)
             except StoreError as exc:
                 cause = exc.__cause__
-                locked = isinstance(cause, OperationalError) and any(
-                    word in str(cause).lower() for word in ("locked", "busy"))
+                locked = isinstance(cause, (OperationalError, IntegrityError)) and any(
+                    word in str(cause).lower() for word in _RETRY_WORDS)
                 if not locked or attempt == RETRIES:
                     raise
                 time.sleep(0.05 * 2**attempt * (1 + random.random()))
@@ -409,7 +413,9 @@ def _update_best(session: Session, search: Search, trial: Trial, force: bool = F
     """Point the search key's best at ``trial`` if there is none, ``trial`` is faster, or
     ``force`` (a re-timing chose it); a new best forgets an earlier re-timing's figures."""
     key = _best_key(search)
-    best = session.scalars(select(Best).filter_by(**key)).one_or_none()
+    # FOR UPDATE: a concurrent writer of the same key (PostgreSQL) waits here and then reads
+    # the newer best, instead of overwriting it (SQLite: BEGIN IMMEDIATE serialises already)
+    best = session.scalars(select(Best).filter_by(**key).with_for_update()).one_or_none()
     if best is None:
         session.add(Best(trial=trial, **key))
     elif force or trial.gbps > best.trial.gbps:

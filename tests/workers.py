@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
+from autotune import store as store_module  # noqa: E402
 from autotune.device import DeviceInfo  # noqa: E402
 from autotune.key import tuning_key  # noqa: E402
 from autotune.space import load_space  # noqa: E402
@@ -24,7 +26,16 @@ from fakes import FakeTimer, fake_retime  # noqa: E402
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
 
+def _short_heartbeat() -> None:
+    """``AUTOTUNE_TEST_GRACE_S=G``: heartbeat every second and a dead trial failed after G s
+    (instead of the store's defaults), so crash tests need not wait long."""
+    grace = os.environ.get("AUTOTUNE_TEST_GRACE_S")
+    if grace:
+        store_module.HEARTBEAT_S, store_module.GRACE_S = 1, int(grace)
+
+
 def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -> None:
+    _short_heartbeat()
     timer = FakeTimer()
 
     def slow(config):
