@@ -196,7 +196,8 @@ class Store:
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
         copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,
     ) -> int:
-        """Record the start of a search for ``key`` (status ``running``); returns its id.
+        """Record the start of a search for ``key`` (status ``running``) on the physical GPU
+        ``key.device`` (its UUID, ordinal and PCI bus id are kept); returns its id.
 
         ``memcpy_gbps`` and ``copy_gbps`` are the device-to-device memcpy and the copy_row
         bound measured for it (GB/s); ``l2_mode`` how timing treated L2; ``clocks`` the GPU
@@ -209,7 +210,8 @@ class Store:
                 rows=key.rows, cols=key.cols, dtype=key.dtype, nvcc_version=key.nvcc_version,
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
                 seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
-                clocks_start=clocks, status="running",
+                clocks_start=clocks, status="running", gpu_uuid=key.device.uuid,
+                gpu_ordinal=key.device.ordinal, gpu_pci_bus_id=key.device.pci_bus_id,
             )
             session.add(search)
             session.flush()
@@ -378,11 +380,11 @@ def _check_trial(status: str, measurement: Measurement | None, reason: str | Non
 
 
 def device_row(session: Session, info: DeviceInfo) -> Device:
-    """The device row of ``info``'s identity, created if new."""
+    """The device row of ``info``'s identity (its model: not the UUID), created if new."""
     identity = {
         "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
         "total_memory": info.total_memory, "driver_version": info.driver_version,
-        "cuda_version": info.cuda_version, "uuid": info.uuid,
+        "cuda_version": info.cuda_version,
     }
     row = session.scalars(select(Device).filter_by(**identity)).one_or_none()
     return row if row is not None else Device(**identity)
@@ -431,7 +433,7 @@ def _key_filter(key: TuningKey) -> tuple:
         Device.name == d.name, Device.compute_capability == d.compute_capability,
         Device.sm_count == d.sm_count, Device.total_memory == d.total_memory,
         Device.driver_version == d.driver_version, Device.cuda_version == d.cuda_version,
-        Device.uuid == d.uuid, Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
+        Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
     )
 
 

@@ -24,7 +24,7 @@ from autotune.store import Store
 from autotune.tuner import search
 
 from fakes import FakeTimer, fake_retime
-from test_migrations import OUR_TABLES, VERSION_TABLE, _ours
+from test_migrations import OUR_TABLES, VERSION_TABLE, _ours, check_units_of_one_model_are_merged
 
 pytestmark = pytest.mark.postgres
 runner = CliRunner()
@@ -87,3 +87,7 @@ def test_best_and_lookup_read_a_search_stored_in_postgres(pg_url, device_info):
     got = autotune.lookup("smem_pad", (256, 256), "float32", device=device_info, db=pg_url)
     assert (got.rung, got.config) == ("exact", best.config)
     autotune.clear_cache()
+
+
+def test_units_of_one_model_are_merged_by_0004(pg_url):
+    check_units_of_one_model_are_merged(pg_url)
