@@ -94,3 +94,12 @@ def db_url(tmp_path) -> str:
 def _isolated_db(monkeypatch, tmp_path):
     """No test may touch the user's real database: AUTOTUNE_DB points into tmp_path."""
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def shared_db(request, tmp_path):
+    """URL of an empty database for a test's several processes: a SQLite file, and (a second
+    run of the test) a fresh PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return f"sqlite:///{tmp_path / 'shared.db'}"

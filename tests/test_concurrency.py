@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from autotune import store as store_module
@@ -33,15 +32,6 @@ def start(db, out, kernel="smem_pad", rows=256, dtype="float32", sampler="random
     args = [sys.executable, WORKER, db, kernel, str(rows), dtype, sampler, str(n), str(seed),
             "1" if resume else "0", str(delay), str(out)]
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def shared_db(request, tmp_path):
-    """URL of an empty database shared by the test's processes: a SQLite file, or a fresh
-    PostgreSQL database."""
-    if request.param == "postgres":
-        return request.getfixturevalue("pg_url")
-    return f"sqlite:///{tmp_path / 'shared.db'}"
 
 
 def rows(db, sql, **params):
