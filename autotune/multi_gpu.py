@@ -270,7 +270,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
 
         space = load_space(key.kernel, plan.space)
         result = search(key, space, _stoppable(bench.measure), store, n_trials=n_trials, timeout=plan.timeout,
-                        seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
-                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None,
-                        on_trial=on_trial)
+                        seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
+                        copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
+                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial)
         events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))
