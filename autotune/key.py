@@ -1,8 +1,12 @@
 """The key of a tuned result: everything that changes the binary or its timing.
 
-A stored best config is only reused for an equal key: same device (name, compute
+A stored best config is only reused for an equal key: same device model (name, compute
 capability, SM count, memory, driver and CUDA versions), same kernel source (hash after
 includes), same toolchain (nvcc version, compile flags), same shape and dtype.
+
+The physical GPU (UUID, ordinal, PCI bus id) is not part of the key: GPUs of one model
+share one study, so a search over several of them fills one study, and each search row
+records which GPU measured its trials.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ class TuningKey:
     """Identity of one tuning problem.
 
     Attributes:
-        device: the GPU (its ``ordinal`` is not part of the identity).
+        device: the GPU; its model is the identity (``uuid``, ``ordinal`` and
+            ``pci_bus_id`` are not: they say which GPU of that model measured).
         kernel: catalog name, e.g. ``smem_pad``.
         source_hash: SHA-256 of the kernel source after includes (hex).
         rows, cols: input matrix shape (row-major); the output is ``cols x rows``.
@@ -47,7 +52,7 @@ class TuningKey:
         """Name of the Optuna study of this key (one study per key)."""
         d = self.device
         return (
-            f"{self.kernel}@{self.source_hash[:12]}|{d.name}{'|' + d.uuid if d.uuid else ''}|sm{d.compute_capability}|"
+            f"{self.kernel}@{self.source_hash[:12]}|{d.name}|sm{d.compute_capability}|"
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
             f"{self.compile_flags}|{self.rows}x{self.cols}|{self.dtype}"
         )

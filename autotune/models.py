@@ -97,13 +97,14 @@ class Base(DeclarativeBase):
 
 
 class Device(Base):
-    """A GPU, by the identity fields of :class:`autotune.device.DeviceInfo`."""
+    """A GPU model, by the identity fields of :class:`autotune.device.DeviceInfo` (several
+    physical GPUs of one model share a row; :class:`Search` records which one measured)."""
 
     __tablename__ = "autotune_devices"
     __table_args__ = (
         UniqueConstraint(
             "name", "compute_capability", "sm_count", "total_memory", "driver_version",
-            "cuda_version", "uuid", name="uq_autotune_devices__identity",
+            "cuda_version", name="uq_autotune_devices__identity",
         ),
     )
 
@@ -114,7 +115,6 @@ class Device(Base):
     total_memory: Mapped[int] = mapped_column(BigInteger)  # bytes
     driver_version: Mapped[str] = mapped_column(String(32))
     cuda_version: Mapped[str] = mapped_column(String(32))
-    uuid: Mapped[str] = mapped_column(String(64), server_default="")  # '' where it could not be read
 
 
 class Kernel(Base):
@@ -129,7 +129,8 @@ class Kernel(Base):
 
 
 class Search(Base):
-    """One ``autotune search`` run for one tuning key."""
+    """One ``autotune search`` run for one tuning key, on one physical GPU (a search over
+    several GPUs stores one per GPU worker, all in the key's one Optuna study)."""
 
     __tablename__ = "autotune_searches"
     __table_args__ = (CheckConstraint(_in("status", SEARCH_STATUSES), name="status_valid"),)
@@ -154,6 +155,10 @@ class Search(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(16), default="running")
+    # the physical GPU that measured this search's trials
+    gpu_uuid: Mapped[str] = mapped_column(String(64), server_default="")  # '' where NVML could not read it
+    gpu_ordinal: Mapped[int | None] = mapped_column(Integer)
+    gpu_pci_bus_id: Mapped[str] = mapped_column(String(32), server_default="")
 
     device: Mapped[Device] = relationship()
     kernel: Mapped[Kernel] = relationship()

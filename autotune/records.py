@@ -43,7 +43,9 @@ class TrialRecord:
 @dataclass(frozen=True)
 class BestRecord:
     """The best config stored for one key, with its measurement (units as in
-    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s)."""
+    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s).
+    The device fields are the model (the key); ``device_uuid`` is the physical GPU that
+    measured the best trial (``''`` where unknown)."""
 
     device_name: str
     compute_capability: str
@@ -98,7 +100,7 @@ def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search
     return BestRecord(
         device_name=device.name, compute_capability=device.compute_capability,
         sm_count=device.sm_count, driver_version=device.driver_version,
-        cuda_version=device.cuda_version, device_uuid=device.uuid, kernel=kernel.name, source_hash=kernel.source_hash,
+        cuda_version=device.cuda_version, device_uuid=search.gpu_uuid, kernel=kernel.name, source_hash=kernel.source_hash,
         rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
         compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
         **{name: getattr(trial, name) for name in MEASURED if name != "launches"},

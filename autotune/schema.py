@@ -81,11 +81,27 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     _refuse_newer(engine)
     config = _config(engine.url.render_as_string(hide_password=False))
     try:
-        with engine.begin() as connection:
+        with engine.connect() as connection, _sqlite_foreign_keys_off(connection), connection.begin():
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
     except (SQLAlchemyError, CommandError) as exc:
         raise StoreError(f"cannot migrate the results database {_safe(engine)}: {one_line(exc)}") from exc
+
+
+@contextlib.contextmanager
+def _sqlite_foreign_keys_off(connection) -> Iterator[None]:
+    """SQLite alters a table by rebuilding it (copy, drop, rename), which foreign keys from
+    rows of other tables would forbid: they are off during migrations, as Alembic advises
+    (the pragma works only outside a transaction, so it goes to the DBAPI connection)."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    raw = connection.connection.driver_connection
+    raw.execute("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        raw.execute("PRAGMA foreign_keys=ON")
 
 
 def prepare(engine: Engine) -> str | None:

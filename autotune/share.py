@@ -6,14 +6,15 @@ The file is JSON::
      "autotune_version": "0.1.0", "results": [ {...}, ... ]}
 
 with one entry per stored best (:meth:`autotune.store.Store.find_best`), carrying its whole
-key and provenance (device identity incl. UUID, kernel name and source hash, shape, dtype,
+key and provenance (device model, and the UUID of the GPU that measured it, kernel name and
+source hash, shape, dtype,
 nvcc version, compile flags), the config, the measurement, the search's memcpy and copy
 bounds, the re-timing figures and when it was tuned (see :func:`entry`).
 
 An import reads and validates the whole file before it writes anything, then records every
 entry in one transaction: as a finished search of sampler ``import`` with one ``ok`` trial,
 which becomes the key's best when there is none or it is faster (like
-:meth:`~autotune.store.Store.record_trial`). An entry whose key (device identity, kernel
+:meth:`~autotune.store.Store.record_trial`). An entry whose key (device model, kernel
 source, toolchain, shape, dtype) already has an ``ok`` trial of the same config is skipped
 as a duplicate. Results of other devices or older kernel sources are imported as they are:
 :func:`autotune.lookup` uses only those of the exact current key.
@@ -326,8 +327,8 @@ def _entry(check: _Checker, item: Any, at: str, hashes: dict[str, str]) -> dict[
         "driver_version": check.string(check.get(raw, "driver_version", where), f"{where}.driver_version",
                                        max_len=32),
         "cuda_version": check.string(check.get(raw, "cuda_version", where), f"{where}.cuda_version", max_len=32),
-        "uuid": check.string(check.get(raw, "uuid", where), f"{where}.uuid", max_len=64, empty=True),
     }
+    gpu_uuid = check.string(check.get(raw, "uuid", where), f"{where}.uuid", max_len=64, empty=True)
 
     where = f"{at}.kernel"
     raw = check.obj(check.get(item, "kernel", at), where)
@@ -369,7 +370,7 @@ def _entry(check: _Checker, item: Any, at: str, hashes: dict[str, str]) -> dict[
     if l2_mode is not None:
         check.string(l2_mode, f"{at}.l2_mode", max_len=16)
     return {
-        "device": device, "kernel": kernel_name, "source_hash": digest, "current": hashes.get(kernel_name) == digest,
+        "device": device, "gpu_uuid": gpu_uuid, "kernel": kernel_name, "source_hash": digest, "current": hashes.get(kernel_name) == digest,
         "rows": rows, "cols": cols, "dtype": dtype, "nvcc_version": nvcc, "compile_flags": flags,
         "config": config, "measurement": m,
         "memcpy_gbps": optional_number("memcpy_gbps"), "copy_gbps": optional_number("copy_gbps"),
@@ -477,7 +478,8 @@ def import_results(store: Store, path: str | os.PathLike[str] | ResultsFile) -> 
             tuned_at: datetime = item["tuned_at"]
             search = Search(device=device, kernel=kernel, **shape, study_name=study, sampler=SAMPLER, seed=None,
                             memcpy_gbps=item["memcpy_gbps"], copy_gbps=item["copy_gbps"], l2_mode=item["l2_mode"],
-                            started_at=tuned_at, finished_at=tuned_at, status="finished")
+                            started_at=tuned_at, finished_at=tuned_at, status="finished",
+                            gpu_uuid=item["gpu_uuid"])
             trial = Trial(search=search, number=0, config_key=config.key, macros=config.as_dict(), status="ok",
                           reason=None, created_at=tuned_at, **item["measurement"])
             session.add_all([search, trial])

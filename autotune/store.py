@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Config
@@ -48,7 +48,9 @@ HEARTBEAT_S = 5
 GRACE_S = 20
 """Seconds without heartbeat after which a RUNNING trial counts as dead."""
 RETRIES = 5
-"""Attempts of a transaction that SQLite refuses as locked or busy (with backoff)."""
+"""Attempts of a transaction refused by a concurrent writer (with backoff): SQLite locked or
+busy; on PostgreSQL a deadlock, or a unique key another process inserted first."""
+_RETRY_WORDS = ("locked", "busy", "deadlock", "could not serialize", "unique constraint", "duplicate key")
 
 
 def default_url() -> str:
@@ -66,9 +68,11 @@ def default_url() -> str:
 
 
 def _retry_when_locked(method):
-    """Re-run a one-transaction method when SQLite reports the database locked or busy
-    (after its own 30 s busy timeout), up to :data:`RETRIES` attempts with jittered backoff.
-    Safe because a refused transaction was rolled back whole."""
+    """Re-run a one-transaction method that a concurrent writer made fail: SQLite locked or
+    busy (after its own 30 s busy timeout); PostgreSQL deadlock or serialisation failure, or
+    a device, kernel or best row that another process inserted first (the next attempt finds
+    it). Up to :data:`RETRIES` attempts with jittered backoff; safe because a refused
+    transaction was rolled back whole."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -77,8 +81,8 @@ def _retry_when_locked(method):
                 return method(self, *args, **kwargs)
             except StoreError as exc:
                 cause = exc.__cause__
-                locked = isinstance(cause, OperationalError) and any(
-                    word in str(cause).lower() for word in ("locked", "busy"))
+                locked = isinstance(cause, (OperationalError, IntegrityError)) and any(
+                    word in str(cause).lower() for word in _RETRY_WORDS)
                 if not locked or attempt == RETRIES:
                     raise
                 time.sleep(0.05 * 2**attempt * (1 + random.random()))
@@ -192,7 +196,8 @@ class Store:
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
         copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,
     ) -> int:
-        """Record the start of a search for ``key`` (status ``running``); returns its id.
+        """Record the start of a search for ``key`` (status ``running``) on the physical GPU
+        ``key.device`` (its UUID, ordinal and PCI bus id are kept); returns its id.
 
         ``memcpy_gbps`` and ``copy_gbps`` are the device-to-device memcpy and the copy_row
         bound measured for it (GB/s); ``l2_mode`` how timing treated L2; ``clocks`` the GPU
@@ -205,7 +210,8 @@ class Store:
                 rows=key.rows, cols=key.cols, dtype=key.dtype, nvcc_version=key.nvcc_version,
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
                 seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
-                clocks_start=clocks, status="running",
+                clocks_start=clocks, status="running", gpu_uuid=key.device.uuid,
+                gpu_ordinal=key.device.ordinal, gpu_pci_bus_id=key.device.pci_bus_id,
             )
             session.add(search)
             session.flush()
@@ -374,11 +380,11 @@ def _check_trial(status: str, measurement: Measurement | None, reason: str | Non
 
 
 def device_row(session: Session, info: DeviceInfo) -> Device:
-    """The device row of ``info``'s identity, created if new."""
+    """The device row of ``info``'s identity (its model: not the UUID), created if new."""
     identity = {
         "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
         "total_memory": info.total_memory, "driver_version": info.driver_version,
-        "cuda_version": info.cuda_version, "uuid": info.uuid,
+        "cuda_version": info.cuda_version,
     }
     row = session.scalars(select(Device).filter_by(**identity)).one_or_none()
     return row if row is not None else Device(**identity)
@@ -409,7 +415,9 @@ def _update_best(session: Session, search: Search, trial: Trial, force: bool = F
     """Point the search key's best at ``trial`` if there is none, ``trial`` is faster, or
     ``force`` (a re-timing chose it); a new best forgets an earlier re-timing's figures."""
     key = _best_key(search)
-    best = session.scalars(select(Best).filter_by(**key)).one_or_none()
+    # FOR UPDATE: a concurrent writer of the same key (PostgreSQL) waits here and then reads
+    # the newer best, instead of overwriting it (SQLite: BEGIN IMMEDIATE serialises already)
+    best = session.scalars(select(Best).filter_by(**key).with_for_update()).one_or_none()
     if best is None:
         session.add(Best(trial=trial, **key))
     elif force or trial.gbps > best.trial.gbps:
@@ -425,7 +433,7 @@ def _key_filter(key: TuningKey) -> tuple:
         Device.name == d.name, Device.compute_capability == d.compute_capability,
         Device.sm_count == d.sm_count, Device.total_memory == d.total_memory,
         Device.driver_version == d.driver_version, Device.cuda_version == d.cuda_version,
-        Device.uuid == d.uuid, Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
+        Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
     )
 
 

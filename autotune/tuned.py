@@ -2,7 +2,7 @@
 
 ``lookup`` climbs a ladder and says which rung it took (:attr:`LaunchConfig.rung`):
 
-1. ``exact``: the stored best of the exact key (device identity, kernel source hash, shape,
+1. ``exact``: the stored best of the exact key (device model, kernel source hash, shape,
    dtype, nvcc version and compile flags; :mod:`autotune.key`).
 2. ``nearest_shape``: the same device, kernel source, dtype and toolchain, tuned for the
    nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols): a ratio
@@ -214,16 +214,17 @@ def _stale_reason(k: Kernel, key: TuningKey, r: BestRecord) -> str | None:
 
 
 def _same_device(info: DeviceInfo, r: BestRecord) -> bool:
-    """Same device identity as far as a BestRecord tells (total memory is checked by ``best``)."""
-    return (r.device_name, r.sm_count, r.driver_version, r.cuda_version, r.device_uuid) == (
-        info.name, info.sm_count, info.driver_version, info.cuda_version, info.uuid)
+    """Same device identity (the model, not the unit) as far as a BestRecord tells (total
+    memory is checked by ``best``)."""
+    return (r.device_name, r.sm_count, r.driver_version, r.cuda_version) == (
+        info.name, info.sm_count, info.driver_version, info.cuda_version)
 
 
 def _differs(info: DeviceInfo, r: BestRecord) -> str:
     """What tells a same-named device apart, e.g. ``driver 12.8``."""
     parts = [(r.driver_version != info.driver_version, f"driver {r.driver_version}"),
              (r.cuda_version != info.cuda_version, f"CUDA {r.cuda_version}"),
-             (r.sm_count != info.sm_count, f"{r.sm_count} SMs"), (r.device_uuid != info.uuid, "another unit")]
+             (r.sm_count != info.sm_count, f"{r.sm_count} SMs")]
     return ", ".join(text for differs, text in parts if differs) or "another identity"
 
 

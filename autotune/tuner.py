@@ -36,7 +36,7 @@ from .winner import Decision, choose
 from .space import SearchSpace
 from .store import Store
 
-__all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search"]
+__all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "retime_study"]
 
 SAMPLERS = ("tpe", "random", "grid")
 """Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
@@ -120,6 +120,35 @@ def _open_study(store: Store, key: TuningKey, sampler, resume: bool):
             "already; pass --resume to continue it") from None
 
 
+def open_study(store: Store, key: TuningKey, *, resume: bool) -> None:
+    """Create the key's Optuna study (or, with ``resume``, keep the existing one), so that
+    several workers can then all join it with ``search(..., resume=True)``.
+
+    Raises:
+        InvalidInputError: the study exists and ``resume`` is false.
+    """
+    _open_study(store, key, None, resume)
+
+
+def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *, top_k: int = 5,
+                 rounds: int = 5) -> SearchResult:
+    """Re-time the ``top_k`` fastest configs stored for ``key`` (by every search of it, on
+    any GPU of its model) over ``rounds`` interleaved rounds and store the winner as the
+    key's best: the last step of :func:`search`, run once after a search by several workers.
+
+    Returns:
+        A :class:`SearchResult` (``search_id`` as given; no outcomes) with ``measured``,
+        ``decision`` and ``retimings``; ``decision`` is ``None`` when nothing was measured.
+    """
+    result = SearchResult(key, search_id)
+    for t in store.key_trials(key):
+        if t.status == "ok":
+            result.measured[t.config] = max(t.gbps, result.measured.get(t.config, 0.0))
+    if result.measured:
+        result.decision = _decide(key, store, result, retime, top_k, rounds)
+    return result
+
+
 class _Failed(Exception):
     """Raised out of the objective so that Optuna marks the trial FAIL (and goes on)."""
 
@@ -171,6 +200,8 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
 
     def objective(trial) -> float:
         config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
+        if config not in seen:  # another process on the study (another GPU) may have measured it since
+            seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
         try:
             outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id)
         except KeyboardInterrupt:

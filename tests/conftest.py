@@ -1,12 +1,17 @@
 """Shared fixtures. Every test gets its own temporary SQLite database.
 
 Tests marked ``gpu`` run only where PyCUDA imports and a CUDA device is present; elsewhere
-they are skipped with the reason.
+they are skipped with the reason. Tests marked ``postgres`` run only where
+``AUTOTUNE_TEST_POSTGRES_URL`` names a reachable PostgreSQL server (a superuser URL, e.g.
+``postgresql+psycopg://autotune@127.0.0.1:5432/postgres``; ``.ci/postgres.sh`` starts one);
+each gets a database of its own (:func:`pg_url`), created for it and dropped afterwards.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import uuid
 
 import pytest
 
@@ -23,12 +28,53 @@ def _gpu_missing() -> str | None:
         return f"no GPU: {exc}"
 
 
+PG_ENV = "AUTOTUNE_TEST_POSTGRES_URL"
+
+
+@functools.cache
+def _postgres_missing() -> str | None:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        return f"no PostgreSQL server: {PG_ENV} is not set (.ci/postgres.sh starts one)"
+    try:
+        engine = _admin_engine()
+        with engine.connect() as connection:
+            connection.exec_driver_sql("select 1")
+    except Exception as exc:  # driver missing, server down, bad URL
+        return f"PostgreSQL at {PG_ENV} unusable: {str(exc).strip().splitlines()[0]}"
+    return None
+
+
+@functools.cache
+def _admin_engine():
+    import sqlalchemy as sa
+
+    return sa.create_engine(os.environ[PG_ENV], isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if "gpu" in item.keywords:
-            reason = _gpu_missing()
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
+        for mark, missing in (("gpu", _gpu_missing), ("postgres", _postgres_missing)):
+            if mark in item.keywords:
+                reason = missing()
+                if reason:
+                    item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def pg_url():
+    """URL of a fresh, empty PostgreSQL database for this test (dropped afterwards)."""
+    from sqlalchemy.engine import make_url
+
+    name = f"autotune_test_{uuid.uuid4().hex[:16]}"
+    admin = _admin_engine()
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f'create database "{name}"')
+    try:
+        yield make_url(os.environ[PG_ENV]).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'drop database if exists "{name}" with (force)')
 
 
 @pytest.fixture
@@ -48,3 +94,12 @@ def db_url(tmp_path) -> str:
 def _isolated_db(monkeypatch, tmp_path):
     """No test may touch the user's real database: AUTOTUNE_DB points into tmp_path."""
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def shared_db(request, tmp_path):
+    """URL of an empty database for a test's several processes: a SQLite file, and (a second
+    run of the test) a fresh PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return f"sqlite:///{tmp_path / 'shared.db'}"

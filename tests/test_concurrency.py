@@ -1,15 +1,19 @@
-"""Several processes search into one SQLite file at once; one is killed mid-search."""
+"""Several processes search into one database at once; one is killed mid-search.
+
+Each test runs on a SQLite file and, where a server is configured, on a PostgreSQL database
+of its own (``postgres`` marker; see conftest)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import sqlalchemy as sa
 
 from autotune import store as store_module
 from autotune.key import tuning_key
@@ -30,30 +34,36 @@ def start(db, out, kernel="smem_pad", rows=256, dtype="float32", sampler="random
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def rows(db_file, sql, *params):
-    con = sqlite3.connect(db_file)
+def rows(db, sql, **params):
+    """The rows of ``sql`` (named ``:params``) read from the database at URL ``db``."""
+    engine = sa.create_engine(db, poolclass=sa.pool.NullPool)
     try:
-        return con.execute(sql, params).fetchall()
+        with engine.connect() as connection:
+            return [tuple(r) for r in connection.execute(sa.text(sql), params)]
     finally:
-        con.close()
+        engine.dispose()
 
 
-def wait_for_trials(db_file, n, timeout=120.0) -> None:
-    """Poll until ``n`` trials are stored (the file may exist before its tables do)."""
+def intact(db) -> bool:
+    """SQLite's integrity check passes (PostgreSQL: the server guards integrity itself)."""
+    return not db.startswith("sqlite") or rows(db, "pragma integrity_check") == [("ok",)]
+
+
+def wait_for_trials(db, n, timeout=120.0) -> None:
+    """Poll until ``n`` trials are stored (the database may exist before its tables do)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(0.2)
         try:
-            if db_file.exists() and len(rows(db_file, "select id from autotune_trials")) >= n:
+            if len(rows(db, "select id from autotune_trials")) >= n:
                 return
-        except sqlite3.OperationalError:
+        except sa.exc.DBAPIError:
             continue
     raise AssertionError(f"fewer than {n} trials stored after {timeout} s")
 
 
-def test_eight_processes_lose_and_duplicate_nothing(tmp_path):
-    db_file = tmp_path / "shared.db"
-    db = f"sqlite:///{db_file}"
+def test_eight_processes_lose_and_duplicate_nothing(tmp_path, shared_db):
+    db = shared_db
     plans = [  # (kernel, rows, dtype, seed): the first two share one study
         ("smem_pad", 256, "float32", 1), ("smem_pad", 256, "float32", 2), ("smem_pad", 512, "float32", 3),
         ("smem", 256, "float32", 4), ("smem", 512, "float64", 5), ("smem_pad", 256, "float64", 6),
@@ -64,32 +74,34 @@ def test_eight_processes_lose_and_duplicate_nothing(tmp_path):
     for proc, _ in procs:
         output, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, output
-        assert "database is locked" not in output
+        assert "database is locked" not in output and "Traceback" not in output
     reported = [t for _, out in procs for t in json.loads(out.read_text())]
     assert len(reported) >= 8 * 5
-    stored = rows(db_file, "select search_id, number, config_key, status from autotune_trials")
+    stored = rows(db, "select search_id, number, config_key, status from autotune_trials")
     assert sorted(stored) == sorted((t["search_id"], t["number"], t["config"], t["status"]) for t in reported)
     assert len(set((s, n) for s, n, _, _ in stored)) == len(stored)  # nobody's trial twice
-    assert rows(db_file, "pragma integrity_check") == [("ok",)]
+    assert intact(db)
     # the two processes of one study drew distinct Optuna trial numbers from the same study
     shared = [t for _, out in procs[:2] for t in json.loads(out.read_text())]
     assert len({t["number"] for t in shared}) == len(shared)
-    assert len(rows(db_file, "select id from autotune_searches where status = 'finished'")) == 8
+    assert len(rows(db, "select id from autotune_searches where status = 'finished'")) == 8
 
 
-def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypatch):
-    db_file = tmp_path / "killed.db"
-    db = f"sqlite:///{db_file}"
+def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypatch, shared_db):
+    db = shared_db
     proc = start(db, tmp_path / "killed.json", sampler="grid", n=200, resume=False, delay=0.3)
-    wait_for_trials(db_file, 3)
+    wait_for_trials(db, 3)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    assert rows(db_file, "pragma integrity_check") == [("ok",)]
+    assert intact(db)
     reported = json.loads((tmp_path / "killed.json").read_text())
-    stored = rows(db_file, "select number, config_key from autotune_trials order by number")
-    assert stored == [(t["number"], t["config"]) for t in reported]  # every finished trial is there
-    assert rows(db_file, "select status from autotune_searches") == [("running",)]
-    running = rows(db_file, "select number from trials where state = 'RUNNING'")
+    stored = rows(db, "select number, config_key from autotune_trials order by number")
+    reported = [(t["number"], t["config"]) for t in reported]
+    # every finished trial is there; the kill may fall between storing a trial and reporting it
+    assert stored[:len(reported)] == reported and len(stored) - len(reported) <= 1
+    reported = [{"number": n, "config": c} for n, c in stored]
+    assert rows(db, "select status from autotune_searches") == [("running",)]
+    running = rows(db, "select number from trials where state = 'RUNNING'")
     assert len(running) <= 1  # the trial in flight, nothing else
 
     # --resume: the dead trial is failed by heartbeat, finished configs are not measured again
@@ -102,25 +114,49 @@ def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypa
     assert result.stopped == "exhausted"
     assert not {c.key for c in timer.calls} & {t["config"] for t in reported}
     assert {c.key for c in timer.calls} | {t["config"] for t in reported} == {c.key for c in space.configs()}
-    assert rows(db_file, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
+    assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
     if running:
-        assert rows(db_file, "select state from trials where number = ?", running[0][0]) == [("FAIL",)]
+        assert rows(db, "select state from trials where number = :n", n=running[0][0]) == [("FAIL",)]
 
 
 def test_ctrl_c_stops_cleanly_prints_the_best_so_far_and_exits_130(tmp_path):
-    db_file = tmp_path / "interrupted.db"
+    db = f"sqlite:///{tmp_path / 'interrupted.db'}"
     proc = subprocess.Popen([sys.executable, WORKER, "cli", "0.3", "search", "--size", "64", "--sampler", "grid",
-                             "--db", f"sqlite:///{db_file}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    wait_for_trials(db_file, 2)
+                             "--db", db], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_trials(db, 2)
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
     assert "Traceback" not in output
     assert "best so far: " in output and "interrupted: trials so far are stored" in output
-    assert rows(db_file, "select status from autotune_searches") == [("interrupted",)]
-    assert rows(db_file, "pragma integrity_check") == [("ok",)]
-    assert len(rows(db_file, "select id from autotune_trials where status = 'ok'")) >= 2
-    interrupted = rows(db_file, "select t.state from trials t join trial_user_attributes a on a.trial_id = t.trial_id "
+    assert rows(db, "select status from autotune_searches") == [("interrupted",)]
+    assert intact(db)
+    assert len(rows(db, "select id from autotune_trials where status = 'ok'")) >= 2
+    interrupted = rows(db, "select t.state from trials t join trial_user_attributes a on a.trial_id = t.trial_id "
                                 "where a.key = 'status' and a.value_json = '\"interrupted\"'")
     assert interrupted in ([], [("FAIL",)])  # the trial in flight, if SIGINT came during one
+
+
+def test_a_killed_worker_trial_is_failed_by_heartbeat_while_another_goes_on(tmp_path, monkeypatch, shared_db):
+    db = shared_db
+    monkeypatch.setenv("AUTOTUNE_TEST_GRACE_S", "2")  # workers: heartbeat 1 s, dead after 2 s
+    doomed = start(db, tmp_path / "doomed.json", sampler="grid", n=200, resume=False, delay=0.4)
+    wait_for_trials(db, 1)
+    survivor = start(db, tmp_path / "survivor.json", sampler="grid", n=25, resume=True, delay=0.4)
+    wait_for_trials(db, 4)
+    deadline = time.monotonic() + 60
+    while len(running := rows(db, "select number from trials where state = 'RUNNING'")) < 2:
+        assert time.monotonic() < deadline, "the two workers never had a trial in flight at once"
+        time.sleep(0.05)
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.wait(timeout=30)
+    output, _ = survivor.communicate(timeout=300)
+    assert survivor.returncode == 0, output
+
+    states = {n: s for n, s in rows(db, "select number, state from trials")}
+    assert "RUNNING" not in states.values()
+    survived = {t["number"] for t in json.loads((tmp_path / "survivor.json").read_text())}
+    dead = [n for (n,) in running if n not in survived]
+    assert len(dead) == 1 and states[dead[0]] == "FAIL"  # the killed worker's trial in flight
+    assert rows(db, "select status from autotune_searches order by id") == [("running",), ("finished",)]
+    assert intact(db)

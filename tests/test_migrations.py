@@ -194,6 +194,49 @@ def test_an_older_database_is_backed_up_then_migrated_keeping_its_rows(tmp_path)
     assert store.backup is not None and store.backup.startswith(f"{db}.bak-0001-")
     assert open(store.backup, "rb").read() == before
     con = sqlite3.connect(db)
-    assert con.execute("select name, uuid from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3", "")]
+    assert con.execute("select name from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3",)]
     con.close()
     assert Store(url).backup is None  # at head: nothing to migrate, no second backup
+
+
+def check_units_of_one_model_are_merged(url: str) -> None:
+    """0004 on a database at 0003 holding two H100 units, each with a search and a best of
+    the same key: one device row is left, both searches keep their GPU's UUID, and the
+    faster trial stays the best."""
+    from datetime import UTC, datetime
+
+    Store(url, upgrade=False).upgrade("0003")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    tables = sa.MetaData()
+    tables.reflect(engine)
+    t = tables.tables
+    now = datetime.now(UTC)
+    model = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
+             "total_memory": 85_000_000_000, "driver_version": "13.0", "cuda_version": "13.0"}
+    shape = {"rows": 512, "cols": 512, "dtype": "float32", "nvcc_version": "13.0.88", "compile_flags": "-O3"}
+    with engine.begin() as c:
+        c.execute(t["autotune_devices"].insert(), [{"id": 1, **model, "uuid": "GPU-a"},
+                                                   {"id": 2, **model, "uuid": "GPU-b"},
+                                                   {"id": 3, **model, "name": "NVIDIA A100", "uuid": "GPU-c"}])
+        c.execute(t["autotune_kernels"].insert(), [{"id": 1, "name": "smem_pad", "source_hash": "0" * 64}])
+        for unit, gbps in ((1, 2000.0), (2, 2500.0), (3, 1500.0)):
+            c.execute(t["autotune_searches"].insert(), [{"id": unit, "device_id": unit, "kernel_id": 1, **shape,
+                                                         "study_name": f"s{unit}", "sampler": "tpe",
+                                                         "started_at": now, "status": "finished"}])
+            c.execute(t["autotune_trials"].insert(), [{"id": unit, "search_id": unit, "number": 0, "config_key": "c",
+                                                       "macros": {}, "status": "ok", "gbps": gbps,
+                                                       "created_at": now}])
+            c.execute(t["autotune_best"].insert(), [{"device_id": unit, "kernel_id": 1, **shape, "trial_id": unit,
+                                                     "updated_at": now}])
+    Store(url)
+    with engine.connect() as c:
+        q = lambda sql: [tuple(r) for r in c.execute(sa.text(sql))]  # noqa: E731
+        assert q("select id, name from autotune_devices order by id") == [(1, model["name"]), (3, "NVIDIA A100")]
+        assert q("select id, device_id, gpu_uuid from autotune_searches order by id") == [
+            (1, 1, "GPU-a"), (2, 1, "GPU-b"), (3, 3, "GPU-c")]
+        assert q("select device_id, trial_id from autotune_best order by device_id") == [(1, 2), (3, 3)]
+    engine.dispose()
+
+
+def test_units_of_one_model_are_merged_by_0004(url):
+    check_units_of_one_model_are_merged(url)

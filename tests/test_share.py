@@ -192,13 +192,19 @@ def test_the_same_config_already_stored_for_the_key_is_a_duplicate(tuned_a, tmp_
     assert import_results(other, path).skipped == 1
     assert other.best(k).gbps == 1000.0
 
-    # another device identity (here: its UUID) is another key: imported as it is
+    # another unit of the same model (another UUID) is the same key: the same config is skipped
     data = json.loads(path.read_text())
     data["results"][0]["device"]["uuid"] = "GPU-another"
     path.write_text(json.dumps(data))
+    assert import_results(other, path).skipped == 1
+
+    # another device identity (here: its driver) is another key: imported as it is
+    data["results"][0]["device"]["driver_version"] = "12.8"
+    path.write_text(json.dumps(data))
     report = import_results(other, path)
     assert (report.imported, report.skipped) == (1, 0)
-    assert {r.device_uuid for r in other.find_best(kernel="smem")} == {H100.uuid, "GPU-another"}
+    assert {(r.driver_version, r.device_uuid) for r in other.find_best(kernel="smem")} == {
+        ("13.0", H100.uuid), ("12.8", "GPU-another")}
 
 
 # --- the file ---------------------------------------------------------------------------------

@@ -162,15 +162,16 @@ def test_same_arch_ties_break_by_device_name(store, db_url, device_info, pcie):
     assert look(device_info, (2048, 2048), db_url).tuned_device == "NVIDIA GH200"
 
 
-def test_same_gpu_with_another_driver_or_unit_is_same_arch(store, db_url, device_info):
+def test_same_gpu_with_another_driver_is_same_arch_another_unit_is_exact(store, db_url, device_info):
     put(store, replace(device_info, driver_version="12.8"), (512, 512), 0)
     got = look(device_info, (512, 512), db_url)
     assert got.rung == "same_arch" and "on another NVIDIA H100 80GB HBM3 (driver 12.8)" in got.note
     unit_a = replace(device_info, uuid="GPU-aaaa")
     put(store, unit_a, (512, 512), 1)
     assert look(unit_a, (512, 512), db_url).rung == "exact"
-    got = look(replace(device_info, uuid="GPU-bbbb"), (512, 512), db_url)
-    assert got.rung == "same_arch" and "another unit" in got.note
+    # the model is the key: another unit of it uses the same result
+    got = look(replace(device_info, uuid="GPU-bbbb", ordinal=1), (512, 512), db_url)
+    assert (got.rung, got.config) == ("exact", CONFIGS[1])
 
 
 def test_another_arch_is_never_used(store, db_url, device_info):

@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
+from autotune import store as store_module  # noqa: E402
 from autotune.device import DeviceInfo  # noqa: E402
 from autotune.key import tuning_key  # noqa: E402
 from autotune.space import load_space  # noqa: E402
@@ -24,7 +27,16 @@ from fakes import FakeTimer, fake_retime  # noqa: E402
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
 
+def _short_heartbeat() -> None:
+    """``AUTOTUNE_TEST_GRACE_S=G``: heartbeat every second and a dead trial failed after G s
+    (instead of the store's defaults), so crash tests need not wait long."""
+    grace = os.environ.get("AUTOTUNE_TEST_GRACE_S")
+    if grace:
+        store_module.HEARTBEAT_S, store_module.GRACE_S = 1, int(grace)
+
+
 def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -> None:
+    _short_heartbeat()
     timer = FakeTimer()
 
     def slow(config):
@@ -47,29 +59,56 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
 
 
 
-def cli(delay: str, *args: str) -> None:
-    """Run the real CLI with the fake timer in place of the GPU benchmark (SIGINT test)."""
-    import contextlib
+class FakeBench:
+    """What the CLI needs of :class:`autotune.benchmark.Benchmark`, timed by the fake timer
+    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds)."""
 
-    from autotune import benchmark
+    memcpy_gbps, copy_gbps, l2_mode = 3000.0, 2900.0, "single"
+
+    def __init__(self, device):
+        self.device = device
+        self.timer = FakeTimer()
+        self.retime = fake_retime()
+
+    def measure(self, config):
+        time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
+        return self.timer(config)
+
+
+def fake_device(ordinal: int) -> DeviceInfo:
+    """Fake GPU ``ordinal``: the model named by ``$AUTOTUNE_FAKE_GPUS`` (comma separated;
+    default one H100), a UUID and PCI bus id of its own."""
+    import dataclasses
+
+    names = os.environ.get("AUTOTUNE_FAKE_GPUS", DEVICE.name).split(",")
+    if not 0 <= ordinal < len(names):
+        from autotune.errors import InvalidInputError
+
+        raise InvalidInputError(f"--device {ordinal} is out of range; allowed: 0..{len(names) - 1}")
+    return dataclasses.replace(DEVICE, name=names[ordinal], uuid=f"GPU-fake-{ordinal}", ordinal=ordinal,
+                               pci_bus_id=f"0000:{ordinal + 1:02x}:00.0")
+
+
+def fake_count() -> int:
+    return len(os.environ.get("AUTOTUNE_FAKE_GPUS", DEVICE.name).split(","))
+
+
+@contextlib.contextmanager
+def fake_open_benchmark(ordinal, rows, cols, dtype, **options):
+    """Stands in for :func:`autotune.benchmark.open_benchmark` (module level: the workers of
+    a search over several GPUs get it pickled)."""
+    yield FakeBench(fake_device(ordinal))
+
+
+def cli(delay: str, *args: str) -> None:
+    """Run the real CLI with fake GPUs and the fake timer in place of the GPU benchmark
+    (SIGINT and several-GPU tests)."""
+    from autotune import benchmark, device
     from autotune.cli import app
 
-    class Bench:
-        device, memcpy_gbps, copy_gbps, l2_mode = DEVICE, 3000.0, 2900.0, "single"
-
-        def __init__(self):
-            self.timer = FakeTimer()
-            self.retime = fake_retime()
-
-        def measure(self, config):
-            time.sleep(float(delay))
-            return self.timer(config)
-
-    @contextlib.contextmanager
-    def open_benchmark(*a, **k):
-        yield Bench()
-
-    benchmark.open_benchmark = open_benchmark
+    os.environ["AUTOTUNE_FAKE_DELAY"] = delay  # the GPU workers inherit it
+    benchmark.open_benchmark = fake_open_benchmark
+    device.device_count, device.query_device = fake_count, fake_device
     app(list(args), prog_name="autotune")
 
 

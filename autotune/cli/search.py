@@ -13,20 +13,26 @@ from ..dtypes import get_dtype
 from ..errors import InvalidInputError
 from ..measurement import effective_bandwidth_gbps
 from ..kernels import get_kernel
+from ..multi_gpu import parse_devices
 from ..key import tuning_key
 from ..space import load_space
 from ..store import Store
 from ..tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
 from . import app
+from .search_many import tune_many
 from ._common import (Cols, Db, Device, DType, Kernel, Repeats, Rounds, Rows, Size, SpaceFile, TopK, err,
                       handle_errors, out, parse_float, parse_int, shape)
+
+
+DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ordinal, or several (0,1) or all: "
+                                                               "one worker per GPU, one study (GPUs of one model).")]
 
 
 @app.command()
 @handle_errors
 def search(
     kernel: Kernel = "smem_pad",
-    device: Device = 0,
+    device: DeviceSpec = "0",
     size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
     trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int, help="Optuna trials (>= 1).")] = 100,
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
@@ -42,12 +48,15 @@ def search(
     rounds: Rounds = 5,
     db: Db = None,
 ) -> None:
-    """Search a kernel's config space on one GPU for one shape and dtype; store every trial."""
-    _check_options(trials, timeout, sampler, device, repeats, top_k, rounds)
-    result, store = _tune(kernel, device, shape(size, rows, cols), dtype, space, db=db, repeats=repeats, seed=seed,
-                          trials=trials, timeout=timeout, sampler=sampler, resume=resume, top_k=top_k,
-                          rounds=rounds)
-    _print_result(result, store, top)
+    """Search a kernel's config space on one GPU (or several of one model) for one shape and
+    dtype; store every trial."""
+    ordinals = parse_devices(device)
+    _check_options(trials, timeout, sampler, ordinals[0], repeats, top_k, rounds)
+    tune = _tune if len(ordinals) == 1 else tune_many
+    result, store = tune(kernel, ordinals[0] if len(ordinals) == 1 else ordinals, shape(size, rows, cols), dtype,
+                         space, db=db, repeats=repeats, seed=seed, trials=trials, timeout=timeout, sampler=sampler,
+                         resume=resume, top_k=top_k, rounds=rounds)
+    _print_result(result, store, top, summary=len(ordinals) == 1)
 
 
 @app.command()
@@ -134,11 +143,15 @@ def _run_with_progress(key, space, bench, store, *, trials, timeout, seed, sampl
                           top_k=top_k, rounds=rounds, on_trial=on_trial)
 
 
-def _print_result(result: SearchResult, store: Store, top: int) -> None:
+def _print_result(result: SearchResult, store: Store, top: int, summary: bool = True) -> None:
+    """The run's outcome counts (``summary``; several GPUs print theirs per GPU), failures,
+    the top configs of the study, the re-timing and the stored best."""
     counts: dict[str, int] = {}
     for o in result.outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    out.print(f"stopped: {result.stopped}; this run: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if summary:
+        out.print(f"stopped: {result.stopped}; this run: "
+                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     for o in result.outcomes:
         if o.status not in ("ok", "constraint", "duplicate"):
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)

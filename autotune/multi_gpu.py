@@ -1,0 +1,276 @@
+"""One search over several GPUs: a worker process per GPU, all on the key's one Optuna study.
+
+This is Optuna's distributed optimisation: every worker calls ``study.optimize`` (through
+:func:`autotune.tuner.search` with ``resume=True``) on the same study in the same RDB
+storage, so they share what is measured, whatever database the URL names (SQLite on one
+machine; PostgreSQL for several machines). Each worker binds its own CUDA context to its
+GPU (processes are started with ``spawn``: nothing CUDA is inherited), stores its own search
+row, recording which GPU it is, and sends its progress to the parent through a queue.
+
+- Devices: ``--device 0,1`` or ``all``; every GPU must be of one model (the key: name,
+  compute capability, SMs, memory, driver, CUDA), else the search is refused naming them:
+  timings of different models never mix in one study.
+- Trials: the ``--trials`` budget is split between the workers (``n // k``, the first
+  ``n % k`` one more); each worker's sampler seed is ``seed + i``.
+- Ctrl-C: the parent sends SIGINT to every worker still running (each fails its measurement
+  in flight, or starts no other, and marks its search ``interrupted``), waits, and re-raises.
+- A worker that dies leaves at most its trial in flight RUNNING; Optuna's heartbeat fails
+  it, and the other workers go on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import benchmark, device
+from .device import DeviceInfo
+from .errors import AutotuneError, InvalidInputError
+
+__all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
+
+JOIN_S = 60
+"""Seconds the parent waits for interrupted workers before killing them."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every worker searches: the arguments of ``autotune search`` besides the device."""
+
+    kernel: str
+    rows: int
+    cols: int
+    dtype: str
+    space: str | None
+    db: str | None
+    repeats: int
+    seed: int | None
+    sampler: str
+    timeout: float | None
+
+
+@dataclass
+class WorkerReport:
+    """What one GPU's worker reported: ``state`` is ``starting``, ``running``, ``done``,
+    ``interrupted``, ``error`` (``message`` says why) or ``died`` (no report; exit code in
+    ``message``); ``counts`` its trials by outcome status; ``best_gbps`` its best so far."""
+
+    ordinal: int
+    trials: int
+    state: str = "starting"
+    name: str = ""
+    uuid: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    best_gbps: float | None = None
+    best_config: str | None = None
+    stopped: str | None = None
+    search_id: int | None = None
+    clock_warning: str | None = None
+    message: str | None = None
+
+
+def parse_devices(spec: str, count: Callable[[], int] | None = None) -> list[int]:
+    """The ordinals of ``--device``: ``"1"``, ``"0,1"`` or ``"all"``.
+
+    ``count`` gives the number of CUDA devices (default: :func:`autotune.device.device_count`);
+    it is asked only for ``all`` and for lists of several ordinals.
+
+    Raises:
+        InvalidInputError: empty, not integers, negative, repeated or out of range.
+        GPUUnavailableError: no CUDA driver (from ``count``).
+    """
+    text = spec.strip()
+    allowed = "give an ordinal 0, 1, ..., a list such as 0,1, or all"
+    if text == "all":
+        n = (count or device.device_count)()
+        if n == 0:
+            raise InvalidInputError("--device all: no CUDA device is present")
+        return list(range(n))
+    parts = [p.strip() for p in text.split(",")]
+    if not text or "" in parts:
+        raise InvalidInputError(f"--device {spec!r} is not allowed; {allowed}")
+    try:
+        ordinals = [int(p) for p in parts]
+    except ValueError:
+        raise InvalidInputError(f"--device {spec!r} is not allowed; {allowed}") from None
+    for o in ordinals:
+        if o < 0:
+            raise InvalidInputError(f"--device {o} is not allowed; {allowed}")
+    if len(set(ordinals)) != len(ordinals):
+        raise InvalidInputError(f"--device {spec!r} names a GPU twice; give each ordinal once")
+    if len(ordinals) > 1:
+        n = (count or device.device_count)()
+        bad = [o for o in ordinals if o >= n]
+        if bad:
+            raise InvalidInputError(f"--device {bad[0]} is out of range; allowed: 0..{n - 1}")
+    return ordinals
+
+
+def _model(info: DeviceInfo) -> tuple:
+    return (info.name, info.compute_capability, info.sm_count, info.total_memory, info.driver_version,
+            info.cuda_version)
+
+
+def check_one_model(infos: list[DeviceInfo]) -> None:
+    """Refuse GPUs of different models (their timings must not share a study).
+
+    Raises:
+        InvalidInputError: naming every GPU with its model.
+    """
+    if len({_model(i) for i in infos}) > 1:
+        listed = "; ".join(f"{i.ordinal}: {i.name} sm_{i.compute_capability.replace('.', '')} {i.sm_count} SMs "
+                           f"{i.total_memory / 2**30:.0f} GiB driver {i.driver_version}" for i in infos)
+        raise InvalidInputError(f"--device mixes GPU models ({listed}); one search tunes one model: "
+                                "run one search per model")
+
+
+def split_trials(n_trials: int, workers: int) -> list[int]:
+    """The trial budget of each worker: ``n_trials`` split as evenly as possible."""
+    return [n_trials // workers + (i < n_trials % workers) for i in range(workers)]
+
+
+def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
+                on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
+    """Run one worker per GPU in ``ordinals`` until all have ended; ``on_report`` is called
+    with a worker's report whenever it changes. The GPU benchmark is
+    :func:`autotune.benchmark.open_benchmark` as it is when this is called (tests replace it).
+
+    Raises:
+        KeyboardInterrupt: after every worker was stopped (see the module doc).
+    """
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue()
+    reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(n_trials, len(ordinals)))}
+    procs = {}
+    for i, o in enumerate(ordinals):
+        seed = None if plan.seed is None else plan.seed + i
+        procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
+                                                         benchmark.open_benchmark, events), daemon=True)
+        procs[o].start()
+    try:
+        while any(r.state in ("starting", "running") for r in reports.values()):
+            try:
+                _apply(reports, events.get(timeout=0.2), on_report)
+            except queue.Empty:
+                for o, proc in procs.items():  # a worker killed without a word
+                    if reports[o].state in ("starting", "running") and proc.exitcode is not None:
+                        reports[o].state, reports[o].message = "died", f"exit code {proc.exitcode}"
+                        on_report(reports[o])
+    except KeyboardInterrupt:
+        _stop(procs, events, reports, on_report)
+        raise
+    for proc in procs.values():
+        proc.join(JOIN_S)
+    return [reports[o] for o in ordinals]
+
+
+def _stop(procs, events, reports, on_report) -> None:
+    """SIGINT to every live worker, wait up to :data:`JOIN_S` each, kill what is left, and
+    take in their last reports."""
+    for proc in procs.values():
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGINT)
+    for proc in procs.values():
+        proc.join(JOIN_S)
+        if proc.is_alive():
+            proc.kill()
+    while True:
+        try:
+            _apply(reports, events.get_nowait(), on_report)
+        except queue.Empty:
+            break
+
+
+def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
+    kind, ordinal, data = event
+    r = reports[ordinal]
+    if kind == "start":
+        r.state, r.name, r.uuid = "running", data["name"], data["uuid"]
+    elif kind == "trial":
+        r.search_id = data["search_id"]
+        r.counts[data["status"]] = r.counts.get(data["status"], 0) + 1
+        r.best_gbps, r.best_config = data["best_gbps"], data["best_config"]
+    elif kind == "done":
+        r.state, r.stopped, r.clock_warning = "done", data["stopped"], data["clock_warning"]
+    else:  # interrupted, error
+        r.state, r.message = kind, data.get("message")
+    on_report(r)
+
+
+class _Stop:
+    """A worker's Ctrl-C state: asked to stop; busy measuring a config."""
+
+    requested = False
+    measuring = False
+
+
+def _on_sigint(signum, frame) -> None:
+    """SIGINT handler of a worker. Ctrl-C reaches it from the terminal and from the parent:
+    the first stops it, later ones are ignored. It interrupts a measurement at once (the
+    trial in flight fails, as in a single-GPU search); elsewhere (a database write) it only
+    asks the next measurement not to start, so no transaction is cut short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _Stop.requested = True
+    if _Stop.measuring:
+        raise KeyboardInterrupt
+
+
+def _stoppable(measure):
+    def measure_unless_stopped(config):
+        if _Stop.requested:
+            raise KeyboardInterrupt
+        _Stop.measuring = True
+        try:
+            return measure(config)
+        finally:
+            _Stop.measuring = False
+
+    return measure_unless_stopped
+
+
+def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
+    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study."""
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        _search_on(plan, ordinal, n_trials, seed, open_benchmark, events)
+    except KeyboardInterrupt:
+        events.put(("interrupted", ordinal, {}))
+    except AutotuneError as exc:
+        events.put(("error", ordinal, {"message": str(exc)}))
+    except Exception as exc:  # noqa: BLE001  (a CUDA or driver failure: reported, the others go on)
+        events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
+
+
+def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
+    import optuna
+
+    from . import nvml
+    from .dtypes import get_dtype
+    from .key import tuning_key
+    from .space import load_space
+    from .store import Store
+    from .tuner import search
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
+    with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), repeats=plan.repeats,
+                        seed=seed) as bench:
+        store = Store(plan.db)
+        key = tuning_key(plan.kernel, bench.device, plan.rows, plan.cols, plan.dtype)
+        events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
+
+        def on_trial(outcome, result) -> None:
+            best = result.best
+            events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
+                                           "best_gbps": best[1] if best else None,
+                                           "best_config": best[0].key if best else None}))
+
+        space = load_space(key.kernel, plan.space)
+        result = search(key, space, _stoppable(bench.measure), store, n_trials=n_trials, timeout=plan.timeout,
+                        seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
+                        copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
+                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial)
+        events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))

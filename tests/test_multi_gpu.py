@@ -1,0 +1,115 @@
+"""``autotune search --device 0,1``: fake GPUs as worker processes, all in one study.
+
+The CLI runs in a subprocess (``tests/workers.py cli``) with fake GPUs: ``$AUTOTUNE_FAKE_GPUS``
+names their models, the fake timer measures; each GPU's worker is a real spawned process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from autotune import device, multi_gpu
+from autotune.cli import app
+from autotune.errors import InvalidInputError
+
+from test_concurrency import WORKER, rows, wait_for_trials
+from workers import DEVICE
+
+H100 = DEVICE.name
+
+
+def run_cli(db, *args, gpus=(H100, H100), delay="0", timeout=300):
+    env = {**os.environ, "AUTOTUNE_FAKE_GPUS": ",".join(gpus)}
+    return subprocess.run([sys.executable, WORKER, "cli", delay, "search", "--size", "64", "--db", db, *args],
+                          capture_output=True, text=True, env=env, timeout=timeout, check=False)
+
+
+def test_two_gpus_fill_one_study_and_store_one_best(shared_db):
+    done = run_cli(shared_db, "--device", "0,1", "--trials", "30", "--seed", "1", "--sampler", "random")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Traceback" not in output
+    # one study; one search row per GPU, each naming its GPU; trials from both
+    assert len(rows(shared_db, "select study_id from studies")) == 1
+    searches = rows(shared_db, "select gpu_ordinal, gpu_uuid, status from autotune_searches order by gpu_ordinal")
+    assert searches == [(0, "GPU-fake-0", "finished"), (1, "GPU-fake-1", "finished")]
+    per_gpu = dict(rows(shared_db, "select s.gpu_uuid, count(*) from autotune_trials t join autotune_searches s "
+                                   "on s.id = t.search_id group by s.gpu_uuid"))
+    assert set(per_gpu) == {"GPU-fake-0", "GPU-fake-1"} and all(n > 0 for n in per_gpu.values())
+    # the budget was split 15 + 15 Optuna trials, all in the one study
+    assert len(rows(shared_db, "select trial_id from trials")) == 30
+    assert "trials split 15+15" in output
+    assert "GPU 0 NVIDIA H100 80GB HBM3 GPU-fake-0:" in output and "GPU 1 NVIDIA H100 80GB HBM3 GPU-fake-1:" in output
+    # re-timed once, and the best is stored like a single-GPU search's: pooled figures, tie group
+    assert "re-timing the top 5 configs of the study on GPU 0 only" in output
+    best = rows(shared_db, "select b.rounds, b.pooled_median_ms, t.config_key from autotune_best b "
+                           "join autotune_trials t on t.id = b.trial_id")
+    assert len(best) == 1 and best[0][0] == 5 and best[0][1] is not None
+    assert f"best: {best[0][2]}" in output
+    assert len(rows(shared_db, "select id from autotune_devices")) == 1
+
+
+def test_gpus_of_two_models_are_refused_naming_them(tmp_path):
+    db = f"sqlite:///{tmp_path / 'mixed.db'}"
+    done = run_cli(db, "--device", "all", gpus=(H100, "NVIDIA A100-SXM4-80GB"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "--device mixes GPU models" in lines[0]
+    assert f"0: {H100}" in lines[0] and "1: NVIDIA A100-SXM4-80GB" in lines[0]
+    assert not (tmp_path / "mixed.db").exists()
+
+
+def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path):
+    db = f"sqlite:///{tmp_path / 'interrupted.db'}"
+    env = {**os.environ, "AUTOTUNE_FAKE_GPUS": f"{H100},{H100}"}
+    proc = subprocess.Popen([sys.executable, WORKER, "cli", "0.3", "search", "--size", "64", "--device", "0,1",
+                             "--sampler", "grid", "--trials", "200", "--db", db],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)  # SIGINT reaches the parent only: it must pass it on
+    wait_for_trials(db, 4)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output
+    assert "best so far: " in output and "interrupted: trials so far are stored" in output
+    assert rows(db, "select gpu_ordinal, status from autotune_searches order by gpu_ordinal") == [
+        (0, "interrupted"), (1, "interrupted")]
+    assert rows(db, "pragma integrity_check") == [("ok",)]
+    assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
+    stored = rows(db, "select config_key from autotune_trials where status = 'ok'")
+    assert len(stored) >= 4 and len(set(stored)) == len(stored)  # no config measured twice
+
+
+@pytest.mark.parametrize(("spec", "count", "message"), [
+    ("0,0", 2, "--device '0,0' names a GPU twice"),
+    ("-1", 2, "--device -1 is not allowed"),
+    ("0,-1", 2, "--device -1 is not allowed"),
+    ("x", 2, "--device 'x' is not allowed; give an ordinal 0, 1, ..., a list such as 0,1, or all"),
+    ("", 2, "--device '' is not allowed"),
+    ("0,", 2, "--device '0,' is not allowed"),
+    ("0,2", 2, "--device 2 is out of range; allowed: 0..1"),
+    ("all", 0, "--device all: no CUDA device is present"),
+])
+def test_bad_device_lists_are_one_line_errors(spec, count, message, monkeypatch, tmp_path):
+    monkeypatch.setattr(device, "device_count", lambda: count)
+    db = tmp_path / "never.db"
+    result = CliRunner().invoke(app, ["search", "--size", "64", "--device", spec, "--db", f"sqlite:///{db}"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and message in lines[0], result.output
+    assert "Traceback" not in result.output and not db.exists()
+
+
+def test_parse_devices_and_trial_shares():
+    assert multi_gpu.parse_devices("1") == [1]  # a single ordinal needs no driver
+    assert multi_gpu.parse_devices(" 2, 0 ", count=lambda: 3) == [2, 0]
+    assert multi_gpu.parse_devices("all", count=lambda: 3) == [0, 1, 2]
+    with pytest.raises(InvalidInputError):
+        multi_gpu.parse_devices("1,1", count=lambda: 3)
+    assert multi_gpu.split_trials(7, 3) == [3, 2, 2] and sum(multi_gpu.split_trials(100, 8)) == 100
