@@ -61,12 +61,18 @@ class DeviceInfo:
         return "sm_" + self.compute_capability.replace(".", "")
 
 
+_driver = None
+
+
 def cuda_driver():
-    """Import and initialise ``pycuda.driver``.
+    """Import and initialise ``pycuda.driver`` (once per process).
 
     Raises:
         GPUUnavailableError: PyCUDA is missing, or the CUDA driver cannot be initialised.
     """
+    global _driver
+    if _driver is not None:
+        return _driver
     try:
         import pycuda.driver as drv
     except ImportError as exc:
@@ -77,6 +83,7 @@ def cuda_driver():
         drv.init()
     except drv.Error as exc:
         raise GPUUnavailableError(f"the CUDA driver could not be initialised: {exc}") from None
+    _driver = drv
     return drv
 
 
@@ -119,6 +126,15 @@ def current_device() -> DeviceInfo:
     return _describe_bus(dev.pci_bus_id())
 
 
+@functools.cache
+def _cu_ctx_get_current():
+    import ctypes
+
+    fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    return fn
+
+
 def current_context_handle() -> int:
     """The CUcontext handle current on this thread (0 if none), from the driver via ctypes.
 
@@ -128,7 +144,7 @@ def current_context_handle() -> int:
     import ctypes
 
     ctx = ctypes.c_void_p()
-    if ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent(ctypes.byref(ctx)) != 0:
+    if _cu_ctx_get_current()(ctypes.byref(ctx)) != 0:
         return 0
     return ctx.value or 0
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
 from .arrays import describe, empty_like_kind
 from .benchmark import MAX_DIM
 from .compile import Compiler
-from .device import cuda_driver, current_context_handle, current_device
+from .device import DeviceInfo, cuda_driver, current_context_handle, current_device
 from .errors import AutotuneError, GPUUnavailableError, InvalidInputError, TrialFailed
 from .kernels import get_kernel
 from .tuned import LaunchConfig, lookup
@@ -19,42 +20,54 @@ from .tuned import LaunchConfig, lookup
 __all__ = ["transpose"]
 
 _lock = threading.Lock()
-_compilers: dict[tuple[int, str], Compiler] = {}
-_primary: dict[str, object] = {}
 
 
-def _compiler(arch: str) -> Compiler:
-    """The compiler (and its cache of loaded modules) of the current CUDA context."""
+@dataclass
+class _Target:
+    """What launching in one CUDA context needs, found once per context.
+
+    ``primary`` is PyCUDA's handle on the device's primary context, retained on first need
+    and kept: CuPy and PyTorch make it current through the CUDA runtime, but PyCUDA loads
+    modules only in contexts on its own stack, so it is pushed for such launches.
+    """
+
+    device: DeviceInfo
+    compiler: Compiler
+    pycuda_device: object
+    primary: object | None = None
+
+
+_targets: dict[int, _Target] = {}
+
+
+def _target(drv) -> _Target:
+    handle = current_context_handle()
     with _lock:
-        return _compilers.setdefault((current_context_handle(), arch), Compiler(arch))
+        found = _targets.get(handle)
+    if found is not None:
+        return found
+    if handle == 0:
+        raise GPUUnavailableError("no current CUDA context; create one first (e.g. import pycuda.autoinit, "
+                                  "or a CuPy or PyTorch array on the GPU)")
+    info = current_device()
+    with _lock:
+        return _targets.setdefault(handle, _Target(info, Compiler(info.arch), drv.Context.get_device()))
 
 
 @contextmanager
-def _pycuda_context() -> Iterator[None]:
-    """Make PyCUDA see the driver's current context for the duration of a launch.
-
-    PyCUDA loads modules and allocates only in contexts on its own stack. CuPy and PyTorch
-    make their device's primary context current through the CUDA runtime, which PyCUDA
-    does not see: that primary context (retained once per device and kept) is pushed for
-    the call and popped after it. With a PyCUDA context already current, nothing changes.
-    """
+def _launch_context() -> Iterator[_Target]:
+    """The current context's target, with PyCUDA seeing that context for the duration."""
     drv = cuda_driver()
-    if drv.Context.get_current() is not None:
-        yield
+    target = _target(drv)
+    if drv.Context.get_current() is not None:  # a PyCUDA context: nothing to do
+        yield target
         return
-    try:
-        device = drv.Context.get_device()
-    except drv.Error:
-        raise GPUUnavailableError("no current CUDA context; create one first (e.g. import pycuda.autoinit, "
-                                  "or a CuPy or PyTorch array on the GPU)") from None
     with _lock:
-        bus = device.pci_bus_id()
-        if bus not in _primary:
-            _primary[bus] = device.retain_primary_context()
-        ctx = _primary[bus]
-    ctx.push()
+        if target.primary is None:
+            target.primary = target.pycuda_device.retain_primary_context()
+    target.primary.push()
     try:
-        yield
+        yield target
     finally:
         drv.Context.pop()
 
@@ -91,8 +104,8 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None):
     (rows, cols), dtype = src.shape, src.dtype
     if not (rows <= MAX_DIM and cols <= MAX_DIM):
         raise InvalidInputError(f"shape {rows}x{cols} is not allowed; rows and cols are 1..{MAX_DIM}")
-    with _pycuda_context():
-        device = current_device()
+    with _launch_context() as target:
+        device = target.device
         if out is None:
             out = empty_like_kind(a, (cols, rows), dtype)
         dst = describe(out, "out")
@@ -101,7 +114,7 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None):
                                     f"not {dst.shape[0]}x{dst.shape[1]} {dst.dtype.name}")
         chosen: LaunchConfig = lookup(kernel, (rows, cols), dtype.name, device=device, db=db)
         try:
-            compiled = _compiler(device.arch)(chosen.config, dtype)
+            compiled = target.compiler(chosen.config, dtype)
             compiled.check_launch(device)
         except TrialFailed as exc:
             raise AutotuneError(f"config {chosen.config} cannot run on {device.name}: {exc}") from None

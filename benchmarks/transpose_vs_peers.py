@@ -4,9 +4,9 @@ padded 32x8 shared-memory kernel, and autotune's tuned best.
 For each dtype and shape, every method moves the same C-contiguous rows x cols input into
 a cols x rows output (memcpy: a same-size device-to-device copy, the bound), timed with
 CUDA events on the default stream. The launches of a batch are queued behind a GPU sleep
-(``torch.cuda._sleep``), so the events time the GPU's back-to-back work, not Python's
-launch overhead; each figure is the median over BATCHES batches of the mean time per
-launch. Effective bandwidth GB/s = 2 * rows * cols * itemsize / time (read + write).
+(``torch.cuda._sleep``) 1.5 times as long as Python took to queue the same batch, so the
+events time the GPU's back-to-back work, not Python's launch overhead; each figure is the
+median over BATCHES batches of the mean time per launch. Effective bandwidth GB/s = 2 * rows * cols * itemsize / time (read + write).
 
 Every output is checked against NumPy once before timing. Ours is ``autotune.transpose``
 (kernel ``smem_vec``) with the config that ``autotune.lookup`` gives for the shape and dtype
@@ -22,6 +22,7 @@ import argparse
 import datetime
 import statistics
 import tempfile
+import time
 
 import numpy as np
 
@@ -32,11 +33,25 @@ DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "i
 
 
 def _timer(torch):
+    """``per_launch_ms(fn, launches)``: GPU time per call of ``fn``, with the batch queued behind a
+    GPU sleep that outlasts the time Python takes to queue it (measured, times 1.5)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10**8)
+    end.record()
+    end.synchronize()
+    cycles_per_ms = 10**8 / start.elapsed_time(end)
+
     def per_launch_ms(fn, launches: int) -> float:
+        t = time.perf_counter()
+        for _ in range(launches):
+            fn()
+        queue_ms = (time.perf_counter() - t) * 1e3
+        torch.cuda.synchronize()
         times = []
         for _ in range(BATCHES):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(int(2e6) + launches * 100_000)  # GPU busy while Python queues the batch
+            torch.cuda._sleep(int(1.5 * queue_ms * cycles_per_ms) + 10**6)  # GPU busy while Python queues
             start.record()
             for _ in range(launches):
                 fn()
@@ -49,7 +64,7 @@ def _timer(torch):
 
 
 def _launches(ms_estimate: float) -> int:
-    return int(min(400, max(10, WORK_PER_BATCH_S * 1e3 / max(ms_estimate, 1e-3))))
+    return int(min(200, max(10, WORK_PER_BATCH_S * 1e3 / max(ms_estimate, 1e-3))))
 
 
 def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic):
@@ -132,6 +147,29 @@ def main() -> None:
           f"torch {torch.__version__}; each cell: GB/s, % of memcpy, ratio to torch; median of {BATCHES} batches")
     print(HEADER)
     run(args.dtypes.split(","), shapes, args.db)
+    print(_host_cost(args.db))
+
+
+def _host_cost(db: str) -> str:
+    """Host time per call (µs) of autotune.transpose and of torch's transpose, float32 1024^2."""
+    import torch
+
+    import autotune
+
+    x = torch.zeros((1024, 1024), device="cuda")
+    y = torch.empty((1024, 1024), device="cuda")
+    calls = {"autotune.transpose(x, out=y)": lambda: autotune.transpose(x, out=y, db=db),
+             "torch x.t().contiguous()": lambda: x.t().contiguous()}
+    cells = []
+    for name, fn in calls.items():
+        fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(1000):
+            fn()
+        cells.append(f"{name}: {(time.perf_counter() - t) * 1e3:.1f} µs")
+        torch.cuda.synchronize()
+    return "\nhost time per call (float32 1024x1024, mean of 1000 calls): " + "; ".join(cells)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,18 @@ mkdir -p "$dest"
 header() { echo "# $*"; echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  $(nvcc --version | tail -1)"; echo; }
 
 case $step in
-tune)  # every config of the shipped space at 8192^2; a seeded TPE search of 12 trials at 16384^2
+tune)  # every config of the shipped space at 8192^2; the narrowed space at 16384^2 (see its file)
   {
-    header "autotune search --kernel smem_vec --sampler grid --size 8192, four dtypes; --trials 12 at 16384"
-    for dtype in float32 float64 float16 int8; do
+    header "autotune search --kernel smem_vec --sampler grid: --size 8192 (four dtypes), --size 16384 (float32, float64)"
+    for dtype in ${DTYPES_8192:-float32 float64 float16 int8}; do
       $run search --kernel smem_vec --size 8192 --dtype "$dtype" --sampler grid --trials 100 --db "sqlite:///$db" --top 5
     done
-    for dtype in float32 float64; do
-      $run search --kernel smem_vec --size 16384 --dtype "$dtype" --trials 12 --seed 0 --db "sqlite:///$db" --top 5
+    for dtype in ${DTYPES_16384:-float32 float64}; do
+      $run search --kernel smem_vec --size 16384 --dtype "$dtype" --sampler grid --trials 100 \
+        --space "$here/spaces/smem_vec_large.toml" --db "sqlite:///$db" --top 5
     done
     $run best --kernel smem_vec --db "sqlite:///$db"
-  } 2>&1 | tee "$dest/${tag}_smem_vec_search.txt"
+  } 2>&1 | tee -a "$dest/${tag}_smem_vec_search.txt"
   ;;
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" 2>&1 | tee "$dest/${tag}_transpose_vs_peers.md"

@@ -15,9 +15,9 @@
 // STREAMING=1 uses the evict-first cache hints (__ldcs / __stcs): the data is touched once.
 //
 // Elements are moved as raw words of their size (a transpose never looks at values).
-// Any rows x cols: vectors are used on a side when its row length is a multiple of VEC
-// and its pointer is 16-byte aligned; otherwise that side moves elements one by one,
-// bounds-checked, with the same tiling.
+// Any rows x cols: vectors are used when both row lengths are multiples of VEC and both
+// pointers are 16-byte aligned; otherwise the same tiles are moved element by element,
+// bounds-checked, consecutive threads on consecutive elements (coalesced scalar accesses).
 #include "common.cuh"
 
 #ifndef TILES
@@ -75,28 +75,21 @@ __device__ __forceinline__ void store_vec(word_t *p, uint4 v)
 
 // Registers <- rows row0 + threadIdx.y + j * BLOCK_ROWS, columns col0 + VEC * threadIdx.x + e.
 __device__ __forceinline__ void load_tile(vec_t (&v)[PER_THREAD], const word_t *__restrict__ in,
-                                          unsigned R, unsigned C, unsigned row0, unsigned col0, bool vectors)
+                                          unsigned R, unsigned C, unsigned row0, unsigned col0)
 {
     const unsigned c = col0 + VEC * threadIdx.x;
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned r = row0 + threadIdx.y + j * BLOCK_ROWS;
-        if (vectors) {
-            if (r < R && c < C)
-                v[j].raw = load_vec(in + (size_t)r * C + c);
-        } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                if (r < R && c + e < C)
-                    v[j].e[e] = in[(size_t)r * C + c + e];
-        }
+        if (r < R && c < C)  // C % VEC == 0: a vector is wholly inside or outside
+            v[j].raw = load_vec(in + (size_t)r * C + c);
     }
 }
 
 // Output row orow = input column col0 + threadIdx.y + j * BLOCK_ROWS; its VEC elements
 // from column ocol = row0 + VEC * threadIdx.x are input rows ocol .. ocol + VEC - 1.
 __device__ __forceinline__ void store_tile(word_t *__restrict__ out, const word_t (*tile)[TILE_DIM + IPAD],
-                                           unsigned R, unsigned C, unsigned row0, unsigned col0, bool vectors)
+                                           unsigned R, unsigned C, unsigned row0, unsigned col0)
 {
     const unsigned ocol = row0 + VEC * threadIdx.x;
 #pragma unroll
@@ -107,16 +100,33 @@ __device__ __forceinline__ void store_tile(word_t *__restrict__ out, const word_
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
             w.e[e] = tile[VEC * threadIdx.x + e][k];
-        if (vectors) {
-            if (orow < C && ocol < R)
-                store_vec(out + (size_t)orow * R + ocol, w.raw);
-        } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                if (orow < C && ocol + e < R)
-                    out[(size_t)orow * R + ocol + e] = w.e[e];
-        }
+        if (orow < C && ocol < R)  // R % VEC == 0
+            store_vec(out + (size_t)orow * R + ocol, w.raw);
     }
+}
+
+// The element path: thread i of the block moves tile elements i, i + threads, ... in
+// row-major order, so a warp reads and writes runs of consecutive elements.
+__device__ __forceinline__ void move_tile_elements(word_t *__restrict__ out, const word_t *__restrict__ in,
+                                                   word_t (*tile)[TILE_DIM + IPAD], unsigned R, unsigned C,
+                                                   unsigned row0, unsigned col0)
+{
+    constexpr unsigned THREADS = TX * BLOCK_ROWS;
+    const unsigned id = threadIdx.y * TX + threadIdx.x;
+#pragma unroll 4
+    for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
+        const unsigned r = row0 + i / TILE_DIM, c = col0 + i % TILE_DIM;
+        if (r < R && c < C)
+            tile[i / TILE_DIM][i % TILE_DIM] = in[(size_t)r * C + c];
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
+        const unsigned orow = col0 + i / TILE_DIM, ocol = row0 + i % TILE_DIM;
+        if (orow < C && ocol < R)
+            out[(size_t)orow * R + ocol] = tile[i % TILE_DIM][i / TILE_DIM];
+    }
+    __syncthreads();  // the tile is free for the next one
 }
 
 extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem_t *__restrict__ out_,
@@ -128,16 +138,22 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem
     const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_);
     const unsigned R = rows, C = cols;
     const unsigned tiles = ((R + TILE_DIM - 1) / TILE_DIM) * ((C + TILE_DIM - 1) / TILE_DIM);
-    const bool load_vectors = C % VEC == 0 && (size_t)in % VEC_BYTES == 0;
-    const bool store_vectors = R % VEC == 0 && (size_t)out % VEC_BYTES == 0;
+    const bool vectors = C % VEC == 0 && R % VEC == 0 && ((size_t)in | (size_t)out) % VEC_BYTES == 0;
 
     unsigned t = blockIdx.x * TILES;
     if (t >= tiles)
         return;
     unsigned row0, col0;
     tile_origin(t, R, C, row0, col0);
+    if (!vectors) {
+        for (int i = 0; i < TILES && t < tiles; ++i, ++t) {
+            tile_origin(t, R, C, row0, col0);
+            move_tile_elements(out, in, tile, R, C, row0, col0);
+        }
+        return;
+    }
     vec_t v[PER_THREAD];
-    load_tile(v, in, R, C, row0, col0, load_vectors);
+    load_tile(v, in, R, C, row0, col0);
 
 #pragma unroll
     for (int i = 0; i < TILES; ++i, ++t) {
@@ -155,8 +171,8 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem
         const unsigned r0 = row0, c0 = col0;
         if (i + 1 < TILES && t + 1 < tiles) {  // next tile's loads in flight during the stores
             tile_origin(t + 1, R, C, row0, col0);
-            load_tile(v, in, R, C, row0, col0, load_vectors);
+            load_tile(v, in, R, C, row0, col0);
         }
-        store_tile(out, tile, R, C, r0, c0, store_vectors);
+        store_tile(out, tile, R, C, r0, c0);
     }
 }
