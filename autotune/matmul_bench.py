@@ -24,12 +24,11 @@ from .config import Config
 from .device import DeviceInfo, cuda_driver
 from .dtypes import DType
 from .errors import InvalidInputError, TrialFailed
-from .kernels import get_kernel
 from .measurement import Measurement
 from .problem import NAN_POISON, check_product, matmul_gbps, matmul_gflops
 from .verify import GUARD_BYTES, poisoned_run
 
-__all__ = ["MatmulBenchmark", "MAX_GRID_Y", "random_operands", "matmul_bytes"]
+__all__ = ["MAX_GRID_Y", "MatmulBenchmark", "matmul_bytes", "random_operands"]
 
 MAX_GRID_Y = 65535
 """CUDA's limit of blocks along y (the rows of C)."""
@@ -127,15 +126,27 @@ class MatmulBenchmark(Benchmark):
             TrialFailed: compile error, block or grid over the device limits, failed launch,
                 or a result outside the tolerance (or not written).
         """
-        compiled = self.compiler(config, self.dtype)
-        compiled.check_launch(self.device)
-        launch = self._launcher(compiled)
-        self.verify(compiled, launch)
+        compiled, launch = self.check(config)
         t = self._time(launch)
         m, n, k = self.rows, self.cols, self.depth
         return Measurement(t.median_ms, t.min_ms, t.max_ms, matmul_gbps(m, n, k, self.dtype.itemsize, t.median_ms),
                            None, compiled.registers, compiled.shared_bytes, t.launches, None, compiled.occupancy,
                            matmul_gflops(m, n, k, t.median_ms))
+
+    def check(self, config: Config):
+        """Compile ``config``, check its block and grid, and verify one launch on fresh inputs.
+
+        Returns:
+            ``(compiled, launch)``: the compiled kernel and a function launching it once.
+
+        Raises:
+            TrialFailed: as :meth:`measure`.
+        """
+        compiled = self.compiler(config, self.dtype)
+        compiled.check_launch(self.device)
+        launch = self._launcher(compiled)
+        self.verify(compiled, launch)
+        return compiled, launch
 
     def verify(self, compiled: CompiledKernel, launch) -> None:
         """Run ``launch`` once on fresh random A and B into the NaN-poisoned C and check C

@@ -33,8 +33,8 @@ import numpy as np
 
 from .errors import TrialFailed
 
-__all__ = ["Problem", "PROBLEMS", "problem_of", "tolerance", "relative_error", "check_product",
-           "matmul_gflops", "matmul_gbps", "format_shape", "TOLERANCE_FACTOR", "NAN_POISON"]
+__all__ = ["NAN_POISON", "PROBLEMS", "TOLERANCE_FACTOR", "Problem", "check_product", "format_shape",
+           "matmul_gbps", "matmul_gflops", "problem_of", "relative_error", "tolerance"]
 
 TOLERANCE_FACTOR = 8.0
 """``c`` of the matmul tolerance ``c * sqrt(K) * u``."""

@@ -534,10 +534,14 @@ def write_report(store: Store, out_dir: Path, *, kernel: str = "smem_pad", shape
     Without ``shape``, the heatmap and the kernels plot use :func:`largest_shape`.
 
     Raises:
-        InvalidInputError: unknown kernel or dtype; ``out_dir`` is a file or cannot be written.
+        InvalidInputError: unknown kernel or dtype, or a matmul kernel (not plotted); ``out_dir``
+            is a file or cannot be written.
         NotTunedError: no plot could be made (the message names what is missing).
     """
     kernel, dtype = get_kernel(kernel).name, get_dtype(dtype).name
+    if get_kernel(kernel).op == "matmul":
+        raise InvalidInputError(f"report plots transposes and copies, not {kernel}; see its figures with "
+                                f"autotune best --kernel {kernel} and autotune bench --kernel {kernel}")
     report = Report()
     if shape is None:
         shape = largest_shape(store, kernel, dtype, device)

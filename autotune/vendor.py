@@ -22,7 +22,7 @@ import numpy as np
 
 from .problem import check_product, matmul_gbps, matmul_gflops
 
-__all__ = ["VendorResult", "vendor_matmul", "LIBRARIES"]
+__all__ = ["LIBRARIES", "VendorResult", "vendor_matmul"]
 
 LIBRARIES = ("cupy", "torch")
 """Tried in this order."""
@@ -101,7 +101,7 @@ def vendor_matmul(bench, libraries: tuple[str, ...] = LIBRARIES) -> VendorResult
                 bench.drv.Context.synchronize()
                 check_product(fetch(), np.matmul(a.astype(np.float64), b.astype(np.float64)), k)
                 t = bench.time(launch)
-        except Exception as exc:  # a library failing must not fail the bench: the line says why
+        except Exception as exc:  # noqa: BLE001  a failing library must not fail the bench: the line says why
             return VendorResult(_NAMES[lib], note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         return VendorResult(_NAMES[lib], t.median_ms, matmul_gbps(m, n, k, dt.itemsize, t.median_ms),
                             matmul_gflops(m, n, k, t.median_ms))

@@ -83,6 +83,7 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
     (["bench", "--kernel", "copy_row", "--m", 4, "--n", 4, "--k", 4], "--m is for matmul kernels"),
     (["best", "--kernel", "matmul_reg", "--rows", 4, "--cols", 4], "--rows is for transposes"),
     (["best", "--kernel", "smem", "--n", 4], "--n is for matmul kernels"),
+    (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "report plots transposes and copies"),
 ])
 def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args, message):
     r = run(*args, "--db", db_url)
