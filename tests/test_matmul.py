@@ -131,6 +131,19 @@ def test_matmul_kernels_are_float32_and_float64_only():
 
 
 @pytest.mark.parametrize("name", MATMULS)
+def test_shipped_matmul_spaces_load_and_hold_the_default(name):
+    k = KERNELS[name]
+    space = load_space(name)
+    configs = space.configs()
+    assert k.default_config() in configs and len(set(configs)) == len(configs) <= 60  # CI compiles every one
+    assert [n for n, _ in space.params] == sorted(k.defaults)
+    for c in configs:
+        assert space.violations(c) == [] and k.shared_bytes(c, 8) <= 48 * 1024  # float64 too
+    for macro, values in space.params:  # every listed value is used by some config
+        assert {c[macro] for c in configs} == set(values), macro
+
+
+@pytest.mark.parametrize("name", MATMULS)
 def test_every_block_covers_its_tile_of_c_and_the_grid_covers_c(name):
     k = KERNELS[name]
     for config in load_space(name).configs():

@@ -81,6 +81,7 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
     (["sweep", "--kernel", "matmul_naive", "--cols", 64], "--cols is for transposes"),
     (["bench", "--kernel", "matmul_tiled", "--kernel", "smem_pad", "--size", 64], "not of the same kind"),
     (["bench", "--kernel", "copy_row", "--m", 4, "--n", 4, "--k", 4], "--m is for matmul kernels"),
+    (["bench", "--m", 4, "--n", 4, "--k", 4, "--dtype", "int8"], "no matmul kernel takes dtype 'int8'; allowed: float32"),
     (["best", "--kernel", "matmul_reg", "--rows", 4, "--cols", 4], "--rows is for transposes"),
     (["best", "--kernel", "smem", "--n", 4], "--n is for matmul kernels"),
     (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "report plots transposes and copies"),

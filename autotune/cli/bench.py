@@ -42,6 +42,9 @@ def bench(
     else:
         names = [name for name, kern in KERNELS.items() if problem_of(kern) == problem
                  and (kern.dtypes is None or dt.name in kern.dtypes)]
+        if not names:
+            allowed = sorted({d for kern in KERNELS.values() if problem_of(kern) == problem for d in kern.dtypes or ()})
+            raise InvalidInputError(f"no {problem.family} kernel takes dtype {dt.name!r}; allowed: {', '.join(allowed)}")
     r, c, depth = dims(problem, f"kernel {names[0]}" if kernel else "bench", size, rows, cols, m, n, k)
     if device < 0:
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")

@@ -101,7 +101,8 @@ def test_short_search_then_best_lookup_and_bench(tmp_path):
     r = runner.invoke(app, ["best", "--kernel", "matmul_tiled", "--m", "300", "--n", "200", "--k", "100", "--db", db])
     assert r.exit_code == 0, r.output
     clear_cache()
-    tuned = lookup("matmul_tiled", (300, 200, 100), device=0, db=db)
+    with open_device(0):
+        tuned = lookup("matmul_tiled", (300, 200, 100), device=0, db=db)
     assert tuned.rung == "exact" and tuned.config.key in r.output and tuned.gflops > 0
 
     r = runner.invoke(app, ["bench", "--m", "300", "--n", "200", "--k", "100", "--repeats", "20", "--db", db])
