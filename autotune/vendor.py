@@ -105,4 +105,5 @@ def vendor_matmul(bench, libraries: tuple[str, ...] = LIBRARIES) -> VendorResult
             return VendorResult(_NAMES[lib], note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         return VendorResult(_NAMES[lib], t.median_ms, matmul_gbps(m, n, k, dt.itemsize, t.median_ms),
                             matmul_gflops(m, n, k, t.median_ms))
-    return VendorResult("cuBLAS (vendor library)", note=f"not measured: neither {' nor '.join(missing)} is installed")
+    which = f"{missing[0]} is not installed" if len(missing) == 1 else f"neither {' nor '.join(missing)} is installed"
+    return VendorResult("cuBLAS (vendor library)", note=f"not measured: {which}")

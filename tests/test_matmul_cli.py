@@ -175,3 +175,45 @@ def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, dev
     key = tuning_key("smem_pad", device_info, 64, 64, "float32")
     search(key, load_space("smem_pad"), FakeTimer(), store, n_trials=2, seed=1)
     assert store.best(key).depth == 0  # the old device row is reused and a transpose keeps K = 0
+
+
+def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fake_gpu, db_url, monkeypatch):
+    from sqlalchemy import select
+
+    import autotune.vendor as vendor
+    from autotune.models import BenchRow, BenchRun
+
+    assert run("search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid", "--db", db_url).exit_code == 0
+
+    def fake_vendor(bench, libraries=vendor.LIBRARIES):  # cuBLAS at 40000 GFLOP/s
+        ms = 2 * bench.rows * bench.cols * bench.depth / 40000e9 * 1e3
+        return vendor.VendorResult("cuBLAS via CuPy (cupy.matmul)", ms, 1.0, 40000.0)
+
+    monkeypatch.setattr(vendor, "vendor_matmul", fake_vendor)
+    r = run("bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert fake_gpu[-1] == (256, 256, 256, "float32") and "% vendor" in r.output
+    # tiled: default 16 (18000 GFLOP/s, 45.0 % of 40000) and tuned 32 (20000, 50.0 %)
+    assert "matmul_tiled (default)" in r.output and "matmul_tiled (tuned)" in r.output
+    assert "18000" in r.output and "45.0" in r.output and "50.0" in r.output and "100.0" in r.output
+    with Store(db_url).session() as s:
+        run_ = s.scalars(select(BenchRun)).one()
+        assert (run_.rows, run_.cols, run_.depth, run_.memcpy_gbps) == (256, 256, 256, None)
+        lines = s.scalars(select(BenchRow).order_by(BenchRow.position)).all()
+        assert [(line.name, line.kind, line.source) for line in lines] == [
+            ("matmul_naive", "kernel", "default"), ("matmul_tiled", "kernel", "default"),
+            ("matmul_tiled", "kernel", "tuned"), ("cuBLAS via CuPy (cupy.matmul)", "vendor", None)]
+        assert [line.gflops for line in lines][1:] == pytest.approx([18000.0, 20000.0, 40000.0])
+
+
+def test_without_cupy_or_torch_the_vendor_line_says_so():
+    from autotune.vendor import vendor_matmul
+
+    class Shape:
+        rows = cols = depth = 8
+        dtype = get_dtype("float32")
+
+    result = vendor_matmul(Shape(), libraries=("autotune_no_such_library",))
+    assert result.gflops is None and result.note == "not measured: autotune_no_such_library is not installed"
+    both = vendor_matmul(Shape(), libraries=("autotune_no_such_a", "autotune_no_such_b"))
+    assert both.note == "not measured: neither autotune_no_such_a nor autotune_no_such_b is installed"
