@@ -180,7 +180,7 @@ def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, dev
 def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fake_gpu, db_url, monkeypatch):
     from sqlalchemy import select
 
-    import autotune.vendor as vendor
+    from autotune import vendor
     from autotune.models import BenchRow, BenchRun
 
     assert run("search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid", "--db", db_url).exit_code == 0
