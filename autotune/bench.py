@@ -8,6 +8,11 @@ events, effective bandwidth ``2 * bytes / time``). The CPU line times
 after one warm-up), also as ``2 * bytes / time``. Transfers move ``bytes`` one way, so their
 GB/s is ``bytes / time``; they are timed with CUDA events from pageable (NumPy) and from
 page-locked host memory.
+
+For the matrix products (``matmul`` kernels, :func:`run_matmul_bench`) the table is each
+kernel at its default and tuned config, in GFLOP/s, beside the vendor library's product of
+the same shape (cuBLAS via CuPy or PyTorch, TF32 off: :mod:`autotune.vendor`), of which each
+kernel's % is shown; no memcpy, CPU or transfer lines.
 """
 
 from __future__ import annotations
@@ -27,16 +32,17 @@ from .measurement import effective_bandwidth_gbps
 from .models import BenchRow, BenchRun
 from .store import Store, device_row
 
-__all__ = ["BenchLine", "run_bench", "save_bench"]
+__all__ = ["BenchLine", "run_bench", "run_matmul_bench", "save_bench"]
 
 
 @dataclass(frozen=True)
 class BenchLine:
     """One line of the bench table. ``gbps``: GB/s (see module doc); ``pct_memcpy``: % of
-    the device memcpy of the same run; ``note``: why a kernel has no figures."""
+    the device memcpy of the same run; ``note``: why a kernel has no figures; ``gflops``:
+    GFLOP/s of a matrix product (kernel or ``vendor`` line)."""
 
     name: str
-    kind: str  # memcpy, kernel, cpu, transfer
+    kind: str  # memcpy, kernel, cpu, transfer, vendor
     median_ms: float | None
     gbps: float | None
     pct_memcpy: float | None = None
@@ -46,6 +52,7 @@ class BenchLine:
     shared_bytes: int | None = None
     occupancy: float | None = None
     note: str | None = None
+    gflops: float | None = None
 
 
 def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str], TuningKey], store: Store,
@@ -54,6 +61,28 @@ def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str],
     rows, cols, dt = bench.rows, bench.cols, bench.dtype
     memcpy = bench.memcpy()
     lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", memcpy.median_ms, bench.memcpy_gbps, 100.0)]
+    lines.extend(_kernel_lines(bench, kernels, key_for, store))
+    lines.append(_cpu_line(rows, cols, dt.numpy, cpu_repeats, bench.memcpy_gbps))
+    lines.extend(_transfer_lines(bench))
+    return lines
+
+
+def run_matmul_bench(bench, kernels: Sequence[str], key_for: Callable[[str], TuningKey],
+                     store: Store) -> list[BenchLine]:
+    """Every ``matmul`` kernel at its default and tuned config, then the vendor library's
+    product, for ``bench``'s M, N, K and dtype (a :class:`~autotune.matmul_bench.MatmulBenchmark`)."""
+    from .vendor import vendor_matmul
+
+    lines = _kernel_lines(bench, kernels, key_for, store)
+    v = vendor_matmul(bench)
+    lines.append(BenchLine(v.name, "vendor", v.median_ms, v.gbps, note=v.note, gflops=v.gflops))
+    return lines
+
+
+def _kernel_lines(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str], TuningKey],
+                  store: Store) -> list[BenchLine]:
+    """Each kernel at its default config, and at its stored tuned config where that differs."""
+    lines = []
     for name in kernels:
         kernel = get_kernel(name)
         default = kernel.default_config()
@@ -62,8 +91,6 @@ def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str],
         lines.append(_kernel_line(bench, default, "default=tuned" if tuned == default else "default"))
         if tuned is not None and tuned != default:
             lines.append(_kernel_line(bench, tuned, "tuned"))
-    lines.append(_cpu_line(rows, cols, dt.numpy, cpu_repeats, bench.memcpy_gbps))
-    lines.extend(_transfer_lines(bench))
     return lines
 
 
@@ -74,7 +101,7 @@ def _kernel_line(bench: Benchmark, config, source: str) -> BenchLine:
         return BenchLine(config.kernel, "kernel", None, None, config_key=config.key, source=source,
                          note=f"{failure.status}: {failure.reason}")
     return BenchLine(config.kernel, "kernel", m.median_ms, m.gbps, m.pct_memcpy, config.key, source,
-                     m.registers, m.shared_bytes, m.occupancy)
+                     m.registers, m.shared_bytes, m.occupancy, gflops=m.gflops)
 
 
 def _cpu_line(rows: int, cols: int, dtype: np.dtype, repeats: int, memcpy_gbps: float) -> BenchLine:
@@ -120,7 +147,7 @@ def save_bench(store: Store, bench: Benchmark, nvcc_version: str, lines: Sequenc
     """Store a bench run and its lines; returns the run's id."""
     with store.session() as session:
         run = BenchRun(device=device_row(session, bench.device), rows=bench.rows, cols=bench.cols,
-                       dtype=bench.dtype.name, nvcc_version=nvcc_version, memcpy_gbps=bench.memcpy_gbps,
+                       depth=bench.depth, dtype=bench.dtype.name, nvcc_version=nvcc_version, memcpy_gbps=bench.memcpy_gbps,
                        l2_mode=bench.l2_mode)
         run.lines = [BenchRow(position=i, **line.__dict__) for i, line in enumerate(lines)]
         session.add(run)

@@ -74,6 +74,9 @@ class Benchmark:
         InvalidInputError: bad shape, or the buffers do not fit in free device memory.
     """
 
+    depth: int = 0
+    """K of a matrix product (:class:`~autotune.matmul_bench.MatmulBenchmark`); 0 here."""
+
     def __init__(self, device: DeviceInfo, rows: int, cols: int, dtype: DType, *,
                  warmup: int = 10, repeats: int = 50, seed: int | None = None) -> None:
         if not (1 <= rows <= MAX_DIM and 1 <= cols <= MAX_DIM):
@@ -268,18 +271,30 @@ def check_fits(device: DeviceInfo, rows: int, cols: int, dtype: DType) -> None:
 
 
 @contextlib.contextmanager
-def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, **options) -> Iterator[Benchmark]:
-    """A :class:`Benchmark` on device ``ordinal``, inside its context, freed on exit.
+def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, depth: int = 0,
+                   **options) -> Iterator[Benchmark]:
+    """A :class:`Benchmark` on device ``ordinal``, inside its context, freed on exit:
+    of a transpose or copy of ``rows x cols`` (``depth`` 0), or of the matrix product
+    ``M, N, K = rows, cols, depth`` (:class:`autotune.matmul_bench.MatmulBenchmark`).
 
-    ``options`` are passed to :class:`Benchmark` (warmup, repeats, seed).
+    ``options`` are passed to the benchmark (warmup, repeats, seed).
 
     Raises:
         GPUUnavailableError: no PyCUDA, driver or device.
         InvalidInputError: ``ordinal`` out of range, bad shape, or too large for the GPU.
     """
     with open_device(ordinal) as device:
-        check_fits(device, rows, cols, dtype)
-        bench = Benchmark(device, rows, cols, dtype, **options)
+        if depth:
+            from .matmul_bench import MatmulBenchmark, matmul_bytes
+
+            need = matmul_bytes(rows, cols, depth, dtype.itemsize)
+            if need > device.total_memory:
+                raise InvalidInputError(f"shape {rows}x{cols}x{depth} {dtype.name} needs {need / 2**30:.1f} GiB "
+                                        f"on the GPU; {device.name} has {device.total_memory / 2**30:.1f} GiB")
+            bench: Benchmark = MatmulBenchmark(device, rows, cols, depth, dtype, **options)
+        else:
+            check_fits(device, rows, cols, dtype)
+            bench = Benchmark(device, rows, cols, dtype, **options)
         try:
             yield bench
         finally:

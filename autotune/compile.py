@@ -50,7 +50,7 @@ class CompiledKernel:
     """A loaded kernel and its resource use.
 
     Attributes:
-        function: the ``pycuda.driver.Function``, prepared for ``(out, in, rows, cols)``.
+        function: the ``pycuda.driver.Function``, prepared with the kernel's ``signature`` (``(out, in, rows, cols)`` for a transpose).
         registers: registers per thread.
         shared_bytes: static shared memory per block, bytes.
         local_bytes: local memory per thread (spills), bytes.
@@ -117,7 +117,7 @@ class Compiler:
             raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
         module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
-        fn.prepare("PPii")
+        fn.prepare(kernel.signature)
         threads = math.prod(kernel.block(config, dtype.itemsize))
         blocks, occupancy = (0, 0.0)
         if threads <= fn.max_threads_per_block:

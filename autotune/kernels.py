@@ -28,7 +28,7 @@ from .dtypes import DType
 from .errors import InvalidInputError
 from .resources import data_dir
 
-__all__ = ["Kernel", "KERNELS", "ALIASES", "get_kernel", "tile_of_block", "source_text", "source_hash"]
+__all__ = ["Kernel", "MatmulKernel", "KERNELS", "ALIASES", "get_kernel", "tile_of_block", "source_text", "source_hash"]
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
@@ -71,6 +71,8 @@ class Kernel:
         vector_bytes: bytes each thread moves per global access (16 for the vectorized
             kernel: ``16 // itemsize`` elements; 0 for one element per access). A block then
             has ``TILE_DIM // (vector_bytes // itemsize)`` threads along a tile row.
+        signature: PyCUDA ``prepare`` argument types of the entry point (``PPii``: out, in,
+            rows, cols; the matrix products take ``PPPiii``: C, A, B, M, N, K).
     """
 
     name: str
@@ -83,6 +85,7 @@ class Kernel:
     shared: bool = False
     dtypes: tuple[str, ...] | None = None
     vector_bytes: int = 0
+    signature: str = "PPii"
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -173,6 +176,77 @@ class Kernel:
         return self._value(config, "UNROLL", 1) * tile * (tile + self._value(config, "IPAD", 0)) * itemsize
 
 
+@dataclass(frozen=True)
+class MatmulKernel(Kernel):
+    """A matrix product ``C[M,N] = A[M,K] @ B[K,N]`` (op ``matmul``, row-major, float32 and
+    float64): ``rows, cols`` of the geometry methods are ``M, N``; each block computes a
+    ``tile_shape`` tile of C, over a 2-D grid (x along N, y along M).
+
+    Attributes:
+        block_macros: the macros giving the block's threads along x and y, each a macro name
+            or ``(macro, divisor macro)`` for ``macro / divisor``.
+        tile_macros: the macros giving the rows and columns of C one block computes.
+        shared_tiles: ``(rows, cols)`` macro expressions of each shared-memory array, in
+            elements (``"BM+1"``: a macro plus a constant).
+    """
+
+    block_macros: tuple = ()
+    tile_macros: tuple[str, str] = ("", "")
+    shared_tiles: tuple[tuple[str, str], ...] = ()
+
+    def _eval(self, config: Config, term) -> int:
+        values = {**self.fixed, **config.as_dict()}
+        if isinstance(term, tuple):
+            return values[term[0]] // values[term[1]]
+        name, _, plus = str(term).partition("+")
+        return values[name] + int(plus or 0)
+
+    def output_shape(self, rows: int, cols: int) -> tuple[int, int]:
+        """``(M, N)``: C has the rows of A and the columns of B."""
+        return (rows, cols)
+
+    def reference(self, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:  # type: ignore[override]
+        """``a @ b`` in float64 (the accuracy reference of :mod:`autotune.problem`)."""
+        return np.matmul(a.astype(np.float64), b.astype(np.float64))
+
+    def tile_shape(self, config: Config) -> tuple[int, int]:
+        """Rows x cols of C one block computes."""
+        return self._eval(config, self.tile_macros[0]), self._eval(config, self.tile_macros[1])
+
+    def block(self, config: Config, itemsize: int) -> tuple[int, int, int]:
+        """Threads per block ``(x, y, 1)`` (the same for every element size)."""
+        return self._eval(config, self.block_macros[0]), self._eval(config, self.block_macros[1]), 1
+
+    def grid(self, config: Config, rows: int, cols: int) -> tuple[int, int]:
+        """``(ceil(N / tile cols), ceil(M / tile rows))`` blocks for an ``M x N`` C."""
+        tiles_y, tiles_x = self.tiles(config, rows, cols)
+        return (tiles_x, tiles_y)
+
+    def shared_bytes(self, config: Config, itemsize: int) -> int:
+        """Static shared memory per block for elements of ``itemsize`` bytes."""
+        return sum(self._eval(config, r) * self._eval(config, c) for r, c in self.shared_tiles) * itemsize
+
+
+def _matmul(name: str, summary: str, defaults: dict[str, int], block: tuple, tile: tuple[str, str],
+            shared: tuple[tuple[str, str], ...] = ()) -> MatmulKernel:
+    return MatmulKernel(name, f"{name}.cu", name, "matmul", MappingProxyType(defaults), MappingProxyType({}),
+                        summary, shared=bool(shared), dtypes=("float32", "float64"), signature="PPPiii",
+                        block_macros=block, tile_macros=tile, shared_tiles=shared)
+
+
+MATMUL_KERNELS = (
+    _matmul("matmul_naive", "matrix product, one thread per element of C, operands from global memory",
+            {"BLOCK_X": 16, "BLOCK_Y": 16}, ("BLOCK_X", "BLOCK_Y"), ("BLOCK_Y", "BLOCK_X")),
+    _matmul("matmul_tiled", "matrix product with TILE_WIDTH x TILE_WIDTH shared-memory tiles of A and B",
+            {"TILE_WIDTH": 16}, ("TILE_WIDTH", "TILE_WIDTH"), ("TILE_WIDTH", "TILE_WIDTH"),
+            (("TILE_WIDTH", "TILE_WIDTH"), ("TILE_WIDTH", "TILE_WIDTH"))),
+    _matmul("matmul_reg", "register-blocked matrix product: BM x BN block tile, TM x TN outputs per thread",
+            {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}, (("BN", "TN"), ("BM", "TM")), ("BM", "BN"),
+            (("BK", "BM+1"), ("BK", "BN"))),
+)
+"""The matrix products (float32 and float64 only); see ``kernels/matmul*.cu``."""
+
+
 _SOURCES = {"copy.cu": ("copy_tiled", "copy"), "naive.cu": ("transpose_naive", "transpose"),
             "smem.cu": ("transpose_smem", "transpose"), "vec.cu": ("transpose_vec", "transpose")}
 """Each source file's entry point and op; several catalog entries share a file."""
@@ -209,6 +283,7 @@ KERNELS: Mapping[str, Kernel] = MappingProxyType({
                {"IPAD": 1, "UNROLL": 2, "DIAGONAL": 0}, {}),
         _entry("smem_vec", "vec.cu", "16-byte vector loads and stores through a padded shared tile, TILES per block",
                {"TILE_DIM": 64, "BLOCK_ROWS": 16, "IPAD": 1, "TILES": 1, "STREAMING": 0, "DIAGONAL": 0, "GROUP": 0}, {"UNROLL": 1}),
+        *MATMUL_KERNELS,
     )
 })
 

@@ -27,10 +27,12 @@ class TuningKey:
             ``pci_bus_id`` are not: they say which GPU of that model measured).
         kernel: catalog name, e.g. ``smem_pad``.
         source_hash: SHA-256 of the kernel source after includes (hex).
-        rows, cols: input matrix shape (row-major); the output is ``cols x rows``.
+        rows, cols: input matrix shape (row-major); the output is ``cols x rows``. For a
+            matrix product ``C[M,N] = A[M,K] @ B[K,N]``: ``M`` and ``N``.
         dtype: element type name, e.g. ``float32``.
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
+        depth: ``K`` of a matrix product; 0 for a transpose or copy.
     """
 
     device: DeviceInfo
@@ -41,11 +43,12 @@ class TuningKey:
     dtype: str
     nvcc_version: str
     compile_flags: str
+    depth: int = 0
 
     @property
-    def shape(self) -> tuple[int, int]:
-        """``(rows, cols)``."""
-        return (self.rows, self.cols)
+    def shape(self) -> tuple[int, ...]:
+        """``(rows, cols)``, or ``(M, N, K)`` of a matrix product."""
+        return (self.rows, self.cols, self.depth) if self.depth else (self.rows, self.cols)
 
     @property
     def study_name(self) -> str:
@@ -54,13 +57,14 @@ class TuningKey:
         return (
             f"{self.kernel}@{self.source_hash[:12]}|{d.name}|sm{d.compute_capability}|"
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
-            f"{self.compile_flags}|{self.rows}x{self.cols}|{self.dtype}"
+            f"{self.compile_flags}|{self.rows}x{self.cols}{f'x{self.depth}' if self.depth else ''}|{self.dtype}"
         )
 
 
-def tuning_key(kernel: str, device: DeviceInfo, rows: int, cols: int, dtype: str) -> TuningKey:
-    """The key of ``kernel`` on ``device`` for a ``rows x cols`` ``dtype`` input, with the
-    current kernel source hash, nvcc version and compile flags.
+def tuning_key(kernel: str, device: DeviceInfo, rows: int, cols: int, dtype: str, depth: int = 0) -> TuningKey:
+    """The key of ``kernel`` on ``device`` for a ``rows x cols`` ``dtype`` input (``M, N``
+    and ``depth = K`` of a matrix product), with the current kernel source hash, nvcc
+    version and compile flags.
 
     Raises:
         InvalidInputError: unknown kernel or dtype.
@@ -73,4 +77,4 @@ def tuning_key(kernel: str, device: DeviceInfo, rows: int, cols: int, dtype: str
 
     k = get_kernel(kernel)
     return TuningKey(device, k.name, source_hash(k), rows, cols, get_dtype(dtype).name,
-                     nvcc_version(), compile_flags(device.arch))
+                     nvcc_version(), compile_flags(device.arch), depth)

@@ -35,18 +35,22 @@ class Measurement:
         pct_copy: ``gbps`` as % of the copy_row kernel on the same shape in the same run
             (``None`` where it was not measured).
         occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
+        gflops: ``2 * M * N * K / median`` in GFLOP/s for a matrix product (``None`` for a
+            transpose or copy, whose ``pct_memcpy`` is then always set; a product has none,
+            and its ``gbps`` is :func:`autotune.problem.matmul_gbps`).
     """
 
     median_ms: float
     min_ms: float
     max_ms: float
     gbps: float
-    pct_memcpy: float
+    pct_memcpy: float | None
     registers: int
     shared_bytes: int
     launches: int
     pct_copy: float | None = None
     occupancy: float | None = None
+    gflops: float | None = None
 
     @property
     def spread(self) -> float:

@@ -140,6 +140,7 @@ class Search(Base):
     kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"), index=True)
     rows: Mapped[int] = mapped_column(Integer)
     cols: Mapped[int] = mapped_column(Integer)
+    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
     compile_flags: Mapped[str] = mapped_column(String(1024))
@@ -183,7 +184,8 @@ class Trial(Base):
     median_ms: Mapped[float | None] = mapped_column(Float)
     min_ms: Mapped[float | None] = mapped_column(Float)
     max_ms: Mapped[float | None] = mapped_column(Float)
-    gbps: Mapped[float | None] = mapped_column(Float)
+    gbps: Mapped[float | None] = mapped_column(Float)  # of a matmul: its minimum traffic per time
+    gflops: Mapped[float | None] = mapped_column(Float)  # 2*M*N*K / time of a matmul, GFLOP/s
     pct_memcpy: Mapped[float | None] = mapped_column(Float)
     pct_copy: Mapped[float | None] = mapped_column(Float)  # % of the search's copy_row bound
     occupancy: Mapped[float | None] = mapped_column(Float)  # theoretical, 0..1, from the driver
@@ -201,7 +203,7 @@ class Best(Base):
     __tablename__ = "autotune_best"
     __table_args__ = (
         UniqueConstraint(
-            "device_id", "kernel_id", "rows", "cols", "dtype", "nvcc_version", "compile_flags",
+            "device_id", "kernel_id", "rows", "cols", "dtype", "nvcc_version", "compile_flags", "depth",
             name="uq_autotune_best__key",
         ),
     )
@@ -211,6 +213,7 @@ class Best(Base):
     kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"))
     rows: Mapped[int] = mapped_column(Integer)
     cols: Mapped[int] = mapped_column(Integer)
+    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
     compile_flags: Mapped[str] = mapped_column(String(1024))
@@ -227,7 +230,7 @@ class Best(Base):
     trial: Mapped[Trial] = relationship()
 
 
-BENCH_KINDS = ("memcpy", "kernel", "cpu", "transfer")
+BENCH_KINDS = ("memcpy", "kernel", "cpu", "transfer", "vendor")
 
 
 class BenchRun(Base):
@@ -239,9 +242,10 @@ class BenchRun(Base):
     device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"), index=True)
     rows: Mapped[int] = mapped_column(Integer)
     cols: Mapped[int] = mapped_column(Integer)
+    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
-    memcpy_gbps: Mapped[float] = mapped_column(Float)
+    memcpy_gbps: Mapped[float | None] = mapped_column(Float)  # None for a matmul bench
     l2_mode: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -250,7 +254,8 @@ class BenchRun(Base):
 
 
 class BenchRow(Base):
-    """One line of a bench table (GB/s: effective bandwidth; for transfers, bytes moved / time)."""
+    """One line of a bench table (GB/s: effective bandwidth; for transfers, bytes moved / time;
+    GFLOP/s for matrix products and the vendor library's product)."""
 
     __tablename__ = "autotune_bench_rows"
     __table_args__ = (CheckConstraint(_in("kind", BENCH_KINDS), name="kind_valid"),)
@@ -264,6 +269,7 @@ class BenchRow(Base):
     source: Mapped[str | None] = mapped_column(String(16))  # 'default' or 'tuned' for kernels
     median_ms: Mapped[float | None] = mapped_column(Float)
     gbps: Mapped[float | None] = mapped_column(Float)
+    gflops: Mapped[float | None] = mapped_column(Float)  # matmul and vendor lines, GFLOP/s
     pct_memcpy: Mapped[float | None] = mapped_column(Float)
     registers: Mapped[int | None] = mapped_column(Integer)
     shared_bytes: Mapped[int | None] = mapped_column(Integer)

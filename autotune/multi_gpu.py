@@ -51,6 +51,7 @@ class Plan:
     seed: int | None
     sampler: str
     timeout: float | None
+    depth: int = 0  # K of a matrix product (rows, cols are M, N); 0 for a transpose
 
 
 @dataclass
@@ -256,10 +257,10 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
     from .tuner import search
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
-    with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), repeats=plan.repeats,
-                        seed=seed) as bench:
+    with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), depth=plan.depth,
+                        repeats=plan.repeats, seed=seed) as bench:
         store = Store(plan.db)
-        key = tuning_key(plan.kernel, bench.device, plan.rows, plan.cols, plan.dtype)
+        key = tuning_key(plan.kernel, bench.device, plan.rows, plan.cols, plan.dtype, plan.depth)
         events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
 
         def on_trial(outcome, result) -> None:

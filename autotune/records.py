@@ -11,13 +11,14 @@ from .models import Best, Device, Kernel, Search, Trial
 __all__ = ["TrialRecord", "BestRecord", "trial_record", "best_record", "MEASURED"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
-            "pct_copy", "occupancy")
+            "pct_copy", "occupancy", "gflops")
 """Trial columns that come from a :class:`~autotune.measurement.Measurement`."""
 
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One stored trial. Times in ms, ``gbps`` in GB/s, ``pct_memcpy`` in % of the
+    """One stored trial. Times in ms, ``gbps`` in GB/s, ``gflops`` in GFLOP/s (matmul only),
+    ``pct_memcpy`` in % of the
     device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
     ``None`` for a failed trial, whose ``reason`` says why."""
 
@@ -37,15 +38,16 @@ class TrialRecord:
     launches: int | None
     pct_copy: float | None
     occupancy: float | None
+    gflops: float | None
     created_at: datetime
 
 
 @dataclass(frozen=True)
 class BestRecord:
     """The best config stored for one key, with its measurement (units as in
-    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s).
-    The device fields are the model (the key); ``device_uuid`` is the physical GPU that
-    measured the best trial (``''`` where unknown)."""
+    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``depth``
+    is K of a matmul, 0 for a transpose). The device fields are the model (the key);
+    ``device_uuid`` is the physical GPU that measured the best trial (``''`` where unknown)."""
 
     device_name: str
     compute_capability: str
@@ -65,7 +67,7 @@ class BestRecord:
     min_ms: float
     max_ms: float
     gbps: float
-    pct_memcpy: float
+    pct_memcpy: float | None
     registers: int
     shared_bytes: int
     trial_id: int
@@ -79,6 +81,16 @@ class BestRecord:
     spread: float | None = None
     rounds: int | None = None
     tie_group: tuple[str, ...] = ()
+    depth: int = 0
+    gflops: float | None = None
+
+    @property
+    def pooled_gflops(self) -> float | None:
+        """GFLOP/s of a matmul's re-timed pooled median (its single measurement where not re-timed;
+        ``None`` for a transpose)."""
+        if self.pooled_median_ms is None or self.gflops is None:
+            return self.gflops
+        return self.gflops * self.median_ms / self.pooled_median_ms
 
     @property
     def pooled_gbps(self) -> float | None:
@@ -101,7 +113,7 @@ def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search
         device_name=device.name, compute_capability=device.compute_capability,
         sm_count=device.sm_count, driver_version=device.driver_version,
         cuda_version=device.cuda_version, device_uuid=search.gpu_uuid, kernel=kernel.name, source_hash=kernel.source_hash,
-        rows=best.rows, cols=best.cols, dtype=best.dtype, nvcc_version=best.nvcc_version,
+        rows=best.rows, cols=best.cols, depth=best.depth, dtype=best.dtype, nvcc_version=best.nvcc_version,
         compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
         **{name: getattr(trial, name) for name in MEASURED if name != "launches"},
         trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,

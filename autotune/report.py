@@ -17,6 +17,9 @@ A plot whose data is missing raises :class:`MissingData`, whose message says wha
 get it; :func:`write_report` writes every plot it can, collects those notes, and raises
 :class:`~autotune.errors.NotTunedError` when it can write none.
 
+The plots are of transposes and copies (matrix products, ``depth`` > 0, are left out: their
+figures are in ``autotune best`` and ``autotune bench``).
+
 Matplotlib is imported inside the plotting functions only, and drawn through its ``Agg``
 canvas on a :class:`matplotlib.figure.Figure` (no pyplot, no global backend switch), so
 importing autotune never imports matplotlib.
@@ -139,8 +142,8 @@ def heatmap_data(store: Store, kernel: str, rows: int, cols: int, dtype: str,
         MissingData: no such search.
     """
     kernel = get_kernel(kernel).name
-    where = (Kernel.name == kernel, Search.rows == rows, Search.cols == cols, Search.dtype == dtype,
-             *_device_filter(device))
+    where = (Kernel.name == kernel, Search.rows == rows, Search.cols == cols, Search.depth == 0,
+             Search.dtype == dtype, *_device_filter(device))
     has_ok = select(Trial.id).where(Trial.search_id == Search.id, Trial.status == "ok").exists()
     with store.session() as session:
         latest = session.execute(
@@ -157,7 +160,7 @@ def heatmap_data(store: Store, kernel: str, rows: int, cols: int, dtype: str,
             select(Trial.macros, Trial.status, Trial.gbps, Trial.config_key)
             .join(Search, Trial.search_id == Search.id).join(Device, Search.device_id == Device.id)
             .where(Search.kernel_id == kernel_id, Device.name == device_name, Search.rows == rows,
-                   Search.cols == cols, Search.dtype == dtype)
+                   Search.cols == cols, Search.depth == 0, Search.dtype == dtype)
             .order_by(Trial.id)
         ).all()
     cells: dict[tuple[int, int], float] = {}
@@ -216,7 +219,8 @@ def bench_data(store: Store, rows: int, cols: int, dtype: str, device: str | Non
     with store.session() as session:
         run = session.scalars(
             select(BenchRun).join(Device, BenchRun.device_id == Device.id)
-            .where(BenchRun.rows == rows, BenchRun.cols == cols, BenchRun.dtype == dtype, *_device_filter(device))
+            .where(BenchRun.rows == rows, BenchRun.cols == cols, BenchRun.depth == 0, BenchRun.dtype == dtype,
+                   *_device_filter(device))
             .order_by(BenchRun.created_at.desc(), BenchRun.id.desc()).limit(1)
         ).first()
         if run is None:
@@ -263,7 +267,7 @@ def scaling_data(store: Store, kernel: str, dtype: str, device: str | None = Non
         MissingData: nothing is tuned for that kernel and dtype.
     """
     kernel = get_kernel(kernel).name
-    found = store.find_best(kernel=kernel, dtype=dtype, device_name=device)
+    found = store.find_best(kernel=kernel, dtype=dtype, device_name=device, depth=0)
     if not found:
         raise MissingData(f"no tuned result of {kernel} {dtype}{_on(device)}: "
                           f"run {_search_hint(kernel, None, None, dtype)} for a few sizes")
@@ -289,13 +293,13 @@ def largest_shape(store: Store, kernel: str, dtype: str, device: str | None = No
         found = session.execute(
             select(Search.rows, Search.cols).join(Device, Search.device_id == Device.id)
             .join(Kernel, Search.kernel_id == Kernel.id)
-            .where(Kernel.name == kernel, Search.dtype == dtype, has_ok, *_device_filter(device))
+            .where(Kernel.name == kernel, Search.dtype == dtype, Search.depth == 0, has_ok, *_device_filter(device))
             .order_by(size, Search.rows.desc()).limit(1)
         ).first()
         if found is None:
             found = session.execute(
                 select(BenchRun.rows, BenchRun.cols).join(Device, BenchRun.device_id == Device.id)
-                .where(BenchRun.dtype == dtype, *_device_filter(device))
+                .where(BenchRun.dtype == dtype, BenchRun.depth == 0, *_device_filter(device))
                 .order_by((BenchRun.rows * BenchRun.cols).desc(), BenchRun.rows.desc()).limit(1)
             ).first()
     return None if found is None else (int(found[0]), int(found[1]))
@@ -530,10 +534,14 @@ def write_report(store: Store, out_dir: Path, *, kernel: str = "smem_pad", shape
     Without ``shape``, the heatmap and the kernels plot use :func:`largest_shape`.
 
     Raises:
-        InvalidInputError: unknown kernel or dtype; ``out_dir`` is a file or cannot be written.
+        InvalidInputError: unknown kernel or dtype, or a matmul kernel (not plotted); ``out_dir``
+            is a file or cannot be written.
         NotTunedError: no plot could be made (the message names what is missing).
     """
     kernel, dtype = get_kernel(kernel).name, get_dtype(dtype).name
+    if get_kernel(kernel).op == "matmul":
+        raise InvalidInputError(f"report plots transposes and copies, not {kernel}; see its figures with "
+                                f"autotune best --kernel {kernel} and autotune bench --kernel {kernel}")
     report = Report()
     if shape is None:
         shape = largest_shape(store, kernel, dtype, device)

@@ -7,9 +7,13 @@ The file is JSON::
 
 with one entry per stored best (:meth:`autotune.store.Store.find_best`), carrying its whole
 key and provenance (device model, and the UUID of the GPU that measured it, kernel name and
-source hash, shape, dtype,
+source hash, shape (``rows``, ``cols``, and ``depth``: K of a matrix product, 0 for a
+transpose), dtype,
 nvcc version, compile flags), the config, the measurement, the search's memcpy and copy
-bounds, the re-timing figures and when it was tuned (see :func:`entry`).
+bounds, the re-timing figures and when it was tuned (see :func:`entry`). ``depth`` and the
+measurement's ``gflops`` came with the matrix products; a file without them (written before)
+reads as ``depth`` 0 and no GFLOP/s, so the schema version stayed 1. A matrix product has no
+memcpy figure: its ``pct_memcpy`` is null.
 
 An import reads and validates the whole file before it writes anything, then records every
 entry in one transaction: as a finished search of sampler ``import`` with one ``ok`` trial,
@@ -60,7 +64,7 @@ _MACRO_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 
 DEVICE_FIELDS = ("name", "compute_capability", "sm_count", "total_memory", "driver_version", "cuda_version",
                  "uuid")
-MEASUREMENT_FIELDS = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "pct_copy", "registers",
+MEASUREMENT_FIELDS = ("median_ms", "min_ms", "max_ms", "gbps", "gflops", "pct_memcpy", "pct_copy", "registers",
                       "shared_bytes", "launches")
 
 
@@ -112,12 +116,12 @@ def entry(record: BestRecord, *, total_memory: int, tie_group: list[dict[str, An
             "cuda_version": record.cuda_version, "uuid": record.device_uuid,
         },
         "kernel": {"name": record.kernel, "source_hash": record.source_hash},
-        "rows": record.rows, "cols": record.cols, "dtype": record.dtype,
+        "rows": record.rows, "cols": record.cols, "depth": record.depth, "dtype": record.dtype,
         "nvcc_version": record.nvcc_version, "compile_flags": record.compile_flags,
         "config": record.config.as_dict(),
         "measurement": {
             "median_ms": record.median_ms, "min_ms": record.min_ms, "max_ms": record.max_ms,
-            "gbps": record.gbps, "pct_memcpy": record.pct_memcpy, "pct_copy": record.pct_copy,
+            "gbps": record.gbps, "gflops": record.gflops, "pct_memcpy": record.pct_memcpy, "pct_copy": record.pct_copy,
             "registers": record.registers, "shared_bytes": record.shared_bytes, "launches": launches,
         },
         "memcpy_gbps": record.memcpy_gbps, "copy_gbps": record.copy_gbps, "l2_mode": l2_mode,
@@ -341,6 +345,11 @@ def _entry(check: _Checker, item: Any, at: str, hashes: dict[str, str]) -> dict[
 
     rows = check.integer(check.get(item, "rows", at), f"{at}.rows", high=MAX_DIM)
     cols = check.integer(check.get(item, "cols", at), f"{at}.cols", high=MAX_DIM)
+    depth = check.integer(check.get(item, "depth", at, optional=True), f"{at}.depth", low=0, high=MAX_DIM,
+                          null=True) or 0
+    if (depth > 0) != (kernel.op == "matmul"):
+        want = "K >= 1 of the product" if kernel.op == "matmul" else "0 (a transpose has no K)"
+        raise check.fail(f"{at}.depth", f"is {depth}; kernel {kernel_name} needs {want}")
     dtype = check.string(check.get(item, "dtype", at), f"{at}.dtype", max_len=32)
     if dtype not in DTYPES:
         raise check.fail(f"{at}.dtype", f"is {dtype!r}; allowed: {', '.join(DTYPES)}")
@@ -353,8 +362,11 @@ def _entry(check: _Checker, item: Any, at: str, hashes: dict[str, str]) -> dict[
     where = f"{at}.measurement"
     raw = check.obj(check.get(item, "measurement", at), where)
     m: dict[str, Any] = {}
-    for field in ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy"):
+    for field in ("median_ms", "min_ms", "max_ms", "gbps"):
         m[field] = check.number(check.get(raw, field, where), f"{where}.{field}")
+    m["pct_memcpy"] = check.number(check.get(raw, "pct_memcpy", where), f"{where}.pct_memcpy",
+                                   null=kernel.op == "matmul")
+    m["gflops"] = check.number(check.get(raw, "gflops", where, optional=True), f"{where}.gflops", null=True)
     m["pct_copy"] = check.number(check.get(raw, "pct_copy", where, optional=True), f"{where}.pct_copy", null=True)
     m["registers"] = check.integer(check.get(raw, "registers", where), f"{where}.registers", low=0)
     m["shared_bytes"] = check.integer(check.get(raw, "shared_bytes", where), f"{where}.shared_bytes", low=0)
@@ -371,7 +383,7 @@ def _entry(check: _Checker, item: Any, at: str, hashes: dict[str, str]) -> dict[
         check.string(l2_mode, f"{at}.l2_mode", max_len=16)
     return {
         "device": device, "gpu_uuid": gpu_uuid, "kernel": kernel_name, "source_hash": digest, "current": hashes.get(kernel_name) == digest,
-        "rows": rows, "cols": cols, "dtype": dtype, "nvcc_version": nvcc, "compile_flags": flags,
+        "rows": rows, "cols": cols, "depth": depth, "dtype": dtype, "nvcc_version": nvcc, "compile_flags": flags,
         "config": config, "measurement": m,
         "memcpy_gbps": optional_number("memcpy_gbps"), "copy_gbps": optional_number("copy_gbps"),
         "l2_mode": l2_mode,
@@ -464,7 +476,7 @@ def import_results(store: Store, path: str | os.PathLike[str] | ResultsFile) -> 
                 session.add(kernel)
                 kernels[kernel_key] = kernel
             session.flush()
-            shape = {"rows": item["rows"], "cols": item["cols"], "dtype": item["dtype"],
+            shape = {"rows": item["rows"], "cols": item["cols"], "depth": item["depth"], "dtype": item["dtype"],
                      "nvcc_version": item["nvcc_version"], "compile_flags": item["compile_flags"]}
             config: Config = item["config"]
             duplicate = session.scalars(

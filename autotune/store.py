@@ -207,7 +207,7 @@ class Store:
             search = Search(
                 device=device_row(session, key.device),
                 kernel=_kernel_row(session, key.kernel, key.source_hash),
-                rows=key.rows, cols=key.cols, dtype=key.dtype, nvcc_version=key.nvcc_version,
+                rows=key.rows, cols=key.cols, depth=key.depth, dtype=key.dtype, nvcc_version=key.nvcc_version,
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
                 seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
                 clocks_start=clocks, status="running", gpu_uuid=key.device.uuid,
@@ -296,7 +296,7 @@ class Store:
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
         stmt = _best_query().where(*_key_filter(key), Best.rows == key.rows, Best.cols == key.cols,
-                                   Best.dtype == key.dtype, Best.nvcc_version == key.nvcc_version,
+                                   Best.depth == key.depth, Best.dtype == key.dtype, Best.nvcc_version == key.nvcc_version,
                                    Best.compile_flags == key.compile_flags)
         with self.session() as session:
             row = session.execute(stmt).one_or_none()
@@ -319,18 +319,20 @@ class Store:
     def find_best(
         self, *, kernel: str | None = None, rows: int | None = None, cols: int | None = None,
         dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
+        depth: int | None = None,
     ) -> list[BestRecord]:
         """Best configs matching every filter given (``device_name``: case-insensitive
-        substring), sorted by device name, kernel, rows, cols, dtype."""
+        substring; ``depth``: K of a matmul, 0 for transposes), sorted by device name,
+        kernel, rows, cols, depth, dtype."""
         stmt = _best_query()
         exact = {Kernel.name: kernel, Best.rows: rows, Best.cols: cols, Best.dtype: dtype,
-                 Kernel.source_hash: source_hash}
+                 Kernel.source_hash: source_hash, Best.depth: depth}
         for column, value in exact.items():
             if value is not None:
                 stmt = stmt.where(column == value)
         if device_name is not None:
             stmt = stmt.where(func.lower(Device.name).contains(device_name.lower(), autoescape=True))
-        stmt = stmt.order_by(Device.name, Kernel.name, Best.rows, Best.cols, Best.dtype, Best.id)
+        stmt = stmt.order_by(Device.name, Kernel.name, Best.rows, Best.cols, Best.depth, Best.dtype, Best.id)
         with self.session() as session:
             return [best_record(*row) for row in session.execute(stmt)]
 
@@ -406,7 +408,7 @@ def _search_row(session: Session, search_id: int) -> Search:
 def _best_key(search: Search) -> dict:
     return {
         "device_id": search.device_id, "kernel_id": search.kernel_id, "rows": search.rows,
-        "cols": search.cols, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
+        "cols": search.cols, "depth": search.depth, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
         "compile_flags": search.compile_flags,
     }
 
@@ -439,7 +441,7 @@ def _key_filter(key: TuningKey) -> tuple:
 
 def _search_key_filter(key: TuningKey) -> tuple:
     """Conditions on a Search row for ``key``'s shape, dtype and toolchain."""
-    return (Search.rows == key.rows, Search.cols == key.cols, Search.dtype == key.dtype,
+    return (Search.rows == key.rows, Search.cols == key.cols, Search.depth == key.depth, Search.dtype == key.dtype,
             Search.nvcc_version == key.nvcc_version, Search.compile_flags == key.compile_flags)
 
 

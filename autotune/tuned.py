@@ -5,7 +5,8 @@
 1. ``exact``: the stored best of the exact key (device model, kernel source hash, shape,
    dtype, nvcc version and compile flags; :mod:`autotune.key`).
 2. ``nearest_shape``: the same device, kernel source, dtype and toolchain, tuned for the
-   nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols): a ratio
+   nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols; a matrix
+   product adds ``ln(k/k')^2`` for its K and uses only results of matrix products): a ratio
    measure, so 2048 and 8192 are equally far from 4096 (a heuristic of this project, issue 4:
    tile counts and cache footprints scale with the ratio). Ties: larger area, then more
    rows, then more cols.
@@ -34,6 +35,7 @@ from .dtypes import get_dtype
 from .errors import InvalidInputError
 from .key import TuningKey, tuning_key
 from .kernels import Kernel, get_kernel
+from .problem import Problem, format_shape, problem_of
 from .records import BestRecord
 from .store import Store
 
@@ -52,12 +54,15 @@ class LaunchConfig:
         config: kernel name and macro values.
         source: ``"tuned"`` (rungs exact, nearest_shape, same_arch) or ``"default"``.
         gbps: effective bandwidth measured when the used result was tuned, GB/s, for
-            ``tuned_shape`` on ``tuned_device`` (``None`` for default).
+            ``tuned_shape`` on ``tuned_device`` (``None`` for default; for a matrix product
+            its minimum traffic per time, see ``gflops``).
         pct_memcpy: that bandwidth as % of that device's memcpy then (``None`` for default).
         note: one line saying what was found (and how many stale results were skipped).
         rung: one of :data:`RUNGS`.
-        tuned_shape: ``(rows, cols)`` the used result was tuned for (``None`` for default).
+        tuned_shape: ``(rows, cols)`` the used result was tuned for, ``(M, N, K)`` for a
+            matrix product (``None`` for default).
         tuned_device: name of the device it was tuned on (``None`` for default).
+        gflops: GFLOP/s measured there, for a matrix product (else ``None``).
     """
 
     config: Config
@@ -66,8 +71,9 @@ class LaunchConfig:
     pct_memcpy: float | None = None
     note: str = ""
     rung: str = "default"
-    tuned_shape: tuple[int, int] | None = None
+    tuned_shape: tuple[int, ...] | None = None
     tuned_device: str | None = None
+    gflops: float | None = None
 
 
 _lock = threading.Lock()  # guards _cache only: a warm call holds it for one dict lookup
@@ -83,13 +89,14 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def lookup(kernel: str, shape: tuple[int, int], dtype="float32", *,
+def lookup(kernel: str, shape: tuple[int, ...], dtype="float32", *,
            device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
     """The config to launch ``kernel`` with for a ``shape`` input of ``dtype`` on ``device``.
 
     Args:
         kernel: catalog name, e.g. ``"smem_pad"``.
-        shape: ``(rows, cols)`` of the input in elements, integers >= 1.
+        shape: ``(rows, cols)`` of the input in elements, integers >= 1; for a matrix
+            product (``matmul_*`` kernels) ``(M, N, K)`` of ``C[M,N] = A[M,K] @ B[K,N]``.
         dtype: NumPy dtype or its name.
         device: CUDA ordinal (queried through PyCUDA once per process) or a :class:`DeviceInfo`.
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
@@ -122,37 +129,55 @@ def lookup(kernel: str, shape: tuple[int, int], dtype="float32", *,
 
 def _resolve(kernel: str, shape: tuple, dtype, device, db: str) -> LaunchConfig:
     """The cold path: climb the ladder against the database (one to three queries)."""
-    try:
-        rows, cols = (operator.index(n) for n in shape)
-    except (TypeError, ValueError):
-        rows = cols = 0
-    if rows < 1 or cols < 1:
-        raise InvalidInputError(f"shape {shape!r} is not allowed; give (rows, cols), integers >= 1")
-    k, dt, info = get_kernel(kernel), get_dtype(dtype).name, _device(device)
-    key = tuning_key(k.name, info, rows, cols, dt)
+    k = get_kernel(kernel)
+    rows, cols, depth = _dims(shape, problem_of(k))
+    dt, info = get_dtype(dtype).name, _device(device)
+    key = tuning_key(k.name, info, rows, cols, dt, depth)
     store = _store(db)
     best = store.best(key)
     if best is not None and _fits(k, best.config):
         return _answer(best, "exact", f"tuned for this exact key on {best.updated_at:%Y-%m-%d}")
     fresh, skipped = _fresh(store, k, key)
+    fresh = [r for r in fresh if (r.depth > 0) == (depth > 0)]
     mine = [r for r in fresh if _same_device(info, r)]
     others = [r for r in fresh if not _same_device(info, r)]
-    for r in sorted(mine, key=lambda r: _shape_rank(r, rows, cols)):
-        if store.best(replace(key, rows=r.rows, cols=r.cols)) is not None:  # the full identity
-            n = len({(m.rows, m.cols) for m in mine})
-            return _answer(r, "nearest_shape", f"tuned for {r.rows}x{r.cols} on this device "
+    want = (rows, cols, depth)
+    for r in sorted(mine, key=lambda r: _shape_rank(r, *want)):
+        if store.best(replace(key, rows=r.rows, cols=r.cols, depth=r.depth)) is not None:  # the full identity
+            n = len({(m.rows, m.cols, m.depth) for m in mine})
+            return _answer(r, "nearest_shape", f"tuned for {_shape(r)} on this device "
                                                f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)
         others.append(r)  # same as far as the record tells, but not this device (total memory)
     if others:
-        r = min(others, key=lambda r: (_distance(r, rows, cols), r.device_name, *_shape_rank(r, rows, cols)[1:],
+        r = min(others, key=lambda r: (_distance(r, *want), r.device_name, *_shape_rank(r, *want)[1:],
                                        r.driver_version, r.cuda_version, r.device_uuid, r.sm_count))
         where = r.device_name if r.device_name != info.name else f"another {r.device_name} ({_differs(info, r)})"
-        which = "same shape" if (r.rows, r.cols) == (rows, cols) else "nearest shape"
-        return _answer(r, "same_arch", f"tuned for {r.rows}x{r.cols} on {where} "
+        which = "same shape" if (r.rows, r.cols, r.depth) == want else "nearest shape"
+        return _answer(r, "same_arch", f"tuned for {_shape(r)} on {where} "
                                        f"(same compute capability {r.compute_capability}, {which})", skipped)
     return LaunchConfig(k.default_config(), "default", rung="default",
-                        note=f"nothing tuned for {k.name} {rows}x{cols} {dt} on {info.name}; "
+                        note=f"nothing tuned for {k.name} {format_shape(*want)} {dt} on {info.name}; "
                              f"using the kernel's default{skipped}")
+
+
+def _dims(shape: tuple, problem: Problem) -> tuple[int, int, int]:
+    """``(rows, cols, 0)`` of a 2-tuple for a move, ``(M, N, K)`` of a 3-tuple for a product.
+
+    Raises:
+        InvalidInputError: wrong length, or not integers >= 1.
+    """
+    want = "(M, N, K)" if problem.is_matmul else "(rows, cols)"
+    try:
+        dims = [operator.index(n) for n in shape]
+    except (TypeError, ValueError):
+        dims = []
+    if len(dims) != len(problem.dims) or min(dims) < 1:
+        raise InvalidInputError(f"shape {shape!r} is not allowed; give {want}, integers >= 1")
+    return dims[0], dims[1], dims[2] if problem.is_matmul else 0
+
+
+def _shape(r: BestRecord) -> str:
+    return format_shape(r.rows, r.cols, r.depth)
 
 
 def _fresh(store: Store, k: Kernel, key: TuningKey) -> tuple[list[BestRecord], str]:
@@ -228,18 +253,22 @@ def _differs(info: DeviceInfo, r: BestRecord) -> str:
     return ", ".join(text for differs, text in parts if differs) or "another identity"
 
 
-def _distance(r: BestRecord, rows: int, cols: int) -> float:
-    """Log-distance of ``r``'s shape from ``rows x cols``, rounded so equal ratios tie exactly."""
-    return round(math.hypot(math.log(r.rows / rows), math.log(r.cols / cols)), 9)
+def _distance(r: BestRecord, rows: int, cols: int, depth: int = 0) -> float:
+    """Log-distance of ``r``'s shape from ``rows x cols`` (``x depth`` for a product), rounded
+    so equal ratios tie exactly."""
+    k = math.log(r.depth / depth) if depth and r.depth else 0.0
+    return round(math.hypot(math.log(r.rows / rows), math.log(r.cols / cols), k), 9)
 
 
-def _shape_rank(r: BestRecord, rows: int, cols: int) -> tuple:
-    """Sort key: nearest first, then larger area, more rows, more cols."""
-    return (_distance(r, rows, cols), -r.rows * r.cols, -r.rows, -r.cols)
+def _shape_rank(r: BestRecord, rows: int, cols: int, depth: int = 0) -> tuple:
+    """Sort key: nearest first, then larger area (volume), more rows, more cols, larger K."""
+    return (_distance(r, rows, cols, depth), -r.rows * r.cols * max(r.depth, 1), -r.rows, -r.cols, -r.depth)
 
 
 def _answer(r: BestRecord, rung: str, what: str, skipped: str = "") -> LaunchConfig:
     there = "" if rung == "exact" else " there"
+    figure = f"{r.gflops:.0f} GFLOP/s" if r.depth and r.gflops is not None else f"{r.gbps:.0f} GB/s"
     return LaunchConfig(r.config, "tuned", r.gbps, r.pct_memcpy,
-                        note=f"{what}: {r.gbps:.0f} GB/s{there}{skipped}", rung=rung,
-                        tuned_shape=(r.rows, r.cols), tuned_device=r.device_name)
+                        note=f"{what}: {figure}{there}{skipped}", rung=rung,
+                        tuned_shape=(r.rows, r.cols, r.depth) if r.depth else (r.rows, r.cols),
+                        tuned_device=r.device_name, gflops=r.gflops)

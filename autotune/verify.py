@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import TrialFailed
 
-__all__ = ["GUARD_BYTES", "POISONS", "verify"]
+__all__ = ["GUARD_BYTES", "POISONS", "poisoned_run", "verify"]
 
 GUARD_BYTES = 1 << 16
 POISONS = (0xA5, 0x5A)
@@ -36,14 +36,24 @@ def verify(drv, launch, a: np.ndarray, reference: np.ndarray, d_in, d_out_full) 
     n = reference.nbytes
     expected = reference.view(f"u{reference.dtype.itemsize}")
     drv.memcpy_htod(d_in, a)
-    host = np.empty(n + 2 * GUARD_BYTES, dtype=np.uint8)
     for poison in POISONS:
-        drv.memset_d8(d_out_full, poison, host.size)
-        _run_once(drv, launch)
-        drv.memcpy_dtoh(host, d_out_full)
-        _check_guards(host, poison, n)
-        got = host[GUARD_BYTES:GUARD_BYTES + n].view(expected.dtype).reshape(expected.shape)
+        got = poisoned_run(drv, launch, d_out_full, n, poison).view(expected.dtype).reshape(expected.shape)
         _check_equal(got, expected)
+
+
+def poisoned_run(drv, launch, d_out_full, n: int, poison: int) -> np.ndarray:
+    """Fill ``d_out_full`` (``n`` output bytes and the guards) with byte ``poison``, run
+    ``launch`` once, and return the ``n`` output bytes (uint8) after checking the guards.
+
+    Raises:
+        TrialFailed: ``wrong_result`` (guard bytes written), ``launch_error`` or ``resources``.
+    """
+    host = np.empty(n + 2 * GUARD_BYTES, dtype=np.uint8)
+    drv.memset_d8(d_out_full, poison, host.size)
+    _run_once(drv, launch)
+    drv.memcpy_dtoh(host, d_out_full)
+    _check_guards(host, poison, n)
+    return host[GUARD_BYTES:GUARD_BYTES + n]
 
 
 def _run_once(drv, launch) -> None:

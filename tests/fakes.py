@@ -55,3 +55,38 @@ def fake_retime(noise: float = 0.002, tie_band: float = 0.0):
         return out
 
     return retime
+
+
+MATMUL_OPTIMUM = {"TILE_WIDTH": 32, "BLOCK_X": 32, "BLOCK_Y": 8, "BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}
+
+
+class FakeMatmulBench:
+    """A :class:`~autotune.matmul_bench.MatmulBenchmark` without a GPU: GFLOP/s peak at
+    :data:`MATMUL_OPTIMUM` (macros the kernel has), no memcpy or copy bound."""
+
+    memcpy_gbps = copy_gbps = None
+    l2_mode = "single"
+
+    def __init__(self, device, m: int, n: int, k: int, dtype) -> None:
+        self.device, self.rows, self.cols, self.depth, self.dtype = device, m, n, k, dtype
+        self.calls: list[Config] = []
+
+    def ms(self, config: Config) -> float:
+        m = config.as_dict()
+        penalty = sum(abs(m[k].bit_length() - MATMUL_OPTIMUM[k].bit_length()) for k in MATMUL_OPTIMUM if k in m)
+        gflops = 20000.0 - 2000.0 * penalty
+        return 2.0 * self.rows * self.cols * self.depth / (gflops * 1e9) * 1e3
+
+    def measure(self, config: Config) -> Measurement:
+        from autotune.problem import matmul_gbps, matmul_gflops
+
+        self.calls.append(config)
+        ms = self.ms(config)
+        m, n, k, size = self.rows, self.cols, self.depth, self.dtype.itemsize
+        return Measurement(ms, ms * 0.99, ms * 1.02, matmul_gbps(m, n, k, size, ms), None, 64, 8192, 50, None, 0.5,
+                           matmul_gflops(m, n, k, ms))
+
+    def retime(self, configs, rounds):
+        from autotune.measurement import Retiming
+
+        return [Retiming(c, tuple(self.ms(c) for _ in range(rounds)), self.ms(c)) for c in configs]

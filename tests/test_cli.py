@@ -10,7 +10,7 @@ from autotune import benchmark
 from autotune.cli import app
 from autotune.store import Store
 
-from fakes import OPTIMUM, FakeTimer, fake_retime
+from fakes import OPTIMUM, FakeMatmulBench, FakeTimer, fake_retime
 
 runner = CliRunner()
 
@@ -27,9 +27,9 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, rows, cols, dtype, **options):
-        opened.append((ordinal, rows, cols, dtype.name, options))
-        yield FakeBench(device_info, FakeTimer())
+    def open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
+        opened.append((ordinal, rows, cols, dtype.name, options) + ((depth,) if depth else ()))
+        yield FakeMatmulBench(device_info, rows, cols, depth, dtype) if depth else FakeBench(device_info, FakeTimer())
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     return opened
@@ -159,7 +159,7 @@ def test_bench_runs_are_stored(db_url, device_info):
     @dataclass
     class Ran:
         device = device_info
-        rows, cols, dtype, memcpy_gbps, l2_mode = 64, 128, get_dtype("float64"), 2900.0, "rotating"
+        rows, cols, depth, dtype, memcpy_gbps, l2_mode = 64, 128, 0, get_dtype("float64"), 2900.0, "rotating"
 
     lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", 0.01, 2900.0, 100.0),
              BenchLine("smem_pad", "kernel", 0.011, 2700.0, 93.1, "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=32",

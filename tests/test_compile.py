@@ -36,13 +36,14 @@ def test_every_config_of_the_shipped_space_compiles(kernel):
 
 
 # Static shared memory of each kernel's default config, per byte of element.
-DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33, "smem_vec": 64 * 65}
+DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33, "smem_vec": 64 * 65,
+                           "matmul_tiled": 2 * 16 * 16, "matmul_reg": 16 * 65 + 16 * 64}
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
-    kernels = list(KERNELS.values())
+    kernels = [k for k in KERNELS.values() if k.dtypes is None or dtype in k.dtypes]
     for k, res in zip(kernels, compile_all([(k.default_config(), d) for k in kernels])):
         assert res["shared_bytes"] == DEFAULT_SHARED_PER_BYTE.get(k.name, 0) * d.itemsize, k.name
 
@@ -80,3 +81,23 @@ def test_only_validated_integers_reach_the_nvcc_command_line():
     k = KERNELS["smem_pad"]
     opts = nvcc_options(k, k.default_config(), get_dtype("float32"))
     assert opts == ["-DBLOCK_ROWS=8", "-DDIAGONAL=0", "-DIPAD=1", "-DTILE_DIM=32", "-DUNROLL=1", "-DELEM_T=float", "-O3"]
+
+
+def test_every_matmul_config_compiles_for_float64_within_the_shared_memory_limit():
+    """The matmul spaces are constrained for 8-byte elements: float64 builds of every config too."""
+    f64 = get_dtype("float64")
+    for name in ("matmul_naive", "matmul_tiled", "matmul_reg"):
+        k = KERNELS[name]
+        configs = load_space(name).configs()
+        for config, res in zip(configs, compile_all([(c, f64) for c in configs])):
+            assert res["shared_bytes"] == k.shared_bytes(config, 8) <= 48 * 1024, config
+
+
+@pytest.mark.parametrize("macros, message", [
+    ({"BM": 64, "TM": 3}, "TM must divide BM"),
+    ({"BM": 128, "BN": 128, "TM": 1, "TN": 1}, "at most 1024"),
+])
+def test_invalid_register_tiles_are_compile_errors(macros, message):
+    config = Config.of("matmul_reg", {**KERNELS["matmul_reg"].defaults, **macros})
+    with pytest.raises(TrialFailed, match=message):
+        compile_cubin(config, get_dtype("float32"))

@@ -102,6 +102,7 @@ class Ran:
     dtype: object
     memcpy_gbps: float = MEMCPY
     l2_mode: str = "rotating"
+    depth: int = 0
 
 
 BENCH_LINES = [

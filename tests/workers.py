@@ -94,7 +94,7 @@ def fake_count() -> int:
 
 
 @contextlib.contextmanager
-def fake_open_benchmark(ordinal, rows, cols, dtype, **options):
+def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
     """Stands in for :func:`autotune.benchmark.open_benchmark` (module level: the workers of
     a search over several GPUs get it pickled)."""
     yield FakeBench(fake_device(ordinal))

@@ -13,6 +13,7 @@ from ..benchmark import MAX_DIM
 from ..dtypes import DTYPES
 from ..errors import AutotuneError, InvalidInputError
 from ..kernels import KERNELS
+from ..problem import Problem
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
@@ -47,6 +48,12 @@ Kernel = Annotated[str, typer.Option("--kernel", "-k", help=f"Kernel: {', '.join
 Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Square matrix size (rows = cols).")]
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
 Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
+M = Annotated[Optional[int], typer.Option("--m", parser=parse_int,
+                                          help="Matmul kernels: rows of A and C (with --n and --k).")]
+N = Annotated[Optional[int], typer.Option("--n", parser=parse_int,
+                                          help="Matmul kernels: columns of B and C (with --m and --k).")]
+K = Annotated[Optional[int], typer.Option("--k", parser=parse_int,
+                                          help="Matmul kernels: columns of A, rows of B (with --m and --n).")]
 DType = Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPES)}.")]
 Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")]
 SpaceFile = Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
@@ -69,6 +76,40 @@ def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, in
         missing = "--cols" if rows is not None else "--rows" if cols is not None else "--size"
         raise InvalidInputError(f"{missing} is missing; give --size N or both --rows and --cols")
     return rows, cols
+
+
+def dims(problem: Problem, what: str, size: int | None, rows: int | None, cols: int | None,
+         m: int | None = None, n: int | None = None, k: int | None = None) -> tuple[int, int, int]:
+    """The problem shape ``(rows, cols, depth)`` of the command line for ``problem``'s family:
+    ``(rows, cols, 0)`` from ``--size`` or ``--rows --cols`` for a transpose; ``(M, N, K)``
+    from ``--m --n --k``, or ``--size`` for M = N = K, for a matrix product. ``what`` names
+    the kernel(s) in messages.
+
+    Raises:
+        InvalidInputError: a value out of range, a missing dimension, or options of the
+            other family (``--k`` for a transpose, ``--rows`` for a product).
+    """
+    mnk = (("--m", m), ("--n", n), ("--k", k))
+    for flag, value in mnk:
+        if value is not None and not 1 <= value <= MAX_DIM:
+            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
+    if not problem.is_matmul:
+        given = [flag for flag, value in mnk if value is not None]
+        if given:
+            raise InvalidInputError(f"{given[0]} is for matmul kernels; {what} takes --size or --rows with --cols")
+        return (*shape(size, rows, cols), 0)
+    if rows is not None or cols is not None:
+        raise InvalidInputError(f"{'--rows' if rows is not None else '--cols'} is for transposes; {what} takes "
+                                "--m --n --k (or --size for M = N = K)")
+    if size is not None:
+        if any(value is not None for _, value in mnk):
+            raise InvalidInputError("give either --size or --m --n --k, not both")
+        side = shape(size, None, None)[0]
+        return side, side, side
+    missing = [flag for flag, value in mnk if value is None]
+    if missing:
+        raise InvalidInputError(f"{missing[0]} is missing; {what} takes --m, --n and --k (or --size for M = N = K)")
+    return m, n, k
 
 
 def fail(exc: AutotuneError) -> typer.Exit:

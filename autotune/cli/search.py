@@ -11,17 +11,17 @@ from rich.table import Table
 from .. import benchmark, nvml
 from ..dtypes import get_dtype
 from ..errors import InvalidInputError
-from ..measurement import effective_bandwidth_gbps
 from ..kernels import get_kernel
 from ..multi_gpu import parse_devices
+from ..problem import format_shape, problem_of
 from ..key import tuning_key
 from ..space import load_space
 from ..store import Store
 from ..tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
 from . import app
+from ._common import (Cols, Db, Device, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK, dims,
+                      err, handle_errors, out, parse_float, parse_int)
 from .search_many import tune_many
-from ._common import (Cols, Db, Device, DType, Kernel, Repeats, Rounds, Rows, Size, SpaceFile, TopK, err,
-                      handle_errors, out, parse_float, parse_int, shape)
 
 
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ordinal, or several (0,1) or all: "
@@ -33,7 +33,8 @@ DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ord
 def search(
     kernel: Kernel = "smem_pad",
     device: DeviceSpec = "0",
-    size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
+    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    dtype: DType = "float32",
     trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int, help="Optuna trials (>= 1).")] = 100,
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
                                                      help="Start no trial after this many seconds.")] = None,
@@ -52,8 +53,9 @@ def search(
     dtype; store every trial."""
     ordinals = parse_devices(device)
     _check_options(trials, timeout, sampler, ordinals[0], repeats, top_k, rounds)
+    shape_ = dims(problem_of(kernel), f"kernel {kernel}", size, rows, cols, m, n, k)
     tune = _tune if len(ordinals) == 1 else tune_many
-    result, store = tune(kernel, ordinals[0] if len(ordinals) == 1 else ordinals, shape(size, rows, cols), dtype,
+    result, store = tune(kernel, ordinals[0] if len(ordinals) == 1 else ordinals, shape_, dtype,
                          space, db=db, repeats=repeats, seed=seed, trials=trials, timeout=timeout, sampler=sampler,
                          resume=resume, top_k=top_k, rounds=rounds)
     _print_result(result, store, top, summary=len(ordinals) == 1)
@@ -64,7 +66,8 @@ def search(
 def sweep(
     kernel: Kernel = "smem_pad",
     device: Device = 0,
-    size: Size = None, rows: Rows = None, cols: Cols = None, dtype: DType = "float32",
+    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    dtype: DType = "float32",
     space: SpaceFile = None,
     repeats: Repeats = 50,
     top_k: TopK = 5,
@@ -75,27 +78,32 @@ def sweep(
     trials in the key's study (configs it already measured are not measured again)."""
     _check_options(1, None, "grid", device, repeats, top_k, rounds)
     space_ = load_space(get_kernel(kernel).name, space)
-    result, store = _tune(kernel, device, shape(size, rows, cols), dtype, space, db=db, repeats=repeats, seed=0,
+    shape_ = dims(problem_of(kernel), f"kernel {kernel}", size, rows, cols, m, n, k)
+    result, store = _tune(kernel, device, shape_, dtype, space, db=db, repeats=repeats, seed=0,
                           trials=len(space_.configs()), timeout=None, sampler="grid", resume=True,
                           top_k=top_k, rounds=rounds)
     _print_result(result, store, top=len(space_.configs()))
 
 
-def _tune(kernel, device, rc, dtype, space, *, db, repeats, seed, trials, timeout, sampler, resume, top_k, rounds):
+def _tune(kernel, device, shape_, dtype, space, *, db, repeats, seed, trials, timeout, sampler, resume, top_k,
+          rounds):
     """Validate, open the GPU and the store, print the header, run the tuner with progress."""
-    r, c = rc
+    r, c, depth = shape_
     dt = get_dtype(dtype)
     get_kernel(kernel).check_dtype(dt)
     space_ = load_space(get_kernel(kernel).name, space)
-    with benchmark.open_benchmark(device, r, c, dt, repeats=repeats, seed=seed) as bench:
+    with benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats, seed=seed) as bench:
         store = Store(db)  # after the GPU: a machine without one must not create a database
-        key = tuning_key(kernel, bench.device, r, c, dt.name)
+        key = tuning_key(kernel, bench.device, r, c, dt.name, depth)
         d = key.device
-        out.print(f"[bold]{key.kernel}[/] {r}x{c} {dt.name} on {d.name} (device {device}, "
+        out.print(f"[bold]{key.kernel}[/] {format_shape(r, c, depth)} {dt.name} on {d.name} (device {device}, "
                   f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
                   f"{len(space_.configs())} valid configs in {space_.path}")
-        out.print(f"device-to-device memcpy: {bench.memcpy_gbps:.0f} GB/s; copy_row bound: {bench.copy_gbps:.0f} "
-                  f"GB/s; L2: {bench.l2_mode} buffers")
+        if problem_of(kernel).is_matmul:
+            out.print(f"figure: GFLOP/s = 2*M*N*K / time; L2: {bench.l2_mode} buffers")
+        else:
+            out.print(f"device-to-device memcpy: {bench.memcpy_gbps:.0f} GB/s; copy_row bound: "
+                      f"{bench.copy_gbps:.0f} GB/s; L2: {bench.l2_mode} buffers")
         try:
             result = _run_with_progress(key, space_, bench, store, trials=trials, timeout=timeout, seed=seed,
                                         sampler=sampler, resume=resume, top_k=top_k, rounds=rounds)
@@ -131,9 +139,12 @@ def _run_with_progress(key, space, bench, store, *, trials, timeout, seed, sampl
     with Progress(*columns, console=out, transient=False) as progress:
         task = progress.add_task("trials", total=trials, best="")
 
+        problem, itemsize = problem_of(key.kernel), get_dtype(key.dtype).itemsize
+
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
-            text = f"best {best[1]:.0f} GB/s {best[0].key}" if best else "no valid config yet"
+            figure = problem.of_gbps(best[1], key.rows, key.cols, key.depth, itemsize) if best else 0.0
+            text = f"best {figure:.0f} {problem.unit} {best[0].key}" if best else "no valid config yet"
             progress.update(task, advance=1, best=text)
 
         return run_search(key, space, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
@@ -156,13 +167,15 @@ def _print_result(result: SearchResult, store: Store, top: int, summary: bool = 
         if o.status not in ("ok", "constraint", "duplicate"):
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: -t.gbps)
+    matmul = problem_of(result.key.kernel).is_matmul
+    figures = ("GFLOP/s",) if matmul else ("GB/s", "% memcpy", "% copy")
     table = Table(title=f"top {min(top, len(records))} configs of the study")
-    for col in ("#", "config", "median ms", "min..max ms", "GB/s", "% memcpy", "% copy", "regs", "smem B",
-                "occupancy"):
+    for col in ("#", "config", "median ms", "min..max ms", *figures, "regs", "smem B", "occupancy"):
         table.add_column(col, justify="left" if col == "config" else "right", no_wrap=col == "config")
     for i, t in enumerate(records[:top], 1):
-        table.add_row(str(i), t.config.key, f"{t.median_ms:.4f}", f"{t.min_ms:.4f}..{t.max_ms:.4f}",
-                      f"{t.gbps:.0f}", f"{t.pct_memcpy:.1f}", "" if t.pct_copy is None else f"{t.pct_copy:.1f}",
+        cells = ((f"{t.gflops:.0f}",) if matmul else
+                 (f"{t.gbps:.0f}", f"{t.pct_memcpy:.1f}", "" if t.pct_copy is None else f"{t.pct_copy:.1f}"))
+        table.add_row(str(i), t.config.key, f"{t.median_ms:.4f}", f"{t.min_ms:.4f}..{t.max_ms:.4f}", *cells,
                       str(t.registers), str(t.shared_bytes),
                       "" if t.occupancy is None else f"{100 * t.occupancy:.0f} %")
     out.print(table)
@@ -174,17 +187,17 @@ def _print_result(result: SearchResult, store: Store, top: int, summary: bool = 
 
 
 def _retiming_table(result: SearchResult) -> Table:
-    d = result.decision
-    rows, cols, itemsize = result.key.rows, result.key.cols, get_dtype(result.key.dtype).itemsize
+    d, key = result.decision, result.key
+    problem, itemsize = problem_of(key.kernel), get_dtype(key.dtype).itemsize
     rounds = len(d.winner.round_medians_ms)
     tie = "" if d.winner is d.fastest else f" (tied with the fastest, {d.fastest.config.key}; rule: fewer threads)"
     table = Table(title=f"re-timing of the top {len(result.retimings)} configs, interleaved over {rounds} rounds: "
                         f"winner {d.winner.config.key}{tie}")
-    for col in ("config", "pooled ms", "GB/s", "spread %", "rounds (ms)", "tie group"):
+    for col in ("config", "pooled ms", problem.unit, "spread %", "rounds (ms)", "tie group"):
         table.add_column(col, justify="left" if col in ("config", "rounds (ms)") else "right", no_wrap=True)
     for r in sorted(result.retimings, key=lambda r: r.pooled_median_ms):
         table.add_row(r.config.key, f"{r.pooled_median_ms:.4f}",
-                      f"{effective_bandwidth_gbps(rows, cols, itemsize, r.pooled_median_ms):.0f}",
+                      f"{problem.figure(key.rows, key.cols, key.depth, itemsize, r.pooled_median_ms):.0f}",
                       f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
                       ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
     return table
@@ -196,8 +209,12 @@ def _print_best(store: Store, key, label: str) -> None:
         out.print(f"{label}: no config of this key passed verification yet")
     else:
         gbps = best.pooled_gbps or best.gbps
-        pct = gbps / best.memcpy_gbps * 100 if best.memcpy_gbps else best.pct_memcpy
         how = f"pooled over {best.rounds} rounds" if best.pooled_median_ms else "single measurement"
-        out.print(f"{label}: {best.config.key}  {gbps:.0f} GB/s  {pct:.1f}% of memcpy "
+        if best.depth:
+            figure = f"{best.pooled_gflops:.0f} GFLOP/s"
+        else:
+            pct = gbps / best.memcpy_gbps * 100 if best.memcpy_gbps else best.pct_memcpy
+            figure = f"{gbps:.0f} GB/s  {pct:.1f}% of memcpy"
+        out.print(f"{label}: {best.config.key}  {figure} "
                   f"({best.pooled_median_ms or best.median_ms:.4f} ms, {how})"
                   + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))

@@ -20,6 +20,7 @@ from ..dtypes import get_dtype
 from ..errors import AutotuneError
 from ..kernels import get_kernel
 from ..key import tuning_key
+from ..problem import format_shape
 from ..space import load_space
 from ..store import Store
 from ..tuner import SearchResult, open_study, retime_study
@@ -28,10 +29,12 @@ from ._common import err, out
 __all__ = ["tune_many"]
 
 
-def tune_many(kernel: str, ordinals: list[int], rc: tuple[int, int], dtype: str, space: str | None, *,
+def tune_many(kernel: str, ordinals: list[int], shape: tuple[int, int, int], dtype: str, space: str | None, *,
               db: str | None, repeats: int, seed: int | None, trials: int, timeout: float | None,
               sampler: str, resume: bool, top_k: int, rounds: int) -> tuple[SearchResult, Store]:
     """Search on every GPU of ``ordinals`` into one study, then re-time on the first.
+
+    ``shape`` is ``(rows, cols, 0)`` of a transpose or ``(M, N, K)`` of a matrix product.
 
     Raises:
         InvalidInputError: bad kernel, dtype, space or devices (several GPU models among them);
@@ -44,22 +47,22 @@ def tune_many(kernel: str, ordinals: list[int], rc: tuple[int, int], dtype: str,
     from .search import _print_best
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    r, c = rc
+    r, c, depth = shape
     dt = get_dtype(dtype)
     get_kernel(kernel).check_dtype(dt)
     space_ = load_space(get_kernel(kernel).name, space)
     infos = [device.query_device(o) for o in ordinals]
     multi_gpu.check_one_model(infos)
     store = Store(db)  # after the GPUs: a machine without them must not create a database
-    key = tuning_key(kernel, infos[0], r, c, dt.name)
+    key = tuning_key(kernel, infos[0], r, c, dt.name, depth)
     open_study(store, key, resume=resume)
     d = key.device
     shares = multi_gpu.split_trials(trials, len(ordinals))
-    out.print(f"[bold]{key.kernel}[/] {r}x{c} {dt.name} on {len(ordinals)} x {d.name} (devices "
+    out.print(f"[bold]{key.kernel}[/] {format_shape(r, c, depth)} {dt.name} on {len(ordinals)} x {d.name} (devices "
               f"{','.join(map(str, ordinals))}, sm_{d.compute_capability}, driver {d.driver_version}, nvcc "
               f"{key.nvcc_version}); {len(space_.configs())} valid configs in {space_.path}; one study, "
               f"one worker per GPU, {trials} trials split {'+'.join(map(str, shares))}")
-    plan = multi_gpu.Plan(key.kernel, r, c, dt.name, space, db, repeats, seed, sampler, timeout)
+    plan = multi_gpu.Plan(key.kernel, r, c, dt.name, space, db, repeats, seed, sampler, timeout, depth)
     try:
         reports = _run_with_progress(plan, ordinals, trials)
     except KeyboardInterrupt:
@@ -77,7 +80,7 @@ def tune_many(kernel: str, ordinals: list[int], rc: tuple[int, int], dtype: str,
         raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
-    with benchmark.open_benchmark(ordinals[0], r, c, dt, repeats=repeats, seed=seed) as bench:
+    with benchmark.open_benchmark(ordinals[0], r, c, dt, depth, repeats=repeats, seed=seed) as bench:
         out.print(f"re-timing the top {top_k} configs of the study on GPU {ordinals[0]} only "
                   f"(interleaved, {rounds} rounds)")
         result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)

@@ -1,0 +1,219 @@
+"""Matrix products through the whole CPU-testable path: CLI shape options and their errors,
+search -> store -> best with the fake matmul benchmark, lookup with (M, N, K), export/import
+of K, and the migration of an older database (its rows get K = 0)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from autotune import benchmark, clear_cache, lookup
+from autotune.cli import app
+from autotune.dtypes import get_dtype
+from autotune.errors import InvalidInputError
+from autotune.key import tuning_key
+from autotune.share import export_results, import_results, read_results
+from autotune.space import load_space
+from autotune.store import Store
+from autotune.tuner import search
+
+from fakes import FakeMatmulBench
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, device_info):
+    opened = []
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
+        opened.append((rows, cols, depth, dtype.name))
+        yield FakeMatmulBench(device_info, rows, cols, depth, dtype)
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    return opened
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
+    r = run("search", "--kernel", "matmul_tiled", "--size", 512, "--sampler", "grid", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert fake_gpu == [(512, 512, 512, "float32")]
+    assert "matmul_tiled 512x512x512 float32" in r.output and "GFLOP/s" in r.output and "3 ok" in r.output
+    assert "best: TILE_WIDTH=32  20000 GFLOP/s" in r.output
+
+    r = run("search", "--kernel", "matmul_reg", "--m", 300, "--n", 200, "--k", 100, "--trials", 5, "--seed", 1,
+            "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert fake_gpu[-1] == (300, 200, 100, "float32")
+
+    r = run("best", "--kernel", "matmul_tiled", "--size", 512, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "512x512x512" in r.output and "TILE_WIDTH=32" in r.output and "20000" in r.output
+    r = run("best", "--m", 300, "--n", 200, "--k", 100, "--db", db_url)
+    assert r.exit_code == 0 and "matmul_reg" in r.output and "300x200x100" in r.output
+    r = run("best", "--size", 512, "--db", db_url)  # --size alone: transposes and products of that size
+    assert r.exit_code == 0 and "matmul_tiled" in r.output
+    r = run("best", "--kernel", "matmul_tiled", "--m", 512, "--n", 512, "--k", 256, "--db", db_url)
+    assert r.exit_code == 2 and "nothing is tuned for matmul_tiled 512x512x256" in r.output
+    assert "--m 512 --n 512 --k 256" in r.output
+    r = run("list", "--db", db_url)
+    assert r.exit_code == 0 and "512x512x512" in r.output and "300x200x100" in r.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "--kernel", "smem_pad", "--size", 64, "--k", 64], "--k is for matmul kernels; kernel smem_pad takes"),
+    (["search", "--kernel", "matmul_tiled", "--rows", 64, "--cols", 64], "--rows is for transposes"),
+    (["search", "--kernel", "matmul_tiled", "--m", 64, "--n", 64], "--k is missing"),
+    (["search", "--kernel", "matmul_tiled", "--size", 64, "--m", 64], "either --size or --m --n --k"),
+    (["search", "--kernel", "matmul_tiled", "--m", 0, "--n", 4, "--k", 4], "--m 0 is not allowed"),
+    (["search", "--kernel", "matmul_reg", "--size", 64, "--dtype", "float16"], "does not support dtype 'float16'"),
+    (["sweep", "--kernel", "matmul_naive", "--cols", 64], "--cols is for transposes"),
+    (["bench", "--kernel", "matmul_tiled", "--kernel", "smem_pad", "--size", 64], "not of the same kind"),
+    (["bench", "--kernel", "copy_row", "--m", 4, "--n", 4, "--k", 4], "--m is for matmul kernels"),
+    (["bench", "--m", 4, "--n", 4, "--k", 4, "--dtype", "int8"], "no matmul kernel takes dtype 'int8'; allowed: float32"),
+    (["best", "--kernel", "matmul_reg", "--rows", 4, "--cols", 4], "--rows is for transposes"),
+    (["best", "--kernel", "smem", "--n", 4], "--n is for matmul kernels"),
+    (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "report plots transposes and copies"),
+])
+def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args, message):
+    r = run(*args, "--db", db_url)
+    assert r.exit_code == 2, r.output
+    assert r.output.startswith("error: ") and message in r.output and r.output.count("\n") == 1
+    assert fake_gpu == []
+
+
+def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
+    key = tuning_key(kernel, device_info, m, n, "float32", k)
+    bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
+    search(key, load_space(kernel), bench.measure, Store(db_url), n_trials=trials, seed=3)
+    return key
+
+
+def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
+    clear_cache()
+    tune(db_url, device_info, 1024, 1024, 1024)
+    tune(db_url, device_info, 1024, 1024, 64)
+    exact = lookup("matmul_reg", (1024, 1024, 1024), device=device_info, db=db_url)
+    assert exact.rung == "exact" and exact.tuned_shape == (1024, 1024, 1024) and "GFLOP/s" in exact.note
+    assert exact.gflops > 0
+    near = lookup("matmul_reg", (1024, 1024, 512), device=device_info, db=db_url)
+    assert near.rung == "nearest_shape" and near.tuned_shape == (1024, 1024, 1024)  # ln 2 nearer than ln 8
+    assert "tuned for 1024x1024x1024 on this device (nearest of 2 tuned shapes)" in near.note
+    default = lookup("matmul_tiled", (64, 64, 64), device=device_info, db=db_url)
+    assert default.rung == "default" and "64x64x64" in default.note
+    with pytest.raises(InvalidInputError, match="give \\(M, N, K\\)"):
+        lookup("matmul_reg", (1024, 1024), device=device_info, db=db_url)
+    with pytest.raises(InvalidInputError, match="give \\(rows, cols\\)"):
+        lookup("smem_pad", (1024, 1024, 1024), device=device_info, db=db_url)
+    clear_cache()
+
+
+def test_export_and_import_carry_k_and_gflops(db_url, device_info, tmp_path):
+    tune(db_url, device_info, 512, 256, 128)
+    path = tmp_path / "tuned.json"
+    assert export_results(Store(db_url), path) == 1
+    entry = json.loads(path.read_text())["results"][0]
+    assert entry["depth"] == 128 and entry["measurement"]["gflops"] > 0 and entry["measurement"]["pct_memcpy"] is None
+    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    assert import_results(other, path).imported == 1
+    (best,) = other.find_best()
+    assert (best.rows, best.cols, best.depth, best.gflops) == (512, 256, 128, entry["measurement"]["gflops"])
+
+    for depth, message in ((0, "needs K >= 1"), (None, "needs K >= 1")):
+        entry["depth"] = depth
+        path.write_text(json.dumps({**json.loads(path.read_text()), "results": [entry]}))
+        with pytest.raises(InvalidInputError, match=message):
+            read_results(path)
+
+
+def test_an_old_export_without_depth_still_imports_as_a_transpose(db_url, device_info, tmp_path):
+    from fakes import FakeTimer
+
+    key = tuning_key("smem_pad", device_info, 256, 256, "float32")
+    search(key, load_space("smem_pad"), FakeTimer(), Store(db_url), n_trials=3, seed=1)
+    path = tmp_path / "old.json"
+    export_results(Store(db_url), path)
+    document = json.loads(path.read_text())
+    for entry in document["results"]:  # what an export of the previous release held
+        del entry["depth"], entry["measurement"]["gflops"]
+    path.write_text(json.dumps(document))
+    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    assert import_results(other, path).imported == 1 and other.find_best()[0].depth == 0
+
+
+def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, device_info):
+    from fakes import FakeTimer
+
+    db = tmp_path / "old.db"
+    url = f"sqlite:///{db}"
+    old = Store(url, upgrade=False)
+    old.upgrade("0003")
+    con = sqlite3.connect(db)
+    con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
+                " cuda_version, uuid) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0', '')")
+    con.execute("insert into autotune_bench_runs (device_id, rows, cols, dtype, nvcc_version, memcpy_gbps, l2_mode,"
+                " created_at) values (1, 64, 64, 'float32', '13.0.88', 2900.0, 'single', '2026-11-22 10:00:00')")
+    con.commit()
+    con.close()
+    old.close()
+    store = Store(url)
+    assert store.backup is not None and store.current_revision() == "0005"
+    con = sqlite3.connect(db)
+    assert con.execute("select rows, cols, depth from autotune_bench_runs").fetchall() == [(64, 64, 0)]
+    con.close()
+    key = tuning_key("smem_pad", device_info, 64, 64, "float32")
+    search(key, load_space("smem_pad"), FakeTimer(), store, n_trials=2, seed=1)
+    assert store.best(key).depth == 0  # the old device row is reused and a transpose keeps K = 0
+
+
+def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fake_gpu, db_url, monkeypatch):
+    from sqlalchemy import select
+
+    from autotune import vendor
+    from autotune.models import BenchRow, BenchRun
+
+    assert run("search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid", "--db", db_url).exit_code == 0
+
+    def fake_vendor(bench, libraries=vendor.LIBRARIES):  # cuBLAS at 40000 GFLOP/s
+        ms = 2 * bench.rows * bench.cols * bench.depth / 40000e9 * 1e3
+        return vendor.VendorResult("cuBLAS via CuPy (cupy.matmul)", ms, 1.0, 40000.0)
+
+    monkeypatch.setattr(vendor, "vendor_matmul", fake_vendor)
+    r = run("bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert fake_gpu[-1] == (256, 256, 256, "float32") and "% vendor" in r.output
+    # tiled: default 16 (18000 GFLOP/s, 45.0 % of 40000) and tuned 32 (20000, 50.0 %)
+    assert "matmul_tiled (default)" in r.output and "matmul_tiled (tuned)" in r.output
+    assert "18000" in r.output and "45.0" in r.output and "50.0" in r.output and "100.0" in r.output
+    with Store(db_url).session() as s:
+        run_ = s.scalars(select(BenchRun)).one()
+        assert (run_.rows, run_.cols, run_.depth, run_.memcpy_gbps) == (256, 256, 256, None)
+        lines = s.scalars(select(BenchRow).order_by(BenchRow.position)).all()
+        assert [(line.name, line.kind, line.source) for line in lines] == [
+            ("matmul_naive", "kernel", "default"), ("matmul_tiled", "kernel", "default"),
+            ("matmul_tiled", "kernel", "tuned"), ("cuBLAS via CuPy (cupy.matmul)", "vendor", None)]
+        assert [line.gflops for line in lines][1:] == pytest.approx([18000.0, 20000.0, 40000.0])
+
+
+def test_without_cupy_or_torch_the_vendor_line_says_so():
+    from autotune.vendor import vendor_matmul
+
+    class Shape:
+        rows = cols = depth = 8
+        dtype = get_dtype("float32")
+
+    result = vendor_matmul(Shape(), libraries=("autotune_no_such_library",))
+    assert result.gflops is None and result.note == "not measured: autotune_no_such_library is not installed"
+    both = vendor_matmul(Shape(), libraries=("autotune_no_such_a", "autotune_no_such_b"))
+    assert both.note == "not measured: neither autotune_no_such_a nor autotune_no_such_b is installed"
