@@ -188,8 +188,12 @@ class Store:
             kwargs["connect_args"] = {"timeout": 30}
         with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
-                                              grace_period=GRACE_S)
+            storage = optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
+                                                 grace_period=GRACE_S)
+        if self.engine.dialect.name == "sqlite":
+            _configure_sqlite(storage.engine, own_tables=False)
+            storage.engine.dispose()  # connections opened before the listeners go
+        return storage
 
     @_retry_when_locked
     def start_search(
@@ -348,18 +352,23 @@ class Store:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
 
 
-def _configure_sqlite(engine: Engine) -> None:
-    """Foreign keys on, wait 30 s for locks, WAL; and real transactions: SQLAlchemy emits
-    ``BEGIN IMMEDIATE`` itself, so a read-then-write (the best update) holds the write lock."""
+def _configure_sqlite(engine: Engine, *, own_tables: bool = True) -> None:
+    """Wait 30 s for locks, and real transactions: SQLAlchemy emits ``BEGIN IMMEDIATE``
+    itself, so a read-then-write holds the write lock from its start. SQLite answers a
+    deferred transaction that turns into a writer while another process writes with
+    "database is locked" at once, without waiting; under several processes that failed
+    Optuna's writes too, so its engine gets the same. ``own_tables``: also foreign keys on
+    and WAL (autotune's engine; Optuna's tables are left as Optuna defines them)."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # pysqlite must not emit BEGIN itself
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.execute("PRAGMA journal_mode=WAL")
+            if own_tables:
+                cursor.execute("PRAGMA foreign_keys=ON")
+                cursor.execute("PRAGMA journal_mode=WAL")
         finally:
             cursor.close()
 

@@ -101,3 +101,28 @@ def test_invalid_register_tiles_are_compile_errors(macros, message):
     config = Config.of("matmul_reg", {**KERNELS["matmul_reg"].defaults, **macros})
     with pytest.raises(TrialFailed, match=message):
         compile_cubin(config, get_dtype("float32"))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
+def test_smem_vec_moves_16_byte_vectors_every_config(dtype, tmp_path):
+    """Every config of the shipped smem_vec space loads and stores global memory with 128-bit
+    accesses, one per vector of a thread (PTX ld.global.{nc,cs}.v4.u32 / st.global[.cs].v4.u32;
+    LDG.E.128 / STG.E.128 in SASS)."""
+    import re
+    import subprocess
+
+    from autotune.compile import nvcc_options
+    from autotune.kernels import source_text
+
+    k = KERNELS["smem_vec"]
+    src = tmp_path / "vec.cu"
+    src.write_text(source_text(k.file))
+    for config in load_space("smem_vec").configs():
+        ptx = tmp_path / "vec.ptx"
+        subprocess.run(["nvcc", "-ptx", "-arch=sm_90", *nvcc_options(k, config, get_dtype(dtype)), "-o", str(ptx),
+                        str(src)], check=True, capture_output=True)
+        text = ptx.read_text()
+        per_thread = config["TILE_DIM"] // config["BLOCK_ROWS"] * config["TILES"]
+        hint = r"\.cs" if config["STREAMING"] else ""
+        assert len(re.findall(rf"ld\.global(\.nc)?{hint}\.v4\.u32", text)) == per_thread, config
+        assert len(re.findall(rf"st\.global{hint}\.v4\.u32", text)) == per_thread, config

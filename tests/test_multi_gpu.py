@@ -79,7 +79,7 @@ def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path):
     assert "Traceback" not in output
     assert "best so far: " in output and "interrupted: trials so far are stored" in output
     assert rows(db, "select gpu_ordinal, status from autotune_searches order by gpu_ordinal") == [
-        (0, "interrupted"), (1, "interrupted")]
+        (0, "interrupted"), (1, "interrupted")], output
     assert rows(db, "pragma integrity_check") == [("ok",)]
     assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
     stored = rows(db, "select config_key from autotune_trials where status = 'ok'")
