@@ -7,10 +7,7 @@ set -euo pipefail
 size=${1:-8192}
 run=${AUTOTUNE:-autotune}
 here=$(cd "$(dirname "$0")" && pwd)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 | head -1)
-tag=$(echo "$gpu" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
-day=$(date -u +%Y-%m-%d)
+. "$(dirname "$0")/gpu_info.sh"
 mkdir -p "$here/results"
 for seed in 1 2; do
   db=$(mktemp -d)/autotune.db

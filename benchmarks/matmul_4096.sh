@@ -20,10 +20,7 @@ size=${1:-4096}
 run=${AUTOTUNE:-python3 -m autotune}
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/results}
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 | head -1)
-tag=$(echo "$gpu" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
-day=$(date -u +%Y-%m-%d)
+. "$(dirname "$0")/gpu_info.sh"
 prefix="$dest/${day}_${tag}_matmul_${size}"
 db="sqlite:///$(mktemp -d)/autotune.db"
 mkdir -p "$dest"

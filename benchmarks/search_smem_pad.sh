@@ -9,10 +9,7 @@ size=${1:-8192}
 shift || true
 run=${AUTOTUNE:-autotune}
 here=$(cd "$(dirname "$0")" && pwd)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 | head -1)
-tag=$(echo "$gpu" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
-day=$(date -u +%Y-%m-%d)
+. "$(dirname "$0")/gpu_info.sh"
 out="$here/results/${day}_${tag}_smem_pad_${size}.txt"
 db=$(mktemp -d)/autotune.db
 mkdir -p "$here/results"

@@ -9,8 +9,8 @@ set -euo pipefail
 step=$1 db=$2
 run=${AUTOTUNE:-autotune}
 here=$(cd "$(dirname "$0")" && pwd)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
-tag=$(date -u +%Y-%m-%d)_$(echo "$gpu" | tr -c 'A-Za-z0-9\n' '_' | sed 's/__*/_/g; s/_$//')
+. "$here/gpu_info.sh"
+file=${day}_${tag}
 dest=${OUT:-$here/results}
 mkdir -p "$dest"
 header() { echo "# $*"; echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  $(nvcc --version | tail -1)"; echo; }
@@ -29,10 +29,10 @@ tune)  # narrowed spaces (see their files): 12 configs at 8192^2, 4 at 16384^2
         --space "$here/spaces/smem_vec_large.toml" --db "sqlite:///$db" --top 5
     done
     $run best --kernel smem_vec --db "sqlite:///$db"
-  } 2>&1 | tee -a "$dest/${tag}_smem_vec_search.txt"
+  } 2>&1 | tee -a "$dest/${file}_smem_vec_search.txt"
   ;;
 peers)
-  python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" 2>&1 | tee "$dest/${tag}_transpose_vs_peers.md"
+  python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" 2>&1 | tee "$dest/${file}_transpose_vs_peers.md"
   if command -v ncu >/dev/null; then  # what bounds the gap: DRAM traffic and throughput, memcpy-like copy vs transposes
     {
       header "ncu: DRAM counters of copy_row, smem_pad and smem_vec (tuned), float32 8192x8192"
@@ -50,7 +50,7 @@ print(autotune.lookup('$k', (8192, 8192), 'float32', device=0, db='sqlite:///$db
 autotune.transpose(x, kernel='$k', db='sqlite:///$db')
 torch.cuda.synchronize()" 2>&1 | grep -E "$keep|LaunchConfig" || true
       done
-    } > "$dest/${tag}_transpose_ncu.txt" 2>&1
+    } > "$dest/${file}_transpose_ncu.txt" 2>&1
   fi
   ;;
 *) echo "usage: $0 tune|peers DB_FILE" >&2; exit 2 ;;
