@@ -195,6 +195,38 @@ class Store:
             storage.engine.dispose()  # connections opened before the listeners go
         return storage
 
+    def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
+        """Fail the RUNNING trials of Optuna study ``study_name`` (in ``storage``, from
+        :meth:`optuna_storage`) that never sent a heartbeat and started more than
+        :data:`GRACE_S` seconds ago; returns their Optuna trial ids.
+
+        A live trial writes its first heartbeat as it starts. A process killed between
+        creating its trial and that first write leaves a RUNNING trial without heartbeat,
+        which Optuna's own stale-trial check (``fail_stale_trials``, run as each trial
+        starts) skips forever; :func:`autotune.tuner.search` calls this beside it.
+        """
+        import datetime
+
+        import sqlalchemy as sa
+        from optuna.exceptions import UpdateFinishedTrialError
+        from optuna.trial import TrialState
+
+        stmt = sa.text("SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
+                       "WHERE t.study_id = :sid AND t.state = 'RUNNING' AND h.trial_id IS NULL")
+        with self.engine.connect() as connection:
+            ids = connection.execute(stmt, {"sid": storage.get_study_id_from_name(study_name)}).scalars().all()
+        cutoff = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)  # Optuna keeps local time
+        failed = []
+        for trial_id in ids:
+            started = storage.get_trial(trial_id).datetime_start
+            if started is not None and started < cutoff:
+                try:
+                    storage.set_trial_state_values(trial_id, TrialState.FAIL)
+                    failed.append(trial_id)
+                except UpdateFinishedTrialError:  # another process failed or finished it first
+                    pass
+        return failed
+
     @_retry_when_locked
     def start_search(
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,

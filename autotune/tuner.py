@@ -108,11 +108,11 @@ def _sampler(name: str, space: SearchSpace, seed: int | None):
     raise InvalidInputError(f"unknown sampler {name!r}; allowed: {', '.join(SAMPLERS)}")
 
 
-def _open_study(store: Store, key: TuningKey, sampler, resume: bool):
+def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=None):
     import optuna
 
     try:
-        return optuna.create_study(study_name=key.study_name, storage=store.optuna_storage(),
+        return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
                                    sampler=sampler, direction="maximize", load_if_exists=resume)
     except optuna.exceptions.DuplicatedStudyError:
         raise InvalidInputError(
@@ -187,7 +187,9 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
     if top_k < 1 or rounds < 1:
         raise InvalidInputError(f"--top-k {top_k} and --rounds {rounds}: give 1 or more of each")
-    study = _open_study(store, key, _sampler(sampler, space, seed), resume)
+    storage = store.optuna_storage()
+    study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)
+    store.fail_trials_dead_before_heartbeat(storage, key.study_name)
     start_clocks = clocks() if clocks else None
     search_id = store.start_search(key, study_name=key.study_name, sampler=sampler, seed=seed,
                                    memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
@@ -199,6 +201,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         _enqueue_unmeasured(study, space, seen)
 
     def objective(trial) -> float:
+        store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
         config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
         if config not in seen:  # another process on the study (another GPU) may have measured it since
             seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})

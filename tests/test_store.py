@@ -355,3 +355,29 @@ def test_key_trials_span_every_search_of_the_key(store):
     trials = store.key_trials(key)
     assert [(t.search_id, t.number, t.status) for t in trials] == [(first, 0, "ok"), (second, 1, "wrong_result")]
     assert store.key_trials(make_key(dtype="float64")) == []
+
+
+def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(shared_db, monkeypatch):
+    """Optuna's stale-trial check skips RUNNING trials without a heartbeat; the store fails them
+    once they are older than the grace period, and leaves younger or heartbeating ones."""
+    import time
+
+    import optuna
+    from optuna.trial import TrialState
+
+    import autotune.store as store_module
+
+    store = Store(shared_db)
+    storage = store.optuna_storage()
+    study = optuna.create_study(study_name="s", storage=storage)
+    sid = storage.get_study_id_from_name("s")
+    dead, beating = storage.create_new_trial(sid), storage.create_new_trial(sid)
+    storage.record_heartbeat(beating)
+    time.sleep(1.1)
+    young = storage.create_new_trial(sid)
+    monkeypatch.setattr(store_module, "GRACE_S", 1)
+    assert store.fail_trials_dead_before_heartbeat(storage, "s") == [dead]
+    states = [storage.get_trial(t).state for t in (dead, beating, young)]
+    assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.RUNNING]
+    assert len(study.trials) == 3
+    assert store.fail_trials_dead_before_heartbeat(storage, "s") == []  # nothing twice
