@@ -12,12 +12,12 @@ database opened, only when a function needs them.
 
 from __future__ import annotations
 
-from .config import Config
-from .dtypes import DTYPES
-from .errors import AutotuneError
-from .kernels import KERNELS
-from .launch import transpose
-from .tuned import LaunchConfig, clear_cache, lookup
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES
+from autotune.errors import AutotuneError
+from autotune.kernel.catalog import KERNELS
+from autotune.runtime.launch import transpose
+from autotune.runtime.lookup import LaunchConfig, clear_cache, lookup
 
 __version__ = "0.1.0"
 

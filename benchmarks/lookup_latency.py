@@ -28,11 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from autotune import clear_cache, lookup
-from autotune.device import DeviceInfo
-from autotune.key import tuning_key
-from autotune.measurement import Measurement
-from autotune.space import load_space
-from autotune.store import Store
+from autotune.measure.device import DeviceInfo
+from autotune.store.key import tuning_key
+from autotune.measure.measurement import Measurement
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
 
 KERNEL = "smem_pad"
 DEVICE = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,

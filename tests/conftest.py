@@ -15,13 +15,13 @@ import uuid
 
 import pytest
 
-from autotune.device import DeviceInfo
+from autotune.measure.device import DeviceInfo
 
 
 @functools.cache
 def _gpu_missing() -> str | None:
     try:
-        from autotune.device import device_count
+        from autotune.measure.device import device_count
 
         return None if device_count() > 0 else "no CUDA device"
     except Exception as exc:  # GPUUnavailableError, or a driver that cannot initialise

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from autotune.config import Config
+from autotune.kernel.config import Config
 from autotune.errors import TrialFailed
-from autotune.measurement import Measurement
+from autotune.measure.measurement import Measurement
 
 OPTIMUM = {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 2, "DIAGONAL": 0}
 
 
 class FakeTimer:
-    """``measure(config)`` like :meth:`autotune.benchmark.Benchmark.measure`, without a GPU.
+    """``measure(config)`` like :meth:`autotune.measure.benchmark.Benchmark.measure`, without a GPU.
 
     Bandwidth peaks at :data:`OPTIMUM`. Configs in ``failures`` raise ``TrialFailed`` with
     the given status; ``fast_failures`` would be the fastest of all, if they counted.
@@ -39,7 +39,7 @@ def fake_retime(noise: float = 0.002, tie_band: float = 0.0):
     """``retime(configs, rounds)`` for the fake landscape: the pooled median follows
     :meth:`FakeTimer.gbps`; each round wobbles by up to ``noise`` (relative, deterministic);
     configs within ``tie_band`` of the best are made equally fast."""
-    from autotune.measurement import Retiming
+    from autotune.measure.measurement import Retiming
 
     timer = FakeTimer()
 
@@ -61,7 +61,7 @@ MATMUL_OPTIMUM = {"TILE_WIDTH": 32, "BLOCK_X": 32, "BLOCK_Y": 8, "BM": 128, "BN"
 
 
 class FakeMatmulBench:
-    """A :class:`~autotune.matmul_bench.MatmulBenchmark` without a GPU: GFLOP/s peak at
+    """A :class:`~autotune.measure.matmul_bench.MatmulBenchmark` without a GPU: GFLOP/s peak at
     :data:`MATMUL_OPTIMUM` (macros the kernel has), no memcpy or copy bound."""
 
     memcpy_gbps = copy_gbps = None
@@ -78,7 +78,7 @@ class FakeMatmulBench:
         return 2.0 * self.rows * self.cols * self.depth / (gflops * 1e9) * 1e3
 
     def measure(self, config: Config) -> Measurement:
-        from autotune.problem import matmul_gbps, matmul_gflops
+        from autotune.kernel.problem import matmul_gbps, matmul_gflops
 
         self.calls.append(config)
         ms = self.ms(config)
@@ -87,6 +87,6 @@ class FakeMatmulBench:
                            matmul_gflops(m, n, k, ms))
 
     def retime(self, configs, rounds):
-        from autotune.measurement import Retiming
+        from autotune.measure.measurement import Retiming
 
         return [Retiming(c, tuple(self.ms(c) for _ in range(rounds)), self.ms(c)) for c in configs]

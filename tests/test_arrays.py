@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from autotune import transpose
-from autotune.arrays import describe
+from autotune.runtime.arrays import describe
 from autotune.errors import InvalidInputError
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from autotune import benchmark
+from autotune.measure import benchmark
 from autotune.cli import app
-from autotune.store import Store
+from autotune.store.repository import Store
 
 from fakes import OPTIMUM, FakeMatmulBench, FakeTimer, fake_retime
 
@@ -113,7 +113,7 @@ def test_db_upgrade_and_current(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
     assert run("db", "current", "--db", url).output.strip().startswith("empty")
     r = run("db", "upgrade", "--db", url)
-    from autotune.schema import head_revision
+    from autotune.store.schema import head_revision
 
     assert r.exit_code == 0 and f"schema revision {head_revision()}" in r.output
     assert run("db", "current", "--db", url).output.strip() == head_revision()
@@ -133,7 +133,7 @@ def test_python_dash_m():
 
 
 def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu, db_url):
-    from autotune.space import load_space
+    from autotune.kernel.space import load_space
 
     n = len(load_space("smem").configs())
     r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
@@ -151,9 +151,9 @@ def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu
 def test_bench_runs_are_stored(db_url, device_info):
     from dataclasses import dataclass
 
-    from autotune.bench import BenchLine, save_bench
-    from autotune.dtypes import get_dtype
-    from autotune.models import BenchRow, BenchRun
+    from autotune.report.bench import BenchLine, save_bench
+    from autotune.kernel.dtypes import get_dtype
+    from autotune.store.models import BenchRow, BenchRun
     from sqlalchemy import select
 
     @dataclass

@@ -13,11 +13,11 @@ from typing import Callable
 import pytest
 from typer.testing import CliRunner
 
-import autotune.benchmark
-import autotune.device
-import autotune.schema
+import autotune.measure.benchmark
+import autotune.measure.device
+import autotune.store.schema
 from autotune.cli import app
-from autotune.store import Store
+from autotune.store.repository import Store
 
 runner = CliRunner()
 
@@ -50,7 +50,7 @@ GOOD_SPACE = ('kernel = "smem_pad"\nconstraints = ["TILE_DIM % BLOCK_ROWS == 0"]
 
 def driver(count):
     def setup(tmp, db, mp):
-        mp.setattr(autotune.device, "cuda_driver", lambda: FakeDriver(count))
+        mp.setattr(autotune.measure.device, "cuda_driver", lambda: FakeDriver(count))
     return setup
 
 
@@ -62,20 +62,20 @@ def no_pycuda(tmp, db, mp):
 def a_float32_only_kernel(tmp, db, mp):
     import dataclasses
 
-    import autotune.kernels as kernels
+    import autotune.kernel.catalog as kernels
 
     only = dataclasses.replace(kernels.KERNELS["smem_pad"], dtypes=("float32",))
     mp.setattr(kernels, "KERNELS", {**kernels.KERNELS, "smem_pad": only})
 
 
 def an_80gb_gpu(tmp, db, mp):
-    from autotune.device import DeviceInfo
+    from autotune.measure.device import DeviceInfo
 
     @contextlib.contextmanager
     def open_device(ordinal):
         yield DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
-    mp.setattr(autotune.benchmark, "open_device", open_device)
+    mp.setattr(autotune.measure.benchmark, "open_device", open_device)
 
 
 def tuned_db(tmp, db, mp):
@@ -104,7 +104,7 @@ def newer_schema_and_a_gpu(tmp, db, mp):
     def open_benchmark(*args, **kwargs):
         yield Bench()
 
-    mp.setattr(autotune.benchmark, "open_benchmark", open_benchmark)
+    mp.setattr(autotune.measure.benchmark, "open_benchmark", open_benchmark)
 
 
 def read_only_folder(tmp, db, mp):
@@ -112,7 +112,7 @@ def read_only_folder(tmp, db, mp):
     folder.mkdir()
     if os.geteuid() == 0:  # root writes anywhere: make the permission check see a read-only folder
         real = os.access
-        mp.setattr(autotune.schema.os, "access", lambda p, m: False if str(p) == str(folder) else real(p, m))
+        mp.setattr(autotune.store.schema.os, "access", lambda p, m: False if str(p) == str(folder) else real(p, m))
     else:
         folder.chmod(0o555)
 

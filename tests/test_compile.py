@@ -6,12 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autotune.compile import compile_cubin, nvcc_options
-from autotune.config import Config
-from autotune.dtypes import DTYPES, get_dtype
+from autotune.measure.compile import compile_cubin, nvcc_options
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.errors import TrialFailed
-from autotune.kernels import KERNELS
-from autotune.space import load_space
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.space import load_space
 
 if shutil.which("nvcc") is None:
     if os.environ.get("CI"):
@@ -111,8 +111,8 @@ def test_smem_vec_moves_16_byte_vectors_every_config(dtype, tmp_path):
     import re
     import subprocess
 
-    from autotune.compile import nvcc_options
-    from autotune.kernels import source_text
+    from autotune.measure.compile import nvcc_options
+    from autotune.kernel.catalog import source_text
 
     k = KERNELS["smem_vec"]
     src = tmp_path / "vec.cu"

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from autotune import store as store_module
-from autotune.key import tuning_key
-from autotune.space import load_space
-from autotune.store import Store
-from autotune.tuner import search
+from autotune.store import repository as store_module
+from autotune.store.key import tuning_key
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 from fakes import FakeTimer
 from workers import DEVICE

@@ -1,6 +1,6 @@
 import pytest
 
-from autotune.config import Config
+from autotune.kernel.config import Config
 
 
 def test_equal_configs_hash_equal_whatever_the_order():

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autotune.config import Config
-from autotune.dtypes import DTYPES, get_dtype
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.errors import InvalidInputError
-from autotune.kernels import ALIASES, KERNELS, get_kernel, source_hash, source_text, tile_of_block
+from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel, source_hash, source_text, tile_of_block
 from autotune.resources import data_dir
 
 CATALOG = ["copy_row", "copy_col", "naive_row", "naive_col", "unroll_row", "unroll_col", "diagonal_row",
@@ -256,7 +256,7 @@ def _cxx_flags(cxx, tmp: Path) -> list[str]:
 def _emulated_configs():
     """Each kernel's default, its smallest and largest block tile, and its default in the diagonal
     and grouped tile orders where those are tunable."""
-    from autotune.space import load_space
+    from autotune.kernel.space import load_space
 
     out = []
     for name, k in MOVES.items():

@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from autotune.dtypes import get_dtype
+from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError, TrialFailed
-from autotune.kernels import KERNELS, get_kernel
-from autotune.key import tuning_key
-from autotune.matmul_bench import random_operands
-from autotune.problem import (NAN_POISON, PROBLEMS, check_product, format_shape, matmul_gbps, matmul_gflops,
+from autotune.kernel.catalog import KERNELS, get_kernel
+from autotune.store.key import tuning_key
+from autotune.measure.matmul_bench import random_operands
+from autotune.kernel.problem import (NAN_POISON, PROBLEMS, check_product, format_shape, matmul_gbps, matmul_gflops,
                               problem_of, relative_error, tolerance)
-from autotune.space import load_space
-from autotune.store import Store
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
 
 from fakes import FakeMatmulBench
 
@@ -168,7 +168,7 @@ def test_the_register_kernel_geometry():
 
 
 def test_k_is_part_of_the_key_and_the_study(device_info, db_url):
-    from autotune.tuner import search
+    from autotune.search.tuner import search
 
     store = Store(db_url)
     keys = [tuning_key("matmul_tiled", device_info, 256, 256, "float32", k) for k in (256, 512)]

@@ -11,15 +11,16 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from autotune import benchmark, clear_cache, lookup
+from autotune import clear_cache, lookup
+from autotune.measure import benchmark
 from autotune.cli import app
-from autotune.dtypes import get_dtype
+from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
-from autotune.key import tuning_key
-from autotune.share import export_results, import_results, read_results
-from autotune.space import load_space
-from autotune.store import Store
-from autotune.tuner import search
+from autotune.store.key import tuning_key
+from autotune.store.share import export_results, import_results, read_results
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 from fakes import FakeMatmulBench
 
@@ -180,8 +181,8 @@ def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, dev
 def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fake_gpu, db_url, monkeypatch):
     from sqlalchemy import select
 
-    from autotune import vendor
-    from autotune.models import BenchRow, BenchRun
+    from autotune.measure import vendor
+    from autotune.store.models import BenchRow, BenchRun
 
     assert run("search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid", "--db", db_url).exit_code == 0
 
@@ -207,7 +208,7 @@ def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fa
 
 
 def test_without_cupy_or_torch_the_vendor_line_says_so():
-    from autotune.vendor import vendor_matmul
+    from autotune.measure.vendor import vendor_matmul
 
     class Shape:
         rows = cols = depth = 8

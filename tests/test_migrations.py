@@ -17,8 +17,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from autotune import resources
-from autotune.models import Base
-from autotune.store import Store
+from autotune.store.models import Base
+from autotune.store.repository import Store
 
 OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best",
               "autotune_bench_runs", "autotune_bench_rows"}

@@ -14,7 +14,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from autotune import device, multi_gpu
+from autotune.measure import device
+from autotune.search import workers as multi_gpu
 from autotune.cli import app
 from autotune.errors import InvalidInputError
 

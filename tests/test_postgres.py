@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 
 import autotune
 from autotune.cli import app
-from autotune.key import tuning_key
-from autotune.models import Base
-from autotune.schema import head_revision
-from autotune.space import load_space
-from autotune.store import Store
-from autotune.tuner import search
+from autotune.store.key import tuning_key
+from autotune.store.models import Base
+from autotune.store.schema import head_revision
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 from fakes import FakeTimer, fake_retime
 from test_migrations import OUR_TABLES, VERSION_TABLE, _ours, check_units_of_one_model_are_merged

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from autotune.bench import BenchLine, save_bench
+from autotune.report.bench import BenchLine, save_bench
 from autotune.cli import app
-from autotune.config import Config
-from autotune.dtypes import get_dtype
-from autotune.kernels import get_kernel, source_hash
-from autotune.key import TuningKey
-from autotune.measurement import Measurement, Retiming
-from autotune.report import DPI, FIGSIZE, heatmap_data, largest_shape, scaling_data
-from autotune.store import Store
-from autotune.winner import Decision
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.catalog import get_kernel, source_hash
+from autotune.store.key import TuningKey
+from autotune.measure.measurement import Measurement, Retiming
+from autotune.report.plots import DPI, FIGSIZE, heatmap_data, largest_shape, scaling_data
+from autotune.store.repository import Store
+from autotune.search.winner import Decision
 
 runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -250,7 +250,7 @@ def test_bench_run_alone_gives_the_kernels_plot(store, db_url, device_info, tmp_
 
 
 def test_latest_bench_run_of_the_device_is_plotted(store, db_url, device_info, tmp_path):
-    from autotune.report import bench_data
+    from autotune.report.plots import bench_data
 
     other = dataclasses.replace(device_info, name="NVIDIA A100-SXM4-40GB", compute_capability="8.0")
     first = add_bench(store, device_info, 2048, 2048)
@@ -290,6 +290,6 @@ def test_bad_input(db_url, tmp_path):
 
 
 def test_importing_autotune_does_not_import_matplotlib():
-    code = ("import sys, autotune, autotune.cli, autotune.report; "
+    code = ("import sys, autotune, autotune.cli, autotune.report.plots; "
             "assert not [m for m in sys.modules if m.startswith('matplotlib')]")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)

@@ -16,17 +16,17 @@ from typer.testing import CliRunner
 
 from autotune import __version__
 from autotune.cli import app
-from autotune.config import Config
-from autotune.device import DeviceInfo
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo
 from autotune.errors import InvalidInputError
-from autotune.kernels import get_kernel, source_hash
-from autotune.key import TuningKey
-from autotune.measurement import Measurement, Retiming
-from autotune.models import Search, Trial
-from autotune.share import SCHEMA_VERSION, export_results, import_results, read_results
-from autotune.space import load_space
-from autotune.store import Store
-from autotune.winner import Decision
+from autotune.kernel.catalog import get_kernel, source_hash
+from autotune.store.key import TuningKey
+from autotune.measure.measurement import Measurement, Retiming
+from autotune.store.models import Search, Trial
+from autotune.store.share import SCHEMA_VERSION, export_results, import_results, read_results
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.winner import Decision
 
 runner = CliRunner()
 

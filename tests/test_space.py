@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from autotune.config import Config
+from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError, SearchSpaceError
-from autotune.kernels import ALIASES, KERNELS
+from autotune.kernel.catalog import ALIASES, KERNELS
 from autotune.resources import data_dir
-from autotune.space import SearchSpace, load_space
+from autotune.kernel.space import SearchSpace, load_space
 
 
 def write(tmp_path: Path, text: str) -> Path:

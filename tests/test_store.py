@@ -8,12 +8,12 @@ from datetime import UTC
 
 import pytest
 
-from autotune.config import Config
-from autotune.device import DeviceInfo
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo
 from autotune.errors import StoreError
-from autotune.key import TuningKey
-from autotune.measurement import Measurement
-from autotune.store import BestRecord, Store, TrialRecord, default_url
+from autotune.store.key import TuningKey
+from autotune.measure.measurement import Measurement
+from autotune.store.repository import BestRecord, Store, TrialRecord, default_url
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "13.0", "13.0")
@@ -55,7 +55,7 @@ def start(store: Store, key: TuningKey | None = None, memcpy_gbps: float | None 
 def test_import_does_not_load_optuna_or_pycuda():
     import subprocess
 
-    code = "import sys, autotune.store; print('optuna' in sys.modules, 'pycuda' in sys.modules)"
+    code = "import sys, autotune.store.repository; print('optuna' in sys.modules, 'pycuda' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=__file__.rsplit("/tests/", 1)[0])
     assert out.stdout.split() == ["False", "False"]
@@ -203,7 +203,7 @@ def test_trials_in_trial_order_and_per_search(store):
 def test_start_reuses_device_and_kernel_rows(store):
     from sqlalchemy import func, select
 
-    from autotune.models import Device, Kernel, Search
+    from autotune.store.models import Device, Kernel, Search
 
     start(store), start(store), start(store, make_key(A100))
     with store.session() as session:
@@ -212,7 +212,7 @@ def test_start_reuses_device_and_kernel_rows(store):
 
 
 def test_finish_search(store):
-    from autotune.models import Search
+    from autotune.store.models import Search
 
     search = start(store)
     store.finish_search(search, "interrupted")
@@ -263,7 +263,7 @@ def test_bad_url_is_a_store_error():
 def test_session_scope(store):
     from sqlalchemy import text
 
-    from autotune.models import Kernel
+    from autotune.store.models import Kernel
 
     with pytest.raises(StoreError, match="no such table") as info:
         with store.session() as session:
@@ -285,7 +285,7 @@ def test_session_scope(store):
 
 
 def test_check_constraint_rejects_ok_without_gbps(store):
-    from autotune.models import Trial
+    from autotune.store.models import Trial
 
     search = start(store)
     with pytest.raises(StoreError, match="CHECK constraint failed"):
@@ -365,7 +365,7 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
     import optuna
     from optuna.trial import TrialState
 
-    import autotune.store as store_module
+    import autotune.store.repository as store_module
 
     store = Store(shared_db)
     storage = store.optuna_storage()

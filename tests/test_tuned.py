@@ -9,15 +9,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import autotune.tuned as tuned
+import autotune.runtime.lookup as tuned
 from autotune import Config, clear_cache, lookup
 from autotune.errors import InvalidInputError
-from autotune.kernels import get_kernel
-from autotune.key import tuning_key
-from autotune.measurement import Measurement
-from autotune.space import load_space
-from autotune.store import Store
-from autotune.tuner import search
+from autotune.kernel.catalog import get_kernel
+from autotune.store.key import tuning_key
+from autotune.measure.measurement import Measurement
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
 
@@ -201,7 +201,7 @@ def test_stale_results_are_skipped_and_counted(store, db_url, device_info, pcie)
 def test_a_kernel_source_change_makes_results_stale(monkeypatch, store, db_url, device_info):
     put(store, device_info, (512, 512), 0)
     assert look(device_info, (512, 512), db_url).rung == "exact"
-    monkeypatch.setattr("autotune.kernels.source_hash", lambda kernel: "f" * 64)
+    monkeypatch.setattr("autotune.kernel.catalog.source_hash", lambda kernel: "f" * 64)
     clear_cache()
     got = look(device_info, (512, 512), db_url)
     assert got.rung == "default" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
@@ -211,7 +211,7 @@ def test_an_nvcc_upgrade_makes_results_stale(monkeypatch, store, db_url, device_
     old = tuning_key("smem_pad", device_info, 512, 512, "float32").nvcc_version
     put(store, device_info, (512, 512), 0)
     put(store, pcie, (512, 512), 1)
-    monkeypatch.setattr("autotune.device.nvcc_version", lambda nvcc="nvcc": "99.1.0")
+    monkeypatch.setattr("autotune.measure.device.nvcc_version", lambda nvcc="nvcc": "99.1.0")
     got = look(device_info, (512, 512), db_url)
     assert got.rung == "default"
     assert got.note.endswith(f"skipped 2 stale results (2 built with nvcc {old}, not 99.1.0)")

@@ -1,11 +1,11 @@
 import pytest
 
-from autotune.config import Config
+from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
-from autotune.key import TuningKey
-from autotune.space import SearchSpace
-from autotune.store import Store
-from autotune.tuner import search
+from autotune.store.key import TuningKey
+from autotune.kernel.space import SearchSpace
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
 

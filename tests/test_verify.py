@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autotune.errors import TrialFailed
-from autotune.verify import GUARD_BYTES, verify
+from autotune.measure.verify import GUARD_BYTES, verify
 
 
 class FakeDriver:

@@ -1,8 +1,8 @@
 import pytest
 
-from autotune.config import Config
-from autotune.measurement import Retiming
-from autotune.winner import choose
+from autotune.kernel.config import Config
+from autotune.measure.measurement import Retiming
+from autotune.search.winner import choose
 
 
 def cfg(tile, rows):

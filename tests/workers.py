@@ -16,12 +16,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from autotune import store as store_module  # noqa: E402
-from autotune.device import DeviceInfo  # noqa: E402
-from autotune.key import tuning_key  # noqa: E402
-from autotune.space import load_space  # noqa: E402
-from autotune.store import Store  # noqa: E402
-from autotune.tuner import search  # noqa: E402
+from autotune.store import repository as store_module  # noqa: E402
+from autotune.measure.device import DeviceInfo  # noqa: E402
+from autotune.store.key import tuning_key  # noqa: E402
+from autotune.kernel.space import load_space  # noqa: E402
+from autotune.store.repository import Store  # noqa: E402
+from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeTimer, fake_retime  # noqa: E402
 
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
@@ -60,7 +60,7 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
 
 
 class FakeBench:
-    """What the CLI needs of :class:`autotune.benchmark.Benchmark`, timed by the fake timer
+    """What the CLI needs of :class:`autotune.measure.benchmark.Benchmark`, timed by the fake timer
     (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds)."""
 
     memcpy_gbps, copy_gbps, l2_mode = 3000.0, 2900.0, "single"
@@ -95,7 +95,7 @@ def fake_count() -> int:
 
 @contextlib.contextmanager
 def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
-    """Stands in for :func:`autotune.benchmark.open_benchmark` (module level: the workers of
+    """Stands in for :func:`autotune.measure.benchmark.open_benchmark` (module level: the workers of
     a search over several GPUs get it pickled)."""
     yield FakeBench(fake_device(ordinal))
 
@@ -103,7 +103,7 @@ def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
 def cli(delay: str, *args: str) -> None:
     """Run the real CLI with fake GPUs and the fake timer in place of the GPU benchmark
     (SIGINT and several-GPU tests)."""
-    from autotune import benchmark, device
+    from autotune.measure import benchmark, device
     from autotune.cli import app
 
     os.environ["AUTOTUNE_FAKE_DELAY"] = delay  # the GPU workers inherit it

@@ -9,11 +9,11 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from ..benchmark import MAX_DIM
-from ..dtypes import DTYPES
-from ..errors import AutotuneError, InvalidInputError
-from ..kernels import KERNELS
-from ..problem import Problem
+from autotune.measure.benchmark import MAX_DIM
+from autotune.kernel.dtypes import DTYPES
+from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.problem import Problem
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)

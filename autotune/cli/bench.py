@@ -8,15 +8,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import benchmark
-from ..bench import BenchLine, run_bench, run_matmul_bench, save_bench
-from ..dtypes import get_dtype
-from ..errors import InvalidInputError
-from ..kernels import KERNELS, get_kernel
-from ..key import tuning_key
-from ..store import Store
+from autotune.measure import benchmark
+from autotune.report.bench import BenchLine, run_bench, run_matmul_bench, save_bench
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import KERNELS, get_kernel
+from autotune.store.key import tuning_key
+from autotune.store.repository import Store
 from . import app
-from ..problem import PROBLEMS, Problem, format_shape, problem_of
+from autotune.kernel.problem import PROBLEMS, Problem, format_shape, problem_of
 from ._common import K, M, N, Cols, Db, Device, DType, Rows, Size, dims, handle_errors, out, parse_int
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..store import Store
+from autotune.store.repository import Store
 from . import app
 from ._common import Db, handle_errors, out
 

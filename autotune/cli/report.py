@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..dtypes import get_dtype
-from ..kernels import get_kernel
-from ..report import write_report
-from ..store import Store
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.catalog import get_kernel
+from autotune.report.plots import write_report
+from autotune.store.repository import Store
 from . import app
 from ._common import Cols, Db, DType, Kernel, Rows, Size, err, handle_errors, out, shape
 

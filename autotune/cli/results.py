@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from ..dtypes import get_dtype
-from ..device import nvcc_version
-from ..errors import GPUUnavailableError, NotTunedError
-from ..kernels import KERNELS, source_hash
-from ..store import BestRecord, Store
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.device import nvcc_version
+from autotune.errors import GPUUnavailableError, NotTunedError
+from autotune.kernel.catalog import KERNELS, source_hash
+from autotune.store.repository import BestRecord, Store
 from . import app
-from ..problem import PROBLEMS, format_shape, problem_of
+from autotune.kernel.problem import PROBLEMS, format_shape, problem_of
 from ._common import Cols, Db, DType, K, M, N, Rows, Size, dims, err, handle_errors, out
 
 
@@ -78,7 +78,7 @@ def kernels() -> None:
 def _device_filter(device: str | None) -> str | None:
     if device is None or not device.isdigit():
         return device
-    from ..device import query_device
+    from autotune.measure.device import query_device
 
     try:
         return query_device(int(device)).name

@@ -8,16 +8,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .. import benchmark, nvml
-from ..dtypes import get_dtype
-from ..errors import InvalidInputError
-from ..kernels import get_kernel
-from ..multi_gpu import parse_devices
-from ..problem import format_shape, problem_of
-from ..key import tuning_key
-from ..space import load_space
-from ..store import Store
-from ..tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
+from autotune.measure import benchmark, nvml
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import get_kernel
+from autotune.search.workers import parse_devices
+from autotune.kernel.problem import format_shape, problem_of
+from autotune.store.key import tuning_key
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome, search as run_search
 from . import app
 from ._common import (Cols, Db, Device, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK, dims,
                       err, handle_errors, out, parse_float, parse_int)

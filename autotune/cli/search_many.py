@@ -1,6 +1,6 @@
 """``autotune search --device 0,1`` (or ``all``): one search over several GPUs of one model.
 
-One worker process per GPU optimises the key's one Optuna study (:mod:`autotune.multi_gpu`);
+One worker process per GPU optimises the key's one Optuna study (:mod:`autotune.search.workers`);
 this module validates, shows a progress bar per GPU, and afterwards re-times the study's top
 configs once, on the first GPU listed, so the stored best is that of a single-GPU search.
 """
@@ -15,15 +15,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from .. import benchmark, device, multi_gpu
-from ..dtypes import get_dtype
-from ..errors import AutotuneError
-from ..kernels import get_kernel
-from ..key import tuning_key
-from ..problem import format_shape
-from ..space import load_space
-from ..store import Store
-from ..tuner import SearchResult, open_study, retime_study
+from autotune.measure import benchmark, device
+from autotune.search import workers as multi_gpu
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import AutotuneError
+from autotune.kernel.catalog import get_kernel
+from autotune.store.key import tuning_key
+from autotune.kernel.problem import format_shape
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
+from autotune.search.tuner import SearchResult, open_study, retime_study
 from ._common import err, out
 
 __all__ = ["tune_many"]

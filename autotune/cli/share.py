@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..kernels import get_kernel
-from ..share import export_results, import_results, read_results
-from ..store import Store
+from autotune.kernel.catalog import get_kernel
+from autotune.store.share import export_results, import_results, read_results
+from autotune.store.repository import Store
 from . import app
 from ._common import Db, err, handle_errors, out
 

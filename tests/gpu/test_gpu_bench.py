@@ -5,8 +5,8 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from autotune.cli import app
-from autotune.models import BenchRow
-from autotune.store import Store
+from autotune.store.models import BenchRow
+from autotune.store.repository import Store
 
 pytestmark = pytest.mark.gpu
 

@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from autotune.benchmark import Benchmark, effective_bandwidth_gbps
-from autotune.config import Config
-from autotune.device import open_device, query_device
-from autotune.dtypes import DTYPES
+from autotune.measure.benchmark import Benchmark, effective_bandwidth_gbps
+from autotune.kernel.config import Config
+from autotune.measure.device import open_device, query_device
+from autotune.kernel.dtypes import DTYPES
 from autotune.errors import InvalidInputError, TrialFailed
-from autotune.kernels import KERNELS
-from autotune.space import load_space
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.space import load_space
 
 pytestmark = pytest.mark.gpu
 
@@ -75,7 +75,7 @@ def test_kernel_is_exact_for_every_dtype(device, kernel, dtype):
 
 def test_a_planted_wrong_kernel_is_a_failed_trial(device, monkeypatch):
     # smem_pad really transposes; pretend it should copy: verification must refuse it
-    import autotune.kernels as kernels
+    import autotune.kernel.catalog as kernels
 
     fake = dataclasses.replace(KERNELS["smem_pad"], name="smem_pad", op="copy")
     monkeypatch.setattr(kernels, "KERNELS", {**KERNELS, "smem_pad": fake})

@@ -9,15 +9,15 @@ from typer.testing import CliRunner
 
 from autotune import clear_cache, lookup
 from autotune.cli import app
-from autotune.device import open_device
-from autotune.dtypes import get_dtype
+from autotune.measure.device import open_device
+from autotune.kernel.dtypes import get_dtype
 from autotune.errors import TrialFailed
-from autotune.kernels import KERNELS
-from autotune.matmul_bench import MatmulBenchmark
-from autotune.models import BenchRow
-from autotune.problem import check_product, tolerance
-from autotune.space import load_space
-from autotune.store import Store
+from autotune.kernel.catalog import KERNELS
+from autotune.measure.matmul_bench import MatmulBenchmark
+from autotune.store.models import BenchRow
+from autotune.kernel.problem import check_product, tolerance
+from autotune.kernel.space import load_space
+from autotune.store.repository import Store
 
 pytestmark = pytest.mark.gpu
 
@@ -77,7 +77,7 @@ def test_measure_gives_gflops_and_no_memcpy_figure(device):
 
 
 def test_the_vendor_product_is_measured_or_says_why_not(device):
-    from autotune.vendor import vendor_matmul
+    from autotune.measure.vendor import vendor_matmul
 
     bench = MatmulBenchmark(device, 256, 192, 320, get_dtype("float32"), repeats=20, seed=3)
     try:

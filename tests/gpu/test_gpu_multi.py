@@ -11,7 +11,7 @@ pytestmark = pytest.mark.gpu
 
 
 def _two_gpus_of_one_model():
-    from autotune.device import device_count, query_device
+    from autotune.measure.device import device_count, query_device
 
     n = device_count()
     if n < 2:

@@ -6,14 +6,14 @@ from types import MappingProxyType
 
 import pytest
 
-import autotune.kernels as kernels
-from autotune.benchmark import open_benchmark
-from autotune.dtypes import get_dtype
-from autotune.kernels import Kernel
-from autotune.key import tuning_key
-from autotune.space import SearchSpace
-from autotune.store import Store
-from autotune.tuner import search
+import autotune.kernel.catalog as kernels
+from autotune.measure.benchmark import open_benchmark
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.catalog import Kernel
+from autotune.store.key import tuning_key
+from autotune.kernel.space import SearchSpace
+from autotune.store.repository import Store
+from autotune.search.tuner import search
 
 pytestmark = pytest.mark.gpu
 

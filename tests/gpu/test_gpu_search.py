@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from autotune import clear_cache, lookup, transpose
 from autotune.cli import app
-from autotune.device import open_device
+from autotune.measure.device import open_device
 
 pytestmark = pytest.mark.gpu
 

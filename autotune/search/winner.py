@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .config import Config
-from .measurement import Retiming
+from autotune.kernel.config import Config
+from autotune.measure.measurement import Retiming
 
 __all__ = ["Decision", "choose"]
 

@@ -2,7 +2,7 @@
 
 Method, per config (following the CUDA transpose study's effective-bandwidth metric):
 
-1. Compile (:class:`~autotune.compile.Compiler`) and check the block against the limits.
+1. Compile (:class:`~autotune.measure.compile.Compiler`) and check the block against the limits.
 2. Verify: fresh random bytes as input; the output buffer, with guard bytes on both
    sides, is poisoned with ``0xA5``; the kernel runs once; the output must equal NumPy's
    result bit for bit and the guards must be untouched. Repeated with poison ``0x5A``, so
@@ -30,14 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compile import CompiledKernel, Compiler
-from .config import Config
-from .device import DeviceInfo, cuda_driver, open_device
-from .dtypes import DType
-from .errors import InvalidInputError, TrialFailed
-from .kernels import get_kernel
-from .measurement import Measurement, Retiming, effective_bandwidth_gbps
-from .verify import GUARD_BYTES, verify
+from autotune.measure.compile import CompiledKernel, Compiler
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo, cuda_driver, open_device
+from autotune.kernel.dtypes import DType
+from autotune.errors import InvalidInputError, TrialFailed
+from autotune.kernel.catalog import get_kernel
+from autotune.measure.measurement import Measurement, Retiming, effective_bandwidth_gbps
+from autotune.measure.verify import GUARD_BYTES, verify
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_DIM"]
 
@@ -60,7 +60,7 @@ class Timing:
 class Benchmark:
     """Verifies and times configs of any catalog kernel for one device, shape and dtype.
 
-    Must be used inside a current CUDA context (:func:`autotune.device.open_device`).
+    Must be used inside a current CUDA context (:func:`autotune.measure.device.open_device`).
 
     Args:
         device: the current device.
@@ -75,7 +75,7 @@ class Benchmark:
     """
 
     depth: int = 0
-    """K of a matrix product (:class:`~autotune.matmul_bench.MatmulBenchmark`); 0 here."""
+    """K of a matrix product (:class:`~autotune.measure.matmul_bench.MatmulBenchmark`); 0 here."""
 
     def __init__(self, device: DeviceInfo, rows: int, cols: int, dtype: DType, *,
                  warmup: int = 10, repeats: int = 50, seed: int | None = None) -> None:
@@ -223,7 +223,7 @@ class Benchmark:
 
     def verify(self, compiled: CompiledKernel, launch) -> None:
         """Run ``launch`` (which writes the output buffer) on fresh random input and compare
-        with NumPy bit for bit (:func:`autotune.verify.verify`).
+        with NumPy bit for bit (:func:`autotune.measure.verify.verify`).
 
         Raises:
             TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.
@@ -275,7 +275,7 @@ def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, depth: int 
                    **options) -> Iterator[Benchmark]:
     """A :class:`Benchmark` on device ``ordinal``, inside its context, freed on exit:
     of a transpose or copy of ``rows x cols`` (``depth`` 0), or of the matrix product
-    ``M, N, K = rows, cols, depth`` (:class:`autotune.matmul_bench.MatmulBenchmark`).
+    ``M, N, K = rows, cols, depth`` (:class:`autotune.measure.matmul_bench.MatmulBenchmark`).
 
     ``options`` are passed to the benchmark (warmup, repeats, seed).
 
@@ -285,7 +285,7 @@ def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, depth: int 
     """
     with open_device(ordinal) as device:
         if depth:
-            from .matmul_bench import MatmulBenchmark, matmul_bytes
+            from autotune.measure.matmul_bench import MatmulBenchmark, matmul_bytes
 
             need = matmul_bytes(rows, cols, depth, dtype.itemsize)
             if need > device.total_memory:

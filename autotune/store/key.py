@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .device import DeviceInfo
+from autotune.measure.device import DeviceInfo
 
 __all__ = ["TuningKey", "tuning_key"]
 
@@ -70,10 +70,10 @@ def tuning_key(kernel: str, device: DeviceInfo, rows: int, cols: int, dtype: str
         InvalidInputError: unknown kernel or dtype.
         GPUUnavailableError: nvcc is not on PATH.
     """
-    from .compile import compile_flags
-    from .device import nvcc_version
-    from .dtypes import get_dtype
-    from .kernels import get_kernel, source_hash
+    from autotune.measure.compile import compile_flags
+    from autotune.measure.device import nvcc_version
+    from autotune.kernel.dtypes import get_dtype
+    from autotune.kernel.catalog import get_kernel, source_hash
 
     k = get_kernel(kernel)
     return TuningKey(device, k.name, source_hash(k), rows, cols, get_dtype(dtype).name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TrialFailed
+from autotune.errors import TrialFailed
 
 __all__ = ["GUARD_BYTES", "POISONS", "poisoned_run", "verify"]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .config import Config
-from .errors import SearchSpaceError
-from .kernels import get_kernel
-from .resources import data_dir
+from autotune.kernel.config import Config
+from autotune.errors import SearchSpaceError
+from autotune.kernel.catalog import get_kernel
+from autotune.resources import data_dir
 
 __all__ = ["SearchSpace", "load_space", "MAX_MACRO_VALUE"]
 

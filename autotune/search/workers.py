@@ -27,9 +27,9 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import benchmark, device
-from .device import DeviceInfo
-from .errors import AutotuneError, InvalidInputError
+from autotune.measure import benchmark, device
+from autotune.measure.device import DeviceInfo
+from autotune.errors import AutotuneError, InvalidInputError
 
 __all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
 
@@ -77,7 +77,7 @@ class WorkerReport:
 def parse_devices(spec: str, count: Callable[[], int] | None = None) -> list[int]:
     """The ordinals of ``--device``: ``"1"``, ``"0,1"`` or ``"all"``.
 
-    ``count`` gives the number of CUDA devices (default: :func:`autotune.device.device_count`);
+    ``count`` gives the number of CUDA devices (default: :func:`autotune.measure.device.device_count`);
     it is asked only for ``all`` and for lists of several ordinals.
 
     Raises:
@@ -138,7 +138,7 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
                 on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
     """Run one worker per GPU in ``ordinals`` until all have ended; ``on_report`` is called
     with a worker's report whenever it changes. The GPU benchmark is
-    :func:`autotune.benchmark.open_benchmark` as it is when this is called (tests replace it).
+    :func:`autotune.measure.benchmark.open_benchmark` as it is when this is called (tests replace it).
 
     Raises:
         KeyboardInterrupt: after every worker was stopped (see the module doc).
@@ -249,12 +249,12 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
 def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
     import optuna
 
-    from . import nvml
-    from .dtypes import get_dtype
-    from .key import tuning_key
-    from .space import load_space
-    from .store import Store
-    from .tuner import search
+    from autotune.measure import nvml
+    from autotune.kernel.dtypes import get_dtype
+    from autotune.store.key import tuning_key
+    from autotune.kernel.space import load_space
+    from autotune.store.repository import Store
+    from autotune.search.tuner import search
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), depth=plan.depth,

@@ -1,7 +1,7 @@
 """Compiling one config: PyCUDA on a GPU machine, plain ``nvcc -cubin`` anywhere.
 
 Each config is compiled with its macros as ``-D`` options (validated integers only, see
-:meth:`autotune.kernels.Kernel.macros`) and the device's ``-arch``. :class:`Compiler` keeps
+:meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch``. :class:`Compiler` keeps
 one module per distinct (config, dtype, arch) in the process; PyCUDA's disk cache keeps the
 cubins across processes. Compiler errors and launches over the device's limits are the
 expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .device import DeviceInfo, cuda_driver
-from .dtypes import DType
-from .errors import TrialFailed
-from .kernels import Kernel, get_kernel, source_text
-from .occupancy import theoretical_occupancy
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo, cuda_driver
+from autotune.kernel.dtypes import DType
+from autotune.errors import TrialFailed
+from autotune.kernel.catalog import Kernel, get_kernel, source_text
+from autotune.measure.occupancy import theoretical_occupancy
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
 
@@ -56,7 +56,7 @@ class CompiledKernel:
         local_bytes: local memory per thread (spills), bytes.
         max_threads_per_block: the most threads per block this binary can launch with.
         blocks_per_sm, occupancy: active blocks per SM and theoretical occupancy (0..1) of
-            the config's block size, from the CUDA driver (:mod:`autotune.occupancy`).
+            the config's block size, from the CUDA driver (:mod:`autotune.measure.occupancy`).
     """
 
     kernel: Kernel

@@ -97,7 +97,7 @@ class Base(DeclarativeBase):
 
 
 class Device(Base):
-    """A GPU model, by the identity fields of :class:`autotune.device.DeviceInfo` (several
+    """A GPU model, by the identity fields of :class:`autotune.measure.device.DeviceInfo` (several
     physical GPUs of one model share a row; :class:`Search` records which one measured)."""
 
     __tablename__ = "autotune_devices"

@@ -3,7 +3,7 @@
 ``lookup`` climbs a ladder and says which rung it took (:attr:`LaunchConfig.rung`):
 
 1. ``exact``: the stored best of the exact key (device model, kernel source hash, shape,
-   dtype, nvcc version and compile flags; :mod:`autotune.key`).
+   dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
 2. ``nearest_shape``: the same device, kernel source, dtype and toolchain, tuned for the
    nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols; a matrix
    product adds ``ln(k/k')^2`` for its K and uses only results of matrix products): a ratio
@@ -29,15 +29,15 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from .config import Config
-from .device import DeviceInfo, query_device
-from .dtypes import get_dtype
-from .errors import InvalidInputError
-from .key import TuningKey, tuning_key
-from .kernels import Kernel, get_kernel
-from .problem import Problem, format_shape, problem_of
-from .records import BestRecord
-from .store import Store
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo, query_device
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import InvalidInputError
+from autotune.store.key import TuningKey, tuning_key
+from autotune.kernel.catalog import Kernel, get_kernel
+from autotune.kernel.problem import Problem, format_shape, problem_of
+from autotune.store.records import BestRecord
+from autotune.store.repository import Store
 
 __all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
 

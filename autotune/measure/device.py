@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import nvml
-from .errors import GPUUnavailableError, InvalidInputError
+from autotune.errors import GPUUnavailableError, InvalidInputError
 
 __all__ = ["DeviceInfo", "cuda_driver", "device_count", "query_device", "current_device", "open_device",
            "nvcc_version"]

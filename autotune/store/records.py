@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .config import Config
-from .models import Best, Device, Kernel, Search, Trial
+from autotune.kernel.config import Config
+from autotune.store.models import Best, Device, Kernel, Search, Trial
 
 __all__ = ["TrialRecord", "BestRecord", "trial_record", "best_record", "MEASURED"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
             "pct_copy", "occupancy", "gflops")
-"""Trial columns that come from a :class:`~autotune.measurement.Measurement`."""
+"""Trial columns that come from a :class:`~autotune.measure.measurement.Measurement`."""
 
 
 @dataclass(frozen=True)

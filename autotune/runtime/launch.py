@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import describe, empty_like_kind
-from .benchmark import MAX_DIM
-from .compile import Compiler
-from .device import DeviceInfo, cuda_driver, current_context_handle, current_device
-from .errors import AutotuneError, GPUUnavailableError, InvalidInputError, TrialFailed
-from .kernels import get_kernel
-from .tuned import LaunchConfig, lookup
+from autotune.runtime.arrays import describe, empty_like_kind
+from autotune.measure.benchmark import MAX_DIM
+from autotune.measure.compile import Compiler
+from autotune.measure.device import DeviceInfo, cuda_driver, current_context_handle, current_device
+from autotune.errors import AutotuneError, GPUUnavailableError, InvalidInputError, TrialFailed
+from autotune.kernel.catalog import get_kernel
+from autotune.runtime.lookup import LaunchConfig, lookup
 
 __all__ = ["transpose"]
 

@@ -34,13 +34,13 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from .bench import BenchLine
-from .dtypes import get_dtype
-from .errors import InvalidInputError, NotTunedError
-from .kernels import get_kernel
-from .models import BenchRow, BenchRun, Device, Kernel, Search, Trial
-from .records import BestRecord
-from .store import Store
+from autotune.report.bench import BenchLine
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import InvalidInputError, NotTunedError
+from autotune.kernel.catalog import get_kernel
+from autotune.store.models import BenchRow, BenchRun, Device, Kernel, Search, Trial
+from autotune.store.records import BestRecord
+from autotune.store.repository import Store
 
 __all__ = [
     "MissingData", "Heatmap", "BenchData", "ScalingPoint", "Scaling", "Report",
@@ -185,7 +185,7 @@ def heatmap_data(store: Store, kernel: str, rows: int, cols: int, dtype: str,
 
 @dataclass(frozen=True)
 class BenchData:
-    """One stored bench run (GB/s throughout; see :mod:`autotune.bench`)."""
+    """One stored bench run (GB/s throughout; see :mod:`autotune.report.bench`)."""
 
     run_id: int
     device: str

@@ -1,13 +1,13 @@
 """Verifying and timing matrix-product configs on a GPU: the :class:`Benchmark` of ``C = A @ B``.
 
-Same machinery as the transposes (:class:`autotune.benchmark.Benchmark`: compile, check the
+Same machinery as the transposes (:class:`autotune.measure.benchmark.Benchmark`: compile, check the
 block, verify, time with CUDA events in batches, interleaved re-timing), with the product's
-own buffers, check and figures (:mod:`autotune.problem`):
+own buffers, check and figures (:mod:`autotune.kernel.problem`):
 
 1. Buffers: A (M x K), B (K x N) and C (M x N, with guard bytes on both sides), row-major.
 2. Verify: fresh uniform(-1, 1) A and B; C poisoned with NaN bytes; one launch; the guards
    must be intact and C within the relative-error tolerance of NumPy's float64 product
-   (:func:`autotune.problem.check_product`).
+   (:func:`autotune.kernel.problem.check_product`).
 3. Time: as the transposes; GFLOP/s ``= 2 * M * N * K / median``. There is no memcpy or
    copy bound for a product (the vendor library is the yardstick, in ``autotune bench``), and
    no rotation of buffers: a product is meant to reuse its operands from cache, and at the
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .benchmark import MAX_DIM, Benchmark, Timing
-from .compile import CompiledKernel, Compiler
-from .config import Config
-from .device import DeviceInfo, cuda_driver
-from .dtypes import DType
-from .errors import InvalidInputError, TrialFailed
-from .measurement import Measurement
-from .problem import NAN_POISON, check_product, matmul_gbps, matmul_gflops
-from .verify import GUARD_BYTES, poisoned_run
+from autotune.measure.benchmark import MAX_DIM, Benchmark, Timing
+from autotune.measure.compile import CompiledKernel, Compiler
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo, cuda_driver
+from autotune.kernel.dtypes import DType
+from autotune.errors import InvalidInputError, TrialFailed
+from autotune.measure.measurement import Measurement
+from autotune.kernel.problem import NAN_POISON, check_product, matmul_gbps, matmul_gflops
+from autotune.measure.verify import GUARD_BYTES, poisoned_run
 
 __all__ = ["MAX_GRID_Y", "MatmulBenchmark", "matmul_bytes", "random_operands"]
 
@@ -150,7 +150,7 @@ class MatmulBenchmark(Benchmark):
 
     def verify(self, compiled: CompiledKernel, launch) -> None:
         """Run ``launch`` once on fresh random A and B into the NaN-poisoned C and check C
-        against NumPy's float64 product (:func:`autotune.problem.check_product`).
+        against NumPy's float64 product (:func:`autotune.kernel.problem.check_product`).
 
         Raises:
             TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.

@@ -23,8 +23,8 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from .errors import StoreError
-from .resources import data_dir
+from autotune.errors import StoreError
+from autotune.resources import data_dir
 
 __all__ = ["VERSION_TABLE", "head_revision", "current_revision", "upgrade", "prepare", "check_sqlite_path",
            "init_lock"]

@@ -5,7 +5,7 @@ The file is JSON::
     {"format": "autotune-results", "schema_version": 1, "exported_at": "2026-11-22T10:00:00.000000Z",
      "autotune_version": "0.1.0", "results": [ {...}, ... ]}
 
-with one entry per stored best (:meth:`autotune.store.Store.find_best`), carrying its whole
+with one entry per stored best (:meth:`autotune.store.repository.Store.find_best`), carrying its whole
 key and provenance (device model, and the UUID of the GPU that measured it, kernel name and
 source hash, shape (``rows``, ``cols``, and ``depth``: K of a matrix product, 0 for a
 transpose), dtype,
@@ -18,7 +18,7 @@ memcpy figure: its ``pct_memcpy`` is null.
 An import reads and validates the whole file before it writes anything, then records every
 entry in one transaction: as a finished search of sampler ``import`` with one ``ok`` trial,
 which becomes the key's best when there is none or it is faster (like
-:meth:`~autotune.store.Store.record_trial`). An entry whose key (device model, kernel
+:meth:`~autotune.store.repository.Store.record_trial`). An entry whose key (device model, kernel
 source, toolchain, shape, dtype) already has an ``ok`` trial of the same config is skipped
 as a duplicate. Results of other devices or older kernel sources are imported as they are:
 :func:`autotune.lookup` uses only those of the exact current key.
@@ -38,14 +38,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from .benchmark import MAX_DIM
-from .config import Config
-from .dtypes import DTYPES
-from .errors import InvalidInputError
-from .kernels import KERNELS, get_kernel, source_hash
-from .models import Best, Device, Kernel, Search, Trial
-from .space import MAX_MACRO_VALUE
-from .store import BestRecord, Store
+from autotune.measure.benchmark import MAX_DIM
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import KERNELS, get_kernel, source_hash
+from autotune.store.models import Best, Device, Kernel, Search, Trial
+from autotune.kernel.space import MAX_MACRO_VALUE
+from autotune.store.repository import BestRecord, Store
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "ImportReport", "ResultsFile", "export_results", "read_results",
            "import_results", "entry"]
@@ -143,7 +143,7 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: str | 
         InvalidInputError: unknown kernel, or ``path`` cannot be written.
         StoreError: the database cannot be read.
     """
-    from . import __version__
+    from autotune import __version__
 
     if kernel is not None:
         get_kernel(kernel)  # refuses an unknown name, like `autotune best`

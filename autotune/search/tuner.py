@@ -1,6 +1,6 @@
 """The search loop: Optuna proposes configs, the benchmark measures them, the store records.
 
-One Optuna study per :class:`~autotune.key.TuningKey`, kept in Optuna's RDB storage in the
+One Optuna study per :class:`~autotune.store.key.TuningKey`, kept in Optuna's RDB storage in the
 results database, so ``resume=True`` continues it. ``Study.optimize`` runs an objective in
 which a proposed config that breaks the space's constraints is told PRUNED without
 being measured; a config already measured in the study is told its earlier outcome
@@ -9,13 +9,13 @@ limits, wrong result) is recorded with its reason and told FAIL. Only verified, 
 trials are COMPLETE, so only they can become the best.
 
 After the trials, the ``top_k`` fastest configs of the study are re-timed interleaved over
-``rounds`` rounds and the winner is chosen by :func:`autotune.winner.choose` (ties inside the
+``rounds`` rounds and the winner is chosen by :func:`autotune.search.winner.choose` (ties inside the
 measured spread are broken by a fixed rule), so identical searches crown the same config.
 
 The benchmark is injected: any ``measure(config) -> Measurement`` that raises
 :class:`~autotune.errors.TrialFailed` for a failed config, and optionally
 ``retime(configs, rounds) -> list[Retiming]`` (the real ones are
-:meth:`autotune.benchmark.Benchmark.measure` and ``.retime``; tests pass a fake timer).
+:meth:`autotune.measure.benchmark.Benchmark.measure` and ``.retime``; tests pass a fake timer).
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .config import Config
-from .dtypes import get_dtype
-from .errors import InvalidInputError, TrialFailed
-from .key import TuningKey
-from .kernels import get_kernel
-from .measurement import Measurement, Retiming
-from .nvml import clock_warning
-from .winner import Decision, choose
-from .space import SearchSpace
-from .store import Store
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.errors import InvalidInputError, TrialFailed
+from autotune.store.key import TuningKey
+from autotune.kernel.catalog import get_kernel
+from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.nvml import clock_warning
+from autotune.search.winner import Decision, choose
+from autotune.kernel.space import SearchSpace
+from autotune.store.repository import Store
 
 __all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "retime_study"]
 
@@ -170,7 +170,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         resume: continue the key's existing study instead of refusing to touch it.
         memcpy_gbps, copy_gbps: device memcpy and copy_row bound measured for this run, GB/s.
         l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
-        clocks: reads the GPU clocks (:func:`autotune.nvml.clock_state`), at start and end.
+        clocks: reads the GPU clocks (:func:`autotune.measure.nvml.clock_state`), at start and end.
         retime: re-times configs interleaved; ``None`` skips the re-timing phase.
         top_k, rounds: how many of the fastest configs to re-time, in how many rounds.
         on_trial: called after every trial (for progress bars).

@@ -28,14 +28,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .config import Config
-from .device import DeviceInfo
-from .errors import StoreError, TrialFailed
-from .key import TuningKey
-from .measurement import Measurement
-from .models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
-from .winner import Decision
-from .records import MEASURED, BestRecord, TrialRecord, best_record, trial_record
+from autotune.kernel.config import Config
+from autotune.measure.device import DeviceInfo
+from autotune.errors import StoreError, TrialFailed
+from autotune.store.key import TuningKey
+from autotune.measure.measurement import Measurement
+from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
+from autotune.search.winner import Decision
+from autotune.store.records import MEASURED, BestRecord, TrialRecord, best_record, trial_record
 from . import schema
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ class Store:
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under
-        :func:`autotune.schema.init_lock` if missing).
+        :func:`autotune.store.schema.init_lock` if missing).
 
         Trials send a heartbeat every :data:`HEARTBEAT_S` seconds; a RUNNING trial whose
         process died (no heartbeat for :data:`GRACE_S` seconds) is failed by the next
@@ -237,7 +237,7 @@ class Store:
 
         ``memcpy_gbps`` and ``copy_gbps`` are the device-to-device memcpy and the copy_row
         bound measured for it (GB/s); ``l2_mode`` how timing treated L2; ``clocks`` the GPU
-        clocks at the start (:func:`autotune.nvml.clock_state`).
+        clocks at the start (:func:`autotune.measure.nvml.clock_state`).
         """
         with self.session() as session:
             search = Search(

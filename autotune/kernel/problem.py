@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TrialFailed
+from autotune.errors import TrialFailed
 
 __all__ = ["NAN_POISON", "PROBLEMS", "TOLERANCE_FACTOR", "Problem", "check_product", "format_shape",
            "matmul_gbps", "matmul_gflops", "problem_of", "relative_error", "tolerance"]
@@ -139,8 +139,8 @@ PROBLEMS = {"move": Problem("move", "GB/s", ("rows", "cols")),
 
 
 def problem_of(kernel) -> Problem:
-    """The family of a catalog kernel (a :class:`~autotune.kernels.Kernel` or its name)."""
-    from .kernels import get_kernel
+    """The family of a catalog kernel (a :class:`~autotune.kernel.catalog.Kernel` or its name)."""
+    from autotune.kernel.catalog import get_kernel
 
     k = get_kernel(kernel) if isinstance(kernel, str) else kernel
     return PROBLEMS["matmul" if k.op == "matmul" else "move"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InvalidInputError
+from autotune.errors import InvalidInputError
 
 __all__ = ["DType", "DTYPES", "get_dtype"]
 

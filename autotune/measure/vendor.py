@@ -3,8 +3,8 @@
 
 :func:`vendor_matmul` multiplies fresh random A and B of the bench's shape and dtype with
 ``cupy.matmul`` (tried first) or ``torch.matmul``, in the bench's CUDA context (both
-libraries use the device's primary context, which :func:`autotune.device.open_device` makes
-current), checks the result with the kernels' own check (:func:`autotune.problem.check_product`),
+libraries use the device's primary context, which :func:`autotune.measure.device.open_device` makes
+current), checks the result with the kernels' own check (:func:`autotune.kernel.problem.check_product`),
 and times it with the bench's own CUDA-event machinery (same warm-up, samples and batches as
 every kernel line). TF32 is off: PyTorch's ``torch.backends.cuda.matmul.allow_tf32`` is set
 to False for the measurement (and restored), and CuPy is refused when ``CUPY_TF32`` asks for
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .problem import check_product, matmul_gbps, matmul_gflops
+from autotune.kernel.problem import check_product, matmul_gbps, matmul_gflops
 
 __all__ = ["LIBRARIES", "VendorResult", "vendor_matmul"]
 
@@ -78,7 +78,7 @@ def vendor_matmul(bench, libraries: tuple[str, ...] = LIBRARIES) -> VendorResult
     """Time the vendor library's product of ``bench``'s shape and dtype.
 
     Args:
-        bench: a :class:`autotune.matmul_bench.MatmulBenchmark` (its context current).
+        bench: a :class:`autotune.measure.matmul_bench.MatmulBenchmark` (its context current).
         libraries: names to try, in order (see :data:`LIBRARIES`).
 
     Returns:

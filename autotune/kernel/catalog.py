@@ -23,10 +23,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .config import Config
-from .dtypes import DType
-from .errors import InvalidInputError
-from .resources import data_dir
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DType
+from autotune.errors import InvalidInputError
+from autotune.resources import data_dir
 
 __all__ = ["Kernel", "MatmulKernel", "KERNELS", "ALIASES", "get_kernel", "tile_of_block", "source_text", "source_hash"]
 
@@ -67,7 +67,7 @@ class Kernel:
             and DIAGONAL are 1 and 0 unless tunable or fixed; COLUMNWISE=1 is layout ``col``.
         summary: one line for tables and help.
         shared: stages its tiles in static shared memory (``UNROLL`` tiles per block).
-        dtypes: element types it supports (``None``: every one of :data:`autotune.dtypes.DTYPES`).
+        dtypes: element types it supports (``None``: every one of :data:`autotune.kernel.dtypes.DTYPES`).
         vector_bytes: bytes each thread moves per global access (16 for the vectorized
             kernel: ``16 // itemsize`` elements; 0 for one element per access). A block then
             has ``TILE_DIM // (vector_bytes // itemsize)`` threads along a tile row.
@@ -206,7 +206,7 @@ class MatmulKernel(Kernel):
         return (rows, cols)
 
     def reference(self, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:  # type: ignore[override]
-        """``a @ b`` in float64 (the accuracy reference of :mod:`autotune.problem`)."""
+        """``a @ b`` in float64 (the accuracy reference of :mod:`autotune.kernel.problem`)."""
         return np.matmul(a.astype(np.float64), b.astype(np.float64))
 
     def tile_shape(self, config: Config) -> tuple[int, int]:

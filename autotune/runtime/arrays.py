@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType, get_dtype
-from .errors import InvalidInputError
+from autotune.kernel.dtypes import DType, get_dtype
+from autotune.errors import InvalidInputError
 
 __all__ = ["DeviceArray", "describe", "empty_like_kind"]
 

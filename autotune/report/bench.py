@@ -2,7 +2,7 @@
 memcpy and the copy bounds, NumPy's transpose on the CPU, and the host-to-device and
 device-to-host transfers of the same matrix, so a user sees what the GPU buys end to end.
 
-Kernel and memcpy figures come from :class:`~autotune.benchmark.Benchmark` (verified, CUDA
+Kernel and memcpy figures come from :class:`~autotune.measure.benchmark.Benchmark` (verified, CUDA
 events, effective bandwidth ``2 * bytes / time``). The CPU line times
 ``numpy.ascontiguousarray(a.T)`` with ``time.perf_counter`` (median of ``cpu_repeats``
 after one warm-up), also as ``2 * bytes / time``. Transfers move ``bytes`` one way, so their
@@ -11,7 +11,7 @@ page-locked host memory.
 
 For the matrix products (``matmul`` kernels, :func:`run_matmul_bench`) the table is each
 kernel at its default and tuned config, in GFLOP/s, beside the vendor library's product of
-the same shape (cuBLAS via CuPy or PyTorch, TF32 off: :mod:`autotune.vendor`), of which each
+the same shape (cuBLAS via CuPy or PyTorch, TF32 off: :mod:`autotune.measure.vendor`), of which each
 kernel's % is shown; no memcpy, CPU or transfer lines.
 """
 
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .benchmark import Benchmark
-from .errors import TrialFailed
-from .kernels import get_kernel
-from .key import TuningKey
-from .measurement import effective_bandwidth_gbps
-from .models import BenchRow, BenchRun
-from .store import Store, device_row
+from autotune.measure.benchmark import Benchmark
+from autotune.errors import TrialFailed
+from autotune.kernel.catalog import get_kernel
+from autotune.store.key import TuningKey
+from autotune.measure.measurement import effective_bandwidth_gbps
+from autotune.store.models import BenchRow, BenchRun
+from autotune.store.repository import Store, device_row
 
 __all__ = ["BenchLine", "run_bench", "run_matmul_bench", "save_bench"]
 
@@ -70,8 +70,8 @@ def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str],
 def run_matmul_bench(bench, kernels: Sequence[str], key_for: Callable[[str], TuningKey],
                      store: Store) -> list[BenchLine]:
     """Every ``matmul`` kernel at its default and tuned config, then the vendor library's
-    product, for ``bench``'s M, N, K and dtype (a :class:`~autotune.matmul_bench.MatmulBenchmark`)."""
-    from .vendor import vendor_matmul
+    product, for ``bench``'s M, N, K and dtype (a :class:`~autotune.measure.matmul_bench.MatmulBenchmark`)."""
+    from autotune.measure.vendor import vendor_matmul
 
     lines = _kernel_lines(bench, kernels, key_for, store)
     v = vendor_matmul(bench)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .config import Config
+    from autotune.kernel.config import Config
 
 __all__ = ["Measurement", "Retiming", "effective_bandwidth_gbps"]
 
@@ -37,7 +37,7 @@ class Measurement:
         occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
         gflops: ``2 * M * N * K / median`` in GFLOP/s for a matrix product (``None`` for a
             transpose or copy, whose ``pct_memcpy`` is then always set; a product has none,
-            and its ``gbps`` is :func:`autotune.problem.matmul_gbps`).
+            and its ``gbps`` is :func:`autotune.kernel.problem.matmul_gbps`).
     """
 
     median_ms: float

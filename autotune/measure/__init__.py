@@ -1,0 +1,1 @@
+"""Measuring one config on a GPU: device, compile, verify, time."""

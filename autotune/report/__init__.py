@@ -1,0 +1,1 @@
+"""Reports of stored results: bench tables and plots."""

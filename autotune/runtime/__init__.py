@@ -1,0 +1,1 @@
+"""Using tuned results at run time: lookup, launch, device arrays."""

@@ -1,0 +1,1 @@
+"""Searching a space: the tuner over Optuna, the winner rule, workers over several GPUs."""
