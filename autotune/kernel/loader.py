@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from autotune.errors import KernelFileError, SearchSpaceError
-from autotune.kernel.dtypes import DTYPES
+from autotune.kernel.dtypes import ARG_DTYPES, DTYPES
 from autotune.kernel.expr import Expr, ExprError, parse_expr
 from autotune.kernel.model import COMPARES, INITS, ROLES, SCALAR_TYPES, Array, Check, Kernel, Launch, Objective, \
     Scalar
@@ -159,7 +159,7 @@ def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...
             dtype = r.get(item, "dtype", f"{field} dtype", str, "T", '"T" or a dtype name')
             role = r.get(item, "role", f"{field} role", str, "in", " | ".join(ROLES))
             init = r.get(item, "init", f"{field} init", str, "uniform", " | ".join(INITS))
-            for value, allowed, what in ((dtype, ("T", *DTYPES), "dtype"), (role, ROLES, "role"),
+            for value, allowed, what in ((dtype, ("T", *ARG_DTYPES), "dtype"), (role, ROLES, "role"),
                                          (init, INITS, "init")):
                 if value not in allowed:
                     raise r.fail(f"{field} {what}", f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
@@ -192,6 +192,8 @@ def _check(r: _Reader, table: dict, names: set[str], args) -> Check:
     if (reference is None) == (kernel is None):
         raise r.fail("[check]", 'give either reference = "module:function" or reference_kernel = "entry point"')
     for key, value in (("reference", reference), ("compare", table.get("compare", "exact"))):
+        if key == "reference" and value is None:
+            continue
         if not isinstance(value, str) or (value not in COMPARES or key == "reference") and ":" not in value:
             raise r.fail(f"[check] {key}", f"{value!r} is not allowed; give "
                          + ('"module:function"' if key == "reference" else 'exact, tolerance or "module:function"'))
