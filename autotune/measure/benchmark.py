@@ -76,6 +76,8 @@ class Benchmark:
         dtype: the problem's element type (one of the kernel's dtypes).
         warmup: launches before timing; repeats: timed samples (>= 20).
         seed: seed of the inputs (``None``: fresh entropy).
+        bounds: measure the objective's bounds (memcpy, bound kernel); off for the bound
+            kernel's own benchmark.
 
     Raises:
         InvalidInputError: bad dims, dtype or repeats, or the arguments do not fit in free
@@ -83,7 +85,7 @@ class Benchmark:
     """
 
     def __init__(self, device: DeviceInfo, kernel: Kernel, dims: Mapping[str, int] | tuple, dtype: DType, *,
-                 warmup: int = 10, repeats: int = 50, seed: int | None = None) -> None:
+                 warmup: int = 10, repeats: int = 50, seed: int | None = None, bounds: bool = True) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         kernel.check_dtype(dtype)
@@ -105,7 +107,7 @@ class Benchmark:
         self._values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
                         if a.role != "out"}
         self._filled = False
-        self.bounds = Bounds(self)
+        self.bounds = Bounds(self, enabled=bounds)
 
     @property
     def l2_mode(self) -> str:

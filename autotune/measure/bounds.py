@@ -23,8 +23,9 @@ __all__ = ["Bounds"]
 class Bounds:
     """The memcpy and bound-kernel figures (GB/s) of a :class:`~autotune.measure.benchmark.Benchmark`."""
 
-    def __init__(self, bench) -> None:
+    def __init__(self, bench, enabled: bool = True) -> None:
         self.bench = bench
+        self.enabled = enabled
         self._memcpy: float | None = None
         self._kernel: float | None = None
 
@@ -32,7 +33,7 @@ class Bounds:
     def memcpy_gbps(self) -> float | None:
         """GB/s of the memcpy bound, or ``None`` when the kernel's objective has none."""
         b = self.bench
-        if b.kernel.objective.bound != "memcpy" or not b.bytes:
+        if not self.enabled or b.kernel.objective.bound != "memcpy" or not b.bytes:
             return None
         if self._memcpy is None:
             n = max(b.bytes // 2, 1)
@@ -61,14 +62,14 @@ class Bounds:
         it has no bytes objective)."""
         b = self.bench
         name = b.kernel.objective.bound_kernel
-        if name is None:
+        if name is None or not self.enabled:
             return None
         if self._kernel is None:
             from autotune.kernel.catalog import get_kernel
             from autotune.measure.benchmark import Benchmark
 
             bound = get_kernel(name)
-            other = Benchmark(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats)
+            other = Benchmark(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False)
             try:
                 self._kernel = other.measure(bound.default_config()).gbps
             finally:
