@@ -14,6 +14,7 @@ share a source file; a kernel's ``fixed`` macros pin what it is (e.g. ``naive_co
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,6 +92,25 @@ class Kernel:
     def tunables(self) -> tuple[str, ...]:
         """Names of the tunable macros, sorted."""
         return tuple(sorted(self.defaults))
+
+    # --- temporary shims of the kernel model (issue 12), until "Kernel model:" lands on main ----------
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """SHIM: the named problem dimensions: ``("rows", "cols")`` (``("m", "n", "k")`` for a product)."""
+        return ("m", "n", "k") if self.op == "matmul" else ("rows", "cols")
+
+    @property
+    def source_hash(self) -> str:
+        """SHIM: SHA-256 (hex) of the source after includes (:func:`source_hash`)."""
+        return source_hash(self)
+
+    @property
+    def spec_hash(self) -> str:
+        """SHIM: SHA-256 (hex) of a canonical description of what the launch depends on (entry point,
+        dims, op, fixed macros, tunable names, argument signature); the kernel model's replaces it."""
+        spec = {"function": self.function, "dims": self.dims, "op": self.op, "fixed": dict(sorted(self.fixed.items())),
+                "tunables": self.tunables, "signature": self.signature, "vector_bytes": self.vector_bytes}
+        return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
     @property
     def layout(self) -> str:
