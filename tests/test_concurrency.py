@@ -107,7 +107,7 @@ def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypa
     # --resume: the dead trial is failed by heartbeat, finished configs are not measured again
     monkeypatch.setattr(store_module, "GRACE_S", 1)
     time.sleep(1.5)
-    key = tuning_key("smem_pad", DEVICE, 256, 256, "float32")
+    key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     space = load_space("smem_pad")
     timer = FakeTimer()
     result = search(key, space, timer, Store(db), n_trials=200, sampler="grid", resume=True)

@@ -73,7 +73,7 @@ def test_an_older_database_is_migrated_in_place_keeping_its_rows(pg_url):
 
 
 def test_best_and_lookup_read_a_search_stored_in_postgres(pg_url, device_info):
-    key = tuning_key("smem_pad", device_info, 256, 256, "float32")
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
     result = search(key, load_space("smem_pad"), FakeTimer(), Store(pg_url), n_trials=30, seed=3,
                     sampler="random", retime=fake_retime())
     best = Store(pg_url).best(key)

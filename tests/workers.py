@@ -43,7 +43,7 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
         time.sleep(float(delay))
         return timer(config)
 
-    key = tuning_key(kernel, DEVICE, int(rows), int(rows), dtype)
+    key = tuning_key(kernel, DEVICE, (int(rows), int(rows)), dtype)
     reported = []
 
     def on_trial(outcome, result):

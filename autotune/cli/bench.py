@@ -52,12 +52,12 @@ def bench(
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
     with benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats) as b:
         store = Store(db)
-        key_for = lambda name: tuning_key(name, b.device, r, c, dt.name, depth)  # noqa: E731
+        key_for = lambda name: tuning_key(name, b.device, (r, c, depth) if depth else (r, c), dt.name)  # noqa: E731
         nvcc = key_for(names[0]).nvcc_version
         out.print(f"bench {format_shape(r, c, depth)} {dt.name} on {b.device.name} (driver "
                   f"{b.device.driver_version}, nvcc {nvcc}); L2: {b.l2_mode} buffers")
         lines = (run_matmul_bench if problem.is_matmul else run_bench)(b, names, key_for, store)
-        run_id = save_bench(store, b, nvcc, lines)
+        run_id = save_bench(store, b, nvcc, lines, key_for(names[0]).dims)
     title = f"{format_shape(r, c, depth)} {dt.name} on {b.device.name}"
     out.print(matmul_table(lines, title) if problem.is_matmul else bench_table(lines, title))
     out.print(f"stored as bench run {run_id}")

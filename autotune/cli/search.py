@@ -94,7 +94,7 @@ def _tune(kernel, device, shape_, dtype, space, *, db, repeats, seed, trials, ti
     space_ = load_space(get_kernel(kernel).name, space)
     with benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats, seed=seed) as bench:
         store = Store(db)  # after the GPU: a machine without one must not create a database
-        key = tuning_key(kernel, bench.device, r, c, dt.name, depth)
+        key = tuning_key(kernel, bench.device, (r, c, depth) if depth else (r, c), dt.name)
         d = key.device
         out.print(f"[bold]{key.kernel}[/] {format_shape(r, c, depth)} {dt.name} on {d.name} (device {device}, "
                   f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
@@ -143,7 +143,7 @@ def _run_with_progress(key, space, bench, store, *, trials, timeout, seed, sampl
 
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
-            figure = problem.of_gbps(best[1], key.rows, key.cols, key.depth, itemsize) if best else 0.0
+            figure = problem.of_gbps(best[1], *(key.shape + (0,))[:3], itemsize) if best else 0.0
             text = f"best {figure:.0f} {problem.unit} {best[0].key}" if best else "no valid config yet"
             progress.update(task, advance=1, best=text)
 
@@ -197,7 +197,7 @@ def _retiming_table(result: SearchResult) -> Table:
         table.add_column(col, justify="left" if col in ("config", "rounds (ms)") else "right", no_wrap=True)
     for r in sorted(result.retimings, key=lambda r: r.pooled_median_ms):
         table.add_row(r.config.key, f"{r.pooled_median_ms:.4f}",
-                      f"{problem.figure(key.rows, key.cols, key.depth, itemsize, r.pooled_median_ms):.0f}",
+                      f"{problem.figure(*(key.shape + (0,))[:3], itemsize, r.pooled_median_ms):.0f}",
                       f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
                       ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
     return table
@@ -210,7 +210,7 @@ def _print_best(store: Store, key, label: str) -> None:
     else:
         gbps = best.pooled_gbps or best.gbps
         how = f"pooled over {best.rounds} rounds" if best.pooled_median_ms else "single measurement"
-        if best.depth:
+        if best.gflops is not None:
             figure = f"{best.pooled_gflops:.0f} GFLOP/s"
         else:
             pct = gbps / best.memcpy_gbps * 100 if best.memcpy_gbps else best.pct_memcpy

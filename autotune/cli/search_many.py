@@ -55,7 +55,7 @@ def tune_many(kernel: str, ordinals: list[int], shape: tuple[int, int, int], dty
     infos = [device.query_device(o) for o in ordinals]
     multi_gpu.check_one_model(infos)
     store = Store(db)  # after the GPUs: a machine without them must not create a database
-    key = tuning_key(kernel, infos[0], r, c, dt.name, depth)
+    key = tuning_key(kernel, infos[0], (r, c, depth) if depth else (r, c), dt.name)
     open_study(store, key, resume=resume)
     d = key.device
     shares = multi_gpu.split_trials(trials, len(ordinals))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +29,8 @@ from autotune.errors import TrialFailed
 from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
 from autotune.measure.measurement import effective_bandwidth_gbps
-from autotune.store.models import BenchRow, BenchRun
-from autotune.store.repository import Store, device_row
+from autotune.store.key import Dims
+from autotune.store.repository import Store
 
 __all__ = ["BenchLine", "run_bench", "run_matmul_bench", "save_bench"]
 
@@ -143,13 +143,9 @@ def _event_time(drv, work, repeats: int) -> float:
     return float(np.median(times))
 
 
-def save_bench(store: Store, bench: Benchmark, nvcc_version: str, lines: Sequence[BenchLine]) -> int:
-    """Store a bench run and its lines; returns the run's id."""
-    with store.session() as session:
-        run = BenchRun(device=device_row(session, bench.device), rows=bench.rows, cols=bench.cols,
-                       depth=bench.depth, dtype=bench.dtype.name, nvcc_version=nvcc_version, memcpy_gbps=bench.memcpy_gbps,
-                       l2_mode=bench.l2_mode)
-        run.lines = [BenchRow(position=i, **line.__dict__) for i, line in enumerate(lines)]
-        session.add(run)
-        session.flush()
-        return run.id
+def save_bench(store: Store, bench: Benchmark, nvcc_version: str, lines: Sequence[BenchLine],
+               dims: Mapping[str, int] | Dims) -> int:
+    """Store a bench run of ``bench``'s device, ``dims`` (the benched kernels' named dims) and
+    dtype, and its lines, through the Store; returns the run's id."""
+    return store.save_bench_run(bench.device, dims, bench.dtype.name, nvcc_version, bench.memcpy_gbps,
+                                bench.l2_mode, lines)

@@ -116,7 +116,7 @@ def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=Non
                                    sampler=sampler, direction="maximize", load_if_exists=resume)
     except optuna.exceptions.DuplicatedStudyError:
         raise InvalidInputError(
-            f"a study for {key.kernel} {key.rows}x{key.cols} {key.dtype} on {key.device.name} exists "
+            f"a study for {key.kernel} {key.display} {key.dtype} on {key.device.name} exists "
             "already; pass --resume to continue it") from None
 
 

@@ -260,7 +260,8 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
     with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), depth=plan.depth,
                         repeats=plan.repeats, seed=seed) as bench:
         store = Store(plan.db)
-        key = tuning_key(plan.kernel, bench.device, plan.rows, plan.cols, plan.dtype, plan.depth)
+        key = tuning_key(plan.kernel, bench.device, (plan.rows, plan.cols, plan.depth) if plan.depth else
+                         (plan.rows, plan.cols), plan.dtype)
         events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
 
         def on_trial(outcome, result) -> None:

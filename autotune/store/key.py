@@ -1,8 +1,14 @@
 """The key of a tuned result: everything that changes the binary or its timing.
 
 A stored best config is only reused for an equal key: same device model (name, compute
-capability, SM count, memory, driver and CUDA versions), same kernel source (hash after
-includes), same toolchain (nvcc version, compile flags), same shape and dtype.
+capability, SM count, memory, driver and CUDA versions), same kernel (name, hash of the source
+after includes, hash of its launch-relevant description), same toolchain (nvcc version, compile
+flags), same problem dimensions and dtype.
+
+The shape of a key is the kernel's named dimensions in the kernel's declared order,
+``dims = (("rows", 8192), ("cols", 8192))``; its text form in the database and in exports is
+:func:`dims_key` (``"rows=8192,cols=8192"``), its display form :func:`format_dims`
+(``"8192x8192"``).
 
 The physical GPU (UUID, ordinal, PCI bus id) is not part of the key: GPUs of one model
 share one study, so a search over several of them fills one study, and each search row
@@ -11,11 +17,82 @@ records which GPU measured its trials.
 
 from __future__ import annotations
 
+import operator
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from autotune.errors import InvalidInputError
 from autotune.measure.device import DeviceInfo
 
-__all__ = ["TuningKey", "tuning_key"]
+__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_dims", "kernel_dims"]
+
+Dims = tuple[tuple[str, int], ...]
+"""Named problem dimensions in the kernel's declared order, e.g. ``(("m", 4096), ("n", 4096), ("k", 4096))``."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def dims_key(dims: Dims) -> str:
+    """The text form of ``dims`` stored in the database and in exports: ``"rows=8192,cols=8192"``."""
+    return ",".join(f"{name}={value}" for name, value in dims)
+
+
+def parse_dims_key(text: str) -> Dims:
+    """The inverse of :func:`dims_key`.
+
+    Raises:
+        ValueError: ``text`` is not ``NAME=VALUE`` pairs (identifiers, integers >= 1, no name twice).
+    """
+    pairs = []
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not _NAME.match(name) or not value.isdigit() or int(value) < 1:
+            raise ValueError(f"{text!r} is not a dims key (NAME=VALUE,...; integers >= 1)")
+        pairs.append((name, int(value)))
+    if len({name for name, _ in pairs}) != len(pairs):
+        raise ValueError(f"{text!r} names a dimension twice")
+    return tuple(pairs)
+
+
+def format_dims(dims: Dims) -> str:
+    """The display form of ``dims``: the values joined by ``x`` (``"8192x8192"``, ``"1048576"``)."""
+    return "x".join(str(value) for _, value in dims)
+
+
+def kernel_dims(names: Sequence[str], dims: Mapping[str, Any] | Sequence[Any], kernel: str = "the kernel") -> Dims:
+    """``dims`` as :data:`Dims` of a kernel whose dimensions are ``names``: a mapping
+    ``{name: value}`` naming each dimension once, or a sequence of values in ``names``' order
+    (so ``(rows, cols)`` and ``(M, N, K)`` tuples keep working for the catalog kernels).
+
+    Raises:
+        InvalidInputError: a name missing or unknown, the wrong number of values, or a value
+            that is not an integer >= 1 (``kernel`` names the kernel in the message).
+    """
+    want = f"give ({', '.join(names)}), integers >= 1, or a mapping {{{', '.join(map(repr, names))}: ...}}"
+    if isinstance(dims, Mapping):
+        unknown = [n for n in dims if n not in names]
+        missing = [n for n in names if n not in dims]
+        if unknown or missing:
+            what = (f"{', '.join(map(str, unknown))} {'is not a dimension' if len(unknown) == 1 else 'are not dimensions'}"
+                    if unknown else f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
+            raise InvalidInputError(f"dims {dict(dims)!r} are not allowed for {kernel}: {what}; {want}")
+        values = [dims[n] for n in names]
+    else:
+        if isinstance(dims, (str, bytes)):
+            raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}")
+        try:
+            values = list(dims)
+        except TypeError:
+            raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}") from None
+    try:
+        ints = [operator.index(v) for v in values]
+    except TypeError:
+        ints = []
+    if len(ints) != len(names) or any(isinstance(v, bool) for v in values) or min(ints, default=0) < 1:
+        raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}")
+    return tuple(zip(names, ints))
 
 
 @dataclass(frozen=True)
@@ -25,56 +102,93 @@ class TuningKey:
     Attributes:
         device: the GPU; its model is the identity (``uuid``, ``ordinal`` and
             ``pci_bus_id`` are not: they say which GPU of that model measured).
-        kernel: catalog name, e.g. ``smem_pad``.
+        kernel: the kernel's name, e.g. ``smem_pad``.
         source_hash: SHA-256 of the kernel source after includes (hex).
-        rows, cols: input matrix shape (row-major); the output is ``cols x rows``. For a
-            matrix product ``C[M,N] = A[M,K] @ B[K,N]``: ``M`` and ``N``.
+        spec_hash: SHA-256 of the kernel's launch-relevant description (hex): two kernels of
+            one name and source but other arguments, launch or dims are other keys.
+        dims: the problem's named dimensions in the kernel's declared order (:data:`Dims`).
         dtype: element type name, e.g. ``float32``.
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
-        depth: ``K`` of a matrix product; 0 for a transpose or copy.
+
+    Raises:
+        ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
     """
 
     device: DeviceInfo
     kernel: str
     source_hash: str
-    rows: int
-    cols: int
+    spec_hash: str
+    dims: Dims
     dtype: str
     nvcc_version: str
     compile_flags: str
-    depth: int = 0
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.dims, tuple) or not self.dims
+                or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
+                           for p in self.dims)):
+            raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """``(rows, cols)``, or ``(M, N, K)`` of a matrix product."""
-        return (self.rows, self.cols, self.depth) if self.depth else (self.rows, self.cols)
+        """The dims' values in declared order, e.g. ``(8192, 8192)`` or ``(4096, 4096, 4096)``."""
+        return tuple(value for _, value in self.dims)
+
+    @property
+    def dims_key(self) -> str:
+        """The dims' text form, e.g. ``rows=8192,cols=8192`` (:func:`dims_key`)."""
+        return dims_key(self.dims)
+
+    @property
+    def display(self) -> str:
+        """The dims' display form, e.g. ``8192x8192`` (:func:`format_dims`)."""
+        return format_dims(self.dims)
+
+    def dim(self, name: str) -> int:
+        """The value of dimension ``name``.
+
+        Raises:
+            KeyError: the kernel has no such dimension.
+        """
+        for n, value in self.dims:
+            if n == name:
+                return value
+        raise KeyError(f"{self.kernel} has no dimension {name!r}; it has {', '.join(n for n, _ in self.dims)}")
 
     @property
     def study_name(self) -> str:
-        """Name of the Optuna study of this key (one study per key)."""
+        """Name of the Optuna study of this key (one study per key), e.g.
+        ``smem_pad@0123456789ab+89abcdef|NVIDIA H100 ...|nvcc13.0.88|-O3 -arch=sm_90|8192x8192|float32``."""
         d = self.device
         return (
-            f"{self.kernel}@{self.source_hash[:12]}|{d.name}|sm{d.compute_capability}|"
+            f"{self.kernel}@{self.source_hash[:12]}+{self.spec_hash[:8]}|{d.name}|sm{d.compute_capability}|"
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
-            f"{self.compile_flags}|{self.rows}x{self.cols}{f'x{self.depth}' if self.depth else ''}|{self.dtype}"
+            f"{self.compile_flags}|{self.display}|{self.dtype}"
         )
 
 
-def tuning_key(kernel: str, device: DeviceInfo, rows: int, cols: int, dtype: str, depth: int = 0) -> TuningKey:
-    """The key of ``kernel`` on ``device`` for a ``rows x cols`` ``dtype`` input (``M, N``
-    and ``depth = K`` of a matrix product), with the current kernel source hash, nvcc
-    version and compile flags.
+def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence[int], dtype: str) -> TuningKey:
+    """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's
+    current source and spec hashes, and the current nvcc version and compile flags.
+
+    Args:
+        kernel: a catalog name or a Kernel object (``.name``, ``.dims``, ``.source_hash``,
+            ``.spec_hash``).
+        device: the GPU.
+        dims: ``{name: value}`` or the values in the kernel's dims order (:func:`kernel_dims`).
+        dtype: a dtype name or NumPy dtype.
 
     Raises:
-        InvalidInputError: unknown kernel or dtype.
+        InvalidInputError: unknown kernel or dtype; dims that do not fit the kernel.
         GPUUnavailableError: nvcc is not on PATH.
     """
+    from autotune.kernel.catalog import get_kernel
+    from autotune.kernel.dtypes import get_dtype
     from autotune.measure.compile import compile_flags
     from autotune.measure.device import nvcc_version
-    from autotune.kernel.dtypes import get_dtype
-    from autotune.kernel.catalog import get_kernel, source_hash
 
-    k = get_kernel(kernel)
-    return TuningKey(device, k.name, source_hash(k), rows, cols, get_dtype(dtype).name,
-                     nvcc_version(), compile_flags(device.arch), depth)
+    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    named = kernel_dims(k.dims, dims, f"kernel {k.name}")
+    return TuningKey(device, k.name, k.source_hash, k.spec_hash, named, get_dtype(dtype).name,
+                     nvcc_version(), compile_flags(device.arch))
