@@ -95,7 +95,7 @@ def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args,
 
 
 def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
-    key = tuning_key(kernel, device_info, m, n, "float32", k)
+    key = tuning_key(kernel, device_info, (m, n, k), "float32")
     bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
     search(key, load_space(kernel), bench.measure, Store(db_url), n_trials=trials, seed=3)
     return key
@@ -113,7 +113,7 @@ def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
     assert "tuned for 1024x1024x1024 on this device (nearest of 2 tuned shapes)" in near.note
     default = lookup("matmul_tiled", (64, 64, 64), device=device_info, db=db_url)
     assert default.rung == "default" and "64x64x64" in default.note
-    with pytest.raises(InvalidInputError, match="give \\(M, N, K\\)"):
+    with pytest.raises(InvalidInputError, match="give \\(m, n, k\\)"):
         lookup("matmul_reg", (1024, 1024), device=device_info, db=db_url)
     with pytest.raises(InvalidInputError, match="give \\(rows, cols\\)"):
         lookup("smem_pad", (1024, 1024, 1024), device=device_info, db=db_url)
@@ -141,7 +141,7 @@ def test_export_and_import_carry_k_and_gflops(db_url, device_info, tmp_path):
 def test_an_old_export_without_depth_still_imports_as_a_transpose(db_url, device_info, tmp_path):
     from fakes import FakeTimer
 
-    key = tuning_key("smem_pad", device_info, 256, 256, "float32")
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
     search(key, load_space("smem_pad"), FakeTimer(), Store(db_url), n_trials=3, seed=1)
     path = tmp_path / "old.json"
     export_results(Store(db_url), path)
@@ -173,7 +173,7 @@ def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, dev
     con = sqlite3.connect(db)
     assert con.execute("select rows, cols, depth from autotune_bench_runs").fetchall() == [(64, 64, 0)]
     con.close()
-    key = tuning_key("smem_pad", device_info, 64, 64, "float32")
+    key = tuning_key("smem_pad", device_info, (64, 64), "float32")
     search(key, load_space("smem_pad"), FakeTimer(), store, n_trials=2, seed=1)
     assert store.best(key).depth == 0  # the old device row is reused and a transpose keeps K = 0
 
