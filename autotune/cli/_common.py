@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
-from typing import Annotated, Optional
+from types import SimpleNamespace
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -12,7 +14,7 @@ from rich.console import Console
 from autotune.measure.benchmark import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.catalog import KERNELS
+from autotune.kernel.catalog import KERNELS, get_kernel
 from autotune.kernel.problem import Problem
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
@@ -110,6 +112,142 @@ def dims(problem: Problem, what: str, size: int | None, rows: int | None, cols: 
     if missing:
         raise InvalidInputError(f"{missing[0]} is missing; {what} takes --m, --n and --k (or --size for M = N = K)")
     return m, n, k
+
+
+KernelRef = Annotated[Optional[str], typer.Option(
+    "--kernel", "-k", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
+DimsOption = Annotated[Optional[list[str]], typer.Option(
+    "--dims", help="The kernel's problem dims, NAME=VALUE (repeatable or comma-separated), e.g. --dims n=1048576.")]
+
+SUGAR = {"--rows": "rows", "--cols": "cols", "--m": "m", "--n": "n", "--k": "k"}
+"""Shape options that set the dimension of the same name (``--size`` sets every dimension)."""
+
+
+def resolve_kernel(value: str) -> Any:
+    """The kernel of a ``--kernel`` value: a catalog name, or a path to a kernel file (a value
+    ending in ``.toml`` or holding a path separator).
+
+    Raises:
+        InvalidInputError: unknown name, or a kernel file that cannot be loaded (one line naming
+            the field).
+    """
+    if value.endswith(".toml") or "/" in value or os.sep in value:
+        try:
+            from autotune.kernel.loader import load_kernel
+        except ImportError:  # before the kernel model: no kernel files yet
+            raise InvalidInputError(f"--kernel {value}: kernel files are not supported by this autotune; "
+                                    f"give a catalog kernel: {', '.join(KERNELS)}") from None
+        return load_kernel(value)
+    return get_kernel(value)
+
+
+def _usage(kernel: Any) -> str:
+    """How the shape of ``kernel`` is given, e.g. ``--size or --rows --cols (or --dims rows=ROWS,cols=COLS)``."""
+    example = f"--dims {','.join(f'{d}={d.upper()}' for d in kernel.dims)}"
+    flags = [f"--{d}" for d in kernel.dims if f"--{d}" in SUGAR]
+    if len(flags) == len(kernel.dims):
+        return f"--size or {' '.join(flags)} (or {example})"
+    return f"{example} (or --size N for every dimension)"
+
+
+def parse_dims(kernel: Any, dims_option: list[str] | None, size: int | None, rows: int | None, cols: int | None,
+               m: int | None = None, n: int | None = None, k: int | None = None) -> dict[str, int]:
+    """The problem dims of the command line for ``kernel`` (``.name``, ``.dims``), in its
+    declared order: from ``--dims NAME=VALUE`` (repeatable, or comma-separated), or from the
+    sugar ``--size`` (every dimension) and ``--rows --cols --m --n --k`` (the dimension of that
+    name: the catalog's transposes and matrix products).
+
+    Raises:
+        InvalidInputError: one line naming the flag and what is allowed: a value out of
+            1..MAX_DIM, a malformed or repeated ``--dims`` item, a name the kernel does not have,
+            a missing dimension, or ``--dims`` and the sugar together.
+    """
+    sugar = {"--size": size, "--rows": rows, "--cols": cols, "--m": m, "--n": n, "--k": k}
+    given = {flag: value for flag, value in sugar.items() if value is not None}
+    for flag, value in given.items():
+        if not 1 <= value <= MAX_DIM:
+            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
+    what = f"kernel {kernel.name}"
+    if dims_option:
+        if given:
+            raise InvalidInputError(f"give either --dims or {', '.join(given)}, not both")
+        return _dims_option(kernel, dims_option)
+    named = {flag: value for flag, value in given.items() if flag != "--size"}
+    for flag in named:
+        if SUGAR[flag] not in kernel.dims:
+            raise InvalidInputError(f"{flag} is not a dimension of {what} (its dims: {', '.join(kernel.dims)}); "
+                                    f"give {_usage(kernel)}")
+    if size is not None:
+        if named:
+            flags = " ".join(f"--{d}" for d in kernel.dims if f"--{d}" in SUGAR)
+            raise InvalidInputError(f"give either --size or {flags}, not both")
+        return {d: size for d in kernel.dims}
+    values = {SUGAR[flag]: value for flag, value in named.items()}
+    missing = [d for d in kernel.dims if d not in values]
+    if missing:
+        first = f"--{missing[0]}" if f"--{missing[0]}" in SUGAR else "--dims"
+        first = "--size" if not values and first != "--dims" else first
+        raise InvalidInputError(f"{first} is missing; {what} takes {_usage(kernel)}")
+    return {d: values[d] for d in kernel.dims}
+
+
+def _dims_option(kernel: Any, items: list[str]) -> dict[str, int]:
+    example = ",".join(f"{d}={d.upper()}" for d in kernel.dims)
+    values: dict[str, int] = {}
+    for item in (part.strip() for text in items for part in text.split(",")):
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name:
+            raise InvalidInputError(f"--dims {item!r} is not NAME=VALUE; give e.g. --dims {example}")
+        if name not in kernel.dims:
+            raise InvalidInputError(f"--dims {name} is not a dimension of kernel {kernel.name}; "
+                                    f"allowed: {', '.join(kernel.dims)}")
+        if name in values:
+            raise InvalidInputError(f"--dims names {name} twice; give each of {', '.join(kernel.dims)} once")
+        if not text.isdigit() or not 1 <= int(text) <= MAX_DIM:
+            raise InvalidInputError(f"--dims {name}={text} is not allowed; give an integer 1..{MAX_DIM}")
+        values[name] = int(text)
+    missing = [d for d in kernel.dims if d not in values]
+    if missing:
+        raise InvalidInputError(f"--dims is missing {', '.join(missing)}; kernel {kernel.name} takes --dims {example}")
+    return {d: values[d] for d in kernel.dims}
+
+
+def problem_dims(kernel: Any | None, dims: list[str] | None, size: int | None, rows: int | None, cols: int | None,
+                 m: int | None = None, n: int | None = None, k: int | None = None) -> list[dict[str, int]]:
+    """The dims a filtering command (best, list, export) asks for: those of ``kernel``
+    (:func:`parse_dims`), or, without a kernel, every distinct dims of the catalog kernels that
+    the sugar options fit (``--dims`` alone: exactly those names and values, any kernel).
+
+    Raises:
+        InvalidInputError: the options fit no kernel (the message of the first that refused for
+            another reason than a dimension it does not have).
+    """
+    if kernel is not None:
+        return [parse_dims(kernel, dims, size, rows, cols, m, n, k)]
+    if dims:
+        names = tuple(dict.fromkeys(item.split("=")[0].strip() for text in dims for item in text.split(",")))
+        return [parse_dims(SimpleNamespace(name="(any)", dims=names), dims, size, rows, cols, m, n, k)]
+    shapes: list[dict[str, int]] = []
+    errors: list[InvalidInputError] = []
+    for kernel in KERNELS.values():
+        try:
+            shape = parse_dims(kernel, None, size, rows, cols, m, n, k)
+        except InvalidInputError as exc:
+            errors.append(exc)
+            continue
+        if shape not in shapes:
+            shapes.append(shape)
+    if not shapes:
+        raise next((e for e in errors if "is not a dimension" not in str(e)), errors[0])
+    return shapes
+
+
+def shape_args(shape: dict[str, int]) -> str:
+    """The command-line options of ``shape``: ``--rows R --cols C``, or ``--dims n=N``."""
+    if all(f"--{name}" in SUGAR for name in shape):
+        return " ".join(f"--{name} {value}" for name, value in shape.items())
+    return "--dims " + ",".join(f"{name}={value}" for name, value in shape.items())
 
 
 def fail(exc: AutotuneError) -> typer.Exit:
