@@ -393,20 +393,18 @@ class Store:
 
     @_retry_when_locked
     def add_imported(self, results: Sequence[ImportedResult], *, study_name: str,
-                     sampler: str = "import") -> tuple[int, int, int]:
+                     sampler: str = "import") -> list[str]:
         """Record imported results in one transaction, each as a finished search (``study_name``,
         ``sampler``, started and finished when it was tuned) with one ``ok`` trial, which becomes
         its key's best where there is none or it is faster (with its re-timing figures). A result
         whose key already has an ``ok`` trial of the same config is skipped as a duplicate.
 
         Returns:
-            ``(imported, skipped, became_best)``.
+            What became of each result, in order: ``"best"`` (recorded, now its key's best),
+            ``"kept"`` (recorded, not the best) or ``"duplicate"`` (skipped).
         """
-        counts = {"best": 0, "kept": 0, "duplicate": 0}
         with self.session() as session:
-            for item in results:
-                counts[rows.add_imported(session, item, study_name, sampler)] += 1
-        return counts["best"] + counts["kept"], counts["duplicate"], counts["best"]
+            return [rows.add_imported(session, item, study_name, sampler) for item in results]
 
     @_retry_when_locked
     def save_bench_run(self, device: DeviceInfo, dims: Mapping[str, int] | Dims | str, dtype: str,
