@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from autotune.kernel.catalog import get_kernel
+from autotune.kernel.dims import make_dims
 from autotune.measure import benchmark
 from autotune.cli import app
 from autotune.store.repository import Store
@@ -27,9 +29,11 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
-        opened.append((ordinal, rows, cols, dtype.name, options) + ((depth,) if depth else ()))
-        yield FakeMatmulBench(device_info, rows, cols, depth, dtype) if depth else FakeBench(device_info, FakeTimer())
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        d = dict(make_dims(kernel.dims, dims))
+        opened.append((ordinal, *d.values(), dtype.name, options))
+        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype) if "k" in d
+               else FakeBench(device_info, FakeTimer()))
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     return opened
@@ -137,13 +141,12 @@ def test_autotune_db_env_var(fake_gpu, tmp_path):
 def test_python_dash_m():
     out = subprocess.run([sys.executable, "-m", "autotune", "kernels"], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent)
-    assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem.cu" in out.stdout
+    assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem_pad.toml" in out.stdout
 
 
 def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu, db_url):
-    from autotune.kernel.space import load_space
 
-    n = len(load_space("smem").configs())
+    n = len(get_kernel("smem").space().configs())
     r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
     assert r.exit_code == 0, r.output
     assert f"{n} ok" in r.output and f"top {n} configs of the study" in r.output
@@ -157,17 +160,10 @@ def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu
 
 
 def test_bench_runs_are_stored(db_url, device_info):
-    from dataclasses import dataclass
-
-    from autotune.report.bench import BenchLine, save_bench
-    from autotune.kernel.dtypes import get_dtype
-    from autotune.store.models import BenchRow, BenchRun
     from sqlalchemy import select
 
-    @dataclass
-    class Ran:
-        device = device_info
-        dtype, memcpy_gbps, l2_mode = get_dtype("float64"), 2900.0, "rotating"
+    from autotune.report.bench import BenchLine
+    from autotune.store.models import BenchRow, BenchRun
 
     lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", 0.01, 2900.0, 100.0),
              BenchLine("smem_pad", "kernel", 0.011, 2700.0, 93.1, "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=32",
@@ -176,7 +172,8 @@ def test_bench_runs_are_stored(db_url, device_info):
              BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", 5.0, 26.0, 0.9),
              BenchLine("host-to-device (pageable)", "transfer", 0.5, 12.0)]
     store = Store(db_url)
-    run_id = save_bench(store, Ran(), "13.0.88", lines, {"rows": 64, "cols": 128})
+    run_id = store.save_bench_run(device_info, {"rows": 64, "cols": 128}, "float64", "13.0.88", 2900.0, "rotating",
+                                  lines)
     with store.session() as s:
         run = s.get(BenchRun, run_id)
         assert (run.dims, run.dtype, run.l2_mode, run.device.name) == ("rows=64,cols=128", "float64", "rotating",

@@ -9,35 +9,9 @@ import pytest
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.device import DeviceInfo
-from autotune.store.key import TuningKey, dims_key, format_dims, kernel_dims, parse_dims_key, tuning_key
+from autotune.store.key import TuningKey, tuning_key
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
-
-
-def test_text_and_display_forms_round_trip():
-    dims = (("m", 4096), ("n", 2048), ("k", 64))
-    assert dims_key(dims) == "m=4096,n=2048,k=64" and format_dims(dims) == "4096x2048x64"
-    assert parse_dims_key("m=4096,n=2048,k=64") == dims
-    assert parse_dims_key("n=1048576") == (("n", 1048576),)
-    for bad in ("", "n", "n=", "n=0", "n=-1", "n=1.5", "1n=3", "n=1,n=2", "rows=2;cols=3"):
-        with pytest.raises(ValueError):
-            parse_dims_key(bad)
-
-
-def test_kernel_dims_takes_a_mapping_or_values_in_declared_order():
-    names = ("rows", "cols")
-    assert kernel_dims(names, (8, 16)) == (("rows", 8), ("cols", 16))
-    assert kernel_dims(names, [8, 16]) == kernel_dims(names, {"cols": 16, "rows": 8}) == (("rows", 8), ("cols", 16))
-    import numpy as np
-
-    assert kernel_dims(("n",), (np.int64(5),)) == (("n", 5),) and type(kernel_dims(("n",), (np.int64(5),))[0][1]) is int
-    with pytest.raises(InvalidInputError, match=r"kernel k: cols is missing; give \(rows, cols\)"):
-        kernel_dims(names, {"rows": 8}, "kernel k")
-    with pytest.raises(InvalidInputError, match="depth is not a dimension"):
-        kernel_dims(names, {"rows": 8, "cols": 8, "depth": 2})
-    for bad in ((8,), (8, 8, 8), (0, 8), (8.5, 8), ("8", 8), (True, 8), "88", 8):
-        with pytest.raises(InvalidInputError, match="shape"):
-            kernel_dims(names, bad)
 
 
 def test_tuning_key_of_a_catalog_kernel_carries_its_hashes_and_named_dims(device_info):
@@ -49,8 +23,9 @@ def test_tuning_key_of_a_catalog_kernel_carries_its_hashes_and_named_dims(device
     assert key == tuning_key(k, device_info, {"k": 128, "n": 256, "m": 512}, "float32")
     with pytest.raises(KeyError, match="no dimension 'rows'"):
         key.dim("rows")
-    with pytest.raises(InvalidInputError, match=r"give \(m, n, k\)"):
+    with pytest.raises(InvalidInputError, match=r"kernel matmul_reg takes \(m, n, k\)"):
         tuning_key("matmul_reg", device_info, (512, 256), "float32")
+    assert tuning_key("matmul_reg", device_info, key.dims, "float32") == key  # (name, value) pairs too
 
 
 def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):

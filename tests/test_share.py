@@ -24,7 +24,6 @@ from autotune.store.key import TuningKey
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.store.models import Search, Trial
 from autotune.store.share import SCHEMA_VERSION, export_results, import_results, read_results
-from autotune.kernel.space import load_space
 from autotune.store.repository import Store
 from autotune.search.winner import Decision
 
@@ -52,7 +51,7 @@ def export_all(store: Store, path, **filters):
 def configs(kernel: str = "smem_pad") -> list[Config]:
     """Valid configs of the kernel, the default first (never a hard-coded macro set)."""
     default = get_kernel(kernel).default_config()
-    return [default] + [c for c in load_space(kernel).configs() if c != default]
+    return [default] + [c for c in get_kernel(kernel).space().configs() if c != default]
 
 
 def measured(gbps: float, rows: int = 1024, cols: int = 1024, itemsize: int = 4) -> Measurement:
@@ -295,7 +294,7 @@ def test_cli_export_then_import(tuned_a, url_a, url_b, tmp_path):
     r = run("export", "--out", tmp_path / "shape.json", "--rows", 512, "--cols", 256, "--db", url_a)
     assert r.exit_code == 0 and "exported 1 result to" in r.output
     r = run("export", "--out", tmp_path / "shape.json", "--kernel", "smem", "--dims", "n=3", "--db", url_a)
-    assert r.exit_code == 2 and "error: --dims n is not a dimension of kernel smem; allowed: rows, cols" in r.output
+    assert r.exit_code == 2 and "error: --dims n is not a dim of kernel smem; it takes rows, cols" in r.output
     r = run("export", "--out", tmp_path / "smem.json", "--kernel", "smem", "--device", "H100", "--db", url_a)
     assert r.exit_code == 0 and "exported 1 result to" in r.output
 
@@ -490,10 +489,10 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
     from fakes import FakeMatmulBench, FakeTimer
 
     old = Store(db_url)
-    search(tuning_key("smem_pad", device_info, (256, 512), "float32"), load_space("smem_pad"), FakeTimer(), old,
+    search(tuning_key("smem_pad", device_info, (256, 512), "float32"), get_kernel("smem_pad").space(), FakeTimer(), old,
            n_trials=3, seed=1)
     bench = FakeMatmulBench(device_info, 128, 64, 32, get_dtype("float32"))
-    search(tuning_key("matmul_tiled", device_info, (128, 64, 32), "float32"), load_space("matmul_tiled"),
+    search(tuning_key("matmul_tiled", device_info, (128, 64, 32), "float32"), get_kernel("matmul_tiled").space(),
            bench.measure, old, n_trials=3, seed=1)
     path = tmp_path / "v1.json"
     export_results(old, path)

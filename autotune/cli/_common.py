@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from types import SimpleNamespace
 from typing import Annotated, Any, Optional
@@ -11,10 +10,10 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from autotune.measure.benchmark import MAX_DIM
-from autotune.kernel.dtypes import DTYPES
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.catalog import KERNELS, get_kernel
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dims import MAX_DIM
+from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.problem import Problem
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
@@ -46,8 +45,11 @@ def parse_float(value: str) -> float:
 Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True,
                                            help="SQLAlchemy URL of the results database "
                                                 "(default: a SQLite file in the user data dir).")]
-Kernel = Annotated[str, typer.Option("--kernel", "-k", help=f"Kernel: {', '.join(KERNELS)}.")]
-Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Square matrix size (rows = cols).")]
+Kernel = Annotated[str, typer.Option("--kernel", "-k", help="A catalog kernel (autotune kernels) or the path of a "
+                                                             "kernel file (.toml).")]
+Dims = Annotated[Optional[list[str]], typer.Option("--dims", help="The kernel's dims: name=value (repeatable or "
+                                                                  "comma-separated), e.g. --dims n=1048576.")]
+Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Every dim of the kernel (rows = cols; M = N = K).")]
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
 Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
 M = Annotated[Optional[int], typer.Option("--m", parser=parse_int,
@@ -64,6 +66,57 @@ Repeats = Annotated[int, typer.Option(parser=parse_int, help="Timed samples per 
 TopK = Annotated[int, typer.Option("--top-k", parser=parse_int,
                                    help="Fastest configs re-timed interleaved after the trials.")]
 Rounds = Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")]
+
+
+def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, rows: int | None = None,
+               cols: int | None = None, m: int | None = None, n: int | None = None,
+               k: int | None = None) -> dict[str, int]:
+    """The named dims of the command line for ``kernel`` (a :class:`~autotune.kernel.model.Kernel`).
+
+    ``--dims name=value`` (repeatable, or comma-separated) names any of the kernel's dims;
+    ``--rows --cols --m --n --k`` are sugar setting the dim of that name; ``--size N`` sets
+    every dim not otherwise given.
+
+    Raises:
+        InvalidInputError: a malformed ``--dims``, a dim the kernel does not have, a value
+            out of range, a dim given twice, or one missing; naming the flag and what is allowed.
+    """
+    allowed = ", ".join(kernel.dims)
+    given: dict[str, int] = {}
+    for item in (p.strip() for opt in dims_option or () for p in opt.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
+        given[name.strip()] = _dim_value(f"--dims {name.strip()}", value.strip())
+    for flag, value in (("rows", rows), ("cols", cols), ("m", m), ("n", n), ("k", k)):
+        if value is None:
+            continue
+        if flag not in kernel.dims:
+            raise InvalidInputError(f"--{flag} is not a dim of kernel {kernel.name}; it takes {allowed}")
+        if flag in given:
+            raise InvalidInputError(f"dim {flag} is given twice (--{flag} and --dims)")
+        given[flag] = _dim_value(f"--{flag}", value)
+    unknown = sorted(set(given) - set(kernel.dims))
+    if unknown:
+        raise InvalidInputError(f"--dims {unknown[0]} is not a dim of kernel {kernel.name}; it takes {allowed}")
+    if size is not None:
+        side = _dim_value("--size", size)
+        given = {**{d: side for d in kernel.dims}, **given}
+    missing = [d for d in kernel.dims if d not in given]
+    if missing:
+        raise InvalidInputError(f"dim {missing[0]} is missing; kernel {kernel.name} takes {allowed}: give --dims "
+                                + ",".join(f"{d}=N" for d in kernel.dims) + " or --size N")
+    return {d: given[d] for d in kernel.dims}
+
+
+def _dim_value(flag: str, value) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{flag} {value!r} is not an integer") from None
+    if not 1 <= n <= MAX_DIM:
+        raise InvalidInputError(f"{flag} {n} is not allowed; give an integer 1..{MAX_DIM}")
+    return n
 
 
 def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, int]:
@@ -116,101 +169,9 @@ def dims(problem: Problem, what: str, size: int | None, rows: int | None, cols: 
 
 KernelRef = Annotated[Optional[str], typer.Option(
     "--kernel", "-k", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
-DimsOption = Annotated[Optional[list[str]], typer.Option(
-    "--dims", help="The kernel's problem dims, NAME=VALUE (repeatable or comma-separated), e.g. --dims n=1048576.")]
 
-SUGAR = {"--rows": "rows", "--cols": "cols", "--m": "m", "--n": "n", "--k": "k"}
-"""Shape options that set the dimension of the same name (``--size`` sets every dimension)."""
-
-
-def resolve_kernel(value: str) -> Any:
-    """The kernel of a ``--kernel`` value: a catalog name, or a path to a kernel file (a value
-    ending in ``.toml`` or holding a path separator).
-
-    Raises:
-        InvalidInputError: unknown name, or a kernel file that cannot be loaded (one line naming
-            the field).
-    """
-    if value.endswith(".toml") or "/" in value or os.sep in value:
-        try:
-            from autotune.kernel.loader import load_kernel
-        except ImportError:  # before the kernel model: no kernel files yet
-            raise InvalidInputError(f"--kernel {value}: kernel files are not supported by this autotune; "
-                                    f"give a catalog kernel: {', '.join(KERNELS)}") from None
-        return load_kernel(value)
-    return get_kernel(value)
-
-
-def _usage(kernel: Any) -> str:
-    """How the shape of ``kernel`` is given, e.g. ``--size or --rows --cols (or --dims rows=ROWS,cols=COLS)``."""
-    example = f"--dims {','.join(f'{d}={d.upper()}' for d in kernel.dims)}"
-    flags = [f"--{d}" for d in kernel.dims if f"--{d}" in SUGAR]
-    if len(flags) == len(kernel.dims):
-        return f"--size or {' '.join(flags)} (or {example})"
-    return f"{example} (or --size N for every dimension)"
-
-
-def parse_dims(kernel: Any, dims_option: list[str] | None, size: int | None, rows: int | None, cols: int | None,
-               m: int | None = None, n: int | None = None, k: int | None = None) -> dict[str, int]:
-    """The problem dims of the command line for ``kernel`` (``.name``, ``.dims``), in its
-    declared order: from ``--dims NAME=VALUE`` (repeatable, or comma-separated), or from the
-    sugar ``--size`` (every dimension) and ``--rows --cols --m --n --k`` (the dimension of that
-    name: the catalog's transposes and matrix products).
-
-    Raises:
-        InvalidInputError: one line naming the flag and what is allowed: a value out of
-            1..MAX_DIM, a malformed or repeated ``--dims`` item, a name the kernel does not have,
-            a missing dimension, or ``--dims`` and the sugar together.
-    """
-    sugar = {"--size": size, "--rows": rows, "--cols": cols, "--m": m, "--n": n, "--k": k}
-    given = {flag: value for flag, value in sugar.items() if value is not None}
-    for flag, value in given.items():
-        if not 1 <= value <= MAX_DIM:
-            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
-    what = f"kernel {kernel.name}"
-    if dims_option:
-        if given:
-            raise InvalidInputError(f"give either --dims or {', '.join(given)}, not both")
-        return _dims_option(kernel, dims_option)
-    named = {flag: value for flag, value in given.items() if flag != "--size"}
-    for flag in named:
-        if SUGAR[flag] not in kernel.dims:
-            raise InvalidInputError(f"{flag} is not a dimension of {what} (its dims: {', '.join(kernel.dims)}); "
-                                    f"give {_usage(kernel)}")
-    if size is not None:
-        if named:
-            flags = " ".join(f"--{d}" for d in kernel.dims if f"--{d}" in SUGAR)
-            raise InvalidInputError(f"give either --size or {flags}, not both")
-        return {d: size for d in kernel.dims}
-    values = {SUGAR[flag]: value for flag, value in named.items()}
-    missing = [d for d in kernel.dims if d not in values]
-    if missing:
-        first = f"--{missing[0]}" if f"--{missing[0]}" in SUGAR else "--dims"
-        first = "--size" if not values and first != "--dims" else first
-        raise InvalidInputError(f"{first} is missing; {what} takes {_usage(kernel)}")
-    return {d: values[d] for d in kernel.dims}
-
-
-def _dims_option(kernel: Any, items: list[str]) -> dict[str, int]:
-    example = ",".join(f"{d}={d.upper()}" for d in kernel.dims)
-    values: dict[str, int] = {}
-    for item in (part.strip() for text in items for part in text.split(",")):
-        name, sep, text = item.partition("=")
-        name, text = name.strip(), text.strip()
-        if not sep or not name:
-            raise InvalidInputError(f"--dims {item!r} is not NAME=VALUE; give e.g. --dims {example}")
-        if name not in kernel.dims:
-            raise InvalidInputError(f"--dims {name} is not a dimension of kernel {kernel.name}; "
-                                    f"allowed: {', '.join(kernel.dims)}")
-        if name in values:
-            raise InvalidInputError(f"--dims names {name} twice; give each of {', '.join(kernel.dims)} once")
-        if not text.isdigit() or not 1 <= int(text) <= MAX_DIM:
-            raise InvalidInputError(f"--dims {name}={text} is not allowed; give an integer 1..{MAX_DIM}")
-        values[name] = int(text)
-    missing = [d for d in kernel.dims if d not in values]
-    if missing:
-        raise InvalidInputError(f"--dims is missing {', '.join(missing)}; kernel {kernel.name} takes --dims {example}")
-    return {d: values[d] for d in kernel.dims}
+SUGAR = ("rows", "cols", "m", "n", "k")
+"""Dims with an option of their own (``--rows`` ...): the catalog's transposes and matrix products."""
 
 
 def problem_dims(kernel: Any | None, dims: list[str] | None, size: int | None, rows: int | None, cols: int | None,
@@ -239,13 +200,13 @@ def problem_dims(kernel: Any | None, dims: list[str] | None, size: int | None, r
         if shape not in shapes:
             shapes.append(shape)
     if not shapes:
-        raise next((e for e in errors if "is not a dimension" not in str(e)), errors[0])
+        raise next((e for e in errors if "is not a dim of" not in str(e)), errors[0])
     return shapes
 
 
 def shape_args(shape: dict[str, int]) -> str:
     """The command-line options of ``shape``: ``--rows R --cols C``, or ``--dims n=N``."""
-    if all(f"--{name}" in SUGAR for name in shape):
+    if all(name in SUGAR for name in shape):
         return " ".join(f"--{name} {value}" for name, value in shape.items())
     return "--dims " + ",".join(f"{name}={value}" for name, value in shape.items())
 

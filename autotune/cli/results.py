@@ -8,21 +8,21 @@ import typer
 from rich.table import Table
 
 from autotune.errors import GPUUnavailableError, NotTunedError
-from autotune.kernel.catalog import KERNELS
+from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
-from autotune.store.key import format_dims
+from autotune.store.key import format_shape
 from autotune.store.repository import BestRecord, Store
 from . import app
-from ._common import (Cols, Db, DimsOption, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out,
-                      problem_dims, resolve_kernel, shape_args)
+from ._common import (Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
+                      shape_args)
 
 
 @app.command()
 @handle_errors
 def best(
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
-    dims: DimsOption = None,
+    dims: Dims = None,
     kernel: KernelRef = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
@@ -45,7 +45,7 @@ def best(
         err.print(f"skipped {len(unknown)} result(s) of kernels this autotune does not know "
                   f"({', '.join(sorted({b.kernel for b in unknown}))}); give a kernel's file with --kernel",
                   markup=False, soft_wrap=True)
-    shown = " or ".join(format_dims(tuple(s.items())) for s in shapes)
+    shown = " or ".join(format_shape(tuple(s.items())) for s in shapes)
     if not current:
         where = f" on {name}" if name else ""
         raise NotTunedError(f"nothing is tuned for {kernel or 'any kernel'} {shown} {dt.name}{where}; run: autotune "
@@ -56,7 +56,7 @@ def best(
 
 @app.command("list")
 @handle_errors
-def list_(kernel: KernelRef = None, dims: DimsOption = None, db: Db = None) -> None:
+def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
     """List everything tuned in the database (of a kernel, and dims); stale results are marked with
     why, results of kernels this autotune does not know with "?" (give their file with --kernel)."""
     kernels = _kernels(kernel)
@@ -83,7 +83,7 @@ def kernels() -> None:
     for col in ("kernel", "what it is", "default config", "source"):
         table.add_column(col)
     for k in KERNELS.values():
-        table.add_row(k.name, k.summary, k.default_config().key, f"kernels/{k.file}")
+        table.add_row(k.name, k.summary, k.default_config().key, str(k.path))
     out.print(table)
 
 

@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.kernel.catalog import resolve_kernel
 from autotune.store import stale
 from autotune.store.repository import Store
 from autotune.store.share import export_results, import_results, read_results
 from . import app
-from ._common import (Cols, Db, DimsOption, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
-                      resolve_kernel)
+from ._common import Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
 
 
 @app.command("export")
@@ -21,7 +21,7 @@ def export(
     out_path: Annotated[Path, typer.Option("--out", "-o", dir_okay=False,
                                            help="JSON file to write (replaced whole if it exists).")],
     kernel: KernelRef = None,
-    dims: DimsOption = None,
+    dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d",
                                                   help="Part of the device name (default: all).")] = None,

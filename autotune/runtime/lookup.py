@@ -29,14 +29,16 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import get_kernel
+from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.model import Kernel
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.store import stale
-from autotune.store.key import Dims, TuningKey, format_dims, tuning_key
+from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.records import BestRecord
 from autotune.store.repository import Store
 
@@ -99,8 +101,8 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
     """The config to launch ``kernel`` with for problem ``dims`` of ``dtype`` on ``device``.
 
     Args:
-        kernel: a catalog name (``"smem_pad"``) or a Kernel object (a user's kernel loaded from
-            its file, e.g. by :func:`autotune.kernel.loader.load_kernel`).
+        kernel: a catalog name (``"smem_pad"``), a Kernel object (a user's kernel loaded from
+            its file, e.g. by :func:`autotune.kernel.catalog.resolve_kernel`), or a kernel file's path.
         dims: the problem: ``{name: value}`` over the kernel's dims (``{"n": 1048576}``), or
             the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
             catalog's matrix products), integers >= 1.
@@ -120,7 +122,7 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
         :func:`clear_cache`. Cold calls query the database (milliseconds); warm ones are one
         dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
-    if isinstance(kernel, str):
+    if isinstance(kernel, (str, Path)):
         which = kernel
     else:  # a kernel object: its identity, so an edited kernel file is another key
         which = (kernel.name, kernel.source_hash, kernel.spec_hash)
@@ -145,7 +147,7 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
 
 def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     """The cold path: climb the ladder against the database (one to three queries)."""
-    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
     dt, info = get_dtype(dtype).name, _device(device)
     key = tuning_key(k, info, dims, dt)
     store = _store(db)
@@ -170,7 +172,7 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
         return _answer(r, "same_arch", f"tuned for {r.display} on {where} "
                                        f"(same compute capability {r.compute_capability}, {which})", skipped)
     return LaunchConfig(k.default_config(), "default", rung="default",
-                        note=f"nothing tuned for {k.name} {format_dims(want)} {dt} on {info.name}; "
+                        note=f"nothing tuned for {k.name} {format_shape(want)} {dt} on {info.name}; "
                              f"using the kernel's default{skipped}")
 
 

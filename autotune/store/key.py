@@ -7,8 +7,8 @@ flags), same problem dimensions and dtype.
 
 The shape of a key is the kernel's named dimensions in the kernel's declared order,
 ``dims = (("rows", 8192), ("cols", 8192))``; its text form in the database and in exports is
-:func:`dims_key` (``"rows=8192,cols=8192"``), its display form :func:`format_dims`
-(``"8192x8192"``).
+:func:`dims_key` (``"rows=8192,cols=8192"``), its display form :func:`format_shape`
+(``"8192x8192"``); both from :mod:`autotune.kernel.dims`.
 
 The physical GPU (UUID, ordinal, PCI bus id) is not part of the key: GPUs of one model
 share one study, so a search over several of them fills one study, and each search row
@@ -17,82 +17,13 @@ records which GPU measured its trials.
 
 from __future__ import annotations
 
-import operator
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from autotune.errors import InvalidInputError
+from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
 from autotune.measure.device import DeviceInfo
 
-__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_dims", "kernel_dims"]
-
-Dims = tuple[tuple[str, int], ...]
-"""Named problem dimensions in the kernel's declared order, e.g. ``(("m", 4096), ("n", 4096), ("k", 4096))``."""
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def dims_key(dims: Dims) -> str:
-    """The text form of ``dims`` stored in the database and in exports: ``"rows=8192,cols=8192"``."""
-    return ",".join(f"{name}={value}" for name, value in dims)
-
-
-def parse_dims_key(text: str) -> Dims:
-    """The inverse of :func:`dims_key`.
-
-    Raises:
-        ValueError: ``text`` is not ``NAME=VALUE`` pairs (identifiers, integers >= 1, no name twice).
-    """
-    pairs = []
-    for item in text.split(","):
-        name, sep, value = item.partition("=")
-        if not sep or not _NAME.match(name) or not value.isdigit() or int(value) < 1:
-            raise ValueError(f"{text!r} is not a dims key (NAME=VALUE,...; integers >= 1)")
-        pairs.append((name, int(value)))
-    if len({name for name, _ in pairs}) != len(pairs):
-        raise ValueError(f"{text!r} names a dimension twice")
-    return tuple(pairs)
-
-
-def format_dims(dims: Dims) -> str:
-    """The display form of ``dims``: the values joined by ``x`` (``"8192x8192"``, ``"1048576"``)."""
-    return "x".join(str(value) for _, value in dims)
-
-
-def kernel_dims(names: Sequence[str], dims: Mapping[str, Any] | Sequence[Any], kernel: str = "the kernel") -> Dims:
-    """``dims`` as :data:`Dims` of a kernel whose dimensions are ``names``: a mapping
-    ``{name: value}`` naming each dimension once, or a sequence of values in ``names``' order
-    (so ``(rows, cols)`` and ``(M, N, K)`` tuples keep working for the catalog kernels).
-
-    Raises:
-        InvalidInputError: a name missing or unknown, the wrong number of values, or a value
-            that is not an integer >= 1 (``kernel`` names the kernel in the message).
-    """
-    want = f"give ({', '.join(names)}), integers >= 1, or a mapping {{{', '.join(map(repr, names))}: ...}}"
-    if isinstance(dims, Mapping):
-        unknown = [n for n in dims if n not in names]
-        missing = [n for n in names if n not in dims]
-        if unknown or missing:
-            what = (f"{', '.join(map(str, unknown))} {'is not a dimension' if len(unknown) == 1 else 'are not dimensions'}"
-                    if unknown else f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing")
-            raise InvalidInputError(f"dims {dict(dims)!r} are not allowed for {kernel}: {what}; {want}")
-        values = [dims[n] for n in names]
-    else:
-        if isinstance(dims, (str, bytes)):
-            raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}")
-        try:
-            values = list(dims)
-        except TypeError:
-            raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}") from None
-    try:
-        ints = [operator.index(v) for v in values]
-    except TypeError:
-        ints = []
-    if len(ints) != len(names) or any(isinstance(v, bool) for v in values) or min(ints, default=0) < 1:
-        raise InvalidInputError(f"shape {dims!r} is not allowed for {kernel}; {want}")
-    return tuple(zip(names, ints))
+__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
 
 @dataclass(frozen=True)
@@ -142,8 +73,8 @@ class TuningKey:
 
     @property
     def display(self) -> str:
-        """The dims' display form, e.g. ``8192x8192`` (:func:`format_dims`)."""
-        return format_dims(self.dims)
+        """The dims' display form, e.g. ``8192x8192`` (:func:`format_shape`)."""
+        return format_shape(self.dims)
 
     def dim(self, name: str) -> int:
         """The value of dimension ``name``.
@@ -168,27 +99,31 @@ class TuningKey:
         )
 
 
-def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence[int], dtype: str) -> TuningKey:
+def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
     """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's
     current source and spec hashes, and the current nvcc version and compile flags.
 
     Args:
-        kernel: a catalog name or a Kernel object (``.name``, ``.dims``, ``.source_hash``,
-            ``.spec_hash``).
+        kernel: a :class:`~autotune.kernel.model.Kernel`, a catalog name or a kernel file's path
+            (:func:`autotune.kernel.catalog.resolve_kernel`); or any object with ``.name``,
+            ``.dims``, ``.source_hash`` and ``.spec_hash`` (taken as it is).
         device: the GPU.
-        dims: ``{name: value}`` or the values in the kernel's dims order (:func:`kernel_dims`).
+        dims: ``{name: value}``, ``(name, value)`` pairs, or the values in the kernel's dims order
+            (:func:`autotune.kernel.dims.make_dims`).
         dtype: a dtype name or NumPy dtype.
 
     Raises:
         InvalidInputError: unknown kernel or dtype; dims that do not fit the kernel.
         GPUUnavailableError: nvcc is not on PATH.
     """
-    from autotune.kernel.catalog import get_kernel
+    from pathlib import Path
+
+    from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
+    from autotune.kernel.model import Kernel
     from autotune.measure.compile import compile_flags
     from autotune.measure.device import nvcc_version
 
-    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
-    named = kernel_dims(k.dims, dims, f"kernel {k.name}")
-    return TuningKey(device, k.name, k.source_hash, k.spec_hash, named, get_dtype(dtype).name,
-                     nvcc_version(), compile_flags(device.arch))
+    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
+    return TuningKey(device, k.name, k.source_hash, k.spec_hash, make_dims(k.dims, dims, f"kernel {k.name}"),
+                     get_dtype(dtype).name, nvcc_version(), compile_flags(device.arch))

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from autotune.kernel.config import Config
-from autotune.store.key import Dims, dims_key, format_dims, parse_dims_key
+from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 
 __all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_record", "MEASURED"]
@@ -100,7 +100,7 @@ class BestRecord:
     @property
     def display(self) -> str:
         """The dims' display form, e.g. ``8192x8192``."""
-        return format_dims(self.dims)
+        return format_shape(self.dims)
 
     @property
     def time_ms(self) -> float:

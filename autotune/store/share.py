@@ -64,23 +64,22 @@ SAMPLER = "import"
 
 # A literal copy of migrations/versions/0006_named_dims_and_spec_hash.py's table (a migration
 # imports no live code); tests/test_migrations.py checks both are equal and equal to the catalog.
-# PLACEHOLDER values (the temporary catalog shim's) until the kernel model lands; see 0006.
 SPEC_HASHES_0_1 = {
-    "copy_row": "b3041c9f65b55e7a88c41dc021301f02bd6a99b3ae03641765e2921dc448a754",
-    "copy_col": "caa688767eef5decab67e6a20bba431e9f52073bf85513980f2e5b5a88ea4d38",
-    "naive_row": "a90881f9e448e86410381af5777e019b7057584e59f8f73e48313416a054b904",
-    "naive_col": "6264a9fb1885f872160364fa9530ed0497d6383dc84fc28676da402a8634f108",
-    "unroll_row": "b924c18100c9d49cd1eac82459940761b1071421c88732c0f8d2b17cfd7059db",
-    "unroll_col": "99fc9f08ded534da65af90273b994995a369ea44de6fbf2efa2856f9c3685f5c",
-    "diagonal_row": "88f30c5e2add8fd2733d2eb1cb0a414c1528a4d59128721fbaa8ad26aea1fd23",
-    "diagonal_col": "408517987e830bb735d2eca9c93c6d7c8d72acbee282fb13bd6d86aa1f43c20a",
-    "smem": "565e467e1e010feec38e7a0fbf701c429e93ab5e8a2145da2d02f0dd13f9d457",
-    "smem_pad": "8e001ca9cb7261b5ca876e685538dd92323b95685c2bc51f805d62bb72e5d24c",
-    "smem_unroll_pad": "bc80e940e49e8610f91d4e4c89b5f7c91c52d94f171b1a039cc8a096639ff760",
-    "smem_vec": "d5522ef848b592958cd2c722a5e5aa47ee8120045b22095cf148523256d15970",
-    "matmul_naive": "7e90c8d236e31e42b0384ff7f1043cf1dcc973a8c8c4a454d970f3f3a070d449",
-    "matmul_tiled": "89f44f85bb62a467facbfac7274cd388595bd3ffef957cea6074fbf04eb5dd74",
-    "matmul_reg": "f7208b1d7ca63beb7f0039d113eb6dae566ff829a435483aa87237cc15dc27d5",
+    "copy_row": "63f5973173acba02fafb68ebfa01f4b2ed9c77a5e0a136138b25316cb0ad262f",
+    "copy_col": "8d61b1cb96fa894cf804e36bb5bc8470819e560f7aa4204b23edca3c1c75dbf6",
+    "naive_row": "126be7790a37738c80cb718c94dcaa018c8b4bf6c16c1f5f6782b942d1747ea0",
+    "naive_col": "6a38295c3a3f9b612aa1d9ce1ef7271dbad83a7b96bf3116dcdd7ae84c09e19f",
+    "unroll_row": "3b2c799a83ce1ff2994ed27a31f2b4315b81d6ea21ccc6459236ac6ab2873f9d",
+    "unroll_col": "0771aa065c877cd91035d34b00f0f819bbb6de0c6f0f657b8f152260402f8d42",
+    "diagonal_row": "a0b86018beb1d4819a309ce6fcaf18ce9297b11f92b71236f53fc1e691b301e5",
+    "diagonal_col": "4a5aab626b0520644083d1093b0ecaae1d0321da50ab05ca8a295e21803700ef",
+    "smem": "80e121e6a615bebf86b5b281dd69d936c0961d79b5abd9bcd656b8390b0a1cfa",
+    "smem_pad": "b51d6dc09efa2551f925c7df3eb261c1250ebf88617b6aa0997902845debc9ac",
+    "smem_unroll_pad": "4f4992827f4975f92e7f295cb732408d1d1c8a3e0c52eca1e4697d95f6580a8e",
+    "smem_vec": "29cdf285fb637631b710e234a5de22bef5895ff15dd70e386113d70a8da95ec9",
+    "matmul_naive": "474a73bf3ce84f92723ec83068773353443259a23b65c25ca9334864e3126805",
+    "matmul_tiled": "a7156bf3ad2b6ba9bab2f275036ef96865b9097b57805dcb422738bb1e975f05",
+    "matmul_reg": "e1eaf6785d6024cad1ad958d2d5ba96317a8100e45ea5b3c04d0885189b0a330",
 }
 """Spec hash of each catalog kernel's 0.1 description: the spec hash of version-1 entries."""
 MATMUL_0_1 = ("matmul_naive", "matmul_tiled", "matmul_reg")

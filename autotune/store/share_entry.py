@@ -16,7 +16,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.space import MAX_MACRO_VALUE
-from autotune.measure.benchmark import MAX_DIM
+from autotune.kernel.dims import MAX_DIM
 from autotune.store.key import Dims, dims_key, parse_dims_key
 from autotune.store.records import ImportedResult
 
@@ -25,6 +25,7 @@ __all__ = ["Checker", "Legacy", "check_entry", "moment"]
 INT_MAX = 2**31 - 1  # Integer columns
 BIGINT_MAX = 2**63 - 1  # BigInteger columns
 _MACRO_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+_DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,9 @@ def _dims(check: Checker, value: Any, where: str) -> Dims:
     text = check.string(value, where, max_len=1024)
     try:
         dims = parse_dims_key(text)
+        if (any(not _DIM_NAME.match(name) or value < 1 for name, value in dims)
+                or len({name for name, _ in dims}) != len(dims)):
+            raise ValueError(text)
     except ValueError:
         raise check.fail(where, f"is {text!r}; it must be NAME=VALUE pairs joined by commas, e.g. "
                                 "'rows=8192,cols=8192' (integers >= 1, each name once)") from None
