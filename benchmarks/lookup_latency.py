@@ -61,7 +61,7 @@ def fill(db: str) -> None:
     store = Store(db)
     configs = load_space(KERNEL).configs()
     for i, (device, (rows, cols)) in enumerate(TUNED):
-        key = tuning_key(KERNEL, device, rows, cols, "float32")
+        key = tuning_key(KERNEL, device, (rows, cols), "float32")
         sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
         ms = 2 * rows * cols * 4 / 2.5e12 * 1e3
         store.record_trial(sid, 0, configs[i % len(configs)], status="ok",

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from autotune.kernel.catalog import get_kernel
+from autotune.kernel.dims import make_dims
 from autotune.measure import benchmark
 from autotune.cli import app
 from autotune.store.repository import Store
@@ -27,9 +29,11 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
-        opened.append((ordinal, rows, cols, dtype.name, options) + ((depth,) if depth else ()))
-        yield FakeMatmulBench(device_info, rows, cols, depth, dtype) if depth else FakeBench(device_info, FakeTimer())
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        d = dict(make_dims(kernel.dims, dims))
+        opened.append((ordinal, *d.values(), dtype.name, options))
+        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype) if "k" in d
+               else FakeBench(device_info, FakeTimer()))
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     return opened
@@ -75,8 +79,13 @@ def test_rectangles_and_dtypes_reach_the_benchmark(fake_gpu, db_url):
 def test_best_when_nothing_is_tuned(db_url):
     r = run("best", "--size", 2048, "--db", db_url)
     assert r.exit_code == 2
-    assert "nothing is tuned for any kernel 2048x2048 float32" in r.output
-    assert "autotune search --kernel smem_pad --rows 2048 --cols 2048" in r.output
+    assert "nothing is tuned for any kernel 2048x2048 or 2048x2048x2048 float32" in r.output
+    assert "autotune search --kernel KERNEL --rows 2048 --cols 2048 --dtype float32" in r.output
+    r = run("best", "--kernel", "smem_pad", "--dims", "rows=2048,cols=1024", "--db", db_url)
+    assert r.exit_code == 2 and "nothing is tuned for smem_pad 2048x1024 float32" in r.output
+    r = run("best", "--dims", "n=77", "--db", db_url)
+    assert r.exit_code == 2 and "nothing is tuned for any kernel 77 float32; run: autotune search --kernel KERNEL --n 77" \
+        in r.output
 
 
 def test_best_by_device_name(fake_gpu, db_url):
@@ -87,12 +96,15 @@ def test_best_by_device_name(fake_gpu, db_url):
 
 
 def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
+    from autotune.store.models import Kernel
+
     run("search", "--size", 64, "--trials", 2, "--sampler", "grid", "--db", db_url)
-    monkeypatch.setattr("autotune.cli.results.source_hash", lambda kernel: "0" * 64)  # the kernel source changed
+    with Store(db_url).session() as session:  # tuned with a kernel source that has changed since
+        session.query(Kernel).update({Kernel.source_hash: "0" * 64})
     r = run("best", "--size", 64, "--db", db_url)
-    assert r.exit_code == 2 and "skipped 1 stale result" in r.output
+    assert r.exit_code == 2 and "skipped 1 stale result (1 kernel source changed)" in r.output
     r = run("list", "--db", db_url)
-    assert r.exit_code == 0 and "yes" in r.output
+    assert r.exit_code == 0 and "yes (kernel source changed)" in r.output
 
 
 def test_malformed_space_file(tmp_path, fake_gpu, db_url):
@@ -123,24 +135,23 @@ def test_autotune_db_env_var(fake_gpu, tmp_path):
     url = f"sqlite:///{tmp_path / 'env.db'}"
     r = runner.invoke(app, ["search", "--size", 32, "--trials", 2, "--sampler", "grid"], env={"AUTOTUNE_DB": url})
     assert r.exit_code == 0, r.output
-    assert Store(url).find_best(rows=32)
+    assert Store(url).find_best(dims={"rows": 32, "cols": 32})
 
 
 def test_python_dash_m():
     out = subprocess.run([sys.executable, "-m", "autotune", "kernels"], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent)
-    assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem.cu" in out.stdout
+    assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem_pad.toml" in out.stdout
 
 
 def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu, db_url):
-    from autotune.kernel.space import load_space
 
-    n = len(load_space("smem").configs())
+    n = len(get_kernel("smem").space().configs())
     r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
     assert r.exit_code == 0, r.output
     assert f"{n} ok" in r.output and f"top {n} configs of the study" in r.output
     store = Store(db_url)
-    [best] = store.find_best(kernel="smem", rows=256)
+    [best] = store.find_best(kernel="smem", dims="rows=256,cols=256")
     trials = [t for s in {best.search_id} for t in store.trials(s)]
     assert len(trials) == n and {t.status for t in trials} == {"ok"}
     # a second sweep measures nothing new: every config is in the study already
@@ -149,17 +160,10 @@ def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu
 
 
 def test_bench_runs_are_stored(db_url, device_info):
-    from dataclasses import dataclass
-
-    from autotune.report.bench import BenchLine, save_bench
-    from autotune.kernel.dtypes import get_dtype
-    from autotune.store.models import BenchRow, BenchRun
     from sqlalchemy import select
 
-    @dataclass
-    class Ran:
-        device = device_info
-        rows, cols, depth, dtype, memcpy_gbps, l2_mode = 64, 128, 0, get_dtype("float64"), 2900.0, "rotating"
+    from autotune.report.bench import BenchLine
+    from autotune.store.models import BenchRow, BenchRun
 
     lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", 0.01, 2900.0, 100.0),
              BenchLine("smem_pad", "kernel", 0.011, 2700.0, 93.1, "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=32",
@@ -168,10 +172,11 @@ def test_bench_runs_are_stored(db_url, device_info):
              BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", 5.0, 26.0, 0.9),
              BenchLine("host-to-device (pageable)", "transfer", 0.5, 12.0)]
     store = Store(db_url)
-    run_id = save_bench(store, Ran(), "13.0.88", lines)
+    run_id = store.save_bench_run(device_info, {"rows": 64, "cols": 128}, "float64", "13.0.88", 2900.0, "rotating",
+                                  lines)
     with store.session() as s:
         run = s.get(BenchRun, run_id)
-        assert (run.rows, run.cols, run.dtype, run.l2_mode, run.device.name) == (64, 128, "float64", "rotating",
-                                                                                 device_info.name)
+        assert (run.dims, run.dtype, run.l2_mode, run.device.name) == ("rows=64,cols=128", "float64", "rotating",
+                                                                       device_info.name)
         stored = s.scalars(select(BenchRow).where(BenchRow.run_id == run_id).order_by(BenchRow.position)).all()
         assert [(r.name, r.kind, r.gbps, r.note) for r in stored] == [(l.name, l.kind, l.gbps, l.note) for l in lines]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from autotune.kernel.catalog import get_kernel
 from autotune.store import repository as store_module
 from autotune.store.key import tuning_key
-from autotune.kernel.space import load_space
 from autotune.store.repository import Store
 from autotune.search.tuner import search
 
@@ -107,8 +107,8 @@ def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypa
     # --resume: the dead trial is failed by heartbeat, finished configs are not measured again
     monkeypatch.setattr(store_module, "GRACE_S", 1)
     time.sleep(1.5)
-    key = tuning_key("smem_pad", DEVICE, 256, 256, "float32")
-    space = load_space("smem_pad")
+    key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
+    space = get_kernel("smem_pad").space()
     timer = FakeTimer()
     result = search(key, space, timer, Store(db), n_trials=200, sampler="grid", resume=True)
     assert result.stopped == "exhausted"

@@ -171,17 +171,17 @@ def test_k_is_part_of_the_key_and_the_study(device_info, db_url):
     from autotune.search.tuner import search
 
     store = Store(db_url)
-    keys = [tuning_key("matmul_tiled", device_info, 256, 256, "float32", k) for k in (256, 512)]
+    keys = [tuning_key("matmul_tiled", device_info, (256, 256, k), "float32") for k in (256, 512)]
     assert keys[0].study_name != keys[1].study_name and keys[0].study_name.endswith("|256x256x256|float32")
     assert keys[0].shape == (256, 256, 256)
-    assert tuning_key("smem_pad", device_info, 256, 256, "float32").study_name.endswith("|256x256|float32")
+    assert tuning_key("smem_pad", device_info, (256, 256), "float32").study_name.endswith("|256x256|float32")
     for key in keys:
-        bench = FakeMatmulBench(device_info, 256, 256, key.depth, get_dtype("float32"))
+        bench = FakeMatmulBench(device_info, 256, 256, key.dim("k"), get_dtype("float32"))
         search(key, load_space("matmul_tiled"), bench.measure, store, n_trials=10, sampler="grid",
                retime=bench.retime, top_k=2, rounds=2)
     bests = [store.best(key) for key in keys]
-    assert [b.depth for b in bests] == [256, 512]
+    assert [b.dims for b in bests] == [(("m", 256), ("n", 256), ("k", k)) for k in (256, 512)]
     assert bests[0].config.as_dict() == {"TILE_WIDTH": 32} and bests[0].pct_memcpy is None
     assert bests[0].gflops == pytest.approx(20000.0) and bests[0].pooled_gflops == pytest.approx(20000.0)
     assert bests[1].gflops == pytest.approx(20000.0)  # the same landscape for K = 512: a separate best
-    assert len(store.find_best(kernel="matmul_tiled", depth=512)) == 1
+    assert len(store.find_best(kernel="matmul_tiled", dims={"m": 256, "n": 256, "k": 512})) == 1

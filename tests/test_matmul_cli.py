@@ -1,6 +1,6 @@
 """Matrix products through the whole CPU-testable path: CLI shape options and their errors,
 search -> store -> best with the fake matmul benchmark, lookup with (M, N, K), export/import
-of K, and the migration of an older database (its rows get K = 0)."""
+of K (named dims m, n, k), and the migration of an older database."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
+from autotune.kernel.catalog import get_kernel
 from autotune import clear_cache, lookup
+from autotune.kernel.dims import make_dims
 from autotune.measure import benchmark
 from autotune.cli import app
 from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
 from autotune.store.key import tuning_key
 from autotune.store.share import export_results, import_results, read_results
-from autotune.kernel.space import load_space
 from autotune.store.repository import Store
 from autotune.search.tuner import search
 
@@ -32,9 +33,10 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
-        opened.append((rows, cols, depth, dtype.name))
-        yield FakeMatmulBench(device_info, rows, cols, depth, dtype)
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        m, n, k = (v for _, v in make_dims(kernel.dims, dims))
+        opened.append((m, n, k, dtype.name))
+        yield FakeMatmulBench(device_info, m, n, k, dtype)
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     return opened
@@ -50,7 +52,7 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
     r = run("search", "--kernel", "matmul_tiled", "--size", 512, "--sampler", "grid", "--db", db_url)
     assert r.exit_code == 0, r.output
     assert fake_gpu == [(512, 512, 512, "float32")]
-    assert "matmul_tiled 512x512x512 float32" in r.output and "GFLOP/s" in r.output and "3 ok" in r.output
+    assert "matmul_tiled 512x512x512 (m=512,n=512,k=512) float32" in r.output and "GFLOP/s" in r.output and "3 ok" in r.output
     assert "best: TILE_WIDTH=32  20000 GFLOP/s" in r.output
 
     r = run("search", "--kernel", "matmul_reg", "--m", 300, "--n", 200, "--k", 100, "--trials", 5, "--seed", 1,
@@ -73,19 +75,21 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["search", "--kernel", "smem_pad", "--size", 64, "--k", 64], "--k is for matmul kernels; kernel smem_pad takes"),
-    (["search", "--kernel", "matmul_tiled", "--rows", 64, "--cols", 64], "--rows is for transposes"),
-    (["search", "--kernel", "matmul_tiled", "--m", 64, "--n", 64], "--k is missing"),
-    (["search", "--kernel", "matmul_tiled", "--size", 64, "--m", 64], "either --size or --m --n --k"),
+    (["search", "--kernel", "smem_pad", "--size", 64, "--k", 64], "--k is not a dim of kernel smem_pad; it takes rows, cols"),
+    (["search", "--kernel", "matmul_tiled", "--rows", 64, "--cols", 64], "--rows is not a dim of kernel matmul_tiled"),
+    (["search", "--kernel", "matmul_tiled", "--m", 64, "--n", 64], "dim k is missing; kernel matmul_tiled takes m, n, k"),
     (["search", "--kernel", "matmul_tiled", "--m", 0, "--n", 4, "--k", 4], "--m 0 is not allowed"),
     (["search", "--kernel", "matmul_reg", "--size", 64, "--dtype", "float16"], "does not support dtype 'float16'"),
-    (["sweep", "--kernel", "matmul_naive", "--cols", 64], "--cols is for transposes"),
+    (["sweep", "--kernel", "matmul_naive", "--cols", 64], "--cols is not a dim of kernel matmul_naive"),
     (["bench", "--kernel", "matmul_tiled", "--kernel", "smem_pad", "--size", 64], "not of the same kind"),
-    (["bench", "--kernel", "copy_row", "--m", 4, "--n", 4, "--k", 4], "--m is for matmul kernels"),
-    (["bench", "--m", 4, "--n", 4, "--k", 4, "--dtype", "int8"], "no matmul kernel takes dtype 'int8'; allowed: float32"),
-    (["best", "--kernel", "matmul_reg", "--rows", 4, "--cols", 4], "--rows is for transposes"),
-    (["best", "--kernel", "smem", "--n", 4], "--n is for matmul kernels"),
-    (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "report plots transposes and copies"),
+    (["bench", "--kernel", "copy_row", "--m", 4, "--n", 4, "--k", 4], "--m is not a dim of kernel copy_row"),
+    (["bench", "--m", 4, "--n", 4, "--k", 4, "--dtype", "int8"],
+     "no catalog kernel of dims m, n, k takes dtype 'int8'; allowed: float32"),
+    (["best", "--kernel", "matmul_reg", "--rows", 4, "--cols", 4], "--rows is not a dim of kernel matmul_reg; it takes m, n, k"),
+    (["best", "--kernel", "smem", "--n", 4], "--n is not a dim of kernel smem; it takes rows, cols"),
+    (["best", "--kernel", "matmul_reg", "--m", 4, "--n", 4], "dim k is missing; kernel matmul_reg takes m, n, k"),
+    (["best", "--k", 4], "dim m is missing; kernel matmul_naive takes m, n, k"),
+    (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "no trials of matmul_tiled"),
 ])
 def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args, message):
     r = run(*args, "--db", db_url)
@@ -95,9 +99,9 @@ def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args,
 
 
 def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
-    key = tuning_key(kernel, device_info, m, n, "float32", k)
+    key = tuning_key(kernel, device_info, (m, n, k), "float32")
     bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
-    search(key, load_space(kernel), bench.measure, Store(db_url), n_trials=trials, seed=3)
+    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url), n_trials=trials, seed=3)
     return key
 
 
@@ -113,9 +117,9 @@ def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
     assert "tuned for 1024x1024x1024 on this device (nearest of 2 tuned shapes)" in near.note
     default = lookup("matmul_tiled", (64, 64, 64), device=device_info, db=db_url)
     assert default.rung == "default" and "64x64x64" in default.note
-    with pytest.raises(InvalidInputError, match="give \\(M, N, K\\)"):
+    with pytest.raises(InvalidInputError, match="kernel matmul_reg takes \\(m, n, k\\)"):
         lookup("matmul_reg", (1024, 1024), device=device_info, db=db_url)
-    with pytest.raises(InvalidInputError, match="give \\(rows, cols\\)"):
+    with pytest.raises(InvalidInputError, match="kernel smem_pad takes \\(rows, cols\\)"):
         lookup("smem_pad", (1024, 1024, 1024), device=device_info, db=db_url)
     clear_cache()
 
@@ -123,37 +127,54 @@ def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
 def test_export_and_import_carry_k_and_gflops(db_url, device_info, tmp_path):
     tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "tuned.json"
-    assert export_results(Store(db_url), path) == 1
+    assert export_results(Store(db_url), path).exported == 1
     entry = json.loads(path.read_text())["results"][0]
-    assert entry["depth"] == 128 and entry["measurement"]["gflops"] > 0 and entry["measurement"]["pct_memcpy"] is None
+    assert entry["dims"] == "m=512,n=256,k=128" and entry["measurement"]["gflops"] > 0
+    assert entry["measurement"]["pct_memcpy"] is None
     other = Store(f"sqlite:///{tmp_path / 'other.db'}")
     assert import_results(other, path).imported == 1
     (best,) = other.find_best()
-    assert (best.rows, best.cols, best.depth, best.gflops) == (512, 256, 128, entry["measurement"]["gflops"])
+    assert (best.dims, best.gflops) == ((("m", 512), ("n", 256), ("k", 128)), entry["measurement"]["gflops"])
 
-    for depth, message in ((0, "needs K >= 1"), (None, "needs K >= 1")):
-        entry["depth"] = depth
+    for dims, message in (("m=512,n=256", "kernel matmul_reg has the dims m, n, k"),
+                          ("rows=512,cols=256", "kernel matmul_reg has the dims m, n, k")):
+        entry["dims"] = dims
         path.write_text(json.dumps({**json.loads(path.read_text()), "results": [entry]}))
         with pytest.raises(InvalidInputError, match=message):
             read_results(path)
 
 
-def test_an_old_export_without_depth_still_imports_as_a_transpose(db_url, device_info, tmp_path):
+def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_info, tmp_path):
     from fakes import FakeTimer
 
-    key = tuning_key("smem_pad", device_info, 256, 256, "float32")
-    search(key, load_space("smem_pad"), FakeTimer(), Store(db_url), n_trials=3, seed=1)
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), n_trials=3, seed=1)
+    tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "old.json"
     export_results(Store(db_url), path)
     document = json.loads(path.read_text())
-    for entry in document["results"]:  # what an export of the previous release held
-        del entry["depth"], entry["measurement"]["gflops"]
-    path.write_text(json.dumps(document))
+    for entry in document["results"]:  # what the previous releases wrote: rows, cols (depth), no spec hash
+        values = [int(part.split("=")[1]) for part in entry.pop("dims").split(",")]
+        entry["rows"], entry["cols"] = values[:2]
+        if len(values) == 3:
+            entry["depth"] = values[2]
+        else:
+            del entry["measurement"]["gflops"]  # (nor gflops, before the matrix products)
+        del entry["kernel"]["spec_hash"]
+    path.write_text(json.dumps({**document, "schema_version": 1}))
     other = Store(f"sqlite:///{tmp_path / 'other.db'}")
-    assert import_results(other, path).imported == 1 and other.find_best()[0].depth == 0
+    assert import_results(other, path).imported == 2
+    assert sorted(b.dims for b in other.find_best()) == [(("m", 512), ("n", 256), ("k", 128)),
+                                                        (("rows", 256), ("cols", 256))]
+    product = next(e for e in document["results"] if "depth" in e)
+    for depth, message in ((0, "needs K >= 1"), (None, "needs K >= 1")):
+        product["depth"] = depth
+        path.write_text(json.dumps({**document, "schema_version": 1, "results": [product]}))
+        with pytest.raises(InvalidInputError, match=message):
+            read_results(path)
 
 
-def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, device_info):
+def test_a_database_of_revision_0003_upgrades_and_its_bench_run_gets_named_dims(tmp_path, device_info):
     from fakes import FakeTimer
 
     db = tmp_path / "old.db"
@@ -169,13 +190,13 @@ def test_a_database_of_revision_0003_upgrades_and_its_rows_get_k_0(tmp_path, dev
     con.close()
     old.close()
     store = Store(url)
-    assert store.backup is not None and store.current_revision() == "0005"
+    assert store.backup is not None and store.current_revision() == "0006"
     con = sqlite3.connect(db)
-    assert con.execute("select rows, cols, depth from autotune_bench_runs").fetchall() == [(64, 64, 0)]
+    assert con.execute("select dims from autotune_bench_runs").fetchall() == [("rows=64,cols=64",)]
     con.close()
-    key = tuning_key("smem_pad", device_info, 64, 64, "float32")
-    search(key, load_space("smem_pad"), FakeTimer(), store, n_trials=2, seed=1)
-    assert store.best(key).depth == 0  # the old device row is reused and a transpose keeps K = 0
+    key = tuning_key("smem_pad", device_info, (64, 64), "float32")
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, n_trials=2, seed=1)
+    assert store.best(key).dims == (("rows", 64), ("cols", 64))  # the old device row is reused
 
 
 def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fake_gpu, db_url, monkeypatch):
@@ -199,7 +220,7 @@ def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fa
     assert "18000" in r.output and "45.0" in r.output and "50.0" in r.output and "100.0" in r.output
     with Store(db_url).session() as s:
         run_ = s.scalars(select(BenchRun)).one()
-        assert (run_.rows, run_.cols, run_.depth, run_.memcpy_gbps) == (256, 256, 256, None)
+        assert (run_.dims, run_.memcpy_gbps) == ("m=256,n=256,k=256", None)
         lines = s.scalars(select(BenchRow).order_by(BenchRow.position)).all()
         assert [(line.name, line.kind, line.source) for line in lines] == [
             ("matmul_naive", "kernel", "default"), ("matmul_tiled", "kernel", "default"),

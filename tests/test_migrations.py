@@ -225,7 +225,7 @@ def check_units_of_one_model_are_merged(url: str) -> None:
                                                          "started_at": now, "status": "finished"}])
             c.execute(t["autotune_trials"].insert(), [{"id": unit, "search_id": unit, "number": 0, "config_key": "c",
                                                        "macros": {}, "status": "ok", "gbps": gbps,
-                                                       "created_at": now}])
+                                                       "median_ms": 1000.0 / gbps, "created_at": now}])
             c.execute(t["autotune_best"].insert(), [{"device_id": unit, "kernel_id": 1, **shape, "trial_id": unit,
                                                      "updated_at": now}])
     Store(url)
@@ -240,3 +240,151 @@ def check_units_of_one_model_are_merged(url: str) -> None:
 
 def test_units_of_one_model_are_merged_by_0004(url):
     check_units_of_one_model_are_merged(url)
+
+
+# --- 0006: named dims and spec hashes -------------------------------------------------------------
+
+def _migration_0006():
+    import importlib.util
+
+    path = resources.data_dir("migrations") / "versions" / "0006_named_dims_and_spec_hash.py"
+    spec = importlib.util.spec_from_file_location("migration_0006", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_0_1_spec_hash_tables_agree_with_each_other_and_the_catalog():
+    from autotune.kernel.catalog import KERNELS, get_kernel
+    from autotune.store import share
+
+    migration = _migration_0006()
+    assert migration.SPEC_HASHES_0_1 == share.SPEC_HASHES_0_1
+    assert migration.MATMUL_0_1 == share.MATMUL_0_1
+    assert share.SPEC_HASHES_0_1 == {name: get_kernel(name).spec_hash for name in KERNELS}
+    assert {name for name in KERNELS if get_kernel(name).dims == ("m", "n", "k")} == set(share.MATMUL_0_1)
+
+
+def _a_0005_database(url: str):
+    """A database at 0005 holding what autotune 0.1 stored: a smem_pad search of 512x256 and a
+    matmul_reg search of 128x64x32 (each with a failed and two ok trials, the faster the best),
+    an older smem_pad source, and a bench run of each kind. Returns the expected best configs."""
+    from datetime import UTC, datetime
+
+    from autotune.kernel.catalog import get_kernel
+
+    Store(url, upgrade=False).upgrade("0005")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    meta = sa.MetaData()
+    meta.reflect(engine)
+    t = meta.tables
+    now = datetime.now(UTC)
+    device = {"id": 1, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
+              "total_memory": 85_000_000_000, "driver_version": "13.0", "cuda_version": "13.0"}
+    pad, reg = get_kernel("smem_pad"), get_kernel("matmul_reg")
+    toolchain = {"dtype": "float32", "nvcc_version": "13.0.88", "compile_flags": "-O3 -arch=sm_90"}
+    searches = [(1, 1, (512, 256, 0)), (2, 2, (128, 64, 32)), (3, 3, (512, 256, 0))]
+    fast = {1: pad.default_config(), 2: reg.default_config(), 3: pad.default_config()}
+    with engine.begin() as c:
+        c.execute(t["autotune_devices"].insert(), [device])
+        c.execute(t["autotune_kernels"].insert(), [{"id": 1, "name": "smem_pad", "source_hash": pad.source_hash},
+                                                   {"id": 2, "name": "matmul_reg", "source_hash": reg.source_hash},
+                                                   {"id": 3, "name": "smem_pad", "source_hash": "0" * 64}])
+        for sid, kid, (rows, cols, depth) in searches:
+            c.execute(t["autotune_searches"].insert(), [{
+                "id": sid, "device_id": 1, "kernel_id": kid, "rows": rows, "cols": cols, "depth": depth, **toolchain,
+                "study_name": f"old study {sid}", "sampler": "tpe", "started_at": now, "status": "finished",
+                "gpu_uuid": "GPU-1"}])
+            macros = fast[sid].as_dict()
+            slower = {**macros, sorted(macros)[0]: macros[sorted(macros)[0]] + 1}
+            trials = [{"number": 0, "config_key": "x", "macros": slower, "status": "ok", "gbps": 1000.0,
+                       "median_ms": 2.0, "min_ms": 2.0, "max_ms": 2.0, "registers": 30, "shared_bytes": 0},
+                      {"number": 1, "config_key": fast[sid].key, "macros": macros, "status": "ok", "gbps": 2000.0,
+                       "median_ms": 1.0, "min_ms": 1.0, "max_ms": 1.0, "registers": 30, "shared_bytes": 0,
+                       "pct_memcpy": None if depth else 66.0, "gflops": 500.0 if depth else None},
+                      {"number": 2, "config_key": "y", "macros": macros, "status": "compile_error", "reason": "x"}]
+            for i, trial in enumerate(trials):
+                c.execute(t["autotune_trials"].insert(), [{"id": 10 * sid + i, "search_id": sid, "created_at": now,
+                                                           **trial}])
+            c.execute(t["autotune_best"].insert(), [{"device_id": 1, "kernel_id": kid, "rows": rows, "cols": cols,
+                                                     "depth": depth, **toolchain, "trial_id": 10 * sid + 1,
+                                                     "updated_at": now}])
+        c.execute(t["autotune_bench_runs"].insert(), [
+            {"id": 1, "device_id": 1, "rows": 64, "cols": 32, "depth": 0, "dtype": "float32", "nvcc_version": "13.0.88",
+             "memcpy_gbps": 2900.0, "l2_mode": "single", "created_at": now},
+            {"id": 2, "device_id": 1, "rows": 64, "cols": 32, "depth": 16, "dtype": "float32",
+             "nvcc_version": "13.0.88", "memcpy_gbps": None, "l2_mode": "single", "created_at": now}])
+    engine.dispose()
+    return fast
+
+
+def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
+    from typer.testing import CliRunner
+
+    import autotune
+    from autotune.cli import app
+    from autotune.kernel.catalog import get_kernel
+    from autotune.measure.device import DeviceInfo
+
+    fast = _a_0005_database(url)
+    store = Store(url)
+    assert store.current_revision() == "0006"
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as c:
+        q = lambda sql: [tuple(r) for r in c.execute(sa.text(sql))]  # noqa: E731
+        assert q("select id, dims, study_name from autotune_searches order by id") == [
+            (1, "rows=512,cols=256", "old study 1"), (2, "m=128,n=64,k=32", "old study 2"),
+            (3, "rows=512,cols=256", "old study 3")]
+        assert q("select kernel_id, dims, trial_id from autotune_best order by kernel_id") == [
+            (1, "rows=512,cols=256", 11), (2, "m=128,n=64,k=32", 21), (3, "rows=512,cols=256", 31)]
+        assert q("select dims from autotune_bench_runs order by id") == [("rows=64,cols=32",), ("m=64,n=32,k=16",)]
+        assert q("select name, spec_hash from autotune_kernels order by id") == [
+            ("smem_pad", get_kernel("smem_pad").spec_hash), ("matmul_reg", get_kernel("matmul_reg").spec_hash),
+            ("smem_pad", get_kernel("smem_pad").spec_hash)]
+    engine.dispose()
+
+    h100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
+    autotune.clear_cache()
+    got = autotune.lookup("smem_pad", (512, 256), "float32", device=h100, db=url)
+    assert (got.rung, got.config, got.gbps) == ("exact", fast[1], 2000.0)
+    assert "stale" not in got.note  # the exact key: no ladder climbed
+    got = autotune.lookup("matmul_reg", (128, 64, 32), "float32", device=h100, db=url)
+    assert (got.rung, got.config, got.gflops, got.tuned_dims) == ("exact", fast[2], 500.0,
+                                                                 (("m", 128), ("n", 64), ("k", 32)))
+    got = autotune.lookup("smem_pad", (1024, 256), "float32", device=h100, db=url)
+    assert got.rung == "nearest_shape" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
+    autotune.clear_cache()
+
+    r = CliRunner().invoke(app, ["best", "--rows", "512", "--cols", "256", "--db", url])
+    assert r.exit_code == 0, r.output
+    assert fast[1].key in r.output and "skipped 1 stale result (1 kernel source changed)" in r.output
+    r = CliRunner().invoke(app, ["best", "--m", "128", "--n", "64", "--k", "32", "--db", url])
+    assert r.exit_code == 0 and fast[2].key in r.output and "500" in r.output
+
+
+def test_a_0005_database_upgrades_to_0006_and_answers_best_and_lookup_as_before(shared_db):
+    check_a_0005_database_upgrades_and_answers_as_before(shared_db)
+
+
+
+def test_0006_downgrades_by_the_reverse_rule_and_refuses_what_0005_cannot_hold(shared_db):
+    url = shared_db
+    _a_0005_database(url)
+    Store(url)
+    command.downgrade(_alembic_config(url), "0005")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as c:
+        q = lambda sql: [tuple(r) for r in c.execute(sa.text(sql))]  # noqa: E731
+        assert q("select id, rows, cols, depth from autotune_searches order by id") == [
+            (1, 512, 256, 0), (2, 128, 64, 32), (3, 512, 256, 0)]
+        assert q("select rows, cols, depth, trial_id from autotune_best order by id") == [
+            (512, 256, 0, 11), (128, 64, 32, 21), (512, 256, 0, 31)]
+        assert q("select rows, cols, depth from autotune_bench_runs order by id") == [(64, 32, 0), (64, 32, 16)]
+    Store(url)  # and up again
+    with engine.begin() as c:  # a user's kernel with dims 0005 has no columns for
+        c.execute(sa.text("update autotune_searches set dims = 'n=5' where id = 1"))
+    with pytest.raises(RuntimeError, match="cannot downgrade to 0005: autotune_searches holds dims with no "
+                                           "rows/cols/depth form \\(n=5\\)"):
+        command.downgrade(_alembic_config(url), "0005")
+    engine.dispose()
+    assert Store(url, upgrade=False).current_revision() == "0006"  # nothing was changed

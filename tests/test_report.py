@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from autotune.report.bench import BenchLine, save_bench
+from autotune.report.bench import BenchLine
 from autotune.cli import app
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.kernel.catalog import get_kernel, source_hash
+from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.report.plots import DPI, FIGSIZE, heatmap_data, largest_shape, scaling_data
@@ -36,7 +36,8 @@ def run(*args):
 
 def key_of(device, kernel: str, rows: int, cols: int, dtype: str = "float32", source: str | None = None) -> TuningKey:
     k = get_kernel(kernel)
-    return TuningKey(device, k.name, source or source_hash(k), rows, cols, dtype, "13.0.88", "-O3 -arch=sm_90")
+    return TuningKey(device, k.name, source or k.source_hash, k.spec_hash, (("rows", rows), ("cols", cols)), dtype,
+                     "13.0.88", "-O3 -arch=sm_90")
 
 
 def measurement(rows: int, cols: int, gbps: float, itemsize: int = 4) -> Measurement:
@@ -79,7 +80,7 @@ def add_search(store: Store, key: TuningKey, configs, gbps=landscape, memcpy: fl
         if failing(m):
             store.record_trial(sid, number, config, status="resources", reason="planted")
         else:
-            store.record_trial(sid, number, config, status="ok", measurement=measurement(key.rows, key.cols, gbps(m)))
+            store.record_trial(sid, number, config, status="ok", measurement=measurement(*key.shape, gbps(m)))
             ok.append(config)
     store.finish_search(sid, "finished")
     return ok
@@ -87,22 +88,9 @@ def add_search(store: Store, key: TuningKey, configs, gbps=landscape, memcpy: fl
 
 def retime(store: Store, key: TuningKey, config: Config, pooled_gbps: float) -> None:
     """Make ``config`` the key's best with a pooled re-timing of ``pooled_gbps``."""
-    ms = 2 * key.rows * key.cols * 4 / (pooled_gbps * 1e9) * 1e3
+    ms = 2 * key.dim("rows") * key.dim("cols") * 4 / (pooled_gbps * 1e9) * 1e3
     r = Retiming(config, (ms * 0.999, ms, ms * 1.001), ms)
     store.set_winner(key, Decision(r, r, (r,)), rounds=3)
-
-
-@dataclasses.dataclass
-class Ran:
-    """What save_bench reads of a benchmark."""
-
-    device: object
-    rows: int
-    cols: int
-    dtype: object
-    memcpy_gbps: float = MEMCPY
-    l2_mode: str = "rotating"
-    depth: int = 0
 
 
 BENCH_LINES = [
@@ -123,7 +111,8 @@ BENCH_LINES = [
 
 def add_bench(store: Store, device, rows: int, cols: int, dtype: str = "float32", lines=BENCH_LINES,
               memcpy: float = MEMCPY) -> int:
-    return save_bench(store, Ran(device, rows, cols, get_dtype(dtype), memcpy), "13.0.88", lines)
+    return store.save_bench_run(device, {"rows": rows, "cols": cols}, get_dtype(dtype).name, "13.0.88", memcpy,
+                                "rotating", lines)
 
 
 def populate(store: Store, device) -> dict:
@@ -171,22 +160,23 @@ def test_report_writes_the_three_plots(store, db_url, device_info, tmp_path):
 
 def test_heatmap_cells_are_the_best_over_the_other_macros(store, device_info):
     ok = populate(store, device_info)["ok"]
-    data = heatmap_data(store, "smem_pad", 8192, 8192, "float32")
+    data = heatmap_data(store, "smem_pad", {"rows": 8192, "cols": 8192}, "float32")
     expected: dict[tuple[int, int], float] = {}
     for c in ok:
         cell = (c["TILE_DIM"], c["BLOCK_ROWS"])
         expected[cell] = max(expected.get(cell, 0.0), landscape(c.as_dict()))
     assert data.cells == pytest.approx(expected)
-    assert (64, 16) not in data.cells and 16 in data.block_rows  # tried, all failed: a blank cell
+    assert (data.x_macro, data.y_macro, data.figure.unit) == ("TILE_DIM", "BLOCK_ROWS", "GB/s")
+    assert (64, 16) not in data.cells and 16 in data.ys  # tried, all failed: a blank cell
     assert (8, 1) in data.cells  # DIAGONAL=1 failed there, DIAGONAL=0 did not
-    assert data.tile_dims == TILES and data.block_rows == BLOCK_ROWS
+    assert data.xs == TILES and data.ys == BLOCK_ROWS
     assert data.other_macros == ("DIAGONAL", "IPAD")
     assert data.best == ((64, 8), pytest.approx(2900.0))
     assert data.configs[(64, 8)] == "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=64"
     # the best over IPAD and DIAGONAL, not e.g. the IPAD=0 or DIAGONAL=1 trial of the cell
     assert data.cells[(32, 4)] == pytest.approx(landscape({"TILE_DIM": 32, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 0}))
     assert data.ok_trials == len(ok) and data.failed_trials == len(list(grid())) - len(ok)
-    assert data.device == device_info.name and data.source_hash == source_hash(get_kernel("smem_pad"))
+    assert data.device == device_info.name and data.source_hash == get_kernel("smem_pad").source_hash
 
 
 def test_heatmap_uses_the_latest_kernel_source_and_one_device(store, device_info):
@@ -195,17 +185,18 @@ def test_heatmap_uses_the_latest_kernel_source_and_one_device(store, device_info
     add_search(store, key_of(device_info, "smem_pad", 512, 512, source="0" * 64), configs, gbps=lambda m: 9999.0)
     add_search(store, key_of(other, "smem_pad", 512, 512), configs, gbps=lambda m: 1500.0)
     add_search(store, key_of(device_info, "smem_pad", 512, 512), configs, gbps=lambda m: 2500.0)
-    latest = heatmap_data(store, "smem_pad", 512, 512, "float32")
+    latest = heatmap_data(store, "smem_pad", (("rows", 512), ("cols", 512)), "float32")
     assert latest.cells == {(32, 8): 2500.0} and latest.device == device_info.name  # not the old source's 9999
-    a100 = heatmap_data(store, "smem_pad", 512, 512, "float32", device="a100")
+    a100 = heatmap_data(store, "smem_pad", (("rows", 512), ("cols", 512)), "float32", device="a100")
     assert a100.cells == {(32, 8): 1500.0} and a100.device == other.name
 
 
 def test_scaling_uses_pooled_figures_and_each_search_memcpy(store, device_info):
     populate(store, device_info)
     data = scaling_data(store, "smem_pad", "float32")
-    assert [(p.rows, p.cols) for p in data.points] == [(1024, 1024), (2048, 8192), (4096, 4096), (8192, 8192)]
-    pooled = {(p.rows, p.cols): (p.gbps, p.pooled, p.memcpy_gbps) for p in data.points}
+    assert [p.shape for p in data.points] == [(1024, 1024), (2048, 8192), (4096, 4096), (8192, 8192)]
+    assert data.figure.unit == "GB/s"
+    pooled = {p.shape: (p.value, p.pooled, p.memcpy_gbps) for p in data.points}
     assert pooled[(4096, 4096)] == (pytest.approx(2810.0), True, pytest.approx(MEMCPY * 0.98))
     assert pooled[(8192, 8192)] == (pytest.approx(2900.0), False, MEMCPY)
     assert pooled[(1024, 1024)][2] == pytest.approx(MEMCPY * 0.6)
@@ -214,9 +205,9 @@ def test_scaling_uses_pooled_figures_and_each_search_memcpy(store, device_info):
 def test_largest_shape_then_bench_runs(store, device_info):
     assert largest_shape(store, "smem_pad", "float32") is None
     add_bench(store, device_info, 300, 200)
-    assert largest_shape(store, "smem_pad", "float32") == (300, 200)  # no search: the bench run's
+    assert largest_shape(store, "smem_pad", "float32") == (("rows", 300), ("cols", 200))  # no search: the bench's
     populate(store, device_info)
-    assert largest_shape(store, "smem_pad", "float32") == (8192, 8192)
+    assert largest_shape(store, "smem_pad", "float32") == (("rows", 8192), ("cols", 8192))
     assert largest_shape(store, "smem_pad", "float64") is None
 
 
@@ -255,9 +246,10 @@ def test_latest_bench_run_of_the_device_is_plotted(store, db_url, device_info, t
     other = dataclasses.replace(device_info, name="NVIDIA A100-SXM4-40GB", compute_capability="8.0")
     first = add_bench(store, device_info, 2048, 2048)
     a100 = add_bench(store, other, 2048, 2048, memcpy=1300.0)
-    assert bench_data(store, 2048, 2048, "float32").run_id == a100
-    assert bench_data(store, 2048, 2048, "float32", device="h100").run_id == first
-    data = bench_data(store, 2048, 2048, "float32", device="H100")
+    square = {"rows": 2048, "cols": 2048}
+    assert bench_data(store, square, "float32").run_id == a100
+    assert bench_data(store, square, "float32", device="h100").run_id == first
+    data = bench_data(store, square, "float32", device="H100")
     assert (data.bound("copy_row"), data.bound("copy_col"), data.bound("naive_col")) == (2955.0, 890.0, None)
     r = run("report", "--size", 2048, "--device", "h100", "--out", tmp_path, "--db", db_url)
     assert r.exit_code == 0, r.output
@@ -285,11 +277,37 @@ def test_bad_input(db_url, tmp_path):
     a_file = tmp_path / "file.png"
     a_file.write_bytes(b"x")
     assert run("report", "--out", a_file, "--db", db_url).exit_code == 2
-    r = run("report", "--size", 64, "--rows", 64, "--out", tmp_path, "--db", db_url)
-    assert r.exit_code == 2 and "either --size or --rows" in r.output
+    r = run("report", "--rows", 64, "--out", tmp_path, "--db", db_url)
+    assert r.exit_code == 2 and "dim cols is missing" in r.output
+    r = run("report", "--dims", "n=64", "--out", tmp_path, "--db", db_url)
+    assert r.exit_code == 2 and "--dims n is not a dim of kernel smem_pad" in r.output
 
 
 def test_importing_autotune_does_not_import_matplotlib():
     code = ("import sys, autotune, autotune.cli, autotune.report.plots; "
             "assert not [m for m in sys.modules if m.startswith('matplotlib')]")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+def test_a_matrix_product_is_plotted_in_gflops(store, db_url, device_info, tmp_path):
+    from autotune.store.key import tuning_key
+
+    def product_ms(m):
+        return 0.5 / (1 + (m["BM"] == 128) + (m["TM"] == 8))
+
+    k = get_kernel("matmul_reg")
+    key = tuning_key(k, device_info, (256, 256, 256), "float32")
+    sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=1, memcpy_gbps=None)
+    configs = list(k.space().configs())[:12]
+    for number, config in enumerate(configs):
+        ms = product_ms(config.as_dict())
+        store.record_trial(sid, number, config, status="ok", measurement=Measurement(
+            ms, ms, ms, 1.0 / ms, None, 64, 8192, 50, None, 0.5, 2 * 256**3 / (ms * 1e-3) / 1e9))
+    data = heatmap_data(store, k, key.dims, "float32")
+    assert data.figure.unit == "GFLOP/s" and {data.x_macro, data.y_macro} <= set(k.tunables)
+    assert data.best[1] == pytest.approx(max(2 * 256**3 / (product_ms(c.as_dict()) * 1e-3) / 1e9 for c in configs))
+    r = run("report", "--kernel", "matmul_reg", "--out", tmp_path, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert_png(tmp_path / "heatmap_matmul_reg_256x256x256_float32.png", "heatmap")
+    assert_png(tmp_path / "scaling_matmul_reg_float32.png", "scaling")
+    assert "no bench run for 256x256x256 float32: run autotune bench --size 256" in r.output

@@ -19,12 +19,11 @@ from autotune.cli import app
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import get_kernel, source_hash
+from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.store.models import Search, Trial
 from autotune.store.share import SCHEMA_VERSION, export_results, import_results, read_results
-from autotune.kernel.space import load_space
 from autotune.store.repository import Store
 from autotune.search.winner import Decision
 
@@ -35,17 +34,24 @@ H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "
 A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "12.4", "12.4")
 
 
-def key(kernel: str = "smem_pad", device: DeviceInfo = H100, **changes) -> TuningKey:
-    fields = dict(source_hash=source_hash(get_kernel(kernel)), rows=1024, cols=1024, dtype="float32",
-                  nvcc_version="13.0.88", compile_flags=f"-O3 -arch={device.arch}")
+def key(kernel: str = "smem_pad", device: DeviceInfo = H100, rows: int = 1024, cols: int = 1024,
+        **changes) -> TuningKey:
+    k = get_kernel(kernel)
+    fields = dict(source_hash=k.source_hash, spec_hash=k.spec_hash, dims=(("rows", rows), ("cols", cols)),
+                  dtype="float32", nvcc_version="13.0.88", compile_flags=f"-O3 -arch={device.arch}")
     fields.update(changes)
     return TuningKey(device=device, kernel=kernel, **fields)
+
+
+def export_all(store: Store, path, **filters):
+    """Export, stale results included (database A holds one on purpose)."""
+    return export_results(store, path, include_stale=True, **filters)
 
 
 def configs(kernel: str = "smem_pad") -> list[Config]:
     """Valid configs of the kernel, the default first (never a hard-coded macro set)."""
     default = get_kernel(kernel).default_config()
-    return [default] + [c for c in load_space(kernel).configs() if c != default]
+    return [default] + [c for c in get_kernel(kernel).space().configs() if c != default]
 
 
 def measured(gbps: float, rows: int = 1024, cols: int = 1024, itemsize: int = 4) -> Measurement:
@@ -61,7 +67,7 @@ def tune(store: Store, k: TuningKey, results: list[tuple[Config, float]], *, mem
     sid = store.start_search(k, study_name=k.study_name, sampler="tpe", seed=1, memcpy_gbps=memcpy_gbps,
                              copy_gbps=copy_gbps, l2_mode="rotating", clocks={"sm_mhz": 1980})
     for number, (config, gbps) in enumerate(results):
-        store.record_trial(sid, number, config, status="ok", measurement=measured(gbps, k.rows, k.cols))
+        store.record_trial(sid, number, config, status="ok", measurement=measured(gbps, *k.shape))
     store.record_trial(sid, len(results), configs(k.kernel)[-1], status="compile_error", reason="planted")
     store.finish_search(sid, "finished")
     if retime:
@@ -101,7 +107,7 @@ def tuned_a(url_a) -> Store:
 
 
 def exported(store: Store, path: Path, **filters) -> dict:
-    export_results(store, path, **filters)
+    export_all(store, path, **filters)
     return json.loads(path.read_text())
 
 
@@ -110,7 +116,7 @@ def exported(store: Store, path: Path, **filters) -> dict:
 
 def test_round_trip_keeps_every_provenance_field_and_figure(tuned_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
-    assert export_results(tuned_a, path) == 4
+    assert export_all(tuned_a, path).exported == 4
     b = Store(url_b)
     report = import_results(b, path)
     assert (report.imported, report.skipped, report.stale, report.best) == (4, 0, 1, 4)
@@ -129,7 +135,7 @@ def test_round_trip_keeps_every_provenance_field_and_figure(tuned_a, url_b, tmp_
 
 def test_imported_results_are_finished_searches_of_sampler_import(tuned_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
-    export_results(tuned_a, path, kernel="smem")
+    export_all(tuned_a, path, kernel="smem")
     entry = json.loads(path.read_text())["results"][0]
     b = Store(url_b)
     import_results(b, path)
@@ -147,7 +153,7 @@ def test_imported_results_are_finished_searches_of_sampler_import(tuned_a, url_b
 
 def test_reimport_skips_everything_as_duplicates(tuned_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
-    export_results(tuned_a, path)
+    export_all(tuned_a, path)
     b = Store(url_b)
     import_results(b, path)
     before = b.find_best()
@@ -164,7 +170,7 @@ def test_reimport_skips_everything_as_duplicates(tuned_a, url_b, tmp_path):
 
 def test_a_slower_best_is_replaced_and_a_faster_one_kept(tuned_a, tmp_path):
     path = tmp_path / "tuned.json"
-    export_results(tuned_a, path, device_name="h100", kernel="smem_pad")  # the re-timed key and the stale one
+    export_all(tuned_a, path, device_name="h100", kernel="smem_pad")  # the re-timed key and the stale one
     c = configs()
     winner = next(r for r in tuned_a.find_best(device_name="h100", kernel="smem_pad") if r.rounds)
 
@@ -185,7 +191,7 @@ def test_a_slower_best_is_replaced_and_a_faster_one_kept(tuned_a, tmp_path):
 
 def test_the_same_config_already_stored_for_the_key_is_a_duplicate(tuned_a, tmp_path):
     path = tmp_path / "tuned.json"
-    export_results(tuned_a, path, kernel="smem")
+    export_all(tuned_a, path, kernel="smem")
     other = Store(f"sqlite:///{tmp_path / 'other.db'}")
     k = key("smem", rows=512, cols=256, dtype="float64")
     tune(other, k, [(configs("smem")[0], 1000.0)])
@@ -212,17 +218,19 @@ def test_the_same_config_already_stored_for_the_key_is_a_duplicate(tuned_a, tmp_
 
 def test_export_file_is_versioned_json(tuned_a, tmp_path):
     data = exported(tuned_a, tmp_path / "tuned.json")
-    assert data["format"] == "autotune-results" and data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["format"] == "autotune-results" and data["schema_version"] == SCHEMA_VERSION == 2
     assert data["autotune_version"] == __version__
     assert data["exported_at"].endswith("Z") and datetime.fromisoformat(data["exported_at"]).tzinfo is not None
     entry = next(e for e in data["results"] if e["device"]["uuid"] == H100.uuid and e["rounds"])
     assert entry["device"] == {"name": H100.name, "compute_capability": "9.0", "sm_count": 132,
                                "total_memory": 85_000_000_000, "driver_version": "13.0", "cuda_version": "13.0",
                                "uuid": H100.uuid}
-    assert entry["kernel"] == {"name": "smem_pad", "source_hash": source_hash(get_kernel("smem_pad"))}
+    k = get_kernel("smem_pad")
+    assert entry["kernel"] == {"name": "smem_pad", "source_hash": k.source_hash, "spec_hash": k.spec_hash}
+    assert entry["dims"] == "rows=1024,cols=1024" and not {"rows", "cols", "depth"} & set(entry)
     assert set(entry["measurement"]) >= {"median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "pct_copy",
                                          "registers", "shared_bytes"}
-    assert set(entry) >= {"rows", "cols", "dtype", "nvcc_version", "compile_flags", "config", "memcpy_gbps",
+    assert set(entry) >= {"dims", "dtype", "nvcc_version", "compile_flags", "config", "memcpy_gbps",
                           "copy_gbps", "pooled_median_ms", "spread", "rounds", "tie_group", "tuned_at"}
     assert [m["config"] for m in entry["tie_group"]] == [configs()[1].key, configs()[2].key]
     assert get_kernel("smem_pad").check(Config.of("smem_pad", entry["config"])) is None
@@ -234,13 +242,13 @@ def test_export_filters(tuned_a, tmp_path):
     assert len(exported(tuned_a, tmp_path / "x.json", device_name="h100", kernel="smem_pad")["results"]) == 2
     assert exported(tuned_a, tmp_path / "x.json", device_name="V100")["results"] == []
     with pytest.raises(InvalidInputError, match="unknown kernel 'nope'"):
-        export_results(tuned_a, tmp_path / "x.json", kernel="nope")
+        export_all(tuned_a, tmp_path / "x.json", kernel="nope")
 
 
 def test_export_replaces_the_file_whole_or_not_at_all(tuned_a, tmp_path, monkeypatch):
     path = tmp_path / "tuned.json"
     path.write_text("old contents")
-    assert export_results(tuned_a, path, kernel="smem") == 1
+    assert export_all(tuned_a, path, kernel="smem").exported == 1
     assert len(json.loads(path.read_text())["results"]) == 1
     good = path.read_bytes()
 
@@ -249,7 +257,7 @@ def test_export_replaces_the_file_whole_or_not_at_all(tuned_a, tmp_path, monkeyp
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(InvalidInputError, match="cannot write .*No space left on device"):
-        export_results(tuned_a, path)
+        export_all(tuned_a, path)
     assert path.read_bytes() == good
     assert sorted(p.name for p in tmp_path.iterdir() if "tuned" in p.name) == ["tuned.json"]  # no temp file left
 
@@ -276,17 +284,27 @@ def test_cli_export_then_import(tuned_a, url_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
     r = run("export", "--out", path, "--db", url_a)
     assert r.exit_code == 0, r.output
-    assert f"exported 4 results to {path}" in r.output
+    assert f"exported 3 results to {path}" in r.output
+    assert "left out 1 stale result (1 kernel source changed); --include-stale writes them too" in r.output
+    r = run("export", "--out", path, "--include-stale", "--db", url_a)
+    assert r.exit_code == 0 and f"exported 4 results to {path}" in r.output and "left out" not in r.output
+    r = run("export", "--out", tmp_path / "shape.json", "--kernel", "smem", "--dims", "rows=512,cols=256",
+            "--db", url_a)
+    assert r.exit_code == 0 and "exported 1 result to" in r.output
+    r = run("export", "--out", tmp_path / "shape.json", "--rows", 512, "--cols", 256, "--db", url_a)
+    assert r.exit_code == 0 and "exported 1 result to" in r.output
+    r = run("export", "--out", tmp_path / "shape.json", "--kernel", "smem", "--dims", "n=3", "--db", url_a)
+    assert r.exit_code == 2 and "error: --dims n is not a dim of kernel smem; it takes rows, cols" in r.output
     r = run("export", "--out", tmp_path / "smem.json", "--kernel", "smem", "--device", "H100", "--db", url_a)
     assert r.exit_code == 0 and "exported 1 result to" in r.output
 
     r = run("import", path, "--db", url_b)
     assert r.exit_code == 0, r.output
     assert "imported 4 result(s)" in r.output and "skipped 0 already stored" in r.output
-    assert "1 of them are for a kernel source that differs from the current one" in r.output
+    assert "1 of them are stale here" in r.output
     r = run("import", path, "--db", url_b)
     assert r.exit_code == 0 and "imported 0 result(s)" in r.output and "skipped 4 already stored" in r.output
-    assert "differs" not in r.output
+    assert "stale" not in r.output
 
     r = run("export", "--out", tmp_path / "none.json", "--device", "V100", "--db", url_a)
     assert r.exit_code == 0 and "exported 0 results" in r.output and "nothing is tuned" in r.output
@@ -327,7 +345,7 @@ def _drop_a_tunable(e):
 def _current(data):
     """Index of an entry tuned with the current kernel source."""
     return next(i for i, e in enumerate(data["results"])
-                if e["kernel"]["source_hash"] == source_hash(get_kernel(e["kernel"]["name"])))
+                if e["kernel"]["source_hash"] == get_kernel(e["kernel"]["name"]).source_hash)
 
 
 REFUSALS = [
@@ -337,8 +355,8 @@ REFUSALS = [
     ("a list", lambda p: p.write_text(f"[{p.read_text()}]"), "{file} is not an autotune results file"),
     ("format", _edit(lambda d: d.update(format="optuna-study")),
      "{file} is not an autotune results file (format is 'optuna-study', expected 'autotune-results')"),
-    ("schema 2", _edit(lambda d: d.update(schema_version=2)),
-     "{file} has schema version 2; this autotune reads version 1"),
+    ("schema 3", _edit(lambda d: d.update(schema_version=3)),
+     "{file} has schema version 3; this autotune reads versions 1, 2"),
     ("schema missing", _edit(lambda d: d.pop("schema_version")), "{file} has no schema version"),
     ("schema string", _edit(lambda d: d.update(schema_version="1")), 'has schema version "1"; this autotune reads'),
     ("results missing", _edit(lambda d: d.pop("results")), "{file}: results is missing"),
@@ -346,9 +364,16 @@ REFUSALS = [
     ("entry not object", _edit(lambda d: d["results"].append(3)), "results[4] is an integer 3; it must be an object"),
     ("device missing", _entry(1, lambda e: e.pop("device")), "results[1].device is missing"),
     ("uuid missing", _entry(0, lambda e: e["device"].pop("uuid")), "results[0].device.uuid is missing"),
-    ("rows string", _entry(3, lambda e: _set(e, "rows", "1024")),
-     'results[3].rows is a string "1024"; it must be an integer'),
-    ("rows zero", _entry(0, lambda e: _set(e, "rows", 0)), "results[0].rows is 0; it must be an integer 1.."),
+    ("dims number", _entry(3, lambda e: _set(e, "dims", 1024)),
+     "results[3].dims is an integer 1024; it must be a string"),
+    ("dims zero", _entry(0, lambda e: _set(e, "dims", "rows=0,cols=4")),
+     "results[0].dims is 'rows=0,cols=4'; it must be NAME=VALUE pairs joined by commas"),
+    ("dims missing", _entry(0, lambda e: e.pop("dims")), "results[0].dims is missing"),
+    ("dims of another kernel", _edit(lambda d: _set(d["results"][_current(d)], "dims", "m=4,n=4,k=4")),
+     ".dims is 'm=4,n=4,k=4'; kernel smem_pad has the dims rows, cols"),
+    ("spec missing", _entry(0, lambda e: e["kernel"].pop("spec_hash")), "results[0].kernel.spec_hash is missing"),
+    ("median missing", _entry(0, lambda e: e["measurement"].pop("median_ms")),
+     "results[0].measurement.median_ms is missing"),
     ("sm_count bool", _entry(0, lambda e: _set(e, "device.sm_count", True)),
      "results[0].device.sm_count is a boolean; it must be an integer"),
     ("gbps negative", _entry(1, lambda e: _set(e, "measurement.gbps", -2.5)),
@@ -396,7 +421,7 @@ def _stale(data):
 def test_cli_import_refuses_a_bad_file_and_leaves_the_database_as_it_was(what, setup, message, tuned_a, url_a,
                                                                         tmp_path):
     file = tmp_path / "tuned.json"
-    export_results(tuned_a, file)
+    export_all(tuned_a, file)
     setup(file)
     target = tmp_path / "b.db"
     Store(f"sqlite:///{target}").engine.dispose()  # an up-to-date, empty database
@@ -414,7 +439,7 @@ def test_cli_import_refuses_a_bad_file_and_leaves_the_database_as_it_was(what, s
 
 def test_cli_import_into_something_that_is_not_a_database(tuned_a, tmp_path):
     file = tmp_path / "tuned.json"
-    export_results(tuned_a, file)
+    export_all(tuned_a, file)
     db = tmp_path / "junk.db"
     db.write_bytes(b"not SQLite\n" * 100)
     r = run("import", file, "--db", f"sqlite:///{db}")
@@ -432,3 +457,103 @@ def test_an_entry_twice_in_one_file_and_a_stale_entry_with_an_older_macro_set(tu
     report = import_results(Store(url_b), path)
     assert (report.imported, report.skipped, report.stale) == (4, 1, 1)
     assert len(Store(url_b).find_best()) == 4
+
+
+# --- version 2: named dims, spec hashes, kernels without GB/s; version 1 still imports ----------
+
+
+def test_export_leaves_stale_results_out_unless_asked(tuned_a, tmp_path):
+    path = tmp_path / "tuned.json"
+    report = export_results(tuned_a, path)
+    assert (report.exported, report.stale, report.stale_note) == (3, 1, "1 stale result (1 kernel source changed)")
+    assert all(e["kernel"]["source_hash"] != "0" * 64 for e in json.loads(path.read_text())["results"])
+    report = export_results(tuned_a, path, nvcc_version="99.0.1")  # this machine's nvcc is newer: all are stale
+    assert (report.exported, report.stale) == (0, 4)
+
+
+def as_version_1(data: dict) -> dict:
+    """What autotune 0.1 wrote for the same results: rows, cols, depth; no spec hash."""
+    for e in data["results"]:
+        values = [int(part.split("=")[1]) for part in e.pop("dims").split(",")]
+        e["rows"], e["cols"], e["depth"] = (values + [0])[:3]
+        del e["kernel"]["spec_hash"]
+    return {**data, "schema_version": 1}
+
+
+def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp_path):
+    from autotune.kernel.dtypes import get_dtype
+    from autotune.search.tuner import search
+    from autotune.store.key import tuning_key
+    from autotune.store.share import MATMUL_0_1, SPEC_HASHES_0_1
+
+    from fakes import FakeMatmulBench, FakeTimer
+
+    old = Store(db_url)
+    search(tuning_key("smem_pad", device_info, (256, 512), "float32"), get_kernel("smem_pad").space(), FakeTimer(), old,
+           n_trials=3, seed=1)
+    bench = FakeMatmulBench(device_info, 128, 64, 32, get_dtype("float32"))
+    search(tuning_key("matmul_tiled", device_info, (128, 64, 32), "float32"), get_kernel("matmul_tiled").space(),
+           bench.measure, old, n_trials=3, seed=1)
+    path = tmp_path / "v1.json"
+    export_results(old, path)
+    v2 = json.loads(path.read_text())
+    path.write_text(json.dumps(as_version_1(json.loads(path.read_text()))))
+    assert "matmul_tiled" in MATMUL_0_1 and SPEC_HASHES_0_1["smem_pad"] == get_kernel("smem_pad").spec_hash
+
+    loaded = read_results(path)
+    assert loaded.schema_version == 1 and loaded.stale == (False, False)
+    assert {r.kernel: r.dims for r in loaded.results} == {
+        "smem_pad": (("rows", 256), ("cols", 512)), "matmul_tiled": (("m", 128), ("n", 64), ("k", 32))}
+    assert {r.spec_hash for r in loaded.results} == {SPEC_HASHES_0_1["smem_pad"], SPEC_HASHES_0_1["matmul_tiled"]}
+    new = Store(f"sqlite:///{tmp_path / 'new.db'}")
+    report = import_results(new, loaded)
+    assert (report.imported, report.stale, report.best) == (2, 0, 2)
+    again = tmp_path / "again.json"
+    export_results(new, again)
+    assert [e["dims"] for e in json.loads(again.read_text())["results"]] == [e["dims"] for e in v2["results"]]
+    assert import_results(old, path).skipped == 2  # the same results as the v2 ones: duplicates
+
+    data = json.loads(path.read_text())
+    del data["results"][0]["measurement"]["gbps"]  # version 1 always had GB/s
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidInputError, match=r"results\[0\]\.measurement\.gbps is missing"):
+        read_results(path)
+
+
+class Reduction:
+    """A user's 1-D kernel without a bytes objective (only what the store and share use)."""
+
+    name, dims, source_hash, spec_hash = "reduce_sum", ("n",), "1" * 64, "2" * 64
+    tunables, fixed = ("BLOCK_SIZE",), {}
+
+    def check(self, config):
+        if set(config.as_dict()) != {"BLOCK_SIZE"}:
+            raise InvalidInputError(f"config {config} sets macros {sorted(config.as_dict())}; reduce_sum takes "
+                                    "['BLOCK_SIZE']")
+
+
+def test_a_user_kernel_without_gbps_round_trips_when_its_file_is_given(url_a, url_b, tmp_path):
+    from autotune.store.key import tuning_key
+
+    kernel, a = Reduction(), Store(url_a)
+    k = tuning_key(kernel, H100, {"n": 1 << 20}, "float32")
+    sid = a.start_search(k, study_name=k.study_name, sampler="tpe", seed=1, memcpy_gbps=None)
+    a.record_trial(sid, 0, Config.of("reduce_sum", {"BLOCK_SIZE": 256}), status="ok",
+                   measurement=Measurement(0.2, 0.19, 0.22, None, None, 30, 1024, 50))
+    path = tmp_path / "user.json"
+    assert export_results(a, path, kernel=kernel).exported == 1
+    assert export_results(a, path).unchecked == 1  # not in the catalog: written, but not judged
+    e = json.loads(path.read_text())["results"][0]
+    assert (e["dims"], e["measurement"]["gbps"], e["kernel"]["spec_hash"]) == ("n=1048576", None, "2" * 64)
+
+    with pytest.raises(InvalidInputError, match=r"results\[0\]\.kernel\.name is not usable: unknown kernel "
+                                                r"'reduce_sum'; allowed: .* --kernel"):
+        read_results(path)
+    b = Store(url_b)
+    assert import_results(b, path, kernels=[kernel]).imported == 1
+    (best,) = b.find_best(kernel="reduce_sum", dims={"n": 1 << 20})
+    assert (best.gbps, best.median_ms, best.spec_hash) == (None, 0.2, "2" * 64)
+    e["config"] = {"BLOCK": 256}
+    path.write_text(json.dumps({**json.loads(path.read_text()), "results": [e]}))
+    with pytest.raises(InvalidInputError, match="config does not fit kernel reduce_sum"):
+        read_results(path, [kernel])

@@ -19,9 +19,9 @@ H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "
 A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "13.0", "13.0")
 
 
-def make_key(device: DeviceInfo = H100, **changes) -> TuningKey:
-    fields = dict(kernel="smem_pad", source_hash="a" * 64, rows=4096, cols=4096, dtype="float32",
-                  nvcc_version="13.0.88", compile_flags="-O3 -arch=sm_90")
+def make_key(device: DeviceInfo = H100, rows: int = 4096, cols: int = 4096, **changes) -> TuningKey:
+    fields = dict(kernel="smem_pad", source_hash="a" * 64, spec_hash="e" * 64, dims=(("rows", rows), ("cols", cols)),
+                  dtype="float32", nvcc_version="13.0.88", compile_flags="-O3 -arch=sm_90")
     fields.update(changes)
     return TuningKey(device=device, **fields)
 
@@ -147,6 +147,9 @@ def test_record_trial_rejects_other_kernel_and_unknown_search(store):
         make_key(dataclasses.replace(H100, driver_version="12.8")),
         make_key(dataclasses.replace(H100, sm_count=114)),
         make_key(source_hash="b" * 64),
+        make_key(spec_hash="f" * 64),
+        make_key(dims=(("cols", 4096), ("rows", 4096))),
+        make_key(dims=(("m", 4096), ("n", 4096), ("k", 1))),
         make_key(kernel="naive"),
         make_key(nvcc_version="12.8.93"),
         make_key(compile_flags="-O2 -arch=sm_90"),
@@ -163,7 +166,7 @@ def test_best_needs_the_exact_key(store, other):
 def test_find_best_filters(store):
     keys = [make_key(), make_key(dtype="float64"), make_key(rows=1024, cols=2048),
             make_key(A100, compile_flags="-O3 -arch=sm_80"), make_key(source_hash="c" * 64),
-            make_key(kernel="naive")]
+            make_key(kernel="naive"), make_key(spec_hash="d" * 64)]
     for i, key in enumerate(keys):
         cfg = config(kernel=key.kernel)
         store.record_trial(start(store, key), 0, cfg, status="ok", measurement=measured(1000.0 + i))
@@ -172,21 +175,27 @@ def test_find_best_filters(store):
     assert len(store.find_best(device_name="nvidia")) == len(keys)
     assert store.find_best(device_name="h100_") == []  # LIKE wildcards are literal
     assert {b.dtype for b in store.find_best(dtype="float64")} == {"float64"}
-    assert [(b.rows, b.cols) for b in store.find_best(rows=1024)] == [(1024, 2048)]
-    assert len(store.find_best(cols=4096, device_name="H100")) == 4
+    wide = (("rows", 1024), ("cols", 2048))
+    for dims in (wide, dict(wide), "rows=1024,cols=2048"):
+        assert [b.dims for b in store.find_best(dims=dims)] == [wide]
+    assert store.find_best(dims={"cols": 2048, "rows": 1024}) == []  # the declared order is the key
+    assert len(store.find_best(dims={"rows": 4096, "cols": 4096}, device_name="H100")) == 5
     assert [b.kernel for b in store.find_best(kernel="naive")] == ["naive"]
     assert [b.source_hash for b in store.find_best(source_hash="c" * 64)] == ["c" * 64]
+    assert [b.spec_hash for b in store.find_best(spec_hash="d" * 64)] == ["d" * 64]
     assert store.find_best(kernel="naive", dtype="float64") == []
 
 
 def test_find_best_is_sorted(store):
     keys = [make_key(dtype="float64"), make_key(kernel="naive"), make_key(rows=1024),
-            make_key(A100), make_key(rows=1024, cols=512)]
+            make_key(A100), make_key(rows=1024, cols=512), make_key(rows=512, cols=8192)]
     for key in keys:
         cfg = config(kernel=key.kernel)
         store.record_trial(start(store, key), 0, cfg, status="ok", measurement=measured(1000.0))
-    order = [(b.device_name, b.kernel, b.rows, b.cols, b.dtype) for b in store.find_best()]
-    assert order == sorted(order)
+    order = [(b.device_name, b.kernel, b.shape, b.dtype) for b in store.find_best()]
+    assert order == sorted(order)  # by the dims' values, not their text ("rows=512" > "rows=1024")
+    assert [b.shape for b in store.find_best(kernel="smem_pad", device_name="H100", dtype="float32")] == [
+        (512, 8192), (1024, 512), (1024, 4096)]
 
 
 def test_trials_in_trial_order_and_per_search(store):
@@ -284,13 +293,15 @@ def test_session_scope(store):
     assert names == {"kept"}
 
 
-def test_check_constraint_rejects_ok_without_gbps(store):
+def test_check_constraint_rejects_ok_without_median_ms(store):
     from autotune.store.models import Trial
 
     search = start(store)
-    with pytest.raises(StoreError, match="CHECK constraint failed"):
+    with pytest.raises(StoreError, match="CHECK constraint failed: ck_autotune_trials__ok_has_median_ms"):
         with store.session() as session:
-            session.add(Trial(search_id=search, number=0, config_key="", macros={}, status="ok"))
+            session.add(Trial(search_id=search, number=0, config_key="", macros={}, status="ok", gbps=1.0))
+    with store.session() as session:  # a kernel without a bytes objective has no GB/s
+        session.add(Trial(search_id=search, number=0, config_key="", macros={}, status="ok", median_ms=1.0))
 
 
 def test_sqlite_pragmas(store):
@@ -381,3 +392,43 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
     assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.RUNNING]
     assert len(study.trials) == 3
     assert store.fail_trials_dead_before_heartbeat(storage, "s") == []  # nothing twice
+
+
+def test_best_is_the_lowest_median_time_also_without_gbps(store):
+    """A kernel without a bytes objective has no GB/s: the best is its fastest trial by time."""
+    key = make_key(kernel="reduce", dims=(("n", 1 << 20),))
+    search = start(store, key)
+
+    def timed(ms: float) -> Measurement:
+        return Measurement(median_ms=ms, min_ms=ms, max_ms=ms, gbps=None, pct_memcpy=None, registers=16,
+                           shared_bytes=0, launches=50)
+
+    cfg = lambda block: Config.of("reduce", {"BLOCK_SIZE": block})  # noqa: E731
+    store.record_trial(search, 0, cfg(128), status="ok", measurement=timed(0.30))
+    fastest = store.record_trial(search, 1, cfg(256), status="ok", measurement=timed(0.20))
+    store.record_trial(search, 2, cfg(512), status="ok", measurement=timed(0.25))
+    best = store.best(key)
+    assert best.trial_id == fastest.id and best.gbps is None and best.pooled_gbps is None
+    assert (best.dims, best.display, best.dims_key, best.shape) == ((("n", 1 << 20),), "1048576", "n=1048576",
+                                                                     (1 << 20,))
+
+
+def test_bench_runs_are_saved_through_the_store(store):
+    from types import SimpleNamespace
+
+    from autotune.store.models import BenchRow, BenchRun
+
+    lines = [{"name": "cudaMemcpy device-to-device", "kind": "memcpy", "median_ms": 0.1, "gbps": 2900.0},
+             SimpleNamespace(name="smem_pad", kind="kernel", median_ms=0.11, gbps=2700.0, source="default",
+                             config_key="TILE_DIM=32")]
+    run_id = store.save_bench_run(H100, {"rows": 64, "cols": 128}, "float64", "13.0.88", 2900.0, "single", lines)
+    other = store.save_bench_run(H100, (("m", 8), ("n", 8), ("k", 8)), "float32", "13.0.88", None, "single", [])
+    with store.session() as session:
+        run = session.get(BenchRun, run_id)
+        assert (run.dims, run.dtype, run.memcpy_gbps, run.device.name) == ("rows=64,cols=128", "float64", 2900.0,
+                                                                           H100.name)
+        rows = [(r.position, r.name, r.kind, r.source, r.gflops) for r in run.lines]
+        assert rows == [(0, "cudaMemcpy device-to-device", "memcpy", None, None), (1, "smem_pad", "kernel", "default",
+                                                                                   None)]
+        assert session.get(BenchRun, other).dims == "m=8,n=8,k=8"
+        assert session.query(BenchRow).count() == 2

@@ -4,7 +4,7 @@ where a real (fake-timed) search is the point. No timing assertions here: see
 ``benchmarks/lookup_latency.py`` for latency."""
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -15,13 +15,12 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.store.key import tuning_key
 from autotune.measure.measurement import Measurement
-from autotune.kernel.space import load_space
 from autotune.store.repository import Store
 from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
 
-CONFIGS = load_space("smem_pad").configs()
+CONFIGS = get_kernel("smem_pad").space().configs()
 """Distinct valid configs of smem_pad, to tell stored results apart (macro set not hard-coded)."""
 
 
@@ -44,14 +43,14 @@ def pcie(device_info):
 
 
 def tune(db_url, device_info, shape=(512, 512), dtype="float32"):
-    key = tuning_key("smem_pad", device_info, *shape, dtype)
-    search(key, load_space("smem_pad"), FakeTimer(), Store(db_url), n_trials=200, sampler="grid")
+    key = tuning_key("smem_pad", device_info, shape, dtype)
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), n_trials=200, sampler="grid")
     return key
 
 
 def put(store, device, shape, i=0, gbps=2000.0, dtype="float32", **key_changes) -> Config:
     """Store ``CONFIGS[i]`` as the best of ``device``/``shape`` (key fields overridable)."""
-    key = replace(tuning_key("smem_pad", device, *shape, dtype), **key_changes)
+    key = replace(tuning_key("smem_pad", device, shape, dtype), **key_changes)
     sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
     ms = 2 * shape[0] * shape[1] * 4 / (gbps * 1e9) * 1e3
     store.record_trial(sid, 0, CONFIGS[i], status="ok",
@@ -82,6 +81,7 @@ def test_tuned_key_gives_the_stored_best(db_url, device_info):
     assert {k: got.config[k] for k in OPTIMUM} == OPTIMUM
     assert got.gbps == pytest.approx(2800.0) and got.pct_memcpy == pytest.approx(2800 / 30)
     assert got.tuned_shape == (512, 512) and got.tuned_device == device_info.name
+    assert got.tuned_dims == (("rows", 512), ("cols", 512)) and got.median_ms > 0
     assert got.note.startswith("tuned for this exact key on ") and "2800 GB/s" in got.note
     # another shape or a device of the same arch is not the exact key; another dtype is nothing
     assert look(device_info, (512, 1024), db_url).rung == "nearest_shape"
@@ -183,7 +183,7 @@ def test_another_arch_is_never_used(store, db_url, device_info):
 # --- staleness ------------------------------------------------------------------------
 
 def test_stale_results_are_skipped_and_counted(store, db_url, device_info, pcie):
-    current = tuning_key("smem_pad", device_info, 512, 512, "float32").nvcc_version
+    current = tuning_key("smem_pad", device_info, (512, 512), "float32").nvcc_version
     put(store, device_info, (512, 512), 0, source_hash="0" * 64)
     put(store, device_info, (512, 512), 1, nvcc_version="11.8.89")
     put(store, pcie, (512, 512), 2, source_hash="1" * 64)
@@ -198,17 +198,20 @@ def test_stale_results_are_skipped_and_counted(store, db_url, device_info, pcie)
     assert got.rung == "nearest_shape" and got.config == fresh and "skipped 3 stale results" in got.note
 
 
-def test_a_kernel_source_change_makes_results_stale(monkeypatch, store, db_url, device_info):
+def test_a_kernel_source_change_makes_results_stale(store, db_url, device_info):
+    from autotune.store.models import Kernel
+
     put(store, device_info, (512, 512), 0)
     assert look(device_info, (512, 512), db_url).rung == "exact"
-    monkeypatch.setattr("autotune.kernel.catalog.source_hash", lambda kernel: "f" * 64)
+    with store.session() as session:  # as if tuned with the source before today's
+        session.query(Kernel).update({Kernel.source_hash: "f" * 64})
     clear_cache()
     got = look(device_info, (512, 512), db_url)
     assert got.rung == "default" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
 
 
 def test_an_nvcc_upgrade_makes_results_stale(monkeypatch, store, db_url, device_info, pcie):
-    old = tuning_key("smem_pad", device_info, 512, 512, "float32").nvcc_version
+    old = tuning_key("smem_pad", device_info, (512, 512), "float32").nvcc_version
     put(store, device_info, (512, 512), 0)
     put(store, pcie, (512, 512), 1)
     monkeypatch.setattr("autotune.measure.device.nvcc_version", lambda nvcc="nvcc": "99.1.0")
@@ -260,7 +263,7 @@ def test_a_device_ordinal_is_queried_once_per_process(monkeypatch, store, db_url
 
 def test_lookup_is_thread_safe(db_url, device_info):
     tune(db_url, device_info)
-    expected = Store(db_url).best(tuning_key("smem_pad", device_info, 512, 512, "float32")).config
+    expected = Store(db_url).best(tuning_key("smem_pad", device_info, (512, 512), "float32")).config
     answers, errors = [], []
     start = threading.Barrier(8)
 
@@ -292,7 +295,80 @@ def test_bad_arguments(db_url, device_info):
     with pytest.raises(InvalidInputError, match="unknown dtype"):
         lookup("smem_pad", (4, 4), "complex128", device=device_info, db=db_url)
     for shape in [(0, 4), (4,), (4, 4, 4), (4.5, 4), ("4", 4)]:
-        with pytest.raises(InvalidInputError, match="shape"):
+        with pytest.raises(InvalidInputError, match="is not allowed"):
             lookup("smem_pad", shape, device=device_info, db=db_url)
     with pytest.raises(InvalidInputError, match="device"):
         lookup("smem_pad", (4, 4), device="cuda:0", db=db_url)
+
+
+# --- named dims and kernels that are not in the catalog ---------------------------------
+
+def test_dims_as_a_mapping_or_a_tuple_are_one_key(store, db_url, device_info):
+    mine = put(store, device_info, (1024, 4096), 0)
+    by_name = lookup("smem_pad", {"cols": 4096, "rows": 1024}, device=device_info, db=db_url)
+    assert (by_name.rung, by_name.config, by_name.tuned_dims) == ("exact", mine, (("rows", 1024), ("cols", 4096)))
+    assert look(device_info, (1024, 4096), db_url).config == mine
+    with pytest.raises(InvalidInputError, match="unknown dim 'depth'; kernel smem_pad takes rows, cols"):
+        lookup("smem_pad", {"rows": 4, "cols": 4, "depth": 4}, device=device_info, db=db_url)
+    with pytest.raises(InvalidInputError, match="dim 'cols' is missing"):
+        lookup("smem_pad", {"rows": 4}, device=device_info, db=db_url)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A user's 1-D kernel as the kernel model gives it (only what lookup and the store use)."""
+
+    name: str = "reduce_sum"
+    dims: tuple = ("n",)
+    source_hash: str = "1" * 64
+    spec_hash: str = "2" * 64
+    tunables: tuple = ("BLOCK_SIZE", "ITEMS")
+
+    def default_config(self) -> Config:
+        return Config.of(self.name, {"BLOCK_SIZE": 256, "ITEMS": 4})
+
+
+def put_reduction(store, kernel, device, n, block, ms=0.1):
+    key = tuning_key(kernel, device, {"n": n}, "float32")
+    sid = store.start_search(key, study_name=key.study_name, sampler="tpe", seed=None, memcpy_gbps=None)
+    config = Config.of(kernel.name, {"BLOCK_SIZE": block, "ITEMS": 4})
+    store.record_trial(sid, 0, config, status="ok", measurement=Measurement(ms, ms, ms, None, None, 20, 0, 50))
+    return config
+
+
+def test_a_one_dimensional_user_kernel_climbs_the_same_ladder(store, db_url, device_info, pcie):
+    kernel = Reduction()
+    near = put_reduction(store, kernel, device_info, 1 << 20, 128)
+    put_reduction(store, kernel, device_info, 1 << 24, 512)
+    other = put_reduction(store, kernel, pcie, 1 << 10, 64)
+
+    got = lookup(kernel, {"n": 1 << 20}, device=device_info, db=db_url)
+    assert (got.rung, got.config, got.tuned_dims, got.gbps) == ("exact", near, (("n", 1 << 20),), None)
+    assert got.note.endswith(": 0.1 ms")  # no bytes or flops objective: the time is the figure
+    got = lookup(kernel, (1 << 21,), device=device_info, db=db_url)  # ln 2 from 2^20, ln 8 from 2^24
+    assert (got.rung, got.config, got.tuned_shape) == ("nearest_shape", near, (1 << 20,))
+    assert got.note == "tuned for 1048576 on this device (nearest of 2 tuned shapes): 0.1 ms there"
+    got = lookup(kernel, {"n": 1 << 10}, device=replace(device_info, name="NVIDIA H200"), db=db_url)
+    assert (got.rung, got.config) == ("same_arch", other)
+    got = lookup(kernel, {"n": 5}, device=replace(device_info, compute_capability="8.0"), db=db_url)
+    assert got.rung == "default" and got.config == kernel.default_config()
+    assert "nothing tuned for reduce_sum 5 float32" in got.note
+    with pytest.raises(InvalidInputError, match=r"kernel reduce_sum takes \(n\)"):
+        lookup(kernel, (4, 4), device=device_info, db=db_url)
+
+
+def test_a_kernel_of_the_same_name_but_another_source_or_description_never_mixes(store, db_url, device_info):
+    mine = Reduction()
+    put_reduction(store, mine, device_info, 4096, 128)
+    for theirs in (replace(mine, source_hash="3" * 64), replace(mine, spec_hash="4" * 64)):
+        got = lookup(theirs, {"n": 4096}, device=device_info, db=db_url)
+        assert got.rung == "default"
+        assert got.note.endswith(("(1 kernel source changed)", "(1 kernel description changed)"))
+    assert lookup(mine, {"n": 4096}, device=device_info, db=db_url).rung == "exact"
+    assert lookup(replace(mine), {"n": 4096}, device=device_info, db=db_url).rung == "exact"  # an equal object
+
+
+def test_a_changed_spec_makes_catalog_results_stale(store, db_url, device_info):
+    put(store, device_info, (512, 512), 0, spec_hash="0" * 64)
+    got = look(device_info, (512, 512), db_url)
+    assert got.rung == "default" and got.note.endswith("skipped 1 stale result (1 kernel description changed)")

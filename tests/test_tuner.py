@@ -22,7 +22,8 @@ def store(db_url) -> Store:
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, 1024, 1024, "float32", "13.0.88", "-O3 -arch=sm_90")
+    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)), "float32", "13.0.88",
+                     "-O3 -arch=sm_90")
 
 
 @pytest.mark.parametrize("sampler", ["grid", "tpe", "random"])

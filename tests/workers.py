@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
+from autotune.kernel.catalog import get_kernel
 from autotune.store import repository as store_module  # noqa: E402
 from autotune.measure.device import DeviceInfo  # noqa: E402
 from autotune.store.key import tuning_key  # noqa: E402
@@ -43,7 +44,7 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
         time.sleep(float(delay))
         return timer(config)
 
-    key = tuning_key(kernel, DEVICE, int(rows), int(rows), dtype)
+    key = tuning_key(kernel, DEVICE, (int(rows), int(rows)), dtype)
     reported = []
 
     def on_trial(outcome, result):
@@ -52,7 +53,7 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
                              "config": outcome.config.key, "status": outcome.status})
             Path(out).write_text(json.dumps(reported))
 
-    search(key, load_space(kernel), slow, Store(db), n_trials=int(n_trials), seed=int(seed), sampler=sampler,
+    search(key, get_kernel(kernel).space(), slow, Store(db), n_trials=int(n_trials), seed=int(seed), sampler=sampler,
            resume=resume == "1", on_trial=on_trial)
     Path(out).write_text(json.dumps(reported))
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Annotated, Optional
+from types import SimpleNamespace
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 
 from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.problem import Problem
@@ -163,6 +165,50 @@ def dims(problem: Problem, what: str, size: int | None, rows: int | None, cols: 
     if missing:
         raise InvalidInputError(f"{missing[0]} is missing; {what} takes --m, --n and --k (or --size for M = N = K)")
     return m, n, k
+
+
+KernelRef = Annotated[Optional[str], typer.Option(
+    "--kernel", "-k", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
+
+SUGAR = ("rows", "cols", "m", "n", "k")
+"""Dims with an option of their own (``--rows`` ...): the catalog's transposes and matrix products."""
+
+
+def problem_dims(kernel: Any | None, dims: list[str] | None, size: int | None, rows: int | None, cols: int | None,
+                 m: int | None = None, n: int | None = None, k: int | None = None) -> list[dict[str, int]]:
+    """The dims a filtering command (best, list, export) asks for: those of ``kernel``
+    (:func:`parse_dims`), or, without a kernel, every distinct dims of the catalog kernels that
+    the sugar options fit (``--dims`` alone: exactly those names and values, any kernel).
+
+    Raises:
+        InvalidInputError: the options fit no kernel (the message of the first that refused for
+            another reason than a dimension it does not have).
+    """
+    if kernel is not None:
+        return [parse_dims(kernel, dims, size, rows, cols, m, n, k)]
+    if dims:
+        names = tuple(dict.fromkeys(item.split("=")[0].strip() for text in dims for item in text.split(",")))
+        return [parse_dims(SimpleNamespace(name="(any)", dims=names), dims, size, rows, cols, m, n, k)]
+    shapes: list[dict[str, int]] = []
+    errors: list[InvalidInputError] = []
+    for kernel in KERNELS.values():
+        try:
+            shape = parse_dims(kernel, None, size, rows, cols, m, n, k)
+        except InvalidInputError as exc:
+            errors.append(exc)
+            continue
+        if shape not in shapes:
+            shapes.append(shape)
+    if not shapes:
+        raise next((e for e in errors if "is not a dim of" not in str(e)), errors[0])
+    return shapes
+
+
+def shape_args(shape: dict[str, int]) -> str:
+    """The command-line options of ``shape``: ``--rows R --cols C``, or ``--dims n=N``."""
+    if all(name in SUGAR for name in shape):
+        return " ".join(f"--{name} {value}" for name, value in shape.items())
+    return "--dims " + ",".join(f"{name}={value}" for name, value in shape.items())
 
 
 def fail(exc: AutotuneError) -> typer.Exit:

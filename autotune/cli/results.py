@@ -2,66 +2,78 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from autotune.kernel.dtypes import get_dtype
-from autotune.measure.device import nvcc_version
 from autotune.errors import GPUUnavailableError, NotTunedError
-from autotune.kernel.catalog import KERNELS
+from autotune.kernel.catalog import KERNELS, resolve_kernel
+from autotune.kernel.dtypes import get_dtype
+from autotune.store import stale
+from autotune.store.key import format_shape
 from autotune.store.repository import BestRecord, Store
 from . import app
-from autotune.kernel.problem import PROBLEMS, format_shape, problem_of
-from ._common import Cols, Db, DType, K, M, N, Rows, Size, dims, err, handle_errors, out
+from ._common import (Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
+                      shape_args)
 
 
 @app.command()
 @handle_errors
 def best(
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
-    kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Kernel (default: all).")] = None,
+    dims: Dims = None,
+    kernel: KernelRef = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
     dtype: DType = "float32",
     db: Db = None,
 ) -> None:
-    """Show the stored best config for a shape (and kernel, device, dtype). ``--size`` without
-    ``--kernel`` shows transposes of size x size and matrix products of size^3."""
-    if kernel is not None:
-        problem, what = problem_of(kernel), f"kernel {kernel}"
-    else:  # --m/--n/--k: the products; --rows/--cols: the transposes; --size: both
-        problem, what = PROBLEMS["matmul" if {m, n, k} != {None} else "move"], "best"
-    r, c, depth = dims(problem, what, size, rows, cols, m, n, k)
+    """Show the stored best config for a problem (and kernel, device, dtype). Without ``--kernel``,
+    every kernel whose dims the options give: ``--size`` alone shows transposes of size x size
+    and matrix products of size^3."""
+    kernels = _kernels(kernel)
+    shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    both = kernel is None and size is not None
-    found = [b for b in Store(db).find_best(kernel=kernel, rows=r, cols=c, dtype=dt.name, device_name=name,
-                                            depth=None if both else depth)
-             if b.depth in (0, size) or not both]
-    current, stale = _split_stale(found)
-    if stale:
-        err.print(f"skipped {len(stale)} stale result(s): tuned with a kernel source or nvcc that has changed since")
+    found = [b for b in Store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+                                            device_name=name) if dict(b.dims) in shapes]
+    current, reasons, unknown = _judge(found, kernels)
+    if reasons:
+        err.print(f"skipped {stale.summary(reasons)}", markup=False, soft_wrap=True)
+    if unknown:
+        err.print(f"skipped {len(unknown)} result(s) of kernels this autotune does not know "
+                  f"({', '.join(sorted({b.kernel for b in unknown}))}); give a kernel's file with --kernel",
+                  markup=False, soft_wrap=True)
+    shown = " or ".join(format_shape(tuple(s.items())) for s in shapes)
     if not current:
-        what = f"{kernel or 'any kernel'} {format_shape(r, c, depth)} {dt.name}" + (f" on {name}" if name else "")
-        args = f"--m {r} --n {c} --k {depth}" if depth else f"--rows {r} --cols {c}"
-        raise NotTunedError(f"nothing is tuned for {what}; run: autotune search --kernel "
-                            f"{kernel or ('matmul_reg' if depth else 'smem_pad')} {args} --dtype {dt.name}")
-    current.sort(key=lambda b: (b.depth, -b.gbps))
-    out.print(best_table(current, f"best configs for {format_shape(r, c, depth)} {dt.name}"))
+        where = f" on {name}" if name else ""
+        raise NotTunedError(f"nothing is tuned for {kernel or 'any kernel'} {shown} {dt.name}{where}; run: autotune "
+                            f"search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}")
+    current.sort(key=lambda b: (len(b.dims), b.shape, b.time_ms))
+    out.print(best_table(current, f"best configs for {shown} {dt.name}"))
 
 
 @app.command("list")
 @handle_errors
-def list_(db: Db = None) -> None:
-    """List everything tuned in the database (stale results are marked)."""
-    found = Store(db).find_best()
+def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
+    """List everything tuned in the database (of a kernel, and dims); stale results are marked with
+    why, results of kernels this autotune does not know with "?" (give their file with --kernel)."""
+    kernels = _kernels(kernel)
+    shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
+    found = Store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
+    found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
-        out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048")
+        out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel
+                  else f"nothing is tuned for {kernel}")
         return
-    _, stale = _split_stale(found)
-    out.print(best_table(found, f"{len(found)} tuned keys", stale=[b in stale for b in found]))
+    nvcc = stale.current_nvcc()
+    marks = []
+    for b in found:
+        k = kernels.get(b.kernel)
+        reason = "?" if k is None else stale.stale_reason(b, k, nvcc)
+        marks.append("" if reason is None else reason if reason == "?" else f"yes ({reason})")
+    out.print(best_table(found, f"{len(found)} tuned keys", stale=marks))
 
 
 @app.command()
@@ -73,6 +85,32 @@ def kernels() -> None:
     for k in KERNELS.values():
         table.add_row(k.name, k.summary, k.default_config().key, str(k.path))
     out.print(table)
+
+
+def _kernels(kernel: str | None) -> dict[str, Any]:
+    """The kernels results are judged against: the one of ``--kernel`` (a name or a kernel
+    file), else the catalog's."""
+    if kernel is None:
+        return dict(KERNELS)
+    k = resolve_kernel(kernel)
+    return {k.name: k}
+
+
+def _judge(records: list[BestRecord], kernels: dict[str, Any]) -> tuple[list[BestRecord], list[str], list[BestRecord]]:
+    """Current bests, the reasons of the stale ones (:mod:`autotune.store.stale`; nvcc compared only
+    where one is on PATH), and the results of kernels not in ``kernels`` (cannot be judged)."""
+    nvcc = stale.current_nvcc()
+    current, reasons, unknown = [], [], []
+    for b in records:
+        k = kernels.get(b.kernel)
+        reason = None if k is None else stale.stale_reason(b, k, nvcc)
+        if k is None:
+            unknown.append(b)
+        elif reason:
+            reasons.append(reason)
+        else:
+            current.append(b)
+    return current, reasons, unknown
 
 
 def _device_filter(device: str | None) -> str | None:
@@ -87,39 +125,24 @@ def _device_filter(device: str | None) -> str | None:
                                   "pass part of the device name instead") from None
 
 
-def _split_stale(records: list[BestRecord]) -> tuple[list[BestRecord], list[BestRecord]]:
-    """Current bests, and stale ones: tuned with a kernel source or an nvcc that has changed
-    since (nvcc is compared only where one is on PATH to compare with)."""
-    hashes = {name: k.source_hash for name, k in KERNELS.items()}
-    try:
-        nvcc = nvcc_version()
-    except GPUUnavailableError:
-        nvcc = None
-    current = [b for b in records if hashes.get(b.kernel) == b.source_hash and nvcc in (None, b.nvcc_version)]
-    return current, [b for b in records if b not in current]
-
-
-def best_table(records: list[BestRecord], title: str, stale: list[bool] | None = None) -> Table:
-    """A table of stored bests (with a ``stale`` column when ``stale`` flags are given).
-    Transposes show GB/s and % of memcpy and copy; matrix products (shape MxNxK) GFLOP/s,
-    in a column of their own, shown when there are any."""
+def best_table(records: list[BestRecord], title: str, stale: list[str] | None = None) -> Table:
+    """A table of stored bests (with a ``stale`` column when ``stale`` marks are given). A result
+    shows GFLOP/s where it has them, else GB/s with % of memcpy and of copy; the time always."""
     table = Table(title=title)
-    flops = ("GFLOP/s",) if any(b.depth for b in records) else ()
+    flops = ("GFLOP/s",) if any(b.gflops is not None for b in records) else ()
     numeric = ("median ms", *flops, "GB/s", "% memcpy", "% copy", "spread %", "regs", "smem B")
     for col in ("device", "kernel", "shape", "dtype", "config", *numeric, "tie group", "tuned") + \
             (("stale",) if stale else ()):
-        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col == "config")
+        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col in ("config", "stale"))
     for i, b in enumerate(records):
-        gbps = b.pooled_gbps or b.gbps
-        move = not b.depth
-        cells = [b.device_name, b.kernel, format_shape(b.rows, b.cols, b.depth), b.dtype, b.config.key,
-                 f"{b.pooled_median_ms or b.median_ms:.4f}",
-                 *((f"{b.pooled_gflops:.0f}" if b.depth else "",) if flops else ()),
-                 f"{gbps:.0f}" if move else "",
-                 f"{100 * gbps / b.memcpy_gbps if b.memcpy_gbps else b.pct_memcpy:.1f}" if move else "",
-                 f"{100 * gbps / b.copy_gbps:.1f}" if b.copy_gbps else "",
+        gbps = (b.pooled_gbps or b.gbps) if b.gflops is None else None
+        pct = None if gbps is None else 100 * gbps / b.memcpy_gbps if b.memcpy_gbps else b.pct_memcpy
+        cells = [b.device_name, b.kernel, b.display, b.dtype, b.config.key, f"{b.time_ms:.4f}",
+                 *((f"{b.pooled_gflops:.0f}" if b.gflops is not None else "",) if flops else ()),
+                 "" if gbps is None else f"{gbps:.0f}", "" if pct is None else f"{pct:.1f}",
+                 f"{100 * gbps / b.copy_gbps:.1f}" if gbps is not None and b.copy_gbps else "",
                  f"{100 * b.spread:.2f}" if b.spread is not None else "", str(b.registers),
                  str(b.shared_bytes), " | ".join(t for t in b.tie_group if t != b.config.key),
                  f"{b.updated_at:%Y-%m-%d %H:%M}"]
-        table.add_row(*cells, *(("yes" if stale[i] else "",) if stale else ()))
+        table.add_row(*cells, *((stale[i],) if stale else ()))
     return table

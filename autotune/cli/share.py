@@ -7,11 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.kernel.catalog import get_kernel
-from autotune.store.share import export_results, import_results, read_results
+from autotune.kernel.catalog import resolve_kernel
+from autotune.store import stale
 from autotune.store.repository import Store
+from autotune.store.share import export_results, import_results, read_results
 from . import app
-from ._common import Db, err, handle_errors, out
+from ._common import Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
 
 
 @app.command("export")
@@ -19,16 +20,30 @@ from ._common import Db, err, handle_errors, out
 def export(
     out_path: Annotated[Path, typer.Option("--out", "-o", dir_okay=False,
                                            help="JSON file to write (replaced whole if it exists).")],
-    kernel: Annotated[Optional[str], typer.Option("--kernel", "-k", help="Kernel (default: all).")] = None,
+    kernel: KernelRef = None,
+    dims: Dims = None,
+    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d",
                                                   help="Part of the device name (default: all).")] = None,
+    include_stale: Annotated[bool, typer.Option("--include-stale",
+                                                help="Also write stale results (another kernel source or "
+                                                     "description, nvcc, flags).")] = False,
     db: Db = None,
 ) -> None:
-    """Write the stored best configs, with their provenance and figures, to a JSON file."""
-    if kernel is not None:
-        get_kernel(kernel)  # before opening the database: a typo must not create one
-    count = export_results(Store(db), out_path, kernel=kernel, device_name=device)
+    """Write the stored best configs, with their provenance and figures, to a JSON file (stale
+    ones only with --include-stale)."""
+    kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
+    shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
+    shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
+    report = export_results(Store(db), out_path, kernel=kern, dims=shapes, device_name=device,
+                            include_stale=include_stale, nvcc_version=stale.current_nvcc())
+    count = report.exported
     out.print(f"exported {count} result{'s' if count != 1 else ''} to {out_path}", markup=False)
+    if report.stale:
+        err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
+    if report.unchecked:
+        err.print(f"{report.unchecked} of them are of kernels this autotune does not know: written unchecked",
+                  markup=False)
     if count == 0:
         err.print("nothing is tuned for those filters; the file holds no results")
 
@@ -38,15 +53,19 @@ def export(
 def import_(
     path: Annotated[Path, typer.Argument(dir_okay=False,
                                          help="A file written by autotune export.")],
+    kernel: Annotated[Optional[list[str]], typer.Option(
+        "--kernel", "-k", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
+                               "(repeatable); the catalog's kernels are always known.")] = None,
     db: Db = None,
 ) -> None:
     """Add the results of an exported JSON file to the database (duplicates are skipped)."""
-    loaded = read_results(path)  # the whole file is checked before the database is opened
+    kernels = [resolve_kernel(value) for value in kernel or ()]
+    loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
     report = import_results(Store(db), loaded)
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
     out.print(line, markup=False)
     if report.stale:
-        out.print(f"{report.stale} of them are for a kernel source that differs from the current one: "
-                  "kept, but lookups use only results of the current source", markup=False)
+        out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
+                  "or macros): kept, but lookups use only current results", markup=False)

@@ -1,24 +1,21 @@
 """``autotune report``: PNG plots made from the results database.
 
-Three plots, each from what is stored (nothing is measured here):
+Three plots, each from what is stored (nothing is measured here; the data come from
+:mod:`autotune.report.data`, for any kernel and its named dims):
 
-- :func:`plot_heatmap` (``heatmap_<kernel>_<R>x<C>_<dtype>.png``): effective bandwidth by
-  block shape, TILE_DIM across and BLOCK_ROWS up, each cell the best ``ok`` trial over the
-  kernel's other macros (IPAD, DIAGONAL, UNROLL, ...); data: :func:`heatmap_data`.
-- :func:`plot_kernels` (``kernels_<R>x<C>_<dtype>.png``): every kernel of the latest bench run
-  of a shape, default and tuned config side by side, the CPU as a bar too, with the device
-  memcpy and the copy_row / copy_col bounds of that run as reference lines; data:
-  :func:`bench_data`.
-- :func:`plot_scaling` (``scaling_<kernel>_<dtype>.png``): the tuned best of every stored
-  shape of a kernel against its size (rows * cols, log axis), with the memcpy of each best's
-  search; data: :func:`scaling_data`.
+- :func:`plot_heatmap` (``heatmap_<kernel>_<dims>_<dtype>.png``, dims shown as ``8192x8192``):
+  the figure by two tunable macros (TILE_DIM across and BLOCK_ROWS up where the kernel has
+  them), each cell the fastest ``ok`` trial over the kernel's other macros.
+- :func:`plot_kernels` (``kernels_<dims>_<dtype>.png``): every kernel of the latest bench run of
+  those dims, default and tuned config side by side, the CPU as a bar too, with the run's
+  memcpy or vendor library and the kernel's bound kernel as reference lines.
+- :func:`plot_scaling` (``scaling_<kernel>_<dtype>.png``): the tuned best of every stored dims of
+  a kernel against the product of its dims (log axis), with the memcpy of each best's search.
 
-A plot whose data is missing raises :class:`MissingData`, whose message says what to run to
-get it; :func:`write_report` writes every plot it can, collects those notes, and raises
-:class:`~autotune.errors.NotTunedError` when it can write none.
-
-The plots are of transposes and copies (matrix products, ``depth`` > 0, are left out: their
-figures are in ``autotune best`` and ``autotune bench``).
+The figure is GFLOP/s, GB/s or the median time, whichever every result involved has
+(:func:`autotune.report.data.figure_of`). A plot whose data is missing raises
+:class:`MissingData`; :func:`write_report` writes every plot it can, collects those notes,
+and raises :class:`~autotune.errors.NotTunedError` when it can write none.
 
 Matplotlib is imported inside the plotting functions only, and drawn through its ``Agg``
 canvas on a :class:`matplotlib.figure.Figure` (no pyplot, no global backend switch), so
@@ -27,19 +24,17 @@ importing autotune never imports matplotlib.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import func, select
-
-from autotune.report.bench import BenchLine
-from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError, NotTunedError
-from autotune.kernel.catalog import get_kernel
-from autotune.store.models import BenchRow, BenchRun, Device, Kernel, Search, Trial
-from autotune.store.records import BestRecord
+from autotune.kernel.dtypes import get_dtype
+from autotune.report.bench import BenchLine
+from autotune.report.data import (BenchData, Heatmap, MissingData, Scaling, ScalingPoint, bench_data, heatmap_data,
+                                  kernel_of, largest_shape, on, scaling_data, search_hint)
+from autotune.store.key import Dims, format_shape
 from autotune.store.repository import Store
 
 __all__ = [
@@ -53,256 +48,6 @@ DPI = 110
 """Resolution of every PNG, dots per inch."""
 FIGSIZE = {"heatmap": (9.0, 6.5), "kernels": (12.0, 6.5), "scaling": (9.0, 6.0)}
 """Size of each plot, inches (the PNG is ``FIGSIZE * DPI`` pixels)."""
-
-BLOCK_MACROS = ("TILE_DIM", "BLOCK_ROWS")
-
-
-class MissingData(NotTunedError):
-    """The data of one plot is not stored; the message says what to run to get it."""
-
-
-# --------------------------------------------------------------------------- hints
-
-
-def _shape_args(rows: int, cols: int) -> str:
-    return f"--size {rows}" if rows == cols else f"--rows {rows} --cols {cols}"
-
-
-def _dtype_arg(dtype: str) -> str:
-    return "" if dtype == "float32" else f" --dtype {dtype}"
-
-
-def _on(device: str | None) -> str:
-    return f" on a device matching {device!r}" if device else ""
-
-
-def _search_hint(kernel: str, rows: int | None, cols: int | None, dtype: str) -> str:
-    shape = _shape_args(rows, cols) if rows is not None and cols is not None else "--size N"
-    return f"autotune search --kernel {kernel} {shape}{_dtype_arg(dtype)}"
-
-
-def _device_filter(device: str | None) -> tuple:
-    if device is None:
-        return ()
-    return (func.lower(Device.name).contains(device.lower(), autoescape=True),)
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class Heatmap:
-    """Best effective bandwidth (GB/s) per block shape of one kernel, shape and dtype.
-
-    Attributes:
-        cells: ``(TILE_DIM, BLOCK_ROWS) -> GB/s``, the best ``ok`` trial of that block shape
-            over every other macro; block shapes with no ``ok`` trial are absent.
-        configs: ``(TILE_DIM, BLOCK_ROWS) ->`` the config key of that best trial.
-        tried: every block shape with a trial, ok or failed (a tried shape absent from
-            ``cells`` failed every time).
-        tile_dims, block_rows: the axis values: every value tried (failed trials included),
-            sorted.
-        other_macros: the kernel's macros besides TILE_DIM and BLOCK_ROWS that the best is
-            taken over.
-        ok_trials, failed_trials: how many trials the plot is made of.
-    """
-
-    device: str
-    kernel: str
-    source_hash: str
-    rows: int
-    cols: int
-    dtype: str
-    tile_dims: tuple[int, ...]
-    block_rows: tuple[int, ...]
-    cells: dict[tuple[int, int], float]
-    configs: dict[tuple[int, int], str]
-    tried: frozenset[tuple[int, int]]
-    other_macros: tuple[str, ...]
-    ok_trials: int
-    failed_trials: int
-
-    @property
-    def best(self) -> tuple[tuple[int, int], float]:
-        """The block shape of the highest bandwidth and that bandwidth."""
-        cell = max(self.cells, key=lambda c: (self.cells[c], -c[0] * c[1]))
-        return cell, self.cells[cell]
-
-
-def heatmap_data(store: Store, kernel: str, rows: int, cols: int, dtype: str,
-                 device: str | None = None) -> Heatmap:
-    """The data of the heatmap: every ``ok`` trial of ``kernel`` on ``rows x cols`` ``dtype``.
-
-    Only one device and one kernel source are used: those of the most recent search of that
-    kernel, shape and dtype that has an ``ok`` trial (``device``: a case-insensitive part of
-    the device name the search must match). Every search on a device of that name with that
-    kernel source counts (a resumed study has several).
-
-    Raises:
-        MissingData: no such search.
-    """
-    kernel = get_kernel(kernel).name
-    where = (Kernel.name == kernel, Search.rows == rows, Search.cols == cols, Search.depth == 0,
-             Search.dtype == dtype, *_device_filter(device))
-    has_ok = select(Trial.id).where(Trial.search_id == Search.id, Trial.status == "ok").exists()
-    with store.session() as session:
-        latest = session.execute(
-            select(Device.name, Kernel.id, Kernel.source_hash)
-            .select_from(Search).join(Device, Search.device_id == Device.id)
-            .join(Kernel, Search.kernel_id == Kernel.id)
-            .where(*where, has_ok).order_by(Search.started_at.desc(), Search.id.desc()).limit(1)
-        ).first()
-        if latest is None:
-            raise MissingData(f"no trials of {kernel} {rows}x{cols} {dtype}{_on(device)}: "
-                              f"run {_search_hint(kernel, rows, cols, dtype)}")
-        device_name, kernel_id, source_hash = latest
-        trials = session.execute(
-            select(Trial.macros, Trial.status, Trial.gbps, Trial.config_key)
-            .join(Search, Trial.search_id == Search.id).join(Device, Search.device_id == Device.id)
-            .where(Search.kernel_id == kernel_id, Device.name == device_name, Search.rows == rows,
-                   Search.cols == cols, Search.depth == 0, Search.dtype == dtype)
-            .order_by(Trial.id)
-        ).all()
-    cells: dict[tuple[int, int], float] = {}
-    configs: dict[tuple[int, int], str] = {}
-    tiles, blocks, others, tried = set(), set(), set(), set()
-    ok = failed = 0
-    for macros, status, gbps, config_key in trials:
-        cell = (int(macros["TILE_DIM"]), int(macros["BLOCK_ROWS"]))
-        tried.add(cell)
-        tiles.add(cell[0])
-        blocks.add(cell[1])
-        others.update(m for m in macros if m not in BLOCK_MACROS)
-        if status != "ok":
-            failed += 1
-            continue
-        ok += 1
-        if cell not in cells or gbps > cells[cell]:
-            cells[cell], configs[cell] = gbps, config_key
-    return Heatmap(device_name, kernel, source_hash, rows, cols, dtype, tuple(sorted(tiles)),
-                   tuple(sorted(blocks)), cells, configs, frozenset(tried), tuple(sorted(others)), ok, failed)
-
-
-@dataclass(frozen=True)
-class BenchData:
-    """One stored bench run (GB/s throughout; see :mod:`autotune.report.bench`)."""
-
-    run_id: int
-    device: str
-    rows: int
-    cols: int
-    dtype: str
-    memcpy_gbps: float
-    l2_mode: str
-    nvcc_version: str
-    created_at: datetime
-    lines: tuple[BenchLine, ...]
-
-    def kernel_lines(self) -> list[BenchLine]:
-        return [line for line in self.lines if line.kind == "kernel"]
-
-    def bound(self, kernel: str) -> float | None:
-        """The best GB/s of ``kernel``'s lines in this run (``None``: not there or failed)."""
-        values = [line.gbps for line in self.kernel_lines() if line.name == kernel and line.gbps is not None]
-        return max(values) if values else None
-
-
-def bench_data(store: Store, rows: int, cols: int, dtype: str, device: str | None = None) -> BenchData:
-    """The latest stored bench run of ``rows x cols`` ``dtype`` (on a device whose name
-    contains ``device``, case-insensitive).
-
-    Raises:
-        MissingData: there is none.
-    """
-    fields = ("name", "kind", "median_ms", "gbps", "pct_memcpy", "config_key", "source", "registers",
-              "shared_bytes", "occupancy", "note")
-    with store.session() as session:
-        run = session.scalars(
-            select(BenchRun).join(Device, BenchRun.device_id == Device.id)
-            .where(BenchRun.rows == rows, BenchRun.cols == cols, BenchRun.depth == 0, BenchRun.dtype == dtype,
-                   *_device_filter(device))
-            .order_by(BenchRun.created_at.desc(), BenchRun.id.desc()).limit(1)
-        ).first()
-        if run is None:
-            raise MissingData(f"no bench run for {rows}x{cols} {dtype}{_on(device)}: "
-                              f"run autotune bench {_shape_args(rows, cols)}{_dtype_arg(dtype)}")
-        rows_ = session.scalars(select(BenchRow).where(BenchRow.run_id == run.id).order_by(BenchRow.position)).all()
-        lines = tuple(BenchLine(**{f: getattr(r, f) for f in fields}) for r in rows_)
-        return BenchData(run.id, run.device.name, run.rows, run.cols, run.dtype, run.memcpy_gbps, run.l2_mode,
-                         run.nvcc_version, run.created_at, lines)
-
-
-@dataclass(frozen=True)
-class ScalingPoint:
-    """The tuned best of one shape: ``gbps`` (pooled when re-timed), the memcpy and copy_row
-    bandwidth of its search (GB/s, ``None``: not measured)."""
-
-    rows: int
-    cols: int
-    gbps: float
-    pooled: bool
-    memcpy_gbps: float | None
-    copy_gbps: float | None
-    config_key: str
-
-    @property
-    def elements(self) -> int:
-        return self.rows * self.cols
-
-
-@dataclass(frozen=True)
-class Scaling:
-    device: str
-    kernel: str
-    dtype: str
-    points: tuple[ScalingPoint, ...]  # by size, then rows
-
-
-def scaling_data(store: Store, kernel: str, dtype: str, device: str | None = None) -> Scaling:
-    """The tuned best of every stored shape of ``kernel`` and ``dtype`` on one device: the
-    device (by name) of the most recently updated best (among names containing ``device``);
-    where a shape has several bests (kernel sources, toolchains), the most recent.
-
-    Raises:
-        MissingData: nothing is tuned for that kernel and dtype.
-    """
-    kernel = get_kernel(kernel).name
-    found = store.find_best(kernel=kernel, dtype=dtype, device_name=device, depth=0)
-    if not found:
-        raise MissingData(f"no tuned result of {kernel} {dtype}{_on(device)}: "
-                          f"run {_search_hint(kernel, None, None, dtype)} for a few sizes")
-    name = max(found, key=lambda b: b.updated_at).device_name
-    latest: dict[tuple[int, int], BestRecord] = {}
-    for b in found:
-        if b.device_name == name and ((b.rows, b.cols) not in latest
-                                      or b.updated_at > latest[(b.rows, b.cols)].updated_at):
-            latest[(b.rows, b.cols)] = b
-    points = [ScalingPoint(b.rows, b.cols, b.pooled_gbps or b.gbps, b.pooled_gbps is not None, b.memcpy_gbps,
-                           b.copy_gbps, b.config.key) for b in latest.values()]
-    points.sort(key=lambda p: (p.elements, p.rows))
-    return Scaling(name, kernel, dtype, tuple(points))
-
-
-def largest_shape(store: Store, kernel: str, dtype: str, device: str | None = None) -> tuple[int, int] | None:
-    """The largest shape (rows * cols, then rows) with an ``ok`` trial of ``kernel`` and
-    ``dtype``; where there is none, the largest shape of a bench run of ``dtype``; else ``None``."""
-    kernel = get_kernel(kernel).name
-    size = (Search.rows * Search.cols).desc()
-    has_ok = select(Trial.id).where(Trial.search_id == Search.id, Trial.status == "ok").exists()
-    with store.session() as session:
-        found = session.execute(
-            select(Search.rows, Search.cols).join(Device, Search.device_id == Device.id)
-            .join(Kernel, Search.kernel_id == Kernel.id)
-            .where(Kernel.name == kernel, Search.dtype == dtype, Search.depth == 0, has_ok, *_device_filter(device))
-            .order_by(size, Search.rows.desc()).limit(1)
-        ).first()
-        if found is None:
-            found = session.execute(
-                select(BenchRun.rows, BenchRun.cols).join(Device, BenchRun.device_id == Device.id)
-                .where(BenchRun.dtype == dtype, BenchRun.depth == 0, *_device_filter(device))
-                .order_by((BenchRun.rows * BenchRun.cols).desc(), BenchRun.rows.desc()).limit(1)
-            ).first()
-    return None if found is None else (int(found[0]), int(found[1]))
 
 
 # --------------------------------------------------------------------------- plots
@@ -334,14 +79,18 @@ def _check_out_dir(out_dir: Path) -> Path:
     return out_dir
 
 
-def plot_heatmap(store: Store, out_dir: Path, kernel: str, rows: int, cols: int, dtype: str,
+def _value_label(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def plot_heatmap(store: Store, out_dir: Path, kernel: Any, dims: Mapping[str, int] | Dims, dtype: str,
                  device: str | None = None) -> Path:
-    """Write ``heatmap_<kernel>_<R>x<C>_<dtype>.png`` into ``out_dir``; returns its path.
+    """Write ``heatmap_<kernel>_<dims>_<dtype>.png`` into ``out_dir``; returns its path.
 
     Raises:
-        MissingData: no ``ok`` trial of that kernel, shape and dtype.
+        MissingData: no ``ok`` trial of that kernel, dims and dtype (or fewer than two macros).
     """
-    data = heatmap_data(store, kernel, rows, cols, dtype, device)
+    data = heatmap_data(store, kernel, dims, dtype, device)
     import matplotlib
     import numpy as np
     from matplotlib.patches import Rectangle
@@ -349,77 +98,82 @@ def plot_heatmap(store: Store, out_dir: Path, kernel: str, rows: int, cols: int,
     fig = _figure("heatmap")
     ax = fig.add_subplot()
     values = np.ma.masked_invalid(np.array(
-        [[data.cells.get((t, b), np.nan) for t in data.tile_dims] for b in data.block_rows], dtype=float))
-    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="white")
+        [[data.cells.get((x, y), np.nan) for x in data.xs] for y in data.ys], dtype=float))
+    cmap = matplotlib.colormaps["viridis" if data.figure.higher_is_better else "viridis_r"].with_extremes(bad="white")
     low, high = float(values.min()), float(values.max())
     im = ax.imshow(values, cmap=cmap, origin="lower", aspect="auto", vmin=low, vmax=high if high > low else low + 1)
-    ax.set_xticks(range(len(data.tile_dims)), [str(t) for t in data.tile_dims])
-    ax.set_yticks(range(len(data.block_rows)), [str(b) for b in data.block_rows])
-    ax.set_xticks(np.arange(-0.5, len(data.tile_dims)), minor=True)
-    ax.set_yticks(np.arange(-0.5, len(data.block_rows)), minor=True)
+    ax.set_xticks(range(len(data.xs)), [str(x) for x in data.xs])
+    ax.set_yticks(range(len(data.ys)), [str(y) for y in data.ys])
+    ax.set_xticks(np.arange(-0.5, len(data.xs)), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(data.ys)), minor=True)
     ax.grid(which="minor", color="0.75", linewidth=0.8)
     ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("TILE_DIM (block width, threads = tile side, elements)")
-    ax.set_ylabel("BLOCK_ROWS (block height, threads)")
-    cells = len(data.tile_dims) * len(data.block_rows)
+    ax.set_xlabel(data.x_macro)
+    ax.set_ylabel(data.y_macro)
+    cells = len(data.xs) * len(data.ys)
     size = 11 if cells <= 30 else 9 if cells <= 64 else 7
-    for (t, b), gbps in data.cells.items():
-        x, y = data.tile_dims.index(t), data.block_rows.index(b)
-        shade = (gbps - low) / (high - low) if high > low else 1.0
-        ax.text(x, y, f"{gbps:.0f}", ha="center", va="center", fontsize=size,
+    for (x, y), value in data.cells.items():
+        shade = (value - low) / (high - low) if high > low else 1.0
+        shade = shade if data.figure.higher_is_better else 1 - shade
+        ax.text(data.xs.index(x), data.ys.index(y), _value_label(value), ha="center", va="center", fontsize=size,
                 color="black" if shade > 0.55 else "white")
-    for t, b in data.tried - data.cells.keys():
-        ax.text(data.tile_dims.index(t), data.block_rows.index(b), "failed", ha="center", va="center",
+    for x, y in data.tried - data.cells.keys():
+        ax.text(data.xs.index(x), data.ys.index(y), "failed", ha="center", va="center",
                 fontsize=size - 2, color="0.45", style="italic")
-    (bt, bb), best = data.best
-    ax.add_patch(Rectangle((data.tile_dims.index(bt) - 0.5, data.block_rows.index(bb) - 0.5), 1, 1,
+    (bx, by), best = data.best
+    ax.add_patch(Rectangle((data.xs.index(bx) - 0.5, data.ys.index(by) - 0.5), 1, 1,
                            fill=False, edgecolor="red", linewidth=2.5))
-    over = f"each cell: the best over {', '.join(data.other_macros)}" if data.other_macros else "one config per cell"
-    ax.set_title(f"{data.kernel} {data.rows}x{data.cols} {data.dtype} on {data.device}\n"
-                 f"effective bandwidth by block shape ({over})", fontsize=12)
+    over = f"each cell: the fastest over {', '.join(data.other_macros)}" if data.other_macros else "one config per cell"
+    ax.set_title(f"{data.kernel} {format_shape(data.dims)} {data.dtype} on {data.device}\n"
+                 f"{data.figure.label} by {data.x_macro} and {data.y_macro} ({over})", fontsize=12)
     bar = fig.colorbar(im, ax=ax)
-    bar.set_label("effective bandwidth (GB/s)")
-    best_key = data.configs[(bt, bb)]
-    fig.supxlabel(f"red box: the best, {best:.0f} GB/s ({best_key}); blank: not tried; 'failed': no ok trial\n"
-             f"{data.ok_trials} ok and {data.failed_trials} failed trials; kernel source {data.source_hash[:12]}",
-             fontsize=8, color="0.3")
-    return _save(fig, Path(out_dir) / f"heatmap_{data.kernel}_{rows}x{cols}_{dtype}.png")
+    bar.set_label(data.figure.label)
+    best_key = data.configs[(bx, by)]
+    fig.supxlabel(f"red box: the best, {_value_label(best)} {data.figure.unit} ({best_key}); blank: not tried; "
+                  f"'failed': no ok trial\n{data.ok_trials} ok and {data.failed_trials} failed trials; kernel source "
+                  f"{data.source_hash[:12]}", fontsize=8, color="0.3")
+    return _save(fig, Path(out_dir) / f"heatmap_{data.kernel}_{format_shape(data.dims)}_{dtype}.png")
 
 
 _COLOURS = {"default": "#4C72B0", "tuned": "#DD8452", "default=tuned": "#55A868", "cpu": "#8C8C8C"}
 
 
-def plot_kernels(store: Store, out_dir: Path, rows: int, cols: int, dtype: str, device: str | None = None) -> Path:
-    """Write ``kernels_<R>x<C>_<dtype>.png`` into ``out_dir``; returns its path.
+def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dtype: str, device: str | None = None,
+                 bound_kernel: str | None = None) -> Path:
+    """Write ``kernels_<dims>_<dtype>.png`` into ``out_dir``; returns its path. ``bound_kernel``:
+    a kernel whose line in the run is drawn as a reference (e.g. a transpose's copy_row).
 
     Raises:
-        MissingData: no bench run of that shape and dtype.
+        MissingData: no bench run of those dims and dtype.
     """
-    data = bench_data(store, rows, cols, dtype, device)
+    data = bench_data(store, dims, dtype, device)
     from matplotlib.patches import Patch
 
+    kernel_lines = data.kernel_lines()
+    field = "gflops" if any(line.gflops is not None for line in kernel_lines) else "gbps"
+    unit, label = ("GFLOP/s", "GFLOP/s") if field == "gflops" else ("GB/s", "effective bandwidth (GB/s)")
     fig = _figure("kernels")
     ax = fig.add_subplot()
     groups: dict[str, list[BenchLine]] = {}
-    for line in data.lines:
-        if line.kind == "kernel":
-            groups.setdefault(line.name, []).append(line)
-    cpu = [line for line in data.lines if line.kind == "cpu"]
+    for line in kernel_lines:
+        groups.setdefault(line.name, []).append(line)
+    cpu = [line for line in data.lines if line.kind == "cpu" and field == "gbps"]
     width = 0.4
-    labels, top = [], data.memcpy_gbps
+    labels, top = [], 0.0
     failed = False
 
     def bar(x, line: BenchLine, colour: str, w: float) -> None:
         nonlocal top, failed
-        if line.gbps is None:
+        value = getattr(line, field)
+        if value is None:
             failed = True
             ax.text(x, 0, "failed", rotation=90, ha="center", va="bottom", fontsize=8, color="#C44E52")
             return
-        ax.bar(x, line.gbps, w, color=colour, edgecolor="white", zorder=2)
-        ax.annotate(_gbps_label(line.gbps), (x, line.gbps), xytext=(0, 2), textcoords="offset points",
+        ax.bar(x, value, w, color=colour, edgecolor="white", zorder=2)
+        ax.annotate(_value_label(value), (x, value), xytext=(0, 2), textcoords="offset points",
                     ha="center", va="bottom", fontsize=8, zorder=3,
                     bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
-        top = max(top, line.gbps)
+        top = max(top, value)
 
     for i, (name, lines) in enumerate(groups.items()):
         labels.append(name)
@@ -433,40 +187,40 @@ def plot_kernels(store: Store, out_dir: Path, rows: int, cols: int, dtype: str, 
             if "tuned" in by_source:
                 bar(i + width / 2, by_source["tuned"], _COLOURS["tuned"], width)
     for line in cpu:
-        labels.append("CPU (NumPy)")
+        labels.append("CPU")
         bar(len(labels) - 1, line, _COLOURS["cpu"], width * 2)
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", rotation_mode="anchor")
     ax.set_xlim(-0.7, len(labels) - 0.3)
 
-    refs = [("device memcpy", data.memcpy_gbps, "black", "-")]
-    for name, style in (("copy_row", "--"), ("copy_col", ":")):
-        value = data.bound(name)
-        if value is not None:
-            refs.append((f"{name} bound", value, "#C44E52" if name == "copy_row" else "#8172B3", style))
-    lines = [ax.axhline(value, color=colour, linestyle=style, linewidth=1.5, zorder=1,
-                        label=f"{label}: {value:.0f} GB/s") for label, value, colour, style in refs]
+    refs = [(line.name, getattr(line, field), "black", "-") for line in data.lines
+            if line.kind in ("memcpy", "vendor") and getattr(line, field) is not None]
+    bound = data.bound(bound_kernel, field) if bound_kernel else None
+    if bound is not None:
+        refs.append((f"{bound_kernel} bound", bound, "#C44E52", "--"))
+    drawn = [ax.axhline(value, color=colour, linestyle=style, linewidth=1.5, zorder=1,
+                        label=f"{name}: {_value_label(value)} {unit}") for name, value, colour, style in refs]
+    top = max([top, *(value for _, value, _, _ in refs)]) or 1.0
     ax.set_ylim(0, top * 1.08)
-    ax.set_ylabel("effective bandwidth (GB/s)")
+    ax.set_ylabel(label)
     ax.set_xlabel("kernel")
     ax.grid(axis="y", color="0.9")
     ax.set_axisbelow(True)
     present = {line.source or "default" for ls in groups.values() for line in ls}
     handles = [Patch(color=_COLOURS[s], label={"default=tuned": "default = tuned"}.get(s, s + " config"))
                for s in ("default", "tuned", "default=tuned") if s in present]
-    if cpu:
-        handles.append(Patch(color=_COLOURS["cpu"], label="CPU, numpy.ascontiguousarray(a.T)"))
-    ax.legend(handles=[*handles, *lines], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9,
-              title="bars (GB/s on top) and reference lines", title_fontsize=9, frameon=False)
-    ax.set_title(f"all kernels, {data.rows}x{data.cols} {data.dtype} on {data.device}\n"
+    handles += [Patch(color=_COLOURS["cpu"], label=line.name) for line in cpu]
+    ax.legend(handles=[*handles, *drawn], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9,
+              title=f"bars ({unit} on top) and reference lines", title_fontsize=9, frameon=False)
+    ax.set_title(f"all kernels, {format_shape(data.dims)} {data.dtype} on {data.device}\n"
                  f"bench run {data.run_id} of {data.created_at:%Y-%m-%d %H:%M} UTC, "
                  f"nvcc {data.nvcc_version}, L2: {data.l2_mode} buffers", fontsize=12)
     if failed:
         fig.supxlabel("failed: the config did not produce a result (see the notes of autotune bench's table)",
                       fontsize=8, color="0.3")
-    return _save(fig, Path(out_dir) / f"kernels_{rows}x{cols}_{dtype}.png")
+    return _save(fig, Path(out_dir) / f"kernels_{format_shape(data.dims)}_{dtype}.png")
 
 
-def plot_scaling(store: Store, out_dir: Path, kernel: str, dtype: str, device: str | None = None) -> Path:
+def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: str | None = None) -> Path:
     """Write ``scaling_<kernel>_<dtype>.png`` into ``out_dir``; returns its path.
 
     Raises:
@@ -478,34 +232,33 @@ def plot_scaling(store: Store, out_dir: Path, kernel: str, dtype: str, device: s
     fig = _figure("scaling")
     ax = fig.add_subplot()
     xs = [p.elements for p in data.points]
-    ax.plot(xs, [p.gbps for p in data.points], "o-", color=_COLOURS["tuned"], linewidth=2, markersize=7,
+    ax.plot(xs, [p.value for p in data.points], "o-", color=_COLOURS["tuned"], linewidth=2, markersize=7,
             label=f"{data.kernel}, tuned best (pooled re-timing where done)")
-    memcpy = [(p.elements, p.memcpy_gbps) for p in data.points if p.memcpy_gbps is not None]
-    if memcpy:
-        ax.plot(*zip(*memcpy), "s--", color="black", markersize=5, label="device memcpy (same search)")
-    copy = [(p.elements, p.copy_gbps) for p in data.points if p.copy_gbps is not None]
-    if copy:
-        ax.plot(*zip(*copy), "^:", color="#C44E52", markersize=5, label="copy_row bound (same search)")
+    refs = []
+    if data.figure.field == "gbps":
+        refs = [([(p.elements, p.memcpy_gbps) for p in data.points if p.memcpy_gbps is not None], "s--", "black",
+                 "device memcpy (same search)"),
+                ([(p.elements, p.copy_gbps) for p in data.points if p.copy_gbps is not None], "^:", "#C44E52",
+                 "bound kernel (same search)")]
+    for points, style, colour, label in refs:
+        if points:
+            ax.plot(*zip(*points), style, color=colour, markersize=5, label=label)
     for p in data.points:
-        ax.annotate(f"{p.rows}x{p.cols}: {p.gbps:.0f}", (p.elements, p.gbps), xytext=(7, -2),
+        ax.annotate(f"{format_shape(p.dims)}: {_value_label(p.value)}", (p.elements, p.value), xytext=(7, -2),
                     textcoords="offset points", ha="left", va="top", fontsize=8, color="0.2")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_elements_label))
     low, high = min(xs), max(xs)
     ax.set_xlim(low / 2, high * 2)
-    values = [p.gbps for p in data.points] + [v for _, v in memcpy] + [v for _, v in copy]
+    values = [p.value for p in data.points] + [v for points, *_ in refs for _, v in points]
     ax.set_ylim(0, max(values) * 1.15)
-    ax.set_xlabel("matrix size, rows x cols (elements, log scale)")
-    ax.set_ylabel("effective bandwidth (GB/s)")
+    ax.set_xlabel(f"problem size, {' x '.join(n for n, _ in data.points[0].dims)} (log scale)")
+    ax.set_ylabel(data.figure.label)
     ax.grid(True, which="major", color="0.9")
     ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
-    ax.set_title(f"{data.kernel} {data.dtype} on {data.device}: bandwidth against size\n"
+    ax.set_title(f"{data.kernel} {data.dtype} on {data.device}: {data.figure.unit} against size\n"
                  f"{len(data.points)} tuned shape{'s' if len(data.points) != 1 else ''}", fontsize=12)
     return _save(fig, Path(out_dir) / f"scaling_{data.kernel}_{dtype}.png")
-
-
-def _gbps_label(gbps: float) -> str:
-    return f"{gbps:.0f}" if gbps >= 100 else f"{gbps:.3g}"
 
 
 def _elements_label(value: float, _pos) -> str:
@@ -527,34 +280,33 @@ class Report:
     skipped: list[str] = field(default_factory=list)
 
 
-def write_report(store: Store, out_dir: Path, *, kernel: str = "smem_pad", shape: tuple[int, int] | None = None,
-                 dtype: str = "float32", device: str | None = None) -> Report:
+def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
+                 dims: Mapping[str, int] | Dims | None = None, dtype: str = "float32",
+                 device: str | None = None) -> Report:
     """Write every plot whose data is stored into ``out_dir`` (created if missing).
 
-    Without ``shape``, the heatmap and the kernels plot use :func:`largest_shape`.
+    ``kernel``: a catalog name, a kernel file's path or a Kernel. Without ``dims``, the heatmap
+    and the kernels plot use :func:`largest_shape`.
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, or a matmul kernel (not plotted); ``out_dir``
-            is a file or cannot be written.
+        InvalidInputError: unknown kernel or dtype; ``out_dir`` is a file or cannot be written.
         NotTunedError: no plot could be made (the message names what is missing).
     """
-    kernel, dtype = get_kernel(kernel).name, get_dtype(dtype).name
-    if get_kernel(kernel).op == "matmul":
-        raise InvalidInputError(f"report plots transposes and copies, not {kernel}; see its figures with "
-                                f"autotune best --kernel {kernel} and autotune bench --kernel {kernel}")
+    k, dtype = kernel_of(kernel), get_dtype(dtype).name
     report = Report()
-    if shape is None:
-        shape = largest_shape(store, kernel, dtype, device)
+    dims = tuple(dims.items()) if isinstance(dims, Mapping) else dims
+    if dims is None:
+        dims = largest_shape(store, k, dtype, device)
     out = _check_out_dir(out_dir)
     jobs: Sequence = []
-    if shape is None:
-        report.skipped.append(f"no trials of {kernel} {dtype} and no bench run of {dtype}{_on(device)}: "
-                              f"run {_search_hint(kernel, None, None, dtype)} (and autotune bench --size N)")
+    if dims is None:
+        report.skipped.append(f"no trials of {k.name} {dtype} and no bench run of {dtype}{on(device)}: "
+                              f"run {search_hint(k, None, dtype)} (and autotune bench --size N)")
     else:
-        rows, cols = shape
-        jobs = [lambda: plot_heatmap(store, out, kernel, rows, cols, dtype, device),
-                lambda: plot_kernels(store, out, rows, cols, dtype, device)]
-    jobs = [*jobs, lambda: plot_scaling(store, out, kernel, dtype, device)]
+        bound = getattr(getattr(k, "objective", None), "bound_kernel", None)
+        jobs = [lambda: plot_heatmap(store, out, k, dims, dtype, device),
+                lambda: plot_kernels(store, out, dims, dtype, device, bound_kernel=bound)]
+    jobs = [*jobs, lambda: plot_scaling(store, out, k, dtype, device)]
     for job in jobs:
         try:
             report.written.append(job())

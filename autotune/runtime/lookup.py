@@ -1,41 +1,44 @@
 """Tuned configs looked up at runtime: ``lookup`` gives the config to launch a kernel with.
 
-``lookup`` climbs a ladder and says which rung it took (:attr:`LaunchConfig.rung`):
+``lookup`` takes any kernel (a catalog name, or a Kernel object: a user's kernel loaded from
+its file by the caller) and its problem as named dims, and climbs a ladder, saying which rung
+it took (:attr:`LaunchConfig.rung`):
 
-1. ``exact``: the stored best of the exact key (device model, kernel source hash, shape,
-   dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
-2. ``nearest_shape``: the same device, kernel source, dtype and toolchain, tuned for the
-   nearest shape by log-distance ``sqrt(ln(r/r')^2 + ln(c/c')^2)`` (rows, cols; a matrix
-   product adds ``ln(k/k')^2`` for its K and uses only results of matrix products): a ratio
-   measure, so 2048 and 8192 are equally far from 4096 (a heuristic of this project, issue 4:
-   tile counts and cache footprints scale with the ratio). Ties: larger area, then more
-   rows, then more cols.
-3. ``same_arch``: another device of the same compute capability (same binary), same shape
+1. ``exact``: the stored best of the exact key (device model, kernel name, source and spec
+   hashes, dims, dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
+2. ``nearest_shape``: the same device, kernel, dtype and toolchain, tuned for the nearest dims
+   by log-distance ``sqrt(sum over the kernel's dims of ln(d/d')^2)``: a ratio measure, so 2048
+   and 8192 are equally far from 4096 (a heuristic of this project, issue 4: tile counts and
+   cache footprints scale with the ratio). Ties: larger product of the dims, then the larger
+   values in the kernel's dims order.
+3. ``same_arch``: another device of the same compute capability (same binary), the same dims
    if tuned there, else the nearest by the same distance; ties: device name, then as above.
 4. ``default``: the kernel's built-in default config.
 
-Results whose kernel source hash, nvcc version or compile flags no longer match (or whose
-macros no longer fit the kernel) are stale: never used, counted in the note. Answers are
-cached per process on the call's arguments (a warm call is one dict lookup under a lock);
-device info for an ordinal is queried once per process. :func:`clear_cache` forgets answers.
+Stale results (:mod:`autotune.store.stale`: another kernel source or description, nvcc,
+compile flags, or macros that no longer fit the kernel) are never used, and counted in the
+note. Answers are cached per process on the call's arguments (a warm call is one dict lookup
+under a lock); device info for an ordinal is queried once per process. :func:`clear_cache`
+forgets answers.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import os
 import threading
-from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from autotune.kernel.config import Config
-from autotune.measure.device import DeviceInfo, query_device
-from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
-from autotune.store.key import TuningKey, tuning_key
-from autotune.kernel.catalog import Kernel, get_kernel
-from autotune.kernel.problem import Problem, format_shape, problem_of
+from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.model import Kernel
+from autotune.measure.device import DeviceInfo, query_device
+from autotune.store import stale
+from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.records import BestRecord
 from autotune.store.repository import Store
 
@@ -54,15 +57,18 @@ class LaunchConfig:
         config: kernel name and macro values.
         source: ``"tuned"`` (rungs exact, nearest_shape, same_arch) or ``"default"``.
         gbps: effective bandwidth measured when the used result was tuned, GB/s, for
-            ``tuned_shape`` on ``tuned_device`` (``None`` for default; for a matrix product
-            its minimum traffic per time, see ``gflops``).
+            ``tuned_dims`` on ``tuned_device`` (``None`` for default, or for a kernel without a
+            bytes objective).
         pct_memcpy: that bandwidth as % of that device's memcpy then (``None`` for default).
         note: one line saying what was found (and how many stale results were skipped).
         rung: one of :data:`RUNGS`.
-        tuned_shape: ``(rows, cols)`` the used result was tuned for, ``(M, N, K)`` for a
-            matrix product (``None`` for default).
+        tuned_shape: the values of the dims the used result was tuned for, in the kernel's
+            dims order, e.g. ``(4096, 4096)`` or ``(M, N, K)`` (``None`` for default).
         tuned_device: name of the device it was tuned on (``None`` for default).
-        gflops: GFLOP/s measured there, for a matrix product (else ``None``).
+        gflops: GFLOP/s measured there (``None`` without a flops objective).
+        tuned_dims: the named dims the used result was tuned for, e.g. ``(("rows", 4096),
+            ("cols", 4096))`` (``None`` for default).
+        median_ms: the time measured there, ms (``None`` for default).
     """
 
     config: Config
@@ -74,6 +80,8 @@ class LaunchConfig:
     tuned_shape: tuple[int, ...] | None = None
     tuned_device: str | None = None
     gflops: float | None = None
+    tuned_dims: Dims | None = None
+    median_ms: float | None = None
 
 
 _lock = threading.Lock()  # guards _cache only: a warm call holds it for one dict lookup
@@ -89,21 +97,22 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def lookup(kernel: str, shape: tuple[int, ...], dtype="float32", *,
-           device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
-    """The config to launch ``kernel`` with for a ``shape`` input of ``dtype`` on ``device``.
+def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
+    """The config to launch ``kernel`` with for problem ``dims`` of ``dtype`` on ``device``.
 
     Args:
-        kernel: catalog name, e.g. ``"smem_pad"``.
-        shape: ``(rows, cols)`` of the input in elements, integers >= 1; for a matrix
-            product (``matmul_*`` kernels) ``(M, N, K)`` of ``C[M,N] = A[M,K] @ B[K,N]``.
+        kernel: a catalog name (``"smem_pad"``), a Kernel object (a user's kernel loaded from
+            its file, e.g. by :func:`autotune.kernel.catalog.resolve_kernel`), or a kernel file's path.
+        dims: the problem: ``{name: value}`` over the kernel's dims (``{"n": 1048576}``), or
+            the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
+            catalog's matrix products), integers >= 1.
         dtype: NumPy dtype or its name.
         device: CUDA ordinal (queried through PyCUDA once per process) or a :class:`DeviceInfo`.
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
             platformdirs default).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad shape or device.
+        InvalidInputError: unknown kernel or dtype, dims that do not fit the kernel, bad device.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
             GPU or PyCUDA.
         StoreError: the database cannot be read.
@@ -113,91 +122,75 @@ def lookup(kernel: str, shape: tuple[int, ...], dtype="float32", *,
         :func:`clear_cache`. Cold calls query the database (milliseconds); warm ones are one
         dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
-    if type(shape) is not tuple:
-        shape = tuple(shape)
-    ck = (kernel, shape, dtype, device, db or os.environ.get("AUTOTUNE_DB") or "")
+    if isinstance(kernel, (str, Path)):
+        which = kernel
+    else:  # a kernel object: its identity, so an edited kernel file is another key
+        which = (kernel.name, kernel.source_hash, kernel.spec_hash)
+    try:
+        given = (("map", *sorted(dims.items())) if isinstance(dims, Mapping)
+                 else dims if type(dims) is tuple else tuple(dims))
+        hash(given)
+    except TypeError:
+        raise InvalidInputError(f"dims {dims!r} are not allowed; give a mapping {{name: value}} or a tuple "
+                                "of integers in the kernel's dims order") from None
+    ck = (which, given, dtype, device, db or os.environ.get("AUTOTUNE_DB") or "")
     with _lock:
         hit = _cache.get(ck)
     if hit is not None:
         return hit
-    answer = _resolve(kernel, shape, dtype, device, ck[-1])
+    answer = _resolve(kernel, dims, dtype, device, ck[-1])
     with _lock:  # a racing cold call may have won: everyone gets the first answer stored
         if len(_cache) >= MAX_CACHED:
             _cache.clear()
         return _cache.setdefault(ck, answer)
 
 
-def _resolve(kernel: str, shape: tuple, dtype, device, db: str) -> LaunchConfig:
+def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     """The cold path: climb the ladder against the database (one to three queries)."""
-    k = get_kernel(kernel)
-    rows, cols, depth = _dims(shape, problem_of(k))
+    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
     dt, info = get_dtype(dtype).name, _device(device)
-    key = tuning_key(k.name, info, rows, cols, dt, depth)
+    key = tuning_key(k, info, dims, dt)
     store = _store(db)
     best = store.best(key)
-    if best is not None and _fits(k, best.config):
+    if best is not None and stale.stale_reason(best, k, key.nvcc_version) is None:
         return _answer(best, "exact", f"tuned for this exact key on {best.updated_at:%Y-%m-%d}")
     fresh, skipped = _fresh(store, k, key)
-    fresh = [r for r in fresh if (r.depth > 0) == (depth > 0)]
     mine = [r for r in fresh if _same_device(info, r)]
     others = [r for r in fresh if not _same_device(info, r)]
-    want = (rows, cols, depth)
-    for r in sorted(mine, key=lambda r: _shape_rank(r, *want)):
-        if store.best(replace(key, rows=r.rows, cols=r.cols, depth=r.depth)) is not None:  # the full identity
-            n = len({(m.rows, m.cols, m.depth) for m in mine})
-            return _answer(r, "nearest_shape", f"tuned for {_shape(r)} on this device "
+    want = key.dims
+    for r in sorted(mine, key=lambda r: _shape_rank(r, want)):
+        if store.best(replace(key, dims=r.dims)) is not None:  # the full identity
+            n = len({m.dims for m in mine})
+            return _answer(r, "nearest_shape", f"tuned for {r.display} on this device "
                                                f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)
         others.append(r)  # same as far as the record tells, but not this device (total memory)
     if others:
-        r = min(others, key=lambda r: (_distance(r, *want), r.device_name, *_shape_rank(r, *want)[1:],
+        r = min(others, key=lambda r: (_distance(r, want), r.device_name, *_shape_rank(r, want)[1:],
                                        r.driver_version, r.cuda_version, r.device_uuid, r.sm_count))
         where = r.device_name if r.device_name != info.name else f"another {r.device_name} ({_differs(info, r)})"
-        which = "same shape" if (r.rows, r.cols, r.depth) == want else "nearest shape"
-        return _answer(r, "same_arch", f"tuned for {_shape(r)} on {where} "
+        which = "same shape" if r.dims == want else "nearest shape"
+        return _answer(r, "same_arch", f"tuned for {r.display} on {where} "
                                        f"(same compute capability {r.compute_capability}, {which})", skipped)
     return LaunchConfig(k.default_config(), "default", rung="default",
-                        note=f"nothing tuned for {k.name} {format_shape(*want)} {dt} on {info.name}; "
+                        note=f"nothing tuned for {k.name} {format_shape(want)} {dt} on {info.name}; "
                              f"using the kernel's default{skipped}")
 
 
-def _dims(shape: tuple, problem: Problem) -> tuple[int, int, int]:
-    """``(rows, cols, 0)`` of a 2-tuple for a move, ``(M, N, K)`` of a 3-tuple for a product.
-
-    Raises:
-        InvalidInputError: wrong length, or not integers >= 1.
-    """
-    want = "(M, N, K)" if problem.is_matmul else "(rows, cols)"
-    try:
-        dims = [operator.index(n) for n in shape]
-    except (TypeError, ValueError):
-        dims = []
-    if len(dims) != len(problem.dims) or min(dims) < 1:
-        raise InvalidInputError(f"shape {shape!r} is not allowed; give {want}, integers >= 1")
-    return dims[0], dims[1], dims[2] if problem.is_matmul else 0
-
-
-def _shape(r: BestRecord) -> str:
-    return format_shape(r.rows, r.cols, r.depth)
-
-
-def _fresh(store: Store, k: Kernel, key: TuningKey) -> tuple[list[BestRecord], str]:
-    """Usable results of ``key``'s kernel, dtype and compute capability, and the note's
+def _fresh(store: Store, k, key: TuningKey) -> tuple[list[BestRecord], str]:
+    """Usable results of ``key``'s kernel (by name), dtype and compute capability, and the note's
     ``"; skipped N stale results (...)"`` part (empty if none). Other archs are not counted."""
-    stale: Counter[str] = Counter()
-    fresh = []
+    reasons, fresh = [], []
+    names = [name for name, _ in key.dims]
     for r in store.find_best(kernel=k.name, dtype=key.dtype):
         if r.compute_capability != key.device.compute_capability:
             continue
-        reason = _stale_reason(k, key, r)
+        reason = stale.stale_reason(r, k, key.nvcc_version)
         if reason:
-            stale[reason] += 1
-        else:
+            reasons.append(reason)
+        elif [n for n, _ in r.dims] == names:  # (other names come with another spec hash)
             fresh.append(r)
-    total = sum(stale.values())
-    if not total:
-        return fresh, ""
-    why = ", ".join(f"{n} {reason}" for reason, n in sorted(stale.items()))
-    return fresh, f"; skipped {total} stale result{'s' if total > 1 else ''} ({why})"
+    text = stale.summary(reasons)
+    return fresh, f"; skipped {text}" if text else ""
 
 
 def _device(device: int | DeviceInfo) -> DeviceInfo:
@@ -220,24 +213,6 @@ def _store(db: str) -> Store:
         return _stores[db]
 
 
-def _fits(k: Kernel, config: Config) -> bool:
-    """Whether ``config`` sets exactly the kernel's tunable macros (the catalog may change)."""
-    return {name for name, _ in config.macros} == set(k.defaults)
-
-
-def _stale_reason(k: Kernel, key: TuningKey, r: BestRecord) -> str | None:
-    """Why a same-arch result cannot be used with today's kernel and toolchain, or ``None``."""
-    if r.source_hash != key.source_hash:
-        return "kernel source changed"
-    if r.nvcc_version != key.nvcc_version:
-        return f"built with nvcc {r.nvcc_version}, not {key.nvcc_version}"
-    if r.compile_flags != key.compile_flags:
-        return f"compile flags {r.compile_flags!r}"
-    if not _fits(k, r.config):
-        return f"macros no longer those of {k.name}"
-    return None
-
-
 def _same_device(info: DeviceInfo, r: BestRecord) -> bool:
     """Same device identity (the model, not the unit) as far as a BestRecord tells (total
     memory is checked by ``best``)."""
@@ -253,22 +228,29 @@ def _differs(info: DeviceInfo, r: BestRecord) -> str:
     return ", ".join(text for differs, text in parts if differs) or "another identity"
 
 
-def _distance(r: BestRecord, rows: int, cols: int, depth: int = 0) -> float:
-    """Log-distance of ``r``'s shape from ``rows x cols`` (``x depth`` for a product), rounded
-    so equal ratios tie exactly."""
-    k = math.log(r.depth / depth) if depth and r.depth else 0.0
-    return round(math.hypot(math.log(r.rows / rows), math.log(r.cols / cols), k), 9)
+def _distance(r: BestRecord, want: Dims) -> float:
+    """Log-distance of ``r``'s dims from ``want`` (same names: a result of other dims names has
+    another spec hash, so it is stale), rounded so equal ratios tie exactly."""
+    tuned = dict(r.dims)
+    return round(math.sqrt(sum(math.log(tuned[name] / value) ** 2 for name, value in want)), 9)
 
 
-def _shape_rank(r: BestRecord, rows: int, cols: int, depth: int = 0) -> tuple:
-    """Sort key: nearest first, then larger area (volume), more rows, more cols, larger K."""
-    return (_distance(r, rows, cols, depth), -r.rows * r.cols * max(r.depth, 1), -r.rows, -r.cols, -r.depth)
+def _shape_rank(r: BestRecord, want: Dims) -> tuple:
+    """Sort key: nearest first, then larger product of the dims, then larger values in dims order."""
+    return (_distance(r, want), -math.prod(r.shape), *(-v for v in r.shape))
+
+
+def _figure(r: BestRecord) -> str:
+    """The figure a result is shown by: GFLOP/s where it has one, else GB/s, else its time."""
+    if r.gflops is not None:
+        return f"{r.gflops:.0f} GFLOP/s"
+    if r.gbps is not None:
+        return f"{r.gbps:.0f} GB/s"
+    return f"{r.median_ms:.4g} ms"
 
 
 def _answer(r: BestRecord, rung: str, what: str, skipped: str = "") -> LaunchConfig:
     there = "" if rung == "exact" else " there"
-    figure = f"{r.gflops:.0f} GFLOP/s" if r.depth and r.gflops is not None else f"{r.gbps:.0f} GB/s"
-    return LaunchConfig(r.config, "tuned", r.gbps, r.pct_memcpy,
-                        note=f"{what}: {figure}{there}{skipped}", rung=rung,
-                        tuned_shape=(r.rows, r.cols, r.depth) if r.depth else (r.rows, r.cols),
-                        tuned_device=r.device_name, gflops=r.gflops)
+    return LaunchConfig(r.config, "tuned", r.gbps, r.pct_memcpy, note=f"{what}: {_figure(r)}{there}{skipped}",
+                        rung=rung, tuned_shape=r.shape, tuned_device=r.device_name, gflops=r.gflops,
+                        tuned_dims=r.dims, median_ms=r.median_ms)

@@ -1,9 +1,14 @@
 """The key of a tuned result: everything that changes the binary or its timing.
 
 A stored best config is only reused for an equal key: same device model (name, compute
-capability, SM count, memory, driver and CUDA versions), same kernel (name, hash of its
-source after includes, hash of its launch-relevant description), same toolchain (nvcc
-version, compile flags), same named dims and dtype.
+capability, SM count, memory, driver and CUDA versions), same kernel (name, hash of the source
+after includes, hash of its launch-relevant description), same toolchain (nvcc version, compile
+flags), same problem dimensions and dtype.
+
+The shape of a key is the kernel's named dimensions in the kernel's declared order,
+``dims = (("rows", 8192), ("cols", 8192))``; its text form in the database and in exports is
+:func:`dims_key` (``"rows=8192,cols=8192"``), its display form :func:`format_shape`
+(``"8192x8192"``); both from :mod:`autotune.kernel.dims`.
 
 The physical GPU (UUID, ordinal, PCI bus id) is not part of the key: GPUs of one model
 share one study, so a search over several of them fills one study, and each search row
@@ -12,13 +17,13 @@ records which GPU measured its trials.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims
+from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
 from autotune.measure.device import DeviceInfo
 
-__all__ = ["TuningKey", "tuning_key"]
+__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
 
 @dataclass(frozen=True)
@@ -30,13 +35,15 @@ class TuningKey:
             ``pci_bus_id`` are not: they say which GPU of that model measured).
         kernel: the kernel's name, e.g. ``smem_pad``.
         source_hash: SHA-256 of the kernel source after includes (hex).
-        spec_hash: SHA-256 of the kernel's launch-relevant description (hex; see
-            :attr:`autotune.kernel.model.Kernel.spec_hash`).
-        dims: the kernel's named dimensions in its declared order, e.g.
-            ``(("rows", 8192), ("cols", 8192))``.
+        spec_hash: SHA-256 of the kernel's launch-relevant description (hex): two kernels of
+            one name and source but other arguments, launch or dims are other keys.
+        dims: the problem's named dimensions in the kernel's declared order (:data:`Dims`).
         dtype: element type name, e.g. ``float32``.
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
+
+    Raises:
+        ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
     """
 
     device: DeviceInfo
@@ -48,15 +55,26 @@ class TuningKey:
     nvcc_version: str
     compile_flags: str
 
+    def __post_init__(self) -> None:
+        if (not isinstance(self.dims, tuple) or not self.dims
+                or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
+                           for p in self.dims)):
+            raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
+
     @property
     def shape(self) -> tuple[int, ...]:
-        """The dims' values, in the kernel's order."""
-        return tuple(v for _, v in self.dims)
+        """The dims' values in declared order, e.g. ``(8192, 8192)`` or ``(4096, 4096, 4096)``."""
+        return tuple(value for _, value in self.dims)
 
     @property
     def dims_key(self) -> str:
-        """``rows=8192,cols=8192``: the stored form of the dims."""
+        """The dims' text form, e.g. ``rows=8192,cols=8192`` (:func:`dims_key`)."""
         return dims_key(self.dims)
+
+    @property
+    def display(self) -> str:
+        """The dims' display form, e.g. ``8192x8192`` (:func:`format_shape`)."""
+        return format_shape(self.dims)
 
     def dim(self, name: str) -> int:
         """The value of dimension ``name``.
@@ -64,33 +82,48 @@ class TuningKey:
         Raises:
             KeyError: the kernel has no such dimension.
         """
-        return dict(self.dims)[name]
+        for n, value in self.dims:
+            if n == name:
+                return value
+        raise KeyError(f"{self.kernel} has no dimension {name!r}; it has {', '.join(n for n, _ in self.dims)}")
 
     @property
     def study_name(self) -> str:
-        """Name of the Optuna study of this key (one study per key)."""
+        """Name of the Optuna study of this key (one study per key), e.g.
+        ``smem_pad@0123456789ab+89abcdef|NVIDIA H100 ...|nvcc13.0.88|-O3 -arch=sm_90|8192x8192|float32``."""
         d = self.device
         return (
             f"{self.kernel}@{self.source_hash[:12]}+{self.spec_hash[:8]}|{d.name}|sm{d.compute_capability}|"
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
-            f"{self.compile_flags}|{format_shape(self.dims)}|{self.dtype}"
+            f"{self.compile_flags}|{self.display}|{self.dtype}"
         )
 
 
-def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | tuple, dtype: str) -> TuningKey:
-    """The key of ``kernel`` (a :class:`~autotune.kernel.model.Kernel`, catalog name or kernel
-    file path) on ``device`` for ``dims`` (a mapping, pairs, or values in the kernel's order)
-    and ``dtype``, with the current source and spec hashes, nvcc version and compile flags.
+def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
+    """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's
+    current source and spec hashes, and the current nvcc version and compile flags.
+
+    Args:
+        kernel: a :class:`~autotune.kernel.model.Kernel`, a catalog name or a kernel file's path
+            (:func:`autotune.kernel.catalog.resolve_kernel`); or any object with ``.name``,
+            ``.dims``, ``.source_hash`` and ``.spec_hash`` (taken as it is).
+        device: the GPU.
+        dims: ``{name: value}``, ``(name, value)`` pairs, or the values in the kernel's dims order
+            (:func:`autotune.kernel.dims.make_dims`).
+        dtype: a dtype name or NumPy dtype.
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, or bad dims.
+        InvalidInputError: unknown kernel or dtype; dims that do not fit the kernel.
         GPUUnavailableError: nvcc is not on PATH.
     """
+    from pathlib import Path
+
     from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
+    from autotune.kernel.model import Kernel
     from autotune.measure.compile import compile_flags
     from autotune.measure.device import nvcc_version
 
-    k = resolve_kernel(kernel)
+    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
     return TuningKey(device, k.name, k.source_hash, k.spec_hash, make_dims(k.dims, dims, f"kernel {k.name}"),
                      get_dtype(dtype).name, nvcc_version(), compile_flags(device.arch))

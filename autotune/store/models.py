@@ -40,6 +40,9 @@ __all__ = [
     "Search",
     "Trial",
     "Best",
+    "BenchRun",
+    "BenchRow",
+    "BENCH_KINDS",
     "utcnow",
 ]
 
@@ -118,14 +121,16 @@ class Device(Base):
 
 
 class Kernel(Base):
-    """A kernel source: catalog name and SHA-256 of the source after includes."""
+    """A kernel: its name, the SHA-256 of its source after includes and the SHA-256 of its
+    launch-relevant description (``''`` for rows of kernels no description is known for)."""
 
     __tablename__ = "autotune_kernels"
-    __table_args__ = (UniqueConstraint("name", "source_hash"),)
+    __table_args__ = (UniqueConstraint("name", "source_hash", "spec_hash"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(255))
     source_hash: Mapped[str] = mapped_column(String(64))
+    spec_hash: Mapped[str] = mapped_column(String(64), server_default="")
 
 
 class Search(Base):
@@ -138,9 +143,7 @@ class Search(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"), index=True)
     kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"), index=True)
-    rows: Mapped[int] = mapped_column(Integer)
-    cols: Mapped[int] = mapped_column(Integer)
-    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
+    dims: Mapped[str] = mapped_column(String(1024))  # "rows=8192,cols=8192": the kernel's dims, declared order
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
     compile_flags: Mapped[str] = mapped_column(String(1024))
@@ -171,7 +174,7 @@ class Trial(Base):
     __tablename__ = "autotune_trials"
     __table_args__ = (
         CheckConstraint(_in("status", TRIAL_STATUSES), name="status_valid"),
-        CheckConstraint("status != 'ok' OR gbps IS NOT NULL", name="ok_has_gbps"),
+        CheckConstraint("status != 'ok' OR median_ms IS NOT NULL", name="ok_has_median_ms"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -184,8 +187,8 @@ class Trial(Base):
     median_ms: Mapped[float | None] = mapped_column(Float)
     min_ms: Mapped[float | None] = mapped_column(Float)
     max_ms: Mapped[float | None] = mapped_column(Float)
-    gbps: Mapped[float | None] = mapped_column(Float)  # of a matmul: its minimum traffic per time
-    gflops: Mapped[float | None] = mapped_column(Float)  # 2*M*N*K / time of a matmul, GFLOP/s
+    gbps: Mapped[float | None] = mapped_column(Float)  # GB/s of the kernel's bytes objective (None: it has none)
+    gflops: Mapped[float | None] = mapped_column(Float)  # GFLOP/s of its flops objective (None: it has none)
     pct_memcpy: Mapped[float | None] = mapped_column(Float)
     pct_copy: Mapped[float | None] = mapped_column(Float)  # % of the search's copy_row bound
     occupancy: Mapped[float | None] = mapped_column(Float)  # theoretical, 0..1, from the driver
@@ -198,12 +201,13 @@ class Trial(Base):
 
 
 class Best(Base):
-    """The fastest ``ok`` trial of one tuning key (device, kernel, shape, dtype, toolchain)."""
+    """The fastest ``ok`` trial (lowest ``median_ms``) of one tuning key (device, kernel, dims, dtype,
+    toolchain)."""
 
     __tablename__ = "autotune_best"
     __table_args__ = (
         UniqueConstraint(
-            "device_id", "kernel_id", "rows", "cols", "dtype", "nvcc_version", "compile_flags", "depth",
+            "device_id", "kernel_id", "dims", "dtype", "nvcc_version", "compile_flags",
             name="uq_autotune_best__key",
         ),
     )
@@ -211,9 +215,7 @@ class Best(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"))
     kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"))
-    rows: Mapped[int] = mapped_column(Integer)
-    cols: Mapped[int] = mapped_column(Integer)
-    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
+    dims: Mapped[str] = mapped_column(String(1024))  # "rows=8192,cols=8192": the kernel's dims, declared order
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
     compile_flags: Mapped[str] = mapped_column(String(1024))
@@ -234,18 +236,17 @@ BENCH_KINDS = ("memcpy", "kernel", "cpu", "transfer", "vendor")
 
 
 class BenchRun(Base):
-    """One ``autotune bench``: every kernel, memcpy, the CPU and host transfers for one shape."""
+    """One ``autotune bench``: every kernel, memcpy, the CPU and host transfers for one shape
+    (``dims``: the text form of the benched kernels' dims, e.g. ``m=4096,n=4096,k=4096``)."""
 
     __tablename__ = "autotune_bench_runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"), index=True)
-    rows: Mapped[int] = mapped_column(Integer)
-    cols: Mapped[int] = mapped_column(Integer)
-    depth: Mapped[int] = mapped_column(Integer, server_default="0")  # K of a matmul; 0 for a transpose
+    dims: Mapped[str] = mapped_column(String(1024))  # "rows=8192,cols=8192": the kernel's dims, declared order
     dtype: Mapped[str] = mapped_column(String(32))
     nvcc_version: Mapped[str] = mapped_column(String(64))
-    memcpy_gbps: Mapped[float | None] = mapped_column(Float)  # None for a matmul bench
+    memcpy_gbps: Mapped[float | None] = mapped_column(Float)  # None where the bench has no memcpy line
     l2_mode: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

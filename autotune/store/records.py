@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from autotune.kernel.config import Config
+from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 
-__all__ = ["TrialRecord", "BestRecord", "trial_record", "best_record", "MEASURED"]
+__all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_record", "MEASURED"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
             "pct_copy", "occupancy", "gflops")
@@ -17,9 +20,9 @@ MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", 
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One stored trial. Times in ms, ``gbps`` in GB/s, ``gflops`` in GFLOP/s (matmul only),
-    ``pct_memcpy`` in % of the
-    device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
+    """One stored trial. Times in ms, ``gbps`` in GB/s (``None`` for a kernel without a bytes
+    objective), ``gflops`` in GFLOP/s (``None`` without a flops objective), ``pct_memcpy`` in % of
+    the device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
     ``None`` for a failed trial, whose ``reason`` says why."""
 
     id: int
@@ -44,10 +47,11 @@ class TrialRecord:
 
 @dataclass(frozen=True)
 class BestRecord:
-    """The best config stored for one key, with its measurement (units as in
-    :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``depth``
-    is K of a matmul, 0 for a transpose). The device fields are the model (the key);
-    ``device_uuid`` is the physical GPU that measured the best trial (``''`` where unknown)."""
+    """The best config stored for one key (the lowest median time), with its measurement (units
+    as in :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``dims``
+    the key's named dimensions in the kernel's declared order). The device fields are the model
+    (the key); ``device_uuid`` is the physical GPU that measured the best trial (``''`` where
+    unknown)."""
 
     device_name: str
     compute_capability: str
@@ -57,8 +61,8 @@ class BestRecord:
     device_uuid: str
     kernel: str
     source_hash: str
-    rows: int
-    cols: int
+    spec_hash: str
+    dims: Dims
     dtype: str
     nvcc_version: str
     compile_flags: str
@@ -66,7 +70,7 @@ class BestRecord:
     median_ms: float
     min_ms: float
     max_ms: float
-    gbps: float
+    gbps: float | None
     pct_memcpy: float | None
     registers: int
     shared_bytes: int
@@ -81,23 +85,79 @@ class BestRecord:
     spread: float | None = None
     rounds: int | None = None
     tie_group: tuple[str, ...] = ()
-    depth: int = 0
     gflops: float | None = None
 
     @property
+    def shape(self) -> tuple[int, ...]:
+        """The dims' values in declared order, e.g. ``(8192, 8192)``."""
+        return tuple(value for _, value in self.dims)
+
+    @property
+    def dims_key(self) -> str:
+        """The dims' text form, e.g. ``rows=8192,cols=8192``."""
+        return dims_key(self.dims)
+
+    @property
+    def display(self) -> str:
+        """The dims' display form, e.g. ``8192x8192``."""
+        return format_shape(self.dims)
+
+    @property
+    def time_ms(self) -> float:
+        """The time that ranks this best: the re-timed pooled median where there is one, else the
+        median of its trial, ms."""
+        return self.pooled_median_ms or self.median_ms
+
+    @property
     def pooled_gflops(self) -> float | None:
-        """GFLOP/s of a matmul's re-timed pooled median (its single measurement where not re-timed;
-        ``None`` for a transpose)."""
+        """GFLOP/s of the re-timed pooled median (its single measurement where not re-timed;
+        ``None`` for a kernel without a flops objective)."""
         if self.pooled_median_ms is None or self.gflops is None:
             return self.gflops
         return self.gflops * self.median_ms / self.pooled_median_ms
 
     @property
     def pooled_gbps(self) -> float | None:
-        """Effective bandwidth of the re-timed pooled median, GB/s (``None`` if not re-timed)."""
-        if self.pooled_median_ms is None:
+        """Effective bandwidth of the re-timed pooled median, GB/s (``None`` if not re-timed or
+        without a bytes objective)."""
+        if self.pooled_median_ms is None or self.gbps is None:
             return None
         return self.gbps * self.median_ms / self.pooled_median_ms
+
+
+@dataclass(frozen=True)
+class ImportedResult:
+    """One validated result of an export file, as :meth:`autotune.store.repository.Store.add_imported`
+    records it.
+
+    Attributes:
+        device: the identity columns of the device model (name, compute_capability, sm_count,
+            total_memory, driver_version, cuda_version).
+        gpu_uuid: the GPU that measured it (``''`` where unknown).
+        measurement: the trial's measured columns (:data:`MEASURED`; missing ones are ``None``).
+        tie_group: the re-timing's tie group as stored (a list of ``{"config": key, ...}``) or ``None``.
+        tuned_at: when it was tuned (aware UTC).
+    """
+
+    device: Mapping[str, Any]
+    gpu_uuid: str
+    kernel: str
+    source_hash: str
+    spec_hash: str
+    dims: Dims
+    dtype: str
+    nvcc_version: str
+    compile_flags: str
+    config: Config
+    measurement: Mapping[str, Any]
+    memcpy_gbps: float | None
+    copy_gbps: float | None
+    l2_mode: str | None
+    pooled_median_ms: float | None
+    spread: float | None
+    rounds: int | None
+    tie_group: tuple[Mapping[str, Any], ...] | None
+    tuned_at: datetime
 
 
 def trial_record(trial: Trial, kernel: str) -> TrialRecord:
@@ -112,8 +172,9 @@ def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search
     return BestRecord(
         device_name=device.name, compute_capability=device.compute_capability,
         sm_count=device.sm_count, driver_version=device.driver_version,
-        cuda_version=device.cuda_version, device_uuid=search.gpu_uuid, kernel=kernel.name, source_hash=kernel.source_hash,
-        rows=best.rows, cols=best.cols, depth=best.depth, dtype=best.dtype, nvcc_version=best.nvcc_version,
+        cuda_version=device.cuda_version, device_uuid=search.gpu_uuid, kernel=kernel.name,
+        source_hash=kernel.source_hash, spec_hash=kernel.spec_hash, dims=parse_dims_key(best.dims),
+        dtype=best.dtype, nvcc_version=best.nvcc_version,
         compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
         **{name: getattr(trial, name) for name in MEASURED if name != "launches"},
         trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,

@@ -17,7 +17,7 @@ import os
 import random
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,20 +28,21 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from autotune.errors import StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
-from autotune.errors import StoreError, TrialFailed
-from autotune.store.key import TuningKey
 from autotune.measure.measurement import Measurement
-from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
 from autotune.search.winner import Decision
-from autotune.store.records import MEASURED, BestRecord, TrialRecord, best_record, trial_record
+from autotune.store import rows
+from autotune.store.key import Dims, TuningKey, dims_key
+from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
+from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_record, trial_record
 from . import schema
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["Store", "TrialRecord", "BestRecord", "default_url"]
+__all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"]
 
 HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
@@ -241,9 +242,9 @@ class Store:
         """
         with self.session() as session:
             search = Search(
-                device=device_row(session, key.device),
-                kernel=_kernel_row(session, key.kernel, key.source_hash),
-                rows=key.rows, cols=key.cols, depth=key.depth, dtype=key.dtype, nvcc_version=key.nvcc_version,
+                device=rows.device_row(session, key.device),
+                kernel=rows.kernel_row(session, key.kernel, key.source_hash, key.spec_hash),
+                dims=key.dims_key, dtype=key.dtype, nvcc_version=key.nvcc_version,
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
                 seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
                 clocks_start=clocks, status="running", gpu_uuid=key.device.uuid,
@@ -266,7 +267,7 @@ class Store:
         if status not in SEARCH_STATUSES or status == "running":
             raise ValueError(f"unknown final search status {status!r}; allowed: {', '.join(SEARCH_STATUSES[1:])}")
         with self.session() as session:
-            search = _search_row(session, search_id)
+            search = rows.search_row(session, search_id)
             search.status = status
             search.finished_at = utcnow()
             search.clocks_end = clocks
@@ -278,16 +279,16 @@ class Store:
         measurement: Measurement | None = None, reason: str | None = None,
     ) -> TrialRecord:
         """Store trial ``number`` of a search; an ``ok`` trial that beats the key's best
-        (higher GB/s, or no best yet) becomes the best in the same transaction.
+        (lower median time, or no best yet) becomes the best in the same transaction.
 
         Raises:
             ValueError: unknown ``status``; ``ok`` without a measurement; a failed status
                 without a reason or with a measurement; ``config`` of another kernel.
             StoreError: there is no such search, or the database cannot be written.
         """
-        _check_trial(status, measurement, reason)
+        rows.check_trial(status, measurement, reason)
         with self.session() as session:
-            search = _search_row(session, search_id)
+            search = rows.search_row(session, search_id)
             if config.kernel != search.kernel.name:
                 raise ValueError(f"config {config} is not of the search's kernel {search.kernel.name!r}")
             values = {name: getattr(measurement, name) for name in MEASURED} if measurement else {}
@@ -298,7 +299,7 @@ class Store:
             session.add(trial)
             session.flush()
             if status == "ok":
-                _update_best(session, search, trial)
+                rows.update_best(session, search, trial)
             return trial_record(trial, search.kernel.name)
 
     @_retry_when_locked
@@ -314,14 +315,14 @@ class Store:
             trial = session.scalars(
                 select(Trial).join(Search, Trial.search_id == Search.id)
                 .join(Device, Search.device_id == Device.id).join(Kernel, Search.kernel_id == Kernel.id)
-                .where(*_key_filter(key), *_search_key_filter(key), Trial.status == "ok",
+                .where(*rows.key_filter(key), *rows.search_key_filter(key), Trial.status == "ok",
                        Trial.config_key == decision.winner.config.key)
                 .order_by(Trial.id.desc()).limit(1)).one_or_none()
             if trial is None:
                 raise StoreError(f"no ok trial of {decision.winner.config} for this key")
             search = trial.search
-            _update_best(session, search, trial, force=True)
-            best = session.scalars(select(Best).filter_by(**_best_key(search))).one()
+            rows.update_best(session, search, trial, force=True)
+            best = session.scalars(select(Best).filter_by(**rows.best_key(search))).one()
             best.pooled_median_ms = decision.winner.pooled_median_ms
             best.spread = decision.winner.spread
             best.rounds = rounds
@@ -331,9 +332,8 @@ class Store:
     @_retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
-        stmt = _best_query().where(*_key_filter(key), Best.rows == key.rows, Best.cols == key.cols,
-                                   Best.depth == key.depth, Best.dtype == key.dtype, Best.nvcc_version == key.nvcc_version,
-                                   Best.compile_flags == key.compile_flags)
+        stmt = rows.best_query().where(*rows.key_filter(key), Best.dims == key.dims_key, Best.dtype == key.dtype,
+                                       Best.nvcc_version == key.nvcc_version, Best.compile_flags == key.compile_flags)
         with self.session() as session:
             row = session.execute(stmt).one_or_none()
             return None if row is None else best_record(*row)
@@ -345,7 +345,7 @@ class Store:
         stmt = (
             select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
             .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(*_key_filter(key), *_search_key_filter(key))
+            .where(*rows.key_filter(key), *rows.search_key_filter(key))
             .order_by(Trial.id)
         )
         with self.session() as session:
@@ -353,24 +353,32 @@ class Store:
 
     @_retry_when_locked
     def find_best(
-        self, *, kernel: str | None = None, rows: int | None = None, cols: int | None = None,
+        self, *, kernel: str | None = None, dims: Mapping[str, int] | Dims | str | None = None,
         dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
-        depth: int | None = None,
+        spec_hash: str | None = None,
     ) -> list[BestRecord]:
-        """Best configs matching every filter given (``device_name``: case-insensitive
-        substring; ``depth``: K of a matmul, 0 for transposes), sorted by device name,
-        kernel, rows, cols, depth, dtype."""
-        stmt = _best_query()
-        exact = {Kernel.name: kernel, Best.rows: rows, Best.cols: cols, Best.dtype: dtype,
-                 Kernel.source_hash: source_hash, Best.depth: depth}
+        """Best configs matching every filter given, sorted by device name, kernel, dims (by
+        their values), dtype.
+
+        Args:
+            kernel: the kernel's name (every source and spec of it).
+            dims: exactly these dims: a mapping or :data:`~autotune.store.key.Dims` in the kernel's
+                declared order, or their text form (``"rows=8192,cols=8192"``).
+            device_name: a case-insensitive substring of the device's name.
+        """
+        stmt = rows.best_query()
+        if dims is not None and not isinstance(dims, str):
+            dims = dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
+        exact = {Kernel.name: kernel, Best.dims: dims, Best.dtype: dtype, Kernel.source_hash: source_hash,
+                 Kernel.spec_hash: spec_hash}
         for column, value in exact.items():
             if value is not None:
                 stmt = stmt.where(column == value)
         if device_name is not None:
             stmt = stmt.where(func.lower(Device.name).contains(device_name.lower(), autoescape=True))
-        stmt = stmt.order_by(Device.name, Kernel.name, Best.rows, Best.cols, Best.depth, Best.dtype, Best.id)
         with self.session() as session:
-            return [best_record(*row) for row in session.execute(stmt)]
+            found = [best_record(*row) for row in session.execute(stmt.order_by(Best.id))]
+        return sorted(found, key=lambda b: (b.device_name, b.kernel, len(b.dims), b.shape, b.dims_key, b.dtype))
 
     @_retry_when_locked
     def trials(self, search_id: int) -> list[TrialRecord]:
@@ -382,6 +390,35 @@ class Store:
         )
         with self.session() as session:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+    @_retry_when_locked
+    def add_imported(self, results: Sequence[ImportedResult], *, study_name: str,
+                     sampler: str = "import") -> list[str]:
+        """Record imported results in one transaction, each as a finished search (``study_name``,
+        ``sampler``, started and finished when it was tuned) with one ``ok`` trial, which becomes
+        its key's best where there is none or it is faster (with its re-timing figures). A result
+        whose key already has an ``ok`` trial of the same config is skipped as a duplicate.
+
+        Returns:
+            What became of each result, in order: ``"best"`` (recorded, now its key's best),
+            ``"kept"`` (recorded, not the best) or ``"duplicate"`` (skipped).
+        """
+        with self.session() as session:
+            return [rows.add_imported(session, item, study_name, sampler) for item in results]
+
+    @_retry_when_locked
+    def save_bench_run(self, device: DeviceInfo, dims: Mapping[str, int] | Dims | str, dtype: str,
+                       nvcc_version: str, memcpy_gbps: float | None, l2_mode: str, lines: Sequence[Any]) -> int:
+        """Store one ``autotune bench`` run and its lines (mappings or objects with the fields of
+        :data:`autotune.store.rows.BENCH_ROW_FIELDS`, in table order); returns the run's id.
+
+        ``dims``: the benched problem's named dims (or their text form); ``memcpy_gbps``: the
+        run's device memcpy (``None`` where there is no memcpy line).
+        """
+        if not isinstance(dims, str):
+            dims = dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
+        with self.session() as session:
+            return rows.add_bench_run(session, device, dims, dtype, nvcc_version, memcpy_gbps, l2_mode, lines).id
 
 
 def _configure_sqlite(engine: Engine, *, own_tables: bool = True) -> None:
@@ -407,90 +444,3 @@ def _configure_sqlite(engine: Engine, *, own_tables: bool = True) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-def _check_trial(status: str, measurement: Measurement | None, reason: str | None) -> None:
-    if status == "ok":
-        if measurement is None:
-            raise ValueError("an ok trial needs its measurement")
-    elif status in TrialFailed.STATUSES:
-        if not reason:
-            raise ValueError(f"a {status} trial needs a reason")
-        if measurement is not None:
-            raise ValueError(f"a {status} trial has no measurement")
-    else:
-        raise ValueError(f"unknown trial status {status!r}; allowed: ok, {', '.join(TrialFailed.STATUSES)}")
-
-
-def device_row(session: Session, info: DeviceInfo) -> Device:
-    """The device row of ``info``'s identity (its model: not the UUID), created if new."""
-    identity = {
-        "name": info.name, "compute_capability": info.compute_capability, "sm_count": info.sm_count,
-        "total_memory": info.total_memory, "driver_version": info.driver_version,
-        "cuda_version": info.cuda_version,
-    }
-    row = session.scalars(select(Device).filter_by(**identity)).one_or_none()
-    return row if row is not None else Device(**identity)
-
-
-def _kernel_row(session: Session, name: str, source_hash: str) -> Kernel:
-    """The kernel row of ``(name, source_hash)``, created if new."""
-    row = session.scalars(select(Kernel).filter_by(name=name, source_hash=source_hash)).one_or_none()
-    return row if row is not None else Kernel(name=name, source_hash=source_hash)
-
-
-def _search_row(session: Session, search_id: int) -> Search:
-    search = session.get(Search, search_id)
-    if search is None:
-        raise StoreError(f"no search with id {search_id} in the results database")
-    return search
-
-
-def _best_key(search: Search) -> dict:
-    return {
-        "device_id": search.device_id, "kernel_id": search.kernel_id, "rows": search.rows,
-        "cols": search.cols, "depth": search.depth, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
-        "compile_flags": search.compile_flags,
-    }
-
-
-def _update_best(session: Session, search: Search, trial: Trial, force: bool = False) -> None:
-    """Point the search key's best at ``trial`` if there is none, ``trial`` is faster, or
-    ``force`` (a re-timing chose it); a new best forgets an earlier re-timing's figures."""
-    key = _best_key(search)
-    # FOR UPDATE: a concurrent writer of the same key (PostgreSQL) waits here and then reads
-    # the newer best, instead of overwriting it (SQLite: BEGIN IMMEDIATE serialises already)
-    best = session.scalars(select(Best).filter_by(**key).with_for_update()).one_or_none()
-    if best is None:
-        session.add(Best(trial=trial, **key))
-    elif force or trial.gbps > best.trial.gbps:
-        best.trial = trial
-        best.updated_at = utcnow()
-        best.pooled_median_ms = best.spread = best.rounds = best.tie_group = None
-
-
-def _key_filter(key: TuningKey) -> tuple:
-    """Conditions on the Device and Kernel rows for ``key``'s device identity and kernel source."""
-    d = key.device
-    return (
-        Device.name == d.name, Device.compute_capability == d.compute_capability,
-        Device.sm_count == d.sm_count, Device.total_memory == d.total_memory,
-        Device.driver_version == d.driver_version, Device.cuda_version == d.cuda_version,
-        Kernel.name == key.kernel, Kernel.source_hash == key.source_hash,
-    )
-
-
-def _search_key_filter(key: TuningKey) -> tuple:
-    """Conditions on a Search row for ``key``'s shape, dtype and toolchain."""
-    return (Search.rows == key.rows, Search.cols == key.cols, Search.depth == key.depth, Search.dtype == key.dtype,
-            Search.nvcc_version == key.nvcc_version, Search.compile_flags == key.compile_flags)
-
-
-def _best_query():
-    return (
-        select(Best, Device, Kernel, Trial, Search)
-        .join(Device, Best.device_id == Device.id)
-        .join(Kernel, Best.kernel_id == Kernel.id)
-        .join(Trial, Best.trial_id == Trial.id)
-        .join(Search, Trial.search_id == Search.id)
-    )

@@ -27,7 +27,7 @@ def test_planted_bugs_are_failed_trials_and_never_best(tmp_path, monkeypatch):
     space = SearchSpace("planted", (("BLOCK_ROWS", (8,)), ("BUG", (0, 1, 2, 3)), ("TILE_DIM", (32,))))
     store = Store(f"sqlite:///{tmp_path / 'planted.db'}")
     with open_benchmark(0, 1000, 3001, get_dtype("float32"), repeats=20) as bench:
-        key = tuning_key("planted", bench.device, 1000, 3001, "float32")
+        key = tuning_key("planted", bench.device, (1000, 3001), "float32")
         result = search(key, space, bench.measure, store, n_trials=10, sampler="grid", memcpy_gbps=bench.memcpy_gbps)
     by_bug = {t.config["BUG"]: t for t in store.key_trials(key)}
     assert by_bug[0].status == "ok"

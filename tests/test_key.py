@@ -1,0 +1,42 @@
+"""The tuning key: named dims, their text and display forms, and the kernel's hashes in the key."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import get_kernel
+from autotune.measure.device import DeviceInfo
+from autotune.store.key import TuningKey, tuning_key
+
+H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
+
+
+def test_tuning_key_of_a_catalog_kernel_carries_its_hashes_and_named_dims(device_info):
+    k = get_kernel("matmul_reg")
+    key = tuning_key("matmul_reg", device_info, (512, 256, 128), "float32")
+    assert (key.source_hash, key.spec_hash) == (k.source_hash, k.spec_hash)
+    assert key.dims == (("m", 512), ("n", 256), ("k", 128)) and key.shape == (512, 256, 128)
+    assert key.dims_key == "m=512,n=256,k=128" and key.display == "512x256x128" and key.dim("k") == 128
+    assert key == tuning_key(k, device_info, {"k": 128, "n": 256, "m": 512}, "float32")
+    with pytest.raises(KeyError, match="no dimension 'rows'"):
+        key.dim("rows")
+    with pytest.raises(InvalidInputError, match=r"kernel matmul_reg takes \(m, n, k\)"):
+        tuning_key("matmul_reg", device_info, (512, 256), "float32")
+    assert tuning_key("matmul_reg", device_info, key.dims, "float32") == key  # (name, value) pairs too
+
+
+def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
+    key = tuning_key("smem_pad", device_info, (8192, 8192), "float32")
+    assert key.study_name.startswith(f"smem_pad@{key.source_hash[:12]}+{key.spec_hash[:8]}|NVIDIA H100")
+    assert key.study_name.endswith("|8192x8192|float32")
+    other_spec = dataclasses.replace(key, spec_hash="0" * 64)
+    assert other_spec.study_name != key.study_name
+
+
+@pytest.mark.parametrize("dims", [(), (("n", 5.0),), (("n", True),), {"n": 5}, ((5, "n"),), [("n", 5)]])
+def test_tuning_key_refuses_malformed_dims(dims):
+    with pytest.raises(ValueError, match="dims must be"):
+        TuningKey(H100, "k", "a" * 64, "b" * 64, dims, "float32", "13.0.88", "-O3")
