@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import re
 
 import pytest
@@ -16,6 +15,8 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.kernel.loader import kernel_from_dict, load_kernel
 from autotune.kernel.model import Array, Scalar
+
+from kernel_files import toml
 
 DELETE = object()
 
@@ -34,30 +35,6 @@ DOC = {
     "check": {"reference": "ref.py:double", "compare": "exact"},
     "objective": {"bytes": "2 * n * itemsize", "bound": "memcpy"},
 }
-
-
-def toml(doc: dict) -> str:
-    """``doc`` as TOML: scalars first, then tables, arrays of tables and sub-tables."""
-    def value(v):
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v)
-
-    def table(name, t):
-        lines = [f"[{name}]"] + [f"{k} = {value(v)}" for k, v in t.items() if not isinstance(v, dict)]
-        return lines + [line for k, v in t.items() if isinstance(v, dict) for line in table(f"{name}.{k}", v)]
-
-    lines = [f"{k} = {value(v)}" for k, v in doc.items() if not isinstance(v, dict)
-             and not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))]
-    for k, v in doc.items():
-        if isinstance(v, dict):
-            lines += table(k, v)
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            for item in v:
-                lines += [f"[[{k}]]"] + [f"{a} = {value(b)}" for a, b in item.items()]
-    return "\n".join(lines) + "\n"
 
 
 def changed(*edits) -> dict:
