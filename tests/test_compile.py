@@ -1,17 +1,21 @@
-"""Every config of every shipped search space compiles with nvcc for sm_90 (no GPU needed)."""
+"""Every config of every shipped search space compiles with nvcc for sm_90 (no GPU needed),
+with the static shared memory the kernels had before the kernel model; so do the examples'
+spaces (examples/*/*.toml) where the examples exist."""
 
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from autotune.measure.compile import compile_cubin, nvcc_options
-from autotune.kernel.config import Config
-from autotune.kernel.dtypes import DTYPES, get_dtype
+import catalog_before as before
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import KERNELS
-from autotune.kernel.space import load_space
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES, get_dtype
+from autotune.kernel.loader import load_kernel
+from autotune.measure.compile import compile_cubin, nvcc_options
 
 if shutil.which("nvcc") is None:
     if os.environ.get("CI"):
@@ -19,20 +23,24 @@ if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH", allow_module_level=True)
 
 
-def compile_all(jobs):
-    """``compile_cubin`` of each ``(config, dtype)`` on every core, results in order."""
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*/*.toml"))
+"""The examples' kernel files (none until examples/ exists)."""
+
+
+def compile_all(kernel, jobs):
+    """``compile_cubin`` of each ``(config, dtype)`` of ``kernel`` on every core, results in order."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return list(pool.map(lambda job: compile_cubin(*job, "sm_90"), jobs))
+        return list(pool.map(lambda job: compile_cubin(*job, "sm_90", kernel=kernel), jobs))
 
 
-@pytest.mark.parametrize("kernel", list(KERNELS))
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_every_config_of_the_shipped_space_compiles(kernel):
     k = KERNELS[kernel]
-    configs = load_space(kernel).configs()
+    configs = k.space().configs()
     f32 = get_dtype("float32")
-    for config, res in zip(configs, compile_all([(c, f32) for c in configs])):
+    for config, res in zip(configs, compile_all(k, [(c, f32) for c in configs]), strict=True):
         assert res["registers"] > 0, config
-        assert res["shared_bytes"] == k.shared_bytes(config, 4), config
+        assert res["shared_bytes"] == before.static_shared_bytes(kernel, config.as_dict(), 4), config
 
 
 # Static shared memory of each kernel's default config, per byte of element.
@@ -43,9 +51,24 @@ DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pa
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
-    kernels = [k for k in KERNELS.values() if k.dtypes is None or dtype in k.dtypes]
-    for k, res in zip(kernels, compile_all([(k.default_config(), d) for k in kernels])):
+    kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
+    assert len(kernels) == (15 if dtype in ("float32", "float64") else 12)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
+    for k, res in zip(kernels, results, strict=True):
         assert res["shared_bytes"] == DEFAULT_SHARED_PER_BYTE.get(k.name, 0) * d.itemsize, k.name
+
+
+@pytest.mark.skipif(not EXAMPLES, reason="no examples/*/*.toml in this checkout yet")
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name)
+def test_every_config_of_an_examples_space_compiles(path):
+    """A user's kernel (not in the catalog) compiles through ``kernel=``: every config of its
+    space for its first dtype, and its default config for every dtype it takes."""
+    k = load_kernel(path)
+    configs = k.space().configs()
+    jobs = [(c, get_dtype(k.dtypes[0])) for c in configs] + [(k.default_config(), get_dtype(d)) for d in k.dtypes[1:]]
+    for (config, dtype), res in zip(jobs, compile_all(k, jobs), strict=True):
+        assert res["registers"] > 0, (config, dtype.name)
 
 
 def test_a_compile_error_is_a_failed_trial_with_the_compiler_message():
@@ -54,7 +77,7 @@ def test_a_compile_error_is_a_failed_trial_with_the_compiler_message():
     with pytest.raises(TrialFailed) as info:
         compile_cubin(bad, get_dtype("float32"))
     assert info.value.status == "compile_error"
-    assert "BLOCK_ROWS must divide TILE_DIM" in info.value.reason
+    assert "BLOCK_ROWS must divide TILE_DIM" in info.value.reason and "\n" not in info.value.reason
 
 
 def test_too_much_static_shared_memory_is_a_compile_error():
@@ -86,11 +109,11 @@ def test_only_validated_integers_reach_the_nvcc_command_line():
 def test_every_matmul_config_compiles_for_float64_within_the_shared_memory_limit():
     """The matmul spaces are constrained for 8-byte elements: float64 builds of every config too."""
     f64 = get_dtype("float64")
-    for name in ("matmul_naive", "matmul_tiled", "matmul_reg"):
+    for name in before.MATMULS:
         k = KERNELS[name]
-        configs = load_space(name).configs()
-        for config, res in zip(configs, compile_all([(c, f64) for c in configs])):
-            assert res["shared_bytes"] == k.shared_bytes(config, 8) <= 48 * 1024, config
+        configs = k.space().configs()
+        for config, res in zip(configs, compile_all(k, [(c, f64) for c in configs]), strict=True):
+            assert res["shared_bytes"] == before.static_shared_bytes(name, config.as_dict(), 8) <= 48 * 1024, config
 
 
 @pytest.mark.parametrize("macros, message", [
@@ -111,13 +134,10 @@ def test_smem_vec_moves_16_byte_vectors_every_config(dtype, tmp_path):
     import re
     import subprocess
 
-    from autotune.measure.compile import nvcc_options
-    from autotune.kernel.catalog import source_text
-
     k = KERNELS["smem_vec"]
     src = tmp_path / "vec.cu"
-    src.write_text(source_text(k.file))
-    for config in load_space("smem_vec").configs():
+    src.write_text(k.source_text())
+    for config in k.space().configs():
         ptx = tmp_path / "vec.ptx"
         subprocess.run(["nvcc", "-ptx", "-arch=sm_90", *nvcc_options(k, config, get_dtype(dtype)), "-o", str(ptx),
                         str(src)], check=True, capture_output=True)
@@ -126,3 +146,22 @@ def test_smem_vec_moves_16_byte_vectors_every_config(dtype, tmp_path):
         hint = r"\.cs" if config["STREAMING"] else ""
         assert len(re.findall(rf"ld\.global(\.nc)?{hint}\.v4\.u32", text)) == per_thread, config
         assert len(re.findall(rf"st\.global{hint}\.v4\.u32", text)) == per_thread, config
+
+
+def test_a_users_kernel_compiles_through_kernel(tmp_path):
+    from autotune.errors import InvalidInputError
+
+    from kernel_files import catalog_doc, write_kernel
+
+    doc = catalog_doc("smem_pad")
+    doc["problem"]["dtype_macro"] = "VALUE_T"
+    k = load_kernel(write_kernel(tmp_path / "mine.toml", {**doc, "name": "my_pad"}))
+    opts = nvcc_options(k, k.default_config(), get_dtype("float64"))
+    assert opts[-2:] == ["-DVALUE_T=double", "-O3"]
+    # the dtype reaches the source only through its dtype macro: common.cuh reads ELEM_T (float if unset)
+    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 32 * 33 * 4
+    doc["problem"]["dtype_macro"] = "ELEM_T"
+    k = load_kernel(write_kernel(tmp_path / "mine.toml", {**doc, "name": "my_pad"}))
+    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 32 * 33 * 8
+    with pytest.raises(InvalidInputError, match="unknown kernel 'my_pad'"):  # its config alone names no known kernel
+        compile_cubin(k.default_config(), get_dtype("float64"))

@@ -1,24 +1,27 @@
+"""The catalog as kernel files (kernels/*.toml): the 15 kernels load, keep the source hashes and
+launch geometry they had before the kernel model (tests/catalog_before.py), and users' kernel
+files resolve once, by path, beside them."""
+
 import itertools
-import os
-import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+import autotune.kernel.catalog as catalog
+import catalog_before as before
+from autotune.errors import InvalidInputError, KernelFileError
+from autotune.kernel import Kernel, resolve_kernel
+from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, get_dtype
-from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel, source_hash, source_text, tile_of_block
+from autotune.kernel.references import copy, tile_of_block, transpose
 from autotune.resources import data_dir
 
-CATALOG = ["copy_row", "copy_col", "naive_row", "naive_col", "unroll_row", "unroll_col", "diagonal_row",
-           "diagonal_col", "smem", "smem_pad", "smem_unroll_pad", "smem_vec", "matmul_naive", "matmul_tiled",
-           "matmul_reg"]
-MOVES = {name: k for name, k in KERNELS.items() if k.op != "matmul"}
-"""The transposes and copies (the matrix products are tested in test_matmul.py)."""
+from kernel_files import catalog_doc, write_kernel
+
+CATALOG = sorted(before.DEFAULTS)
+MOVES = sorted(before.MOVES)
+ITEMSIZE_DTYPES = [get_dtype(d) for d in ("int8", "float16", "float32", "float64")]
 
 
 def cfg(kernel, **macros):
@@ -26,35 +29,109 @@ def cfg(kernel, **macros):
     return Config.of(kernel, {**KERNELS[kernel].defaults, **macros})
 
 
-def test_the_catalog_and_its_aliases():
-    assert list(KERNELS) == CATALOG
+def geometry(kernel, config, rows, cols, dtype="float32", depth=None):
+    k = KERNELS[kernel]
+    dims = dict(zip(k.dims, (rows, cols) if depth is None else (rows, cols, depth)))
+    return k.geometry(config, dims, get_dtype(dtype))
+
+
+@pytest.fixture
+def user_registry(monkeypatch):
+    """A clean registry of users' kernels for one test."""
+    monkeypatch.setattr(catalog, "_user", {})
+    monkeypatch.setattr(catalog, "_files", {})
+
+
+# --- the catalog -------------------------------------------------------------------------------
+
+
+def test_the_15_catalog_kernels_load_from_their_files():
+    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 15
+    folder = data_dir("kernels").resolve()
+    for name, k in KERNELS.items():
+        assert isinstance(k, Kernel) and k.name == name and k.path == folder / f"{name}.toml"
+        assert get_kernel(name) is k and resolve_kernel(name) is k and resolve_kernel(k) is k
+        assert k.space_file.resolve() == (data_dir("configs") / f"{name}.toml").resolve()
+        text = k.source_text()  # the entry point's name starts a line after __launch_bounds__(...)
+        assert any(f"{sep}{k.function}(" in text for sep in " \n")
+        assert dict(k.defaults) == before.DEFAULTS[name] and set(k.fixed).isdisjoint(k.defaults)
+        if name in before.MOVES:
+            source, function, op, _, _, _, fixed = before.MOVES[name]
+            assert (k.source.name, k.function, dict(k.fixed), k.dims) == (source, function, fixed, ("rows", "cols"))
+            assert k.dtypes == tuple(DTYPES) and k.signature == "PPii"
+        else:
+            assert (k.source.name, k.function, k.dims) == (f"{name}.cu", name, ("m", "n", "k"))
+            assert k.dtypes == ("float32", "float64") and k.signature == "PPPiii" and dict(k.fixed) == {}
+
+
+def test_aliases_and_unknown_names():
     assert get_kernel("copy") is KERNELS["copy_row"] and get_kernel("naive") is KERNELS["naive_row"]
+    assert resolve_kernel("copy") is KERNELS["copy_row"]
     assert set(ALIASES).isdisjoint(KERNELS)
-    assert KERNELS["smem_pad"].default_config() == Config.of(
-        "smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})
+    with pytest.raises(InvalidInputError, match=r"unknown kernel 'smempad' \(did you mean smem_pad"):
+        get_kernel("smempad")
+    with pytest.raises(InvalidInputError, match=r"did you mean copy_row.*or a path to a kernel file"):
+        resolve_kernel("copyrow")
+
+
+def test_source_hashes_are_the_ones_before_the_kernel_model():
     for k in KERNELS.values():
-        text = source_text(k.file)  # the entry point's name starts a line after __launch_bounds__(...)
-        assert (data_dir("kernels") / k.file).is_file() and any(f"{sep}{k.function}(" in text for sep in " \n")
-    for k in MOVES.values():
-        assert k.op == ("copy" if k.name.startswith("copy") else "transpose")
-        assert k.layout == ("col" if k.name.endswith("_col") else "row")
-        assert k.shared == k.name.startswith("smem")
-        assert set(k.fixed).isdisjoint(k.defaults)
-        assert ("UNROLL" in k.defaults) == ("unroll" in k.name)
-        diagonal = {**k.fixed, **k.defaults}.get("DIAGONAL")
-        assert diagonal == (1 if k.name.startswith("diagonal") else 0)
-        assert ("DIAGONAL" in k.defaults) == k.shared  # a tunable of the tiled kernels only
+        assert len(k.source_hash) == 64 and k.source_hash[:12] == before.SOURCE_HASHES[k.source.name], k.name
+    assert KERNELS["smem"].source_hash == KERNELS["smem_pad"].source_hash == KERNELS["smem_unroll_pad"].source_hash
+    assert len({k.source_hash for k in KERNELS.values()}) == len(before.SOURCE_HASHES)
 
 
-def test_sources_are_inlined_and_hashed():
-    text = source_text("naive.cu")
+def test_sources_are_inlined_once():
+    text = KERNELS["naive_row"].source_text()
     assert "block_tile_origin" in text and "move_direct" in text and '#include "' not in text
     assert "#pragma once" not in text and text.count("typedef ELEM_T elem_t;") == 1  # common.cuh once
     assert "#include <cuda_fp16.h>" in text  # system headers stay for nvcc
-    h = source_hash(KERNELS["smem_pad"])
-    assert len(h) == 64 and h == source_hash(KERNELS["smem"]) == source_hash(KERNELS["smem_unroll_pad"])
-    assert source_hash(KERNELS["naive_row"]) == source_hash(KERNELS["diagonal_col"])  # same file
-    assert len({h, source_hash(KERNELS["naive_row"]), source_hash(KERNELS["copy_row"])}) == 3
+
+
+def test_spec_hashes_tell_kernels_of_one_source_apart(tmp_path):
+    hashes = {k.spec_hash for k in KERNELS.values()}
+    assert len(hashes) == 15 and all(len(h) == 64 for h in hashes)
+    again = resolve_kernel(write_kernel(tmp_path / "again.toml", {**catalog_doc("smem_pad"), "name": "smem_pad2"}))
+    assert again.spec_hash == KERNELS["smem_pad"].spec_hash and again.source_hash == KERNELS["smem_pad"].source_hash
+    doc = catalog_doc("smem_pad")
+    doc["space"] = {"params": {"TILE_DIM": [32], "BLOCK_ROWS": [8], "IPAD": [1], "DIAGONAL": [0]},
+                    "default": doc["space"]["default"]}  # another space: the same binary and launch
+    assert resolve_kernel(write_kernel(tmp_path / "b.toml", {**doc, "name": "b"})).spec_hash == again.spec_hash
+    doc["launch"]["grid"] = ["cdiv(rows, TILE_DIM) * cdiv(cols, TILE_DIM)", 1, 1]  # another launch
+    assert resolve_kernel(write_kernel(tmp_path / "c.toml", {**doc, "name": "c"})).spec_hash != again.spec_hash
+
+
+def test_checks_and_objectives():
+    for name, k in KERNELS.items():
+        c, o = k.check_spec, k.objective
+        if name in before.MOVES:
+            op = before.MOVES[name][2]
+            assert (c.reference, c.compare) == (f"autotune.kernel.references:{op}", "exact")
+            assert str(o.bytes) == "2 * rows * cols * itemsize" and o.flops is None
+            assert (o.bound, o.bound_kernel) == ("memcpy", "copy_row")
+            out, src = k.arrays
+            assert (out.name, out.role, src.name, src.role, src.init) == ("out", "out", "src", "in", "bits")
+            env = {"rows": 3, "cols": 5}
+            assert out.shape_of(env) == ((5, 3) if op == "transpose" else (3, 5)) and src.shape_of(env) == (3, 5)
+        else:
+            assert c.reference == "autotune.kernel.references:matmul"
+            assert c.compare == "autotune.kernel.references:product_tolerance"
+            assert str(o.flops) == "2 * m * n * k" and (o.bytes, o.bound, o.bound_kernel) == (None, "cublas", None)
+            assert [(a.name, a.role, a.shape_of({"m": 2, "n": 3, "k": 4})) for a in k.arrays] == [
+                ("C", "out", (2, 3)), ("A", "in", (2, 4)), ("B", "in", (4, 3))]
+    assert KERNELS["smem_pad"].figure("bytes", {"rows": 3, "cols": 5}, get_dtype("float64")) == 240
+    assert KERNELS["matmul_reg"].figure("flops", {"m": 2, "n": 3, "k": 4}, get_dtype("float32")) == 48
+
+
+def test_references_on_numpy_arrays():
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+    t = transpose(src=a, out=np.zeros((3, 2), np.int16), rows=2, cols=3)
+    np.testing.assert_array_equal(t, a.T)
+    assert t.flags.c_contiguous
+    np.testing.assert_array_equal(copy(src=a, out=None), a)
+
+
+# --- macros and configs ------------------------------------------------------------------------
 
 
 def test_macros_add_fixed_ones_and_the_element_type():
@@ -62,10 +139,12 @@ def test_macros_add_fixed_ones_and_the_element_type():
     m = k.macros(k.default_config(), get_dtype("float64"))
     assert m == {"BLOCK_ROWS": "8", "DIAGONAL": "0", "IPAD": "0", "TILE_DIM": "32", "UNROLL": "1",
                  "ELEM_T": "double"}
+    assert list(m) == ["BLOCK_ROWS", "DIAGONAL", "IPAD", "TILE_DIM", "UNROLL", "ELEM_T"]
     k = get_kernel("naive_col")
     assert k.macros(k.default_config(), get_dtype("int8")) == {
         "BLOCK_ROWS": "8", "COLUMNWISE": "1", "DIAGONAL": "0", "TILE_DIM": "32", "UNROLL": "1",
         "ELEM_T": "signed char"}
+    assert KERNELS["smem_vec"].macros(KERNELS["smem_vec"].default_config(), get_dtype("float16"))["ELEM_T"] == "__half"
 
 
 @pytest.mark.parametrize("config, message", [
@@ -79,15 +158,43 @@ def test_macros_refuse_configs_that_do_not_fit(config, message):
         KERNELS["smem_pad"].macros(config, get_dtype("float32"))
 
 
+def test_dtypes():
+    for d in DTYPES.values():
+        assert d.numpy.itemsize == d.itemsize
+    assert get_dtype(np.float32).name == "float32"
+    with pytest.raises(InvalidInputError, match="unknown dtype 'complex64'"):
+        get_dtype("complex64")
+    with pytest.raises(InvalidInputError, match="does not support dtype 'int8'; allowed: float32, float64"):
+        KERNELS["matmul_tiled"].check_dtype("int8")
+    KERNELS["matmul_tiled"].check_dtype(get_dtype("float64"))
+
+
+# --- launch geometry: the same as before the kernel model ---------------------------------------
+
+SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (1000, 3001), (8192, 8192)]
+
+
+@pytest.mark.parametrize("kernel", CATALOG)
+def test_every_config_launches_as_before_the_kernel_model(kernel):
+    k = KERNELS[kernel]
+    configs = k.space().configs()
+    for config, (rows, cols), dt in itertools.product(configs, SHAPES, ITEMSIZE_DTYPES):
+        if not k.dtypes.count(dt.name):
+            continue
+        dims = dict(zip(k.dims, (rows, cols, 77)))
+        got = k.geometry(config, dims, dt)
+        want = (before.grid(kernel, config.as_dict(), rows, cols), before.block(kernel, config.as_dict(), dt.itemsize),
+                0)
+        assert got == want, (config, rows, cols, dt.name)
+
+
 @pytest.mark.parametrize("rows, cols, tile, blocks", [(1, 1, 32, 1), (33, 64, 32, 4), (8192, 8192, 32, 65536),
                                                       (1, 100000, 64, 1563), (100000, 1, 8, 12500)])
 @pytest.mark.parametrize("kernel", [k for k in MOVES if "unroll" not in k])
-def test_grid_has_one_block_per_tile(kernel, rows, cols, tile, blocks):
-    k = KERNELS[kernel]
+def test_one_block_per_tile(kernel, rows, cols, tile, blocks):
+    vector = 4 if kernel == "smem_vec" else 1  # 16-byte vectors of 4-byte elements
     c = cfg(kernel, TILE_DIM=tile, BLOCK_ROWS=1)
-    assert k.grid(c, rows, cols) == (blocks, 1)
-    assert k.block(c, 4) == (tile // k.vector(4), 1, 1)
-    assert k.tile_shape(c) == (tile, tile)
+    assert geometry(kernel, c, rows, cols) == ((blocks, 1, 1), (tile // vector, 1, 1), 0)
 
 
 @pytest.mark.parametrize("kernel, unroll, rows, cols, tiles", [
@@ -98,14 +205,37 @@ def test_grid_has_one_block_per_tile(kernel, rows, cols, tile, blocks):
     ("unroll_col", 2, 100000, 1, (1563, 1)),
     ("smem_unroll_pad", 4, 1, 100000, (1, 782)),
 ])
-def test_grid_has_one_block_per_unroll_tiles(kernel, unroll, rows, cols, tiles):
-    k = KERNELS[kernel]
-    c = cfg(kernel, UNROLL=unroll)
-    along = (32 * unroll, 32) if k.layout == "col" else (32, 32 * unroll)
-    assert k.tile_shape(c) == along
-    assert k.tiles(c, rows, cols) == tiles and k.grid(c, rows, cols) == (tiles[0] * tiles[1], 1)
-    assert k.block(c, 4) == (32, 8, 1)
+def test_one_block_per_unroll_tiles(kernel, unroll, rows, cols, tiles):
+    assert geometry(kernel, cfg(kernel, UNROLL=unroll), rows, cols) == ((tiles[0] * tiles[1], 1, 1), (32, 8, 1), 0)
 
+
+@pytest.mark.parametrize("dtype, threads_x", [("int8", 4), ("float16", 8), ("float32", 16), ("float64", 32)])
+def test_the_vectorized_kernel_moves_16_bytes_per_thread(dtype, threads_x):
+    c = cfg("smem_vec", TILES=3)  # 64 x 64 tiles, 3 per block
+    assert geometry("smem_vec", c, 1000, 3001, dtype) == ((-(-16 * 47 // 3), 1, 1), (threads_x, 16, 1), 0)
+
+
+def test_matmul_geometry():
+    assert geometry("matmul_reg", KERNELS["matmul_reg"].default_config(), 100, 300, depth=5) == \
+        ((5, 2, 1), (16, 16, 1), 0)
+    assert geometry("matmul_naive", cfg("matmul_naive", BLOCK_X=32, BLOCK_Y=8), 100, 300, depth=1) == \
+        ((10, 13, 1), (32, 8, 1), 0)
+    assert geometry("matmul_tiled", cfg("matmul_tiled", TILE_WIDTH=32), 1, 1, depth=4096) == ((1, 1, 1), (32, 32, 1), 0)
+
+
+@pytest.mark.parametrize("name", before.MATMULS)
+def test_every_matmul_block_covers_its_tile_of_c_and_the_grid_covers_c(name):
+    k = KERNELS[name]
+    for config in k.space().configs():
+        tile_rows, tile_cols = before.tile_shape(name, config.as_dict())
+        for m, n in ((1, 1), (1000, 3), (4097, 4095)):
+            (gx, gy, gz), (x, y, z), _ = k.geometry(config, {"m": m, "n": n, "k": 7}, get_dtype("float64"))
+            assert z == gz == 1 and 64 <= x * y <= 1024
+            assert tile_rows % y == 0 and tile_cols % x == 0  # each thread owns a whole number of outputs
+            assert (gx - 1) * tile_cols < n <= gx * tile_cols and (gy - 1) * tile_rows < m <= gy * tile_rows
+
+
+# --- the block-to-tile orders of kernels/common.cuh ---------------------------------------------
 
 GRIDS = [(1, 1), (1, 7), (7, 1), (4, 4), (3, 5), (5, 3), (2, 8), (8, 2), (6, 4), (64, 3), (17, 17)]
 
@@ -145,155 +275,50 @@ def test_diagonal_order_is_the_classic_one_on_a_square_grid(n):
         assert tile_of_block(by * n + bx, n, n, True) == (bx, (bx + by) % n)
 
 
-@pytest.mark.parametrize("kernel, config, itemsize, expected", [
-    ("smem", {}, 4, 32 * 32 * 4), ("smem_pad", {}, 8, 32 * 33 * 8), ("smem_unroll_pad", {}, 2, 2 * 32 * 33 * 2),
-    ("smem_unroll_pad", {"TILE_DIM": 16, "IPAD": 4, "UNROLL": 4}, 1, 4 * 16 * 20),
-    ("naive_row", {}, 8, 0), ("unroll_col", {}, 8, 0),
-])
-def test_shared_bytes(kernel, config, itemsize, expected):
-    assert KERNELS[kernel].shared_bytes(cfg(kernel, **config), itemsize) == expected
+# --- users' kernel files ---------------------------------------------------------------------
 
 
-def test_reference_and_output_shape():
-    a = np.arange(6, dtype=np.int16).reshape(2, 3)
-    assert KERNELS["naive_row"].output_shape(2, 3) == (3, 2)
-    assert KERNELS["copy_col"].output_shape(2, 3) == (2, 3)
-    np.testing.assert_array_equal(KERNELS["smem_pad"].reference(a), a.T)
-    assert KERNELS["smem_pad"].reference(a).flags.c_contiguous
-    np.testing.assert_array_equal(KERNELS["copy_row"].reference(a), a)
+def test_a_users_kernel_file_resolves_once_by_path(tmp_path, user_registry, monkeypatch):
+    path = write_kernel(tmp_path / "mine" / "pad.toml", {**catalog_doc("smem_pad"), "name": "my_pad"})
+    k = resolve_kernel(str(path))
+    assert k.name == "my_pad" and k.path == path.resolve() and k.source == KERNELS["smem_pad"].source
+    assert resolve_kernel(path) is k and resolve_kernel(str(path)) is k and get_kernel("my_pad") is k
+    monkeypatch.chdir(tmp_path)
+    assert resolve_kernel("mine/pad.toml") is k and resolve_kernel("./mine/../mine/pad.toml") is k
+    assert resolve_kernel(k) is k
 
 
-def test_unknown_kernel_suggests_close_names():
-    with pytest.raises(InvalidInputError, match=r"unknown kernel 'smempad' \(did you mean smem_pad"):
-        get_kernel("smempad")
-    with pytest.raises(InvalidInputError, match=r"did you mean copy_row"):
-        get_kernel("copyrow")
+def test_a_catalog_file_by_path_is_the_catalog_kernel(user_registry):
+    path = data_dir("kernels") / "smem_pad.toml"
+    assert resolve_kernel(str(path)) is KERNELS["smem_pad"] and resolve_kernel(path.resolve()) is KERNELS["smem_pad"]
 
 
-def test_dtypes_match_numpy_itemsizes():
-    for d in DTYPES.values():
-        assert d.numpy.itemsize == d.itemsize
-    assert get_dtype(np.float32).name == "float32"
-    with pytest.raises(InvalidInputError, match="unknown dtype 'complex64'"):
-        get_dtype("complex64")
+def test_a_users_kernel_may_not_take_a_catalog_name(tmp_path, user_registry):
+    for name in ("smem_pad", "copy"):  # a catalog kernel's name, or an alias
+        path = write_kernel(tmp_path / f"{name}.toml", {**catalog_doc("smem_pad"), "name": name})
+        with pytest.raises(KernelFileError, match=f"kernel file {path.resolve()}: name: '{name}' is a catalog "
+                                                  "kernel's name; choose another"):
+            resolve_kernel(path)
+    with pytest.raises(InvalidInputError, match="unknown kernel 'copy_pad'"):
+        get_kernel("copy_pad")
 
 
-# --- The real kernel sources, run on the CPU -------------------------------------------------
-# The .cu text is compiled as C++ with the CUDA keywords defined away: each thread of a block
-# is a std::thread (a std::barrier is __syncthreads), blocks run one after another, launched
-# with the Python grid and block. Checks the index math of every kernel on odd, rectangular
-# and 1-row / 1-column shapes without a GPU; the GPU tests check the same on the device.
-
-_HARNESS = r"""
-#include <barrier>
-#include <cstdio>
-#include <cstdlib>
-#include <thread>
-#include <vector>
-struct Idx { unsigned x, y, z; };
-thread_local Idx threadIdx, blockIdx;
-std::barrier<> *bar;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __restrict__ __restrict
-#define __launch_bounds__(...)
-#define __align__(n) alignas(n)
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-template <class T> T __ldg(const T *p) { return *p; }
-template <class T> T __ldcs(const T *p) { return *p; }
-template <class T> void __stcs(T *p, T v) { *p = v; }
-inline void __syncthreads() { bar->arrive_and_wait(); }
-#include "k.cu"
-int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}...
-{
-    const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
-    const bool transpose = atoi(argv[3]), threaded = atoi(argv[4]);
-    for (int a = 5; a + 2 < argc; a += 3) {
-        const int rows = atoi(argv[a]), cols = atoi(argv[a + 1]);
-        const unsigned blocks = atoi(argv[a + 2]);
-        const size_t n = (size_t)rows * cols;
-        std::vector<elem_t> in(n), out(n, 0);
-        for (size_t i = 0; i < n; ++i) in[i] = (elem_t)(i + 1);
-        std::barrier<> barrier(threaded ? bx * by : 1);
-        bar = &barrier;
-        auto thread = [&](unsigned x, unsigned y) {
-            threadIdx = {x, y, 0};
-            for (unsigned b = 0; b < blocks; ++b) {
-                blockIdx = {b, 0, 0};
-                ENTRY(out.data(), in.data(), rows, cols);
-                if (threaded) barrier.arrive_and_wait();  // the next block starts after this one
-            }
-        };
-        std::vector<std::thread> ts;
-        for (unsigned y = 0; y < by; ++y)
-            for (unsigned x = 0; x < bx; ++x)
-                if (threaded) ts.emplace_back(thread, x, y); else thread(x, y);
-        for (auto &t : ts) t.join();
-        for (int r = 0; r < rows; ++r)
-            for (int c = 0; c < cols; ++c)
-                if (out[transpose ? (size_t)c * rows + r : (size_t)r * cols + c] != in[(size_t)r * cols + c]) {
-                    printf("%dx%d: wrong output for input (%d, %d)\n", rows, cols, r, c);
-                    return 1;
-                }
-    }
-    return 0;
-}
-"""
-_EMULATED_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (33, 65), (65, 33), (127, 300), (68, 132)]
+def test_two_files_may_not_give_one_name(tmp_path, user_registry):
+    first = write_kernel(tmp_path / "a" / "k.toml", {**catalog_doc("smem_pad"), "name": "mine"})
+    second = write_kernel(tmp_path / "b" / "k.toml", {**catalog_doc("naive_row"), "name": "mine"})
+    k = resolve_kernel(first)
+    with pytest.raises(KernelFileError, match=f"kernel file {second.resolve()}: name: 'mine' is already the name of "
+                                              f"{first.resolve()} in this process; choose another"):
+        resolve_kernel(second)
+    assert get_kernel("mine") is k and resolve_kernel(first) is k
 
 
-def _cxx_flags(cxx, tmp: Path) -> list[str]:
-    """Address and UB sanitizers (out-of-bounds reads and writes) where the compiler has them."""
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-    probe = tmp / "probe.cpp"
-    probe.write_text("int main() { return 0; }\n")
-    ok = subprocess.run([cxx, *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
-    return flags if ok else []
-
-
-def _emulated_configs():
-    """Each kernel's default, its smallest and largest block tile, and its default in the diagonal
-    and grouped tile orders where those are tunable."""
-    from autotune.kernel.space import load_space
-
-    out = []
-    for name, k in MOVES.items():
-        configs = load_space(name).configs()
-        size = lambda c: (np.prod(k.tile_shape(c)), -c["BLOCK_ROWS"], c.key)  # noqa: E731
-        picks = [k.default_config(), min(configs, key=size), max(configs, key=size)]
-        for macro in ("DIAGONAL", "GROUP"):  # the default in another tile order
-            picks += [c for c in configs if macro in k.defaults and c[macro] > 0
-                      and c.as_dict() == {**picks[0].as_dict(), macro: c[macro]}][:1]
-        out += [(name, c) for c in dict.fromkeys(picks)]
-    return out
-
-
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-def test_every_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
-    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
-    (tmp_path / "h.cpp").write_text(_HARNESS)
-    flags = _cxx_flags("g++", tmp_path)
-
-    def run(job):
-        i, (name, config) = job
-        k = KERNELS[name]
-        d = tmp_path / str(i)
-        d.mkdir()
-        (d / "k.cu").write_text(source_text(k.file))
-        macros = {**k.macros(config, get_dtype("int32")), "ELEM_T": "unsigned", "ENTRY": k.function}
-        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
-                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
-                                "-o", str(d / "h")], capture_output=True, text=True)
-        if build.returncode:
-            return f"{config}: does not build: {build.stderr[:1000]}"
-        args = [*map(str, k.block(config, 4)[:2]), str(int(k.op == "transpose")), str(int(k.shared))]
-        for rows, cols in _EMULATED_SHAPES:
-            args += [str(rows), str(cols), str(k.grid(config, rows, cols)[0])]
-        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
-        return f"{config}: {res.stdout}{res.stderr[:1000]}" if res.returncode else None  # sanitizer report
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        failures = [f for f in pool.map(run, enumerate(_emulated_configs())) if f]
-    assert not failures, "\n".join(failures)
+def test_a_broken_users_file_is_a_kernel_file_error(tmp_path, user_registry):
+    with pytest.raises(KernelFileError, match="cannot read kernel file"):
+        resolve_kernel(str(tmp_path / "missing.toml"))
+    doc = catalog_doc("smem_pad")
+    del doc["function"]
+    with pytest.raises(KernelFileError, match="function: missing"):
+        resolve_kernel(write_kernel(tmp_path / "broken.toml", {**doc, "name": "broken"}))
+    with pytest.raises(InvalidInputError, match="unknown kernel 'broken'"):
+        get_kernel("broken")

@@ -1,13 +1,21 @@
+"""Search spaces: the shipped ones fit their kernels (every config launchable, within the
+limits, the default among them); space files and inline spaces are read strictly."""
+
 import math
 from pathlib import Path
 
 import pytest
 
-from autotune.kernel.config import Config
+import catalog_before as before
 from autotune.errors import InvalidInputError, SearchSpaceError
 from autotune.kernel.catalog import ALIASES, KERNELS
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.loader import load_kernel
+from autotune.kernel.space import SearchSpace, kernel_space, load_space
 from autotune.resources import data_dir
-from autotune.kernel.space import SearchSpace, load_space
+
+from kernel_files import catalog_doc, write_kernel
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -27,34 +35,40 @@ DIAGONAL = [0]
 """
 
 
-@pytest.mark.parametrize("kernel", [name for name, k in KERNELS.items() if k.op != "matmul"])  # test_matmul.py
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
 def test_shipped_spaces_load_and_hold_the_default(kernel):
     k = KERNELS[kernel]
-    space = load_space(kernel)
+    space = k.space()
+    from_file = load_space(k, data_dir("configs") / f"{kernel}.toml")
+    assert space.path == str(k.space_file) and (space.params, space.constraints) == (from_file.params,
+                                                                                    from_file.constraints)
     configs = space.configs()
     assert configs, kernel
     assert k.default_config() in configs
     assert len(set(configs)) == len(configs) and len(configs) <= 60  # CI compiles every one
-    assert [n for n, _ in space.params] == sorted(k.defaults)
+    assert [n for n, _ in space.params] == sorted(k.defaults) and space.tunables == k.tunables
     for c in configs:
         assert space.violations(c) == []
-        for itemsize in (1, 2, 4, 8):
-            x, y, z = k.block(c, itemsize)
-            assert x * y * z <= 1024 and x * k.vector(itemsize) == c["TILE_DIM"]
-        assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0 and math.prod(k.block(c, 8)) >= 32
-        assert k.shared_bytes(c, 8) <= 48 * 1024  # static shared memory of the largest dtype
-        assert c.as_dict().get("UNROLL", 1) >= 1 and c.as_dict().get("DIAGONAL", 0) in (0, 1)
+        for dtype in k.dtypes:
+            dt = get_dtype(dtype)
+            grid, block, shared = k.geometry(c, dict.fromkeys(k.dims, 8192), dt)
+            assert math.prod(block) <= 1024 and shared == 0 and all(g >= 1 for g in grid)
+            assert math.prod(block) >= 32 or dt.itemsize < 8  # a warp at least (vectors of small elements: fewer)
+            assert before.static_shared_bytes(kernel, c.as_dict(), dt.itemsize) <= 48 * 1024
+        if kernel in before.MOVES:
+            assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0
+            assert c.as_dict().get("UNROLL", 1) >= 1 and c.as_dict().get("DIAGONAL", 0) in (0, 1)
     for name, values in space.params:  # every listed value is used by some config
         assert {c[name] for c in configs} == set(values), name
 
 
 def test_shipped_spaces_stay_small_enough_to_compile_in_ci():
-    assert sum(len(load_space(k).configs()) for k in KERNELS) <= 450  # 416 today: CI compiles each one
+    assert sum(len(k.space().configs()) for k in KERNELS.values()) <= 450  # 416 today: CI compiles each one
 
 
 def test_tiled_kernels_search_the_diagonal_order():
     for kernel in ("smem", "smem_pad", "smem_unroll_pad"):
-        assert dict(load_space(kernel).params)["DIAGONAL"] == (0, 1)
+        assert dict(KERNELS[kernel].space().params)["DIAGONAL"] == (0, 1)
 
 
 def test_aliases_are_not_spaces():
@@ -88,8 +102,10 @@ def test_violations_name_the_broken_rule(tmp_path):
     (GOOD.replace("IPAD = [1]", "IPAD = [-1]"), "not allowed"),
     (GOOD.replace("IPAD = [1]", "IPAD = [100000]"), "not allowed"),
     (GOOD.replace("IPAD = [1]", "IPAD = true"), "empty range"),
-    (GOOD.replace("TILE_DIM * BLOCK_ROWS", "TILE_DIM * WARPS"), "refers to WARPS"),
-    (GOOD.replace("TILE_DIM * BLOCK_ROWS <= 1024", "__import__('os')"), "not allowed"),
+    (GOOD.replace("TILE_DIM * BLOCK_ROWS", "TILE_DIM * WARPS"), "names WARPS; allowed names: BLOCK_ROWS"),
+    (GOOD.replace("TILE_DIM * BLOCK_ROWS <= 1024", "__import__('os')"), "calls '__import__'"),
+    (GOOD.replace("TILE_DIM * BLOCK_ROWS <= 1024", "TILE_DIM.real > 1"), "not allowed"),
+    (GOOD.replace('"TILE_DIM * BLOCK_ROWS <= 1024"', "1024"), "must be a list of strings"),
     (GOOD.replace("TILE_DIM * BLOCK_ROWS <= 1024", "TILE_DIM <"), "not a valid expression"),
     (GOOD.replace("<= 1024", "<= 1"), "no config .* satisfies"),
     (GOOD.replace('kernel = "smem_pad"', 'kernel = "naive_row"'), "is for kernel 'naive_row'"),
@@ -105,7 +121,40 @@ def test_missing_file_and_unknown_kernel(tmp_path):
     with pytest.raises(SearchSpaceError, match="cannot read"):
         load_space("smem_pad", tmp_path / "nope.toml")
     with pytest.raises(InvalidInputError, match="did you mean smem_pad"):
-        load_space("smem_padd")
+        load_space("smem_padd", write(tmp_path, GOOD))
+
+
+def test_a_space_file_for_a_kernel_object_and_by_path_from_the_kernel(tmp_path):
+    path = write(tmp_path, GOOD)
+    k = KERNELS["smem_pad"]
+    assert k.space(path) == load_space(k, path) == load_space("smem_pad", str(path))
+    assert len(k.space(path).configs()) == 5 and k.space(path).path == str(path)
+    no_kernel = write(tmp_path, GOOD.replace('kernel = "smem_pad"', ""))  # the kernel line is optional
+    assert load_space(k, no_kernel).configs() == k.space(path).configs()
+
+
+def test_an_inline_space_of_a_kernel_file(tmp_path):
+    doc = catalog_doc("smem_pad")
+    doc["space"]["params"]["TILE_DIM"] = [16, 32]
+    k = load_kernel(write_kernel(tmp_path / "k.toml", {**doc, "name": "inline_pad"}))
+    assert k.space_file is None and k.space() == kernel_space(k)
+    assert k.space().path == str(tmp_path / "k.toml") and {c["TILE_DIM"] for c in k.space().configs()} == {16, 32}
+    assert all(c.kernel == "inline_pad" for c in k.space().configs())
+
+
+def test_a_space_must_give_exactly_the_kernels_tunables():
+    with pytest.raises(SearchSpaceError, match="gives no values for IPAD; smem_pad takes BLOCK_ROWS, DIAGONAL, IPAD"):
+        SearchSpace("smem_pad", (("BLOCK_ROWS", (8,)), ("DIAGONAL", (0,)), ("TILE_DIM", (32,))),
+                    tunables=KERNELS["smem_pad"].tunables)
+    with pytest.raises(SearchSpaceError, match="unknown macro 'UNROLL'"):
+        SearchSpace("smem", (("BLOCK_ROWS", (8,)), ("DIAGONAL", (0,)), ("TILE_DIM", (32,)), ("UNROLL", (2,))),
+                    tunables=KERNELS["smem"].tunables)
+
+
+def test_violations_of_a_config_of_another_kernel():
+    space = KERNELS["smem"].space()
+    other = Config.of("smem_pad", KERNELS["smem"].defaults)
+    assert space.violations(other) == ["config is for smem_pad, space for smem"]
 
 
 def test_division_by_zero_in_a_constraint_means_the_config_is_excluded():

@@ -1,19 +1,41 @@
-"""Verification catches wrong values, unwritten elements and out-of-bounds writes.
+"""Verification (autotune/measure/verify.py, reference.py) without a GPU.
 
-The device is faked by NumPy byte arrays (a "kernel" is a Python function writing into
-them), so the verification logic itself is checked without a GPU; tests/gpu/ plants real
+The device is a fake driver: device memory is one flat NumPy byte array, ``mem_alloc`` returns
+integer addresses into it, ``memset_d8``/``memcpy_htod``/``memcpy_dtoh`` work on those. A
+"kernel" is a Python function writing into views of that memory. The argument sets, input
+values and references are the measuring side's own (buffers.py, reference.py), so a wrong
+value, an unwritten element, a write into a guard, an inout array, a tolerance and a callable
+comparison are each checked the way a benchmark checks a CUDA kernel; tests/gpu/ plants real
 CUDA kernels of each kind."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from autotune.errors import TrialFailed
-from autotune.measure.verify import GUARD_BYTES, verify
+from autotune.errors import KernelFileError, TrialFailed
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.loader import load_kernel
+from autotune.kernel.model import Check
+from autotune.measure.buffers import GUARD_BYTES, ArgSet, array_layout, host_values, scalar_values
+from autotune.measure.reference import python_reference
+from autotune.measure.verify import EXACT_POISONS, NAN_POISON, compare, verify_outputs
+
+from kernel_files import write_kernel
+
+
+class Allocation(int):
+    """A device address that can be freed, like ``pycuda.driver.DeviceAllocation``."""
+
+    def free(self) -> None:
+        pass
 
 
 class FakeDriver:
+    """``pycuda.driver`` over one flat byte array: a device address is an offset into ``memory``."""
+
     class LaunchError(Exception):
         pass
 
@@ -22,81 +44,414 @@ class FakeDriver:
         def synchronize():
             pass
 
-    @staticmethod
-    def memcpy_htod(dst, src):
-        dst[:] = np.ascontiguousarray(src).view(np.uint8).ravel()
+    def __init__(self, size: int = 1 << 21) -> None:
+        self.memory = np.zeros(size, np.uint8)
+        self.top = 256
 
-    @staticmethod
-    def memcpy_dtoh(dst, src):
-        dst[:] = src
+    def mem_alloc(self, n: int) -> Allocation:
+        address = Allocation(self.top)
+        self.top += -(-n // 256) * 256
+        assert self.top <= self.memory.size, "fake device memory exhausted"
+        return address
 
-    @staticmethod
-    def memset_d8(dst, value, n):
-        dst[:n] = value
+    def memset_d8(self, address: int, value: int, n: int) -> None:
+        assert isinstance(address, int) and 0 <= value <= 255
+        self.memory[address:address + n] = value
 
+    def memcpy_htod(self, address: int, host: np.ndarray) -> None:
+        data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        self.memory[address:address + data.size] = data
 
-def run(kernel, dtype=np.float32, shape=(7, 13)):
-    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
-    d_in = np.zeros(a.nbytes, np.uint8)
-    d_out_full = np.zeros(a.nbytes + 2 * GUARD_BYTES, np.uint8)
+    def memcpy_dtoh(self, host: np.ndarray, address: int) -> None:
+        host.reshape(-1).view(np.uint8)[:] = self.memory[address:address + host.nbytes]
 
-    def launch():
-        src = d_in.view(dtype).reshape(shape)
-        out = d_out_full[GUARD_BYTES:GUARD_BYTES + a.nbytes].view(dtype).reshape(shape[::-1])
-        kernel(src, out, d_out_full)
-
-    verify(FakeDriver, launch, a, np.ascontiguousarray(a.T), d_in, d_out_full)
-
-
-def correct(src, out, _):
-    out[:] = src.T
+    def view(self, address: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+        n = math.prod(shape) * np.dtype(dtype).itemsize
+        return self.memory[address:address + n].view(dtype).reshape(shape)
 
 
-def test_a_correct_kernel_passes():
-    run(correct)
-    run(correct, np.int8, (1, 1000))
-    run(correct, np.float16, (1000, 1))
+REFS = '''
+import numpy as np
+
+seen = []
 
 
-@pytest.mark.parametrize("kernel, message", [
-    (lambda s, o, _: o.__setitem__(Ellipsis, s.T + 1), "elements differ from NumPy; first at [0, 0]"),
-    (lambda s, o, _: (o.__setitem__(Ellipsis, s.T), o.__setitem__((12, 6), 0.5)), "1 of 91 elements differ"),
-    (lambda s, o, _: o[:-1].__setitem__(Ellipsis, s.T[:-1]), "elements differ"),  # last row never written
-    (lambda s, o, full: (o.__setitem__(Ellipsis, s.T), full.__setitem__(GUARD_BYTES + o.nbytes, 7)),
-     "wrote 1 guard bytes after the output buffer"),
-    (lambda s, o, full: (o.__setitem__(Ellipsis, s.T), full.__setitem__(GUARD_BYTES - 3, 7)),
-     "guard bytes before the output buffer"),
+def twice(*, x, **_):
+    return 2 * x
+
+
+def inc(*, x, **_):
+    return x + 1
+
+
+def minmax(*, a, b, **_):
+    return {"lo": np.minimum(a, b), "hi": np.maximum(a, b)}
+
+
+def minmax_one(*, a, b, **_):
+    return np.minimum(a, b)
+
+
+def minmax_no_hi(*, a, b, **_):
+    return {"lo": np.minimum(a, b)}
+
+
+def twice_flat(*, x, **_):
+    return (2 * x).ravel()[:-1]
+
+
+def spy(**kwargs):
+    seen.append({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()})
+    kwargs["x"][...] = 99  # must not reach the values the kernel gets
+    return 2 * kwargs["x"]
+
+
+def within_a_tenth(got, expected, *, name, dims):
+    error = float(np.max(np.abs(got.astype(np.float64) - expected)))
+    return None if error <= 0.1 else f"{name} off by {error:.2f} at {sorted(dims.items())}"
+'''
+
+
+def vector_doc(name, reference, *, compare="exact", role="out", extra=(), **check):
+    """A kernel of one dim ``n``: ``y`` (role ``role``) from ``x``, with ``extra`` arrays."""
+    args = ([{"name": "x", "array": ["n"], "role": "inout"}] if role == "inout" else
+            [{"name": "y", "array": ["n"], "role": role}, {"name": "x", "array": ["n"], "role": "in"}])
+    return {"name": name, "source": "k.cu", "function": name, "problem": {"dims": ["n"]},
+            "args": args + list(extra) + [{"name": "n", "scalar": "int32", "value": "n"}],
+            "launch": {"block": [128], "grid": ["cdiv(n, 128)"]},
+            "space": {"params": {"B": [1]}, "default": {"B": 1}},
+            "check": {"reference": reference, "compare": compare, **check}}
+
+
+TRANSPOSE = {"name": "t", "source": "k.cu", "function": "t", "problem": {"dims": ["rows", "cols"]},
+             "args": [{"name": "out", "array": ["cols", "rows"], "role": "out"},
+                      {"name": "src", "array": ["rows", "cols"], "role": "in", "init": "bits"},
+                      {"name": "rows", "scalar": "int32", "value": "rows"},
+                      {"name": "cols", "scalar": "int32", "value": "cols"}],
+             "launch": {"block": [32, 8], "grid": ["cdiv(rows, 32) * cdiv(cols, 32)"]},
+             "space": {"params": {"B": [1]}, "default": {"B": 1}},
+             "check": {"reference": "autotune.kernel.references:transpose", "compare": "exact"}}
+
+MINMAX = {**vector_doc("mm", "ref.py:minmax"),
+          "args": [{"name": "lo", "array": ["n"], "role": "out"}, {"name": "hi", "array": ["n"], "role": "out"},
+                   {"name": "a", "array": ["n"]}, {"name": "b", "array": ["n"]},
+                   {"name": "n", "scalar": "int32", "value": "n"}]}
+
+
+@pytest.fixture
+def folder(tmp_path):
+    (tmp_path / "k.cu").write_text("// kernels run as Python functions in these tests\n")
+    (tmp_path / "ref.py").write_text(REFS)
+    return tmp_path
+
+
+class Run:
+    """One kernel's argument set on the fake device, its input values and its verification."""
+
+    def __init__(self, folder, doc, dims, dtype="float32", seed=0):
+        self.drv = FakeDriver()
+        self.kernel = load_kernel(write_kernel(folder / f"{doc['name']}.toml", doc))
+        self.dims, dt = dims, get_dtype(dtype)
+        self.layout = array_layout(self.kernel, self.kernel.env(dims, dt), dt)
+        self.scalars = scalar_values(self.kernel, self.kernel.env(dims, dt))
+        self.args = ArgSet.allocate(self.drv, self.layout)
+        rng = np.random.default_rng(seed)
+        self.values = {i: host_values(a, shape, d, rng) for i, (a, shape, d) in enumerate(self.layout)
+                       if a.role != "out"}
+
+    def index(self, name):
+        return next(i for i, (a, _, _) in enumerate(self.layout) if a.name == name)
+
+    def arrays(self):
+        """Views of the device arrays by name, and the scalars: what a kernel gets."""
+        views = {a.name: self.drv.view(p, shape, d.numpy) for (a, shape, d), p in zip(self.layout, self.args.pointers)}
+        return {**views, **self.scalars}
+
+    def poke(self, name, offset, value=7):
+        """Write one byte at ``offset`` bytes from the start of array ``name`` (negative: before it)."""
+        i = self.index(name)
+        self.drv.memory[self.args.pointers[i] + offset] = value
+
+    def verify(self, body, values=None, expected=None):
+        values = self.values if values is None else values
+        if expected is None:
+            expected = python_reference(self.kernel, self.layout, self.scalars, values)
+        verify_outputs(self.drv, lambda: body(**self.arrays()), self.args, [a.role for a, _, _ in self.layout],
+                       [a.name for a, _, _ in self.layout], [d.numpy for _, _, d in self.layout], values, expected,
+                       self.kernel.check_spec, self.dims, self.kernel.path.parent)
+
+    def fails(self, body, **kwargs) -> TrialFailed:
+        with pytest.raises(TrialFailed) as info:
+            self.verify(body, **kwargs)
+        assert info.value.status == "wrong_result" and "\n" not in info.value.reason
+        return info.value
+
+
+def transpose_ok(*, out, src, **_):
+    out[...] = src.T
+
+
+# --- exact ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype, shape", [("float32", (7, 13)), ("int8", (1, 1000)), ("float16", (1000, 1)),
+                                          ("float64", (33, 65)), ("uint8", (5, 3))])
+def test_a_correct_kernel_passes_bit_for_bit(folder, dtype, shape):
+    run = Run(folder, TRANSPOSE, dict(zip(("rows", "cols"), shape)), dtype)
+    if dtype.startswith("float"):
+        assert np.isnan(run.values[1]).any() or math.prod(shape) < 100  # random bytes: NaN payloads too
+    run.verify(transpose_ok)
+
+
+def flip_one_bit(*, out, src, **_):
+    out[...] = src.T
+    out.view(f"u{out.itemsize}")[12, 6] ^= 1
+
+
+def shifted(*, out, src, **_):
+    out[...] = np.roll(src.T, 1)
+
+
+def last_row_unwritten(*, out, src, **_):
+    out[:-1] = src.T[:-1]
+
+
+def nothing(**_):
+    pass
+
+
+@pytest.mark.parametrize("body, message", [
+    (flip_one_bit, "1 of 91 elements of out differ from the reference; first at [12, 6]: got 0x"),
+    (shifted, "elements of out differ from the reference; first at [0, 0]"),
+    (last_row_unwritten, "7 of 91 elements of out differ from the reference; first at [12, 0]: got 0xa5a5a5a5"),
+    (nothing, "91 of 91 elements of out differ"),
 ])
-def test_wrong_kernels_are_caught(kernel, message):
-    with pytest.raises(TrialFailed) as info:
-        run(kernel)
-    assert info.value.status == "wrong_result" and message in info.value.reason
+def test_a_wrong_or_unwritten_value_is_caught(folder, body, message):
+    run = Run(folder, TRANSPOSE, {"rows": 7, "cols": 13})
+    assert message in run.fails(body).reason
 
 
-def test_an_unwritten_element_cannot_pass_by_matching_the_poison():
-    # the input holds the byte pattern of the first poison where the kernel writes nothing:
-    # with one poison this element would look right; the second poison exposes it
-    a = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
-    a[0, 0] = np.frombuffer(bytes([0xA5] * 4), np.float32)[0]
-    d_in = np.zeros(a.nbytes, np.uint8)
-    d_out_full = np.zeros(a.nbytes + 2 * GUARD_BYTES, np.uint8)
+@pytest.mark.parametrize("poison", EXACT_POISONS)
+def test_an_unwritten_element_cannot_pass_by_matching_a_poison(folder, poison):
+    # the reference holds one poison's byte pattern where the kernel writes nothing: under that
+    # poison the element looks right; the other poison exposes it
+    assert set(EXACT_POISONS) == {0xA5, 0x5A}
+    run = Run(folder, TRANSPOSE, {"rows": 4, "cols": 4})
+    values = {1: run.values[1].copy()}
+    values[1].view(np.uint8).reshape(4, 16)[0, :4] = poison
 
-    def launch():  # writes everything except [0, 0], which keeps whatever poison is there
-        out = d_out_full[GUARD_BYTES:GUARD_BYTES + a.nbytes].view(np.float32).reshape(4, 4)
-        keep = out[0, 0]
-        out[:] = d_in.view(np.float32).reshape(4, 4).T
+    def all_but_the_first(*, out, src, **_):
+        keep = out[0, 0].copy()
+        out[...] = src.T
         out[0, 0] = keep
 
-    with pytest.raises(TrialFailed) as info:
-        verify(FakeDriver, launch, a, np.ascontiguousarray(a.T), d_in, d_out_full)
-    assert "1 of 16 elements differ" in info.value.reason
+    other = EXACT_POISONS[1 - EXACT_POISONS.index(poison)]
+    reason = run.fails(all_but_the_first, values=values).reason
+    assert f"1 of 16 elements of out differ from the reference; first at [0, 0]: got 0x{other:02x}{other:02x}" in reason
 
 
-def test_a_failed_launch_is_a_launch_error():
-    def crash():
-        raise FakeDriver.LaunchError("cuLaunchKernel failed: an illegal memory access was encountered")
+@pytest.mark.parametrize("where, offset, message", [
+    ("after", 13 * 7 * 4, "wrote 1 guard bytes after out"),
+    ("after", 13 * 7 * 4 + GUARD_BYTES - 1, "wrote 1 guard bytes after out"),
+    ("before", -1, "wrote 1 guard bytes before out"),
+    ("before", -GUARD_BYTES, "wrote 1 guard bytes before out"),
+])
+def test_a_write_into_either_guard_is_caught(folder, where, offset, message):
+    run = Run(folder, TRANSPOSE, {"rows": 7, "cols": 13})
 
-    a = np.zeros((2, 2), np.float32) + 1
-    with pytest.raises(TrialFailed) as info:
-        verify(FakeDriver, crash, a, a.T.copy(), np.zeros(16, np.uint8), np.zeros(16 + 2 * GUARD_BYTES, np.uint8))
-    assert info.value.status == "launch_error" and "illegal memory access" in info.value.reason
+    def writes_outside(*, out, src, **_):
+        out[...] = src.T
+        run.poke("out", offset)
+
+    assert run.fails(writes_outside).reason == message
+
+
+def test_guards_hold_the_poison_of_each_run(folder):
+    run = Run(folder, TRANSPOSE, {"rows": 3, "cols": 5})
+    seen = []
+
+    def looks(*, out, src, **_):
+        start = run.args.pointers[0]
+        seen.append((int(run.drv.memory[start - 1]), int(run.drv.memory[start + out.nbytes])))
+        out[...] = src.T
+
+    run.verify(looks)
+    assert seen == [(p, p) for p in EXACT_POISONS]  # two runs, guards poisoned like the output
+
+
+def test_a_failed_launch_is_a_launch_error_or_resources(folder):
+    run = Run(folder, TRANSPOSE, {"rows": 2, "cols": 2})
+    for text, status in (("cuLaunchKernel failed: an illegal memory access was encountered", "launch_error"),
+                         ("cuLaunchKernel failed: too many resources requested for launch", "resources")):
+        def crash(**_):
+            raise FakeDriver.LaunchError(text + "\nmore lines")
+
+        with pytest.raises(TrialFailed) as info:
+            run.verify(crash)
+        assert info.value.status == status and info.value.reason == text
+
+
+# --- inout, several outputs, scratch ----------------------------------------------------------
+
+
+def test_an_inout_array_is_reloaded_for_every_run_and_checked(folder):
+    run = Run(folder, vector_doc("inc", "ref.py:inc", role="inout"), {"n": 100}, "int32")
+    assert run.layout[0][0].role == "inout" and 0 in run.values
+
+    def inc(*, x, **_):
+        x += 1
+
+    run.verify(inc)  # passes twice only if x holds its input values again before the second run
+    assert "100 of 100 elements of x differ" in run.fails(nothing).reason
+
+    def twice(*, x, **_):
+        x *= 2
+
+    assert "elements of x differ from the reference" in run.fails(twice).reason
+
+    def past_the_end(*, x, **_):
+        x += 1
+        run.poke("x", x.nbytes)
+
+    assert run.fails(past_the_end).reason == "wrote 1 guard bytes after x"
+
+
+def test_each_of_several_outputs_is_checked_by_name(folder):
+    run = Run(folder, MINMAX, {"n": 50})
+
+    def ok(*, lo, hi, a, b, **_):
+        lo[...], hi[...] = np.minimum(a, b), np.maximum(a, b)
+
+    run.verify(ok)
+
+    def hi_wrong(*, lo, hi, a, b, **_):
+        ok(lo=lo, hi=hi, a=a, b=b)
+        hi[49] = 0
+
+    assert "1 of 50 elements of hi differ from the reference; first at [49]" in run.fails(hi_wrong).reason
+
+    def into_lo_guard(*, lo, hi, a, b, **_):
+        ok(lo=lo, hi=hi, a=a, b=b)
+        run.poke("lo", -3)
+
+    assert run.fails(into_lo_guard).reason == "wrote 1 guard bytes before lo"
+
+
+def test_a_scratch_array_gets_its_init_before_the_run_and_is_not_checked(folder):
+    work = {"name": "work", "array": ["n"], "role": "scratch", "init": "zeros"}
+    run = Run(folder, vector_doc("w", "ref.py:twice", extra=[work]), {"n": 64})
+    assert run.args.guarded == [True, False, False]
+
+    def uses_work(*, y, x, work, **_):
+        assert not work.any()  # zeros again before each run
+        work[...] = 123  # scribbling over a workspace is fine
+        y[...] = 2 * x
+
+    run.verify(uses_work)
+
+
+# --- tolerance and callable comparisons --------------------------------------------------------
+
+
+def test_tolerance_poisons_with_nan_and_needs_every_element_finite(folder):
+    run = Run(folder, vector_doc("tw", "ref.py:twice", compare="tolerance", atol=1e-6, rtol=1e-6), {"n": 91})
+    assert not run.kernel.check_spec.exact and NAN_POISON == 0xFF
+    seen = []
+
+    def ok(*, y, x, **_):
+        seen.append(np.isnan(y).all())
+        y[...] = 2 * x + np.float32(1e-7)
+
+    run.verify(ok)
+    assert seen == [True]  # one run, the output all NaN before it
+    assert run.fails(nothing).reason.startswith("91 of 91 elements of y are not finite (unwritten?); first at [0]")
+
+    def last_unwritten(*, y, x, **_):
+        y[:-1] = 2 * x[:-1]
+
+    assert "1 of 91 elements of y are not finite (unwritten?); first at [90]" in run.fails(last_unwritten).reason
+
+    def off(*, y, x, **_):
+        y[...] = 2 * x
+        y[40] += 1e-3
+
+    reason = run.fails(off).reason
+    assert "1 of 91 elements of y are off by more than atol=1e-06 + rtol=1e-06 * |expected|; worst at [40]" in reason
+
+    def after(*, y, x, **_):
+        y[...] = 2 * x
+        run.poke("y", y.nbytes + 5)
+
+    assert run.fails(after).reason == "wrote 1 guard bytes after y"
+
+
+def test_a_callable_comparison_decides_and_names_the_array(folder):
+    run = Run(folder, vector_doc("cc", "ref.py:twice", compare="ref.py:within_a_tenth"), {"n": 10}, "float64")
+    assert not run.kernel.check_spec.exact
+
+    def close(*, y, x, **_):
+        y[...] = 2 * x + 0.05
+
+    run.verify(close)
+
+    def far(*, y, x, **_):
+        y[...] = 2 * x + 0.5
+
+    assert run.fails(far).reason == "y off by 0.50 at [('n', 10)]"
+    assert "y off by nan" in run.fails(nothing).reason  # the NaN poison reaches the comparison
+
+
+# --- compare() on its own --------------------------------------------------------------------
+
+
+def test_exact_compares_bits():
+    exact = Check(compare="exact")
+    a = np.array([0.0, np.nan, 1.0], np.float32)
+    assert compare(a, a.copy(), exact, "v", {}) is None  # equal NaN bits are equal
+    b = a.copy()
+    b[0] = -0.0
+    assert "1 of 3 elements of v differ" in compare(a, b, exact, "v", {})  # signed zeros differ
+    c = a.copy()
+    c.view(np.uint32)[1] ^= 1  # another NaN payload
+    assert "first at [1]" in compare(a, c, exact, "v", {})
+    assert compare(a, b, Check(compare="tolerance"), "v", {}) is not None  # NaN is not finite
+
+
+# --- python_reference ----------------------------------------------------------------------------
+
+
+def test_the_reference_gets_every_argument_by_name_and_cannot_touch_the_inputs(folder):
+    run = Run(folder, vector_doc("spy", "ref.py:spy"), {"n": 4}, "int32")
+    before = run.values[1].copy()
+    expected = python_reference(run.kernel, run.layout, run.scalars, run.values)
+    np.testing.assert_array_equal(run.values[1], before)
+    from autotune.kernel.callables import load_callable
+
+    seen = load_callable("ref.py:spy", run.kernel.path.parent).__globals__["seen"][-1]
+    assert set(seen) == {"y", "x", "n"} and seen["n"] == 4 and isinstance(seen["n"], np.int32)
+    np.testing.assert_array_equal(seen["y"], np.zeros(4, np.int32))  # outputs zero-filled
+    np.testing.assert_array_equal(seen["x"], before)
+    assert list(expected) == [0] and (expected[0] == 2 * 99).all()
+
+
+def test_several_outputs_come_back_by_index(folder):
+    run = Run(folder, MINMAX, {"n": 5})
+    expected = python_reference(run.kernel, run.layout, run.scalars, run.values)
+    assert list(expected) == [0, 1]
+    np.testing.assert_array_equal(expected[0], np.minimum(run.values[2], run.values[3]))
+    np.testing.assert_array_equal(expected[1], np.maximum(run.values[2], run.values[3]))
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({**MINMAX, "check": {"reference": "ref.py:minmax_one"}},
+     "reference ref.py:minmax_one returned one array; mm checks 2 outputs: return {name: array}"),
+    ({**MINMAX, "check": {"reference": "ref.py:minmax_no_hi"}}, "reference ref.py:minmax_no_hi returned no 'hi'"),
+    (vector_doc("flat", "ref.py:twice_flat"),
+     r"reference ref.py:twice_flat returned y of shape \(5,\); the kernel's is \(6,\)"),
+    (vector_doc("none", "ref.py:nope"), "cannot load 'ref.py:nope'"),
+    (vector_doc("mod", "no_such_module_anywhere:f"), "cannot load 'no_such_module_anywhere:f'"),
+])
+def test_a_reference_that_returns_the_wrong_arrays_is_a_kernel_file_error(folder, doc, message):
+    run = Run(folder, doc, {"n": 6 if doc["name"] == "flat" else 5})
+    with pytest.raises(KernelFileError, match=message):
+        python_reference(run.kernel, run.layout, run.scalars, run.values)

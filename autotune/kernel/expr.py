@@ -24,11 +24,12 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
            ast.Gt: operator.gt, ast.GtE: operator.ge}
-FUNCTIONS = {"cdiv": (2, lambda a, b: -(-a // b)), "min": (None, min), "max": (None, max)}
+FUNCTIONS = {"cdiv": (2, lambda a, b: -(-a // b)), "min": (None, lambda *a: min(a)), "max": (None, lambda *a: max(a))}
 """Functions an expression may call: name -> (number of arguments or ``None`` for 1+, function)."""
 _ALLOWED = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
             ast.Call, ast.And, ast.Or, ast.Not, ast.USub, *_BINOPS, *_CMPOPS)
 _MAX_POWER = 64
+_MAX_POWER_BITS = 1024  # a power's result has at most about this many bits (nested powers stay cheap)
 
 
 class ExprError(ValueError):
@@ -45,7 +46,7 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int | bool:
             return env[name]
         case ast.BinOp(left=l, op=ast.Pow(), right=r):
             base, power = _eval(l, env), _eval(r, env)
-            if not 0 <= power <= _MAX_POWER:
+            if not 0 <= power <= _MAX_POWER or abs(base).bit_length() * power > _MAX_POWER_BITS:
                 raise ZeroDivisionError("power out of range")
             return base ** power
         case ast.BinOp(left=l, op=op, right=r):
@@ -81,10 +82,16 @@ def _check(text: str, tree: ast.AST, names: frozenset[str] | None) -> None:
             if (arity is not None and len(node.args) != arity) or not node.args:
                 raise ExprError(f"{text!r}: {fn} takes {arity or '1 or more'} argument(s)")
     if names is not None:
-        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        unknown = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - names - called)
+        unknown = sorted(_read_names(tree) - names)
         if unknown:
             raise ExprError(f"{text!r} names {', '.join(unknown)}; allowed names: {', '.join(sorted(names))}")
+
+
+def _read_names(tree: ast.AST) -> frozenset[str]:
+    """The names ``tree`` reads as values (a called function's name is not read: ``min`` in
+    ``min(a, b)``, but ``cdiv`` in ``cdiv(a, cdiv)`` is)."""
+    functions = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in functions)
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,8 @@ class Expr:
         """The value for ``env`` (name -> int). Booleans come back as 0 or 1.
 
         Raises:
-            ZeroDivisionError: a division or modulo by zero (or a power out of 0..64).
+            ZeroDivisionError: a division or modulo by zero (or a power out of 0..64, or
+                whose result would have more than about 1024 bits).
             KeyError: a name missing from ``env``.
         """
         return int(_eval(self._tree, env))
@@ -117,8 +125,7 @@ class Expr:
     @property
     def names(self) -> frozenset[str]:
         """The names the expression reads (function names excluded)."""
-        called = {n.func.id for n in ast.walk(self._tree) if isinstance(n, ast.Call)}
-        return frozenset(n.id for n in ast.walk(self._tree) if isinstance(n, ast.Name)) - called
+        return _read_names(self._tree)
 
     def __str__(self) -> str:
         return self.text

@@ -61,6 +61,12 @@ class _Reader:
             raise self.fail(field, f"{value!r} is not allowed; give {what}")
         return value
 
+    def known(self, table: dict, allowed: tuple[str, ...], field: str) -> None:
+        """Refuse a key of ``table`` outside ``allowed`` (a misspelt key must not fall back to a default)."""
+        unknown = sorted(set(table) - set(allowed))
+        if unknown:
+            raise self.fail(f"{field} {unknown[0]}", f"unknown field; allowed: {', '.join(allowed)}")
+
     def name(self, value: object, field: str) -> str:
         if not isinstance(value, str) or not NAME.match(value):
             raise self.fail(field, f"{value!r} is not allowed; give a name of letters, digits and _")
@@ -99,6 +105,7 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
     if not source.is_file():
         raise r.fail("source", f"{source} does not exist; give the .cu file, relative to this file")
     problem = r.get(doc, "problem", "[problem]", dict, what="a table with dims")
+    r.known(problem, ("dims", "dtypes", "dtype_macro"), "[problem]")
     dims = tuple(r.name(d, "[problem] dims") for d in
                  r.get(problem, "dims", "[problem] dims", list, what='a list of dimension names, e.g. ["n"]'))
     if not dims or len(set(dims)) != len(dims):
@@ -115,14 +122,19 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
         if not isinstance(v, int) or isinstance(v, bool):
             raise r.fail(f"[macros] {k}", f"{v!r} is not allowed; give an integer")
     space = r.get(doc, "space", "[space]", dict, what="a table with default and params (or file)")
+    r.known(space, ("file", "params", "constraints", "default"), "[space]")
     defaults = r.get(space, "default", "[space] default", dict, what="the default config, e.g. { BLOCK_SIZE = 256 }")
     for k, v in defaults.items():
         r.name(k, "[space] default")
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise r.fail(f"[space] default {k}", f"{v!r} is not allowed; give a non-negative integer")
-    clash = sorted(set(defaults) & (set(fixed) | set(dims) | {"itemsize"}))
+    clash = sorted(set(defaults) & (set(fixed) | set(dims) | {"itemsize", dtype_macro}))
     if clash:
-        raise r.fail("[space] default", f"{clash[0]} is also a fixed macro, a dim or itemsize; names must differ")
+        raise r.fail("[space] default", f"{clash[0]} is also a fixed macro, a dim, itemsize or the dtype macro; "
+                                        "names must differ")
+    clash = sorted(set(fixed) & (set(dims) | {"itemsize", dtype_macro}))
+    if clash:
+        raise r.fail("[macros]", f"{clash[0]} is also a dim, itemsize or the dtype macro; names must differ")
     static = {*dims, *fixed, "itemsize"}
     every = static | set(defaults)
     args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static)
@@ -154,6 +166,8 @@ def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...
             raise r.fail(f"{field} name", f"{name!r} is used twice")
         if ("array" in item) == ("scalar" in item):
             raise r.fail(field, f"{name}: give either array = [shape] or scalar = type")
+        r.known(item, ("name", "array", "dtype", "role", "init") if "array" in item else ("name", "scalar", "value"),
+                field)
         if "array" in item:
             shape = r.get(item, "array", f"{field} array", list, what="a list of expressions of the dims")
             dtype = r.get(item, "dtype", f"{field} dtype", str, "T", '"T" or a dtype name')
@@ -188,6 +202,7 @@ def _launch(r: _Reader, table: dict, field: str, names: set[str]) -> Launch:
 
 
 def _check(r: _Reader, table: dict, names: set[str], args) -> Check:
+    r.known(table, ("reference", "reference_kernel", "compare", "atol", "rtol", "launch"), "[check]")
     reference, kernel = table.get("reference"), table.get("reference_kernel")
     if (reference is None) == (kernel is None):
         raise r.fail("[check]", 'give either reference = "module:function" or reference_kernel = "entry point"')

@@ -105,7 +105,7 @@ class Launcher:
         for obj, (name, shape, dtype, written) in zip(arrays, self.expected):
             a = describe(obj, name, None)
             if a.shape != shape or a.dtype.name != dtype.name or (written and a.readonly):
-                raise InvalidInputError(f"{name} must be a{' writable' if written else 'n'} C-contiguous "
+                raise InvalidInputError(f"{name} must be a{' writable' if written else ''} C-contiguous "
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
                                         f"{'x'.join(map(str, a.shape))} {a.dtype.name}")
             values.append(ctypes.c_void_p(a.pointer))

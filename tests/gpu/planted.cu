@@ -1,7 +1,9 @@
 // A transpose with planted bugs, for tests/gpu/test_gpu_planted.py (not part of the catalog).
 //   BUG 0: correct; 1: flips the lowest bit of every value; 2: never writes the last output
 //   row (less work, so it looks faster); 3: also writes one element past the end.
-#include "common.cuh"
+// planted_reference: a plain one-thread-per-element transpose, the reference kernel of the
+// kernel file that checks against a kernel rather than NumPy.
+#include "../../kernels/common.cuh"
 
 extern "C" __global__ void planted(float *__restrict__ out, const float *__restrict__ in, int rows, int cols)
 {
@@ -26,4 +28,11 @@ extern "C" __global__ void planted(float *__restrict__ out, const float *__restr
             out[(size_t)C * R] = v;
 #endif
     }
+}
+
+extern "C" __global__ void planted_reference(float *__restrict__ out, const float *__restrict__ in, int rows, int cols)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (size_t)rows * cols)
+        out[(i % cols) * rows + i / cols] = in[i];
 }

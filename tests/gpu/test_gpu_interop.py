@@ -63,16 +63,62 @@ def test_out_of_another_kind_and_unaligned_views(tmp_path):
 
 def test_the_tuned_config_of_the_current_device_is_used(tmp_path):
     torch = pytest.importorskip("torch")
-    from typer.testing import CliRunner
-
-    from autotune.cli import app
+    import autotune
 
     db = f"sqlite:///{tmp_path / 'tuned.db'}"
     torch.zeros(1, device="cuda")  # the primary context is current
-    r = CliRunner().invoke(app, ["search", "--kernel", "smem_vec", "--rows", "512", "--cols", "768",
-                                 "--trials", "4", "--sampler", "grid", "--db", db])
-    assert r.exit_code == 0, r.output
+    result = autotune.tune("smem_vec", {"rows": 512, "cols": 768}, "float32", trials=4, sampler="grid", repeats=20,
+                           db=db)
+    assert len(result.measured) == 4
     clear_cache()
-    assert lookup("smem_vec", (512, 768), "float32", device=0, db=db).rung == "exact"
+    tuned = lookup("smem_vec", (512, 768), "float32", device=0, db=db)
+    assert tuned.rung == "exact" and tuned.config in result.measured
+    assert autotune.compiled("smem_vec", (512, 768), "float32", db=db).chosen.config == tuned.config
     a = _values((512, 768), "float32")
     np.testing.assert_array_equal(transpose(torch.from_numpy(a).cuda(), db=db).cpu().numpy(), a.T)
+
+
+@pytest.mark.parametrize("kernel", ["copy_col", "naive_row", "smem_unroll_pad", "matmul_reg"])
+def test_compiled_launches_any_catalog_kernel_on_torch_tensors_on_a_stream(kernel, tmp_path):
+    torch = pytest.importorskip("torch")
+    import autotune
+    from autotune.kernel.catalog import KERNELS
+
+    db = f"sqlite:///{tmp_path / 'untuned.db'}"
+    k = KERNELS[kernel]
+    dims = dict(zip(k.dims, (129, 67, 33)))
+    dtype = "float64" if kernel == "matmul_reg" else "int16"
+    launch = autotune.compiled(kernel, dims, dtype, db=db)
+    assert launch.chosen.config == k.default_config()  # nothing tuned: the kernel's default
+    env = k.env(dims, launch.dtype)
+    ins = {a.name: _values(a.shape_of(env), dtype, seed=i) for i, a in enumerate(k.arrays) if a.role == "in"}
+    out = torch.zeros(k.arrays[0].shape_of(env), dtype=getattr(torch, dtype), device="cuda")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        launch(out, *(torch.from_numpy(v).cuda() for v in ins.values()))
+    stream.synchronize()
+    if kernel == "matmul_reg":
+        from autotune.kernel.references import product_tolerance
+
+        assert product_tolerance(out.cpu().numpy(), ins["A"] @ ins["B"], name="C", dims=dims) is None
+    elif kernel == "copy_col":
+        np.testing.assert_array_equal(out.cpu().numpy(), ins["src"])
+    else:
+        np.testing.assert_array_equal(out.cpu().numpy(), ins["src"].T)
+
+
+def test_compiled_launches_a_users_kernel_file_on_cupy_arrays(tmp_path):
+    cupy = pytest.importorskip("cupy")
+    import autotune
+
+    from kernel_files import catalog_doc, write_kernel
+
+    path = write_kernel(tmp_path / "mine.toml", {**catalog_doc("smem_pad"), "name": "interop_pad"})
+    launch = autotune.compiled(str(path), (70, 33), "float32", db=f"sqlite:///{tmp_path / 'u.db'}")
+    a = _values((70, 33), "float32")
+    out = cupy.empty((33, 70), np.float32)
+    launch(out, cupy.asarray(a), stream=cupy.cuda.get_current_stream())
+    cupy.cuda.get_current_stream().synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(out), a.T)
+    with pytest.raises(InvalidInputError, match="interop_pad takes 2 arrays"):
+        launch(out)

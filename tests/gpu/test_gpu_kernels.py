@@ -1,21 +1,26 @@
-"""Every transpose and copy kernel is bit-exact against NumPy on the GPU (square, rectangular, odd, 1-row/column)."""
+"""Every transpose and copy of the catalog is bit-exact on the GPU (square, rectangular, odd,
+1-row and 1-column shapes, every dtype), measured through the generic benchmark
+(:class:`autotune.measure.benchmark.Benchmark`), with the figures and limits it reports."""
 
-import dataclasses
+import contextlib
 import math
 
 import pytest
 
-from autotune.measure.benchmark import Benchmark, effective_bandwidth_gbps
-from autotune.kernel.config import Config
-from autotune.measure.device import open_device, query_device
-from autotune.kernel.dtypes import DTYPES
+import catalog_before as before
 from autotune.errors import InvalidInputError, TrialFailed
 from autotune.kernel.catalog import KERNELS
-from autotune.kernel.space import load_space
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES, get_dtype
+from autotune.kernel.loader import load_kernel
+from autotune.measure.benchmark import Benchmark, open_benchmark
+from autotune.measure.device import open_device, query_device
+
+from kernel_files import catalog_doc, write_kernel
 
 pytestmark = pytest.mark.gpu
 
-MOVES = [name for name, k in KERNELS.items() if k.op != "matmul"]
+MOVES = sorted(before.MOVES)
 """The transposes and copies (the matrix products: test_gpu_matmul.py)."""
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (32, 32), (33, 65), (127, 1031), (1024, 512), (2048, 2048)]
 
@@ -26,11 +31,22 @@ def device():
         yield info
 
 
+@contextlib.contextmanager
+def benchmark(device, kernel, dims, dtype="float32", **options):
+    """A benchmark without bounds (they are tested once, below), freed on exit."""
+    bench = Benchmark(device, KERNELS[kernel] if isinstance(kernel, str) else kernel, dims, get_dtype(dtype),
+                      **{"warmup": 1, "repeats": 20, "seed": 0, "bounds": False, **options})
+    try:
+        yield bench
+    finally:
+        bench.free()
+
+
 def extreme_configs(kernel):
     """The configs of the kernel's space with the smallest and the largest block tile."""
-    k = KERNELS[kernel]
-    configs = load_space(kernel).configs()
-    size = lambda c: (math.prod(k.tile_shape(c)), c["TILE_DIM"], k.shared_bytes(c, 8), c.key)  # noqa: E731
+    configs = KERNELS[kernel].space().configs()
+    size = lambda c: (math.prod(before.tile_shape(kernel, c.as_dict())), c["TILE_DIM"],  # noqa: E731
+                      before.static_shared_bytes(kernel, c.as_dict(), 8), c.key)
     return min(configs, key=size), max(configs, key=size)
 
 
@@ -39,7 +55,7 @@ def configs_to_check(kernel):
     the valid config otherwise closest to the default (smallest and largest tile, UNROLL,
     BLOCK_ROWS and IPAD; DIAGONAL=1), then the smallest and largest block tile overall."""
     k = KERNELS[kernel]
-    space = load_space(kernel)
+    space = k.space()
     configs = space.configs()
     default = k.default_config()
     picks = [default]
@@ -55,61 +71,83 @@ def configs_to_check(kernel):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("kernel", MOVES)
 def test_kernel_is_exact_float32(device, kernel, shape):
-    bench = Benchmark(device, *shape, DTYPES["float32"], warmup=1, repeats=20, seed=0)
-    for config in configs_to_check(kernel):
-        m = bench.measure(config)  # raises TrialFailed on any mismatch
-        assert m.median_ms > 0 and m.min_ms <= m.median_ms <= m.max_ms
-        assert m.shared_bytes == KERNELS[kernel].shared_bytes(config, 4)
+    with benchmark(device, kernel, shape) as bench:
+        for config in configs_to_check(kernel):
+            m = bench.measure(config)  # raises TrialFailed on any mismatch
+            assert m.median_ms > 0 and m.min_ms <= m.median_ms <= m.max_ms and m.launches >= 20
+            assert m.shared_bytes == before.static_shared_bytes(kernel, config.as_dict(), 4)
+            assert m.gbps == pytest.approx(2 * shape[0] * shape[1] * 4 / (m.median_ms * 1e-3) / 1e9)
+            assert m.gflops is None and m.pct_memcpy is None and m.pct_copy is None  # bounds off
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("kernel", MOVES)
 def test_kernel_is_exact_for_every_dtype(device, kernel, dtype):
     # the default, and the largest block tile (with the most shared memory for 8-byte elements)
-    configs = [KERNELS[kernel].default_config(), extreme_configs(kernel)[1]]
-    for shape in [(127, 1031), (1, 77), (300, 1)]:
-        bench = Benchmark(device, *shape, DTYPES[dtype], warmup=1, repeats=20, seed=1)
-        for config in dict.fromkeys(configs):
-            bench.measure(config)
+    configs = dict.fromkeys([KERNELS[kernel].default_config(), extreme_configs(kernel)[1]])
+    for shape in [(127, 1031), (1, 77), (300, 1), (64, 64)]:
+        with benchmark(device, kernel, {"rows": shape[0], "cols": shape[1]}, dtype, seed=1) as bench:
+            for config in configs:
+                bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
 
 
-def test_a_planted_wrong_kernel_is_a_failed_trial(device, monkeypatch):
-    # smem_pad really transposes; pretend it should copy: verification must refuse it
-    import autotune.kernel.catalog as kernels
-
-    fake = dataclasses.replace(KERNELS["smem_pad"], name="smem_pad", op="copy")
-    monkeypatch.setattr(kernels, "KERNELS", {**KERNELS, "smem_pad": fake})
-    bench = Benchmark(device, 33, 65, DTYPES["float32"], warmup=1, repeats=20)
-    with pytest.raises(TrialFailed) as info:
-        bench.measure(fake.default_config())
-    assert info.value.status == "wrong_result" and "differ from NumPy" in info.value.reason
+def test_a_planted_wrong_kernel_is_a_failed_trial(device, tmp_path):
+    # copy_row really copies; a kernel file that says it transposes must be refused (square:
+    # the shapes agree, the values do not)
+    doc = {**catalog_doc("copy_row"), "name": "copy_claiming_to_transpose"}
+    doc["check"] = {"reference": "autotune.kernel.references:transpose", "compare": "exact"}
+    doc["args"][0]["array"] = ["cols", "rows"]
+    k = load_kernel(write_kernel(tmp_path / "wrong.toml", doc))
+    with benchmark(device, k, (65, 65)) as bench:
+        with pytest.raises(TrialFailed) as info:
+            bench.measure(k.default_config())
+    assert info.value.status == "wrong_result" and "elements of out differ from the reference" in info.value.reason
 
 
 def test_a_block_over_the_device_limit_is_a_resources_failure(device):
-    bench = Benchmark(device, 256, 256, DTYPES["float32"], warmup=1, repeats=20)
-    big = Config.of("copy_row", {"TILE_DIM": 64, "BLOCK_ROWS": 32})  # 2048 threads per block
-    with pytest.raises(TrialFailed) as info:
-        bench.measure(big)
+    with benchmark(device, "copy_row", (256, 256)) as bench:
+        big = Config.of("copy_row", {"TILE_DIM": 64, "BLOCK_ROWS": 32})  # 2048 threads per block
+        with pytest.raises(TrialFailed) as info:
+            bench.measure(big)
     assert info.value.status == "resources" and "threads per block" in info.value.reason
 
 
-def test_memcpy_and_bandwidth_figures_are_consistent(device):
-    bench = Benchmark(device, 4096, 4096, DTYPES["float32"], repeats=20)
-    m = bench.measure(KERNELS["copy_row"].default_config())
-    assert bench.memcpy_gbps > 100
-    assert m.gbps == pytest.approx(effective_bandwidth_gbps(4096, 4096, 4, m.median_ms))
-    assert m.pct_memcpy == pytest.approx(100 * m.gbps / bench.memcpy_gbps)
-    assert m.registers > 0 and m.shared_bytes == 0 and m.launches >= 20
+def test_a_grid_over_the_device_limit_is_a_resources_failure(device):
+    # matmul_naive's grid is (cdiv(n, BLOCK_X), cdiv(m, BLOCK_Y)): y over 65535 blocks
+    with benchmark(device, "matmul_naive", {"m": 65536 * 16 + 1, "n": 1, "k": 1}) as bench:
+        with pytest.raises(TrialFailed) as info:
+            bench.measure(KERNELS["matmul_naive"].default_config())
+    assert info.value.status == "resources" and "y=65537 > 65535" in info.value.reason
+
+
+def test_memcpy_copy_and_bandwidth_figures_are_consistent(device):
+    with open_benchmark(0, KERNELS["smem_pad"], (4096, 4096), get_dtype("float32"), repeats=20) as bench:
+        m = bench.measure(KERNELS["smem_pad"].default_config())
+        assert bench.memcpy_gbps > 100 and bench.copy_gbps > 100 and bench.l2_mode == "single"
+        assert m.gbps == pytest.approx(2 * 4096 * 4096 * 4 / (m.median_ms * 1e-3) / 1e9)
+        assert m.pct_memcpy == pytest.approx(100 * m.gbps / bench.memcpy_gbps)
+        assert m.pct_copy == pytest.approx(100 * m.gbps / bench.copy_gbps)
+        assert m.registers > 0 and m.shared_bytes == 32 * 33 * 4 and m.launches >= 20 and 0 < m.occupancy <= 1
+    with open_benchmark(0, KERNELS["copy_row"], (1024, 1024), get_dtype("float32"), repeats=20) as bench:
+        m = bench.measure(KERNELS["copy_row"].default_config())  # its own bound: measured once, no recursion
+        assert bench.l2_mode == "rotating" and len(bench.sets) > 1  # 8 MiB of arguments: under twice the L2
+        assert m.pct_copy is not None and m.pct_memcpy is not None
 
 
 def test_device_identity_and_ordinal_range():
     info = query_device(0)
     assert info.compute_capability.count(".") == 1 and info.sm_count > 0 and info.total_memory > 0
-    assert info.arch.startswith("sm_")
+    assert info.arch.startswith("sm_") and info.l2_bytes > 0 and info.max_threads_per_block >= 1024
     with pytest.raises(InvalidInputError, match="out of range"):
         query_device(99)
 
 
 def test_a_shape_larger_than_the_gpu_is_refused(device):
     with pytest.raises(InvalidInputError, match="GiB on the GPU"):
-        Benchmark(device, 2**20, 2**20, DTYPES["float64"])
+        Benchmark(device, KERNELS["smem_pad"], (2**20, 2**20), get_dtype("float64"))
+    with pytest.raises(InvalidInputError, match="GiB on the GPU"):
+        with open_benchmark(0, KERNELS["matmul_reg"], (2**20, 2**20, 8), get_dtype("float64")):
+            pass
+    with pytest.raises(InvalidInputError, match="does not support dtype 'int8'"):
+        with open_benchmark(0, KERNELS["matmul_reg"], (8, 8, 8), get_dtype("int8")):
+            pass

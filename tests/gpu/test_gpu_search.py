@@ -1,9 +1,11 @@
-"""A short real search on the GPU writes a best that `best`, `lookup` and `transpose` use."""
+"""A short real search on the GPU (``autotune.tune``) writes a best that `best`, `lookup`,
+`autotune.compiled` and `transpose` use."""
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import autotune
 from autotune import clear_cache, lookup, transpose
 from autotune.cli import app
 from autotune.measure.device import open_device
@@ -13,20 +15,22 @@ pytestmark = pytest.mark.gpu
 
 def test_short_search_then_best_lookup_and_transpose(tmp_path):
     db = f"sqlite:///{tmp_path / 'gpu.db'}"
-    runner = CliRunner()
-    r = runner.invoke(app, ["search", "--kernel", "smem_pad", "--device", "0", "--rows", "1000", "--cols", "3001",
-                            "--trials", "6", "--sampler", "grid", "--db", db])
-    assert r.exit_code == 0, r.output
-    assert "best: " in r.output and "6 ok" in r.output
+    seen = []
+    result = autotune.tune("smem_pad", {"rows": 1000, "cols": 3001}, "float32", device=0, trials=6, sampler="grid",
+                           repeats=20, db=db, on_trial=lambda outcome, _: seen.append(outcome.status))
+    assert seen == ["ok"] * 6 and len(result.measured) == 6 and result.decision is not None
+    best = result.decision.winner.config
 
-    r = runner.invoke(app, ["best", "--rows", "1000", "--cols", "3001", "--db", db])
-    assert r.exit_code == 0, r.output and "smem_pad" in r.output
+    r = CliRunner().invoke(app, ["best", "--kernel", "smem_pad", "--rows", "1000", "--cols", "3001", "--db", db])
+    assert r.exit_code == 0, r.output
+    assert "smem_pad" in r.output and best.key in r.output
 
     clear_cache()
     with open_device(0) as device:
         tuned = lookup("smem_pad", (1000, 3001), "float32", device=0, db=db)
-        assert tuned.source == "tuned" and tuned.config.key in r.output
+        assert tuned.source == "tuned" and tuned.config == best
         assert lookup("smem_pad", (1000, 3002), device=device, db=db).rung == "nearest_shape"
+        assert autotune.compiled("smem_pad", (1000, 3001), "float32", db=db).chosen.config == best
 
         from pycuda import gpuarray
 

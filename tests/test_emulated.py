@@ -1,0 +1,143 @@
+"""The real kernel sources of the catalog's transposes and copies, run on the CPU.
+
+The .cu text is compiled as C++ with the CUDA keywords defined away: each thread of a block
+is a std::thread (a std::barrier is __syncthreads), blocks run one after another, launched
+with the grid and block of the kernel file's [launch]. Checks the index math of every kernel
+on odd, rectangular and 1-row / 1-column shapes without a GPU (under the address and UB
+sanitizers where g++ has them); tests/gpu/ checks the same on the device.
+"""
+
+import math
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import catalog_before as before
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dtypes import get_dtype
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+_HARNESS = r"""
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+struct Idx { unsigned x, y, z; };
+thread_local Idx threadIdx, blockIdx;
+std::barrier<> *bar;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+template <class T> T __ldg(const T *p) { return *p; }
+template <class T> T __ldcs(const T *p) { return *p; }
+template <class T> void __stcs(T *p, T v) { *p = v; }
+inline void __syncthreads() { bar->arrive_and_wait(); }
+#include "k.cu"
+int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}...
+{
+    const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
+    const bool transpose = atoi(argv[3]), threaded = atoi(argv[4]);
+    for (int a = 5; a + 2 < argc; a += 3) {
+        const int rows = atoi(argv[a]), cols = atoi(argv[a + 1]);
+        const unsigned blocks = atoi(argv[a + 2]);
+        const size_t n = (size_t)rows * cols;
+        std::vector<elem_t> in(n), out(n, 0);
+        for (size_t i = 0; i < n; ++i) in[i] = (elem_t)(i + 1);
+        std::barrier<> barrier(threaded ? bx * by : 1);
+        bar = &barrier;
+        auto thread = [&](unsigned x, unsigned y) {
+            threadIdx = {x, y, 0};
+            for (unsigned b = 0; b < blocks; ++b) {
+                blockIdx = {b, 0, 0};
+                ENTRY(out.data(), in.data(), rows, cols);
+                if (threaded) barrier.arrive_and_wait();  // the next block starts after this one
+            }
+        };
+        std::vector<std::thread> ts;
+        for (unsigned y = 0; y < by; ++y)
+            for (unsigned x = 0; x < bx; ++x)
+                if (threaded) ts.emplace_back(thread, x, y); else thread(x, y);
+        for (auto &t : ts) t.join();
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                if (out[transpose ? (size_t)c * rows + r : (size_t)r * cols + c] != in[(size_t)r * cols + c]) {
+                    printf("%dx%d: wrong output for input (%d, %d)\n", rows, cols, r, c);
+                    return 1;
+                }
+    }
+    return 0;
+}
+"""
+_EMULATED_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (33, 65), (65, 33), (127, 300), (68, 132)]
+
+
+def _cxx_flags(cxx, tmp: Path) -> list[str]:
+    """Address and UB sanitizers (out-of-bounds reads and writes) where the compiler has them."""
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    probe = tmp / "probe.cpp"
+    probe.write_text("int main() { return 0; }\n")
+    ok = subprocess.run([cxx, *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
+    return flags if ok else []
+
+
+def _emulated_configs():
+    """Each kernel's default, its smallest and largest block tile, and its default in the diagonal
+    and grouped tile orders where those are tunable."""
+    out = []
+    for name in sorted(before.MOVES):
+        k = KERNELS[name]
+        configs = k.space().configs()
+        size = lambda c: (math.prod(before.tile_shape(name, c.as_dict())), -c["BLOCK_ROWS"], c.key)  # noqa: E731
+        picks = [k.default_config(), min(configs, key=size), max(configs, key=size)]
+        for macro in ("DIAGONAL", "GROUP"):  # the default in another tile order
+            picks += [c for c in configs if macro in k.defaults and c[macro] > 0
+                      and c.as_dict() == {**picks[0].as_dict(), macro: c[macro]}][:1]
+        out += [(name, c) for c in dict.fromkeys(picks)]
+    return out
+
+
+def test_every_move_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
+    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
+    (tmp_path / "h.cpp").write_text(_HARNESS)
+    flags = _cxx_flags("g++", tmp_path)
+    int32 = get_dtype("int32")  # the harness's elements are 4-byte unsigned
+
+    def run(job):
+        i, (name, config) = job
+        k = KERNELS[name]
+        d = tmp_path / str(i)
+        d.mkdir()
+        text = k.source_text()
+        (d / "k.cu").write_text(text)
+        macros = {**k.macros(config, int32), k.dtype_macro: "unsigned", "ENTRY": k.function}
+        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
+                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
+                                "-o", str(d / "h")], capture_output=True, text=True)
+        if build.returncode:
+            return f"{config}: does not build: {build.stderr[:1000]}"
+        _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, int32)
+        transposes = k.check_spec.reference == "autotune.kernel.references:transpose"
+        args = [str(block[0]), str(block[1]), str(int(transposes)), str(int("__syncthreads" in text))]
+        for rows, cols in _EMULATED_SHAPES:
+            grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, int32)
+            assert grid[1:] == (1, 1) and block[2] == 1, (config, grid, block)  # a 1-D grid of 2-D blocks
+            args += [str(rows), str(cols), str(grid[0])]
+        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
+        return f"{config}: {res.stdout}{res.stderr[:1000]}" if res.returncode else None  # sanitizer report
+
+    jobs = list(enumerate(_emulated_configs()))
+    assert {name for _, (name, _) in jobs} == set(before.MOVES) and len(jobs) >= 3 * len(before.MOVES)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        failures = [f for f in pool.map(run, jobs) if f]
+    assert not failures, "\n".join(failures)
