@@ -15,7 +15,7 @@ from autotune.kernel.model import Kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file
 from . import app
-from ._common import EXIT_ERROR, SpaceFile, err, handle_errors, out, parse_int
+from ._common import EXIT_ERROR, err, handle_errors, out, parse_int
 
 MAX_LISTED = 20
 """Failures printed one per line; the rest are counted."""
@@ -24,13 +24,13 @@ MAX_LISTED = 20
 @app.command("check")
 @handle_errors
 def check(
-    kernel_file: Annotated[str, typer.Argument(metavar="KERNEL_FILE",
-                                               help="A kernel file (.toml), or a catalog kernel's name.")],
+    kernel_file: Annotated[str, typer.Argument(help="A kernel file (.toml), or a catalog kernel's name.")],
     dtype: Annotated[Optional[list[str]], typer.Option(
         "--dtype", help="Build for this dtype only (repeatable or comma-separated; default: every dtype "
                         "the kernel takes).")] = None,
     arch: Annotated[str, typer.Option("--arch", help="nvcc target, e.g. sm_90 or sm_80.")] = "sm_90",
-    space: SpaceFile = None,
+    space: Annotated[Optional[str], typer.Option("--space", help="A search-space TOML file to build instead of "
+                                                                 "the kernel file's own [space].")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", parser=parse_int,
                                                 help="nvcc processes at once (default: one per core).")] = None,
 ) -> None:
@@ -51,7 +51,7 @@ def check(
     if shutil.which("nvcc") is None:
         raise GPUUnavailableError("nvcc is not on PATH; autotune check builds with the CUDA toolkit's nvcc")
     check_file(k, dtypes[0], arch)
-    where = k.path or k.name
+    where = kernel_file if is_kernel_path(kernel_file) else k.path
     out.print(f"{k.name} ({where}): kernel file ok; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
