@@ -14,7 +14,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   rich_markup_mode=None,
                   help="Autotune CUDA kernels per GPU, shape and dtype; look tuned configs up.")
 
-from . import bench, db, report, results, search, share  # noqa: E402  (each module registers its commands on app)
+from . import bench, check, db, report, results, search, share  # noqa: E402  (each module registers its commands on app)
 
 __all__ = ["app", "main"]
 

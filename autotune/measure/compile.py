@@ -140,7 +140,9 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     Used by CI and ``autotune check`` to check that every config of a space compiles.
 
     Returns:
-        ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report.
+        ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report (of the
+        kernel ``function`` where the source has several entry points), and
+        ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted.
 
     Raises:
         TrialFailed: ``compile_error`` with the first error line.
@@ -152,8 +154,14 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
         cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *nvcc_options(kernel, config, dtype),
                "-o", str(Path(tmp) / "k.cubin"), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
+        cubin = (Path(tmp) / "k.cubin").read_bytes() if proc.returncode == 0 else b""
     if proc.returncode != 0:
         raise TrialFailed("compile_error", _one_line(proc.stderr))
-    used = re.search(r"Used (\d+) registers", proc.stderr)
-    smem = re.search(r"(\d+) bytes smem", proc.stderr)
-    return {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}
+    report = proc.stderr  # ptxas reports each entry point: take the kernel's own where there are several
+    own = re.search(rf"Compiling entry function '{re.escape(kernel.function)}'.*?(?=Compiling entry function|\Z)",
+                    report, re.S)
+    used = re.search(r"Used (\d+) registers", own.group(0) if own else report)
+    smem = re.search(r"(\d+) bytes smem", own.group(0) if own else report)
+    entry_points = tuple(sorted({m.decode() for m in re.findall(rb"\.nv\.info\.([A-Za-z_$][\w$]*)\0", cubin)}))
+    return {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0,
+            "entry_points": entry_points}

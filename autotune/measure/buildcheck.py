@@ -1,0 +1,216 @@
+"""Checking a kernel without a GPU: every config of its space built with ``nvcc -cubin``.
+
+:func:`check_builds` is what ``autotune check`` runs after the kernel file has loaded (the
+loader has already checked every field). For each config of the space and each dtype it:
+
+1. compiles the config with ``nvcc -cubin -arch=<arch>`` (:func:`~autotune.measure.compile.compile_cubin`);
+2. checks the cubin has the kernel's entry point ``function`` (and, for the default config,
+   the ``reference_kernel``): an entry point that is not ``extern "C" __global__`` compiles
+   but cannot be launched by name;
+3. evaluates the launch geometry at probe shapes (every dim 1, and every dim 1000) and checks
+   what a launch would refuse: empty block or grid dimensions, more than 1024 threads per
+   block (1024 x 1024 x 64 per dimension, grid y and z at most 65535), more registers than a
+   multiprocessor's 64 Ki for the block, or more than 48 KiB of shared memory (static plus
+   dynamic) per block.
+
+Builds run in parallel (``jobs`` nvcc processes). Before them, :func:`check_file` finds
+what is wrong with the file as a whole, as one :class:`~autotune.errors.KernelFileError`
+naming the field: a Python reference or comparison (``module:function``) that cannot be
+loaded, or an entry point missing from the default config's build.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from autotune.errors import KernelFileError, TrialFailed
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DType
+from autotune.kernel.model import COMPARES, Kernel
+from autotune.measure.compile import compile_cubin
+
+__all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "PROBE_SIZES"]
+
+PROBE_SIZES = (1, 1000)
+"""Every dim is set to each of these to evaluate the launch geometry."""
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_THREADS = 1024
+MAX_SHARED = 48 * 1024        # per block without an opt-in (sm_70 and later)
+REGISTERS_PER_SM = 64 * 1024  # 32-bit registers per multiprocessor (sm_50 and later)
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """One config that cannot run: ``stage`` is ``compile``, ``entry point`` or ``launch``;
+    ``reason`` one line (the compiler's first error line, or what a launch would refuse)."""
+
+    config: Config
+    dtype: str
+    stage: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.config.key} {self.dtype}: {self.stage}: {self.reason}"
+
+
+@dataclass
+class BuildReport:
+    """What :func:`check_builds` found.
+
+    Attributes:
+        configs: configs of the space; dtypes: the dtypes built; builds: ``configs x dtypes``.
+        failures: one per failed build, in the space's order.
+        registers: ``(min, max)`` registers per thread over the builds that compiled.
+    """
+
+    kernel: str
+    arch: str
+    configs: int
+    dtypes: tuple[str, ...]
+    failures: list[BuildFailure] = field(default_factory=list)
+    registers: tuple[int, int] | None = None
+
+    @property
+    def builds(self) -> int:
+        return self.configs * len(self.dtypes)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90", space_path: str | None = None,
+                 jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> BuildReport:
+    """Build every config of ``kernel``'s space (or of the space file ``space_path``) for each
+    of ``dtypes`` and check each build's entry points and launch geometry.
+
+    Args:
+        progress: called with ``(done, total)`` after each build.
+
+    Raises:
+        SearchSpaceError: the space file is malformed or does not fit the kernel.
+    """
+    configs = kernel.space(space_path).configs()
+    default = kernel.default_config()
+    jobs_list = [(c, d) for c in configs for d in dtypes]
+    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes))
+    done = 0
+    # compile_cubin builds a temporary copy (includes inlined): name the user's file instead
+    inlined = kernel.source_text() != kernel.source.read_text()
+    source_name = f"{kernel.source.name} (includes inlined)" if inlined else kernel.source.name
+
+    def build(job: tuple[Config, DType]) -> tuple[list[BuildFailure], int | None]:
+        config, dtype = job
+        try:
+            built = compile_cubin(config, dtype, arch, kernel=kernel)
+        except TrialFailed as exc:
+            reason = re.sub(r"^\S*[/\\]k\.cu(?=[:(])", lambda _: source_name, exc.reason)
+            return [BuildFailure(config, dtype.name, "compile", reason)], None
+        problems = [BuildFailure(config, dtype.name, "entry point", p)
+                    for p in _entry_point_problems(kernel, built["entry_points"], config == default)]
+        problems += [BuildFailure(config, dtype.name, "launch", p)
+                     for p in _launch_problems(kernel, config, dtype, built)]
+        return problems, built["registers"]
+
+    registers = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 2)) as pool:
+        for problems, regs in pool.map(build, jobs_list):
+            report.failures += problems
+            if regs is not None:
+                registers.append(regs)
+            done += 1
+            if progress:
+                progress(done, len(jobs_list))
+    if registers:
+        report.registers = (min(registers), max(registers))
+    return report
+
+
+def check_file(kernel: Kernel, dtype: DType, arch: str = "sm_90") -> None:
+    """What the loader cannot see: the ``module:function`` callables load, and the default
+    config's build for ``dtype`` has the entry points (skipped if it does not compile: that
+    is a build failure of :func:`check_builds`).
+
+    Raises:
+        KernelFileError: naming the file, the field and the problem.
+    """
+    from autotune.kernel.callables import load_callable
+
+    where = f"kernel file {kernel.path or kernel.name}"
+    base = kernel.path.parent if kernel.path else None
+    spec = kernel.check_spec
+    for field, value in (("[check] reference", spec.reference),
+                         ("[check] compare", None if spec.compare in COMPARES else spec.compare)):
+        if value is not None:
+            try:
+                load_callable(value, base)
+            except KernelFileError as exc:
+                raise KernelFileError(f"{where}: {field}: {exc}") from None
+    try:
+        built = compile_cubin(kernel.default_config(), dtype, arch, kernel=kernel)
+    except TrialFailed:
+        return
+    problems = _entry_point_problems(kernel, built["entry_points"], True)
+    if problems:
+        raise KernelFileError(f"{where}: {problems[0]}")
+
+
+def _entry_point_problems(kernel: Kernel, found: Sequence[str], is_default: bool) -> list[str]:
+    wanted = [("function", kernel.function)]  # field: problem
+    if is_default and kernel.check_spec.reference_kernel:
+        wanted.append(("[check] reference_kernel", kernel.check_spec.reference_kernel))
+    have = ", ".join(found) or "none"
+    return [f"{field}: {name!r} is not a kernel of {kernel.source.name} (its kernels: {have}); "
+            f'give one of them, or declare it extern "C" __global__' for field, name in wanted if name not in found]
+
+
+def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict) -> list[str]:
+    """What a launch of ``config`` would refuse at the probe shapes (first problem per launch)."""
+    launches = [("[launch]", kernel.launch, config)]
+    if kernel.check_spec.reference_launch is not None and config == kernel.default_config():
+        launches.append(("[check.launch]", kernel.check_spec.reference_launch, config))
+    out = []
+    for field, launch, cfg in launches:
+        for size in PROBE_SIZES:
+            dims = {d: size for d in kernel.dims}
+            at = ", ".join(f"{d}={size}" for d in kernel.dims)
+            try:
+                grid, block, shared = kernel.geometry(cfg, dims, dtype, launch)
+            except (ZeroDivisionError, ArithmeticError, ValueError) as exc:
+                out.append(f"{field} cannot be evaluated at {at}: {exc}")
+                break
+            problem = _geometry_problem(grid, block, shared, built if field == "[launch]" else None)
+            if problem:
+                out.append(f"{field} at {at}: {problem}")
+                break
+    return out
+
+
+def _geometry_problem(grid, block, shared: int, built: dict | None) -> str | None:
+    if min(block) < 1 or min(grid) < 1:
+        return f"block {tuple(block)} and grid {tuple(grid)} need every size >= 1"
+    for what, sizes, limits in (("block", block, MAX_BLOCK), ("grid", grid, MAX_GRID)):
+        over = [f"{'xyz'[i]}={s} > {m}" for i, (s, m) in enumerate(zip(sizes, limits)) if s > m]
+        if over:
+            return f"{what} {tuple(sizes)} is over the limits ({', '.join(over)})"
+    threads = math.prod(block)
+    if threads > MAX_THREADS:
+        return f"block {tuple(block)} has {threads} threads > {MAX_THREADS}"
+    if shared < 0:
+        return f"dynamic shared memory {shared} B is negative"
+    if built is not None:
+        total = built["shared_bytes"] + shared
+        if total > MAX_SHARED:
+            return f"{total} B shared memory per block > {MAX_SHARED} B"
+        # registers are allocated per warp in units of 256
+        per_warp = math.ceil(built["registers"] * 32 / 256) * 256
+        if per_warp * math.ceil(threads / 32) > REGISTERS_PER_SM:
+            return (f"{threads} threads x {built['registers']} registers > {REGISTERS_PER_SM} registers "
+                    "of a multiprocessor")
+    return None

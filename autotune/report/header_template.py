@@ -1,0 +1,149 @@
+"""The C text of a tuned-config header, filled in by :func:`autotune.report.header.render_header`.
+
+``str.format`` fields: ``kernel``, ``p`` (``autotune_<kernel>``, the prefix of every C name),
+``P`` (``AUTOTUNE_<KERNEL>``, of every macro), the counts ``ndims``, ``nmacros``,
+``nentries``, and the rendered pieces ``provenance``, ``dims_list``, ``dims_example``,
+``dim_indices``, ``macro_indices``, ``dim_names``, ``macro_names``, ``default``,
+``default_comment`` and ``entries``. Literal braces of the C code are doubled.
+"""
+
+__all__ = ["TEMPLATE"]
+
+TEMPLATE = """\
+/* Tuned configs of kernel {kernel}: written by `autotune export --header`; do not edit.
+{provenance} *
+ * const int *m = {p}_select(device_name, cc_major, cc_minor, dtype, dims, &rung);
+ *   device_name: cudaDeviceProp.name; cc_major, cc_minor: its compute capability;
+ *   dtype: "float32", "float64", ...; dims: long long[{P}_NUM_DIMS] ({dims_list});
+ *   rung (may be NULL): AUTOTUNE_RUNG_EXACT, _NEAREST_SHAPE, _SAME_ARCH or _DEFAULT.
+ *   m: {P}_NUM_MACROS ints, m[{P}_MACRO_<NAME>] is macro NAME's value.
+ * Ladder: this device model (same name and compute capability), exact shape, else nearest by
+ * log-distance over the dims; else another device of the same compute capability, nearest
+ * shape; else the kernel's default. Only configs of the asked dtype are used.
+ * Example: long long dims[{P}_NUM_DIMS] = {{{dims_example}}};
+ */
+#ifndef AUTOTUNE_TUNED_H_{kernel}
+#define AUTOTUNE_TUNED_H_{kernel}
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef AUTOTUNE_RUNG_EXACT
+#define AUTOTUNE_RUNG_EXACT 0
+#define AUTOTUNE_RUNG_NEAREST_SHAPE 1
+#define AUTOTUNE_RUNG_SAME_ARCH 2
+#define AUTOTUNE_RUNG_DEFAULT 3
+#endif
+
+#define {P}_NUM_DIMS {ndims}
+#define {P}_NUM_MACROS {nmacros}
+#define {P}_NUM_ENTRIES {nentries}
+{dim_indices}{macro_indices}
+static const char *const {p}_dim_names[{P}_NUM_DIMS] = {{{dim_names}}};
+static const char *const {p}_macro_names[{P}_NUM_MACROS] = {{{macro_names}}};
+
+/* The kernel's default config: {default_comment} */
+static const int {p}_default[{P}_NUM_MACROS] = {{{default}}};
+
+typedef struct {{
+    const char *device;      /* cudaDeviceProp.name */
+    int cc_major, cc_minor;  /* compute capability */
+    const char *dtype;
+    long long dims[{P}_NUM_DIMS];
+    int macros[{P}_NUM_MACROS];
+}} {p}_entry;
+
+static const {p}_entry {p}_entries[] = {{
+{entries}}};
+
+/* Log-distance of two shapes (dims below 1 count as 1). */
+static inline double {p}_distance(const long long *a, const long long *b)
+{{
+    double sum = 0.0;
+    int i;
+    for (i = 0; i < {P}_NUM_DIMS; ++i) {{
+        const double r = log((double)(a[i] < 1 ? 1 : a[i]) / (double)(b[i] < 1 ? 1 : b[i]));
+        sum += r * r;
+    }}
+    return sqrt(sum);
+}}
+
+/* The nearest entry of dtype whose device is (same_device) or is not this model but has
+   compute capability major.minor; NULL if none. */
+static inline const {p}_entry *{p}_nearest(
+    const char *device_name, int major, int minor, const char *dtype, const long long *dims, int same_device)
+{{
+    const {p}_entry *best = 0;
+    double best_distance = 0.0;
+    int i;
+    for (i = 0; i < {P}_NUM_ENTRIES; ++i) {{
+        const {p}_entry *e = &{p}_entries[i];
+        const int model = strcmp(e->device, device_name) == 0 && e->cc_major == major && e->cc_minor == minor;
+        double d;
+        if (strcmp(e->dtype, dtype) != 0 || e->cc_major != major || e->cc_minor != minor || model != same_device)
+            continue;
+        d = {p}_distance(e->dims, dims);
+        if (!best || d < best_distance - 1e-9) {{
+            best = e;
+            best_distance = d;
+        }}
+    }}
+    return best;
+}}
+
+/* The macros to use for dims of dtype on a device; see the opening comment. */
+static inline const int *{p}_select(
+    const char *device_name, int cc_major, int cc_minor, const char *dtype, const long long *dims, int *rung)
+{{
+    const {p}_entry *e = {p}_nearest(device_name, cc_major, cc_minor, dtype, dims, 1);
+    int r = AUTOTUNE_RUNG_NEAREST_SHAPE, i;
+    if (e) {{
+        for (i = 0; i < {P}_NUM_DIMS && e->dims[i] == (dims[i] < 1 ? 1 : dims[i]); ++i) {{
+        }}
+        if (i == {P}_NUM_DIMS)
+            r = AUTOTUNE_RUNG_EXACT;
+    }} else {{
+        e = {p}_nearest(device_name, cc_major, cc_minor, dtype, dims, 0);
+        r = AUTOTUNE_RUNG_SAME_ARCH;
+    }}
+    if (rung)
+        *rung = e ? r : AUTOTUNE_RUNG_DEFAULT;
+    return e ? e->macros : {p}_default;
+}}
+
+/* Writes "-DNAME=value ..." for macros (NVRTC options); returns what snprintf returns. */
+static inline int {p}_options(const int *macros, char *buffer, size_t size)
+{{
+    int used = 0, i;
+    if (size > 0)
+        buffer[0] = 0;
+    for (i = 0; i < {P}_NUM_MACROS; ++i) {{
+        const int n = snprintf(buffer + (used < (int)size ? used : (int)size),
+                               used < (int)size ? size - (size_t)used : 0, "%s-D%s=%d", i ? " " : "",
+                               {p}_macro_names[i], macros[i]);
+        if (n < 0)
+            return n;
+        used += n;
+    }}
+    return used;
+}}
+
+#if defined(__CUDACC__) || defined(AUTOTUNE_CUDA_RUNTIME)
+#include <cuda_runtime.h>
+/* {p}_select for CUDA device ordinal `device` (its name and compute capability); the
+   default config if the device cannot be queried. */
+static inline const int *{p}_select_device(int device, const char *dtype, const long long *dims, int *rung)
+{{
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {{
+        if (rung)
+            *rung = AUTOTUNE_RUNG_DEFAULT;
+        return {p}_default;
+    }}
+    return {p}_select(prop.name, prop.major, prop.minor, dtype, dims, rung);
+}}
+#endif
+
+#endif /* AUTOTUNE_TUNED_H_{kernel} */
+"""
