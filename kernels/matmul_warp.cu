@@ -27,6 +27,11 @@
 //             that blocks running together share tiles of A and B in L2; 1: row by row
 //   MINB      minimum resident blocks per SM asked of the compiler (__launch_bounds__)
 //
+// Per K tile the fragments of A and B are double-buffered in registers (the reads of k + 1 go
+// out before the products of k), and the barrier that brings in the next tile sits before the
+// last k's products, so the next tile's first reads hide behind them; the loads of the next
+// tile (registers or cp.async) are issued before the current tile's products.
+//
 // Bounds: any M, N, K >= 1. The partial K tile (K % BK, if any) is computed first, loaded with
 // zero fill, so every later K tile is whole. Blocks wholly inside C take unchecked loads (128-bit
 // when VEC and the operands allow); edge blocks check every element (slower path). Accumulation
@@ -35,6 +40,8 @@
 // Launch: grid (cdiv(M, BM) * cdiv(N, BN), 1, 1), block (32 * (BM / WM) * (BN / WN), 1, 1), no
 // dynamic shared memory. Arguments: (C, A, B, M, N, K).
 #include "matmul.cuh"
+
+// Defaults (for compiling by hand): the fastest float32 config found on the H100 at 4096^3.
 
 #ifndef BM
 #define BM 128
@@ -46,13 +53,13 @@
 #define BK 8
 #endif
 #ifndef WM
-#define WM 32
+#define WM 128
 #endif
 #ifndef WN
-#define WN 64
+#define WN 32
 #endif
 #ifndef TM
-#define TM 8
+#define TM 16
 #endif
 #ifndef TN
 #define TN 8
@@ -61,7 +68,7 @@
 #define VEC 1
 #endif
 #ifndef A_SMEM
-#define A_SMEM 1
+#define A_SMEM 0
 #endif
 #ifndef STAGES
 #define STAGES 2
@@ -324,26 +331,45 @@ struct Tile {
 #endif
 };
 
-// One K tile of products from a stage: per k, TM / 4 + TN / 4 four-element reads of
-// shared memory feed TM * TN fused multiply-adds.
-__device__ __forceinline__ void compute_tile(elem_t (&acc)[TM][TN], const elem_t *As, const elem_t *Bs,
-                                             int a_off, int b_off)
+// The fragments of one k: TM values of A and TN of B, read as 4-element groups.
+struct Frag {
+    elem_t a[TM], b[TN];
+};
+
+__device__ __forceinline__ void load_frag(Frag &f, const elem_t *As, const elem_t *Bs, int k, int a_off, int b_off)
+{
+#pragma unroll
+    for (int i = 0; i < TM / 4; ++i)
+        load4(*reinterpret_cast<elem_t(*)[4]>(f.a + 4 * i), As + k * AS_LD + a_col(k, a_off + i * 4 * LANES_M));
+#pragma unroll
+    for (int j = 0; j < TN / 4; ++j)
+        load4(*reinterpret_cast<elem_t(*)[4]>(f.b + 4 * j), Bs + k * BN + b_off + j * 4 * LANES_N);
+}
+
+// One K tile of products from a stage: per k, TM / 4 + TN / 4 four-element reads of shared
+// memory feed TM * TN fused multiply-adds. The fragments are double-buffered: f[0] holds
+// k = 0 on entry, and the reads of k + 1 are issued before the products of k. Before the
+// products of the last k, turn(nA, nB) moves on to the next tile (stores it, synchronises)
+// and says whether there is one; if so its k = 0 fragments are read into f[0], so that their
+// latency hides behind the last k's products rather than after the barrier.
+template <class Turn>
+__device__ __forceinline__ void compute_tile(elem_t (&acc)[TM][TN], Frag (&f)[2], const elem_t *As,
+                                             const elem_t *Bs, int a_off, int b_off, Turn turn)
 {
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-        elem_t a[TM], b[TN];
-#pragma unroll
-        for (int i = 0; i < TM / 4; ++i)
-            load4(*reinterpret_cast<elem_t(*)[4]>(a + 4 * i),
-                  As + k * AS_LD + a_col(k, a_off + i * 4 * LANES_M));
-#pragma unroll
-        for (int j = 0; j < TN / 4; ++j)
-            load4(*reinterpret_cast<elem_t(*)[4]>(b + 4 * j), Bs + k * BN + b_off + j * 4 * LANES_N);
+        if (k < BK - 1) {
+            load_frag(f[(k + 1) & 1], As, Bs, k + 1, a_off, b_off);
+        } else {
+            const elem_t *nA, *nB;
+            if (turn(nA, nB))
+                load_frag(f[0], nA, nB, 0, a_off, b_off);  // BK is even: f[BK & 1] == f[0]
+        }
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
             for (int j = 0; j < TN; ++j)
-                acc[i][j] = fma(a[i], b[j], acc[i][j]);
+                acc[i][j] = fma(f[k & 1].a[i], f[k & 1].b[j], acc[i][j]);
     }
 }
 
@@ -373,6 +399,8 @@ __device__ __forceinline__ void block_tile(elem_t *__restrict__ C, const elem_t 
     using Main = Tile<V, !FULL>;
     using First = Tile<V, true>;
 
+    Frag f[2];
+    auto last = [](const elem_t *&, const elem_t *&) { return false; };
 #if USE_CP_ASYNC
     if constexpr (NSTAGES == 1) {
         for (int t = 0; t < ktiles; ++t) {
@@ -383,7 +411,8 @@ __device__ __forceinline__ void block_tile(elem_t *__restrict__ C, const elem_t 
             cp_async_commit();
             cp_async_wait<0>();
             __syncthreads();
-            compute_tile(acc, As, Bs, a_off, b_off);
+            load_frag(f[0], As, Bs, 0, a_off, b_off);
+            compute_tile(acc, f, As, Bs, a_off, b_off, last);
             __syncthreads();
         }
     } else {
@@ -396,20 +425,31 @@ __device__ __forceinline__ void block_tile(elem_t *__restrict__ C, const elem_t 
                            tid);
             cp_async_commit();
         }
+        constexpr int WAIT = NSTAGES >= 2 ? NSTAGES - 2 : 0;
+        cp_async_wait<WAIT>();  // tile 0 has landed (this thread's part)
+        __syncthreads();        // (everyone's part)
+        load_frag(f[0], As, Bs, 0, a_off, b_off);
         int cs = 0;                          // stage computed now
-        int ls = NSTAGES - 1;                // stage loaded now
+        int ls = NSTAGES - 1;                // stage loaded now (that of the tile before)
         int kn = kres + (NSTAGES - 2) * BK;  // first column of the tile loaded now
-        for (int t = 0; t < ktiles; ++t) {
-            cp_async_wait<(NSTAGES >= 2 ? NSTAGES - 2 : 0)>();  // tile t has landed (this thread's part)
-            __syncthreads();                                    // (everyone's part; stage ls is free)
+        for (int t = 0; t < ktiles - 1; ++t) {  // every tile but the last
             if (t + NSTAGES - 1 < ktiles)
                 Main::copy(As + ls * A_TILE, Bs + ls * B_TILE, A, B, M, N, K, row0, col0, kn, BK, tid);
             cp_async_commit();
-            compute_tile(acc, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off);
+            const int ns = cs == NSTAGES - 1 ? 0 : cs + 1;
+            compute_tile(acc, f, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off,
+                         [&](const elem_t *&nA, const elem_t *&nB) {
+                             cp_async_wait<WAIT>();  // tile t + 1 has landed
+                             __syncthreads();        // everyone's part; everyone is done with stage ls
+                             nA = As + ns * A_TILE;
+                             nB = Bs + ns * B_TILE;
+                             return true;
+                         });
             kn += BK;
-            cs = cs == NSTAGES - 1 ? 0 : cs + 1;
+            cs = ns;
             ls = ls == NSTAGES - 1 ? 0 : ls + 1;
         }
+        compute_tile(acc, f, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off, last);
     }
 #else  // global -> registers -> shared memory
     {
@@ -420,7 +460,8 @@ __device__ __forceinline__ void block_tile(elem_t *__restrict__ C, const elem_t 
     __syncthreads();
     if constexpr (NSTAGES == 1) {
         for (int t = 1; t <= ktiles; ++t) {
-            compute_tile(acc, As, Bs, a_off, b_off);
+            load_frag(f[0], As, Bs, 0, a_off, b_off);
+            compute_tile(acc, f, As, Bs, a_off, b_off, last);
             __syncthreads();
             if (t < ktiles) {
                 Main next;
@@ -430,18 +471,22 @@ __device__ __forceinline__ void block_tile(elem_t *__restrict__ C, const elem_t 
             }
         }
     } else {  // two buffers: the next tile waits in registers during the compute
+        load_frag(f[0], As, Bs, 0, a_off, b_off);
         int cs = 0;
-        for (int t = 1; t <= ktiles; ++t) {
-            Main next;
-            const bool more = t < ktiles;
-            if (more)
-                next.fetch(A, B, M, N, K, row0, col0, kres + (t - 1) * BK, BK, tid);
-            compute_tile(acc, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off);
-            if (more)
-                next.put(As + (cs ^ 1) * A_TILE, Bs + (cs ^ 1) * B_TILE, tid);
-            __syncthreads();
+        for (int t = 1; t < ktiles; ++t) {  // every tile but the last: its loads unconditional, so
+            Main next;                        // that they are issued before the products
+            next.fetch(A, B, M, N, K, row0, col0, kres + (t - 1) * BK, BK, tid);
+            compute_tile(acc, f, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off,
+                         [&](const elem_t *&nA, const elem_t *&nB) {
+                             next.put(As + (cs ^ 1) * A_TILE, Bs + (cs ^ 1) * B_TILE, tid);
+                             __syncthreads();  // the next tile is in; everyone is done with stage cs ^ 1
+                             nA = As + (cs ^ 1) * A_TILE;
+                             nB = Bs + (cs ^ 1) * B_TILE;
+                             return true;
+                         });
             cs ^= 1;
         }
+        compute_tile(acc, f, As + cs * A_TILE, Bs + cs * B_TILE, a_off, b_off, last);
     }
 #endif
 
