@@ -12,6 +12,7 @@ from autotune.measure import benchmark, nvml
 from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
+from autotune.search import stop
 from autotune.search.workers import parse_devices
 from autotune.kernel.problem import format_shape, problem_of
 from autotune.store.key import tuning_key
@@ -92,8 +93,11 @@ def _tune(kernel, device, shape_, dtype, space, *, db, repeats, seed, trials, ti
     dt = get_dtype(dtype)
     get_kernel(kernel).check_dtype(dt)
     space_ = load_space(get_kernel(kernel).name, space)
-    with benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats, seed=seed) as bench:
+    # a signal from here on: acted on in measurements, between trials and phases; never in a write
+    with stop.deferred(), benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats, seed=seed) as bench:
+        stop.check()
         store = Store(db)  # after the GPU: a machine without one must not create a database
+        stop.check()
         key = tuning_key(kernel, bench.device, r, c, dt.name, depth)
         d = key.device
         out.print(f"[bold]{key.kernel}[/] {format_shape(r, c, depth)} {dt.name} on {d.name} (device {device}, "

@@ -16,7 +16,7 @@ from rich.progress import (
 )
 
 from autotune.measure import benchmark, device
-from autotune.search import workers as multi_gpu
+from autotune.search import stop, workers as multi_gpu
 from autotune.kernel.dtypes import get_dtype
 from autotune.errors import AutotuneError
 from autotune.kernel.catalog import get_kernel
@@ -41,20 +41,29 @@ def tune_many(kernel: str, ordinals: list[int], shape: tuple[int, int, int], dty
         InvalidInputError: bad kernel, dtype, space or devices (several GPU models among them);
             the study exists and ``resume`` is false.
         AutotuneError: no worker finished (each one's reason is named).
-        KeyboardInterrupt: Ctrl-C, after the workers stopped and the best so far was printed.
+        KeyboardInterrupt: SIGINT or SIGTERM, after the workers stopped and the best so far
+            was printed.
     """
     import optuna
 
-    from .search import _print_best
-
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    r, c, depth = shape
     dt = get_dtype(dtype)
     get_kernel(kernel).check_dtype(dt)
     space_ = load_space(get_kernel(kernel).name, space)
     infos = [device.query_device(o) for o in ordinals]
     multi_gpu.check_one_model(infos)
+    with stop.deferred():  # a signal from here on: acted on between steps, never in a write
+        return _tune_many(kernel, ordinals, infos, shape, dt, space, space_, db=db, repeats=repeats, seed=seed,
+                          trials=trials, timeout=timeout, sampler=sampler, resume=resume, top_k=top_k, rounds=rounds)
+
+
+def _tune_many(kernel, ordinals, infos, shape, dt, space, space_, *, db, repeats, seed, trials, timeout, sampler,
+               resume, top_k, rounds) -> tuple[SearchResult, Store]:
+    from .search import _print_best
+
+    r, c, depth = shape
     store = Store(db)  # after the GPUs: a machine without them must not create a database
+    stop.check()
     key = tuning_key(kernel, infos[0], r, c, dt.name, depth)
     open_study(store, key, resume=resume)
     d = key.device
@@ -82,6 +91,7 @@ def tune_many(kernel: str, ordinals: list[int], shape: tuple[int, int, int], dty
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
     with benchmark.open_benchmark(ordinals[0], r, c, dt, depth, repeats=repeats, seed=seed) as bench:
+        stop.check()
         out.print(f"re-timing the top {top_k} configs of the study on GPU {ordinals[0]} only "
                   f"(interleaved, {rounds} rounds)")
         result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)

@@ -32,6 +32,7 @@ from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
+from autotune.search import stop
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
@@ -178,8 +179,11 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
     Raises:
         InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, or the study exists and
             ``resume`` is false.
-        KeyboardInterrupt: re-raised after Optuna failed the trial in flight and the
-            search was marked ``interrupted``; the trials before it are stored.
+        KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.search.stop`; handled while
+            the search runs, in the main thread), re-raised after Optuna failed the trial in
+            flight and the search was marked ``interrupted``; the trials before it are stored.
+            A signal cuts a measurement or the re-timing at once; one that comes during a
+            database write is acted on as the write ends.
     """
     if n_trials < 1:
         raise InvalidInputError(f"--trials {n_trials} is not allowed; give 1 or more")
@@ -187,6 +191,17 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
     if top_k < 1 or rounds < 1:
         raise InvalidInputError(f"--top-k {top_k} and --rounds {rounds}: give 1 or more of each")
+    with stop.deferred():  # SIGINT/SIGTERM: acted on in measurements and between trials, never lost
+        return _search(key, space, measure, store, n_trials=n_trials, timeout=timeout, seed=seed, sampler=sampler,
+                       resume=resume, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode, clocks=clocks,
+                       retime=retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+
+
+def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *, n_trials: int,
+            timeout: float | None, seed: int | None, sampler: str, resume: bool, memcpy_gbps: float | None,
+            copy_gbps: float | None, l2_mode: str | None, clocks: Callable[[], dict | None] | None,
+            retime: Retime | None, top_k: int, rounds: int,
+            on_trial: Callable[[TrialOutcome, SearchResult], None] | None) -> SearchResult:
     storage = store.optuna_storage()
     study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)
     store.fail_trials_dead_before_heartbeat(storage, key.study_name)
@@ -201,11 +216,12 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         _enqueue_unmeasured(study, space, seen)
 
     def objective(trial) -> float:
-        store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
-        config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
-        if config not in seen:  # another process on the study (another GPU) may have measured it since
-            seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
         try:
+            stop.check()  # a signal that came while Optuna or the store was writing
+            store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
+            config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
+            if config not in seen:  # another process on the study (another GPU) may have measured it since
+                seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
             outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id)
         except KeyboardInterrupt:
             trial.set_user_attr("status", "interrupted")
@@ -235,16 +251,19 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
             if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
                     and len(result.outcomes) < n_trials:
                 result.stopped = "timeout"
+        stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
         if retime is not None and result.measured:
             result.decision = _decide(key, store, result, retime, top_k, rounds)
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
+        result.stopped = "interrupted"
         raise
     finally:
-        end_clocks = clocks() if clocks else None
-        result.clock_warning = clock_warning(start_clocks, end_clocks)
-        store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
+        with stop.shielded():
+            end_clocks = clocks() if clocks else None
+            result.clock_warning = clock_warning(start_clocks, end_clocks)
+            store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
     return result
 
 
@@ -253,7 +272,8 @@ def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, 
     """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
     kernel, itemsize = get_kernel(key.kernel), get_dtype(key.dtype).itemsize
     shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
-    result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
+    with stop.interruptible():  # measures only: a signal may cut it anywhere
+        result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
     decision = choose(result.retimings, threads=lambda c: math.prod(kernel.block(c, itemsize)),
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
@@ -297,7 +317,8 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
         return TrialOutcome(number, config, "duplicate", duplicate_of=earlier.number,
                             reason=f"measured in trial {earlier.number} ({earlier.status})")
     try:
-        m = measure(config)
+        with stop.interruptible():  # a signal fails the trial in flight at once (nothing is half-written)
+            m = measure(config)
     except TrialFailed as failure:
         store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
         outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
