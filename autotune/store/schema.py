@@ -8,6 +8,9 @@ Opening a database (:func:`prepare`) follows these rules:
   then migrated (other databases are migrated in place; back them up with their own tools);
 * at a revision this code does not know (written by a newer autotune): refused, never
   downgraded.
+
+A read-only opening (:func:`read_only_engine`, :func:`state`; what ``lookup`` uses) migrates
+nothing, takes no lock file and makes no backup: it only reports the revision it finds.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from autotune.errors import StoreError
 from autotune.resources import data_dir
 
 __all__ = ["VERSION_TABLE", "head_revision", "current_revision", "upgrade", "prepare", "check_sqlite_path",
-           "init_lock"]
+           "init_lock", "read_only_engine", "state"]
 
 VERSION_TABLE = "autotune_alembic_version"
 """Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
@@ -141,16 +144,75 @@ def _revision_known(revision: str) -> bool:
 
 
 def _backup(engine: Engine, revision: str) -> str | None:
+    """Copy the SQLite file to ``<file>.bak-<revision>-<time>``: to a temporary name first,
+    renamed when whole, so that no half-written backup is ever left (a signal, a full disk)."""
     path = engine.url.database
     if engine.dialect.name != "sqlite" or not path or path == ":memory:" or not os.path.exists(path):
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = f"{path}.bak-{revision}-{stamp}"
+    partial = f"{target}.partial"
     try:
-        shutil.copy2(path, target)
+        shutil.copy2(path, partial)
+        os.replace(partial, target)
     except OSError as exc:
+        _remove(partial)
         raise StoreError(f"cannot back up {path} before migrating it: {exc.strerror}") from exc
+    except BaseException:
+        _remove(partial)
+        raise
     return target
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def read_only_engine(url: str) -> tuple[Engine, str | None]:
+    """An engine that cannot write to the database at ``url``, and ``"missing"`` for a SQLite
+    file that does not exist (then the engine is an empty in-memory database; nothing is
+    created), else ``None`` (see :func:`state`).
+
+    SQLite files open with ``mode=ro``; where the folder cannot be written and the WAL files
+    are absent (a read-only mount, another user's folder) also ``immutable=1``, without which
+    SQLite could not read a WAL database there. PostgreSQL sessions default to read-only
+    transactions. Raises what ``create_engine`` raises for a bad URL.
+    """
+    from urllib.parse import quote
+
+    from sqlalchemy import create_engine
+
+    parsed = make_url(url)
+    if parsed.drivername.startswith("sqlite") and parsed.database not in (None, "", ":memory:") \
+            and not parsed.database.startswith("file:"):
+        path = Path(parsed.database).expanduser().absolute()
+        if not path.exists():
+            return create_engine("sqlite://"), "missing"
+        query = {"mode": "ro", "uri": "true"}
+        wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+        if not wal and not os.access(path.parent, os.W_OK):
+            query["immutable"] = "1"
+        return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
+    if parsed.drivername.startswith("postgresql"):
+        return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
+    return create_engine(parsed), None
+
+
+def state(engine: Engine) -> str:
+    """``"current"`` (at the newest revision), ``"older"`` (``autotune db upgrade`` migrates it)
+    or ``"empty"`` (never migrated: nothing tuned), read without writing.
+
+    Raises:
+        StoreError: the database cannot be read, or is of a newer schema.
+    """
+    current = current_revision(engine)
+    if current is None:
+        return "empty"
+    if current == head_revision():
+        return "current"
+    _refuse_newer(engine, current)
+    return "older"
 
 
 @contextlib.contextmanager
