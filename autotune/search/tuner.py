@@ -20,6 +20,7 @@ The benchmark is injected: any ``measure(config) -> Measurement`` that raises
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.errors import InvalidInputError, TrialFailed
+from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.measurement import Measurement, Retiming
@@ -113,8 +114,9 @@ def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=Non
     import optuna
 
     try:
-        return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
-                                   sampler=sampler, direction="maximize", load_if_exists=resume)
+        with store.errors():
+            return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
+                                       sampler=sampler, direction="maximize", load_if_exists=resume)
     except optuna.exceptions.DuplicatedStudyError:
         raise InvalidInputError(
             f"a study for {key.kernel} {key.rows}x{key.cols} {key.dtype} on {key.device.name} exists "
@@ -179,6 +181,9 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
     Raises:
         InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, or the study exists and
             ``resume`` is false.
+        StoreError: the database cannot be used; one that fails mid-search (a server gone,
+            a lock held past :data:`autotune.store.repository.LOCK_WAIT_S`) stops it, the
+            message saying how many trials of this run are stored and which was lost.
         KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.search.stop`; handled while
             the search runs, in the main thread), re-raised after Optuna failed the trial in
             flight and the search was marked ``interrupted``; the trials before it are stored.
@@ -210,10 +215,17 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
                                    memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
                                    clocks=start_clocks)
     result = SearchResult(key, search_id)
-    seen = _earlier_trials(study, key.kernel, result)
+    flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
+    try:
+        with store.errors():
+            seen = _earlier_trials(study, key.kernel, result)
+            if sampler == "grid":
+                _enqueue_unmeasured(study, space, seen)
+    except StoreError:
+        with stop.shielded(), contextlib.suppress(StoreError):
+            store.finish_search(search_id, "failed")
+        raise
     valid = set(space.configs())
-    if sampler == "grid":
-        _enqueue_unmeasured(study, space, seen)
 
     def objective(trial) -> float:
         try:
@@ -222,7 +234,9 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
             if config not in seen:  # another process on the study (another GPU) may have measured it since
                 seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
-            outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id)
+            flight.clear()
+            flight.update(number=trial.number, config=config)
+            outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id, flight)
         except KeyboardInterrupt:
             trial.set_user_attr("status", "interrupted")
             result.stopped = "interrupted"
@@ -231,6 +245,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
         if outcome.status == "ok":
             result.measured[config] = outcome.measurement.gbps
         result.outcomes.append(outcome)
+        flight.clear()
         if on_trial is not None:
             on_trial(outcome, result)
         return _value(outcome, result)
@@ -242,29 +257,55 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
 
     status = "failed"
     try:
-        if valid <= seen.keys():
-            result.stopped = "exhausted"
-        else:
-            started = time.monotonic()
-            study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
-                           callbacks=[stop_when_exhausted])
-            if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
-                    and len(result.outcomes) < n_trials:
-                result.stopped = "timeout"
-        stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
-        if retime is not None and result.measured:
-            result.decision = _decide(key, store, result, retime, top_k, rounds)
+        with store.errors():  # Optuna's storage errors too: one StoreError line
+            if valid <= seen.keys():
+                result.stopped = "exhausted"
+            else:
+                started = time.monotonic()
+                study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
+                               callbacks=[stop_when_exhausted])
+                if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
+                        and len(result.outcomes) < n_trials:
+                    result.stopped = "timeout"
+            stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
+            flight.clear()
+            if retime is not None and result.measured:
+                flight["retime"] = True
+                result.decision = _decide(key, store, result, retime, top_k, rounds)
+                flight.clear()
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
         result.stopped = "interrupted"
         raise
+    except StoreError as exc:  # the database went away (or stayed locked) mid-search
+        raise StoreError(f"{exc}; {_what_was_kept(result, flight)}") from exc.__cause__ or exc
     finally:
         with stop.shielded():
             end_clocks = clocks() if clocks else None
             result.clock_warning = clock_warning(start_clocks, end_clocks)
-            store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
+            try:
+                store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
+            except StoreError as exc:
+                if status == "finished":  # every trial and the winner are stored; only the row's end is not
+                    raise StoreError(f"{exc}; the search ran to its end and every trial of it is stored, but "
+                                     f"its search row {search_id} stays 'running'") from exc.__cause__ or exc
+                # else an error or an interrupt is on its way out already; the row stays 'running'
     return result
+
+
+def _what_was_kept(result: SearchResult, flight: dict) -> str:
+    """One clause for a search that lost its database: what this run stored, what it lost,
+    and how to go on."""
+    stored = sum(o.status not in ("constraint", "duplicate") for o in result.outcomes) + bool(flight.get("stored"))
+    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
+    if flight.get("retime"):
+        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
+    elif "number" in flight and not flight.get("stored"):
+        what = "measured, not stored" if flight.get("measured") else "not measured"
+        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
+    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
+                   "(resume=True) to go on, measuring only what is missing")
 
 
 def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
@@ -308,7 +349,7 @@ def _earlier_trials(study, kernel: str, result: SearchResult) -> dict[Config, Tr
 
 
 def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Config, TrialOutcome],
-               measure: Measure, store: Store, search_id: int) -> TrialOutcome:
+               measure: Measure, store: Store, search_id: int, flight: dict) -> TrialOutcome:
     broken = space.violations(config)
     if broken:
         return TrialOutcome(number, config, "constraint", reason="breaks " + "; ".join(broken))
@@ -320,11 +361,14 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
         with stop.interruptible():  # a signal fails the trial in flight at once (nothing is half-written)
             m = measure(config)
     except TrialFailed as failure:
+        flight["measured"] = True
         store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
         outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
     else:
+        flight["measured"] = True
         store.record_trial(search_id, number, config, status="ok", measurement=m)
         outcome = TrialOutcome(number, config, "ok", measurement=m)
+    flight["stored"] = True
     seen[config] = outcome
     return outcome
 
