@@ -10,7 +10,7 @@ from rich.table import Table
 
 from autotune.measure import benchmark, nvml
 from autotune.kernel.dtypes import get_dtype
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import get_kernel
 from autotune.search import stop
 from autotune.search.workers import parse_devices
@@ -112,7 +112,7 @@ def _tune(kernel, device, shape_, dtype, space, *, db, repeats, seed, trials, ti
             result = _run_with_progress(key, space_, bench, store, trials=trials, timeout=timeout, seed=seed,
                                         sampler=sampler, resume=resume, top_k=top_k, rounds=rounds)
         except KeyboardInterrupt:
-            _print_best(store, key, "best so far")
+            print_best_so_far(store, key)
             raise
     return result, store
 
@@ -205,6 +205,15 @@ def _retiming_table(result: SearchResult) -> Table:
                       f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
                       ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
     return table
+
+
+def print_best_so_far(store: Store, key) -> None:
+    """The stored best after an interrupt; a database that cannot be read then is said, not
+    raised (the interrupt is what the command ends with)."""
+    try:
+        _print_best(store, key, "best so far")
+    except StoreError as exc:
+        err.print(f"best so far: unknown ({exc})", markup=False, soft_wrap=True)
 
 
 def _print_best(store: Store, key, label: str) -> None:

@@ -59,7 +59,7 @@ def tune_many(kernel: str, ordinals: list[int], shape: tuple[int, int, int], dty
 
 def _tune_many(kernel, ordinals, infos, shape, dt, space, space_, *, db, repeats, seed, trials, timeout, sampler,
                resume, top_k, rounds) -> tuple[SearchResult, Store]:
-    from .search import _print_best
+    from .search import print_best_so_far
 
     r, c, depth = shape
     store = Store(db)  # after the GPUs: a machine without them must not create a database
@@ -76,7 +76,7 @@ def _tune_many(kernel, ordinals, infos, shape, dt, space, space_, *, db, repeats
     try:
         reports = _run_with_progress(plan, ordinals, trials)
     except KeyboardInterrupt:
-        _print_best(store, key, "best so far")
+        print_best_so_far(store, key)
         raise
     for rep in reports:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(rep.counts.items())) or "no trials"
