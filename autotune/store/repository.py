@@ -134,6 +134,18 @@ def _retry_when_locked(method):
     return wrapper
 
 
+def _database_error_in(exc: BaseException) -> BaseException | None:
+    """``exc`` if it is a database error, else the first one it was raised while handling
+    (Optuna, failing to record a failed trial on a lost database, raises an UnboundLocalError
+    of its own from there), else ``None``."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if _is_database_error(exc):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def _is_database_error(exc: BaseException) -> bool:
     """An error of the database or its driver (as SQLAlchemy or Optuna's storage raise it)."""
     if isinstance(exc, (SQLAlchemyError, sqlite3.Error)):
@@ -158,6 +170,7 @@ class Store:
         self.read_only = read_only
         self.schema_state: str | None = None
         if read_only:
+            schema.check_sqlite_path(self.url, read_only=True)
             self._open_read_only()
             return
         schema.check_sqlite_path(self.url)
@@ -210,9 +223,10 @@ class Store:
             raise StoreError(self._masked(f"{what or 'cannot use'} the results database {self._safe_url}: "
                                           f"{exc.strerror or exc} ({exc.filename or 'lock file'})")) from exc
         except Exception as exc:
-            if not _is_database_error(exc):
+            found = _database_error_in(exc)
+            if found is None:
                 raise
-            cause = exc.__cause__ if type(exc).__name__ == "StorageInternalError" and exc.__cause__ else exc
+            cause = found.__cause__ if type(found).__name__ == "StorageInternalError" and found.__cause__ else found
             prefix = f"{what} the results database" if what else "results database"
             raise StoreError(self._masked(f"{prefix} {self._safe_url}: {schema.one_line(cause)}")) from cause
 
@@ -271,9 +285,12 @@ class Store:
             StoreError: the database cannot be opened, is newer than this code, or a
                 migration fails.
         """
-        with self.errors("cannot migrate"):
-            with schema.init_lock(self.engine):
-                schema.upgrade(self.engine, revision)
+        def attempt() -> None:
+            with self.errors("cannot migrate"):
+                with schema.init_lock(self.engine):
+                    schema.upgrade(self.engine, revision)
+
+        _retrying(attempt)
 
     def current_revision(self) -> str | None:
         """The Alembic revision of autotune's tables; ``None`` for a database never migrated.
@@ -281,7 +298,7 @@ class Store:
         Raises:
             StoreError: the database cannot be read.
         """
-        return schema.current_revision(self.engine)
+        return _retrying(lambda: schema.current_revision(self.engine))
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under

@@ -174,9 +174,12 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
     file that does not exist (then the engine is an empty in-memory database; nothing is
     created), else ``None`` (see :func:`state`).
 
-    SQLite files open with ``mode=ro``; where the folder cannot be written and the WAL files
-    are absent (a read-only mount, another user's folder) also ``immutable=1``, without which
-    SQLite could not read a WAL database there. PostgreSQL sessions default to read-only
+    SQLite files open with ``mode=ro``. A reader of a WAL database creates its ``-wal`` and
+    ``-shm`` companions when they are absent: fine in one's own folder, but impossible on a
+    read-only mount and harmful beside another user's file (a ``-shm`` the owner cannot write
+    stops the owner's writers). So where they are absent and the file and its folder are not
+    the caller's own to write, it opens ``immutable=1`` (no companion, no lock; a search
+    writing there meanwhile is not seen). PostgreSQL sessions default to read-only
     transactions. Raises what ``create_engine`` raises for a bad URL.
     """
     from urllib.parse import quote
@@ -191,12 +194,21 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
             return create_engine("sqlite://"), "missing"
         query = {"mode": "ro", "uri": "true"}
         wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
-        if not wal and not os.access(path.parent, os.W_OK):
+        if not wal and not _own(path):
             query["immutable"] = "1"
         return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
     if parsed.drivername.startswith("postgresql"):
         return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
     return create_engine(parsed), None
+
+
+def _own(path: Path) -> bool:
+    """Whether ``path`` belongs to this user, who may write it and its folder."""
+    try:
+        mine = path.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+    return mine and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def state(engine: Engine) -> str:
@@ -249,17 +261,24 @@ def init_lock(engine: Engine) -> Iterator[None]:
 _PG_LOCK_KEY = 0x6175746F74756E65  # "autotune"
 
 
-def check_sqlite_path(url: str) -> None:
-    """For a SQLite file URL: the folder must exist and be writable, before anything is created.
+def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
+    """For a SQLite file URL: the path must not be a folder, and (unless ``read_only``) its
+    folder must exist and be writable, before anything is created.
 
     Raises:
-        StoreError: missing or read-only folder, naming it.
+        StoreError: a folder where the file should be; missing or read-only folder, naming it.
     """
     try:
         parsed = make_url(url)
     except SQLAlchemyError:
         return
-    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:") \
+            or parsed.database.startswith("file:"):
+        return
+    if Path(parsed.database).expanduser().is_dir():
+        raise StoreError(f"results database {parsed.database} is a folder, not a database file; "
+                         "give the path of a file with --db")
+    if read_only:
         return
     folder = Path(parsed.database).expanduser().absolute().parent
     if not folder.is_dir():
