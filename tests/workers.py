@@ -7,10 +7,11 @@ Observable state for tests that must act at a given moment (never after a wall-c
 ``$AUTOTUNE_FAKE_MARKS`` names a folder where the fake GPU leaves a file at each step
 (``open-<gpu>``, ``measure-<gpu>-<n>`` as its n-th measurement starts, ``retime``,
 ``retrying`` as the store backs off from a locked database, ``retry-interrupted`` when a
-signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal come), and ``$AUTOTUNE_FAKE_HOLD`` holds steps until the test
+signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal come), and
+``$AUTOTUNE_FAKE_HOLD`` holds steps until the test
 creates ``release`` there: ``open`` (opening the GPU), ``measure:N`` (the N-th measurement
 of each GPU and every later one), ``retime``. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
-long the store retries a locked SQLite database.
+long the store (and Optuna's engine) wait for a locked SQLite database.
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ def _test_settings() -> None:
     from autotune.search import stop
 
     wait = os.environ.get("AUTOTUNE_TEST_LOCK_WAIT_S")
-    if wait:
-        store_module.LOCK_WAIT_S = float(wait)
+    if wait:  # retried transactions, and the others (Optuna's): give up on a lock after this
+        store_module.LOCK_WAIT_S = store_module.SESSION_BUSY_TIMEOUT_S = float(wait)
     if not getattr(stop.sleep, "marks", False):
         real = stop.sleep
 
