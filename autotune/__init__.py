@@ -1,34 +1,39 @@
-"""autotune: find the fastest launch config of a CUDA kernel per GPU, shape and dtype.
+"""autotune: find the fastest launch config of a CUDA kernel per GPU, problem and dtype.
 
 Public API (everything else is implementation)::
 
     import autotune
-    cfg = autotune.lookup("smem_pad", (8192, 8192), "float32", device=0)
-    at = autotune.transpose(a_gpu)      # pycuda GPUArray, tuned config of its device
+    kernel = autotune.load_kernel("examples/reduction/reduce.toml")   # or a catalog name
+    result = autotune.tune(kernel, {"n": 1 << 20}, "float32", device=0, trials=50)
+    cfg = autotune.lookup(kernel, {"n": 1 << 20}, "float32", device=0)
+    f = autotune.compiled(kernel, {"n": 1 << 20}, "float32")   # then f(out, x, ...) on torch/CuPy arrays
+    xt = autotune.transpose(x)                                  # a tuned catalog transpose
 
-``import autotune`` touches neither CUDA nor the database: PyCUDA is imported, and the
-database opened, only when a function needs them.
+``import autotune`` touches neither CUDA nor the database, and imports neither PyCUDA,
+SQLAlchemy nor Optuna: each name below is imported when first used.
 """
 
 from __future__ import annotations
 
-from autotune.kernel.config import Config
-from autotune.kernel.dtypes import DTYPES
-from autotune.errors import AutotuneError
-from autotune.kernel.catalog import KERNELS
-from autotune.runtime.launch import transpose
-from autotune.runtime.lookup import LaunchConfig, clear_cache, lookup
+import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = [
-    "Config",
-    "LaunchConfig",
-    "lookup",
-    "clear_cache",
-    "transpose",
-    "KERNELS",
-    "DTYPES",
-    "AutotuneError",
-    "__version__",
-]
+_NAMES = {
+    "Config": "autotune.kernel.config", "DTYPES": "autotune.kernel.dtypes", "AutotuneError": "autotune.errors",
+    "Kernel": "autotune.kernel.model", "KERNELS": "autotune.kernel.catalog", "load_kernel": "autotune.kernel.loader",
+    "kernel_from_dict": "autotune.kernel.loader", "resolve_kernel": "autotune.kernel.catalog",
+    "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
+    "clear_cache": "autotune.runtime.lookup", "compiled": "autotune.runtime.launch",
+    "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
+}
+
+__all__ = [*_NAMES, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'autotune' has no attribute {name!r}")

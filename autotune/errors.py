@@ -12,6 +12,7 @@ __all__ = [
     "AutotuneError",
     "InvalidInputError",
     "SearchSpaceError",
+    "KernelFileError",
     "GPUUnavailableError",
     "StoreError",
     "NotTunedError",
@@ -29,6 +30,10 @@ class InvalidInputError(AutotuneError, ValueError):
 
 class SearchSpaceError(InvalidInputError):
     """A search-space file is malformed or inconsistent with its kernel."""
+
+
+class KernelFileError(InvalidInputError):
+    """A kernel file is malformed: the message names the file, the field and what is allowed."""
 
 
 class GPUUnavailableError(AutotuneError):

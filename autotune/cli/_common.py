@@ -10,10 +10,9 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from autotune.measure.benchmark import MAX_DIM
-from autotune.kernel.dtypes import DTYPES
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dims import MAX_DIM
+from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.problem import Problem
 from autotune.search import stop
 
@@ -47,8 +46,11 @@ def parse_float(value: str) -> float:
 Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True,
                                            help="SQLAlchemy URL of the results database "
                                                 "(default: a SQLite file in the user data dir).")]
-Kernel = Annotated[str, typer.Option("--kernel", "-k", help=f"Kernel: {', '.join(KERNELS)}.")]
-Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Square matrix size (rows = cols).")]
+Kernel = Annotated[str, typer.Option("--kernel", "-k", help="A catalog kernel (autotune kernels) or the path of a "
+                                                             "kernel file (.toml).")]
+Dims = Annotated[Optional[list[str]], typer.Option("--dims", help="The kernel's dims: name=value (repeatable or "
+                                                                  "comma-separated), e.g. --dims n=1048576.")]
+Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Every dim of the kernel (rows = cols; M = N = K).")]
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
 Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
 M = Annotated[Optional[int], typer.Option("--m", parser=parse_int,
@@ -65,6 +67,57 @@ Repeats = Annotated[int, typer.Option(parser=parse_int, help="Timed samples per 
 TopK = Annotated[int, typer.Option("--top-k", parser=parse_int,
                                    help="Fastest configs re-timed interleaved after the trials.")]
 Rounds = Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")]
+
+
+def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, rows: int | None = None,
+               cols: int | None = None, m: int | None = None, n: int | None = None,
+               k: int | None = None) -> dict[str, int]:
+    """The named dims of the command line for ``kernel`` (a :class:`~autotune.kernel.model.Kernel`).
+
+    ``--dims name=value`` (repeatable, or comma-separated) names any of the kernel's dims;
+    ``--rows --cols --m --n --k`` are sugar setting the dim of that name; ``--size N`` sets
+    every dim not otherwise given.
+
+    Raises:
+        InvalidInputError: a malformed ``--dims``, a dim the kernel does not have, a value
+            out of range, a dim given twice, or one missing; naming the flag and what is allowed.
+    """
+    allowed = ", ".join(kernel.dims)
+    given: dict[str, int] = {}
+    for item in (p.strip() for opt in dims_option or () for p in opt.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
+        given[name.strip()] = _dim_value(f"--dims {name.strip()}", value.strip())
+    for flag, value in (("rows", rows), ("cols", cols), ("m", m), ("n", n), ("k", k)):
+        if value is None:
+            continue
+        if flag not in kernel.dims:
+            raise InvalidInputError(f"--{flag} is not a dim of kernel {kernel.name}; it takes {allowed}")
+        if flag in given:
+            raise InvalidInputError(f"dim {flag} is given twice (--{flag} and --dims)")
+        given[flag] = _dim_value(f"--{flag}", value)
+    unknown = sorted(set(given) - set(kernel.dims))
+    if unknown:
+        raise InvalidInputError(f"--dims {unknown[0]} is not a dim of kernel {kernel.name}; it takes {allowed}")
+    if size is not None:
+        side = _dim_value("--size", size)
+        given = {**{d: side for d in kernel.dims}, **given}
+    missing = [d for d in kernel.dims if d not in given]
+    if missing:
+        raise InvalidInputError(f"dim {missing[0]} is missing; kernel {kernel.name} takes {allowed}: give --dims "
+                                + ",".join(f"{d}=N" for d in kernel.dims) + " or --size N")
+    return {d: given[d] for d in kernel.dims}
+
+
+def _dim_value(flag: str, value) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{flag} {value!r} is not an integer") from None
+    if not 1 <= n <= MAX_DIM:
+        raise InvalidInputError(f"{flag} {n} is not allowed; give an integer 1..{MAX_DIM}")
+    return n
 
 
 def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""``autotune bench``: every kernel beside memcpy, the copy bounds, the CPU and host transfers."""
+"""``autotune bench``: kernels of one problem at their default and tuned configs, beside their bounds."""
 
 from __future__ import annotations
 
@@ -8,76 +8,84 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from autotune.measure import benchmark
-from autotune.report.bench import BenchLine, run_bench, run_matmul_bench, save_bench
-from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import KERNELS, get_kernel
+from autotune.kernel.catalog import KERNELS, resolve_kernel
+from autotune.kernel.dims import dims_key, format_shape, make_dims
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.benchmark import check_fits
+from autotune.measure.device import open_device
+from autotune.report.bench import BenchLine, run_bench
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 from . import app
-from autotune.kernel.problem import PROBLEMS, Problem, format_shape, problem_of
-from ._common import K, M, N, Cols, Db, Device, DType, Rows, Size, dims, handle_errors, out, parse_int
+from ._common import K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
 
 
 @app.command()
 @handle_errors
 def bench(
+    dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
     device: Device = 0,
-    kernel: Annotated[Optional[list[str]], typer.Option("--kernel", "-k",
-                                                        help="Kernels to include (repeatable; default: all).")] = None,
+    kernel: Annotated[Optional[list[str]], typer.Option("--kernel", "-k", help="Kernels to include: catalog names or "
+                                                        "kernel files (repeatable; default: every catalog kernel of "
+                                                        "the problem the dims give).")] = None,
     repeats: Annotated[int, typer.Option(parser=parse_int, help="Timed samples per line (>= 20).")] = 50,
     db: Db = None,
 ) -> None:
-    """Time every kernel (default and tuned config) against memcpy, the CPU and transfers; store it.
-    Matmul kernels (named, or all of them with --m --n --k) against the vendor's cuBLAS instead."""
+    """Time kernels of one problem (default and tuned config) against their bounds: memcpy, the
+    CPU and transfers for memory-bound kernels; the vendor's cuBLAS for matrix products. Stored."""
     dt = get_dtype(dtype)
-    problem = _family(kernel, m, n, k)
-    if kernel:  # named kernels must take the dtype; by default, every kernel of the family that does
-        names = [get_kernel(name).name for name in kernel]
-        for name in names:
-            get_kernel(name).check_dtype(dt)
-    else:
-        names = [name for name, kern in KERNELS.items() if problem_of(kern) == problem
-                 and (kern.dtypes is None or dt.name in kern.dtypes)]
-        if not names:
-            allowed = sorted({d for kern in KERNELS.values() if problem_of(kern) == problem for d in kern.dtypes or ()})
-            raise InvalidInputError(f"no {problem.family} kernel takes dtype {dt.name!r}; allowed: {', '.join(allowed)}")
-    r, c, depth = dims(problem, f"kernel {names[0]}" if kernel else "bench", size, rows, cols, m, n, k)
+    kernels = _kernels(kernel, dt, dims, rows, cols, m, n, k)
+    problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
     if device < 0:
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    with benchmark.open_benchmark(device, r, c, dt, depth, repeats=repeats) as b:
+    with open_device(device) as info:
+        for kern in kernels:
+            check_fits(info, kern, make_dims(kern.dims, problem), dt)
         store = Store(db)
-        key_for = lambda name: tuning_key(name, b.device, r, c, dt.name, depth)  # noqa: E731
-        nvcc = key_for(names[0]).nvcc_version
-        out.print(f"bench {format_shape(r, c, depth)} {dt.name} on {b.device.name} (driver "
-                  f"{b.device.driver_version}, nvcc {nvcc}); L2: {b.l2_mode} buffers")
-        lines = (run_matmul_bench if problem.is_matmul else run_bench)(b, names, key_for, store)
-        run_id = save_bench(store, b, nvcc, lines)
-    title = f"{format_shape(r, c, depth)} {dt.name} on {b.device.name}"
-    out.print(matmul_table(lines, title) if problem.is_matmul else bench_table(lines, title))
+        key_for = lambda kern: tuning_key(kern, info, problem, dt.name)  # noqa: E731
+        nvcc = key_for(kernels[0]).nvcc_version
+        out.print(f"bench {format_shape(tuple(problem.items()))} ({dims_key(tuple(problem.items()))}) {dt.name} on "
+                  f"{info.name} (driver {info.driver_version}, nvcc {nvcc})")
+        lines, context = run_bench(info, kernels, problem, dt, store, key_for, repeats)
+        run_id = store.save_bench_run(info, dims_key(tuple(problem.items())), dt.name, nvcc, context["memcpy_gbps"],
+                                      context["l2_mode"], lines)
+    title = f"{format_shape(tuple(problem.items()))} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
+    flops = any(kern.objective.flops for kern in kernels)
+    out.print(matmul_table(lines, title) if flops else bench_table(lines, title))
     out.print(f"stored as bench run {run_id}")
 
 
-def _family(kernels: list[str] | None, m, n, k) -> Problem:
-    """The one op family of the named kernels (or of the shape options when none is named).
+def _kernels(names: list[str] | None, dt, dims, rows, cols, m, n, k) -> list:
+    """The kernels to bench: those named (one kind of problem: the same dims), or every
+    catalog kernel that takes ``dt`` with the dims the options name (rows/cols by default).
 
     Raises:
-        InvalidInputError: unknown kernel, or kernels of both families.
+        InvalidInputError: unknown kernel, kernels of different dims, or none taking ``dt``.
     """
+    if names:
+        kernels = [resolve_kernel(name) for name in names]
+        other = next((kern for kern in kernels if kern.dims != kernels[0].dims), None)
+        if other is not None:
+            raise InvalidInputError(f"kernel {other.name} (dims {', '.join(other.dims)}) is not of the same kind as "
+                                    f"{kernels[0].name} (dims {', '.join(kernels[0].dims)}); bench them in separate runs")
+        for kern in kernels:
+            kern.check_dtype(dt)
+        return kernels
+    named = {d.partition("=")[0].strip() for opt in dims or () for d in opt.split(",")}
+    named |= {flag for flag, v in (("m", m), ("n", n), ("k", k)) if v is not None}
+    want = ("m", "n", "k") if named & {"m", "n", "k"} else ("rows", "cols")
+    family = [kern for kern in KERNELS.values() if kern.dims == want]
+    kernels = [kern for kern in family if dt.name in kern.dtypes]
     if not kernels:
-        return PROBLEMS["matmul" if {m, n, k} != {None} else "move"]
-    families = {name: problem_of(name) for name in kernels}
-    first = families[kernels[0]]
-    other = next((name for name, p in families.items() if p != first), None)
-    if other is not None:
-        raise InvalidInputError(f"kernel {other} is not of the same kind as {kernels[0]}; bench matmul kernels "
-                                "and transposes in separate runs")
-    return first
+        allowed = sorted({d for kern in family for d in kern.dtypes})
+        raise InvalidInputError(f"no catalog kernel of dims {', '.join(want)} takes dtype {dt.name!r}; "
+                                f"allowed: {', '.join(allowed)}")
+    return kernels
 
 
 def matmul_table(lines: list[BenchLine], title: str) -> Table:

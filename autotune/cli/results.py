@@ -10,7 +10,7 @@ from rich.table import Table
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.device import nvcc_version
 from autotune.errors import GPUUnavailableError, NotTunedError
-from autotune.kernel.catalog import KERNELS, source_hash
+from autotune.kernel.catalog import KERNELS
 from autotune.store.repository import BestRecord, Store
 from . import app
 from autotune.kernel.problem import PROBLEMS, format_shape, problem_of
@@ -71,7 +71,7 @@ def kernels() -> None:
     for col in ("kernel", "what it is", "default config", "source"):
         table.add_column(col)
     for k in KERNELS.values():
-        table.add_row(k.name, k.summary, k.default_config().key, f"kernels/{k.file}")
+        table.add_row(k.name, k.summary, k.default_config().key, str(k.path))
     out.print(table)
 
 
@@ -90,7 +90,7 @@ def _device_filter(device: str | None) -> str | None:
 def _split_stale(records: list[BestRecord]) -> tuple[list[BestRecord], list[BestRecord]]:
     """Current bests, and stale ones: tuned with a kernel source or an nvcc that has changed
     since (nvcc is compared only where one is on PATH to compare with)."""
-    hashes = {name: source_hash(k) for name, k in KERNELS.items()}
+    hashes = {name: k.source_hash for name, k in KERNELS.items()}
     try:
         nvcc = nvcc_version()
     except GPUUnavailableError:

@@ -13,7 +13,7 @@ import numpy as np
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["DType", "DTYPES", "get_dtype"]
+__all__ = ["DType", "DTYPES", "ARG_DTYPES", "get_dtype"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,15 @@ DTYPES: dict[str, DType] = {
 }
 
 
+ARG_DTYPES: dict[str, DType] = {
+    **DTYPES,
+    **{d.name: d for d in (DType("uint16", "unsigned short", 2), DType("uint32", "unsigned int", 4),
+                           DType("uint64", "unsigned long long", 8))},
+}
+"""Element types a kernel's array arguments may have: :data:`DTYPES` (the problem dtypes every
+catalog transpose takes) and the unsigned types workspaces use (counters, indices)."""
+
+
 def get_dtype(name: str | np.dtype | DType) -> DType:
     """Return the :class:`DType` for a name, a NumPy dtype or a DType.
 
@@ -61,7 +70,7 @@ def get_dtype(name: str | np.dtype | DType) -> DType:
         return name
     key = np.dtype(name).name if not isinstance(name, str) else name
     try:
-        return DTYPES[key]
+        return ARG_DTYPES[key]
     except KeyError:
         raise InvalidInputError(
             f"unknown dtype {str(name)!r}; allowed: {', '.join(DTYPES)}"

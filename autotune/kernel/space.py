@@ -10,15 +10,14 @@ A space is a TOML file in ``configs/`` (one per kernel) that users can copy and 
     BLOCK_ROWS = [2, 4, 8, 16]
     IPAD = [1, 2]
 
-Constraints are integer expressions over the macro names (``+ - * // % **``, comparisons,
-``and``/``or``/``not``); they are evaluated by walking the parsed expression, never ``eval``.
+Constraints are integer expressions over the macro names, evaluated by the kernel model's one
+safe evaluator (:mod:`autotune.kernel.expr`), never ``eval``. A kernel file may hold its space
+inline (``[space]`` with ``params`` and ``constraints``) or name such a file.
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
-import operator
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,72 +25,13 @@ from pathlib import Path
 
 from autotune.kernel.config import Config
 from autotune.errors import SearchSpaceError
-from autotune.kernel.catalog import get_kernel
+from autotune.kernel.expr import Expr, ExprError, parse_expr
 from autotune.resources import data_dir
 
-__all__ = ["SearchSpace", "load_space", "MAX_MACRO_VALUE"]
+__all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE"]
 
 MAX_MACRO_VALUE = 4096
 """Largest value a macro may take in a space file (no kernel needs more; keeps nvcc sane)."""
-
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge}
-
-
-def _eval(node: ast.AST, env: dict[str, int]) -> int | bool:
-    match node:
-        case ast.Expression(body=body):
-            return _eval(body, env)
-        case ast.Constant(value=int() as v) if not isinstance(v, bool):
-            return v
-        case ast.Name(id=name):
-            return env[name]
-        case ast.BinOp(left=l, op=op, right=r) if type(op) in _BINOPS:
-            return _BINOPS[type(op)](_eval(l, env), _eval(r, env))
-        case ast.UnaryOp(op=ast.USub(), operand=x):
-            return -_eval(x, env)
-        case ast.UnaryOp(op=ast.Not(), operand=x):
-            return not _eval(x, env)
-        case ast.BoolOp(op=ast.And(), values=vs):
-            return all(_eval(v, env) for v in vs)
-        case ast.BoolOp(op=ast.Or(), values=vs):
-            return any(_eval(v, env) for v in vs)
-        case ast.Compare(left=l, ops=ops, comparators=cs) if all(type(o) in _CMPOPS for o in ops):
-            vals = [_eval(l, env)] + [_eval(c, env) for c in cs]
-            return all(_CMPOPS[type(o)](a, b) for o, a, b in zip(ops, vals, vals[1:]))
-    raise SearchSpaceError(f"cannot evaluate {ast.unparse(node)!r}")
-
-
-_ALLOWED_NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.BoolOp,
-                  ast.Compare, ast.And, ast.Or, ast.Not, ast.USub, *_BINOPS, *_CMPOPS)
-
-
-def _parse_constraint(text: str, names: set[str]) -> ast.Expression:
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise SearchSpaceError(f"constraint {text!r} is not a valid expression: {exc.msg}") from None
-    for node in ast.walk(tree):
-        bad_const = isinstance(node, ast.Constant) and (type(node.value) is not int)
-        if bad_const or not isinstance(node, _ALLOWED_NODES):
-            raise SearchSpaceError(
-                f"constraint {text!r} uses {ast.unparse(node)!r}, which is not allowed; allowed: "
-                "integers, macro names, + - * // % **, comparisons, and/or/not")
-    unknown = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - names)
-    if unknown:
-        raise SearchSpaceError(
-            f"constraint {text!r} refers to {', '.join(unknown)}, not a macro of this space; "
-            f"allowed: {', '.join(sorted(names))}")
-    return tree
-
-
-def _holds(tree: ast.Expression, env: dict[str, int]) -> bool:
-    try:
-        return bool(_eval(tree, env))
-    except ZeroDivisionError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -99,36 +39,48 @@ class SearchSpace:
     """The values of each tunable macro of one kernel and the constraints between them.
 
     Attributes:
-        kernel: catalog name of the kernel.
+        kernel: name of the kernel.
         params: ``(macro, allowed values)`` pairs, sorted by macro name.
         constraints: expressions every config must satisfy.
         path: the file it was read from (for messages), or ``None``.
+        tunables: the kernel's tunable macros (``None``: take the params' names); a space
+            must give values for exactly these.
+
+    Raises:
+        SearchSpaceError: unknown or missing macro, empty range, bad value, bad constraint.
     """
 
     kernel: str
     params: tuple[tuple[str, tuple[int, ...]], ...]
     constraints: tuple[str, ...] = ()
     path: str | None = None
+    tunables: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        k = get_kernel(self.kernel)
         names = [n for n, _ in self.params]
+        tunables = sorted(self.tunables if self.tunables is not None else names)
         where = f" in {self.path}" if self.path else ""
         for name in names:
-            if name not in k.defaults:
-                raise SearchSpaceError(f"unknown macro {name!r}{where}; {k.name} takes {', '.join(k.tunables)}")
-        missing = sorted(set(k.defaults) - set(names))
+            if name not in tunables:
+                raise SearchSpaceError(f"unknown macro {name!r}{where}; {self.kernel} takes {', '.join(tunables)}")
+        missing = sorted(set(tunables) - set(names))
         if missing:
             raise SearchSpaceError(f"search space{where} gives no values for {', '.join(missing)}; "
-                                   f"{k.name} takes {', '.join(k.tunables)}")
+                                   f"{self.kernel} takes {', '.join(tunables)}")
         for name, values in self.params:
             _check_values(name, values, where)
         _ = self._trees  # parse the constraints now, so a bad one fails on load
 
     @cached_property
-    def _trees(self) -> list[ast.Expression]:
+    def _trees(self) -> list[Expr]:
         names = {n for n, _ in self.params}
-        return [_parse_constraint(c, names) for c in self.constraints]
+        out = []
+        for c in self.constraints:
+            try:
+                out.append(parse_expr(c, names))
+            except ExprError as exc:
+                raise SearchSpaceError(f"constraint {exc}") from None
+        return out
 
     def violations(self, config: Config) -> list[str]:
         """The constraints ``config`` breaks, and values outside the space (empty if valid)."""
@@ -137,7 +89,7 @@ class SearchSpace:
         if out or config.kernel != self.kernel:
             return out or [f"config is for {config.kernel}, space for {self.kernel}"]
         env = config.as_dict()
-        return [c for c, t in zip(self.constraints, self._trees) if not _holds(t, env)]
+        return [c for c, t in zip(self.constraints, self._trees) if not t.holds(env)]
 
     def configs(self) -> list[Config]:
         """Every config of the space that satisfies all constraints, in a fixed order."""
@@ -146,7 +98,7 @@ class SearchSpace:
         out = []
         for values in itertools.product(*(v for _, v in self.params)):
             env = dict(zip(names, values))
-            if all(_holds(t, env) for t in trees):
+            if all(t.holds(env) for t in trees):
                 out.append(Config.of(self.kernel, env))
         return out
 
@@ -160,33 +112,57 @@ def _check_values(name: str, values: object, where: str) -> None:
                 f"{name}={v!r}{where} is not allowed; values are integers 0..{MAX_MACRO_VALUE}")
 
 
-def load_space(kernel: str, path: str | Path | None = None) -> SearchSpace:
-    """Read the search space of ``kernel`` from ``path`` (default ``configs/<kernel>.toml``).
+def space_of(kernel, params: object, constraints: object, where: str) -> SearchSpace:
+    """A :class:`SearchSpace` of ``kernel`` (a :class:`~autotune.kernel.model.Kernel`) from a
+    ``params`` table and a ``constraints`` list as read from TOML (``where`` names the source).
 
     Raises:
-        InvalidInputError: unknown kernel.
+        SearchSpaceError: no params, constraints not a list of strings, a bad space, or no
+            config satisfying the constraints.
+    """
+    if not isinstance(params, dict) or not params:
+        raise SearchSpaceError(f"search space {where} has no [params] table")
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise SearchSpaceError(f"constraints in {where} must be a list of strings")
+    space = SearchSpace(kernel.name, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                                  for k, v in params.items())),
+                        tuple(constraints), where, kernel.tunables)
+    if not space.configs():
+        raise SearchSpaceError(f"no config in {where} satisfies its constraints")
+    return space
+
+
+def kernel_space(kernel) -> SearchSpace:
+    """The space written inline in ``kernel``'s own file (``[space]`` params and constraints).
+
+    Raises:
+        SearchSpaceError: see :func:`space_of`.
+    """
+    where = str(kernel.path or kernel.name)
+    return space_of(kernel, {n: list(v) for n, v in kernel.params}, list(kernel.constraints), where)
+
+
+def load_space(kernel, path: str | Path) -> SearchSpace:
+    """Read a search space of ``kernel`` (a :class:`~autotune.kernel.model.Kernel`, or a
+    catalog name) from the TOML file ``path`` (``[params]``, ``constraints``, an optional
+    ``kernel = "name"`` that must match).
+
+    Raises:
+        InvalidInputError: unknown catalog name.
         SearchSpaceError: missing or malformed file, unknown or missing macro, empty range,
             bad value, bad constraint, or no config satisfying the constraints.
     """
-    get_kernel(kernel)
-    file = Path(path) if path is not None else data_dir("configs") / f"{kernel}.toml"
+    if isinstance(kernel, str):
+        from autotune.kernel.catalog import get_kernel
+
+        kernel = get_kernel(kernel)
+    file = Path(path)
     try:
         doc = tomllib.loads(file.read_text())
     except OSError as exc:
         raise SearchSpaceError(f"cannot read search space {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SearchSpaceError(f"search space {file} is not valid TOML: {exc}") from None
-    if doc.get("kernel", kernel) != kernel:
-        raise SearchSpaceError(f"search space {file} is for kernel {doc['kernel']!r}, not {kernel!r}")
-    params = doc.get("params")
-    constraints = doc.get("constraints", [])
-    if not isinstance(params, dict) or not params:
-        raise SearchSpaceError(f"search space {file} has no [params] table")
-    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
-        raise SearchSpaceError(f"constraints in {file} must be a list of strings")
-    space = SearchSpace(kernel, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                             for k, v in params.items())),
-                        tuple(constraints), str(file))
-    if not space.configs():
-        raise SearchSpaceError(f"no config in {file} satisfies its constraints")
-    return space
+    if doc.get("kernel", kernel.name) != kernel.name:
+        raise SearchSpaceError(f"search space {file} is for kernel {doc['kernel']!r}, not {kernel.name!r}")
+    return space_of(kernel, doc.get("params"), doc.get("constraints", []), str(file))

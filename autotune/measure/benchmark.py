@@ -1,23 +1,21 @@
-"""Verifying and timing configs on a GPU (PyCUDA, CUDA events).
+"""Verifying and timing configs of any kernel on a GPU (PyCUDA, CUDA events).
 
-Method, per config (following the CUDA transpose study's effective-bandwidth metric):
+Method, per config (the effective-bandwidth method of the CUDA transpose study, generalised
+over the kernel model):
 
-1. Compile (:class:`~autotune.measure.compile.Compiler`) and check the block against the limits.
-2. Verify: fresh random bytes as input; the output buffer, with guard bytes on both
-   sides, is poisoned with ``0xA5``; the kernel runs once; the output must equal NumPy's
-   result bit for bit and the guards must be untouched. Repeated with poison ``0x5A``, so
-   an element the kernel never writes cannot pass by matching the poison.
-3. Time: warm-up launches, then ``repeats`` samples between CUDA events; each sample
-   covers a batch of launches long enough that the GPU never waits for the CPU.
-   Median, min and max per launch, in ms.
-4. Effective bandwidth ``2 * rows * cols * itemsize / median`` (GB/s) and its % of the
-   device-to-device ``cudaMemcpy`` of the same bytes between the same buffers, and of the
-   ``copy_row`` kernel (default config) on the same shape, both timed the same way in the
-   same run.
+1. Compile (:class:`~autotune.measure.compile.Compiler`), evaluate the launch geometry on the
+   problem's dims, and check block, grid and shared memory against the device's limits.
+2. Verify (:mod:`autotune.measure.verify`): fresh inputs; outputs poisoned and guarded; one
+   launch; compared with the reference (:mod:`autotune.measure.reference`) by the kernel's check.
+3. Time (:mod:`autotune.measure.timing`): warm-up launches, then ``repeats`` samples between
+   CUDA events, each a batch of launches; median, min and max per launch, in ms.
+4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
+   device-to-device ``cudaMemcpy`` moving the same bytes, and the ``bound_kernel`` (e.g.
+   ``copy_row``) at its default config on the same dims, both timed the same way in the same run.
 
-L2: when input plus output fit in twice the L2 cache, launches rotate over enough buffer
-pairs (filled with the same random input) to cover four times the L2, so that no config is
-credited with cache bandwidth (:attr:`Benchmark.l2_mode` says which was used).
+L2: for a kernel with a ``bytes`` objective whose arguments fit in twice the L2 cache,
+launches rotate over enough argument sets (filled with the same values) to cover four times
+the L2, so that no config is credited with cache bandwidth (:attr:`Benchmark.l2_mode`).
 """
 
 from __future__ import annotations
@@ -25,159 +23,214 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from autotune.measure.compile import CompiledKernel, Compiler
-from autotune.kernel.config import Config
-from autotune.measure.device import DeviceInfo, cuda_driver, open_device
-from autotune.kernel.dtypes import DType
 from autotune.errors import InvalidInputError, TrialFailed
-from autotune.kernel.catalog import get_kernel
-from autotune.measure.measurement import Measurement, Retiming, effective_bandwidth_gbps
-from autotune.measure.verify import GUARD_BYTES, verify
+from autotune.kernel.config import Config
+from autotune.kernel.dims import Dims, format_shape, make_dims
+from autotune.kernel.dtypes import DType
+from autotune.kernel.model import Kernel
+from autotune.measure.bounds import Bounds
+from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
+from autotune.measure.compile import CompiledKernel, Compiler
+from autotune.measure.device import DeviceInfo, cuda_driver, open_device
+from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.reference import kernel_reference, python_reference
+from autotune.measure.timing import Timing, samples, timing
+from autotune.measure.verify import verify_outputs
 
-__all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_DIM"]
+__all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID"]
 
-ROTATE_COVER = 4  # rotating buffers cover this many times the L2
-MAX_PAIRS = 64
-MAX_DIM = 2**31 - 1
-_MIN_SAMPLE_MS = 0.2
+ROTATE_COVER = 4  # rotating argument sets cover this many times the L2
+MAX_SETS = 64
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""CUDA's limits of blocks per grid along x, y and z."""
 
 
-@dataclass(frozen=True)
-class Timing:
-    """Per-launch times of repeated launches, ms."""
+def check_fits(device: DeviceInfo, kernel: Kernel, dims: Dims, dtype: DType, free: int | None = None) -> int:
+    """Device bytes one argument set of ``kernel`` on ``dims`` takes (guards included).
 
-    median_ms: float
-    min_ms: float
-    max_ms: float
-    launches: int
+    Raises:
+        InvalidInputError: more than the device's memory (or 90 % of ``free`` bytes).
+    """
+    need = ArgSet.footprint(array_layout(kernel, kernel.env(dict(dims), dtype), dtype))
+    limit, what = (device.total_memory, f"{device.name} has") if free is None else (0.9 * free, "free:")
+    if need > limit:
+        have = device.total_memory if free is None else free
+        raise InvalidInputError(f"{kernel.name} {format_shape(dims)} {dtype.name} needs {need / 2**30:.1f} GiB "
+                                f"on the GPU; {what} {have / 2**30:.1f} GiB")
+    return need
 
 
 class Benchmark:
-    """Verifies and times configs of any catalog kernel for one device, shape and dtype.
+    """Verifies and times configs of one kernel for one device, dims and dtype.
 
-    Must be used inside a current CUDA context (:func:`autotune.measure.device.open_device`).
+    Must be used inside a current CUDA context (:func:`open_benchmark` gives one).
 
     Args:
         device: the current device.
-        rows, cols: input shape, each in ``1 .. 2**31-1``.
-        dtype: element type.
-        warmup: launches before timing.
-        repeats: timed samples (>= 20).
-        seed: seed of the random inputs (``None``: fresh entropy).
+        kernel: the kernel (:mod:`autotune.kernel.model`).
+        dims: its named dimensions (a mapping, or values in the kernel's order).
+        dtype: the problem's element type (one of the kernel's dtypes).
+        warmup: launches before timing; repeats: timed samples (>= 20).
+        seed: seed of the inputs (``None``: fresh entropy).
+        bounds: measure the objective's bounds (memcpy, bound kernel); off for the bound
+            kernel's own benchmark.
 
     Raises:
-        InvalidInputError: bad shape, or the buffers do not fit in free device memory.
+        InvalidInputError: bad dims, dtype or repeats, or the arguments do not fit in free
+            device memory.
     """
 
-    depth: int = 0
-    """K of a matrix product (:class:`~autotune.measure.matmul_bench.MatmulBenchmark`); 0 here."""
-
-    def __init__(self, device: DeviceInfo, rows: int, cols: int, dtype: DType, *,
-                 warmup: int = 10, repeats: int = 50, seed: int | None = None) -> None:
-        if not (1 <= rows <= MAX_DIM and 1 <= cols <= MAX_DIM):
-            raise InvalidInputError(f"shape {rows}x{cols} is not allowed; rows and cols are 1..{MAX_DIM}")
+    def __init__(self, device: DeviceInfo, kernel: Kernel, dims: Mapping[str, int] | tuple, dtype: DType, *,
+                 warmup: int = 10, repeats: int = 50, seed: int | None = None, bounds: bool = True) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
+        kernel.check_dtype(dtype)
+        self.dims = make_dims(kernel.dims, dims, f"kernel {kernel.name}")
         self.drv = cuda_driver()
-        self.device, self.rows, self.cols, self.dtype = device, rows, cols, dtype
+        self.device, self.kernel, self.dtype = device, kernel, dtype
         self.warmup, self.repeats = warmup, repeats
-        self.nbytes = rows * cols * dtype.itemsize
+        self.dim_values = dict(self.dims)
+        env = kernel.env(self.dim_values, dtype)
+        self.layout = array_layout(kernel, env, dtype)
+        self.scalars = scalar_values(kernel, env)
+        self.bytes, self.flops = kernel.figure("bytes", self.dim_values, dtype), kernel.figure("flops", self.dim_values,
+                                                                                                 dtype)
         free, _ = self.drv.mem_get_info()
-        need = 2 * self.nbytes + 2 * GUARD_BYTES
-        if need > 0.9 * free:
-            raise InvalidInputError(
-                f"shape {rows}x{cols} {dtype.name} needs {need / 2**30:.1f} GiB on the GPU; "
-                f"{free / 2**30:.1f} GiB is free")
+        footprint = check_fits(device, kernel, self.dims, dtype, free)
         self.rng = np.random.default_rng(seed)
         self.compiler = Compiler(device.arch, device.max_threads_per_sm)
-        self.d_in = self.drv.mem_alloc(self.nbytes)
-        self.d_out_full = self.drv.mem_alloc(self.nbytes + 2 * GUARD_BYTES)
-        self.d_out = int(self.d_out_full) + GUARD_BYTES
-        self._extra = self._rotation_buffers()
-        self.pairs = [(int(self.d_in), self.d_out)] + [(int(i), int(o)) for i, o in self._extra]
-        self._memcpy: Timing | None = None
-        self._copy: Timing | None = None
+        self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
+        self._values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
+                        if a.role != "out"}
         self._filled = False
+        self.bounds = Bounds(self, enabled=bounds)
 
     @property
     def l2_mode(self) -> str:
-        """``single`` (one buffer pair: larger than the L2) or ``rotating`` (see module doc)."""
-        return "rotating" if len(self.pairs) > 1 else "single"
+        """``single`` (one argument set: larger than the L2) or ``rotating`` (see module doc)."""
+        return "rotating" if len(self.sets) > 1 else "single"
 
-    def _rotation_buffers(self) -> list:
-        footprint = 2 * self.nbytes
-        if footprint >= 2 * self.device.l2_bytes:
-            return []
-        count = min(MAX_PAIRS, math.ceil(ROTATE_COVER * self.device.l2_bytes / footprint)) - 1
-        return [(self.drv.mem_alloc(self.nbytes), self.drv.mem_alloc(self.nbytes)) for _ in range(count)]
+    def _set_count(self, footprint: int) -> int:
+        if self.bytes is None or footprint >= 2 * self.device.l2_bytes:
+            return 1
+        return max(1, min(MAX_SETS, math.ceil(ROTATE_COVER * self.device.l2_bytes / max(footprint, 1))))
 
     def _fill(self) -> None:
-        """Random input in every buffer pair (timing on zeros can flatter a kernel)."""
+        """The same input values in every argument set (timing on zeros can flatter a kernel)."""
         if not self._filled:
-            a = np.frombuffer(self.rng.bytes(self.nbytes), dtype=np.uint8)
-            for inp, _ in self.pairs:
-                self.drv.memcpy_htod(inp, a)
+            for args in self.sets:
+                for i, values in self._values.items():
+                    if args.nbytes[i]:
+                        self.drv.memcpy_htod(args.pointers[i], np.ascontiguousarray(values))
             self._filled = True
 
     def free(self) -> None:
         """Release the device buffers."""
-        for buf in (self.d_in, self.d_out_full, *itertools.chain.from_iterable(self._extra)):
-            buf.free()
-
-    def memcpy(self) -> Timing:
-        """Device-to-device memcpy of the input buffer into the output buffer (measured once)."""
-        if self._memcpy is None:
-            self._fill()
-            pairs, n, copy = itertools.cycle(self.pairs), self.nbytes, self.drv.memcpy_dtod_async
-
-            def launch():
-                inp, out = next(pairs)
-                copy(out, inp, n)
-
-            self._memcpy = self._time(launch)
-        return self._memcpy
-
-    def copy_bound(self) -> Timing:
-        """The ``copy_row`` kernel at its default config on this shape (verified, measured once)."""
-        if self._copy is None:
-            compiled = self.compiler(get_kernel("copy_row").default_config(), self.dtype)
-            compiled.check_launch(self.device)
-            self.verify(compiled, self._launch_on(compiled, int(self.d_in), self.d_out))
-            self._fill()
-            self._copy = self._time(self._launcher(compiled))
-        return self._copy
+        for args in self.sets:
+            args.free()
+        self.bounds.free()
 
     @property
-    def copy_gbps(self) -> float:
-        """Effective bandwidth of :meth:`copy_bound`, GB/s."""
-        return effective_bandwidth_gbps(self.rows, self.cols, self.dtype.itemsize, self.copy_bound().median_ms)
+    def memcpy_gbps(self) -> float | None:
+        """GB/s of a device-to-device memcpy moving the objective's bytes (``None``: no memcpy bound)."""
+        return self.bounds.memcpy_gbps
 
     @property
-    def memcpy_gbps(self) -> float:
-        """Effective bandwidth of :meth:`memcpy`, GB/s (bytes read + bytes written)."""
-        return effective_bandwidth_gbps(self.rows, self.cols, self.dtype.itemsize, self.memcpy().median_ms)
+    def copy_gbps(self) -> float | None:
+        """GB/s of the objective's bound kernel on these dims (``None``: none)."""
+        return self.bounds.kernel_gbps
+
+    def compile(self, config: Config) -> tuple[CompiledKernel, tuple, tuple, int]:
+        """Compile ``config`` and check its launch: ``(compiled, grid, block, dynamic shared bytes)``.
+
+        Raises:
+            TrialFailed: ``compile_error``, or ``resources`` (geometry over the limits, or
+                an expression dividing by zero for this config).
+        """
+        try:
+            grid, block, shared = self.kernel.geometry(config, self.dim_values, self.dtype)
+        except ZeroDivisionError:
+            raise TrialFailed("resources", "the launch geometry divides by zero for this config") from None
+        bad = [f"{n}={g} > {m}" for n, g, m in zip("xyz", grid, MAX_GRID) if g > m] + \
+              [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
+        if bad:
+            raise TrialFailed("resources", f"grid {grid} is not allowed ({', '.join(bad)})")
+        compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel)
+        compiled.check_launch(self.device, block, shared)
+        return compiled, grid, block, shared
+
+    def launcher(self, compiled: CompiledKernel, grid, block, shared: int, sets: list[ArgSet] | None = None):
+        """A launch of ``compiled`` that moves to the next argument set on every call."""
+        fn = compiled.function
+        params = [self._params(args) for args in (sets or self.sets)]
+        cycle = itertools.cycle(params)
+        if len(params) == 1:
+            only = params[0]
+            return lambda: fn.prepared_async_call(grid, block, None, *only, shared_size=shared)
+        return lambda: fn.prepared_async_call(grid, block, None, *next(cycle), shared_size=shared)
+
+    def _params(self, args: ArgSet) -> list:
+        pointers = iter(args.pointers)
+        return [np.uintp(next(pointers)) if a.name not in self.scalars else self.scalars[a.name]
+                for a in self.kernel.args]
+
+    def verify(self, compiled: CompiledKernel, grid, block, shared: int) -> None:
+        """Verify ``compiled`` on fresh inputs against the kernel's check.
+
+        Raises:
+            TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.
+        """
+        k, args = self.kernel, self.sets[0]
+        values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
+                  if a.role != "out"}
+        expected = self._reference(values)
+        roles, names = [a.role for a, _, _ in self.layout], [a.name for a, _, _ in self.layout]
+        verify_outputs(self.drv, self.launcher(compiled, grid, block, shared, [args]), args, roles, names,
+                       [dt.numpy for _, _, dt in self.layout], values, expected, k.check_spec, self.dim_values,
+                       k.path.parent if k.path else None)
+        self._filled = False  # the verification wrote other values into the first set
+
+    def _reference(self, values) -> dict[int, np.ndarray]:
+        k = self.kernel
+        if k.check_spec.reference is not None:
+            return python_reference(k, self.layout, self.scalars, values)
+        default = k.default_config()
+        grid, block, shared = k.geometry(default, self.dim_values, self.dtype, k.check_spec.reference_launch)
+        compiled = self.compiler(default, self.dtype, 0, k)
+        args = ArgSet.allocate(self.drv, self.layout)
+        try:
+            return kernel_reference(self.drv, k, compiled, self.layout, args, self._params(args), grid, block,
+                                    shared, values)
+        finally:
+            args.free()
 
     def measure(self, config: Config) -> Measurement:
         """Compile, verify and time ``config``.
 
         Raises:
-            TrialFailed: compile error, block over the device limits, failed launch, or a
-                result that differs from NumPy's.
+            TrialFailed: compile error, launch over the device limits, failed launch, or a
+                result that fails the kernel's check.
         """
-        compiled = self.compiler(config, self.dtype)
-        compiled.check_launch(self.device)
-        self.verify(compiled, self._launch_on(compiled, int(self.d_in), self.d_out))
+        compiled, grid, block, shared = self.compile(config)
+        self.verify(compiled, grid, block, shared)
         self._fill()
-        t = self._time(self._launcher(compiled))
-        gbps = effective_bandwidth_gbps(self.rows, self.cols, self.dtype.itemsize, t.median_ms)
-        return Measurement(t.median_ms, t.min_ms, t.max_ms, gbps, 100.0 * gbps / self.memcpy_gbps,
-                           compiled.registers, compiled.shared_bytes, t.launches, 100.0 * gbps / self.copy_gbps,
-                           compiled.occupancy)
+        t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats)
+        gbps, gflops = self.figures(t.median_ms)
+        memcpy, copy = self.memcpy_gbps, self.copy_gbps
+        return Measurement(t.median_ms, t.min_ms, t.max_ms, gbps,
+                           100.0 * gbps / memcpy if gbps and memcpy else None, compiled.registers,
+                           compiled.shared_bytes + shared, t.launches,
+                           100.0 * gbps / copy if gbps and copy else None, compiled.occupancy, gflops)
+
+    def figures(self, ms: float) -> tuple[float | None, float | None]:
+        """GB/s of the objective's bytes and GFLOP/s of its flops in ``ms`` (``None`` where not given)."""
+        gbps = None if self.bytes is None else self.bytes / (ms * 1e-3) / 1e9
+        gflops = None if self.flops is None else self.flops / (ms * 1e-3) / 1e9
+        return gbps, gflops
 
     def retime(self, configs: list[Config], rounds: int = 5) -> list[Retiming]:
         """Time already verified ``configs`` again, interleaved: in each of ``rounds`` rounds
@@ -186,115 +239,31 @@ class Benchmark:
         Raises:
             TrialFailed: a config no longer compiles or launches (not expected after a search).
         """
-        launchers = {c: self._launcher(self.compiler(c, self.dtype)) for c in configs}
+        launchers = {c: self.launcher(*self.compile(c)) for c in configs}
         per_round: dict[Config, list[float]] = {c: [] for c in configs}
         pooled: dict[Config, list[np.ndarray]] = {c: [] for c in configs}
         self._fill()
         for r in range(rounds):
             for c in configs[r % len(configs):] + configs[:r % len(configs)]:
-                ms, _ = self._samples(launchers[c])
+                ms, _ = samples(self.drv, launchers[c], self.warmup, self.repeats)
                 per_round[c].append(float(np.median(ms)))
                 pooled[c].append(ms)
         return [Retiming(c, tuple(per_round[c]), float(np.median(np.concatenate(pooled[c])))) for c in configs]
 
-    def _grid_block(self, compiled: CompiledKernel):
-        k, c = compiled.kernel, compiled.config
-        grid, block = k.grid(c, self.rows, self.cols), k.block(c, compiled.dtype.itemsize)
-        if grid[0] > MAX_DIM:
-            raise TrialFailed("resources", f"{grid[0]} blocks > {MAX_DIM} allowed in one grid")
-        return grid, block
-
-    def _launch_on(self, compiled: CompiledKernel, inp: int, out: int):
-        grid, block = self._grid_block(compiled)
-        fn, rows, cols = compiled.function, np.int32(self.rows), np.int32(self.cols)
-        return lambda: fn.prepared_async_call(grid, block, None, out, inp, rows, cols)
-
-    def _launcher(self, compiled: CompiledKernel):
-        """A launch that moves to the next buffer pair on every call (one pair: always it)."""
-        grid, block = self._grid_block(compiled)
-        fn, rows, cols = compiled.function, np.int32(self.rows), np.int32(self.cols)
-        pairs = itertools.cycle(self.pairs)
-
-        def launch():
-            inp, out = next(pairs)
-            fn.prepared_async_call(grid, block, None, out, inp, rows, cols)
-
-        return launch
-
-    def verify(self, compiled: CompiledKernel, launch) -> None:
-        """Run ``launch`` (which writes the output buffer) on fresh random input and compare
-        with NumPy bit for bit (:func:`autotune.measure.verify.verify`).
-
-        Raises:
-            TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.
-        """
-        a = np.frombuffer(self.rng.bytes(self.nbytes), dtype=self.dtype.numpy).reshape(self.rows, self.cols)
-        verify(self.drv, launch, a, compiled.kernel.reference(a), self.d_in, self.d_out_full)
-
-    def _time(self, launch) -> Timing:
-        ms, launches = self._samples(launch)
-        return Timing(float(np.median(ms)), float(ms.min()), float(ms.max()), launches)
-
-    def _samples(self, launch) -> tuple[np.ndarray, int]:
-        """Per-launch times (ms) of ``repeats`` samples, each a batch of launches (see module
-        doc), and the number of launches timed."""
-        drv = self.drv
-        start, end = drv.Event(), drv.Event()
-        start.record()
-        for _ in range(self.warmup):
-            launch()
-        end.record()
-        end.synchronize()
-        per_launch = max(end.time_since(start) / max(self.warmup, 1), 1e-4)
-        batch = max(1, math.ceil(_MIN_SAMPLE_MS / per_launch))
-        events = [(drv.Event(), drv.Event()) for _ in range(self.repeats)]
-        for s, e in events:
-            s.record()
-            for _ in range(batch):
-                launch()
-            e.record()
-        events[-1][1].synchronize()
-        return np.array([e.time_since(s) / batch for s, e in events]), self.repeats * batch
-
-
-def check_fits(device: DeviceInfo, rows: int, cols: int, dtype: DType) -> None:
-    """Refuse a shape whose input and output buffers exceed the device's memory.
-
-    Raises:
-        InvalidInputError: naming the shape, the bytes needed and the device's memory.
-    """
-    need = 2 * rows * cols * dtype.itemsize + 2 * GUARD_BYTES
-    if need > device.total_memory:
-        raise InvalidInputError(
-            f"shape {rows}x{cols} {dtype.name} needs {need / 2**30:.1f} GiB on the GPU; "
-            f"{device.name} has {device.total_memory / 2**30:.1f} GiB")
-
 
 @contextlib.contextmanager
-def open_benchmark(ordinal: int, rows: int, cols: int, dtype: DType, depth: int = 0,
-                   **options) -> Iterator[Benchmark]:
-    """A :class:`Benchmark` on device ``ordinal``, inside its context, freed on exit:
-    of a transpose or copy of ``rows x cols`` (``depth`` 0), or of the matrix product
-    ``M, N, K = rows, cols, depth`` (:class:`autotune.measure.matmul_bench.MatmulBenchmark`).
-
-    ``options`` are passed to the benchmark (warmup, repeats, seed).
+def open_benchmark(ordinal: int, kernel: Kernel, dims, dtype: DType, **options) -> Iterator[Benchmark]:
+    """A :class:`Benchmark` of ``kernel`` on ``dims`` and ``dtype`` on device ``ordinal``, inside
+    its context, freed on exit; ``options`` go to the benchmark (warmup, repeats, seed).
 
     Raises:
         GPUUnavailableError: no PyCUDA, driver or device.
-        InvalidInputError: ``ordinal`` out of range, bad shape, or too large for the GPU.
+        InvalidInputError: ``ordinal`` out of range, bad dims or dtype, or too large for the GPU.
     """
     with open_device(ordinal) as device:
-        if depth:
-            from autotune.measure.matmul_bench import MatmulBenchmark, matmul_bytes
-
-            need = matmul_bytes(rows, cols, depth, dtype.itemsize)
-            if need > device.total_memory:
-                raise InvalidInputError(f"shape {rows}x{cols}x{depth} {dtype.name} needs {need / 2**30:.1f} GiB "
-                                        f"on the GPU; {device.name} has {device.total_memory / 2**30:.1f} GiB")
-            bench: Benchmark = MatmulBenchmark(device, rows, cols, depth, dtype, **options)
-        else:
-            check_fits(device, rows, cols, dtype)
-            bench = Benchmark(device, rows, cols, dtype, **options)
+        kernel.check_dtype(dtype)
+        check_fits(device, kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
+        bench = Benchmark(device, kernel, dims, dtype, **options)
         try:
             yield bench
         finally:

@@ -9,7 +9,6 @@ expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
 
 from __future__ import annotations
 
-import math
 import re
 import subprocess
 import tempfile
@@ -21,7 +20,8 @@ from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo, cuda_driver
 from autotune.kernel.dtypes import DType
 from autotune.errors import TrialFailed
-from autotune.kernel.catalog import Kernel, get_kernel, source_text
+from autotune.kernel.catalog import get_kernel
+from autotune.kernel.model import Kernel
 from autotune.measure.occupancy import theoretical_occupancy
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
@@ -71,15 +71,18 @@ class CompiledKernel:
     occupancy: float = 0.0
     module: Any = None  # the loaded pycuda Module: ``function`` is valid while it lives
 
-    def check_launch(self, device: DeviceInfo) -> None:
-        """Raise ``TrialFailed('resources')`` if the block exceeds the device or binary limits."""
-        x, y, z = self.kernel.block(self.config, self.dtype.itemsize)
+    def check_launch(self, device: DeviceInfo, block: tuple[int, int, int], dynamic_shared: int = 0) -> None:
+        """Raise ``TrialFailed('resources')`` if ``block`` (threads x, y, z) or the shared
+        memory (static plus ``dynamic_shared`` bytes) exceeds the device or binary limits."""
+        x, y, z = block
         limit = min(self.max_threads_per_block, device.max_threads_per_block)
+        if min(block) < 1:
+            raise TrialFailed("resources", f"block {block} has an empty dimension")
         if x * y * z > limit:
             raise TrialFailed("resources", f"{x * y * z} threads per block > {limit} allowed "
                               f"({self.registers} registers per thread)")
-        if self.shared_bytes > device.max_shared_per_block:
-            raise TrialFailed("resources", f"{self.shared_bytes} B shared memory per block > "
+        if self.shared_bytes + dynamic_shared > device.max_shared_per_block:
+            raise TrialFailed("resources", f"{self.shared_bytes + dynamic_shared} B shared memory per block > "
                               f"{device.max_shared_per_block} B allowed")
 
 
@@ -95,32 +98,33 @@ class Compiler:
         self.max_threads_per_sm = max_threads_per_sm
         self._cache: dict[tuple[Config, str], CompiledKernel] = {}
 
-    def __call__(self, config: Config, dtype: DType) -> CompiledKernel:
-        """Compile (or fetch from cache) ``config`` for ``dtype``.
+    def __call__(self, config: Config, dtype: DType, threads: int = 0, kernel: Kernel | None = None) -> CompiledKernel:
+        """Compile (or fetch from cache) ``config`` for ``dtype``; ``threads`` per block (if
+        known) give the occupancy; ``kernel`` defaults to the one ``config`` names.
 
         Raises:
             TrialFailed: ``compile_error`` with the compiler's first error line.
         """
-        key = (config, dtype.name)
+        kernel = kernel or get_kernel(config.kernel)
+        key = (id(kernel), config, dtype.name)
         if key not in self._cache:
-            self._cache[key] = self._build(get_kernel(config.kernel), config, dtype)
+            self._cache[key] = self._build(kernel, config, dtype, threads)
         return self._cache[key]
 
-    def _build(self, kernel: Kernel, config: Config, dtype: DType) -> CompiledKernel:
+    def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int) -> CompiledKernel:
         drv = cuda_driver()
         from pycuda.compiler import compile as nvcc_compile
 
         try:  # pycuda.compiler.compile: nvcc with PyCUDA's on-disk cubin cache
-            cubin = nvcc_compile(source_text(kernel.file), options=nvcc_options(kernel, config, dtype),
+            cubin = nvcc_compile(kernel.source_text(), options=nvcc_options(kernel, config, dtype),
                                  arch=self.arch, no_extern_c=True)
         except drv.CompileError as exc:
             raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
         module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
         fn.prepare(kernel.signature)
-        threads = math.prod(kernel.block(config, dtype.itemsize))
         blocks, occupancy = (0, 0.0)
-        if threads <= fn.max_threads_per_block:
+        if 0 < threads <= fn.max_threads_per_block:
             blocks, occupancy = theoretical_occupancy(cubin, kernel.function, threads, self.max_threads_per_sm)
         return CompiledKernel(kernel, config, dtype, fn, fn.num_regs, fn.shared_size_bytes,
                               fn.local_size_bytes, fn.max_threads_per_block, blocks, occupancy, module)
@@ -128,10 +132,12 @@ class Compiler:
 
 
 
-def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str = "nvcc") -> dict[str, int]:
-    """Compile ``config`` to a cubin with nvcc alone (no PyCUDA, no GPU needed).
+def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str = "nvcc",
+                  kernel: Kernel | None = None) -> dict[str, int]:
+    """Compile ``config`` (of ``kernel``, default the one it names) to a cubin with nvcc alone
+    (no PyCUDA, no GPU needed).
 
-    Used by CI to check that every config of every shipped space compiles.
+    Used by CI and ``autotune check`` to check that every config of a space compiles.
 
     Returns:
         ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report.
@@ -139,10 +145,10 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     Raises:
         TrialFailed: ``compile_error`` with the first error line.
     """
-    kernel = get_kernel(config.kernel)
+    kernel = kernel or get_kernel(config.kernel)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
-        src.write_text(source_text(kernel.file))
+        src.write_text(kernel.source_text())
         cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *nvcc_options(kernel, config, dtype),
                "-o", str(Path(tmp) / "k.cubin"), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -26,14 +26,15 @@ class Measurement:
 
     Attributes:
         median_ms, min_ms, max_ms: kernel time over the timed launches, in ms (CUDA events).
-        gbps: effective bandwidth of the median time, GB/s.
-        pct_memcpy: ``gbps`` as % of the device-to-device memcpy bandwidth measured on the
-            same buffers in the same run.
+        gbps: effective bandwidth of the median time (the objective's bytes), GB/s
+            (``None`` for a kernel without a bytes objective).
+        pct_memcpy: ``gbps`` as % of a device-to-device memcpy moving the same bytes, measured
+            in the same run (``None`` without a memcpy bound).
         registers: registers per thread of the compiled kernel.
         shared_bytes: static shared memory per block, bytes.
         launches: how many launches were timed.
-        pct_copy: ``gbps`` as % of the copy_row kernel on the same shape in the same run
-            (``None`` where it was not measured).
+        pct_copy: ``gbps`` as % of the kernel's bound kernel (e.g. copy_row) on the same
+            dims in the same run (``None`` where it has none).
         occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
         gflops: ``2 * M * N * K / median`` in GFLOP/s for a matrix product (``None`` for a
             transpose or copy, whose ``pct_memcpy`` is then always set; a product has none,
@@ -43,7 +44,7 @@ class Measurement:
     median_ms: float
     min_ms: float
     max_ms: float
-    gbps: float
+    gbps: float | None
     pct_memcpy: float | None
     registers: int
     shared_bytes: int

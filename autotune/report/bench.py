@@ -1,18 +1,16 @@
-"""``autotune bench``: every kernel, at its default and at its tuned config, beside the device
-memcpy and the copy bounds, NumPy's transpose on the CPU, and the host-to-device and
-device-to-host transfers of the same matrix, so a user sees what the GPU buys end to end.
+"""``autotune bench``: kernels of one problem at their default and tuned configs, beside their bounds.
 
-Kernel and memcpy figures come from :class:`~autotune.measure.benchmark.Benchmark` (verified, CUDA
-events, effective bandwidth ``2 * bytes / time``). The CPU line times
-``numpy.ascontiguousarray(a.T)`` with ``time.perf_counter`` (median of ``cpu_repeats``
-after one warm-up), also as ``2 * bytes / time``. Transfers move ``bytes`` one way, so their
-GB/s is ``bytes / time``; they are timed with CUDA events from pageable (NumPy) and from
-page-locked host memory.
+Every kernel named (all of one kind of problem: the same dims) is measured by a
+:class:`~autotune.measure.benchmark.Benchmark` of its own on the same device, dims and dtype,
+at its default config and at its stored tuned config where that differs. Beside them, by
+what the first kernel's objective names as its bound:
 
-For the matrix products (``matmul`` kernels, :func:`run_matmul_bench`) the table is each
-kernel at its default and tuned config, in GFLOP/s, beside the vendor library's product of
-the same shape (cuBLAS via CuPy or PyTorch, TF32 off: :mod:`autotune.measure.vendor`), of which each
-kernel's % is shown; no memcpy, CPU or transfer lines.
+* ``memcpy``: the device-to-device ``cudaMemcpy`` moving the same bytes; the kernel's Python
+  reference on the CPU (e.g. ``numpy.ascontiguousarray(a.T)``: median of ``cpu_repeats``
+  after one warm-up, ``time.perf_counter``), as GB/s of the same bytes; and host-to-device
+  and device-to-host transfers of the first input array (pageable and page-locked host
+  memory, CUDA events; GB/s = bytes one way / time);
+* ``cublas``: the vendor library's product of the same m, n, k (:mod:`autotune.measure.vendor`).
 """
 
 from __future__ import annotations
@@ -24,22 +22,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autotune.measure.benchmark import Benchmark
 from autotune.errors import TrialFailed
-from autotune.kernel.catalog import get_kernel
+from autotune.kernel.model import Kernel
+from autotune.measure.benchmark import Benchmark
+from autotune.measure.buffers import host_values
+from autotune.measure.reference import python_reference
 from autotune.store.key import TuningKey
-from autotune.measure.measurement import effective_bandwidth_gbps
-from autotune.store.models import BenchRow, BenchRun
-from autotune.store.repository import Store, device_row
 
-__all__ = ["BenchLine", "run_bench", "run_matmul_bench", "save_bench"]
+__all__ = ["BenchLine", "bound_lines", "kernel_lines", "run_bench"]
 
 
 @dataclass(frozen=True)
 class BenchLine:
-    """One line of the bench table. ``gbps``: GB/s (see module doc); ``pct_memcpy``: % of
-    the device memcpy of the same run; ``note``: why a kernel has no figures; ``gflops``:
-    GFLOP/s of a matrix product (kernel or ``vendor`` line)."""
+    """One line of the bench table: ``gbps`` GB/s, ``gflops`` GFLOP/s, ``pct_memcpy`` % of the
+    memcpy of the same run; ``note``: why a kernel has no figures."""
 
     name: str
     kind: str  # memcpy, kernel, cpu, transfer, vendor
@@ -55,42 +51,14 @@ class BenchLine:
     gflops: float | None = None
 
 
-def run_bench(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str], TuningKey], store: Store,
-              cpu_repeats: int = 3) -> list[BenchLine]:
-    """Measure every line for ``bench``'s device, shape and dtype (inside its CUDA context)."""
-    rows, cols, dt = bench.rows, bench.cols, bench.dtype
-    memcpy = bench.memcpy()
-    lines = [BenchLine("cudaMemcpy device-to-device", "memcpy", memcpy.median_ms, bench.memcpy_gbps, 100.0)]
-    lines.extend(_kernel_lines(bench, kernels, key_for, store))
-    lines.append(_cpu_line(rows, cols, dt.numpy, cpu_repeats, bench.memcpy_gbps))
-    lines.extend(_transfer_lines(bench))
-    return lines
-
-
-def run_matmul_bench(bench, kernels: Sequence[str], key_for: Callable[[str], TuningKey],
-                     store: Store) -> list[BenchLine]:
-    """Every ``matmul`` kernel at its default and tuned config, then the vendor library's
-    product, for ``bench``'s M, N, K and dtype (a :class:`~autotune.measure.matmul_bench.MatmulBenchmark`)."""
-    from autotune.measure.vendor import vendor_matmul
-
-    lines = _kernel_lines(bench, kernels, key_for, store)
-    v = vendor_matmul(bench)
-    lines.append(BenchLine(v.name, "vendor", v.median_ms, v.gbps, note=v.note, gflops=v.gflops))
-    return lines
-
-
-def _kernel_lines(bench: Benchmark, kernels: Sequence[str], key_for: Callable[[str], TuningKey],
-                  store: Store) -> list[BenchLine]:
-    """Each kernel at its default config, and at its stored tuned config where that differs."""
-    lines = []
-    for name in kernels:
-        kernel = get_kernel(name)
-        default = kernel.default_config()
-        best = store.best(key_for(kernel.name))
-        tuned = best.config if best is not None else None
-        lines.append(_kernel_line(bench, default, "default=tuned" if tuned == default else "default"))
-        if tuned is not None and tuned != default:
-            lines.append(_kernel_line(bench, tuned, "tuned"))
+def kernel_lines(bench: Benchmark, key: TuningKey, store) -> list[BenchLine]:
+    """``bench``'s kernel at its default config, and at its stored tuned config where that differs."""
+    default = bench.kernel.default_config()
+    best = store.best(key)
+    tuned = best.config if best is not None else None
+    lines = [_kernel_line(bench, default, "default=tuned" if tuned == default else "default")]
+    if tuned is not None and tuned != default:
+        lines.append(_kernel_line(bench, tuned, "tuned"))
     return lines
 
 
@@ -104,33 +72,55 @@ def _kernel_line(bench: Benchmark, config, source: str) -> BenchLine:
                      m.registers, m.shared_bytes, m.occupancy, gflops=m.gflops)
 
 
-def _cpu_line(rows: int, cols: int, dtype: np.dtype, repeats: int, memcpy_gbps: float) -> BenchLine:
-    a = np.random.default_rng(0).integers(0, 100, size=(rows, cols)).astype(dtype)
-    np.ascontiguousarray(a.T)  # warm-up: page in the destination allocator's memory
+def bound_lines(bench: Benchmark, cpu_repeats: int = 3) -> tuple[list[BenchLine], list[BenchLine]]:
+    """The lines of ``bench``'s kernel's bound: those shown before the kernels, and after."""
+    k = bench.kernel
+    if k.objective.bound == "cublas":
+        from autotune.measure.vendor import vendor_matmul
+
+        v = vendor_matmul(bench)
+        return [], [BenchLine(v.name, "vendor", v.median_ms, None, note=v.note, gflops=v.gflops)]
+    if bench.memcpy_gbps is None:
+        return [], []
+    ms = bench.bytes / (bench.memcpy_gbps * 1e9) * 1e3
+    before = [BenchLine("cudaMemcpy device-to-device", "memcpy", ms, bench.memcpy_gbps, 100.0)]
+    after = [_cpu_line(bench, cpu_repeats)] if k.check_spec.reference else []
+    return before, after + _transfer_lines(bench)
+
+
+def _cpu_line(bench: Benchmark, repeats: int) -> BenchLine:
+    k = bench.kernel
+    values = {i: host_values(a, shape, dt, bench.rng) for i, (a, shape, dt) in enumerate(bench.layout)
+              if a.role != "out"}
+    python_reference(k, bench.layout, bench.scalars, values)  # warm-up: page in the allocator's memory
     times = []
     for _ in range(max(repeats, 1)):
         start = time.perf_counter()
-        np.ascontiguousarray(a.T)
+        python_reference(k, bench.layout, bench.scalars, values)
         times.append((time.perf_counter() - start) * 1e3)
     ms = float(np.median(times))
-    gbps = effective_bandwidth_gbps(rows, cols, dtype.itemsize, ms)
-    return BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", ms, gbps, 100 * gbps / memcpy_gbps)
+    gbps = bench.bytes / (ms * 1e-3) / 1e9
+    return BenchLine(f"{k.check_spec.reference.rpartition(':')[2]} reference on the CPU (NumPy)", "cpu", ms, gbps,
+                     100 * gbps / bench.memcpy_gbps)
 
 
 def _transfer_lines(bench: Benchmark, repeats: int = 5) -> list[BenchLine]:
-    drv, n = bench.drv, bench.nbytes
+    drv = bench.drv
+    first = next(i for i, (a, _, _) in enumerate(bench.layout) if a.role != "out")
+    n, pointer = bench.sets[0].nbytes[first], bench.sets[0].pointers[first]
     pageable = np.empty(n, dtype=np.uint8)
     pinned = drv.pagelocked_empty(n, np.uint8)
     lines = []
     for label, host in (("pageable", pageable), ("page-locked", pinned)):
-        for direction, work in (("host-to-device", functools.partial(drv.memcpy_htod, bench.d_in, host)),
-                                ("device-to-host", functools.partial(drv.memcpy_dtoh, host, bench.d_in))):
+        for direction, work in (("host-to-device", functools.partial(drv.memcpy_htod, pointer, host)),
+                                ("device-to-host", functools.partial(drv.memcpy_dtoh, host, pointer))):
             ms = _event_time(drv, work, repeats)
             lines.append(BenchLine(f"{direction} ({label})", "transfer", ms, n / (ms * 1e-3) / 1e9))
+    bench._filled = False  # the transfers overwrote the first input
     return lines
 
 
-def _event_time(drv, work, repeats: int) -> float:
+def _event_time(drv, work: Callable[[], None], repeats: int) -> float:
     work()  # warm-up
     times = []
     for _ in range(repeats):
@@ -143,13 +133,22 @@ def _event_time(drv, work, repeats: int) -> float:
     return float(np.median(times))
 
 
-def save_bench(store: Store, bench: Benchmark, nvcc_version: str, lines: Sequence[BenchLine]) -> int:
-    """Store a bench run and its lines; returns the run's id."""
-    with store.session() as session:
-        run = BenchRun(device=device_row(session, bench.device), rows=bench.rows, cols=bench.cols,
-                       depth=bench.depth, dtype=bench.dtype.name, nvcc_version=nvcc_version, memcpy_gbps=bench.memcpy_gbps,
-                       l2_mode=bench.l2_mode)
-        run.lines = [BenchRow(position=i, **line.__dict__) for i, line in enumerate(lines)]
-        session.add(run)
-        session.flush()
-        return run.id
+def run_bench(device, kernels: Sequence[Kernel], dims, dtype, store, key_for: Callable[[Kernel], TuningKey],
+              repeats: int = 50) -> tuple[list[BenchLine], dict]:
+    """Every line of a bench of ``kernels`` (one kind of problem) on ``device`` (its context
+    current): the bound lines of the first kernel around every kernel's lines.
+
+    Returns:
+        The lines, and the run's context: ``memcpy_gbps`` and ``l2_mode`` of the first kernel.
+    """
+    before, after, lines, context = [], [], [], {"memcpy_gbps": None, "l2_mode": "single"}
+    for i, k in enumerate(kernels):
+        bench = Benchmark(device, k, dims, dtype, repeats=repeats)
+        try:
+            if i == 0:
+                before, after = bound_lines(bench)
+                context = {"memcpy_gbps": bench.memcpy_gbps, "l2_mode": bench.l2_mode}
+            lines.extend(kernel_lines(bench, key_for(k), store))
+        finally:
+            bench.free()
+    return [*before, *lines, *after], context

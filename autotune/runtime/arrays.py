@@ -22,18 +22,18 @@ __all__ = ["DeviceArray", "describe", "empty_like_kind"]
 
 @dataclass(frozen=True)
 class DeviceArray:
-    """What a launch needs to know of a 2-D C-contiguous device array.
+    """What a launch needs to know of a C-contiguous device array.
 
     Attributes:
         pointer: device address of element (0, 0).
-        shape: ``(rows, cols)``.
+        shape: its shape, e.g. ``(rows, cols)``.
         dtype: element type.
         kind: ``"pycuda"``, ``"cupy"``, ``"torch"`` or ``"cai"`` (another exporter).
         readonly: the exporter marked the memory read-only.
     """
 
     pointer: int
-    shape: tuple[int, int]
+    shape: tuple[int, ...]
     dtype: DType
     kind: str
     readonly: bool = False
@@ -44,11 +44,12 @@ def _kind(obj) -> str:
     return module if module in ("pycuda", "cupy", "torch") else "cai"
 
 
-def describe(obj, what: str = "input") -> DeviceArray:
+def describe(obj, what: str = "input", ndim: int | None = 2) -> DeviceArray:
     """Read ``obj``'s ``__cuda_array_interface__`` (PyCUDA GPUArrays export it too).
 
     Raises:
-        InvalidInputError: ``obj`` exports no interface, or is not 2-D, not C-contiguous,
+        InvalidInputError: ``obj`` exports no interface, or has not ``ndim`` dimensions
+            (``None``: any number), is not C-contiguous,
             empty, masked, or of a dtype autotune does not support; ``what`` names it.
     """
     try:
@@ -57,10 +58,10 @@ def describe(obj, what: str = "input") -> DeviceArray:
         raise InvalidInputError(f"{what} of type {type(obj).__name__} is not a GPU array; allowed: a PyCUDA "
                                 "GPUArray or an object with __cuda_array_interface__ (CuPy, PyTorch)") from None
     shape = tuple(cai["shape"])
-    if len(shape) != 2:
-        raise InvalidInputError(f"{what} has {len(shape)} dimensions {shape}; allowed: 2")
+    if ndim is not None and len(shape) != ndim:
+        raise InvalidInputError(f"{what} has {len(shape)} dimensions {shape}; allowed: {ndim}")
     if 0 in shape:
-        raise InvalidInputError(f"{what} of shape {shape[0]}x{shape[1]} is empty")
+        raise InvalidInputError(f"{what} of shape {'x'.join(map(str, shape))} is empty")
     if cai.get("mask") is not None:
         raise InvalidInputError(f"{what} is a masked array; allowed: unmasked")
     npdtype = np.dtype(cai["typestr"])
@@ -69,12 +70,12 @@ def describe(obj, what: str = "input") -> DeviceArray:
     except InvalidInputError as exc:
         raise InvalidInputError(f"{what}: {exc}") from None
     strides = cai.get("strides")
-    contiguous = (shape[1] * npdtype.itemsize, npdtype.itemsize)
+    contiguous = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * npdtype.itemsize for i in range(len(shape)))
     if strides is not None and any(n > 1 and s != c for n, s, c in zip(shape, strides, contiguous)):
         raise InvalidInputError(f"{what} has strides {tuple(strides)} bytes; allowed: C-contiguous "
                                 f"{contiguous} (make it contiguous first)")
     pointer, readonly = cai["data"]
-    return DeviceArray(int(pointer), (int(shape[0]), int(shape[1])), dtype, _kind(obj), bool(readonly))
+    return DeviceArray(int(pointer), tuple(int(n) for n in shape), dtype, _kind(obj), bool(readonly))
 
 
 def empty_like_kind(like, shape: tuple[int, int], dtype: DType):

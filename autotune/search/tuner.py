@@ -31,6 +31,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
+from autotune.kernel.dims import format_shape
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
 from autotune.search import stop
@@ -75,10 +76,11 @@ class SearchResult:
             config measured) or ``interrupted``.
         outcomes: the trials of this run, in order.
         measured: every config measured in the study so far (this run and earlier ones)
-            with its effective bandwidth in GB/s.
+            with its median time per launch, ms.
         decision: the re-timing's winner, fastest and tie group (``None``: not re-timed).
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
+        reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
     """
 
     key: TuningKey
@@ -89,15 +91,16 @@ class SearchResult:
     decision: Decision | None = None
     retimings: list[Retiming] = field(default_factory=list)
     clock_warning: str | None = None
+    reports: list = field(default_factory=list)
 
     @property
     def best(self) -> tuple[Config, float] | None:
-        """The fastest measured config of the study and its GB/s, or ``None``."""
-        return max(self.measured.items(), key=lambda kv: kv[1], default=None)
+        """The fastest measured config of the study and its median ms, or ``None``."""
+        return min(self.measured.items(), key=lambda kv: (kv[1], kv[0]), default=None)
 
     def top(self, n: int = 10) -> list[tuple[Config, float]]:
-        """The ``n`` fastest measured configs of the study, fastest first."""
-        return sorted(self.measured.items(), key=lambda kv: -kv[1])[:n]
+        """The ``n`` fastest measured configs of the study, fastest first (ties: config order)."""
+        return sorted(self.measured.items(), key=lambda kv: (kv[1], kv[0]))[:n]
 
 
 def _sampler(name: str, space: SearchSpace, seed: int | None):
@@ -116,10 +119,10 @@ def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=Non
     try:
         with store.errors():
             return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
-                                       sampler=sampler, direction="maximize", load_if_exists=resume)
+                                       sampler=sampler, direction="minimize", load_if_exists=resume)
     except optuna.exceptions.DuplicatedStudyError:
         raise InvalidInputError(
-            f"a study for {key.kernel} {key.rows}x{key.cols} {key.dtype} on {key.device.name} exists "
+            f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
             "already; pass --resume to continue it") from None
 
 
@@ -146,7 +149,7 @@ def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *
     result = SearchResult(key, search_id)
     for t in store.key_trials(key):
         if t.status == "ok":
-            result.measured[t.config] = max(t.gbps, result.measured.get(t.config, 0.0))
+            result.measured[t.config] = min(t.median_ms, result.measured.get(t.config, math.inf))
     if result.measured:
         result.decision = _decide(key, store, result, retime, top_k, rounds)
     return result
@@ -163,7 +166,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
            clocks: Callable[[], dict | None] | None = None, retime: Retime | None = None,
            top_k: int = 5, rounds: int = 5,
            on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
-    """Search ``space`` for the config of highest effective bandwidth for ``key``.
+    """Search ``space`` for the config of lowest median time per launch for ``key``.
 
     Args:
         n_trials: Optuna trials to run (>= 1), constraint-breaking and duplicate ones included.
@@ -171,7 +174,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         seed: sampler seed, for reproducible proposals.
         sampler: one of :data:`SAMPLERS`.
         resume: continue the key's existing study instead of refusing to touch it.
-        memcpy_gbps, copy_gbps: device memcpy and copy_row bound measured for this run, GB/s.
+        memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures measured for this run, GB/s.
         l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
         clocks: reads the GPU clocks (:func:`autotune.measure.nvml.clock_state`), at start and end.
         retime: re-times configs interleaved; ``None`` skips the re-timing phase.
@@ -243,7 +246,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             raise
         _annotate(trial, outcome)
         if outcome.status == "ok":
-            result.measured[config] = outcome.measurement.gbps
+            result.measured[config] = outcome.measurement.median_ms
         result.outcomes.append(outcome)
         flight.clear()
         if on_trial is not None:
@@ -311,11 +314,11 @@ def _what_was_kept(result: SearchResult, flight: dict) -> str:
 def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
             rounds: int) -> Decision:
     """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
-    kernel, itemsize = get_kernel(key.kernel), get_dtype(key.dtype).itemsize
+    kernel, dtype, dims = get_kernel(key.kernel), get_dtype(key.dtype), dict(key.dims)
     shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
     with stop.interruptible():  # measures only: a signal may cut it anywhere
         result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
-    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.block(c, itemsize)),
+    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.geometry(c, dims, dtype)[1]),
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
     return decision
@@ -382,11 +385,11 @@ def _annotate(trial, outcome: TrialOutcome) -> None:
 
 
 def _value(outcome: TrialOutcome, result: SearchResult) -> float:
-    """The objective value Optuna records: GB/s; PRUNED for a constraint; FAIL for failures."""
+    """The objective value Optuna records: median ms; PRUNED for a constraint; FAIL for failures."""
     import optuna
 
     if outcome.status == "ok":
-        return outcome.measurement.gbps
+        return outcome.measurement.median_ms
     if outcome.status == "duplicate" and outcome.config in result.measured:
         return result.measured[outcome.config]
     if outcome.status == "constraint":

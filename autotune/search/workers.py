@@ -45,9 +45,8 @@ JOIN_S = 60
 class Plan:
     """What every worker searches: the arguments of ``autotune search`` besides the device."""
 
-    kernel: str
-    rows: int
-    cols: int
+    kernel: str  # a catalog name or the path of a kernel file (each worker loads it)
+    dims: tuple[tuple[str, int], ...]
     dtype: str
     space: str | None
     db: str | None
@@ -55,14 +54,14 @@ class Plan:
     seed: int | None
     sampler: str
     timeout: float | None
-    depth: int = 0  # K of a matrix product (rows, cols are M, N); 0 for a transpose
 
 
 @dataclass
 class WorkerReport:
     """What one GPU's worker reported: ``state`` is ``starting``, ``running``, ``done``,
     ``interrupted``, ``error`` (``message`` says why) or ``died`` (no report; exit code in
-    ``message``); ``counts`` its trials by outcome status; ``best_gbps`` its best so far."""
+    ``message``); ``counts`` its trials by outcome status; ``best`` its best figure so far
+    (e.g. ``2873 GB/s``) and ``best_config`` that config."""
 
     ordinal: int
     trials: int
@@ -70,7 +69,7 @@ class WorkerReport:
     name: str = ""
     uuid: str = ""
     counts: dict[str, int] = field(default_factory=dict)
-    best_gbps: float | None = None
+    best: str | None = None
     best_config: str | None = None
     stopped: str | None = None
     search_id: int | None = None
@@ -202,7 +201,7 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
     elif kind == "trial":
         r.search_id = data["search_id"]
         r.counts[data["status"]] = r.counts.get(data["status"], 0) + 1
-        r.best_gbps, r.best_config = data["best_gbps"], data["best_config"]
+        r.best, r.best_config = data["best"], data["best_config"]
     elif kind == "done":
         r.state, r.stopped, r.clock_warning = "done", data["stopped"], data["clock_warning"]
     else:  # interrupted, error
@@ -233,28 +232,30 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
 def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
     import optuna
 
-    from autotune.measure import nvml
+    from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
-    from autotune.store.key import tuning_key
-    from autotune.kernel.space import load_space
-    from autotune.store.repository import Store
+    from autotune.measure import nvml
+    from autotune.measure.figures import headline
     from autotune.search.tuner import search
+    from autotune.store.key import tuning_key
+    from autotune.store.repository import Store
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
-    with open_benchmark(ordinal, plan.rows, plan.cols, get_dtype(plan.dtype), depth=plan.depth,
-                        repeats=plan.repeats, seed=seed) as bench:
+    kernel = resolve_kernel(plan.kernel)
+    with open_benchmark(ordinal, kernel, plan.dims, get_dtype(plan.dtype), repeats=plan.repeats, seed=seed) as bench:
         stop.check()
         store = Store(plan.db)
-        key = tuning_key(plan.kernel, bench.device, plan.rows, plan.cols, plan.dtype, plan.depth)
+        key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)
         events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
 
         def on_trial(outcome, result) -> None:
             best = result.best
             events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
-                                           "best_gbps": best[1] if best else None,
+                                           "best": headline(kernel, dict(plan.dims), plan.dtype, best[1])
+                                           if best else None,
                                            "best_config": best[0].key if best else None}))
 
-        space = load_space(key.kernel, plan.space)
+        space = kernel.space(plan.space)
         result = search(key, space, bench.measure, store, n_trials=n_trials, timeout=plan.timeout,
                         seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
                         copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,

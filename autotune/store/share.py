@@ -38,11 +38,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from autotune.measure.benchmark import MAX_DIM
+from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import KERNELS, get_kernel, source_hash
+from autotune.kernel.catalog import KERNELS, get_kernel
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 from autotune.kernel.space import MAX_MACRO_VALUE
 from autotune.store.repository import BestRecord, Store
@@ -299,7 +299,7 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     results = check.get(document, "results", "")
     if not isinstance(results, list):
         raise check.fail("results", f"is {_describe(results)}; it must be a list")
-    hashes = {kernel.name: source_hash(kernel) for kernel in KERNELS.values()}
+    hashes = {kernel.name: kernel.source_hash for kernel in KERNELS.values()}
     entries = tuple(_entry(check, item, f"results[{i}]", hashes) for i, item in enumerate(results))
     return ResultsFile(name, exported_at, autotune_version, entries)
 

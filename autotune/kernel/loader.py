@@ -1,0 +1,247 @@
+"""Reading a kernel file: TOML beside its ``.cu`` into a :class:`~autotune.kernel.model.Kernel`.
+
+The format is documented in the README ("Tune your own kernel") and shown by every file in
+``kernels/``. Every problem is one :class:`~autotune.errors.KernelFileError` naming the file,
+the field and what is allowed. The same description can be built in Python with
+:func:`kernel_from_dict` (a dict shaped like the TOML document).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from types import MappingProxyType
+
+from autotune.errors import KernelFileError, SearchSpaceError
+from autotune.kernel.dtypes import ARG_DTYPES, DTYPES
+from autotune.kernel.expr import Expr, ExprError, parse_expr
+from autotune.kernel.model import COMPARES, INITS, ROLES, SCALAR_TYPES, Array, Check, Kernel, Launch, Objective, \
+    Scalar
+
+__all__ = ["load_kernel", "kernel_from_dict", "NAME"]
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""What a kernel, dimension, argument or macro name may be."""
+_TOP = {"name", "summary", "source", "function", "problem", "args", "launch", "macros", "space", "check", "objective"}
+
+
+def load_kernel(path: str | Path) -> Kernel:
+    """Read the kernel file ``path``.
+
+    Raises:
+        KernelFileError: unreadable file, invalid TOML, or an invalid field (named).
+    """
+    file = Path(path)
+    try:
+        doc = tomllib.loads(file.read_text())
+    except OSError as exc:
+        raise KernelFileError(f"cannot read kernel file {file}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise KernelFileError(f"kernel file {file} is not valid TOML: {exc}") from None
+    return kernel_from_dict(doc, file.resolve())
+
+
+class _Reader:
+    """Field access with errors that name the file and the field."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, field: str, message: str) -> KernelFileError:
+        return KernelFileError(f"kernel file {self.where}: {field}: {message}")
+
+    def get(self, table: dict, key: str, field: str, kind, default=..., what: str = ""):
+        if key not in table:
+            if default is ...:
+                raise self.fail(field, f"missing; give {what}")
+            return default
+        value = table[key]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise self.fail(field, f"{value!r} is not allowed; give {what}")
+        return value
+
+    def name(self, value: object, field: str) -> str:
+        if not isinstance(value, str) or not NAME.match(value):
+            raise self.fail(field, f"{value!r} is not allowed; give a name of letters, digits and _")
+        return value
+
+    def expr(self, value: object, field: str, names) -> Expr:
+        try:
+            return parse_expr(value, names)  # type: ignore[arg-type]
+        except ExprError as exc:
+            raise self.fail(field, str(exc)) from None
+
+    def triple(self, value: object, field: str, names) -> tuple[Expr, Expr, Expr]:
+        if not isinstance(value, list) or not 1 <= len(value) <= 3:
+            raise self.fail(field, f"{value!r} is not allowed; give a list of 1 to 3 integer expressions")
+        exprs = [self.expr(v, f"{field}[{i}]", names) for i, v in enumerate(value)]
+        return tuple(exprs + [parse_expr(1)] * (3 - len(exprs)))  # type: ignore[return-value]
+
+
+def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path | None = None) -> Kernel:
+    """Build a :class:`Kernel` from a kernel file's document (a dict).
+
+    Args:
+        path: the file it came from; ``source`` is resolved relative to its folder (else
+            relative to ``source_root`` or the current directory).
+
+    Raises:
+        KernelFileError: an invalid field (named), or a space that does not fit the kernel.
+    """
+    r = _Reader(str(path) if path else "<dict>")
+    unknown = sorted(set(doc) - _TOP)
+    if unknown:
+        raise r.fail(unknown[0], f"unknown field; allowed: {', '.join(sorted(_TOP))}")
+    name = r.name(r.get(doc, "name", "name", str, what="the kernel's name"), "name")
+    folder = path.parent if path else (source_root or Path.cwd())
+    source = folder / r.get(doc, "source", "source", str, what="the .cu file, relative to this file")
+    if not source.is_file():
+        raise r.fail("source", f"{source} does not exist; give the .cu file, relative to this file")
+    problem = r.get(doc, "problem", "[problem]", dict, what="a table with dims")
+    dims = tuple(r.name(d, "[problem] dims") for d in
+                 r.get(problem, "dims", "[problem] dims", list, what='a list of dimension names, e.g. ["n"]'))
+    if not dims or len(set(dims)) != len(dims):
+        raise r.fail("[problem] dims", f"{list(dims)} is not allowed; give one or more distinct names")
+    dtypes = tuple(r.get(problem, "dtypes", "[problem] dtypes", list, list(DTYPES), "a list of dtype names"))
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        raise r.fail("[problem] dtypes", f"{bad or dtypes} is not allowed; allowed: {', '.join(DTYPES)}")
+    dtype_macro = r.name(r.get(problem, "dtype_macro", "[problem] dtype_macro", str, "ELEM_T", "a macro name"),
+                         "[problem] dtype_macro")
+    fixed = r.get(doc, "macros", "[macros]", dict, {}, "a table of fixed macros")
+    for k, v in fixed.items():
+        r.name(k, "[macros]")
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise r.fail(f"[macros] {k}", f"{v!r} is not allowed; give an integer")
+    space = r.get(doc, "space", "[space]", dict, what="a table with default and params (or file)")
+    defaults = r.get(space, "default", "[space] default", dict, what="the default config, e.g. { BLOCK_SIZE = 256 }")
+    for k, v in defaults.items():
+        r.name(k, "[space] default")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise r.fail(f"[space] default {k}", f"{v!r} is not allowed; give a non-negative integer")
+    clash = sorted(set(defaults) & (set(fixed) | set(dims) | {"itemsize"}))
+    if clash:
+        raise r.fail("[space] default", f"{clash[0]} is also a fixed macro, a dim or itemsize; names must differ")
+    static = {*dims, *fixed, "itemsize"}
+    every = static | set(defaults)
+    args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static)
+    launch = _launch(r, r.get(doc, "launch", "[launch]", dict, what="a table with block and grid"), "[launch]", every)
+    kernel = Kernel(
+        name=name, source=source, function=r.name(r.get(doc, "function", "function", str, what="the extern \"C\" "
+                                                                                              "entry point"),
+                                                  "function"),
+        dims=dims, args=args, launch=launch, defaults=MappingProxyType(dict(defaults)),
+        params=_params(r, space), constraints=tuple(r.get(space, "constraints", "[space] constraints", list, [],
+                                                          "a list of strings")),
+        fixed=MappingProxyType(dict(fixed)), dtypes=dtypes, dtype_macro=dtype_macro,
+        check_spec=_check(r, r.get(doc, "check", "[check]", dict, {}, "a table"), every, args),
+        objective=_objective(r, r.get(doc, "objective", "[objective]", dict, {}, "a table"), static, dims),
+        summary=r.get(doc, "summary", "summary", str, "", "one line of text"), path=path,
+        space_file=(folder / space["file"]) if isinstance(space.get("file"), str) else None)
+    _check_space(r, kernel, space)
+    return kernel
+
+
+def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...]:
+    out: list[Array | Scalar] = []
+    for i, item in enumerate(items):
+        field = f"[[args]] {i + 1}"
+        if not isinstance(item, dict):
+            raise r.fail(field, "is not a table")
+        name = r.name(item.get("name"), f"{field} name")
+        if name in {a.name for a in out}:
+            raise r.fail(f"{field} name", f"{name!r} is used twice")
+        if ("array" in item) == ("scalar" in item):
+            raise r.fail(field, f"{name}: give either array = [shape] or scalar = type")
+        if "array" in item:
+            shape = r.get(item, "array", f"{field} array", list, what="a list of expressions of the dims")
+            dtype = r.get(item, "dtype", f"{field} dtype", str, "T", '"T" or a dtype name')
+            role = r.get(item, "role", f"{field} role", str, "in", " | ".join(ROLES))
+            init = r.get(item, "init", f"{field} init", str, "uniform", " | ".join(INITS))
+            for value, allowed, what in ((dtype, ("T", *ARG_DTYPES), "dtype"), (role, ROLES, "role"),
+                                         (init, INITS, "init")):
+                if value not in allowed:
+                    raise r.fail(f"{field} {what}", f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
+            if not shape:
+                raise r.fail(f"{field} array", "is empty; give at least one dimension")
+            out.append(Array(name, tuple(r.expr(s, f"{field} array", names) for s in shape), dtype, role, init))
+        else:
+            ctype = r.get(item, "scalar", f"{field} scalar", str, what=" | ".join(SCALAR_TYPES))
+            if ctype not in SCALAR_TYPES:
+                raise r.fail(f"{field} scalar", f"{ctype!r} is not allowed; allowed: {', '.join(SCALAR_TYPES)}")
+            value = r.get(item, "value", f"{field} value", (str, int), what="an expression of the dims")
+            out.append(Scalar(name, ctype, r.expr(value, f"{field} value", names)))
+    if not any(isinstance(a, Array) and a.role in ("out", "inout") for a in out):
+        raise r.fail("[[args]]", "no array has role out or inout; a kernel must write something to check")
+    return tuple(out)
+
+
+def _launch(r: _Reader, table: dict, field: str, names: set[str]) -> Launch:
+    unknown = sorted(set(table) - {"block", "grid", "shared"})
+    if unknown:
+        raise r.fail(f"{field} {unknown[0]}", "unknown field; allowed: block, grid, shared")
+    return Launch(r.triple(r.get(table, "block", f"{field} block", list, what="[x, y, z] threads"),
+                           f"{field} block", names),
+                  r.triple(r.get(table, "grid", f"{field} grid", list, what="[x, y, z] blocks"), f"{field} grid", names),
+                  r.expr(table.get("shared", 0), f"{field} shared", names))
+
+
+def _check(r: _Reader, table: dict, names: set[str], args) -> Check:
+    reference, kernel = table.get("reference"), table.get("reference_kernel")
+    if (reference is None) == (kernel is None):
+        raise r.fail("[check]", 'give either reference = "module:function" or reference_kernel = "entry point"')
+    for key, value in (("reference", reference), ("compare", table.get("compare", "exact"))):
+        if key == "reference" and value is None:
+            continue
+        if not isinstance(value, str) or (value not in COMPARES or key == "reference") and ":" not in value:
+            raise r.fail(f"[check] {key}", f"{value!r} is not allowed; give "
+                         + ('"module:function"' if key == "reference" else 'exact, tolerance or "module:function"'))
+    if kernel is not None:
+        r.name(kernel, "[check] reference_kernel")
+    launch = table.get("launch")
+    if kernel is not None and not isinstance(launch, dict):
+        raise r.fail("[check.launch]", "missing; a reference kernel needs its own block and grid")
+    tolerances = {k: r.get(table, k, f"[check] {k}", (int, float), 0.0, "a number >= 0") for k in ("atol", "rtol")}
+    if any(v < 0 for v in tolerances.values()):
+        raise r.fail("[check]", "atol and rtol must be >= 0")
+    return Check(reference, kernel, _launch(r, launch, "[check.launch]", names - set()) if kernel else None,
+                 table.get("compare", "exact"), float(tolerances["atol"]), float(tolerances["rtol"]))
+
+
+def _objective(r: _Reader, table: dict, names: set[str], dims: tuple[str, ...]) -> Objective:
+    unknown = sorted(set(table) - {"bytes", "flops", "bound", "bound_kernel"})
+    if unknown:
+        raise r.fail(f"[objective] {unknown[0]}", "unknown field; allowed: bytes, flops, bound, bound_kernel")
+    bound = table.get("bound")
+    if bound not in (None, "memcpy", "cublas"):
+        raise r.fail("[objective] bound", f"{bound!r} is not allowed; allowed: memcpy, cublas")
+    if bound == "memcpy" and "bytes" not in table:
+        raise r.fail("[objective] bound", "memcpy needs bytes (it copies bytes / 2)")
+    if bound == "cublas" and ("flops" not in table or not {"m", "n", "k"} <= set(dims)):
+        raise r.fail("[objective] bound", "cublas needs flops and dims m, n, k (C[m,n] = A[m,k] @ B[k,n])")
+    exprs = {k: r.expr(table[k], f"[objective] {k}", names) if k in table else None for k in ("bytes", "flops")}
+    kernel = table.get("bound_kernel")
+    if kernel is not None:
+        r.name(kernel, "[objective] bound_kernel")
+    return Objective(exprs["bytes"], exprs["flops"], bound, kernel)
+
+
+def _params(r: _Reader, space: dict) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    params = space.get("params", {})
+    if not isinstance(params, dict):
+        raise r.fail("[space] params", "is not a table of macro = [values]")
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+def _check_space(r: _Reader, kernel: Kernel, space: dict) -> None:
+    """The space (inline or its file) must fit the kernel, and the default must be in it."""
+    if ("file" in space) == ("params" in space):
+        raise r.fail("[space]", "give either file = \"space.toml\" or params = { MACRO = [values] }")
+    try:
+        s = kernel.space()
+    except SearchSpaceError as exc:
+        raise r.fail("[space]", str(exc)) from None
+    broken = s.violations(kernel.default_config())
+    if broken:
+        raise r.fail("[space] default", f"{kernel.default_config().key} is not in the space: {'; '.join(broken)}")

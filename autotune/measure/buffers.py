@@ -1,0 +1,97 @@
+"""Device buffers of a kernel's arguments for one problem, and the host values put in them.
+
+:class:`ArgSet` is one set of device arrays for every :class:`~autotune.kernel.model.Array`
+argument of a kernel on given dims: each checked output (role ``out``/``inout``) has
+``GUARD_BYTES`` of guard on each side, so writes past either end are caught. A benchmark
+keeps one set, plus more sets to rotate over when the whole footprint fits in twice the L2
+(so no config is credited with cache bandwidth).
+
+Input values (:func:`host_values`) follow each array's ``init``: ``uniform`` (uniform(-1, 1)
+floats; integers in -100..99, or 0..199 unsigned), ``bits`` (random bytes: every bit
+pattern, NaNs included, for bit-exact kernels), ``zeros`` or ``ones``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from autotune.kernel.dtypes import DType
+from autotune.kernel.model import Array, Kernel, Scalar
+
+__all__ = ["GUARD_BYTES", "ArgSet", "array_layout", "host_values", "scalar_values"]
+
+GUARD_BYTES = 1 << 16
+"""Guard bytes on each side of every checked output."""
+
+_NUMPY_SCALARS = {"int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
+                  "float32": np.float32, "float64": np.float64}
+
+
+def array_layout(kernel: Kernel, env: Mapping[str, int], dtype: DType) -> list[tuple[Array, tuple[int, ...], DType]]:
+    """Each array argument with its shape and element type for ``env`` (dims, fixed macros, itemsize)."""
+    return [(a, a.shape_of(env), a.dtype_of(dtype)) for a in kernel.arrays]
+
+
+def scalar_values(kernel: Kernel, env: Mapping[str, int]) -> dict[str, np.generic]:
+    """Each scalar argument's value, as a NumPy scalar of its C type."""
+    return {a.name: _NUMPY_SCALARS[a.ctype](a.value(env)) for a in kernel.args if isinstance(a, Scalar)}
+
+
+def host_values(array: Array, shape: tuple[int, ...], dtype: DType, rng: np.random.Generator) -> np.ndarray:
+    """Fresh host values of ``array`` per its ``init`` (see module doc)."""
+    count = math.prod(shape)
+    if array.init == "bits":
+        return np.frombuffer(rng.bytes(count * dtype.itemsize), dtype=dtype.numpy).reshape(shape)
+    if array.init in ("zeros", "ones"):
+        return (np.zeros if array.init == "zeros" else np.ones)(shape, dtype=dtype.numpy)
+    kind = dtype.numpy.kind
+    if kind == "f":
+        return rng.uniform(-1.0, 1.0, size=shape).astype(dtype.numpy)
+    low = 0 if kind == "u" else -100
+    return rng.integers(low, low + 200, size=shape).astype(dtype.numpy)
+
+
+@dataclass
+class ArgSet:
+    """Device memory for every array argument of one launch.
+
+    Attributes:
+        allocations: the ``pycuda.driver.DeviceAllocation`` of each array, guards included.
+        pointers: device address of element 0 of each array (past the guard of an output).
+        nbytes: bytes of each array (guards excluded).
+        guarded: whether each array has guards (checked outputs).
+    """
+
+    allocations: list
+    pointers: list[int]
+    nbytes: list[int]
+    guarded: list[bool]
+
+    @classmethod
+    def allocate(cls, drv, layout: list[tuple[Array, tuple[int, ...], DType]]) -> ArgSet:
+        """Allocate one set for ``layout`` (:func:`array_layout`)."""
+        allocations, pointers, sizes, guarded = [], [], [], []
+        for array, shape, dt in layout:
+            n = math.prod(shape) * dt.itemsize
+            guard = array.role in ("out", "inout")
+            buf = drv.mem_alloc(max(n + (2 * GUARD_BYTES if guard else 0), 1))
+            allocations.append(buf)
+            pointers.append(int(buf) + (GUARD_BYTES if guard else 0))
+            sizes.append(n)
+            guarded.append(guard)
+        return cls(allocations, pointers, sizes, guarded)
+
+    @staticmethod
+    def footprint(layout: list[tuple[Array, tuple[int, ...], DType]]) -> int:
+        """Device bytes one set takes, guards included."""
+        return sum(math.prod(shape) * dt.itemsize + (2 * GUARD_BYTES if a.role in ("out", "inout") else 0)
+                   for a, shape, dt in layout)
+
+    def free(self) -> None:
+        """Release the device memory."""
+        for buf in self.allocations:
+            buf.free()

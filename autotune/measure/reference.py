@@ -1,0 +1,74 @@
+"""The expected outputs of a verification run: a Python reference or a reference kernel.
+
+``[check] reference = "module:function"`` is called with every argument by name: input,
+inout and scratch arrays holding the values the kernel gets, output arrays zero-filled,
+scalars as NumPy scalars; it returns the expected array (one checked output) or
+``{name: array}``. ``reference_kernel`` is an entry point of the same source, compiled with
+the default config's macros and launched once with ``[check.launch]`` on its own copy of the
+arguments; its checked outputs are the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from autotune.errors import KernelFileError, TrialFailed
+from autotune.kernel.callables import load_callable
+from autotune.kernel.model import Kernel
+from autotune.measure.buffers import ArgSet
+from autotune.measure.verify import load_inputs, read_output, run_once
+
+__all__ = ["python_reference", "kernel_reference"]
+
+
+def python_reference(kernel: Kernel, layout, scalars: Mapping[str, np.generic],
+                     values: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Expected outputs (by array index) from the kernel's Python reference.
+
+    Raises:
+        KernelFileError: the reference cannot be loaded, or returns the wrong arrays or shapes.
+    """
+    fn = load_callable(kernel.check_spec.reference, kernel.path.parent if kernel.path else None)
+    kwargs: dict[str, object] = dict(scalars)
+    for i, (array, shape, dt) in enumerate(layout):
+        kwargs[array.name] = values[i].copy() if i in values else np.zeros(shape, dt.numpy)
+    result = fn(**kwargs)
+    checked = {i: a for i, (a, _, _) in enumerate(layout) if a.role in ("out", "inout")}
+    if not isinstance(result, Mapping):
+        if len(checked) != 1:
+            raise KernelFileError(f"reference {kernel.check_spec.reference} returned one array; {kernel.name} "
+                                  f"checks {len(checked)} outputs: return {{name: array}}")
+        result = {next(iter(checked.values())).name: result}
+    out = {}
+    for i, array in checked.items():
+        if array.name not in result:
+            raise KernelFileError(f"reference {kernel.check_spec.reference} returned no {array.name!r}")
+        got = np.asarray(result[array.name])
+        if got.shape != layout[i][1]:
+            raise KernelFileError(f"reference {kernel.check_spec.reference} returned {array.name} of shape "
+                                  f"{got.shape}; the kernel's is {layout[i][1]}")
+        out[i] = got
+    return out
+
+
+def kernel_reference(drv, kernel: Kernel, compiled, layout, args: ArgSet, params: list, grid, block, shared: int,
+                     values: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Expected outputs (by array index) from the reference kernel ``compiled`` (a
+    :class:`~autotune.measure.compile.CompiledKernel` of the default config whose module
+    holds the reference entry point), run once on ``args`` (its own argument set).
+
+    Raises:
+        TrialFailed: the reference kernel itself fails to launch (``launch_error``).
+    """
+    fn = compiled.module.get_function(kernel.check_spec.reference_kernel)
+    fn.prepare(kernel.signature)
+    roles = [a.role for a, _, _ in layout]
+    load_inputs(drv, args, roles, values, 0)
+    try:
+        run_once(drv, lambda: fn.prepared_async_call(grid, block, None, *params, shared_size=shared))
+    except TrialFailed as exc:
+        raise TrialFailed("launch_error", f"the reference kernel failed: {exc.reason}") from None
+    return {i: read_output(drv, args, i, 0, a.name).view(dt.numpy).reshape(shape).copy()
+            for i, (a, shape, dt) in enumerate(layout) if a.role in ("out", "inout")}

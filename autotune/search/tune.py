@@ -1,0 +1,160 @@
+"""``autotune.tune``: search a kernel's space for one problem on one GPU or several of one model.
+
+This is the library behind ``autotune search`` and ``autotune sweep`` (the CLI only parses,
+calls this and prints). On one GPU it opens a :class:`~autotune.measure.benchmark.Benchmark`
+and runs :func:`autotune.search.tuner.search` with the interleaved re-timing. On several it
+starts one worker process per GPU on the key's one Optuna study
+(:mod:`autotune.search.workers`), then re-times the study's top configs once, on the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.catalog import KERNELS, resolve_kernel
+from autotune.kernel.dims import make_dims
+from autotune.kernel.dtypes import get_dtype
+from autotune.search import stop
+from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
+
+__all__ = ["Started", "tune", "check_options"]
+
+
+@dataclass
+class Started:
+    """What a search is about, given to ``on_start`` before its first trial: the key, the
+    open store, the space, and (one GPU) the benchmark with its bounds, or (several) the GPU
+    ordinals and each worker's trial budget."""
+
+    key: object
+    store: object
+    space: object
+    bench: object = None
+    ordinals: tuple[int, ...] = ()
+    shares: tuple[int, ...] = ()
+
+
+def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int) -> None:
+    """Refuse option values a search cannot take, naming the option.
+
+    Raises:
+        InvalidInputError: ``--trials`` < 1, ``--timeout`` <= 0, unknown sampler, ``--repeats``
+            < 20, ``--top-k`` or ``--rounds`` < 1.
+    """
+    if trials < 1:
+        raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
+    if timeout is not None and timeout <= 0:
+        raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
+    if sampler not in SAMPLERS:
+        raise InvalidInputError(f"unknown sampler {sampler!r}; allowed: {', '.join(SAMPLERS)}")
+    if repeats < 20:
+        raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
+    for flag, value in (("--top-k", top_k), ("--rounds", rounds)):
+        if value < 1:
+            raise InvalidInputError(f"{flag} {value} is not allowed; give 1 or more")
+
+
+def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, trials: int = 100,
+         timeout: float | None = None, seed: int | None = None, sampler: str = "tpe", resume: bool = False,
+         space: str | None = None, repeats: int = 50, top_k: int = 5, rounds: int = 5, db: str | None = None,
+         on_start: Callable[[Started], None] | None = None,
+         on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
+         on_report: Callable | None = None) -> SearchResult:
+    """Search ``kernel``'s space for ``dims`` and ``dtype``; store every trial and the winner.
+
+    Args:
+        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
+        dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
+        device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
+        trials: Optuna trials (split between GPUs); ``sampler``: tpe, random or grid; ``seed``
+            seeds the sampler and the inputs; ``timeout``: start no trial after this many s.
+        resume: continue the key's existing study; ``space``: a space file instead of the kernel's.
+        repeats: timed samples per config; ``top_k``, ``rounds``: the interleaved re-timing.
+        db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
+        on_start, on_trial, on_report: progress callbacks (one GPU: ``on_trial`` after each
+            trial; several: ``on_report`` with a worker's report whenever it changes).
+
+    Returns:
+        The :class:`~autotune.search.tuner.SearchResult` (its ``key``, ``decision``...).
+
+    Raises:
+        InvalidInputError: bad kernel, dims, dtype, option, space or devices; the study exists
+            and ``resume`` is false.
+        GPUUnavailableError: no GPU, PyCUDA or nvcc.
+        StoreError: the database cannot be used.
+        AutotuneError: no GPU worker finished (several GPUs).
+        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
+            trials so far were stored and the search marked ``interrupted``.
+    """
+    check_options(trials, timeout, sampler, repeats, top_k, rounds)
+    k, dt = resolve_kernel(kernel), get_dtype(dtype)
+    k.check_dtype(dt)
+    d = make_dims(k.dims, dims, f"kernel {k.name}")
+    space_ = k.space(space)
+    ordinals = [device] if isinstance(device, int) else list(device)
+    if not ordinals or any(not isinstance(o, int) or isinstance(o, bool) or o < 0 for o in ordinals):
+        raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
+    options = dict(trials=trials, timeout=timeout, seed=seed, sampler=sampler, resume=resume, space=space,
+                   repeats=repeats, top_k=top_k, rounds=rounds, db=db)
+    # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
+    with stop.deferred():
+        if len(ordinals) == 1:
+            return _tune_one(k, d, dt, ordinals[0], space_, on_start, on_trial, **options)
+        return _tune_many(k, d, dt, ordinals, space_, on_start, on_report, **options)
+
+
+def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
+              repeats, top_k, rounds, db) -> SearchResult:
+    from autotune.measure import benchmark, nvml
+    from autotune.search.tuner import search
+    from autotune.store.key import tuning_key
+    from autotune.store.repository import Store
+
+    with benchmark.open_benchmark(ordinal, k, d, dt, repeats=repeats, seed=seed) as bench:
+        stop.check()
+        store = Store(db)  # after the GPU: a machine without one must not create a database
+        stop.check()
+        key = tuning_key(k, bench.device, d, dt.name)
+        if on_start:
+            on_start(Started(key, store, space_, bench))
+        return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
+                      sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
+                      l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
+                      retime=bench.retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+
+
+def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,
+               repeats, top_k, rounds, db) -> SearchResult:
+    import optuna
+
+    from autotune.measure import benchmark, device
+    from autotune.search import workers
+    from autotune.search.tuner import open_study, retime_study
+    from autotune.store.key import tuning_key
+    from autotune.store.repository import Store
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    infos = [device.query_device(o) for o in ordinals]
+    workers.check_one_model(infos)
+    store = Store(db)  # after the GPUs: a machine without them must not create a database
+    stop.check()
+    key = tuning_key(k, infos[0], d, dt.name)
+    open_study(store, key, resume=resume)
+    shares = workers.split_trials(trials, len(ordinals))
+    if on_start:
+        on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares)))
+    name = k.name if k.name in KERNELS and KERNELS[k.name] is k else str(k.path)
+    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout)
+    reports = workers.run_workers(plan, ordinals, trials, on_report or (lambda rep: None))
+    finished = [rep for rep in reports if rep.state == "done"]
+    if not finished:
+        raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
+                                                                   for rep in reports))
+    search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
+    with benchmark.open_benchmark(ordinals[0], k, d, dt, repeats=repeats, seed=seed) as bench:
+        stop.check()
+        result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
+    result.reports = reports
+    return result
