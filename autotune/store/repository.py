@@ -193,8 +193,9 @@ class Store:
         """Open for reading only (``read_only=True``): no migration, lock file, backup or write;
         :attr:`schema_state` says what was found.
 
-        SQLite: ``mode=ro``, and ``immutable`` where neither the folder can be written nor
-        the WAL files exist (a read-only mount, another user's folder). PostgreSQL: every
+        SQLite: ``mode=ro``, and ``immutable`` where the file and its folder are not the
+        caller's own to write and no WAL files exist (a read-only mount, another user's
+        file: :func:`autotune.store.schema.read_only_engine`). PostgreSQL: every
         transaction ``READ ONLY``. A SQLite file that does not exist is not created:
         ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`).
         """
@@ -213,14 +214,16 @@ class Store:
     def errors(self, what: str = "") -> Iterator[None]:
         """Turn a database error raised in the block (by SQLAlchemy, the driver, or Optuna's
         storage) into one :class:`StoreError` line naming the database, password masked;
-        ``what`` prefixes it (e.g. ``"cannot open"``). A failure to take the SQLite lock file
-        is one too."""
+        ``what`` prefixes it (e.g. ``"cannot open"``); where it is given (opening, migrating:
+        the blocks that take the SQLite lock file), a failure to take that file is one too."""
         try:
             yield
         except StoreError:
             raise
         except OSError as exc:
-            raise StoreError(self._masked(f"{what or 'cannot use'} the results database {self._safe_url}: "
+            if not what:  # a measurement's, or another OSError that is not the database's
+                raise
+            raise StoreError(self._masked(f"{what} the results database {self._safe_url}: "
                                           f"{exc.strerror or exc} ({exc.filename or 'lock file'})")) from exc
         except Exception as exc:
             found = _database_error_in(exc)
