@@ -103,3 +103,13 @@ def shared_db(request, tmp_path):
     if request.param == "postgres":
         return request.getfixturevalue("pg_url")
     return f"sqlite:///{tmp_path / 'shared.db'}"
+
+
+@pytest.fixture
+def cpu_load():
+    """The machine loaded by busy-loop processes (one per CPU) while the test runs: signal and
+    timing tests must hold on a loaded machine (see ``tests/signals.py``)."""
+    from signals import cpu_load as load
+
+    with load():
+        yield

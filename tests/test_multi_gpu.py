@@ -19,7 +19,8 @@ from autotune.search import workers as multi_gpu
 from autotune.cli import app
 from autotune.errors import InvalidInputError
 
-from test_concurrency import WORKER, rows, wait_for_trials
+from signals import finish, repeat, start_cli, wait_for
+from test_concurrency import WORKER, rows
 from workers import DEVICE
 
 H100 = DEVICE.name
@@ -66,16 +67,17 @@ def test_gpus_of_two_models_are_refused_naming_them(tmp_path):
     assert not (tmp_path / "mixed.db").exists()
 
 
-def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path):
+@repeat
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path, inherited, run, cpu_load):
+    """SIGINT to the parent alone (a session of its own: it must pass it on) while each GPU's
+    worker is inside its third measurement, the machine loaded."""
     db = f"sqlite:///{tmp_path / 'interrupted.db'}"
-    env = {**os.environ, "AUTOTUNE_FAKE_GPUS": f"{H100},{H100}"}
-    proc = subprocess.Popen([sys.executable, WORKER, "cli", "0.3", "search", "--size", "64", "--device", "0,1",
-                             "--sampler", "grid", "--trials", "200", "--db", db],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)  # SIGINT reaches the parent only: it must pass it on
-    wait_for_trials(db, 4)
+    proc, marks = start_cli(tmp_path, "--device", "0,1", "--sampler", "grid", "--trials", "200", "--db", db,
+                            hold="measure:3", gpus=2, inherited=inherited, new_session=True)
+    wait_for(proc, marks, "measure-0-3", "measure-1-3")
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
+    output = finish(proc)
     assert proc.returncode == 130, output
     assert "Traceback" not in output
     assert "best so far: " in output and "interrupted: trials so far are stored" in output
@@ -83,8 +85,10 @@ def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path):
         (0, "interrupted"), (1, "interrupted")], output
     assert rows(db, "pragma integrity_check") == [("ok",)]
     assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
-    stored = rows(db, "select config_key from autotune_trials where status = 'ok'")
-    assert len(stored) >= 4 and len(set(stored)) == len(stored)  # no config measured twice
+    per_gpu = rows(db, "select s.gpu_ordinal, count(*), count(distinct t.config_key) from autotune_trials t "
+                       "join autotune_searches s on s.id = t.search_id where t.status = 'ok' group by s.gpu_ordinal")
+    assert per_gpu == [(0, 2, 2), (1, 2, 2)]  # two measured each before the signal; none after
+    assert not {"measure-0-4", "measure-1-4"} & {p.name for p in marks.iterdir()}
 
 
 @pytest.mark.parametrize(("spec", "count", "message"), [

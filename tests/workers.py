@@ -1,7 +1,17 @@
-"""Searches run in subprocesses by the concurrency and crash tests (fake timer, no GPU).
+"""Searches run in subprocesses by the concurrency, crash and signal tests (fake timer, no GPU).
 
     python tests/workers.py DB_URL KERNEL ROWS DTYPE SAMPLER N_TRIALS SEED RESUME DELAY_S OUT_JSON
     python tests/workers.py cli DELAY_S autotune-arguments...
+
+Observable state for tests that must act at a given moment (never after a wall-clock sleep):
+``$AUTOTUNE_FAKE_MARKS`` names a folder where the fake GPU leaves a file at each step
+(``open-<gpu>``, ``measure-<gpu>-<n>`` as its n-th measurement starts, ``retime``,
+``retrying`` as the store backs off from a locked database, ``retry-interrupted`` when a
+signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal come), and
+``$AUTOTUNE_FAKE_HOLD`` holds steps until the test
+creates ``release`` there: ``open`` (opening the GPU), ``measure:N`` (the N-th measurement
+of each GPU and every later one), ``retime``. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
+long the store (and Optuna's engine) wait for a locked SQLite database.
 """
 
 from __future__ import annotations
@@ -60,20 +70,59 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
 
 
 
+def mark(name: str) -> None:
+    """Leave the marker file ``name`` in ``$AUTOTUNE_FAKE_MARKS`` (if set)."""
+    folder = os.environ.get("AUTOTUNE_FAKE_MARKS")
+    if folder:
+        Path(folder, name).touch()
+
+
+def held(step: str, n: int = 0) -> bool:
+    """Whether ``$AUTOTUNE_FAKE_HOLD`` holds ``step`` (``measure`` from its N-th on)."""
+    for item in filter(None, os.environ.get("AUTOTUNE_FAKE_HOLD", "").split(",")):
+        name, _, at = item.partition(":")
+        if name == step and n >= int(at or 0):
+            return True
+    return False
+
+
+def hold(ordinal: int) -> None:
+    """Wait until the test creates ``release``; say once a signal came meanwhile."""
+    from autotune.search import stop
+
+    release, said = Path(os.environ["AUTOTUNE_FAKE_MARKS"], "release"), False
+    while not release.exists():
+        if stop.requested() and not said:
+            said = True
+            mark(f"signalled-{ordinal}")
+        time.sleep(0.01)
+
+
 class FakeBench:
     """What the CLI needs of :class:`autotune.measure.benchmark.Benchmark`, timed by the fake timer
-    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds)."""
+    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds; markers and holds: module doc)."""
 
     memcpy_gbps, copy_gbps, l2_mode = 3000.0, 2900.0, "single"
 
     def __init__(self, device):
         self.device = device
         self.timer = FakeTimer()
-        self.retime = fake_retime()
+        self._retime = fake_retime()
+        self.count = 0
 
     def measure(self, config):
+        self.count += 1
+        mark(f"measure-{self.device.ordinal}-{self.count}")
+        if held("measure", self.count):
+            hold(self.device.ordinal)
         time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
         return self.timer(config)
+
+    def retime(self, configs, rounds):
+        mark("retime")
+        if held("retime"):
+            hold(self.device.ordinal)
+        return self._retime(configs, rounds)
 
 
 def fake_device(ordinal: int) -> DeviceInfo:
@@ -98,7 +147,35 @@ def fake_count() -> int:
 def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
     """Stands in for :func:`autotune.measure.benchmark.open_benchmark` (module level: the workers of
     a search over several GPUs get it pickled)."""
-    yield FakeBench(fake_device(ordinal))
+    _test_settings()
+    device = fake_device(ordinal)
+    mark(f"open-{ordinal}")
+    if held("open"):
+        hold(ordinal)
+    yield FakeBench(device)
+
+
+def _test_settings() -> None:
+    """Shorter store waits where the test asks, and a marker as the store backs off from a
+    locked database (this process and the GPU workers, which call this as they open)."""
+    from autotune.search import stop
+
+    wait = os.environ.get("AUTOTUNE_TEST_LOCK_WAIT_S")
+    if wait:  # retried transactions, and the others (Optuna's): give up on a lock after this
+        store_module.LOCK_WAIT_S = store_module.SESSION_BUSY_TIMEOUT_S = float(wait)
+    if not getattr(stop.sleep, "marks", False):
+        real = stop.sleep
+
+        def sleep(seconds):
+            mark("retrying")
+            try:
+                real(seconds)
+            except KeyboardInterrupt:
+                mark("retry-interrupted")
+                raise
+
+        sleep.marks = True
+        stop.sleep = sleep
 
 
 def cli(delay: str, *args: str) -> None:
@@ -108,6 +185,7 @@ def cli(delay: str, *args: str) -> None:
     from autotune.cli import app
 
     os.environ["AUTOTUNE_FAKE_DELAY"] = delay  # the GPU workers inherit it
+    _test_settings()
     benchmark.open_benchmark = fake_open_benchmark
     device.device_count, device.query_device = fake_count, fake_device
     app(list(args), prog_name="autotune")

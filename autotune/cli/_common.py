@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from types import SimpleNamespace
 from typing import Annotated, Any, Optional
@@ -15,6 +16,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.problem import Problem
+from autotune.search import stop
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
@@ -24,6 +26,7 @@ EXIT_ERROR = 2
 """Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
 that cannot be used, nothing tuned for the key (each says so in one ``error:`` line)."""
 EXIT_INTERRUPTED = 130
+"""Exit code after SIGINT (Ctrl-C); SIGTERM exits 143 (128 + the signal's number)."""
 
 
 def parse_int(value: str) -> int:
@@ -218,16 +221,19 @@ def fail(exc: AutotuneError) -> typer.Exit:
 
 def handle_errors(command):
     """Run a command, turning library errors into one ``error:`` line and their exit code,
-    and Ctrl-C into exit 130."""
+    and SIGINT (Ctrl-C) or SIGTERM into exit 130 or 143. Both signals are handled while the
+    command runs even where the process inherited them ignored (:mod:`autotune.search.stop`)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except KeyboardInterrupt:
-            err.print("interrupted: trials so far are stored")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except AutotuneError as exc:
-            raise fail(exc) from None
+        with stop.handling():
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt:
+                name = {signal.SIGTERM: " (SIGTERM)"}.get(stop.signal_number(), "")
+                err.print(f"interrupted{name}: trials so far are stored")
+                raise typer.Exit(stop.exit_code()) from None
+            except AutotuneError as exc:
+                raise fail(exc) from None
 
     return wrapper

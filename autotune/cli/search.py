@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from autotune.errors import StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
@@ -116,7 +117,7 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
                           on_report=lambda rep: on_report(rep) if on_report else None, **options)
         except KeyboardInterrupt:
             if started:
-                _print_best(started[0].store, started[0].key, kern, "best so far")
+                _print_best_so_far(started[0].store, started[0].key, kern)
             raise
     if result.reports:
         print_reports(result.reports)
@@ -190,6 +191,15 @@ def _retiming_table(result: SearchResult, kern) -> Table:
                       f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
                       ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
     return table
+
+
+def _print_best_so_far(store, key, kern) -> None:
+    """The stored best after an interrupt; a database that cannot be read then is said, not
+    raised (the interrupt is what the command ends with)."""
+    try:
+        _print_best(store, key, kern, "best so far")
+    except StoreError as exc:
+        err.print(f"best so far: unknown ({exc})", markup=False, soft_wrap=True)
 
 
 def _print_best(store, key, kern, label: str) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -88,13 +89,20 @@ _lock = threading.Lock()  # guards _cache only: a warm call holds it for one dic
 _cache: dict[tuple, LaunchConfig] = {}
 _open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; never blocks warm calls)
 _stores: dict[str, Store] = {}
+_warned: set[str] = set()  # databases whose older schema was warned about
 _devices: dict[int, DeviceInfo] = {}
 
 
 def clear_cache() -> None:
-    """Forget cached answers (call after tuning in the same process). Device info stays."""
+    """Forget cached answers and close the databases opened for them (call after tuning in
+    the same process: a database created or upgraded since is then read afresh). Device info
+    stays."""
     with _lock:
         _cache.clear()
+    with _open_lock:
+        for store in _stores.values():
+            store.close()
+        _stores.clear()
 
 
 def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
@@ -115,7 +123,11 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
         InvalidInputError: unknown kernel or dtype, dims that do not fit the kernel, bad device.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
             GPU or PyCUDA.
-        StoreError: the database cannot be read.
+        StoreError: the database cannot be reached or read, or is of a newer schema than
+            this autotune (one line, password masked). The database is opened read-only:
+            none, never migrated, or of an older schema answers the ``default`` rung, its
+            note saying why (an older schema naming ``autotune db upgrade``, and warned
+            about once as a ``RuntimeWarning``).
 
     Returns:
         A :class:`LaunchConfig`; the same object for the same arguments until
@@ -151,6 +163,11 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     dt, info = get_dtype(dtype).name, _device(device)
     key = tuning_key(k, info, dims, dt)
     store = _store(db)
+    unusable = _unusable(store)
+    if unusable:
+        return LaunchConfig(k.default_config(), "default", rung="default",
+                            note=f"nothing tuned for {k.name} {format_shape(key.dims)} {dt} on {info.name} "
+                                 f"({unusable}); using the kernel's default")
     best = store.best(key)
     if best is not None and stale.stale_reason(best, k, key.nvcc_version) is None:
         return _answer(best, "exact", f"tuned for this exact key on {best.updated_at:%Y-%m-%d}")
@@ -206,11 +223,31 @@ def _device(device: int | DeviceInfo) -> DeviceInfo:
 
 
 def _store(db: str) -> Store:
-    """One open :class:`Store` per database URL (opening one checks and upgrades its schema)."""
+    """One :class:`Store` per database URL, opened read-only: no migration, lock file, backup
+    or write, so a database on a read-only mount or of another user serves lookups."""
     with _open_lock:
         if db not in _stores:
-            _stores[db] = Store(db or None)
+            _stores[db] = Store(db or None, read_only=True)
         return _stores[db]
+
+
+def _unusable(store: Store) -> str | None:
+    """Why ``store`` holds no usable result (no database, never migrated, an older schema
+    that only ``autotune db upgrade`` can bring up to date), or ``None``. An older schema is
+    also said once per process as a ``RuntimeWarning``."""
+    where = store._safe_url
+    if store.schema_state == "missing":
+        return f"no results database at {where}"
+    if store.schema_state == "empty":
+        return f"{where} holds no autotune tables"
+    if store.schema_state == "older":
+        note = (f"results database {where} is of an older schema, read by no lookup until it is migrated: "
+                f"run `autotune db upgrade --db {where}`")
+        if where not in _warned:
+            _warned.add(where)
+            warnings.warn(note, RuntimeWarning, stacklevel=4)
+        return note
+    return None
 
 
 def _same_device(info: DeviceInfo, r: BestRecord) -> bool:

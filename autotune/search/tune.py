@@ -16,6 +16,7 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
+from autotune.search import stop
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 
 __all__ = ["Started", "tune", "check_options"]
@@ -84,7 +85,8 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         GPUUnavailableError: no GPU, PyCUDA or nvcc.
         StoreError: the database cannot be used.
         AutotuneError: no GPU worker finished (several GPUs).
-        KeyboardInterrupt: Ctrl-C, after the trials so far were stored.
+        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
+            trials so far were stored and the search marked ``interrupted``.
     """
     check_options(trials, timeout, sampler, repeats, top_k, rounds)
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
@@ -96,9 +98,11 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
     options = dict(trials=trials, timeout=timeout, seed=seed, sampler=sampler, resume=resume, space=space,
                    repeats=repeats, top_k=top_k, rounds=rounds, db=db)
-    if len(ordinals) == 1:
-        return _tune_one(k, d, dt, ordinals[0], space_, on_start, on_trial, **options)
-    return _tune_many(k, d, dt, ordinals, space_, on_start, on_report, **options)
+    # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
+    with stop.deferred():
+        if len(ordinals) == 1:
+            return _tune_one(k, d, dt, ordinals[0], space_, on_start, on_trial, **options)
+        return _tune_many(k, d, dt, ordinals, space_, on_start, on_report, **options)
 
 
 def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
@@ -109,7 +113,9 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
     from autotune.store.repository import Store
 
     with benchmark.open_benchmark(ordinal, k, d, dt, repeats=repeats, seed=seed) as bench:
+        stop.check()
         store = Store(db)  # after the GPU: a machine without one must not create a database
+        stop.check()
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))
@@ -133,6 +139,7 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     infos = [device.query_device(o) for o in ordinals]
     workers.check_one_model(infos)
     store = Store(db)  # after the GPUs: a machine without them must not create a database
+    stop.check()
     key = tuning_key(k, infos[0], d, dt.name)
     open_study(store, key, resume=resume)
     shares = workers.split_trials(trials, len(ordinals))
@@ -147,6 +154,7 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
     with benchmark.open_benchmark(ordinals[0], k, d, dt, repeats=repeats, seed=seed) as bench:
+        stop.check()
         result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
     result.reports = reports
     return result

@@ -20,6 +20,7 @@ The benchmark is injected: any ``measure(config) -> Measurement`` that raises
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -27,12 +28,13 @@ from dataclasses import dataclass, field
 
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.errors import InvalidInputError, TrialFailed
+from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import format_shape
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
+from autotune.search import stop
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
@@ -115,8 +117,9 @@ def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=Non
     import optuna
 
     try:
-        return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
-                                   sampler=sampler, direction="minimize", load_if_exists=resume)
+        with store.errors():
+            return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
+                                       sampler=sampler, direction="minimize", load_if_exists=resume)
     except optuna.exceptions.DuplicatedStudyError:
         raise InvalidInputError(
             f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
@@ -181,8 +184,14 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
     Raises:
         InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, or the study exists and
             ``resume`` is false.
-        KeyboardInterrupt: re-raised after Optuna failed the trial in flight and the
-            search was marked ``interrupted``; the trials before it are stored.
+        StoreError: the database cannot be used; one that fails mid-search (a server gone,
+            a lock held past :data:`autotune.store.repository.LOCK_WAIT_S`) stops it, the
+            message saying how many trials of this run are stored and which was lost.
+        KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.search.stop`; handled while
+            the search runs, in the main thread), re-raised after Optuna failed the trial in
+            flight and the search was marked ``interrupted``; the trials before it are stored.
+            A signal cuts a measurement or the re-timing at once; one that comes during a
+            database write is acted on as the write ends.
     """
     if n_trials < 1:
         raise InvalidInputError(f"--trials {n_trials} is not allowed; give 1 or more")
@@ -190,6 +199,17 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
     if top_k < 1 or rounds < 1:
         raise InvalidInputError(f"--top-k {top_k} and --rounds {rounds}: give 1 or more of each")
+    with stop.deferred():  # SIGINT/SIGTERM: acted on in measurements and between trials, never lost
+        return _search(key, space, measure, store, n_trials=n_trials, timeout=timeout, seed=seed, sampler=sampler,
+                       resume=resume, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode, clocks=clocks,
+                       retime=retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+
+
+def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *, n_trials: int,
+            timeout: float | None, seed: int | None, sampler: str, resume: bool, memcpy_gbps: float | None,
+            copy_gbps: float | None, l2_mode: str | None, clocks: Callable[[], dict | None] | None,
+            retime: Retime | None, top_k: int, rounds: int,
+            on_trial: Callable[[TrialOutcome, SearchResult], None] | None) -> SearchResult:
     storage = store.optuna_storage()
     study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)
     store.fail_trials_dead_before_heartbeat(storage, key.study_name)
@@ -198,18 +218,28 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
                                    memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
                                    clocks=start_clocks)
     result = SearchResult(key, search_id)
-    seen = _earlier_trials(study, key.kernel, result)
+    flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
+    try:
+        with store.errors():
+            seen = _earlier_trials(study, key.kernel, result)
+            if sampler == "grid":
+                _enqueue_unmeasured(study, space, seen)
+    except StoreError:
+        with stop.shielded(), contextlib.suppress(StoreError):
+            store.finish_search(search_id, "failed")
+        raise
     valid = set(space.configs())
-    if sampler == "grid":
-        _enqueue_unmeasured(study, space, seen)
 
     def objective(trial) -> float:
-        store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
-        config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
-        if config not in seen:  # another process on the study (another GPU) may have measured it since
-            seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
         try:
-            outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id)
+            stop.check()  # a signal that came while Optuna or the store was writing
+            store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
+            config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
+            if config not in seen:  # another process on the study (another GPU) may have measured it since
+                seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
+            flight.clear()
+            flight.update(number=trial.number, config=config)
+            outcome = _run_trial(trial.number, config, space, seen, measure, store, search_id, flight)
         except KeyboardInterrupt:
             trial.set_user_attr("status", "interrupted")
             result.stopped = "interrupted"
@@ -218,6 +248,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         if outcome.status == "ok":
             result.measured[config] = outcome.measurement.median_ms
         result.outcomes.append(outcome)
+        flight.clear()
         if on_trial is not None:
             on_trial(outcome, result)
         return _value(outcome, result)
@@ -229,26 +260,55 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
 
     status = "failed"
     try:
-        if valid <= seen.keys():
-            result.stopped = "exhausted"
-        else:
-            started = time.monotonic()
-            study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
-                           callbacks=[stop_when_exhausted])
-            if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
-                    and len(result.outcomes) < n_trials:
-                result.stopped = "timeout"
-        if retime is not None and result.measured:
-            result.decision = _decide(key, store, result, retime, top_k, rounds)
+        with store.errors():  # Optuna's storage errors too: one StoreError line
+            if valid <= seen.keys():
+                result.stopped = "exhausted"
+            else:
+                started = time.monotonic()
+                study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
+                               callbacks=[stop_when_exhausted])
+                if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
+                        and len(result.outcomes) < n_trials:
+                    result.stopped = "timeout"
+            stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
+            flight.clear()
+            if retime is not None and result.measured:
+                flight["retime"] = True
+                result.decision = _decide(key, store, result, retime, top_k, rounds)
+                flight.clear()
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
+        result.stopped = "interrupted"
         raise
+    except StoreError as exc:  # the database went away (or stayed locked) mid-search
+        raise StoreError(f"{exc}; {_what_was_kept(result, flight)}") from exc.__cause__ or exc
     finally:
-        end_clocks = clocks() if clocks else None
-        result.clock_warning = clock_warning(start_clocks, end_clocks)
-        store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
+        with stop.shielded():
+            end_clocks = clocks() if clocks else None
+            result.clock_warning = clock_warning(start_clocks, end_clocks)
+            try:
+                store.finish_search(search_id, status, clocks=end_clocks, clock_warning=result.clock_warning)
+            except StoreError as exc:
+                if status == "finished":  # every trial and the winner are stored; only the row's end is not
+                    raise StoreError(f"{exc}; the search ran to its end and every trial of it is stored, but "
+                                     f"its search row {search_id} stays 'running'") from exc.__cause__ or exc
+                # else an error or an interrupt is on its way out already; the row stays 'running'
     return result
+
+
+def _what_was_kept(result: SearchResult, flight: dict) -> str:
+    """One clause for a search that lost its database: what this run stored, what it lost,
+    and how to go on."""
+    stored = sum(o.status not in ("constraint", "duplicate") for o in result.outcomes) + bool(flight.get("stored"))
+    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
+    if flight.get("retime"):
+        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
+    elif "number" in flight and not flight.get("stored"):
+        what = "measured, not stored" if flight.get("measured") else "not measured"
+        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
+    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
+                   "(resume=True) to go on, measuring only what is missing")
 
 
 def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
@@ -256,7 +316,8 @@ def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, 
     """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
     kernel, dtype, dims = get_kernel(key.kernel), get_dtype(key.dtype), dict(key.dims)
     shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
-    result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
+    with stop.interruptible():  # measures only: a signal may cut it anywhere
+        result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
     decision = choose(result.retimings, threads=lambda c: math.prod(kernel.geometry(c, dims, dtype)[1]),
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
@@ -291,7 +352,7 @@ def _earlier_trials(study, kernel: str, result: SearchResult) -> dict[Config, Tr
 
 
 def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Config, TrialOutcome],
-               measure: Measure, store: Store, search_id: int) -> TrialOutcome:
+               measure: Measure, store: Store, search_id: int, flight: dict) -> TrialOutcome:
     broken = space.violations(config)
     if broken:
         return TrialOutcome(number, config, "constraint", reason="breaks " + "; ".join(broken))
@@ -300,13 +361,17 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
         return TrialOutcome(number, config, "duplicate", duplicate_of=earlier.number,
                             reason=f"measured in trial {earlier.number} ({earlier.status})")
     try:
-        m = measure(config)
+        with stop.interruptible():  # a signal fails the trial in flight at once (nothing is half-written)
+            m = measure(config)
     except TrialFailed as failure:
+        flight["measured"] = True
         store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
         outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
     else:
+        flight["measured"] = True
         store.record_trial(search_id, number, config, status="ok", measurement=m)
         outcome = TrialOutcome(number, config, "ok", measurement=m)
+    flight["stored"] = True
     seen[config] = outcome
     return outcome
 

@@ -12,8 +12,11 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   timings of different models never mix in one study.
 - Trials: the ``--trials`` budget is split between the workers (``n // k``, the first
   ``n % k`` one more); each worker's sampler seed is ``seed + i``.
-- Ctrl-C: the parent sends SIGINT to every worker still running (each fails its measurement
-  in flight, or starts no other, and marks its search ``interrupted``), waits, and re-raises.
+- SIGINT (Ctrl-C) or SIGTERM: the parent passes the signal on to every worker still running
+  (each fails its measurement in flight, or starts no other, and marks its search
+  ``interrupted``: :mod:`autotune.search.stop`), waits, and re-raises. Workers start with
+  both signals blocked and unblock them once their handlers are in place, so a signal that
+  comes during their start-up is kept pending, never lost nor a traceback.
 - A worker that dies leaves at most its trial in flight RUNNING; Optuna's heartbeat fails
   it, and the other workers go on.
 """
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
 from autotune.errors import AutotuneError, InvalidInputError
+from autotune.search import stop
 
 __all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
 
@@ -146,34 +150,38 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
     events = context.Queue()
     reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(n_trials, len(ordinals)))}
     procs = {}
-    for i, o in enumerate(ordinals):
-        seed = None if plan.seed is None else plan.seed + i
-        procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
-                                                         benchmark.open_benchmark, events), daemon=True)
-        procs[o].start()
-    try:
-        while any(r.state in ("starting", "running") for r in reports.values()):
-            try:
-                _apply(reports, events.get(timeout=0.2), on_report)
-            except queue.Empty:
-                for o, proc in procs.items():  # a worker killed without a word
-                    if reports[o].state in ("starting", "running") and proc.exitcode is not None:
-                        reports[o].state, reports[o].message = "died", f"exit code {proc.exitcode}"
-                        on_report(reports[o])
-    except KeyboardInterrupt:
-        _stop(procs, events, reports, on_report)
-        raise
+    # deferred: a KeyboardInterrupt must never cut a start() or a read of the queue half-way
+    with stop.deferred():
+        try:
+            for i, o in enumerate(ordinals):
+                seed = None if plan.seed is None else plan.seed + i
+                procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
+                                                                 benchmark.open_benchmark, events), daemon=True)
+                with stop.blocked():  # the worker inherits them blocked until its handlers are in place
+                    procs[o].start()
+            while any(r.state in ("starting", "running") for r in reports.values()):
+                stop.check()
+                try:
+                    _apply(reports, events.get(timeout=0.2), on_report)
+                except queue.Empty:
+                    for o, proc in procs.items():  # a worker killed without a word
+                        if reports[o].state in ("starting", "running") and proc.exitcode is not None:
+                            reports[o].state, reports[o].message = "died", f"exit code {proc.exitcode}"
+                            on_report(reports[o])
+        except KeyboardInterrupt:
+            _stop(procs, events, reports, on_report, stop.signal_number() or signal.SIGINT)
+            raise
     for proc in procs.values():
         proc.join(JOIN_S)
     return [reports[o] for o in ordinals]
 
 
-def _stop(procs, events, reports, on_report) -> None:
-    """SIGINT to every live worker, wait up to :data:`JOIN_S` each, kill what is left, and
+def _stop(procs, events, reports, on_report, signum: int) -> None:
+    """``signum`` to every live worker, wait up to :data:`JOIN_S` each, kill what is left, and
     take in their last reports."""
     for proc in procs.values():
         if proc.is_alive():
-            os.kill(proc.pid, signal.SIGINT)
+            os.kill(proc.pid, signum)
     for proc in procs.values():
         proc.join(JOIN_S)
         if proc.is_alive():
@@ -201,42 +209,18 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
     on_report(r)
 
 
-class _Stop:
-    """A worker's Ctrl-C state: asked to stop; busy measuring a config."""
-
-    requested = False
-    measuring = False
-
-
-def _on_sigint(signum, frame) -> None:
-    """SIGINT handler of a worker. Ctrl-C reaches it from the terminal and from the parent:
-    the first stops it, later ones are ignored. It interrupts a measurement at once (the
-    trial in flight fails, as in a single-GPU search); elsewhere (a database write) it only
-    asks the next measurement not to start, so no transaction is cut short."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _Stop.requested = True
-    if _Stop.measuring:
-        raise KeyboardInterrupt
-
-
-def _stoppable(measure):
-    def measure_unless_stopped(config):
-        if _Stop.requested:
-            raise KeyboardInterrupt
-        _Stop.measuring = True
-        try:
-            return measure(config)
-        finally:
-            _Stop.measuring = False
-
-    return measure_unless_stopped
-
-
 def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
-    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study."""
-    signal.signal(signal.SIGINT, _on_sigint)
+    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study.
+
+    SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
+    handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
+    before are restored, and that of SIGINT is set to ignore first), so that a late Ctrl-C
+    prints no traceback of the process's exit; SIGTERM then ends it silently."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        _search_on(plan, ordinal, n_trials, seed, open_benchmark, events)
+        with stop.deferred():
+            stop.unblock()
+            _search_on(plan, ordinal, n_trials, seed, open_benchmark, events)
     except KeyboardInterrupt:
         events.put(("interrupted", ordinal, {}))
     except AutotuneError as exc:
@@ -259,6 +243,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     kernel = resolve_kernel(plan.kernel)
     with open_benchmark(ordinal, kernel, plan.dims, get_dtype(plan.dtype), repeats=plan.repeats, seed=seed) as bench:
+        stop.check()
         store = Store(plan.db)
         key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)
         events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
@@ -271,7 +256,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
                                            "best_config": best[0].key if best else None}))
 
         space = kernel.space(plan.space)
-        result = search(key, space, _stoppable(bench.measure), store, n_trials=n_trials, timeout=plan.timeout,
+        result = search(key, space, bench.measure, store, n_trials=n_trials, timeout=plan.timeout,
                         seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
                         copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
                         clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial)

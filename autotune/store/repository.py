@@ -13,8 +13,11 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
+import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from autotune.errors import StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
+from autotune.search import stop
 from autotune.measure.measurement import Measurement
 from autotune.search.winner import Decision
 from autotune.store import rows
@@ -48,47 +52,107 @@ HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
 GRACE_S = 20
 """Seconds without heartbeat after which a RUNNING trial counts as dead."""
+LOCK_WAIT_S = 60.0
+"""Seconds a retried transaction of ours goes on being retried while SQLite stays locked by
+another writer (then: :class:`StoreError` saying so)."""
+BUSY_TIMEOUT_S = 1.0
+"""SQLite: seconds one attempt of a retried transaction waits for the lock inside SQLite, where
+no signal is acted on, before the retry loop (which acts on one) tries again."""
+SESSION_BUSY_TIMEOUT_S = 30.0
+"""SQLite: seconds a transaction not retried (:meth:`Store.session` used directly, Optuna's
+own) waits for the lock."""
 RETRIES = 5
-"""Attempts of a transaction refused by a concurrent writer (with backoff): SQLite locked or
-busy; on PostgreSQL a deadlock, or a unique key another process inserted first."""
-_RETRY_WORDS = ("locked", "busy", "deadlock", "could not serialize", "unique constraint", "duplicate key")
+"""Attempts of a transaction refused by a concurrent writer on PostgreSQL: a deadlock, a
+serialisation failure, or a unique key another process inserted first."""
+_LOCK_WORDS = ("locked", "busy")
+_CONFLICT_WORDS = ("deadlock", "could not serialize", "unique constraint", "duplicate key")
+
+_attempt = threading.local()  # .short: inside a retried attempt (short SQLite busy wait)
 
 
-def default_url() -> str:
-    """``sqlite:///<user data dir>/autotune.db``; the directory is created.
+def default_url(create: bool = True) -> str:
+    """``sqlite:///<user data dir>/autotune.db``; the directory is created unless ``create``
+    is false (a read-only opening writes nothing).
 
     Raises:
         StoreError: the directory cannot be created.
     """
     directory = Path(platformdirs.user_data_dir("autotune", appauthor=False))
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create the data directory {directory}: {exc}") from exc
     return f"sqlite:///{directory / 'autotune.db'}"
 
 
+def _conflict(exc: StoreError) -> str | None:
+    """``"locked"`` (SQLite locked or busy), ``"conflict"`` (PostgreSQL deadlock, serialisation
+    failure, a unique key inserted first by another process) or ``None`` (not retried)."""
+    cause = exc.__cause__
+    if not isinstance(cause, (OperationalError, IntegrityError)):
+        return None
+    text = str(cause).lower()
+    if any(word in text for word in _LOCK_WORDS):
+        return "locked"
+    return "conflict" if any(word in text for word in _CONFLICT_WORDS) else None
+
+
+def _retrying(attempt):
+    """``attempt()`` (one transaction), re-run while a concurrent writer refuses it: SQLite
+    locked or busy, for up to :data:`LOCK_WAIT_S` seconds (each attempt waiting
+    :data:`BUSY_TIMEOUT_S` inside SQLite); on PostgreSQL a deadlock, serialisation failure or
+    unique key inserted first (the next attempt finds the row), up to :data:`RETRIES`
+    attempts. Safe because a refused transaction was rolled back whole. The backoff between
+    attempts is where SIGINT/SIGTERM stop a search (:func:`autotune.search.stop.sleep`).
+
+    Raises:
+        StoreError: not a conflict, or still refused at the end (saying how long it tried).
+    """
+    started = time.monotonic()
+    for n in itertools.count(1):
+        before, _attempt.short = getattr(_attempt, "short", False), True
+        try:
+            return attempt()
+        except StoreError as exc:
+            kind, waited = _conflict(exc), time.monotonic() - started
+            if kind is None:
+                raise
+            if (kind == "locked" and waited >= LOCK_WAIT_S) or (kind == "conflict" and n >= RETRIES):
+                raise StoreError(f"{exc} (still refused after {n} attempts in {waited:.0f} s)") from exc.__cause__
+        finally:
+            _attempt.short = before
+        stop.sleep(min(0.05 * 2**n, 0.5) * (1 + random.random()))
+
+
 def _retry_when_locked(method):
-    """Re-run a one-transaction method that a concurrent writer made fail: SQLite locked or
-    busy (after its own 30 s busy timeout); PostgreSQL deadlock or serialisation failure, or
-    a device, kernel or best row that another process inserted first (the next attempt finds
-    it). Up to :data:`RETRIES` attempts with jittered backoff; safe because a refused
-    transaction was rolled back whole."""
+    """Run a one-transaction method under :func:`_retrying`."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        for attempt in range(1, RETRIES + 1):
-            try:
-                return method(self, *args, **kwargs)
-            except StoreError as exc:
-                cause = exc.__cause__
-                locked = isinstance(cause, (OperationalError, IntegrityError)) and any(
-                    word in str(cause).lower() for word in _RETRY_WORDS)
-                if not locked or attempt == RETRIES:
-                    raise
-                time.sleep(0.05 * 2**attempt * (1 + random.random()))
+        return _retrying(lambda: method(self, *args, **kwargs))
 
     return wrapper
+
+
+def _database_error_in(exc: BaseException) -> BaseException | None:
+    """``exc`` if it is a database error, else the first one it was raised while handling
+    (Optuna, failing to record a failed trial on a lost database, raises an UnboundLocalError
+    of its own from there), else ``None``."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if _is_database_error(exc):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """An error of the database or its driver (as SQLAlchemy or Optuna's storage raise it)."""
+    if isinstance(exc, (SQLAlchemyError, sqlite3.Error)):
+        return True
+    module = type(exc).__module__ or ""
+    return type(exc).__name__ == "StorageInternalError" or module.startswith(("psycopg", "psycopg2"))
 
 
 class Store:
@@ -101,9 +165,15 @@ class Store:
         StoreError: the URL is invalid, or the database cannot be opened or migrated.
     """
 
-    def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
-        self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url()
+    def __init__(self, url: str | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
+        self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url(create=not read_only)
         self.backup: str | None = None
+        self.read_only = read_only
+        self.schema_state: str | None = None
+        if read_only:
+            schema.check_sqlite_path(self.url, read_only=True)
+            self._open_read_only()
+            return
         schema.check_sqlite_path(self.url)
         try:
             self.engine: Engine = create_engine(self.url)
@@ -113,8 +183,64 @@ class Store:
             _configure_sqlite(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if upgrade:
+            self.backup = _retrying(self._prepare)
+
+    def _prepare(self) -> str | None:
+        with self.errors("cannot open"):
             with schema.init_lock(self.engine):
-                self.backup = schema.prepare(self.engine)
+                return schema.prepare(self.engine)
+
+    def _open_read_only(self) -> None:
+        """Open for reading only (``read_only=True``): no migration, lock file, backup or write;
+        :attr:`schema_state` says what was found.
+
+        SQLite: ``mode=ro``, and ``immutable`` where the file and its folder are not the
+        caller's own to write and no WAL files exist (a read-only mount, another user's
+        file: :func:`autotune.store.schema.read_only_engine`). PostgreSQL: every
+        transaction ``READ ONLY``. A SQLite file that does not exist is not created:
+        ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`).
+        """
+        try:
+            self.engine, self.schema_state = schema.read_only_engine(self.url)
+        except (SQLAlchemyError, ImportError) as exc:
+            raise StoreError(f"invalid database URL {self._safe_url!r}: {schema.one_line(exc)}") from exc
+        if self.engine.dialect.name == "sqlite":
+            _configure_sqlite(self.engine, own_tables=False, read_only=True)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if self.schema_state is None:
+            with self.errors():
+                self.schema_state = _retrying(lambda: schema.state(self.engine))
+
+    @contextmanager
+    def errors(self, what: str = "") -> Iterator[None]:
+        """Turn a database error raised in the block (by SQLAlchemy, the driver, or Optuna's
+        storage) into one :class:`StoreError` line naming the database, password masked;
+        ``what`` prefixes it (e.g. ``"cannot open"``); where it is given (opening, migrating:
+        the blocks that take the SQLite lock file), a failure to take that file is one too."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except OSError as exc:
+            if not what:  # a measurement's, or another OSError that is not the database's
+                raise
+            raise StoreError(self._masked(f"{what} the results database {self._safe_url}: "
+                                          f"{exc.strerror or exc} ({exc.filename or 'lock file'})")) from exc
+        except Exception as exc:
+            found = _database_error_in(exc)
+            if found is None:
+                raise
+            cause = found.__cause__ if type(found).__name__ == "StorageInternalError" and found.__cause__ else found
+            prefix = f"{what} the results database" if what else "results database"
+            raise StoreError(self._masked(f"{prefix} {self._safe_url}: {schema.one_line(cause)}")) from cause
+
+    def _masked(self, text: str) -> str:
+        """``text`` with the URL's password, wherever it appears, replaced by ``***``."""
+        try:
+            password = make_url(self.url).password
+        except SQLAlchemyError:
+            return text
+        return text.replace(str(password), "***") if password else text
 
     def close(self) -> None:
         """Close the pooled connections (SQLite then folds its WAL into the database file)."""
@@ -145,13 +271,16 @@ class Store:
             yield session
             session.commit()
         except SQLAlchemyError as exc:
-            session.rollback()
-            raise StoreError(f"results database {self._safe_url}: {schema.one_line(exc)}") from exc
+            _rollback(session)
+            raise StoreError(self._masked(f"results database {self._safe_url}: {schema.one_line(exc)}")) from exc
         except BaseException:
-            session.rollback()
+            _rollback(session)
             raise
         finally:
-            session.close()
+            try:
+                session.close()
+            except SQLAlchemyError:  # the connection is gone already
+                pass
 
     def upgrade(self, revision: str = "head") -> None:
         """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone).
@@ -160,7 +289,12 @@ class Store:
             StoreError: the database cannot be opened, is newer than this code, or a
                 migration fails.
         """
-        schema.upgrade(self.engine, revision)
+        def attempt() -> None:
+            with self.errors("cannot migrate"):
+                with schema.init_lock(self.engine):
+                    schema.upgrade(self.engine, revision)
+
+        _retrying(attempt)
 
     def current_revision(self) -> str | None:
         """The Alembic revision of autotune's tables; ``None`` for a database never migrated.
@@ -168,7 +302,7 @@ class Store:
         Raises:
             StoreError: the database cannot be read.
         """
-        return schema.current_revision(self.engine)
+        return _retrying(lambda: schema.current_revision(self.engine))
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under
@@ -178,15 +312,19 @@ class Store:
         process died (no heartbeat for :data:`GRACE_S` seconds) is failed by the next
         search of the study. SQLite waits up to 30 s for locks.
         """
-        with schema.init_lock(self.engine):
-            return self._optuna_storage()
+        with self.errors("cannot open Optuna's storage in"):
+            try:
+                with schema.init_lock(self.engine):
+                    return self._optuna_storage()
+            except RuntimeError as exc:  # Optuna's tables of another Optuna version
+                raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
 
     def _optuna_storage(self) -> optuna.storages.RDBStorage:
         import optuna
 
         kwargs: dict[str, Any] = {}
         if self.engine.dialect.name == "sqlite":
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["connect_args"] = {"timeout": SESSION_BUSY_TIMEOUT_S}
         with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             storage = optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
@@ -194,6 +332,18 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             _configure_sqlite(storage.engine, own_tables=False)
             storage.engine.dispose()  # connections opened before the listeners go
+        beat = storage.record_heartbeat
+
+        def record_heartbeat(trial_id: int) -> None:
+            """Optuna beats in a thread of its own, where a lost database would print a
+            traceback: a missed beat is dropped (the search's next write says what failed)."""
+            try:
+                beat(trial_id)
+            except Exception as exc:  # noqa: BLE001
+                if not _is_database_error(exc):
+                    raise
+
+        storage.record_heartbeat = record_heartbeat
         return storage
 
     def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
@@ -214,18 +364,21 @@ class Store:
 
         stmt = sa.text("SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
                        "WHERE t.study_id = :sid AND t.state = 'RUNNING' AND h.trial_id IS NULL")
-        with self.engine.connect() as connection:
-            ids = connection.execute(stmt, {"sid": storage.get_study_id_from_name(study_name)}).scalars().all()
+        with self.errors():
+            sid = storage.get_study_id_from_name(study_name)
+        with self.session() as session:
+            ids = session.execute(stmt, {"sid": sid}).scalars().all()
         cutoff = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)  # Optuna keeps local time
         failed = []
-        for trial_id in ids:
-            started = storage.get_trial(trial_id).datetime_start
-            if started is not None and started < cutoff:
-                try:
-                    storage.set_trial_state_values(trial_id, TrialState.FAIL)
-                    failed.append(trial_id)
-                except UpdateFinishedTrialError:  # another process failed or finished it first
-                    pass
+        with self.errors():
+            for trial_id in ids:
+                started = storage.get_trial(trial_id).datetime_start
+                if started is not None and started < cutoff:
+                    try:
+                        storage.set_trial_state_values(trial_id, TrialState.FAIL)
+                        failed.append(trial_id)
+                    except UpdateFinishedTrialError:  # another process failed or finished it first
+                        pass
         return failed
 
     @_retry_when_locked
@@ -421,20 +574,22 @@ class Store:
             return rows.add_bench_run(session, device, dims, dtype, nvcc_version, memcpy_gbps, l2_mode, lines).id
 
 
-def _configure_sqlite(engine: Engine, *, own_tables: bool = True) -> None:
-    """Wait 30 s for locks, and real transactions: SQLAlchemy emits ``BEGIN IMMEDIATE``
-    itself, so a read-then-write holds the write lock from its start. SQLite answers a
-    deferred transaction that turns into a writer while another process writes with
-    "database is locked" at once, without waiting; under several processes that failed
+def _configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool = False) -> None:
+    """Wait for locks (:data:`BUSY_TIMEOUT_S` inside a retried attempt, else
+    :data:`SESSION_BUSY_TIMEOUT_S`), and real transactions: SQLAlchemy emits ``BEGIN
+    IMMEDIATE`` itself, so a read-then-write holds the write lock from its start. SQLite
+    answers a deferred transaction that turns into a writer while another process writes
+    with "database is locked" at once, without waiting; under several processes that failed
     Optuna's writes too, so its engine gets the same. ``own_tables``: also foreign keys on
-    and WAL (autotune's engine; Optuna's tables are left as Optuna defines them)."""
+    and WAL (autotune's engine; Optuna's tables are left as Optuna defines them).
+    ``read_only``: plain ``BEGIN`` (a reader takes no write lock) and no pragma that writes."""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # pysqlite must not emit BEGIN itself
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={int(1000 * SESSION_BUSY_TIMEOUT_S)}")
             if own_tables:
                 cursor.execute("PRAGMA foreign_keys=ON")
                 cursor.execute("PRAGMA journal_mode=WAL")
@@ -443,4 +598,15 @@ def _configure_sqlite(engine: Engine, *, own_tables: bool = True) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        if own_tables:  # ours: a retried attempt waits briefly inside SQLite, then the retry loop
+            wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def _rollback(session: Session) -> None:
+    """Roll back, where the connection still allows it (a lost server does not)."""
+    try:
+        session.rollback()
+    except SQLAlchemyError:
+        pass

@@ -8,6 +8,9 @@ Opening a database (:func:`prepare`) follows these rules:
   then migrated (other databases are migrated in place; back them up with their own tools);
 * at a revision this code does not know (written by a newer autotune): refused, never
   downgraded.
+
+A read-only opening (:func:`read_only_engine`, :func:`state`; what ``lookup`` uses) migrates
+nothing, takes no lock file and makes no backup: it only reports the revision it finds.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from autotune.errors import StoreError
 from autotune.resources import data_dir
 
 __all__ = ["VERSION_TABLE", "head_revision", "current_revision", "upgrade", "prepare", "check_sqlite_path",
-           "init_lock"]
+           "init_lock", "read_only_engine", "state"]
 
 VERSION_TABLE = "autotune_alembic_version"
 """Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
@@ -141,16 +144,87 @@ def _revision_known(revision: str) -> bool:
 
 
 def _backup(engine: Engine, revision: str) -> str | None:
+    """Copy the SQLite file to ``<file>.bak-<revision>-<time>``: to a temporary name first,
+    renamed when whole, so that no half-written backup is ever left (a signal, a full disk)."""
     path = engine.url.database
     if engine.dialect.name != "sqlite" or not path or path == ":memory:" or not os.path.exists(path):
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = f"{path}.bak-{revision}-{stamp}"
+    partial = f"{target}.partial"
     try:
-        shutil.copy2(path, target)
+        shutil.copy2(path, partial)
+        os.replace(partial, target)
     except OSError as exc:
+        _remove(partial)
         raise StoreError(f"cannot back up {path} before migrating it: {exc.strerror}") from exc
+    except BaseException:
+        _remove(partial)
+        raise
     return target
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def read_only_engine(url: str) -> tuple[Engine, str | None]:
+    """An engine that cannot write to the database at ``url``, and ``"missing"`` for a SQLite
+    file that does not exist (then the engine is an empty in-memory database; nothing is
+    created), else ``None`` (see :func:`state`).
+
+    SQLite files open with ``mode=ro``. A reader of a WAL database creates its ``-wal`` and
+    ``-shm`` companions when they are absent: fine in one's own folder, but impossible on a
+    read-only mount and harmful beside another user's file (a ``-shm`` the owner cannot write
+    stops the owner's writers). So where they are absent and the file and its folder are not
+    the caller's own to write, it opens ``immutable=1`` (no companion, no lock; a search
+    writing there meanwhile is not seen). PostgreSQL sessions default to read-only
+    transactions. Raises what ``create_engine`` raises for a bad URL.
+    """
+    from urllib.parse import quote
+
+    from sqlalchemy import create_engine
+
+    parsed = make_url(url)
+    if parsed.drivername.startswith("sqlite") and parsed.database not in (None, "", ":memory:") \
+            and not parsed.database.startswith("file:"):
+        path = Path(parsed.database).expanduser().absolute()
+        if not path.exists():
+            return create_engine("sqlite://"), "missing"
+        query = {"mode": "ro", "uri": "true"}
+        wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+        if not wal and not _own(path):
+            query["immutable"] = "1"
+        return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
+    if parsed.drivername.startswith("postgresql"):
+        return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
+    return create_engine(parsed), None
+
+
+def _own(path: Path) -> bool:
+    """Whether ``path`` belongs to this user, who may write it and its folder."""
+    try:
+        mine = path.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+    return mine and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def state(engine: Engine) -> str:
+    """``"current"`` (at the newest revision), ``"older"`` (``autotune db upgrade`` migrates it)
+    or ``"empty"`` (never migrated: nothing tuned), read without writing.
+
+    Raises:
+        StoreError: the database cannot be read, or is of a newer schema.
+    """
+    current = current_revision(engine)
+    if current is None:
+        return "empty"
+    if current == head_revision():
+        return "current"
+    _refuse_newer(engine, current)
+    return "older"
 
 
 @contextlib.contextmanager
@@ -187,17 +261,24 @@ def init_lock(engine: Engine) -> Iterator[None]:
 _PG_LOCK_KEY = 0x6175746F74756E65  # "autotune"
 
 
-def check_sqlite_path(url: str) -> None:
-    """For a SQLite file URL: the folder must exist and be writable, before anything is created.
+def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
+    """For a SQLite file URL: the path must not be a folder, and (unless ``read_only``) its
+    folder must exist and be writable, before anything is created.
 
     Raises:
-        StoreError: missing or read-only folder, naming it.
+        StoreError: a folder where the file should be; missing or read-only folder, naming it.
     """
     try:
         parsed = make_url(url)
     except SQLAlchemyError:
         return
-    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:") \
+            or parsed.database.startswith("file:"):
+        return
+    if Path(parsed.database).expanduser().is_dir():
+        raise StoreError(f"results database {parsed.database} is a folder, not a database file; "
+                         "give the path of a file with --db")
+    if read_only:
         return
     folder = Path(parsed.database).expanduser().absolute().parent
     if not folder.is_dir():
