@@ -64,14 +64,15 @@ MATMUL_OPTIMUM = {"TILE_WIDTH": 32, "BLOCK_X": 32, "BLOCK_Y": 8, "BM": 128, "BN"
 
 
 class FakeMatmulBench:
-    """A :class:`~autotune.measure.matmul_bench.MatmulBenchmark` without a GPU: GFLOP/s peak at
-    :data:`MATMUL_OPTIMUM` (macros the kernel has), no memcpy or copy bound."""
+    """A :class:`~autotune.measure.benchmark.Benchmark` of a matrix product without a GPU:
+    GFLOP/s peak at :data:`MATMUL_OPTIMUM` (macros the kernel has), no memcpy or copy bound."""
 
     memcpy_gbps = copy_gbps = None
     l2_mode = "single"
 
-    def __init__(self, device, m: int, n: int, k: int, dtype) -> None:
+    def __init__(self, device, m: int, n: int, k: int, dtype, kernel=None) -> None:
         self.device, self.rows, self.cols, self.depth, self.dtype = device, m, n, k, dtype
+        self.kernel, self.dim_values = kernel, {"m": m, "n": n, "k": k}
         self.calls: list[Config] = []
 
     def ms(self, config: Config) -> float:
@@ -81,13 +82,11 @@ class FakeMatmulBench:
         return 2.0 * self.rows * self.cols * self.depth / (gflops * 1e9) * 1e3
 
     def measure(self, config: Config) -> Measurement:
-        from autotune.kernel.problem import matmul_gbps, matmul_gflops
-
         self.calls.append(config)
         ms = self.ms(config)
-        m, n, k, size = self.rows, self.cols, self.depth, self.dtype.itemsize
-        return Measurement(ms, ms * 0.99, ms * 1.02, matmul_gbps(m, n, k, size, ms), None, 64, 8192, 50, None, 0.5,
-                           matmul_gflops(m, n, k, ms))
+        m, n, k = self.rows, self.cols, self.depth
+        gflops = 2.0 * m * n * k / (ms * 1e-3) / 1e9
+        return Measurement(ms, ms * 0.99, ms * 1.02, None, None, 64, 8192, 50, None, 0.5, gflops)
 
     def retime(self, configs, rounds):
         from autotune.measure.measurement import Retiming

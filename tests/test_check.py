@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from autotune.cli import app
+from autotune.kernel.catalog import KERNELS
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "kernels").glob("*.toml"))
@@ -38,12 +39,37 @@ def test_every_shipped_kernel_file_is_there():
     assert len(SHIPPED) >= 15
 
 
+CI_SAMPLE = 12
+"""``autotune check`` of a shipped file in CI builds a sample of at most this many configs:
+its default, corners (first, last, each listed value) and evenly spaced ones (``--sample``);
+tests/test_compile.py compiles every config of the small spaces and 48 of the large ones."""
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_every_shipped_kernel_file_passes(path):
-    code, output = check(path, "--dtype", "float32")  # every dtype's default build: tests/test_compile.py
+    size = len(KERNELS[path.stem].space().configs())
+    sample = ["--sample", CI_SAMPLE] if size > CI_SAMPLE else []
+    code, output = check(path, "--dtype", "float32", *sample)  # every dtype's default build: tests/test_compile.py
     assert code == 0, output
     assert re.search(r"compiled (\d+) of \1 builds", output), output
-    assert "ok: every config" in output and not errors(output)
+    if sample:
+        assert f"configs (a sample of the space's {size}) x 1 dtype" in output, output
+        assert "ok: every sampled config" in output and not errors(output)
+    else:
+        assert "ok: every config" in output and not errors(output)
+
+
+def test_a_sample_holds_the_default_every_listed_value_and_the_ends():
+    k = KERNELS["matmul_warp"]
+    space = k.space()
+    configs, sample = space.configs(), space.sample(48, (k.default_config(),))
+    assert len(configs) > 10_000 and len(sample) <= 48 and len(set(sample)) == len(sample)
+    assert k.default_config() in sample and {configs[0], configs[-1]} <= set(sample)
+    assert sample == sorted(sample, key=configs.index) == space.sample(48, (k.default_config(),))
+    for name, values in space.params:
+        assert {c[name] for c in sample} == set(values), name
+    small = KERNELS["smem_pad"].space()
+    assert small.sample(1000) == small.configs()
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
@@ -155,6 +181,7 @@ def test_more_than_20_failures_are_counted_not_listed(broken):
     (["{path}", "--dtype", "float33"], "unknown dtype 'float33'"),
     (["{path}", "--arch", "90"], "--arch '90' is not allowed"),
     (["{path}", "--jobs", "0"], "--jobs 0 is not allowed"),
+    (["{path}", "--sample", "2"], "--sample 2 is not allowed; give an integer >= 3"),
     (["{path}", "--space", "/nonexistent/space.toml"], "cannot read search space"),
     (["/nonexistent/kernel.toml"], "cannot read kernel file /nonexistent/kernel.toml"),
     (["no_such_kernel"], "unknown kernel 'no_such_kernel'"),

@@ -32,7 +32,7 @@ def fake_gpu(monkeypatch, device_info):
     def open_benchmark(ordinal, kernel, dims, dtype, **options):
         d = dict(make_dims(kernel.dims, dims))
         opened.append((ordinal, *d.values(), dtype.name, options))
-        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype) if "k" in d
+        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype, kernel) if "k" in d
                else FakeBench(device_info, FakeTimer()))
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

@@ -27,7 +27,7 @@ import autotune.measure.benchmark
 import autotune.store.repository as repository
 from autotune.cli import app
 from autotune.errors import StoreError
-from autotune.kernel.space import load_space
+from autotune.kernel.catalog import KERNELS
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -184,7 +184,7 @@ def test_the_table_covers_every_command_and_entry_point():
     import typer.main
 
     group = typer.main.get_command(app)
-    names = {name for name in group.commands if name != "kernels"}  # `kernels` opens no database
+    names = {name for name in group.commands if name not in ("kernels", "check")}  # these open no database
     names = (names - {"db"}) | {f"db {sub}" for sub in group.commands["db"].commands}
     assert names == set(CLI)
     assert len(CELLS) == 2 * 3 * len(ENTRIES)
@@ -208,7 +208,7 @@ def _check_lost_and_resumed(tmp_path, url, output, code) -> None:
     output = finish(proc)
     assert proc.returncode == 0, output
     stored = _stored_configs(url)
-    assert len(stored) == len(set(stored)) == len(load_space("smem_pad").configs())  # each once, none lost
+    assert len(stored) == len(set(stored)) == len(KERNELS["smem_pad"].space().configs())  # each once, none lost
     assert rows(url, "select status from autotune_searches order by id") == [("running",), ("finished",)]
 
 
@@ -254,9 +254,9 @@ def test_a_postgres_server_gone_mid_search_stops_it_and_resume_goes_on(tmp_path)
 
 
 def _tuned(url: str) -> None:
-    key = tuning_key("smem_pad", DEVICE, 256, 256, "float32")
+    key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     store = Store(url)
-    search(key, load_space("smem_pad"), FakeTimer(), store, n_trials=6, seed=1, sampler="random",
+    search(key, KERNELS["smem_pad"].space(), FakeTimer(), store, n_trials=6, seed=1, sampler="random",
            retime=fake_retime())
     store.close()
 

@@ -36,7 +36,7 @@ def fake_gpu(monkeypatch, device_info):
     def open_benchmark(ordinal, kernel, dims, dtype, **options):
         m, n, k = (v for _, v in make_dims(kernel.dims, dims))
         opened.append((m, n, k, dtype.name))
-        yield FakeMatmulBench(device_info, m, n, k, dtype)
+        yield FakeMatmulBench(device_info, m, n, k, dtype, kernel)
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     return opened
@@ -158,6 +158,8 @@ def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_
         entry["rows"], entry["cols"] = values[:2]
         if len(values) == 3:
             entry["depth"] = values[2]
+            m, n, k = values  # 0.1 stored a product's GB/s of its three float32 matrices
+            entry["measurement"]["gbps"] = (m * k + k * n + m * n) * 4 / (entry["measurement"]["median_ms"] * 1e6)
         else:
             del entry["measurement"]["gflops"]  # (nor gflops, before the matrix products)
         del entry["kernel"]["spec_hash"]
@@ -208,8 +210,9 @@ def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fa
     assert run("search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid", "--db", db_url).exit_code == 0
 
     def fake_vendor(bench, libraries=vendor.LIBRARIES):  # cuBLAS at 40000 GFLOP/s
-        ms = 2 * bench.rows * bench.cols * bench.depth / 40000e9 * 1e3
-        return vendor.VendorResult("cuBLAS via CuPy (cupy.matmul)", ms, 1.0, 40000.0)
+        d = bench.dim_values
+        ms = 2 * d["m"] * d["n"] * d["k"] / 40000e9 * 1e3
+        return vendor.VendorResult("cuBLAS via CuPy (cupy.matmul)", ms, 40000.0)
 
     monkeypatch.setattr(vendor, "vendor_matmul", fake_vendor)
     r = run("bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
@@ -232,7 +235,7 @@ def test_without_cupy_or_torch_the_vendor_line_says_so():
     from autotune.measure.vendor import vendor_matmul
 
     class Shape:
-        rows = cols = depth = 8
+        dim_values = {"m": 8, "n": 8, "k": 8}
         dtype = get_dtype("float32")
 
     result = vendor_matmul(Shape(), libraries=("autotune_no_such_library",))

@@ -77,7 +77,7 @@ def test_deferred_signals_wait_for_a_safe_point_and_are_never_dropped():
 def test_a_signal_in_a_retry_backoff_stops_at_once_and_writes_nothing(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'locked.db'}"
     store = Store(url)
-    key = tuning_key("smem_pad", DEVICE, 256, 256, "float32")
+    key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's write lock
     backoffs = []

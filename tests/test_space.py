@@ -24,6 +24,9 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
+LARGE = {"matmul_warp"}
+"""Spaces of thousands of configs (the matrix-product issue's): sampled where CI compiles."""
+
 GOOD = """
 kernel = "smem_pad"
 constraints = ["TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"]
@@ -45,16 +48,18 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
     configs = space.configs()
     assert configs, kernel
     assert k.default_config() in configs
-    assert len(set(configs)) == len(configs) and len(configs) <= 60  # CI compiles every one
+    assert len(set(configs)) == len(configs)
+    assert len(configs) <= 60 or kernel in LARGE  # CI compiles every one (of LARGE: a sample)
     assert [n for n, _ in space.params] == sorted(k.defaults) and space.tunables == k.tunables
-    for c in configs:
+    for c in (space.sample(200, (k.default_config(),)) if kernel in LARGE else configs):
         assert space.violations(c) == []
         for dtype in k.dtypes:
             dt = get_dtype(dtype)
             grid, block, shared = k.geometry(c, dict.fromkeys(k.dims, 8192), dt)
             assert math.prod(block) <= 1024 and shared == 0 and all(g >= 1 for g in grid)
             assert math.prod(block) >= 32 or dt.itemsize < 8  # a warp at least (vectors of small elements: fewer)
-            assert before.static_shared_bytes(kernel, c.as_dict(), dt.itemsize) <= 48 * 1024
+            if kernel in before.DEFAULTS:
+                assert before.static_shared_bytes(kernel, c.as_dict(), dt.itemsize) <= 48 * 1024
         if kernel in before.MOVES:
             assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0
             assert c.as_dict().get("UNROLL", 1) >= 1 and c.as_dict().get("DIAGONAL", 0) in (0, 1)
@@ -63,7 +68,9 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
 
 
 def test_shipped_spaces_stay_small_enough_to_compile_in_ci():
-    assert sum(len(k.space().configs()) for k in KERNELS.values()) <= 450  # 416 today: CI compiles each one
+    small = [k for k in KERNELS.values() if k.name not in LARGE]
+    assert sum(len(k.space().configs()) for k in small) <= 450  # 416 today: CI compiles each one
+    assert all(len(KERNELS[name].space().configs()) >= 1000 for name in LARGE)  # sampled (tests/test_compile.py)
 
 
 def test_tiled_kernels_search_the_diagonal_order():

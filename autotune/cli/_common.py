@@ -104,6 +104,9 @@ def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, r
         raise InvalidInputError(f"--dims {unknown[0]} is not a dim of kernel {kernel.name}; it takes {allowed}")
     if size is not None:
         side = _dim_value("--size", size)
+        if set(kernel.dims) <= set(given):
+            raise InvalidInputError(f"--size {side} sets no dim: the other options give every dim of kernel "
+                                    f"{kernel.name} ({allowed}); give either --size or those, not both")
         given = {**{d: side for d in kernel.dims}, **given}
     missing = [d for d in kernel.dims if d not in given]
     if missing:

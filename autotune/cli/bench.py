@@ -10,12 +10,9 @@ from rich.table import Table
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
-from autotune.kernel.dims import dims_key, format_shape, make_dims
+from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.benchmark import check_fits
-from autotune.measure.device import open_device
 from autotune.report.bench import BenchLine, run_bench
-from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 from . import app
 from ._common import K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
@@ -43,18 +40,18 @@ def bench(
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    with open_device(device) as info:
-        for kern in kernels:
-            check_fits(info, kern, make_dims(kern.dims, problem), dt)
-        store = Store(db)
-        key_for = lambda kern: tuning_key(kern, info, problem, dt.name)  # noqa: E731
-        nvcc = key_for(kernels[0]).nvcc_version
-        out.print(f"bench {format_shape(tuple(problem.items()))} ({dims_key(tuple(problem.items()))}) {dt.name} on "
-                  f"{info.name} (driver {info.driver_version}, nvcc {nvcc})")
-        lines, context = run_bench(info, kernels, problem, dt, store, key_for, repeats)
-        run_id = store.save_bench_run(info, dims_key(tuple(problem.items())), dt.name, nvcc, context["memcpy_gbps"],
-                                      context["l2_mode"], lines)
-    title = f"{format_shape(tuple(problem.items()))} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
+    store = Store(db)  # a database fault is said before the GPU is touched
+    shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
+
+    def opened(bench, nvcc):
+        out.print(f"bench {shape} ({key_text}) {dt.name} on {bench.device.name} "
+                  f"(driver {bench.device.driver_version}, nvcc {nvcc})")
+
+    lines, context = run_bench(device, kernels, problem, dt, store, repeats, on_open=opened)
+    info = context["device"]
+    run_id = store.save_bench_run(info, key_text, dt.name, context["nvcc"], context["memcpy_gbps"],
+                                  context["l2_mode"], lines)
+    title = f"{shape} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
     flops = any(kern.objective.flops for kern in kernels)
     out.print(matmul_table(lines, title) if flops else bench_table(lines, title))
     out.print(f"stored as bench run {run_id}")

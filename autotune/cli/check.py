@@ -33,6 +33,10 @@ def check(
                                                                  "the kernel file's own [space].")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", parser=parse_int,
                                                 help="nvcc processes at once (default: one per core).")] = None,
+    sample: Annotated[Optional[int], typer.Option(
+        "--sample", parser=parse_int, help="Build at most N configs: the default, the first and last, the first "
+                                           "holding each listed value, then evenly spaced ones (for spaces too "
+                                           "large to build whole).")] = None,
 ) -> None:
     """Check a kernel file: every field, then every config of its space built with nvcc -cubin
     for each dtype, its entry points and its launch geometry. Needs nvcc, not a GPU.
@@ -43,6 +47,8 @@ def check(
         raise InvalidInputError(f"--arch {arch!r} is not allowed; give an nvcc target such as sm_90")
     if jobs is not None and jobs < 1:
         raise InvalidInputError(f"--jobs {jobs} is not allowed; give an integer >= 1")
+    if sample is not None and sample < 3:
+        raise InvalidInputError(f"--sample {sample} is not allowed; give an integer >= 3")
     k = _load(kernel_file)
     names = [d.strip() for opt in dtype or () for d in opt.split(",") if d.strip()] or list(k.dtypes)
     dtypes = [get_dtype(n) for n in dict.fromkeys(names)]
@@ -55,16 +61,18 @@ def check(
     out.print(f"{k.name} ({where}): kernel file ok; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
-    report = check_builds(k, dtypes, arch=arch, space_path=space, jobs=jobs)
+    report = check_builds(k, dtypes, arch=arch, space_path=space, jobs=jobs, sample=sample)
     seconds = time.monotonic() - started
     built = report.builds - len({(f.config, f.dtype) for f in report.failures if f.stage == "compile"})
     regs = f", {report.registers[0]}-{report.registers[1]} registers per thread" if report.registers else ""
-    out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs x {len(report.dtypes)} "
+    of = f" (a sample of the space's {report.space_size})" if report.configs < report.space_size else ""
+    out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs{of} x {len(report.dtypes)} "
               f"dtype{'s' if len(report.dtypes) != 1 else ''}: {', '.join(report.dtypes)}) for {arch} in "
               f"{seconds:.1f} s{regs}; launch geometry checked at every dim = "
               f"{' and '.join(map(str, PROBE_SIZES))}", markup=False)
     if report.ok:
-        out.print(f"ok: every config of {k.name} builds and can be launched", markup=False)
+        which = "every sampled config" if report.configs < report.space_size else "every config"
+        out.print(f"ok: {which} of {k.name} builds and can be launched", markup=False)
         return
     for failure in report.failures[:MAX_LISTED]:
         out.print(f"  failed: {failure}", markup=False, soft_wrap=True)

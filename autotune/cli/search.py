@@ -121,6 +121,8 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
             raise
     if result.reports:
         print_reports(result.reports)
+        if result.retimings:
+            out.print(f"re-timing the top {len(result.retimings)} configs of the study on GPU {ordinals[0]} only")
     _print_result(result, started[0].store, kern, top, summary=len(ordinals) == 1)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["Expr", "ExprError", "FUNCTIONS", "parse_expr"]
@@ -36,34 +36,53 @@ class ExprError(ValueError):
     """An expression that cannot be parsed, uses what is not allowed, or names an unknown name."""
 
 
-def _eval(node: ast.AST, env: Mapping[str, int]) -> int | bool:
+def _build(node: ast.AST) -> Callable[[Mapping[str, int]], int | bool]:
+    """The checked tree as nested closures: built once by walking the
+    tree, so no evaluation walks it again (constraints run over millions of combinations)."""
     match node:
         case ast.Expression(body=body):
-            return _eval(body, env)
+            return _build(body)
         case ast.Constant(value=int() as v):
-            return v
+            return lambda env: v
         case ast.Name(id=name):
-            return env[name]
+            return lambda env: env[name]
         case ast.BinOp(left=l, op=ast.Pow(), right=r):
-            base, power = _eval(l, env), _eval(r, env)
-            if not 0 <= power <= _MAX_POWER or abs(base).bit_length() * power > _MAX_POWER_BITS:
-                raise ZeroDivisionError("power out of range")
-            return base ** power
+            fl, fr = _build(l), _build(r)
+
+            def power(env):
+                base, exp = fl(env), fr(env)
+                if not 0 <= exp <= _MAX_POWER or abs(base).bit_length() * exp > _MAX_POWER_BITS:
+                    raise ZeroDivisionError("power out of range")
+                return base ** exp
+            return power
         case ast.BinOp(left=l, op=op, right=r):
-            return _BINOPS[type(op)](_eval(l, env), _eval(r, env))
+            fl, fr, f = _build(l), _build(r), _BINOPS[type(op)]
+            return lambda env: f(fl(env), fr(env))
         case ast.UnaryOp(op=ast.USub(), operand=x):
-            return -_eval(x, env)
+            fx = _build(x)
+            return lambda env: -fx(env)
         case ast.UnaryOp(op=ast.Not(), operand=x):
-            return not _eval(x, env)
+            fx = _build(x)
+            return lambda env: not fx(env)
         case ast.BoolOp(op=ast.And(), values=vs):
-            return all(_eval(v, env) for v in vs)
+            fs = [_build(v) for v in vs]
+            return lambda env: all(f(env) for f in fs)
         case ast.BoolOp(op=ast.Or(), values=vs):
-            return any(_eval(v, env) for v in vs)
+            fs = [_build(v) for v in vs]
+            return lambda env: any(f(env) for f in fs)
+        case ast.Compare(left=l, ops=[op], comparators=[c]):
+            fl, fc, f = _build(l), _build(c), _CMPOPS[type(op)]
+            return lambda env: f(fl(env), fc(env))
         case ast.Compare(left=l, ops=ops, comparators=cs):
-            vals = [_eval(l, env)] + [_eval(c, env) for c in cs]
-            return all(_CMPOPS[type(o)](a, b) for o, a, b in zip(ops, vals, vals[1:]))
+            fs, cmps = [_build(l)] + [_build(c) for c in cs], [_CMPOPS[type(o)] for o in ops]
+
+            def chain(env):
+                vals = [f(env) for f in fs]
+                return all(c(a, b) for c, a, b in zip(cmps, vals, vals[1:]))
+            return chain
         case ast.Call(func=ast.Name(id=name), args=args):
-            return FUNCTIONS[name][1](*(_eval(a, env) for a in args))
+            fs, f = [_build(a) for a in args], FUNCTIONS[name][1]
+            return lambda env: f(*(g(env) for g in fs))
     raise ExprError(f"cannot evaluate {ast.unparse(node)!r}")  # unreachable after _check
 
 
@@ -104,6 +123,12 @@ class Expr:
 
     text: str
     _tree: ast.Expression = field(compare=False, hash=False, repr=False)
+    _fn: Callable[[Mapping[str, int]], int | bool] | None = field(default=None, compare=False, hash=False,
+                                                                  repr=False)
+
+    def __post_init__(self) -> None:
+        if self._fn is None:
+            object.__setattr__(self, "_fn", _build(self._tree))
 
     def __call__(self, env: Mapping[str, int]) -> int:
         """The value for ``env`` (name -> int). Booleans come back as 0 or 1.
@@ -113,12 +138,12 @@ class Expr:
                 whose result would have more than about 1024 bits).
             KeyError: a name missing from ``env``.
         """
-        return int(_eval(self._tree, env))
+        return int(self._fn(env))
 
     def holds(self, env: Mapping[str, int]) -> bool:
         """Whether the expression is true (non-zero) for ``env``; a division by zero is false."""
         try:
-            return bool(_eval(self._tree, env))
+            return bool(self._fn(env))
         except ZeroDivisionError:
             return False
 

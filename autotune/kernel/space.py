@@ -92,15 +92,61 @@ class SearchSpace:
         return [c for c, t in zip(self.constraints, self._trees) if not t.holds(env)]
 
     def configs(self) -> list[Config]:
-        """Every config of the space that satisfies all constraints, in a fixed order."""
+        """Every config of the space that satisfies all constraints, in a fixed order (that of
+        ``itertools.product`` over the params). Each constraint is tested as soon as the macros
+        it names are set, so a branch that breaks it is never expanded (a space of 10^8 raw
+        combinations with tight constraints enumerates in a fraction of that time)."""
+        return list(self._valid)
+
+    @cached_property
+    def _valid(self) -> tuple[Config, ...]:
         names = [n for n, _ in self.params]
-        trees = self._trees
-        out = []
-        for values in itertools.product(*(v for _, v in self.params)):
-            env = dict(zip(names, values))
-            if all(t.holds(env) for t in trees):
+        depth_of = {n: i for i, n in enumerate(names)}
+        checks: list[list[Expr]] = [[] for _ in names]
+        for tree in self._trees:  # each constraint at the depth where its last macro is set
+            checks[max((depth_of[n] for n in tree.names if n in depth_of), default=0)].append(tree)
+        out: list[Config] = []
+        env: dict[str, int] = {}
+
+        def expand(depth: int) -> None:
+            if depth == len(names):
                 out.append(Config.of(self.kernel, env))
-        return out
+                return
+            name, tests = names[depth], checks[depth]
+            for value in self.params[depth][1]:
+                env[name] = value
+                if all(t.holds(env) for t in tests):
+                    expand(depth + 1)
+            del env[name]
+
+        if names:
+            expand(0)
+        return tuple(out)
+
+    def sample(self, n: int, always: tuple[Config, ...] = ()) -> list[Config]:
+        """A deterministic sample of at most ``n`` valid configs (all of them if there are no
+        more), in the space's order: ``always`` (e.g. the default) where valid, the first
+        and last config, for each macro the first config holding each of its values (the
+        corners of every listed value), then configs at evenly spaced positions. For checking
+        a space too large to build whole (e.g. compiling it in CI).
+        """
+        configs = self.configs()
+        if len(configs) <= n:
+            return configs
+        valid = set(configs)
+        chosen = dict.fromkeys(c for c in always if c in valid)
+        chosen.update(dict.fromkeys((configs[0], configs[-1])))
+        seen: set[tuple[str, int]] = set()
+        for c in configs:  # the first config holding each value of each macro
+            new = [pair for pair in c.macros if pair not in seen]
+            if new:
+                seen.update(new)
+                chosen.setdefault(c)
+        step = len(configs) / max(n - len(chosen), 1)
+        for i in range(max(n - len(chosen), 0)):
+            chosen.setdefault(configs[int(i * step)])
+        order = {c: i for i, c in enumerate(configs)}
+        return sorted(chosen, key=order.__getitem__)[:max(n, len(always) + 2)]
 
 
 def _check_values(name: str, values: object, where: str) -> None:

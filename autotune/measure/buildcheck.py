@@ -64,7 +64,8 @@ class BuildReport:
     """What :func:`check_builds` found.
 
     Attributes:
-        configs: configs of the space; dtypes: the dtypes built; builds: ``configs x dtypes``.
+        configs: configs built (all of the space, or a sample); space_size: configs of the
+            space; dtypes: the dtypes built; builds: ``configs x dtypes``.
         failures: one per failed build, in the space's order.
         registers: ``(min, max)`` registers per thread over the builds that compiled.
     """
@@ -75,6 +76,8 @@ class BuildReport:
     dtypes: tuple[str, ...]
     failures: list[BuildFailure] = field(default_factory=list)
     registers: tuple[int, int] | None = None
+    space_size: int = 0
+
 
     @property
     def builds(self) -> int:
@@ -86,20 +89,26 @@ class BuildReport:
 
 
 def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90", space_path: str | None = None,
-                 jobs: int | None = None, progress: Callable[[int, int], None] | None = None) -> BuildReport:
+                 jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
+                 sample: int | None = None) -> BuildReport:
     """Build every config of ``kernel``'s space (or of the space file ``space_path``) for each
     of ``dtypes`` and check each build's entry points and launch geometry.
 
     Args:
         progress: called with ``(done, total)`` after each build.
+        sample: build at most this many configs: the default, the corners and evenly spaced
+            ones (:meth:`~autotune.kernel.space.SearchSpace.sample`), for spaces too large to
+            build whole; ``None``: every config.
 
     Raises:
         SearchSpaceError: the space file is malformed or does not fit the kernel.
     """
-    configs = kernel.space(space_path).configs()
+    space = kernel.space(space_path)
     default = kernel.default_config()
+    configs = space.configs() if sample is None else space.sample(sample, (default,))
     jobs_list = [(c, d) for c in configs for d in dtypes]
-    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes))
+    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes),
+                         space_size=len(space.configs()))
     done = 0
     # compile_cubin builds a temporary copy (includes inlined): name the user's file instead
     inlined = kernel.source_text() != kernel.source.read_text()

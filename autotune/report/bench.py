@@ -24,10 +24,11 @@ import numpy as np
 
 from autotune.errors import TrialFailed
 from autotune.kernel.model import Kernel
+from autotune.measure import benchmark
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.buffers import host_values
 from autotune.measure.reference import python_reference
-from autotune.store.key import TuningKey
+from autotune.store.key import TuningKey, tuning_key
 
 __all__ = ["BenchLine", "bound_lines", "kernel_lines", "run_bench"]
 
@@ -133,22 +134,31 @@ def _event_time(drv, work: Callable[[], None], repeats: int) -> float:
     return float(np.median(times))
 
 
-def run_bench(device, kernels: Sequence[Kernel], dims, dtype, store, key_for: Callable[[Kernel], TuningKey],
-              repeats: int = 50) -> tuple[list[BenchLine], dict]:
-    """Every line of a bench of ``kernels`` (one kind of problem) on ``device`` (its context
-    current): the bound lines of the first kernel around every kernel's lines.
+def run_bench(ordinal: int, kernels: Sequence[Kernel], dims, dtype, store,
+              repeats: int = 50, on_open: Callable[[Benchmark, str], None] | None = None) -> tuple[list[BenchLine], dict]:
+    """Every line of a bench of ``kernels`` (one kind of problem) on device ``ordinal``: the
+    bound lines of the first kernel around every kernel's lines. Each kernel gets a benchmark
+    of its own (:func:`autotune.measure.benchmark.open_benchmark`), one at a time.
+
+    Args:
+        on_open: called with the first benchmark and the nvcc version once it is open.
 
     Returns:
-        The lines, and the run's context: ``memcpy_gbps`` and ``l2_mode`` of the first kernel.
+        The lines, and the run's context: ``device`` (DeviceInfo), ``nvcc``, and the first
+        kernel's ``memcpy_gbps`` and ``l2_mode``.
+
+    Raises:
+        GPUUnavailableError, InvalidInputError: as ``open_benchmark``.
     """
     before, after, lines, context = [], [], [], {"memcpy_gbps": None, "l2_mode": "single"}
     for i, k in enumerate(kernels):
-        bench = Benchmark(device, k, dims, dtype, repeats=repeats)
-        try:
+        with benchmark.open_benchmark(ordinal, k, dims, dtype, repeats=repeats) as bench:
+            key = tuning_key(k, bench.device, dims, dtype.name)
             if i == 0:
+                context.update(device=bench.device, nvcc=key.nvcc_version)
+                if on_open is not None:
+                    on_open(bench, key.nvcc_version)
                 before, after = bound_lines(bench)
-                context = {"memcpy_gbps": bench.memcpy_gbps, "l2_mode": bench.l2_mode}
-            lines.extend(kernel_lines(bench, key_for(k), store))
-        finally:
-            bench.free()
+                context.update(memcpy_gbps=bench.memcpy_gbps, l2_mode=bench.l2_mode)
+            lines.extend(kernel_lines(bench, key, store))
     return [*before, *lines, *after], context

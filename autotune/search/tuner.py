@@ -116,14 +116,14 @@ def _sampler(name: str, space: SearchSpace, seed: int | None):
 def _open_study(store: Store, key: TuningKey, sampler, resume: bool, storage=None):
     import optuna
 
-    try:
-        with store.errors():
+    with store.errors():  # DuplicatedStudyError is raised from the database's IntegrityError
+        try:
             return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
                                        sampler=sampler, direction="minimize", load_if_exists=resume)
-    except optuna.exceptions.DuplicatedStudyError:
-        raise InvalidInputError(
-            f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
-            "already; pass --resume to continue it") from None
+        except optuna.exceptions.DuplicatedStudyError:
+            raise InvalidInputError(
+                f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
+                "already; pass --resume to continue it") from None
 
 
 def open_study(store: Store, key: TuningKey, *, resume: bool) -> None:

@@ -31,7 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from autotune.errors import StoreError
+from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.search import stop
@@ -219,7 +219,7 @@ class Store:
         the blocks that take the SQLite lock file), a failure to take that file is one too."""
         try:
             yield
-        except StoreError:
+        except AutotuneError:  # ours (a StoreError already, or bad input found inside the block)
             raise
         except OSError as exc:
             if not what:  # a measurement's, or another OSError that is not the database's
