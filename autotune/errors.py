@@ -52,11 +52,13 @@ class TrialFailed(Exception):
     """One config could not be measured; the tuner records it as a failed trial.
 
     Attributes:
-        status: one of ``compile_error``, ``resources``, ``launch_error``, ``wrong_result``.
+        status: one of ``compile_error``, ``resources``, ``launch_error``, ``wrong_result``,
+            ``crash`` (the config left the CUDA context unusable), ``timeout`` (killed at the
+            per-trial time limit).
         reason: one line a person can read (compiler message, limit exceeded, first mismatch).
     """
 
-    STATUSES = ("compile_error", "resources", "launch_error", "wrong_result")
+    STATUSES = ("compile_error", "resources", "launch_error", "wrong_result", "crash", "timeout")
 
     def __init__(self, status: str, reason: str) -> None:
         if status not in self.STATUSES:

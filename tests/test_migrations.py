@@ -9,6 +9,8 @@ import re
 
 import optuna
 import pytest
+
+from autotune.store.schema import head_revision
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -329,7 +331,7 @@ def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
 
     fast = _a_0005_database(url)
     store = Store(url)
-    assert store.current_revision() == "0006"
+    assert store.current_revision() == head_revision()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.connect() as c:
         q = lambda sql: [tuple(r) for r in c.execute(sa.text(sql))]  # noqa: E731
@@ -388,4 +390,27 @@ def test_0006_downgrades_by_the_reverse_rule_and_refuses_what_0005_cannot_hold(s
                                            "rows/cols/depth form \\(n=5\\)"):
         command.downgrade(_alembic_config(url), "0005")
     engine.dispose()
-    assert Store(url, upgrade=False).current_revision() == "0006"  # nothing was changed
+    assert Store(url, upgrade=False).current_revision() in ("0006", head_revision())  # 0006's data unchanged
+
+
+def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_without_them(shared_db):
+    url = shared_db
+    _a_0005_database(url)
+    Store(url)
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.begin() as c:
+        c.execute(sa.text("update autotune_trials set status = 'crash', reason = 'illegal address', "
+                          "median_ms = null where id = 12"))
+        c.execute(sa.text("update autotune_trials set phases = '{\"compile\": 800.0}' where id = 11"))
+    with engine.connect() as c:
+        assert c.execute(sa.text("select status from autotune_trials where id = 12")).scalar() == "crash"
+    with pytest.raises(RuntimeError, match="cannot downgrade to 0006: autotune_trials holds 1 crash or timeout"):
+        command.downgrade(_alembic_config(url), "0006")
+    with engine.begin() as c:
+        c.execute(sa.text("update autotune_trials set status = 'compile_error' where id = 12"))
+    command.downgrade(_alembic_config(url), "0006")
+    with engine.connect() as c:
+        columns = {col["name"] for col in sa.inspect(c).get_columns("autotune_trials")}
+        assert "phases" not in columns and "status" in columns
+    engine.dispose()
+    assert Store(url).current_revision() == head_revision() == "0007"

@@ -56,7 +56,7 @@ NAMING_CONVENTION = {
 }
 
 #: Outcome of a trial: ``ok`` (measured) or one of :attr:`autotune.errors.TrialFailed.STATUSES`.
-TRIAL_STATUSES = ("ok", "compile_error", "resources", "launch_error", "wrong_result")
+TRIAL_STATUSES = ("ok", "compile_error", "resources", "launch_error", "wrong_result", "crash", "timeout")
 
 #: State of one ``autotune search`` run.
 SEARCH_STATUSES = ("running", "finished", "interrupted", "failed")
@@ -195,6 +195,7 @@ class Trial(Base):
     registers: Mapped[int | None] = mapped_column(Integer)
     shared_bytes: Mapped[int | None] = mapped_column(Integer)
     launches: Mapped[int | None] = mapped_column(Integer)
+    phases: Mapped[dict[str, float] | None] = mapped_column(JSON)  # ms per phase: compile, load, verify, time, store
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     search: Mapped[Search] = relationship()
