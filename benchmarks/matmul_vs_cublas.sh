@@ -8,7 +8,9 @@
 #      22,944-config space was searched by benchmarks/matmul_warp_gpu.sh, whose best is the
 #      kernel file's default);
 #   2. `autotune bench` of all four kernels, default and tuned, with cuBLAS (TF32 off) at
-#      4096^3, 2048^3 and 3999x4001x4003 float32, and at 4096^3 float64 (with the FP64 SIMT
+#      4096^3, 2048^3 and 3999x4001x4003 float32, and at 4096^3 float64 after a grid search of
+#      matmul_warp's float64 neighbourhood (benchmarks/spaces/matmul_warp_f64.toml: the
+#      kernel file's default is the float32 best, which spills in float64) (with the FP64 SIMT
 #      peak of the device, from its SM count and clock, to compare our SIMT kernel against;
 #      cuBLAS uses the FP64 tensor cores on Hopper).
 # Output: $OUT (or benchmarks/results)/<date>_<gpu>_matmul_vs_cublas.txt
@@ -37,6 +39,8 @@ all=(--kernel matmul_naive --kernel matmul_tiled --kernel matmul_reg --kernel ma
   $run bench "${all[@]}" --size 4096 --repeats 20 --db "$db"
   $run bench "${all[@]}" --size 2048 --repeats 20 --db "$db"
   $run bench "${all[@]}" --m 3999 --n 4001 --k 4003 --repeats 20 --db "$db"
+  $run search --kernel matmul_warp --size 4096 --dtype float64 --sampler grid \
+       --space "$here/spaces/matmul_warp_f64.toml" --repeats 20 --rounds 3 --db "$db"
   $run bench --kernel matmul_reg --kernel matmul_warp --size 4096 --dtype float64 --repeats 20 --db "$db"
   set +x
   python3 - "$db" <<'EOF'
