@@ -17,7 +17,6 @@ inline (``[space]`` with ``params`` and ``constraints``) or name such a file.
 
 from __future__ import annotations
 
-import itertools
 import tomllib
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,7 +25,6 @@ from pathlib import Path
 from autotune.kernel.config import Config
 from autotune.errors import SearchSpaceError
 from autotune.kernel.expr import Expr, ExprError, parse_expr
-from autotune.resources import data_dir
 
 __all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE"]
 
