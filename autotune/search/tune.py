@@ -9,6 +9,7 @@ starts one worker process per GPU on the key's one Optuna study
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search import stop
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 
@@ -36,13 +38,17 @@ class Started:
     shares: tuple[int, ...] = ()
 
 
-def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int) -> None:
+def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int,
+                  trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S) -> None:
     """Refuse option values a search cannot take, naming the option.
 
     Raises:
         InvalidInputError: ``--trials`` < 1, ``--timeout`` <= 0, unknown sampler, ``--repeats``
-            < 20, ``--top-k`` or ``--rounds`` < 1.
+            < 20, ``--top-k`` or ``--rounds`` < 1, ``--trial-timeout`` not a positive number.
     """
+    if not (isinstance(trial_timeout, (int, float)) and not isinstance(trial_timeout, bool)
+            and math.isfinite(trial_timeout) and trial_timeout > 0):
+        raise InvalidInputError(f"--trial-timeout {trial_timeout!r} is not allowed; give a positive number of seconds")
     if trials < 1:
         raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
     if timeout is not None and timeout <= 0:
@@ -59,6 +65,7 @@ def check_options(trials: int, timeout: float | None, sampler: str, repeats: int
 def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, trials: int = 100,
          timeout: float | None = None, seed: int | None = None, sampler: str = "tpe", resume: bool = False,
          space: str | None = None, repeats: int = 50, top_k: int = 5, rounds: int = 5, db: str | None = None,
+         trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
          on_report: Callable | None = None) -> SearchResult:
@@ -73,6 +80,10 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         resume: continue the key's existing study; ``space``: a space file instead of the kernel's.
         repeats: timed samples per config; ``top_k``, ``rounds``: the interleaved re-timing.
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
+        trial_timeout: seconds one trial may take; each config is measured in a child process
+            (:mod:`autotune.measure.isolation`), killed past this and the trial stored as
+            ``timeout``; a config that crashes it or breaks its CUDA context is stored as
+            ``crash``, and the search goes on in a fresh one.
         on_start, on_trial, on_report: progress callbacks (one GPU: ``on_trial`` after each
             trial; several: ``on_report`` with a worker's report whenever it changes).
 
@@ -88,7 +99,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
             trials so far were stored and the search marked ``interrupted``.
     """
-    check_options(trials, timeout, sampler, repeats, top_k, rounds)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
@@ -97,7 +108,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
     if not ordinals or any(not isinstance(o, int) or isinstance(o, bool) or o < 0 for o in ordinals):
         raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
     options = dict(trials=trials, timeout=timeout, seed=seed, sampler=sampler, resume=resume, space=space,
-                   repeats=repeats, top_k=top_k, rounds=rounds, db=db)
+                   repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:
@@ -106,13 +117,14 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
 
 
 def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
-              repeats, top_k, rounds, db) -> SearchResult:
-    from autotune.measure import benchmark, nvml
+              repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
+    from autotune.measure import benchmark, isolation, nvml
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 
-    with benchmark.open_benchmark(ordinal, k, d, dt, repeats=repeats, seed=seed) as bench:
+    with isolation.open_isolated(benchmark.open_benchmark, ordinal, k, d, dt, trial_timeout=trial_timeout,
+                                 repeats=repeats, seed=seed) as bench:
         stop.check()
         store = Store(db)  # after the GPU: a machine without one must not create a database
         stop.check()
@@ -126,10 +138,10 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,
-               repeats, top_k, rounds, db) -> SearchResult:
+               repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
     import optuna
 
-    from autotune.measure import benchmark, device
+    from autotune.measure import benchmark, device, isolation
     from autotune.search import workers
     from autotune.search.tuner import open_study, retime_study
     from autotune.store.key import tuning_key
@@ -146,14 +158,15 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     if on_start:
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares)))
     name = k.name if k.name in KERNELS and KERNELS[k.name] is k else str(k.path)
-    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout)
+    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout, trial_timeout)
     reports = workers.run_workers(plan, ordinals, trials, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:
         raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
-    with benchmark.open_benchmark(ordinals[0], k, d, dt, repeats=repeats, seed=seed) as bench:
+    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], k, d, dt, trial_timeout=trial_timeout,
+                                 repeats=repeats, seed=seed) as bench:
         stop.check()
         result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
     result.reports = reports
