@@ -16,7 +16,7 @@ import pytest
 
 import autotune
 from autotune.errors import InvalidInputError, TrialFailed
-from autotune.measure import benchmark
+from autotune.measure import benchmark, device
 from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
@@ -24,7 +24,7 @@ from autotune.kernel.dtypes import get_dtype
 
 from fakes import OPTIMUM
 from signals import finish, start_cli, wait_for
-from workers import fake_open_benchmark
+from workers import fake_device, fake_open_benchmark
 
 BEST = ",".join(f"{k}={v}" for k, v in sorted(OPTIMUM.items()))  # the fastest of the fake landscape
 EXITS = "BLOCK_ROWS=16,DIAGONAL=0,IPAD=2,TILE_DIM=32"
@@ -55,6 +55,7 @@ def faults(monkeypatch, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setattr(benchmark, "open_benchmark", fake_open_benchmark)
+    monkeypatch.setattr(device, "query_device", fake_device)
     monkeypatch.setenv("AUTOTUNE_FAKE_MARKS", str(marks))
     monkeypatch.delenv("AUTOTUNE_FAKE_HOLD", raising=False)
 
@@ -133,10 +134,11 @@ def test_a_local_fake_is_measured_in_this_process(device_info):
 def test_an_error_opening_the_gpu_in_the_child_is_raised_in_the_parent(faults, monkeypatch):
     faults({})
     monkeypatch.setenv("AUTOTUNE_FAKE_GPUS", "NVIDIA H100 80GB HBM3")
-    with pytest.raises(InvalidInputError, match="--device 3 is out of range"):
-        with open_isolated(fake_open_benchmark, 3, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                           get_dtype("float32")):
-            pass
+    for precheck in (False, True):  # raised in the child, or by the check here before it starts
+        with pytest.raises(InvalidInputError, match="--device 3 is out of range"):
+            with open_isolated(fake_open_benchmark, 3, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
+                               get_dtype("float32"), precheck=precheck):
+                pass
 
 
 def test_a_timeout_kills_the_child_and_the_next_request_starts_another(faults):

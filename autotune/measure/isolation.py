@@ -278,18 +278,27 @@ class IsolatedBenchmark:
 
 @contextlib.contextmanager
 def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
-                  **options) -> Iterator[object]:
+                  precheck: bool = True, **options) -> Iterator[object]:
     """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
     ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
     its catalog name or file path; one that has neither (built in Python), or an ``opener``
     that cannot be pickled (a test's local fake), is measured in this process, as
     ``opener(ordinal, kernel, dims, dtype, **options)``, without a time limit.
 
+    ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
+    and check that the problem fits its memory, so that these errors come at once (a caller
+    that queried its GPUs already passes ``False``).
+
     Raises:
-        GPUUnavailableError, InvalidInputError: from opening the benchmark (in the child).
+        GPUUnavailableError: no PyCUDA, driver or device (here or in the child).
+        InvalidInputError: ``ordinal`` out of range, the problem too large for the GPU, or
+            bad dims or options (from opening the benchmark in the child).
         AutotuneError: the child ended or hung while opening the GPU.
     """
     from autotune.kernel.catalog import KERNELS
+    from autotune.kernel.dims import make_dims
+    from autotune.measure import device as devices
+    from autotune.measure.benchmark import check_fits
 
     spec = kernel.name if KERNELS.get(kernel.name) is kernel else (str(kernel.path) if kernel.path else None)
     try:
@@ -300,6 +309,8 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
         with opener(ordinal, kernel, dims, dtype, **options) as bench:
             yield bench
         return
+    if precheck:
+        check_fits(devices.query_device(ordinal), kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
     bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout)
     try:
         yield bench

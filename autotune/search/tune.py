@@ -166,7 +166,7 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
     with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], k, d, dt, trial_timeout=trial_timeout,
-                                 repeats=repeats, seed=seed) as bench:
+                                 precheck=False, repeats=repeats, seed=seed) as bench:
         stop.check()
         result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
     result.reports = reports

@@ -252,7 +252,8 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     kernel = resolve_kernel(plan.kernel)
     with isolation.open_isolated(open_benchmark, ordinal, kernel, plan.dims, get_dtype(plan.dtype),
-                                 trial_timeout=plan.trial_timeout, repeats=plan.repeats, seed=seed) as bench:
+                                 trial_timeout=plan.trial_timeout, precheck=False, repeats=plan.repeats,
+                                 seed=seed) as bench:  # the parent queried every GPU
         stop.check()
         store = Store(plan.db)
         key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)
