@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import autotune
-from autotune.errors import InvalidInputError, TrialFailed
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.measure import benchmark, device
 from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
 from autotune.kernel.catalog import get_kernel
@@ -102,6 +102,18 @@ def test_crash_and_hang_fail_their_trials_and_the_search_goes_on_in_a_fresh_proc
         i = next(i for i, (k, _) in enumerate(order) if k == key)
         assert i + 1 == len(order) or pids[i + 1] != pids[i], key
     assert len(set(pids)) == 4 and all(_gone(p) for p in set(pids))
+
+
+def test_a_re_timing_that_crashes_ends_the_search_with_one_error_and_every_trial_stored(faults, db_url):
+    faults({"retime": "exit"})
+    with pytest.raises(AutotuneError, match=r"re-timing of the top 5 configs failed: crash: process_died: .*"
+                                            r"exit code 3\); every trial of the search is stored"):
+        autotune.tune("smem_pad", {"rows": 64, "cols": 64}, trials=6, sampler="grid", db=db_url)
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:
+        assert db.execute("select status from autotune_searches").fetchall() == [("failed",)]
+        assert db.execute("select count(*) from autotune_trials where status = 'ok'").fetchone() == (6,)
+        # the key's best stays the fastest single measurement, not a re-timed winner
+        assert db.execute("select rounds, pooled_median_ms from autotune_best").fetchall() == [(None, None)]
 
 
 def test_a_config_measured_in_the_child_comes_back_whole(faults):

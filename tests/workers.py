@@ -12,7 +12,7 @@ signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal com
 creates ``release`` there: ``open`` (opening the GPU), ``measure:N`` (the N-th measurement
 of each GPU and every later one), ``retime``. ``$AUTOTUNE_FAKE_FAULTS`` plants faults of the
 measuring process (:mod:`autotune.measure.isolation`): ``CONFIG_KEY|KIND`` items separated by
-``;``, KIND ``sticky`` (fails as PyCUDA's illegal address does), ``exit`` (the process ends
+``;`` (the key ``retime`` for the re-timing), KIND ``sticky`` (fails as PyCUDA's illegal address does), ``exit`` (the process ends
 with exit code 3) or ``hang`` (never returns); each first leaves ``fault-<kind>`` holding the
 measuring process's pid, and
 every measurement appends ``<config key> <pid>`` to ``pids`` in the marker folder. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
@@ -126,6 +126,7 @@ class FakeBench:
 
     def retime(self, configs, rounds):
         mark("retime")
+        planted_fault("retime")
         if held("retime"):
             hold(self.device.ordinal)
         return self._retime(configs, rounds)

@@ -281,8 +281,9 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
                   precheck: bool = True, **options) -> Iterator[object]:
     """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
     ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
-    its catalog name or file path; one that has neither (built in Python), or an ``opener``
-    that cannot be pickled (a test's local fake), is measured in this process, as
+    its catalog name or file path; one that has neither (built in Python), an ``opener``
+    that cannot be pickled (a test's local fake), or a caller that may not start processes
+    (a daemonic process) is measured in this process, as
     ``opener(ordinal, kernel, dims, dtype, **options)``, without a time limit.
 
     ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
@@ -305,7 +306,7 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
         pickle.dumps((opener, options))
     except (pickle.PicklingError, AttributeError, TypeError):
         spec = None
-    if spec is None:
+    if spec is None or multiprocessing.current_process().daemon:
         with opener(ordinal, kernel, dims, dtype, **options) as bench:
             yield bench
         return

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
@@ -116,6 +116,19 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         return _tune_many(k, d, dt, ordinals, space_, on_start, on_report, **options)
 
 
+def _retime_or_error(retime):
+    """``retime``, a failure of which (a config that crashed or hung its measuring process
+    this time) ends the search with one error line instead of a traceback."""
+    def run(configs, rounds):
+        try:
+            return retime(configs, rounds)
+        except TrialFailed as failure:
+            raise AutotuneError(f"the re-timing of the top {len(configs)} configs failed: {failure.status}: "
+                                f"{failure.reason}; every trial of the search is stored, and the key's best is "
+                                "its fastest single measurement") from None
+    return run
+
+
 def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
               repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
     from autotune.measure import benchmark, isolation, nvml
@@ -134,7 +147,7 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
                       sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
                       l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
-                      retime=bench.retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+                      retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,
@@ -168,6 +181,6 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], k, d, dt, trial_timeout=trial_timeout,
                                  precheck=False, repeats=repeats, seed=seed) as bench:
         stop.check()
-        result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
+        result = retime_study(key, store, _retime_or_error(bench.retime), search_id, top_k=top_k, rounds=rounds)
     result.reports = reports
     return result

@@ -13,7 +13,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import open_benchmark
-from autotune.measure.isolation import open_isolated
+from autotune.measure.isolation import STICKY, open_isolated
 from autotune.store.repository import Store
 
 from kernel_files import write_kernel
@@ -34,7 +34,8 @@ FAULTY = {
     "objective": {"bytes": "2 * n * itemsize", "bound": "memcpy"},
 }
 STATUS = {0: "ok", 1: "crash", 2: "crash", 3: "timeout"}
-REASON = {1: ("illegal_address:",), 2: ("launch_failed:", "trap:", "illegal_instruction:"), 3: ("no result in",)}
+REASON = {1: ("illegal_address:",),  # a trap is reported by the driver as one of several sticky errors
+          2: tuple(f"{name}:" for name, _ in STICKY) + ("cuda_error:",), 3: ("no result in",)}
 N = 1 << 20
 
 
