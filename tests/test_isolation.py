@@ -23,7 +23,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 
 from fakes import OPTIMUM
-from signals import finish, start_cli, wait_for
+from signals import finish, repeat, start_cli, wait_for
 from workers import fake_device, fake_open_benchmark
 
 BEST = ",".join(f"{k}={v}" for k, v in sorted(OPTIMUM.items()))  # the fastest of the fake landscape
@@ -175,7 +175,8 @@ def test_a_bad_trial_timeout_is_one_error_line(value, db_url):
     assert "--trial-timeout" in r.output and "Traceback" not in r.output
 
 
-def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path):
+@repeat
+def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path, run, cpu_load):
     db = f"sqlite:///{tmp_path / 'hung.db'}"
     proc, marks = start_cli(tmp_path, "--sampler", "grid", "--trials", "100", "--trial-timeout", "600", "--db", db,
                             env={"AUTOTUNE_FAKE_FAULTS": f"{BEST}|hang"})
@@ -190,20 +191,18 @@ def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path):
         assert conn.execute("select count(*) from autotune_trials where config_key = ?", (BEST,)).fetchone() == (0,)
 
 
-def test_a_crash_on_one_gpu_of_several_fails_that_trial_and_every_worker_finishes(tmp_path, faults):
+def test_a_crash_on_one_gpu_of_several_fails_that_trial_and_every_worker_finishes(shared_db, faults):
+    from test_concurrency import rows
     from test_multi_gpu import run_cli
 
-    db = f"sqlite:///{tmp_path / 'two.db'}"
     faults({BEST: "sticky", EXITS: "exit"})
-    done = run_cli(db, "--device", "0,1", "--trials", "60", "--seed", "1", "--sampler", "grid")
+    # enough trials for the grid to be exhausted: every planted config is measured by one GPU or both
+    done = run_cli(shared_db, "--device", "0,1", "--trials", "200", "--seed", "1", "--sampler", "grid")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:
-        statuses = conn.execute("select status from autotune_searches").fetchall()
-        crashed = {k: s for k, s in conn.execute("select config_key, status from autotune_trials "
-                                                "where config_key in (?, ?)", (BEST, EXITS))}
-        best = conn.execute("select t.config_key from autotune_best b join autotune_trials t "
-                            "on t.id = b.trial_id").fetchall()
-    assert statuses == [("finished",), ("finished",)]
+    assert rows(shared_db, "select status from autotune_searches") == [("finished",), ("finished",)]
+    crashed = dict(rows(shared_db, "select config_key, status from autotune_trials where config_key in (:a, :b)",
+                        a=BEST, b=EXITS))
     assert crashed == {BEST: "crash", EXITS: "crash"}
+    best = rows(shared_db, "select t.config_key from autotune_best b join autotune_trials t on t.id = b.trial_id")
     assert len(best) == 1 and best[0][0] not in (BEST, EXITS)
