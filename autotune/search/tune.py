@@ -2,9 +2,11 @@
 
 This is the library behind ``autotune search`` and ``autotune sweep`` (the CLI only parses,
 calls this and prints). On one GPU it opens a :class:`~autotune.measure.benchmark.Benchmark`
-and runs :func:`autotune.search.tuner.search` with the interleaved re-timing. On several it
-starts one worker process per GPU on the key's one Optuna study
-(:mod:`autotune.search.workers`), then re-times the study's top configs once, on the first.
+in a measuring child process (:mod:`autotune.measure.isolation`: a config that crashes or
+hangs fails its own trial) and runs :func:`autotune.search.tuner.search` with the interleaved
+re-timing. On several it starts one worker process per GPU on the key's one Optuna study
+(:mod:`autotune.search.workers`, each measuring in a child of its own), then re-times the
+study's top configs once, on the first.
 """
 
 from __future__ import annotations
@@ -95,7 +97,9 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
             and ``resume`` is false.
         GPUUnavailableError: no GPU, PyCUDA or nvcc.
         StoreError: the database cannot be used.
-        AutotuneError: no GPU worker finished (several GPUs).
+        AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
+            hung while opening the GPU; the re-timing's measuring process crashed or hung (the
+            trials stay stored).
         KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
             trials so far were stored and the search marked ``interrupted``.
     """
