@@ -37,7 +37,7 @@ from autotune.store.share import export_results
 from fakes import FakeTimer, fake_retime
 from signals import finish, release, start_cli, wait_for
 from test_concurrency import rows
-from workers import DEVICE, fake_open_benchmark
+from workers import DEVICE, fake_device, fake_open_benchmark
 
 runner = CliRunner()
 PASSWORD = "s3cret"
@@ -90,6 +90,7 @@ def faulty(request, tmp_path, monkeypatch):
     """``faulty(backend, fault)`` -> (URL of a database with that fault, check that nothing was
     written). Fakes the GPU; the SQLite lock is held until the test ends."""
     monkeypatch.setattr(autotune.measure.benchmark, "open_benchmark", fake_open_benchmark)
+    monkeypatch.setattr(autotune.measure.device, "query_device", fake_device)  # asked before measuring starts
     monkeypatch.setattr(repository, "LOCK_WAIT_S", 0.3)
     monkeypatch.setattr(repository, "BUSY_TIMEOUT_S", 0.1)
     monkeypatch.setattr(repository, "SESSION_BUSY_TIMEOUT_S", 0.3)

@@ -10,7 +10,12 @@ Observable state for tests that must act at a given moment (never after a wall-c
 signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal come), and
 ``$AUTOTUNE_FAKE_HOLD`` holds steps until the test
 creates ``release`` there: ``open`` (opening the GPU), ``measure:N`` (the N-th measurement
-of each GPU and every later one), ``retime``. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
+of each GPU and every later one), ``retime``. ``$AUTOTUNE_FAKE_FAULTS`` plants faults of the
+measuring process (:mod:`autotune.measure.isolation`): ``CONFIG_KEY|KIND`` items separated by
+``;`` (the key ``retime`` for the re-timing), KIND ``sticky`` (fails as PyCUDA's illegal address does), ``exit`` (the process ends
+with exit code 3) or ``hang`` (never returns); each first leaves ``fault-<kind>`` holding the
+measuring process's pid, and
+every measurement appends ``<config key> <pid>`` to ``pids`` in the marker folder. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
 long the store (and Optuna's engine) wait for a locked SQLite database.
 """
 
@@ -113,6 +118,7 @@ class FakeBench:
     def measure(self, config):
         self.count += 1
         mark(f"measure-{self.device.ordinal}-{self.count}")
+        planted_fault(config.key)
         if held("measure", self.count):
             hold(self.device.ordinal)
         time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
@@ -120,9 +126,39 @@ class FakeBench:
 
     def retime(self, configs, rounds):
         mark("retime")
+        planted_fault("retime")
         if held("retime"):
             hold(self.device.ordinal)
         return self._retime(configs, rounds)
+
+
+STICKY_TEXT = "cuCtxSynchronize failed: an illegal memory access was encountered"
+"""What PyCUDA says of an illegal address (verify's ``run_once`` makes it a ``launch_error``)."""
+
+
+def planted_fault(key: str) -> None:
+    """Act out the fault ``$AUTOTUNE_FAKE_FAULTS`` plants for config ``key`` (module doc)."""
+    folder = os.environ.get("AUTOTUNE_FAKE_MARKS")
+    if folder:
+        with open(Path(folder, "pids"), "a") as f:
+            f.write(f"{key} {os.getpid()}\n")
+    faults = dict(item.rsplit("|", 1) for item in filter(None, os.environ.get("AUTOTUNE_FAKE_FAULTS", "").split(";")))
+    kind = faults.get(key)
+    if kind is None:
+        return
+    if folder:  # its pid, in a file that appears whole
+        Path(folder, f".fault-{kind}").write_text(str(os.getpid()))
+        os.replace(Path(folder, f".fault-{kind}"), Path(folder, f"fault-{kind}"))
+    if kind == "sticky":
+        from autotune.errors import TrialFailed
+
+        raise TrialFailed("launch_error", STICKY_TEXT)
+    if kind == "exit":
+        os._exit(3)
+    if kind == "hang":
+        import threading
+
+        threading.Event().wait()  # forever: only a kill ends it
 
 
 def fake_device(ordinal: int) -> DeviceInfo:

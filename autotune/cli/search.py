@@ -14,6 +14,7 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.figures import figure, headline, unit
+from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.tune import Started, check_options, tune
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 from autotune.search.workers import parse_devices
@@ -22,6 +23,9 @@ from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, R
                       err, handle_errors, out, parse_dims, parse_float, parse_int)
 from .search_many import print_reports, worker_progress
 
+TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
+                                             help="Kill a trial (each measured in a child process) after "
+                                                  "this many seconds and store it as timeout.")]
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ordinal, or several (0,1) or all: "
                                                                "one worker per GPU, one study (GPUs of one model).")]
 
@@ -46,16 +50,18 @@ def search(
     top: Annotated[int, typer.Option(parser=parse_int, help="Rows of the final table.")] = 10,
     top_k: TopK = 5,
     rounds: Rounds = 5,
+    trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
 ) -> None:
     """Search a kernel's config space on one GPU (or several of one model) for one problem and
     dtype; store every trial."""
-    check_options(trials, timeout, sampler, repeats, top_k, rounds)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
     ordinals = parse_devices(device)
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     _run(kern, problem, dtype, ordinals, top, trials=trials, timeout=timeout, seed=seed, sampler=sampler,
-         resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db)
+         resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+         trial_timeout=trial_timeout)
 
 
 @app.command()
@@ -70,18 +76,19 @@ def sweep(
     repeats: Repeats = 50,
     top_k: TopK = 5,
     rounds: Rounds = 5,
+    trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
 ) -> None:
     """Measure every valid config of a kernel's space (the exhaustive grid), stored like search
     trials in the key's study (configs it already measured are not measured again)."""
-    check_options(1, None, "grid", repeats, top_k, rounds)
+    check_options(1, None, "grid", repeats, top_k, rounds, trial_timeout)
     if device < 0:
         parse_devices(str(device))
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     count = len(kern.space(space).configs())
     _run(kern, problem, dtype, [device], count, trials=count, timeout=None, seed=0, sampler="grid", resume=True,
-         space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db)
+         space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
 
 
 def _run(kern, problem, dtype, ordinals, top, **options) -> None:

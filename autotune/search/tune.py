@@ -2,20 +2,24 @@
 
 This is the library behind ``autotune search`` and ``autotune sweep`` (the CLI only parses,
 calls this and prints). On one GPU it opens a :class:`~autotune.measure.benchmark.Benchmark`
-and runs :func:`autotune.search.tuner.search` with the interleaved re-timing. On several it
-starts one worker process per GPU on the key's one Optuna study
-(:mod:`autotune.search.workers`), then re-times the study's top configs once, on the first.
+in a measuring child process (:mod:`autotune.measure.isolation`: a config that crashes or
+hangs fails its own trial) and runs :func:`autotune.search.tuner.search` with the interleaved
+re-timing. On several it starts one worker process per GPU on the key's one Optuna study
+(:mod:`autotune.search.workers`, each measuring in a child of its own), then re-times the
+study's top configs once, on the first.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search import stop
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 
@@ -36,13 +40,17 @@ class Started:
     shares: tuple[int, ...] = ()
 
 
-def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int) -> None:
+def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int,
+                  trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S) -> None:
     """Refuse option values a search cannot take, naming the option.
 
     Raises:
         InvalidInputError: ``--trials`` < 1, ``--timeout`` <= 0, unknown sampler, ``--repeats``
-            < 20, ``--top-k`` or ``--rounds`` < 1.
+            < 20, ``--top-k`` or ``--rounds`` < 1, ``--trial-timeout`` not a positive number.
     """
+    if not (isinstance(trial_timeout, (int, float)) and not isinstance(trial_timeout, bool)
+            and math.isfinite(trial_timeout) and trial_timeout > 0):
+        raise InvalidInputError(f"--trial-timeout {trial_timeout!r} is not allowed; give a positive number of seconds")
     if trials < 1:
         raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
     if timeout is not None and timeout <= 0:
@@ -59,6 +67,7 @@ def check_options(trials: int, timeout: float | None, sampler: str, repeats: int
 def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, trials: int = 100,
          timeout: float | None = None, seed: int | None = None, sampler: str = "tpe", resume: bool = False,
          space: str | None = None, repeats: int = 50, top_k: int = 5, rounds: int = 5, db: str | None = None,
+         trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
          on_report: Callable | None = None) -> SearchResult:
@@ -73,6 +82,10 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         resume: continue the key's existing study; ``space``: a space file instead of the kernel's.
         repeats: timed samples per config; ``top_k``, ``rounds``: the interleaved re-timing.
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
+        trial_timeout: seconds one trial may take; each config is measured in a child process
+            (:mod:`autotune.measure.isolation`), killed past this and the trial stored as
+            ``timeout``; a config that crashes it or breaks its CUDA context is stored as
+            ``crash``, and the search goes on in a fresh one.
         on_start, on_trial, on_report: progress callbacks (one GPU: ``on_trial`` after each
             trial; several: ``on_report`` with a worker's report whenever it changes).
 
@@ -84,11 +97,13 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
             and ``resume`` is false.
         GPUUnavailableError: no GPU, PyCUDA or nvcc.
         StoreError: the database cannot be used.
-        AutotuneError: no GPU worker finished (several GPUs).
+        AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
+            hung while opening the GPU; the re-timing's measuring process crashed or hung (the
+            trials stay stored).
         KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
             trials so far were stored and the search marked ``interrupted``.
     """
-    check_options(trials, timeout, sampler, repeats, top_k, rounds)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
@@ -97,7 +112,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
     if not ordinals or any(not isinstance(o, int) or isinstance(o, bool) or o < 0 for o in ordinals):
         raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
     options = dict(trials=trials, timeout=timeout, seed=seed, sampler=sampler, resume=resume, space=space,
-                   repeats=repeats, top_k=top_k, rounds=rounds, db=db)
+                   repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:
@@ -105,14 +120,28 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         return _tune_many(k, d, dt, ordinals, space_, on_start, on_report, **options)
 
 
+def _retime_or_error(retime):
+    """``retime``, a failure of which (a config that crashed or hung its measuring process
+    this time) ends the search with one error line instead of a traceback."""
+    def run(configs, rounds):
+        try:
+            return retime(configs, rounds)
+        except TrialFailed as failure:
+            raise AutotuneError(f"the re-timing of the top {len(configs)} configs failed: {failure.status}: "
+                                f"{failure.reason}; every trial of the search is stored, and the key's best is "
+                                "its fastest single measurement") from None
+    return run
+
+
 def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
-              repeats, top_k, rounds, db) -> SearchResult:
-    from autotune.measure import benchmark, nvml
+              repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
+    from autotune.measure import benchmark, isolation, nvml
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 
-    with benchmark.open_benchmark(ordinal, k, d, dt, repeats=repeats, seed=seed) as bench:
+    with isolation.open_isolated(benchmark.open_benchmark, ordinal, k, d, dt, trial_timeout=trial_timeout,
+                                 repeats=repeats, seed=seed) as bench:
         stop.check()
         store = Store(db)  # after the GPU: a machine without one must not create a database
         stop.check()
@@ -122,14 +151,14 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
                       sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
                       l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
-                      retime=bench.retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+                      retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,
-               repeats, top_k, rounds, db) -> SearchResult:
+               repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
     import optuna
 
-    from autotune.measure import benchmark, device
+    from autotune.measure import benchmark, device, isolation
     from autotune.search import workers
     from autotune.search.tuner import open_study, retime_study
     from autotune.store.key import tuning_key
@@ -146,15 +175,16 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     if on_start:
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares)))
     name = k.name if k.name in KERNELS and KERNELS[k.name] is k else str(k.path)
-    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout)
+    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout, trial_timeout)
     reports = workers.run_workers(plan, ordinals, trials, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:
         raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
-    with benchmark.open_benchmark(ordinals[0], k, d, dt, repeats=repeats, seed=seed) as bench:
+    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], k, d, dt, trial_timeout=trial_timeout,
+                                 precheck=False, repeats=repeats, seed=seed) as bench:
         stop.check()
-        result = retime_study(key, store, bench.retime, search_id, top_k=top_k, rounds=rounds)
+        result = retime_study(key, store, _retime_or_error(bench.retime), search_id, top_k=top_k, rounds=rounds)
     result.reports = reports
     return result

@@ -17,6 +17,8 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   ``interrupted``: :mod:`autotune.search.stop`), waits, and re-raises. Workers start with
   both signals blocked and unblock them once their handlers are in place, so a signal that
   comes during their start-up is kept pending, never lost nor a traceback.
+- Each worker measures in a child process of its own (:mod:`autotune.measure.isolation`): a
+  config that crashes or hangs fails its trial (``crash``, ``timeout``) and that worker goes on.
 - A worker that dies leaves at most its trial in flight RUNNING; Optuna's heartbeat fails
   it, and the other workers go on.
 """
@@ -54,6 +56,7 @@ class Plan:
     seed: int | None
     sampler: str
     timeout: float | None
+    trial_timeout: float = 60.0  # seconds one trial may take (autotune.measure.isolation)
 
 
 @dataclass
@@ -155,8 +158,9 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
         try:
             for i, o in enumerate(ordinals):
                 seed = None if plan.seed is None else plan.seed + i
+                # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
                 procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
-                                                                 benchmark.open_benchmark, events), daemon=True)
+                                                                 benchmark.open_benchmark, events), daemon=False)
                 with stop.blocked():  # the worker inherits them blocked until its handlers are in place
                     procs[o].start()
             while any(r.state in ("starting", "running") for r in reports.values()):
@@ -170,6 +174,11 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
                             on_report(reports[o])
         except KeyboardInterrupt:
             _stop(procs, events, reports, on_report, stop.signal_number() or signal.SIGINT)
+            raise
+        except BaseException:  # e.g. on_report failed: no worker may outlive the search
+            for proc in procs.values():
+                if proc.is_alive():
+                    proc.kill()
             raise
     for proc in procs.values():
         proc.join(JOIN_S)
@@ -234,7 +243,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
 
     from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
-    from autotune.measure import nvml
+    from autotune.measure import isolation, nvml
     from autotune.measure.figures import headline
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
@@ -242,7 +251,9 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     kernel = resolve_kernel(plan.kernel)
-    with open_benchmark(ordinal, kernel, plan.dims, get_dtype(plan.dtype), repeats=plan.repeats, seed=seed) as bench:
+    with isolation.open_isolated(open_benchmark, ordinal, kernel, plan.dims, get_dtype(plan.dtype),
+                                 trial_timeout=plan.trial_timeout, precheck=False, repeats=plan.repeats,
+                                 seed=seed) as bench:  # the parent queried every GPU
         stop.check()
         store = Store(plan.db)
         key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)

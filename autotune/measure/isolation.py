@@ -1,0 +1,320 @@
+"""Measuring in a child process, so that a config that breaks its CUDA context or never returns
+fails its own trial and the search goes on.
+
+A CUDA error such as an illegal address, a ``trap`` or a misaligned access is *sticky*: it
+leaves the context unusable, and every later launch in it fails too. A kernel that loops
+forever blocks the process that launched it. So a search measures in a child process
+(``spawn``: nothing CUDA is inherited) that opens the benchmark, owns the context and answers
+``measure`` and ``retime`` requests over a pipe (the approach of triton-dejavu and Kernel
+Tuner). The parent (:class:`IsolatedBenchmark`) waits for each answer at most the trial's
+time limit:
+
+- a sticky error (:func:`sticky_reason` of the failure's text, or any PyCUDA driver error):
+  the trial fails with status ``crash`` and a reason naming the error
+  (``illegal_address: an illegal memory access was encountered``); the child is killed;
+- the child dies (a segfault, ``os._exit``): ``crash``, ``process_died: ...``;
+- no answer within ``trial_timeout`` seconds: the child is killed, the trial is ``timeout``.
+
+The next request starts a fresh child (it opens the benchmark again, bounds included). The
+child ignores SIGINT and SIGTERM (the parent acts on them: a signal cuts its wait, it kills
+the child and re-raises) and is killed by the kernel if the parent dies (Linux
+``PR_SET_PDEATHSIG``), so it never outlives the search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import pickle
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from autotune.errors import AutotuneError, TrialFailed
+from autotune.search import stop
+
+__all__ = ["DEFAULT_TRIAL_TIMEOUT_S", "START_TIMEOUT_S", "IsolatedBenchmark", "open_isolated", "sticky_reason"]
+
+DEFAULT_TRIAL_TIMEOUT_S = 60.0
+"""Seconds one trial (compile, verify, time) may take before its process is killed."""
+START_TIMEOUT_S = 600.0
+"""Seconds a child may take to open the GPU and measure the bounds."""
+STOP_WAIT_S = 5.0
+"""Seconds a child asked to end is given before it is killed."""
+
+STICKY = (("illegal_address", "illegal memory access"), ("misaligned_address", "misaligned address"),
+          ("illegal_instruction", "illegal instruction"), ("trap", "trap"), ("assert", "device-side assert"),
+          ("hardware_stack_error", "hardware stack error"), ("invalid_pc", "invalid program counter"),
+          ("invalid_address_space", "not supported on global/shared address space"),
+          ("launch_timeout", "launch timed out"), ("launch_failed", "unspecified launch failure"),
+          ("context_unusable", "context is destroyed"), ("context_unusable", "context has been destroyed"))
+"""(name, text in the driver's message) of the CUDA errors that leave a context unusable."""
+
+
+def sticky_reason(message: str) -> str | None:
+    """``name: driver text`` if ``message`` tells of a sticky CUDA error, else ``None``.
+
+    ``"cuCtxSynchronize failed: an illegal memory access was encountered"`` gives
+    ``"illegal_address: an illegal memory access was encountered"``.
+    """
+    lowered = message.lower()
+    for name, text in STICKY:
+        if text in lowered:
+            return f"{name}: {message.splitlines()[0].rpartition('failed: ')[2].strip()}"
+    return None
+
+
+@dataclass(frozen=True)
+class _Header:
+    """What the parent needs of the child's benchmark (for the search's header and row)."""
+
+    device: object
+    memcpy_gbps: float | None
+    copy_gbps: float | None
+    l2_mode: str | None
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent ends (elsewhere: nothing)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    drv = sys.modules.get("pycuda.driver")
+    return (drv.Error,) if drv is not None else ()
+
+
+def _send_error(conn, exc: BaseException) -> None:
+    try:
+        conn.send(("error", exc))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        conn.send(("error", AutotuneError(f"{type(exc).__name__}: {exc}")))
+
+
+def _serve(bench, request) -> tuple:
+    """One answer: ``("ok", result)``, ``("failed", status, reason)`` or ``("error", exc)``."""
+    kind, payload = request
+    try:
+        result = bench.measure(payload) if kind == "measure" else bench.retime(*payload)
+    except TrialFailed as failure:
+        sticky = sticky_reason(failure.reason or "")
+        return ("failed", "crash", sticky) if sticky else ("failed", failure.status, failure.reason)
+    except _driver_errors() as exc:  # noqa: B030  (a driver error outside a launch: the context is suspect)
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return "failed", "crash", sticky_reason(text) or f"cuda_error: {text}"
+    return "ok", result
+
+
+def _child(conn, opener, ordinal: int, kernel: str, dims, dtype: str, options: dict) -> None:
+    """Body of the measuring process: open the benchmark, send its header, answer requests
+    until the pipe closes or ``None`` comes."""
+    _die_with_parent()
+    for s in stop.SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    stop.unblock()  # they came blocked (see IsolatedBenchmark._start); ignored from now on
+    from autotune.kernel.catalog import resolve_kernel
+    from autotune.kernel.dtypes import get_dtype
+
+    try:
+        with opener(ordinal, resolve_kernel(kernel), dims, get_dtype(dtype), **options) as bench:
+            conn.send(("ready", _Header(bench.device, bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode)))
+            while True:
+                try:
+                    request = conn.recv()
+                except EOFError:
+                    return
+                if request is None:
+                    return
+                reply = _serve(bench, request)
+                try:
+                    conn.send(reply)
+                except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                    _send_error(conn, exc)
+    except Exception as exc:  # noqa: BLE001  (opening failed: GPUUnavailableError, InvalidInputError...)
+        _send_error(conn, exc)
+
+
+def _ended(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class IsolatedBenchmark:
+    """A benchmark living in a child process: ``measure``, ``retime``, ``device``,
+    ``memcpy_gbps``, ``copy_gbps`` and ``l2_mode`` like :class:`~autotune.measure.benchmark.Benchmark`.
+
+    Args:
+        opener: ``opener(ordinal, kernel, dims, dtype, **options)``, a context manager giving a
+            benchmark (module level: it is pickled to the child).
+        kernel: a catalog name or a kernel file's path (the child loads it); ``dtype``: its name.
+        trial_timeout: seconds a ``measure`` may take (a ``retime`` of n configs over r rounds:
+            ``n * r`` times that).
+    """
+
+    def __init__(self, opener, ordinal: int, kernel: str, dims, dtype: str, options: dict,
+                 trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S) -> None:
+        self._args = (opener, ordinal, kernel, tuple(dict(dims).items()), dtype, options)
+        self.trial_timeout = trial_timeout
+        self._proc = self._conn = None
+        self.restarts = 0
+        header = self._start()
+        self.device, self.memcpy_gbps, self.copy_gbps, self.l2_mode = (
+            header.device, header.memcpy_gbps, header.copy_gbps, header.l2_mode)
+
+    @property
+    def pid(self) -> int | None:
+        """The measuring process's id (``None`` between a failure and the next request)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def _start(self) -> _Header:
+        """Start a child and wait for its header.
+
+        Raises:
+            AutotuneError: it ended or gave no header within :data:`START_TIMEOUT_S`; or the
+                error opening the benchmark raised in it (GPUUnavailableError...).
+        """
+        context = multiprocessing.get_context("spawn")
+        self._conn, theirs = context.Pipe()
+        self._proc = context.Process(target=_child, args=(theirs, *self._args), daemon=True,
+                                     name="autotune-measure")
+        with stop.blocked():  # it starts with SIGINT/SIGTERM blocked, then ignores them
+            self._proc.start()
+        theirs.close()
+        reply = self._receive(START_TIMEOUT_S)
+        if reply is None or reply[0] != "ready":
+            code = self._kill()
+            if reply is not None and reply[0] == "error":
+                raise reply[1]
+            why = f"gave no answer in {START_TIMEOUT_S:g} s" if reply is None else f"ended ({_ended(code)})"
+            raise AutotuneError(f"the measuring process for GPU {self._args[1]} {why} while opening the GPU")
+        return reply[1]
+
+    def _receive(self, limit: float):
+        """The child's next message; ``None`` if none came in ``limit`` s; ``("died",)`` if it
+        ended. A signal cuts the wait (``KeyboardInterrupt``): the child is killed first."""
+        try:
+            with stop.interruptible():
+                if not self._conn.poll(limit):
+                    return None
+                return self._conn.recv()
+        except (EOFError, OSError):
+            return ("died",)
+        except BaseException:
+            self._kill()
+            raise
+
+    def _kill(self) -> int | None:
+        """Kill the child (if any) and wait for it; its exit code."""
+        proc, self._proc = self._proc, None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if proc is None:
+            return None
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        return proc.exitcode
+
+    def _ask(self, request, limit: float):
+        if self._proc is None:
+            self.restarts += 1
+            self._start()
+        try:
+            self._conn.send(request)
+        except (BrokenPipeError, OSError):
+            pass  # it died: the receive says so
+        reply = self._receive(limit)
+        if reply is None:
+            self._kill()
+            raise TrialFailed("timeout", f"no result in {limit:g} s (trial timeout); the measuring process "
+                                         "was killed")
+        if reply[0] == "died":
+            raise TrialFailed("crash", f"process_died: the measuring process ended ({_ended(self._kill())})")
+        if reply[0] == "error":
+            self._kill()
+            raise reply[1]
+        if reply[0] == "failed":
+            if reply[1] == "crash":
+                self._kill()  # its context is unusable: the next request starts a fresh one
+            raise TrialFailed(reply[1], reply[2])
+        return reply[1]
+
+    def measure(self, config):
+        """Compile, verify and time ``config`` in the child.
+
+        Raises:
+            TrialFailed: the benchmark's failures; ``crash`` (sticky CUDA error, the child
+                died); ``timeout`` (no result in ``trial_timeout`` s).
+        """
+        return self._ask(("measure", config), self.trial_timeout)
+
+    def retime(self, configs, rounds: int = 5):
+        """Re-time ``configs`` interleaved in the child (see ``Benchmark.retime``).
+
+        Raises:
+            TrialFailed: as :meth:`measure`, the limit ``len(configs) * rounds * trial_timeout``.
+        """
+        return self._ask(("retime", (list(configs), rounds)), self.trial_timeout * max(1, len(configs)) * rounds)
+
+    def close(self) -> None:
+        """Ask the child to end; kill it if it has not within :data:`STOP_WAIT_S`."""
+        if self._proc is not None and self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.send(None)
+            self._proc.join(STOP_WAIT_S)
+        self._kill()
+
+
+@contextlib.contextmanager
+def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
+                  precheck: bool = True, **options) -> Iterator[object]:
+    """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
+    ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
+    its catalog name or file path; one that has neither (built in Python), an ``opener``
+    that cannot be pickled (a test's local fake), or a caller that may not start processes
+    (a daemonic process) is measured in this process, as
+    ``opener(ordinal, kernel, dims, dtype, **options)``, without a time limit.
+
+    ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
+    and check that the problem fits its memory, so that these errors come at once (a caller
+    that queried its GPUs already passes ``False``).
+
+    Raises:
+        GPUUnavailableError: no PyCUDA, driver or device (here or in the child).
+        InvalidInputError: ``ordinal`` out of range, the problem too large for the GPU, or
+            bad dims or options (from opening the benchmark in the child).
+        AutotuneError: the child ended or hung while opening the GPU.
+    """
+    from autotune.kernel.catalog import KERNELS
+    from autotune.kernel.dims import make_dims
+    from autotune.measure import device as devices
+    from autotune.measure.benchmark import check_fits
+
+    spec = kernel.name if KERNELS.get(kernel.name) is kernel else (str(kernel.path) if kernel.path else None)
+    try:
+        pickle.dumps((opener, options))
+    except (pickle.PicklingError, AttributeError, TypeError):
+        spec = None
+    if spec is None or multiprocessing.current_process().daemon:
+        with opener(ordinal, kernel, dims, dtype, **options) as bench:
+            yield bench
+        return
+    if precheck:
+        check_fits(devices.query_device(ordinal), kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
+    bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout)
+    try:
+        yield bench
+    finally:
+        with stop.shielded():
+            bench.close()
