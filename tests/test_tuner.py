@@ -265,3 +265,27 @@ def test_a_sampler_that_only_repeats_itself_falls_back_to_the_space_order(store,
 
     exhausted = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="random", resume=True)
     assert exhausted.stopped == "exhausted" and len(store.key_trials(key)) == len(SPACE.configs())
+
+
+LARGE = SearchSpace("smem_pad", (("BLOCK_ROWS", tuple(range(1, 2001))), ("DIAGONAL", (0, 1, 2, 3, 4)),
+                                 ("IPAD", (0, 1, 2, 3, 4)), ("TILE_DIM", tuple(range(1, 2001)))),
+                    ("TILE_DIM % BLOCK_ROWS == 0",))  # 10^8 combinations, about 400,000 valid
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_space_of_10_to_the_8_combinations_is_never_enumerated(store, key, sampler, monkeypatch):
+    """Target (issue 13): the first measurement within 2 s of the start. What a test can hold
+    without timing: nothing builds the whole list of valid configs."""
+    monkeypatch.setattr(SearchSpace, "configs", lambda self: pytest.fail("search enumerated the space"))
+    timer = FakeTimer()
+    result = search(key, LARGE, timer, store, n_trials=3, seed=0, sampler=sampler)
+    assert timer.calls[0] == DEFAULT and len(timer.calls) == 3 and result.stopped == "trials"
+
+
+def test_grid_refuses_a_space_over_its_limit_before_measuring(store, key):
+    from autotune.search.proposals import GRID_LIMIT
+
+    timer = FakeTimer()
+    with pytest.raises(InvalidInputError, match=f"more than {GRID_LIMIT:,} valid configs"):
+        search(key, LARGE, timer, store, n_trials=10, sampler="grid")
+    assert timer.calls == [] and store.key_trials(key) == []
