@@ -289,3 +289,23 @@ def test_grid_refuses_a_space_over_its_limit_before_measuring(store, key):
     with pytest.raises(InvalidInputError, match=f"more than {GRID_LIMIT:,} valid configs"):
         search(key, LARGE, timer, store, n_trials=10, sampler="grid")
     assert timer.calls == [] and store.key_trials(key) == []
+
+
+def test_each_trial_keeps_its_time_per_phase_and_the_run_sums_them(store, key):
+    from fakes import PHASES_MS
+
+    failures = {"BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16": "compile_error"}
+    result = search(key, SPACE, FakeTimer(failures), store, n_trials=4, sampler="grid")
+    stored = {t.config: t for t in store.key_trials(key)}
+    assert len(stored) == 4
+    for o in result.outcomes:
+        kept = stored[o.config].phases
+        assert o.phases["store"] > 0 and kept["store"] > 0  # the store's own count stops before its commit
+        expected = {"compile": PHASES_MS["compile"]} if o.status == "compile_error" else PHASES_MS
+        assert {k: v for k, v in kept.items() if k != "store"} == expected
+        assert {k: v for k, v in o.phases.items() if k != "store"} == expected
+    totals = result.phase_totals
+    assert list(totals) == ["compile", "load", "verify", "time", "store"]
+    assert totals["compile"] == pytest.approx(4 * PHASES_MS["compile"]) and totals["time"] == pytest.approx(
+        3 * PHASES_MS["time"])
+    assert totals["store"] == pytest.approx(sum(o.phases["store"] for o in result.outcomes))

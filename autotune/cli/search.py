@@ -13,6 +13,7 @@ from autotune.errors import StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure import phases
 from autotune.measure.figures import figure, headline, unit
 from autotune.search.proposals import check_grid
 from autotune.search.tune import Started, check_options, tune
@@ -192,6 +193,10 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
     if result.clock_warning:
         err.print(f"warning: GPU clocks moved during the search: {result.clock_warning}")
     _print_best(store, result.key, kern, "best")
+    spent = result.phase_totals or phases.totals(t.phases for rep in result.reports if rep.search_id is not None
+                                                 for t in store.trials(rep.search_id))
+    if spent:
+        out.print(f"where the time went: {phases.describe(spent)}")
 
 
 def _cell(value, fmt: str) -> str:

@@ -23,6 +23,7 @@ from autotune.errors import TrialFailed
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.model import Kernel
 from autotune.measure.occupancy import theoretical_occupancy
+from autotune.measure.phases import PhaseClock
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
 
@@ -98,9 +99,11 @@ class Compiler:
         self.max_threads_per_sm = max_threads_per_sm
         self._cache: dict[tuple[Config, str], CompiledKernel] = {}
 
-    def __call__(self, config: Config, dtype: DType, threads: int = 0, kernel: Kernel | None = None) -> CompiledKernel:
+    def __call__(self, config: Config, dtype: DType, threads: int = 0, kernel: Kernel | None = None,
+                 clock: PhaseClock | None = None) -> CompiledKernel:
         """Compile (or fetch from cache) ``config`` for ``dtype``; ``threads`` per block (if
-        known) give the occupancy; ``kernel`` defaults to the one ``config`` names.
+        known) give the occupancy; ``kernel`` defaults to the one ``config`` names; ``clock``
+        adds the time of nvcc to its ``compile`` phase and of loading the module to ``load``.
 
         Raises:
             TrialFailed: ``compile_error`` with the compiler's first error line.
@@ -108,18 +111,23 @@ class Compiler:
         kernel = kernel or get_kernel(config.kernel)
         key = (id(kernel), config, dtype.name)
         if key not in self._cache:
-            self._cache[key] = self._build(kernel, config, dtype, threads)
+            self._cache[key] = self._build(kernel, config, dtype, threads, clock or PhaseClock())
         return self._cache[key]
 
-    def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int) -> CompiledKernel:
+    def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int, clock: PhaseClock) -> CompiledKernel:
         drv = cuda_driver()
         from pycuda.compiler import compile as nvcc_compile
 
         try:  # pycuda.compiler.compile: nvcc with PyCUDA's on-disk cubin cache
-            cubin = nvcc_compile(kernel.source_text(), options=nvcc_options(kernel, config, dtype),
-                                 arch=self.arch, no_extern_c=True)
+            with clock("compile"):
+                cubin = nvcc_compile(kernel.source_text(), options=nvcc_options(kernel, config, dtype),
+                                     arch=self.arch, no_extern_c=True)
         except drv.CompileError as exc:
             raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
+        with clock("load"):
+            return self._load(drv, kernel, config, dtype, threads, cubin)
+
+    def _load(self, drv, kernel: Kernel, config: Config, dtype: DType, threads: int, cubin: bytes) -> CompiledKernel:
         module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
         fn.prepare(kernel.signature)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ class Measurement:
         gflops: ``2 * M * N * K / median`` in GFLOP/s for a matrix product (``None`` for a
             transpose or copy, whose ``pct_memcpy`` is then always set; a product has none,
             and its ``gbps`` is :func:`autotune.kernel.problem.matmul_gbps`).
+        phases: milliseconds spent per phase (:mod:`autotune.measure.phases`: compile, load,
+            verify, time) measuring it (``None``: not recorded); not part of equality.
     """
 
     median_ms: float
@@ -52,6 +55,7 @@ class Measurement:
     pct_copy: float | None = None
     occupancy: float | None = None
     gflops: float | None = None
+    phases: Mapping[str, float] | None = field(default=None, compare=False)
 
     @property
     def spread(self) -> float:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import format_shape
+from autotune.measure import phases
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, stop
@@ -58,6 +60,8 @@ class TrialOutcome:
 
     ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
     breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
+    ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
+    ``store`` being the whole database write.
     """
 
     number: int
@@ -66,6 +70,7 @@ class TrialOutcome:
     measurement: Measurement | None = None
     reason: str | None = None
     duplicate_of: int | None = None
+    phases: dict[str, float] | None = None
 
 
 @dataclass
@@ -98,6 +103,11 @@ class SearchResult:
     def measured_count(self) -> int:
         """Configs this run measured (ok or failed; repeats and constraint breakers not)."""
         return sum(o.status not in ("constraint", "duplicate") for o in self.outcomes)
+
+    @property
+    def phase_totals(self) -> dict[str, float]:
+        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`)."""
+        return phases.totals(o.phases for o in self.outcomes)
 
     @property
     def best(self) -> tuple[Config, float] | None:
@@ -375,12 +385,17 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
             m = measure(config)
     except TrialFailed as failure:
         flight["measured"] = True
-        store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
-        outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
+        spent = dict(failure.phases or {})
+        started = time.perf_counter()
+        store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason, phases=spent)
+        outcome = TrialOutcome(number, config, failure.status, reason=failure.reason, phases=spent)
     else:
         flight["measured"] = True
-        store.record_trial(search_id, number, config, status="ok", measurement=m)
-        outcome = TrialOutcome(number, config, "ok", measurement=m)
+        spent = dict(m.phases or {})
+        started = time.perf_counter()
+        store.record_trial(search_id, number, config, status="ok", measurement=m, phases=spent)
+        outcome = TrialOutcome(number, config, "ok", measurement=m, phases=spent)
+    spent["store"] = (time.perf_counter() - started) * 1e3  # the whole write, its commit included
     flight["stored"] = True
     seen[config] = outcome
     return outcome
