@@ -106,14 +106,14 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
             started.append(s)
             _print_header(s, kern, problem, dt, ordinals)
             if s.bench is not None:
-                task = progress.add_task("trials", total=options["trials"], best="")
+                task = progress.add_task("configs", total=options["trials"], best="")
             else:
                 on_report = worker_progress(progress, ordinals, s.shares)
 
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
             text = f"best {headline(kern, problem, dt, best[1])} {best[0].key}" if best else "no valid config yet"
-            progress.update(task, advance=1, best=text)
+            progress.update(task, completed=result.measured_count, best=text)  # configs measured
 
         try:
             result = tune(kern, problem, dt, device=ordinals if len(ordinals) > 1 else ordinals[0],
