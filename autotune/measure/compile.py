@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from autotune.kernel.config import Config
-from autotune.measure.device import DeviceInfo, cuda_driver
+from autotune.measure import cubin_cache
+from autotune.measure.device import DeviceInfo, cuda_driver, nvcc_version
 from autotune.kernel.dtypes import DType
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import get_kernel
@@ -145,21 +146,31 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     """Compile ``config`` (of ``kernel``, default the one it names) to a cubin with nvcc alone
     (no PyCUDA, no GPU needed).
 
-    Used by CI and ``autotune check`` to check that every config of a space compiles.
+    Used by CI and ``autotune check`` to check that every config of a space compiles. A
+    build is kept in the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`): the same
+    source, options, arch and nvcc release are not compiled twice.
 
     Returns:
         ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report (of the
-        kernel ``function`` where the source has several entry points), and
-        ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted.
+        kernel ``function`` where the source has several entry points),
+        ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted,
+        and ``"cached"``: whether it came from the cache.
 
     Raises:
-        TrialFailed: ``compile_error`` with the first error line.
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        GPUUnavailableError: ``nvcc`` is not on PATH.
     """
     kernel = kernel or get_kernel(config.kernel)
+    source, options = kernel.source_text(), nvcc_options(kernel, config, dtype)
+    key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc))
+    hit = cubin_cache.load(key)
+    if hit is not None:
+        cubin, info = hit
+        return {**info, "entry_points": _entry_points(cubin), "cached": True}
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
-        src.write_text(kernel.source_text())
-        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *nvcc_options(kernel, config, dtype),
+        src.write_text(source)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *options,
                "-o", str(Path(tmp) / "k.cubin"), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         cubin = (Path(tmp) / "k.cubin").read_bytes() if proc.returncode == 0 else b""
@@ -170,6 +181,11 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
                     report, re.S)
     used = re.search(r"Used (\d+) registers", own.group(0) if own else report)
     smem = re.search(r"(\d+) bytes smem", own.group(0) if own else report)
-    entry_points = tuple(sorted({m.decode() for m in re.findall(rb"\.nv\.info\.([A-Za-z_$][\w$]*)\0", cubin)}))
-    return {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0,
-            "entry_points": entry_points}
+    info = {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}
+    cubin_cache.store(key, cubin, info)
+    return {**info, "entry_points": _entry_points(cubin), "cached": False}
+
+
+def _entry_points(cubin: bytes) -> tuple[str, ...]:
+    """The names of the kernels (``__global__`` functions) in ``cubin``, sorted."""
+    return tuple(sorted({m.decode() for m in re.findall(rb"\.nv\.info\.([A-Za-z_$][\w$]*)\0", cubin)}))
