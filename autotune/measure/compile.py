@@ -1,9 +1,10 @@
-"""Compiling one config: PyCUDA on a GPU machine, plain ``nvcc -cubin`` anywhere.
+"""Compiling one config with ``nvcc -cubin`` (cached on disk), and loading it with PyCUDA on a GPU machine.
 
 Each config is compiled with its macros as ``-D`` options (validated integers only, see
-:meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch``. :class:`Compiler` keeps
-one module per distinct (config, dtype, arch) in the process; PyCUDA's disk cache keeps the
-cubins across processes. Compiler errors and launches over the device's limits are the
+:meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch`` by ``nvcc -cubin``
+(:func:`build_cubin`). :class:`Compiler` keeps one module per distinct (config, dtype, arch) in
+the process; the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`) keeps the cubins
+across processes, so a config compiled once (or ahead, in parallel) is only loaded. Compiler errors and launches over the device's limits are the
 expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
 """
 
@@ -26,7 +27,8 @@ from autotune.kernel.model import Kernel
 from autotune.measure.occupancy import theoretical_occupancy
 from autotune.measure.phases import PhaseClock
 
-__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
+__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin",
+           "build_cubin"]
 
 COMPILE_FLAGS: tuple[str, ...] = ("-O3",)
 """Flags besides the macros and ``-arch``; part of every stored result's key."""
@@ -117,14 +119,8 @@ class Compiler:
 
     def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int, clock: PhaseClock) -> CompiledKernel:
         drv = cuda_driver()
-        from pycuda.compiler import compile as nvcc_compile
-
-        try:  # pycuda.compiler.compile: nvcc with PyCUDA's on-disk cubin cache
-            with clock("compile"):
-                cubin = nvcc_compile(kernel.source_text(), options=nvcc_options(kernel, config, dtype),
-                                     arch=self.arch, no_extern_c=True)
-        except drv.CompileError as exc:
-            raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
+        with clock("compile"):  # a cache hit (e.g. compiled ahead: autotune.measure.pipeline) reads a file
+            cubin, _, _ = build_cubin(kernel, config, dtype, self.arch)
         with clock("load"):
             return self._load(drv, kernel, config, dtype, threads, cubin)
 
@@ -161,12 +157,27 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
         GPUUnavailableError: ``nvcc`` is not on PATH.
     """
     kernel = kernel or get_kernel(config.kernel)
+    cubin, info, cached = build_cubin(kernel, config, dtype, arch, nvcc)
+    return {**info, "entry_points": _entry_points(cubin), "cached": cached}
+
+
+def build_cubin(kernel: Kernel, config: Config, dtype: DType, arch: str,
+                nvcc: str = "nvcc") -> tuple[bytes, dict[str, int], bool]:
+    """The cubin of ``config`` for ``dtype`` and ``arch``: from the on-disk cache, else built
+    with ``nvcc -cubin`` (a subprocess: threads may run several at once) and cached.
+
+    Returns:
+        ``(cubin, {"registers": int, "shared_bytes": int}, cached)``.
+
+    Raises:
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        GPUUnavailableError: ``nvcc`` is not on PATH.
+    """
     source, options = kernel.source_text(), nvcc_options(kernel, config, dtype)
     key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc))
     hit = cubin_cache.load(key)
     if hit is not None:
-        cubin, info = hit
-        return {**info, "entry_points": _entry_points(cubin), "cached": True}
+        return hit[0], hit[1], True
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
         src.write_text(source)
@@ -183,7 +194,7 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     smem = re.search(r"(\d+) bytes smem", own.group(0) if own else report)
     info = {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}
     cubin_cache.store(key, cubin, info)
-    return {**info, "entry_points": _entry_points(cubin), "cached": False}
+    return cubin, info, False
 
 
 def _entry_points(cubin: bytes) -> tuple[str, ...]:

@@ -119,10 +119,26 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))
-        return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
-                      sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
-                      l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
-                      retime=bench.retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+        with _ahead(sampler, k, dt, bench.device.arch, space_):
+            return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
+                          sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
+                          l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
+                          retime=bench.retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+
+
+def _ahead(sampler: str, k, dt, arch: str, space_):
+    """A grid's configs compiled ahead on every core, in the order it measures them (the
+    default, then the space's order; :mod:`autotune.measure.pipeline`); nothing for a sampler."""
+    import contextlib
+    import itertools
+
+    from autotune.measure.pipeline import compile_ahead, workers
+    from autotune.search.proposals import default_config
+
+    if sampler != "grid" or workers() == 0:
+        return contextlib.nullcontext()
+    default = default_config(k.name, space_)
+    return compile_ahead(k, dt, arch, itertools.chain([default] if default else [], space_.iter_configs()))
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,
