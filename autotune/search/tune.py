@@ -68,7 +68,8 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
         dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
-        trials: Optuna trials (split between GPUs); ``sampler``: tpe, random or grid; ``seed``
+        trials: configs to measure (split between GPUs; the default first; repeats of a
+            measured config are free); ``sampler``: tpe, random or grid; ``seed``
             seeds the sampler and the inputs; ``timeout``: start no trial after this many s.
         resume: continue the key's existing study; ``space``: a space file instead of the kernel's.
         repeats: timed samples per config; ``top_k``, ``rounds``: the interleaved re-timing.
