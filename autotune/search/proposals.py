@@ -3,8 +3,9 @@
 - The kernel's default config is queued first in every study that has not measured it
   (``Study.enqueue_trial``), so a stored best is never slower than the default beyond the
   noise: a short TPE search cannot miss it.
-- ``grid`` queues every valid config in the space's order (after the default), and refuses a
-  space of more than :data:`GRID_LIMIT` valid configs at once.
+- ``grid`` queues, after the default, the first valid config not measured in the space's
+  order, one at a time (after each trial the next), and refuses a space of more than
+  :data:`GRID_LIMIT` valid configs at once.
 - A sampler that keeps proposing configs already measured (or breaking the constraints) costs
   no measurement, but could spin for ever on a nearly measured space: after
   :data:`MAX_IDLE` such proposals in a row the search queues the first unmeasured config in

@@ -46,9 +46,9 @@ __all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "
 
 SAMPLERS = ("tpe", "random", "grid")
 """Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
-valid config not yet measured in the study, in order, queued with ``Study.enqueue_trial``
-(unlike Optuna's GridSampler this skips constraint-breaking points and, on resume, still
-measures a config whose trial was interrupted)."""
+valid config not yet measured in the study, in order, queued one at a time with
+``Study.enqueue_trial`` (unlike Optuna's GridSampler this skips constraint-breaking points
+and, on resume, still measures a config whose trial was interrupted)."""
 
 Measure = Callable[[Config], Measurement]
 Retime = Callable[[list[Config], int], list[Retiming]]
@@ -243,15 +243,17 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
     try:
         with store.errors():
             seen = _earlier_trials(study, key.kernel, result)
-            # the default first, in every study that lacks it; the grid then in the space's order
-            proposals.enqueue(study, [default] if default else [], seen)
-            if sampler == "grid":
-                proposals.enqueue(study, space.configs(), seen)
+            unmeasured = proposals.Unmeasured(space, seen)
+            # the default first, in every study that lacks it; a grid then goes in the space's
+            # order, one config queued at a time (a large grid starts at once)
+            queue = [default] if default else []
+            if sampler == "grid" and unmeasured.peek() is not None:
+                queue.append(unmeasured.peek())
+            proposals.enqueue(study, queue, seen)
     except StoreError:
         with stop.shielded(), contextlib.suppress(StoreError):
             store.finish_search(search_id, "failed")
         raise
-    unmeasured = proposals.Unmeasured(space, seen)
     idle = [0]  # proposals in a row that measured nothing
 
     def objective(trial) -> float:
@@ -289,7 +291,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
         elif unmeasured.peek() is None:
             result.stopped = "exhausted"
             study.stop()
-        elif idle[0] >= proposals.MAX_IDLE:
+        elif sampler == "grid" or idle[0] >= proposals.MAX_IDLE:
             proposals.enqueue(study, [unmeasured.peek()], seen)
             idle[0] = 0
 
