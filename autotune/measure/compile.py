@@ -1,11 +1,12 @@
-"""Compiling one config with ``nvcc -cubin`` (cached on disk), and loading it with PyCUDA on a GPU machine.
+"""Compiling one config with ``nvcc -cubin`` (cached on disk); loading it with PyCUDA on a GPU.
 
 Each config is compiled with its macros as ``-D`` options (validated integers only, see
 :meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch`` by ``nvcc -cubin``
 (:func:`build_cubin`). :class:`Compiler` keeps one module per distinct (config, dtype, arch) in
 the process; the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`) keeps the cubins
-across processes, so a config compiled once (or ahead, in parallel) is only loaded. Compiler errors and launches over the device's limits are the
-expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
+across processes, so a config compiled once (or ahead, in parallel) is only loaded. Compiler
+errors and launches over the device's limits are the expected failures of a trial and become
+:class:`~autotune.errors.TrialFailed`.
 """
 
 from __future__ import annotations
