@@ -38,11 +38,11 @@ def _time(fn, launches: int = 50, samples: int = 20) -> float:
 def reduction(db: str, n: int) -> None:
     kernel = autotune.load_kernel(HERE / "examples/reduction/reduce.toml")
     chosen = autotune.lookup(kernel, {"n": n}, "float32", device=0, db=db)
-    f = autotune.compiled(kernel, {"n": n}, "float32", db=db)
-    x = torch.rand(n, device="cuda", dtype=torch.float32) * 2 - 1
+    x = torch.rand(n, device="cuda", dtype=torch.float32) * 2 - 1  # the tensors first: PyTorch's context
     out = torch.empty(1, device="cuda", dtype=torch.float32)
     partials = torch.zeros(4096, device="cuda", dtype=torch.float32)
     counter = torch.zeros(1, device="cuda", dtype=torch.uint32)
+    f = autotune.compiled(kernel, {"n": n}, "float32", db=db)  # compiled for the current context's device
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):  # launched on the caller's current stream
         f(out, x, partials, counter)
@@ -59,9 +59,9 @@ def reduction(db: str, n: int) -> None:
 def softmax(db: str, rows: int, cols: int) -> None:
     kernel = autotune.load_kernel(HERE / "examples/softmax/softmax.toml")
     chosen = autotune.lookup(kernel, {"rows": rows, "cols": cols}, "float32", device=0, db=db)
-    f = autotune.compiled(kernel, {"rows": rows, "cols": cols}, "float32", db=db)
     x = torch.randn(rows, cols, device="cuda", dtype=torch.float32)
     y = torch.empty_like(x)
+    f = autotune.compiled(kernel, {"rows": rows, "cols": cols}, "float32", db=db)
     f(y, x)
     torch.cuda.synchronize()
     ref = torch.softmax(x.double(), dim=1)

@@ -476,6 +476,9 @@ def as_version_1(data: dict) -> dict:
     for e in data["results"]:
         values = [int(part.split("=")[1]) for part in e.pop("dims").split(",")]
         e["rows"], e["cols"], e["depth"] = (values + [0])[:3]
+        if e["measurement"].get("gbps") is None:  # 0.1 stored a product's GB/s of its three float32 matrices
+            m, n, k = values
+            e["measurement"]["gbps"] = (m * k + k * n + m * n) * 4 / (e["measurement"]["median_ms"] * 1e6)
         del e["kernel"]["spec_hash"]
     return {**data, "schema_version": 1}
 

@@ -15,7 +15,6 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
-from autotune.kernel.problem import Problem
 from autotune.search import stop
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
@@ -123,54 +122,6 @@ def _dim_value(flag: str, value) -> int:
     if not 1 <= n <= MAX_DIM:
         raise InvalidInputError(f"{flag} {n} is not allowed; give an integer 1..{MAX_DIM}")
     return n
-
-
-def shape(size: int | None, rows: int | None, cols: int | None) -> tuple[int, int]:
-    for flag, value in (("--size", size), ("--rows", rows), ("--cols", cols)):
-        if value is not None and not 1 <= value <= MAX_DIM:
-            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
-    if size is not None and (rows is not None or cols is not None):
-        raise InvalidInputError("give either --size or --rows with --cols, not both")
-    if size is not None:
-        return size, size
-    if rows is None or cols is None:
-        missing = "--cols" if rows is not None else "--rows" if cols is not None else "--size"
-        raise InvalidInputError(f"{missing} is missing; give --size N or both --rows and --cols")
-    return rows, cols
-
-
-def dims(problem: Problem, what: str, size: int | None, rows: int | None, cols: int | None,
-         m: int | None = None, n: int | None = None, k: int | None = None) -> tuple[int, int, int]:
-    """The problem shape ``(rows, cols, depth)`` of the command line for ``problem``'s family:
-    ``(rows, cols, 0)`` from ``--size`` or ``--rows --cols`` for a transpose; ``(M, N, K)``
-    from ``--m --n --k``, or ``--size`` for M = N = K, for a matrix product. ``what`` names
-    the kernel(s) in messages.
-
-    Raises:
-        InvalidInputError: a value out of range, a missing dimension, or options of the
-            other family (``--k`` for a transpose, ``--rows`` for a product).
-    """
-    mnk = (("--m", m), ("--n", n), ("--k", k))
-    for flag, value in mnk:
-        if value is not None and not 1 <= value <= MAX_DIM:
-            raise InvalidInputError(f"{flag} {value} is not allowed; give an integer 1..{MAX_DIM}")
-    if not problem.is_matmul:
-        given = [flag for flag, value in mnk if value is not None]
-        if given:
-            raise InvalidInputError(f"{given[0]} is for matmul kernels; {what} takes --size or --rows with --cols")
-        return (*shape(size, rows, cols), 0)
-    if rows is not None or cols is not None:
-        raise InvalidInputError(f"{'--rows' if rows is not None else '--cols'} is for transposes; {what} takes "
-                                "--m --n --k (or --size for M = N = K)")
-    if size is not None:
-        if any(value is not None for _, value in mnk):
-            raise InvalidInputError("give either --size or --m --n --k, not both")
-        side = shape(size, None, None)[0]
-        return side, side, side
-    missing = [flag for flag, value in mnk if value is None]
-    if missing:
-        raise InvalidInputError(f"{missing[0]} is missing; {what} takes --m, --n and --k (or --size for M = N = K)")
-    return m, n, k
 
 
 KernelRef = Annotated[Optional[str], typer.Option(

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
+from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from autotune.store.repository import Store
 from autotune.store.share import export_results, import_results, read_results
@@ -18,8 +20,12 @@ from ._common import Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle
 @app.command("export")
 @handle_errors
 def export(
-    out_path: Annotated[Path, typer.Option("--out", "-o", dir_okay=False,
-                                           help="JSON file to write (replaced whole if it exists).")],
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False,
+                                                     help="JSON file to write (replaced whole if it exists).")] = None,
+    header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False,
+                                                   help="C/C++ header to write with --kernel's tuned configs per "
+                                                        "device model, dtype and shape, and a nearest-shape "
+                                                        "selection function (replaced whole if it exists).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
@@ -31,8 +37,14 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale)."""
+    ones only with --include-stale), or one kernel's to a C/C++ header (--header)."""
+    if (out_path is None) == (header is None):
+        raise InvalidInputError("give --out FILE.json or --header FILE.h (one of them)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
+    if header is not None:
+        _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
+                       db)
+        return
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
     report = export_results(Store(db), out_path, kernel=kern, dims=shapes, device_name=device,
@@ -46,6 +58,23 @@ def export(
                   markup=False)
     if count == 0:
         err.print("nothing is tuned for those filters; the file holds no results")
+
+
+def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None) -> None:
+    if kern is None:
+        raise InvalidInputError("--header needs --kernel: a header holds one kernel's tuned configs")
+    if shaped or include_stale:
+        flag = "--include-stale" if include_stale else "--dims/--size"
+        raise InvalidInputError(f"{flag} does not apply to --header: it holds every fresh shape tuned for the kernel")
+    store = Store(db)
+    report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
+                           database=store.safe_url)
+    n = report.entries
+    out.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
+    if report.stale:
+        err.print(f"left out {report.stale_note}", markup=False, soft_wrap=True)
+    if n == 0:
+        err.print(f"nothing is tuned for {kern.name}; the header selects its default config only", markup=False)
 
 
 @app.command("import")

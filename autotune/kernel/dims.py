@@ -76,3 +76,36 @@ def parse_dims_key(text: str) -> Dims:
 def format_shape(dims: Dims) -> str:
     """``8192x8192``: the values joined by ``x``."""
     return "x".join(str(v) for _, v in dims)
+
+
+class NamedDims:
+    """Views of a ``dims`` attribute (``(name, value)`` pairs, declared order) for the
+    dataclasses that carry one (the tuning key, stored records)."""
+
+    dims: Dims
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The dims' values in declared order, e.g. ``(8192, 8192)`` or ``(4096, 4096, 4096)``."""
+        return tuple(value for _, value in self.dims)
+
+    @property
+    def dims_key(self) -> str:
+        """The dims' text form, e.g. ``rows=8192,cols=8192`` (:func:`dims_key`)."""
+        return dims_key(self.dims)
+
+    @property
+    def display(self) -> str:
+        """The dims' display form, e.g. ``8192x8192`` (:func:`format_shape`)."""
+        return format_shape(self.dims)
+
+    def dim(self, name: str) -> int:
+        """The value of dimension ``name``.
+
+        Raises:
+            KeyError: there is no such dimension.
+        """
+        for n, value in self.dims:
+            if n == name:
+                return value
+        raise KeyError(f"no dimension {name!r}; the dims are {', '.join(n for n, _ in self.dims)}")

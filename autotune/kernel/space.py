@@ -28,7 +28,6 @@ from pathlib import Path
 from autotune.kernel.config import Config
 from autotune.errors import SearchSpaceError
 from autotune.kernel.expr import Expr, ExprError, parse_expr
-from autotune.resources import data_dir
 
 __all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE"]
 
@@ -143,10 +142,10 @@ class SearchSpace:
 
     def sample(self, n: int, always: tuple[Config, ...] = ()) -> list[Config]:
         """A deterministic sample of at most ``n`` valid configs (all of them if there are no
-        more), in the space's order: ``always`` (e.g. the default) where valid, the first
-        and last config, for each macro the first config holding each of its values (the
-        corners of every listed value), then configs at evenly spaced positions. For checking
-        a space too large to build whole (e.g. compiling it in CI).
+        more), in the space's order. Chosen in this priority: ``always`` (e.g. the default)
+        where valid, the first and the last config, for each macro the first config holding
+        each of its values (the corners of every listed value), then configs at evenly spaced
+        positions. For checking a space too large to build whole (e.g. compiling it in CI).
         """
         configs = self.configs()
         if len(configs) <= n:
@@ -160,11 +159,10 @@ class SearchSpace:
             if new:
                 seen.update(new)
                 chosen.setdefault(c)
-        step = len(configs) / max(n - len(chosen), 1)
-        for i in range(max(n - len(chosen), 0)):
-            chosen.setdefault(configs[int(i * step)])
+        step = len(configs) / n
+        chosen.update(dict.fromkeys(configs[int(i * step)] for i in range(n)))
         order = {c: i for i, c in enumerate(configs)}
-        return sorted(chosen, key=order.__getitem__)[:max(n, len(always) + 2)]
+        return sorted(list(chosen)[:n], key=order.__getitem__)
 
 
 def _check_values(name: str, values: object, where: str) -> None:

@@ -202,7 +202,8 @@ class Benchmark:
             return python_reference(k, self.layout, self.scalars, values)
         default = k.default_config()
         grid, block, shared = k.geometry(default, self.dim_values, self.dtype, k.check_spec.reference_launch)
-        compiled = self.compiler(default, self.dtype, 0, k)
+        _, own_block, _ = k.geometry(default, self.dim_values, self.dtype)  # the cached module's occupancy is
+        compiled = self.compiler(default, self.dtype, math.prod(own_block), k)  # that of the kernel's own launch
         args = ArgSet.allocate(self.drv, self.layout)
         try:
             return kernel_reference(self.drv, k, compiled, self.layout, args, self._params(args), grid, block,

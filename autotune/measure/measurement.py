@@ -37,9 +37,8 @@ class Measurement:
         pct_copy: ``gbps`` as % of the kernel's bound kernel (e.g. copy_row) on the same
             dims in the same run (``None`` where it has none).
         occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
-        gflops: ``2 * M * N * K / median`` in GFLOP/s for a matrix product (``None`` for a
-            transpose or copy, whose ``pct_memcpy`` is then always set; a product has none,
-            and its ``gbps`` is :func:`autotune.kernel.problem.matmul_gbps`).
+        gflops: the kernel's ``flops`` objective over the median time, GFLOP/s (``None``
+            for a kernel without one, e.g. a transpose).
         phases: milliseconds spent per phase (:mod:`autotune.measure.phases`: compile, load,
             verify, time) measuring it (``None``: not recorded); not part of equality.
     """

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
+from autotune.kernel.dims import Dims, NamedDims, dims_key, format_shape, make_dims, parse_dims_key
 from autotune.measure.device import DeviceInfo
 
 __all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
 
 @dataclass(frozen=True)
-class TuningKey:
+class TuningKey(NamedDims):
     """Identity of one tuning problem.
 
     Attributes:
@@ -60,32 +60,6 @@ class TuningKey:
                 or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
                            for p in self.dims)):
             raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The dims' values in declared order, e.g. ``(8192, 8192)`` or ``(4096, 4096, 4096)``."""
-        return tuple(value for _, value in self.dims)
-
-    @property
-    def dims_key(self) -> str:
-        """The dims' text form, e.g. ``rows=8192,cols=8192`` (:func:`dims_key`)."""
-        return dims_key(self.dims)
-
-    @property
-    def display(self) -> str:
-        """The dims' display form, e.g. ``8192x8192`` (:func:`format_shape`)."""
-        return format_shape(self.dims)
-
-    def dim(self, name: str) -> int:
-        """The value of dimension ``name``.
-
-        Raises:
-            KeyError: the kernel has no such dimension.
-        """
-        for n, value in self.dims:
-            if n == name:
-                return value
-        raise KeyError(f"{self.kernel} has no dimension {name!r}; it has {', '.join(n for n, _ in self.dims)}")
 
     @property
     def study_name(self) -> str:

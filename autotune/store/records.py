@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from autotune.kernel.config import Config
-from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
+from autotune.kernel.dims import NamedDims
+from autotune.store.key import Dims, parse_dims_key
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 
 __all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_record", "MEASURED"]
@@ -49,7 +50,7 @@ class TrialRecord:
 
 
 @dataclass(frozen=True)
-class BestRecord:
+class BestRecord(NamedDims):
     """The best config stored for one key (the lowest median time), with its measurement (units
     as in :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``dims``
     the key's named dimensions in the kernel's declared order). The device fields are the model
@@ -89,21 +90,6 @@ class BestRecord:
     rounds: int | None = None
     tie_group: tuple[str, ...] = ()
     gflops: float | None = None
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The dims' values in declared order, e.g. ``(8192, 8192)``."""
-        return tuple(value for _, value in self.dims)
-
-    @property
-    def dims_key(self) -> str:
-        """The dims' text form, e.g. ``rows=8192,cols=8192``."""
-        return dims_key(self.dims)
-
-    @property
-    def display(self) -> str:
-        """The dims' display form, e.g. ``8192x8192``."""
-        return format_shape(self.dims)
 
     @property
     def time_ms(self) -> float:

@@ -250,8 +250,12 @@ class Store:
         return f"Store({self._safe_url!r})"
 
     @property
+    def safe_url(self) -> str:
+        """The URL with its password masked (as given where it cannot be parsed): safe to print."""
+        return self._safe_url
+
+    @property
     def _safe_url(self) -> str:
-        """The URL with its password masked (as given where it cannot be parsed)."""
         try:
             return make_url(self.url).render_as_string(hide_password=True)
         except SQLAlchemyError:

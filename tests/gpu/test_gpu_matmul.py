@@ -57,6 +57,22 @@ def test_every_matmul_kernel_is_within_the_tolerance(device, name, shape, dtype)
             bench.verify(*bench.compile(config))  # raises TrialFailed on a wrong or unwritten element
 
 
+WARP_SHAPES = [(64, 64, 64), (257, 129, 1031), (1000, 1, 7), (3, 5, 4096), (1031, 33, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", WARP_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_warp_default_and_sampled_configs_are_within_the_tolerance(device, shape, dtype):
+    """matmul_warp's space is 22,944 configs: its default and the first, last and a middle
+    config (SearchSpace.sample) at shapes with no dim a multiple of a tile, both dtypes."""
+    k = KERNELS["matmul_warp"]
+    configs = k.space().sample(4, (k.default_config(),))
+    assert k.default_config() in configs
+    with benchmark(device, "matmul_warp", shape, dtype) as bench:
+        for config in configs:
+            bench.verify(*bench.compile(config))
+
+
 def test_a_launch_that_covers_only_part_of_c_fails(device):
     """The NaN poison catches the elements a too-small grid never writes."""
     with benchmark(device, "matmul_tiled", (100, 100, 100), seed=1) as bench:

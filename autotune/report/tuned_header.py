@@ -1,0 +1,78 @@
+"""``autotune export --header``: the stored best configs of one kernel as a C/C++ header.
+
+Reads the kernel's non-stale best configs (:mod:`autotune.store.stale`) from the results
+database and renders them with :func:`autotune.report.header.render_header`; the file is
+written beside its final name and renamed over it, so it is never half written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.model import Kernel
+from autotune.report.header import HeaderRecord, render_header
+from autotune.store import stale
+
+__all__ = ["HeaderReport", "export_header"]
+
+
+@dataclass(frozen=True)
+class HeaderReport:
+    """What :func:`export_header` wrote: ``entries`` tuned configs; ``stale`` results left out
+    (another kernel source or description, nvcc or flags), ``stale_note`` saying which."""
+
+    entries: int
+    stale: int
+    stale_note: str
+
+
+def export_header(store, path: str | os.PathLike[str], kernel: Kernel, *, device_name: str | None = None,
+                  nvcc_version: str | None = None, database: str = "") -> HeaderReport:
+    """Write the header of ``kernel``'s tuned configs (every device, shape and dtype stored,
+    or devices whose name contains ``device_name``) to ``path``.
+
+    Args:
+        store: the :class:`~autotune.store.repository.Store` to read.
+        nvcc_version: today's nvcc; results built with another are stale and left out.
+        database: where the results came from, for the header's opening comment.
+
+    Raises:
+        InvalidInputError: ``path`` cannot be written, or the kernel's names are not C identifiers.
+        StoreError: the database cannot be read.
+    """
+    from autotune import __version__
+
+    records, left_out = [], []
+    for r in store.find_best(kernel=kernel.name, device_name=device_name):
+        reason = stale.stale_reason(r, kernel, nvcc_version)
+        if reason is not None:
+            left_out.append(reason)
+            continue
+        records.append(HeaderRecord(r.device_name, r.compute_capability, tuple(r.dims), r.dtype,
+                                    r.config.as_dict(), r.median_ms))
+    provenance = [f"autotune {__version__}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+                  f"kernel {kernel.name} (source {kernel.source_hash[:12]}, description {kernel.spec_hash[:8]})",
+                  *([f"from {database}"] if database else [])]
+    text = render_header(kernel.name, kernel.dims, kernel.tunables, kernel.default_config().as_dict(), records,
+                         provenance=provenance)
+    _write_atomically(Path(path), text)
+    return HeaderReport(len(records), len(left_out), stale.summary(left_out) if left_out else "")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
