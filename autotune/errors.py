@@ -56,6 +56,8 @@ class TrialFailed(Exception):
             ``crash`` (the config left the CUDA context unusable), ``timeout`` (killed at the
             per-trial time limit).
         reason: one line a person can read (compiler message, limit exceeded, first mismatch).
+        phases: milliseconds per phase spent before it failed (:mod:`autotune.measure.phases`;
+            ``None``: not recorded), set by whoever timed them.
     """
 
     STATUSES = ("compile_error", "resources", "launch_error", "wrong_result", "crash", "timeout")
@@ -66,3 +68,4 @@ class TrialFailed(Exception):
         super().__init__(f"{status}: {reason}")
         self.status = status
         self.reason = reason
+        self.phases: dict[str, float] | None = None

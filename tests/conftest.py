@@ -94,6 +94,8 @@ def db_url(tmp_path) -> str:
 def _isolated_db(monkeypatch, tmp_path):
     """No test may touch the user's real database: AUTOTUNE_DB points into tmp_path."""
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "cubins"))  # nor the user's cubin cache
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

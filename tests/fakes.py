@@ -9,6 +9,8 @@ from autotune.errors import TrialFailed
 from autotune.measure.measurement import Measurement
 
 OPTIMUM = {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 2, "DIAGONAL": 0}
+PHASES_MS = {"compile": 800.0, "load": 2.0, "verify": 50.0, "time": 100.0}
+"""What the fake benchmark says each phase of a measurement took, ms (a failure: the compile only)."""
 
 
 class FakeTimer:
@@ -31,10 +33,13 @@ class FakeTimer:
     def __call__(self, config: Config) -> Measurement:
         self.calls.append(config)
         if config.key in self.failures:
-            raise TrialFailed(self.failures[config.key], f"planted failure of {config.key}")
+            failure = TrialFailed(self.failures[config.key], f"planted failure of {config.key}")
+            failure.phases = {"compile": PHASES_MS["compile"]}
+            raise failure
         gbps = self.gbps(config)
         ms = 2 * 1024 * 1024 * 4 / (gbps * 1e9) * 1e3
-        return Measurement(ms, ms * 0.99, ms * 1.02, gbps, 100 * gbps / self.memcpy_gbps, 20, 4000, 50)
+        return Measurement(ms, ms * 0.99, ms * 1.02, gbps, 100 * gbps / self.memcpy_gbps, 20, 4000, 50,
+                           phases=dict(PHASES_MS))
 
 
 def fake_retime(noise: float = 0.002, tie_band: float = 0.0):

@@ -47,6 +47,10 @@ def space_file(text):
 GOOD_SPACE = ('kernel = "smem_pad"\nconstraints = ["TILE_DIM % BLOCK_ROWS == 0"]\n[params]\nTILE_DIM = [32]\n'
               'BLOCK_ROWS = [8]\nIPAD = [1]\nDIAGONAL = [0]\n')
 
+LARGE_SPACE = ('kernel = "smem_pad"\nconstraints = ["TILE_DIM % BLOCK_ROWS == 0"]\n[params]\n'
+               f"TILE_DIM = {list(range(1, 2001))}\nBLOCK_ROWS = {list(range(1, 2001))}\nIPAD = [0, 1, 2, 3, 4]\n"
+               "DIAGONAL = [0, 1, 2, 3, 4]\n")  # 10^8 combinations, about 400,000 valid
+
 
 def driver(count):
     def setup(tmp, db, mp):
@@ -153,6 +157,9 @@ CASES = [
     Case(S + ["--size", 64, "--space", "{tmp}/space.toml"], "TILE_DIM=100000 in {tmp}/space.toml is not allowed; values are integers 0..4096",
          space_file(GOOD_SPACE.replace("TILE_DIM = [32]", "TILE_DIM = [100000]"))),
     Case(S + ["--size", 64, "--space", "{tmp}/nothing.toml"], "cannot read search space {tmp}/nothing.toml"),
+    Case(["sweep", "--size", 64, "--space", "{tmp}/space.toml"], "the space in {tmp}/space.toml has more than "
+         "100,000 valid configs (100,000,000 combinations before its constraints); a sweep measures at most 100,000",
+         space_file(LARGE_SPACE)),
     Case(S + ["--size", 64, "--trials", 0], "--trials 0 is not allowed; give 1 or more"),
     Case(S + ["--size", 64, "--trials", -3], "--trials -3 is not allowed"),
     Case(S + ["--size", 64, "--timeout", -1], "--timeout -1 is not allowed; give a positive number of seconds"),

@@ -176,3 +176,49 @@ def test_a_users_kernel_compiles_through_kernel(tmp_path):
     assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 32 * 33 * 8
     with pytest.raises(InvalidInputError, match="unknown kernel 'my_pad'"):  # its config alone names no known kernel
         compile_cubin(k.default_config(), get_dtype("float64"))
+
+
+def test_a_config_compiled_once_comes_from_the_cubin_cache(tmp_path, monkeypatch):
+    from autotune.measure import cubin_cache
+
+    monkeypatch.setenv(cubin_cache.CACHE_ENV, str(tmp_path / "cache"))
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    first = compile_cubin(k.default_config(), f32, kernel=k)
+    [entry] = (tmp_path / "cache").rglob("*.cubin")
+    again = compile_cubin(k.default_config(), f32, kernel=k)
+    assert (first["cached"], again["cached"]) == (False, True)
+    assert {**first, "cached": None} == {**again, "cached": None}  # the same registers, shared memory, entries
+
+    entry.write_bytes(entry.read_bytes()[:-10] + b"corrupted!")  # a torn or edited entry is rebuilt
+    rebuilt = compile_cubin(k.default_config(), f32, kernel=k)
+    assert rebuilt["cached"] is False and rebuilt["registers"] == first["registers"]
+    assert compile_cubin(k.default_config(), f32, kernel=k)["cached"] is True
+    assert not list((tmp_path / "cache").rglob(".tmp-*"))  # written through a temporary file, renamed
+
+    other = Config.of("smem_pad", {**k.default_config().as_dict(), "IPAD": 2})
+    assert compile_cubin(other, f32, kernel=k)["cached"] is False  # other macros: another entry
+    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["cached"] is False  # another dtype
+    assert compile_cubin(k.default_config(), f32, "sm_80", kernel=k)["cached"] is False  # another arch
+    assert len(list((tmp_path / "cache").rglob("*.cubin"))) == 4
+
+
+def test_the_cache_key_covers_source_options_arch_and_nvcc():
+    from autotune.measure.cubin_cache import entry_key
+
+    base = entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88")
+    assert base == entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88")
+    assert len({base, entry_key("src2", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88"),
+                entry_key("src", ["-DTILE_DIM=64", "-O3"], "sm_90", "13.0.88"),
+                entry_key("src", ["-DTILE_DIM=32", "-O2"], "sm_90", "13.0.88"),
+                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_80", "13.0.88"),
+                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "12.8.93")}) == 6
+
+
+def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
+    from autotune.measure import cubin_cache
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(cubin_cache.CACHE_ENV, str(blocker))
+    k = KERNELS["smem_pad"]
+    assert compile_cubin(k.default_config(), get_dtype("float32"), kernel=k)["cached"] is False

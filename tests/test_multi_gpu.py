@@ -43,9 +43,10 @@ def test_two_gpus_fill_one_study_and_store_one_best(shared_db):
     assert searches == [(0, "GPU-fake-0", "finished"), (1, "GPU-fake-1", "finished")]
     per_gpu = dict(rows(shared_db, "select s.gpu_uuid, count(*) from autotune_trials t join autotune_searches s "
                                    "on s.id = t.search_id group by s.gpu_uuid"))
-    assert set(per_gpu) == {"GPU-fake-0", "GPU-fake-1"} and all(n > 0 for n in per_gpu.values())
-    # the budget was split 15 + 15 Optuna trials, all in the one study
-    assert len(rows(shared_db, "select trial_id from trials")) == 30
+    # the budget of 30 configs measured was split 15 + 15, all in the one study (repeats and
+    # constraint breakers are Optuna trials too, but cost no measurement and do not count)
+    assert per_gpu == {"GPU-fake-0": 15, "GPU-fake-1": 15}
+    assert len(rows(shared_db, "select trial_id from trials")) >= 30
     assert "trials split 15+15" in output
     assert "GPU 0 NVIDIA H100 80GB HBM3 GPU-fake-0:" in output and "GPU 1 NVIDIA H100 80GB HBM3 GPU-fake-1:" in output
     # re-timed once, and the best is stored like a single-GPU search's: pooled figures, tie group

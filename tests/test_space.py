@@ -168,3 +168,22 @@ def test_division_by_zero_in_a_constraint_means_the_config_is_excluded():
     space = SearchSpace("smem", (("BLOCK_ROWS", (0, 8)), ("DIAGONAL", (0,)), ("TILE_DIM", (32,))),
                         ("TILE_DIM % BLOCK_ROWS == 0",))
     assert [c.key for c in space.configs()] == ["BLOCK_ROWS=8,DIAGONAL=0,TILE_DIM=32"]
+
+
+def test_a_large_space_is_walked_lazily_and_counted_no_further_than_asked(monkeypatch):
+    import itertools
+
+    space = SearchSpace("smem_pad", (("BLOCK_ROWS", tuple(range(1, 2001))), ("DIAGONAL", (0, 1, 2, 3, 4)),
+                                     ("IPAD", (0, 1, 2, 3, 4)), ("TILE_DIM", tuple(range(1, 2001)))),
+                        ("TILE_DIM % BLOCK_ROWS == 0",))
+    assert space.raw_size == 10**8
+    first = list(itertools.islice(space.iter_configs(), 3))
+    assert [c["TILE_DIM"] for c in first] == [1, 2, 3] and all(c["BLOCK_ROWS"] == 1 for c in first)
+    assert space.count(1000) == 1001  # "more than 1000", without walking the rest
+    assert "_valid" not in space.__dict__  # nothing built the whole list
+
+
+def test_iter_configs_and_count_agree_with_configs():
+    space = KERNELS["smem_pad"].space()
+    assert list(space.iter_configs()) == space.configs()
+    assert space.count(10**6) == len(space.configs()) and space.count(3) in (4, len(space.configs()))

@@ -13,6 +13,7 @@ SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0
                                  ("TILE_DIM", (16, 32, 64))),
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
 BEST = Config.of("smem_pad", OPTIMUM)
+DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32})  # kernels/smem_pad.toml
 
 
 @pytest.fixture
@@ -40,9 +41,10 @@ def test_finds_the_fake_optimum_and_stores_it(store, key, sampler):
 
 def test_duplicates_are_not_measured_again(store, key):
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=60, seed=0, sampler="random")
+    result = search(key, SPACE, timer, store, n_trials=12, seed=0, sampler="random")
     dups = [o for o in result.outcomes if o.status == "duplicate"]
-    assert dups, "a 60-trial random search over 16 configs proposes some twice"
+    assert dups, "a random search measuring 12 of 16 configs proposes some twice"
+    assert len(timer.calls) == 12 and result.stopped == "trials"  # --trials counts configs measured
     assert len(timer.calls) == len(set(timer.calls))
     for d in dups:
         earlier = result.outcomes[d.duplicate_of]
@@ -53,16 +55,17 @@ def test_duplicates_are_not_measured_again(store, key):
 
 def test_constraint_breaking_proposals_are_never_measured(store, key):
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=100, seed=5, sampler="random")
+    result = search(key, SPACE, timer, store, n_trials=10, seed=5, sampler="random")
     broken = [o for o in result.outcomes if o.status == "constraint"]
     assert broken, "random proposals over 24 combinations include the 8 invalid ones"
+    assert len(timer.calls) == 10 == result.measured_count  # they cost nothing and do not count
     assert all(SPACE.violations(o.config) and o.config not in timer.calls for o in broken)
 
 
 def test_grid_measures_exactly_the_valid_configs_in_order(store, key):
     timer = FakeTimer()
     result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
-    assert timer.calls == SPACE.configs()
+    assert timer.calls == [DEFAULT] + [c for c in SPACE.configs() if c != DEFAULT]  # the default first
     assert [o.status for o in result.outcomes] == ["ok"] * len(SPACE.configs())
     assert result.stopped == "exhausted"
 
@@ -79,7 +82,8 @@ def test_failed_trials_are_recorded_and_never_best(store, key):
         assert stored[config_key].status == status
         assert stored[config_key].reason == f"planted failure of {config_key}"
         assert stored[config_key].gbps is None
-    assert store.best(key).config == result.best[0]
+    # equally fast configs tie: the store keeps the first measured of them, result.best the first in order
+    assert store.best(key).median_ms == pytest.approx(result.best[1]) and store.best(key).config != BEST
 
 
 def test_when_every_config_fails_there_is_no_best(store, key):
@@ -210,3 +214,98 @@ def test_clocks_are_read_at_start_and_end_and_a_move_is_warned(store, key):
     with store.session() as s:
         row = s.execute(text("select clocks_start, clocks_end, clock_warning from autotune_searches")).one()
     assert "2619" in row[0] and "1593" in row[1] and row[2] == result.clock_warning
+
+
+class NeedleTimer(FakeTimer):
+    """Only the kernel's default is fast: a sampler that does not measure it misses the best."""
+
+    def gbps(self, config: Config) -> float:
+        return 2800.0 if config == DEFAULT else 1000.0
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_the_default_is_measured_first_so_the_best_is_never_slower(store, key, sampler):
+    timer = NeedleTimer()
+    result = search(key, SPACE, timer, store, n_trials=2, seed=0, sampler=sampler)
+    assert timer.calls[0] == DEFAULT and len(timer.calls) == 2
+    assert result.best[0] == DEFAULT and store.best(key).config == DEFAULT
+
+
+def test_a_resumed_study_measures_the_default_only_if_it_lacks_it(store, key):
+    search(key, SPACE, FakeTimer(), store, n_trials=1, seed=0, sampler="random")
+    again = FakeTimer()
+    search(key, SPACE, again, store, n_trials=3, seed=1, sampler="random", resume=True)
+    assert DEFAULT not in again.calls and len(again.calls) == 3
+
+
+def test_a_default_outside_the_space_is_not_measured(store, key):
+    space = SearchSpace("smem_pad", (("BLOCK_ROWS", (4,)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)), ("TILE_DIM", (16, 32))))
+    timer = FakeTimer()
+    result = search(key, space, timer, store, n_trials=10, sampler="tpe", seed=0)
+    assert DEFAULT not in timer.calls and result.stopped == "exhausted" and len(timer.calls) == 4
+
+
+def test_a_sampler_that_only_repeats_itself_falls_back_to_the_space_order(store, key, monkeypatch):
+    """A sampler stuck on one config: after MAX_IDLE repeats in a row the search queues the
+    next unmeasured config itself, so --trials N still measures N configs and ends."""
+    import optuna
+
+    from autotune.search import proposals
+
+    class Stuck(optuna.samplers.RandomSampler):
+        def sample_independent(self, study, trial, name, distribution):
+            return distribution.choices[0]
+
+    monkeypatch.setattr("autotune.search.tuner._sampler", lambda *a: Stuck())
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, n_trials=5, sampler="random")
+    assert len(timer.calls) == 5 == len(set(timer.calls)) and result.stopped == "trials"
+    assert timer.calls[2:] == [c for c in SPACE.configs() if c not in timer.calls[:2]][:3]  # in space order
+    assert sum(o.status == "duplicate" for o in result.outcomes) <= 4 * proposals.MAX_IDLE
+
+    exhausted = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="random", resume=True)
+    assert exhausted.stopped == "exhausted" and len(store.key_trials(key)) == len(SPACE.configs())
+
+
+LARGE = SearchSpace("smem_pad", (("BLOCK_ROWS", tuple(range(1, 2001))), ("DIAGONAL", (0, 1, 2, 3, 4)),
+                                 ("IPAD", (0, 1, 2, 3, 4)), ("TILE_DIM", tuple(range(1, 2001)))),
+                    ("TILE_DIM % BLOCK_ROWS == 0",))  # 10^8 combinations, about 400,000 valid
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_space_of_10_to_the_8_combinations_is_never_enumerated(store, key, sampler, monkeypatch):
+    """Target (issue 13): the first measurement within 2 s of the start. What a test can hold
+    without timing: nothing builds the whole list of valid configs."""
+    monkeypatch.setattr(SearchSpace, "configs", lambda self: pytest.fail("search enumerated the space"))
+    timer = FakeTimer()
+    result = search(key, LARGE, timer, store, n_trials=3, seed=0, sampler=sampler)
+    assert timer.calls[0] == DEFAULT and len(timer.calls) == 3 and result.stopped == "trials"
+
+
+def test_grid_refuses_a_space_over_its_limit_before_measuring(store, key):
+    from autotune.search.proposals import GRID_LIMIT
+
+    timer = FakeTimer()
+    with pytest.raises(InvalidInputError, match=f"more than {GRID_LIMIT:,} valid configs"):
+        search(key, LARGE, timer, store, n_trials=10, sampler="grid")
+    assert timer.calls == [] and store.key_trials(key) == []
+
+
+def test_each_trial_keeps_its_time_per_phase_and_the_run_sums_them(store, key):
+    from fakes import PHASES_MS
+
+    failures = {"BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16": "compile_error"}
+    result = search(key, SPACE, FakeTimer(failures), store, n_trials=4, sampler="grid")
+    stored = {t.config: t for t in store.key_trials(key)}
+    assert len(stored) == 4
+    for o in result.outcomes:
+        kept = stored[o.config].phases
+        assert o.phases["store"] > 0 and kept["store"] > 0  # the store's own count stops before its commit
+        expected = {"compile": PHASES_MS["compile"]} if o.status == "compile_error" else PHASES_MS
+        assert {k: v for k, v in kept.items() if k != "store"} == expected
+        assert {k: v for k, v in o.phases.items() if k != "store"} == expected
+    totals = result.phase_totals
+    assert list(totals) == ["compile", "load", "verify", "time", "store"]
+    assert totals["compile"] == pytest.approx(4 * PHASES_MS["compile"]) and totals["time"] == pytest.approx(
+        3 * PHASES_MS["time"])
+    assert totals["store"] == pytest.approx(sum(o.phases["store"] for o in result.outcomes))

@@ -13,8 +13,10 @@ from autotune.errors import StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure import phases
 from autotune.measure.figures import figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
+from autotune.search.proposals import check_grid
 from autotune.search.tune import Started, check_options, tune
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 from autotune.search.workers import parse_devices
@@ -38,7 +40,9 @@ def search(
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
-    trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int, help="Optuna trials (>= 1).")] = 100,
+    trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int,
+                                        help="Configs to measure (>= 1; fewer if the space runs out); "
+                                             "the kernel's default is measured first.")] = 100,
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
                                                      help="Start no trial after this many seconds.")] = None,
     seed: Annotated[Optional[int], typer.Option(parser=parse_int,
@@ -86,7 +90,7 @@ def sweep(
         parse_devices(str(device))
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    count = len(kern.space(space).configs())
+    count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
     _run(kern, problem, dtype, [device], count, trials=count, timeout=None, seed=0, sampler="grid", resume=True,
          space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
 
@@ -109,14 +113,14 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
             started.append(s)
             _print_header(s, kern, problem, dt, ordinals)
             if s.bench is not None:
-                task = progress.add_task("trials", total=options["trials"], best="")
+                task = progress.add_task("configs", total=options["trials"], best="")
             else:
                 on_report = worker_progress(progress, ordinals, s.shares)
 
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
             text = f"best {headline(kern, problem, dt, best[1])} {best[0].key}" if best else "no valid config yet"
-            progress.update(task, advance=1, best=text)
+            progress.update(task, completed=result.measured_count, best=text)  # configs measured
 
         try:
             result = tune(kern, problem, dt, device=ordinals if len(ordinals) > 1 else ordinals[0],
@@ -139,7 +143,7 @@ def _print_header(s: Started, kern, problem, dt, ordinals) -> None:
              f"on {len(ordinals)} x {d.name} (devices {','.join(map(str, ordinals))}")
     out.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
               f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
-              f"{len(s.space.configs())} valid configs in {s.space.path}"
+              f"{_space_size(s.space)} in {s.space.path}"
               + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else ""))
     b = s.bench
     if b is None:
@@ -150,6 +154,19 @@ def _print_header(s: Started, kern, problem, dt, ordinals) -> None:
     out.print("; ".join([*bounds, f"figure: {unit(kern)}", f"L2: {b.l2_mode} buffers"]))
 
 
+HEADER_COUNT = 10_000
+"""Most valid configs the header counts (a larger space is described by its raw size)."""
+
+
+def _space_size(space) -> str:
+    """``54 valid configs``, or for a large space ``over 10,000 valid configs (N combinations)``
+    without enumerating it."""
+    n = space.count(HEADER_COUNT)
+    if n <= HEADER_COUNT:
+        return f"{n} valid configs"
+    return f"over {HEADER_COUNT:,} valid configs ({space.raw_size:,} combinations before constraints)"
+
+
 def _print_result(result: SearchResult, store, kern, top: int, summary: bool = True) -> None:
     """The run's outcome counts, failures, the top configs of the study, the re-timing and
     the stored best."""
@@ -157,7 +174,11 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
     for o in result.outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     if summary:
-        out.print(f"stopped: {result.stopped}; this run: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        out.print(f"stopped: {result.stopped}; this run measured {result.measured_count} config"
+                  f"{'s' if result.measured_count != 1 else ''}: "
+                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                  + " (repeats and constraint breakers are not measured and not counted)" * bool(
+                      counts.get("duplicate") or counts.get("constraint")))
     for o in result.outcomes:
         if o.status not in ("ok", "constraint", "duplicate"):
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
@@ -179,6 +200,10 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
     if result.clock_warning:
         err.print(f"warning: GPU clocks moved during the search: {result.clock_warning}")
     _print_best(store, result.key, kern, "best")
+    spent = result.phase_totals or phases.totals(t.phases for rep in result.reports if rep.search_id is not None
+                                                 for t in store.trials(rep.search_id))
+    if spent:
+        out.print(f"where the time went: {phases.describe(spent)}")
 
 
 def _cell(value, fmt: str) -> str:

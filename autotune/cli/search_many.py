@@ -16,7 +16,8 @@ def worker_progress(progress, ordinals: list[int], shares) -> callable:
         best = f"best {rep.best} {rep.best_config}" if rep.best is not None else "no valid config yet"
         if rep.state not in ("starting", "running", "done"):
             best = rep.state
-        progress.update(tasks[rep.ordinal], completed=sum(rep.counts.values()), best=best,
+        measured = sum(n for s, n in rep.counts.items() if s not in ("constraint", "duplicate"))
+        progress.update(tasks[rep.ordinal], completed=measured, best=best,
                         description=f"GPU {rep.ordinal} {rep.name}".rstrip())
 
     return on_report

@@ -17,7 +17,10 @@ inline (``[space]`` with ``params`` and ``constraints``) or name such a file.
 
 from __future__ import annotations
 
+import itertools
+import math
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -89,37 +92,53 @@ class SearchSpace:
         env = config.as_dict()
         return [c for c, t in zip(self.constraints, self._trees) if not t.holds(env)]
 
+    @property
+    def raw_size(self) -> int:
+        """Combinations of the params' values before the constraints (their product)."""
+        return math.prod(len(values) for _, values in self.params)
+
     def configs(self) -> list[Config]:
         """Every config of the space that satisfies all constraints, in a fixed order (that of
-        ``itertools.product`` over the params). Each constraint is tested as soon as the macros
-        it names are set, so a branch that breaks it is never expanded (a space of 10^8 raw
-        combinations with tight constraints enumerates in a fraction of that time)."""
+        ``itertools.product`` over the params), built once and kept. Each constraint is tested
+        as soon as the macros it names are set, so a branch that breaks it is never expanded.
+        For a large space, walk :meth:`iter_configs` instead: this builds the whole list."""
         return list(self._valid)
 
     @cached_property
     def _valid(self) -> tuple[Config, ...]:
+        return tuple(self.iter_configs())
+
+    def iter_configs(self) -> Iterator[Config]:
+        """The valid configs in the order of :meth:`configs`, one at a time: the first comes
+        at once however large the space (only the branches before it are expanded)."""
         names = [n for n, _ in self.params]
         depth_of = {n: i for i, n in enumerate(names)}
         checks: list[list[Expr]] = [[] for _ in names]
         for tree in self._trees:  # each constraint at the depth where its last macro is set
             checks[max((depth_of[n] for n in tree.names if n in depth_of), default=0)].append(tree)
-        out: list[Config] = []
         env: dict[str, int] = {}
 
-        def expand(depth: int) -> None:
+        def expand(depth: int) -> Iterator[Config]:
             if depth == len(names):
-                out.append(Config.of(self.kernel, env))
+                yield Config.of(self.kernel, env)
                 return
             name, tests = names[depth], checks[depth]
             for value in self.params[depth][1]:
                 env[name] = value
                 if all(t.holds(env) for t in tests):
-                    expand(depth + 1)
+                    yield from expand(depth + 1)
             del env[name]
 
         if names:
-            expand(0)
-        return tuple(out)
+            yield from expand(0)
+
+    def count(self, limit: int) -> int:
+        """The number of valid configs, counting no further than ``limit + 1`` (so a result
+        over ``limit`` means "more than ``limit``"): cheap for a space of any raw size whose
+        constraints leave many configs valid."""
+        if "_valid" in self.__dict__ or self.raw_size <= limit:
+            return len(self._valid)
+        return sum(1 for _ in itertools.islice(self.iter_configs(), limit + 1))
 
     def sample(self, n: int, always: tuple[Config, ...] = ()) -> list[Config]:
         """A deterministic sample of at most ``n`` valid configs (all of them if there are no
@@ -170,7 +189,7 @@ def space_of(kernel, params: object, constraints: object, where: str) -> SearchS
     space = SearchSpace(kernel.name, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                                                   for k, v in params.items())),
                         tuple(constraints), where, kernel.tunables)
-    if not space.configs():
+    if next(space.iter_configs(), None) is None:
         raise SearchSpaceError(f"no config in {where} satisfies its constraints")
     return space
 

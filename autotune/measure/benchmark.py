@@ -37,6 +37,7 @@ from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_v
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
 from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
 from autotune.measure.timing import Timing, samples, timing
 from autotune.measure.verify import verify_outputs
@@ -144,8 +145,9 @@ class Benchmark:
         """GB/s of the objective's bound kernel on these dims (``None``: none)."""
         return self.bounds.kernel_gbps
 
-    def compile(self, config: Config) -> tuple[CompiledKernel, tuple, tuple, int]:
-        """Compile ``config`` and check its launch: ``(compiled, grid, block, dynamic shared bytes)``.
+    def compile(self, config: Config, clock: PhaseClock | None = None) -> tuple[CompiledKernel, tuple, tuple, int]:
+        """Compile ``config`` and check its launch: ``(compiled, grid, block, dynamic shared bytes)``;
+        ``clock`` gets the compile and load times (:class:`~autotune.measure.compile.Compiler`).
 
         Raises:
             TrialFailed: ``compile_error``, or ``resources`` (geometry over the limits, or
@@ -159,7 +161,7 @@ class Benchmark:
               [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
         if bad:
             raise TrialFailed("resources", f"grid {grid} is not allowed ({', '.join(bad)})")
-        compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel)
+        compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel, clock)
         compiled.check_launch(self.device, block, shared)
         return compiled, grid, block, shared
 
@@ -210,22 +212,31 @@ class Benchmark:
             args.free()
 
     def measure(self, config: Config) -> Measurement:
-        """Compile, verify and time ``config``.
+        """Compile, verify and time ``config``; the measurement's ``phases`` say how many ms
+        each took (:mod:`autotune.measure.phases`).
 
         Raises:
             TrialFailed: compile error, launch over the device limits, failed launch, or a
-                result that fails the kernel's check.
+                result that fails the kernel's check (its ``phases``: the time spent until then).
         """
-        compiled, grid, block, shared = self.compile(config)
-        self.verify(compiled, grid, block, shared)
-        self._fill()
-        t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats)
+        clock = PhaseClock()
+        try:
+            compiled, grid, block, shared = self.compile(config, clock)
+            with clock("verify"):
+                self.verify(compiled, grid, block, shared)
+            with clock("time"):
+                self._fill()
+                t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats)
+        except TrialFailed as failure:
+            failure.phases = dict(clock.ms)
+            raise
         gbps, gflops = self.figures(t.median_ms)
         memcpy, copy = self.memcpy_gbps, self.copy_gbps
         return Measurement(t.median_ms, t.min_ms, t.max_ms, gbps,
                            100.0 * gbps / memcpy if gbps and memcpy else None, compiled.registers,
                            compiled.shared_bytes + shared, t.launches,
-                           100.0 * gbps / copy if gbps and copy else None, compiled.occupancy, gflops)
+                           100.0 * gbps / copy if gbps and copy else None, compiled.occupancy, gflops,
+                           dict(clock.ms))
 
     def figures(self, ms: float) -> tuple[float | None, float | None]:
         """GB/s of the objective's bytes and GFLOP/s of its flops in ``ms`` (``None`` where not given)."""

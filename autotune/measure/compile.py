@@ -1,10 +1,12 @@
-"""Compiling one config: PyCUDA on a GPU machine, plain ``nvcc -cubin`` anywhere.
+"""Compiling one config with ``nvcc -cubin`` (cached on disk); loading it with PyCUDA on a GPU.
 
 Each config is compiled with its macros as ``-D`` options (validated integers only, see
-:meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch``. :class:`Compiler` keeps
-one module per distinct (config, dtype, arch) in the process; PyCUDA's disk cache keeps the
-cubins across processes. Compiler errors and launches over the device's limits are the
-expected failures of a trial and become :class:`~autotune.errors.TrialFailed`.
+:meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch`` by ``nvcc -cubin``
+(:func:`build_cubin`). :class:`Compiler` keeps one module per distinct (config, dtype, arch) in
+the process; the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`) keeps the cubins
+across processes, so a config compiled once (or ahead, in parallel) is only loaded. Compiler
+errors and launches over the device's limits are the expected failures of a trial and become
+:class:`~autotune.errors.TrialFailed`.
 """
 
 from __future__ import annotations
@@ -17,14 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from autotune.kernel.config import Config
-from autotune.measure.device import DeviceInfo, cuda_driver
+from autotune.measure import cubin_cache
+from autotune.measure.device import DeviceInfo, cuda_driver, nvcc_version
 from autotune.kernel.dtypes import DType
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.model import Kernel
 from autotune.measure.occupancy import theoretical_occupancy
+from autotune.measure.phases import PhaseClock
 
-__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin"]
+__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin",
+           "build_cubin"]
 
 COMPILE_FLAGS: tuple[str, ...] = ("-O3",)
 """Flags besides the macros and ``-arch``; part of every stored result's key."""
@@ -98,9 +103,11 @@ class Compiler:
         self.max_threads_per_sm = max_threads_per_sm
         self._cache: dict[tuple[Config, str], CompiledKernel] = {}
 
-    def __call__(self, config: Config, dtype: DType, threads: int = 0, kernel: Kernel | None = None) -> CompiledKernel:
+    def __call__(self, config: Config, dtype: DType, threads: int = 0, kernel: Kernel | None = None,
+                 clock: PhaseClock | None = None) -> CompiledKernel:
         """Compile (or fetch from cache) ``config`` for ``dtype``; ``threads`` per block (if
-        known) give the occupancy; ``kernel`` defaults to the one ``config`` names.
+        known) give the occupancy; ``kernel`` defaults to the one ``config`` names; ``clock``
+        adds the time of nvcc to its ``compile`` phase and of loading the module to ``load``.
 
         Raises:
             TrialFailed: ``compile_error`` with the compiler's first error line.
@@ -108,18 +115,17 @@ class Compiler:
         kernel = kernel or get_kernel(config.kernel)
         key = (id(kernel), config, dtype.name)
         if key not in self._cache:
-            self._cache[key] = self._build(kernel, config, dtype, threads)
+            self._cache[key] = self._build(kernel, config, dtype, threads, clock or PhaseClock())
         return self._cache[key]
 
-    def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int) -> CompiledKernel:
+    def _build(self, kernel: Kernel, config: Config, dtype: DType, threads: int, clock: PhaseClock) -> CompiledKernel:
         drv = cuda_driver()
-        from pycuda.compiler import compile as nvcc_compile
+        with clock("compile"):  # a cache hit (e.g. compiled ahead: autotune.measure.pipeline) reads a file
+            cubin, _, _ = build_cubin(kernel, config, dtype, self.arch)
+        with clock("load"):
+            return self._load(drv, kernel, config, dtype, threads, cubin)
 
-        try:  # pycuda.compiler.compile: nvcc with PyCUDA's on-disk cubin cache
-            cubin = nvcc_compile(kernel.source_text(), options=nvcc_options(kernel, config, dtype),
-                                 arch=self.arch, no_extern_c=True)
-        except drv.CompileError as exc:
-            raise TrialFailed("compile_error", _one_line(exc.stderr or exc)) from None
+    def _load(self, drv, kernel: Kernel, config: Config, dtype: DType, threads: int, cubin: bytes) -> CompiledKernel:
         module = drv.module_from_buffer(cubin)
         fn = module.get_function(kernel.function)
         fn.prepare(kernel.signature)
@@ -137,21 +143,46 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     """Compile ``config`` (of ``kernel``, default the one it names) to a cubin with nvcc alone
     (no PyCUDA, no GPU needed).
 
-    Used by CI and ``autotune check`` to check that every config of a space compiles.
+    Used by CI and ``autotune check`` to check that every config of a space compiles. A
+    build is kept in the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`): the same
+    source, options, arch and nvcc release are not compiled twice.
 
     Returns:
         ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report (of the
-        kernel ``function`` where the source has several entry points), and
-        ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted.
+        kernel ``function`` where the source has several entry points),
+        ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted,
+        and ``"cached"``: whether it came from the cache.
 
     Raises:
-        TrialFailed: ``compile_error`` with the first error line.
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        GPUUnavailableError: ``nvcc`` is not on PATH.
     """
     kernel = kernel or get_kernel(config.kernel)
+    cubin, info, cached = build_cubin(kernel, config, dtype, arch, nvcc)
+    return {**info, "entry_points": _entry_points(cubin), "cached": cached}
+
+
+def build_cubin(kernel: Kernel, config: Config, dtype: DType, arch: str,
+                nvcc: str = "nvcc") -> tuple[bytes, dict[str, int], bool]:
+    """The cubin of ``config`` for ``dtype`` and ``arch``: from the on-disk cache, else built
+    with ``nvcc -cubin`` (a subprocess: threads may run several at once) and cached.
+
+    Returns:
+        ``(cubin, {"registers": int, "shared_bytes": int}, cached)``.
+
+    Raises:
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        GPUUnavailableError: ``nvcc`` is not on PATH.
+    """
+    source, options = kernel.source_text(), nvcc_options(kernel, config, dtype)
+    key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc))
+    hit = cubin_cache.load(key)
+    if hit is not None:
+        return hit[0], hit[1], True
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
-        src.write_text(kernel.source_text())
-        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *nvcc_options(kernel, config, dtype),
+        src.write_text(source)
+        cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *options,
                "-o", str(Path(tmp) / "k.cubin"), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         cubin = (Path(tmp) / "k.cubin").read_bytes() if proc.returncode == 0 else b""
@@ -162,6 +193,11 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
                     report, re.S)
     used = re.search(r"Used (\d+) registers", own.group(0) if own else report)
     smem = re.search(r"(\d+) bytes smem", own.group(0) if own else report)
-    entry_points = tuple(sorted({m.decode() for m in re.findall(rb"\.nv\.info\.([A-Za-z_$][\w$]*)\0", cubin)}))
-    return {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0,
-            "entry_points": entry_points}
+    info = {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}
+    cubin_cache.store(key, cubin, info)
+    return cubin, info, False
+
+
+def _entry_points(cubin: bytes) -> tuple[str, ...]:
+    """The names of the kernels (``__global__`` functions) in ``cubin``, sorted."""
+    return tuple(sorted({m.decode() for m in re.findall(rb"\.nv\.info\.([A-Za-z_$][\w$]*)\0", cubin)}))

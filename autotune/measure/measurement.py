@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class Measurement:
         occupancy: theoretical occupancy (0..1) from the CUDA driver (``None``: unknown).
         gflops: the kernel's ``flops`` objective over the median time, GFLOP/s (``None``
             for a kernel without one, e.g. a transpose).
+        phases: milliseconds spent per phase (:mod:`autotune.measure.phases`: compile, load,
+            verify, time) measuring it (``None``: not recorded); not part of equality.
     """
 
     median_ms: float
@@ -51,6 +54,7 @@ class Measurement:
     pct_copy: float | None = None
     occupancy: float | None = None
     gflops: float | None = None
+    phases: Mapping[str, float] | None = field(default=None, compare=False)
 
     @property
     def spread(self) -> float:

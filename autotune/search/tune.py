@@ -77,7 +77,8 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
         dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
-        trials: Optuna trials (split between GPUs); ``sampler``: tpe, random or grid; ``seed``
+        trials: configs to measure (split between GPUs; the default first; repeats of a
+            measured config are free); ``sampler``: tpe, random or grid; ``seed``
             seeds the sampler and the inputs; ``timeout``: start no trial after this many s.
         resume: continue the key's existing study; ``space``: a space file instead of the kernel's.
         repeats: timed samples per config; ``top_k``, ``rounds``: the interleaved re-timing.
@@ -148,10 +149,26 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))
-        return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
-                      sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
-                      l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
-                      retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
+        with _ahead(sampler, k, dt, bench.device.arch, space_):
+            return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
+                          sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
+                          l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
+                          retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
+
+
+def _ahead(sampler: str, k, dt, arch: str, space_):
+    """A grid's configs compiled ahead on every core, in the order it measures them (the
+    default, then the space's order; :mod:`autotune.measure.pipeline`); nothing for a sampler."""
+    import contextlib
+    import itertools
+
+    from autotune.measure.pipeline import compile_ahead, workers
+    from autotune.search.proposals import default_config
+
+    if sampler != "grid" or workers() == 0:
+        return contextlib.nullcontext()
+    default = default_config(k.name, space_)
+    return compile_ahead(k, dt, arch, itertools.chain([default] if default else [], space_.iter_configs()))
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,

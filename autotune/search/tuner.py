@@ -1,10 +1,12 @@
 """The search loop: Optuna proposes configs, the benchmark measures them, the store records.
 
 One Optuna study per :class:`~autotune.store.key.TuningKey`, kept in Optuna's RDB storage in the
-results database, so ``resume=True`` continues it. ``Study.optimize`` runs an objective in
+results database, so ``resume=True`` continues it. The kernel's default config is measured
+first in every study (:mod:`autotune.search.proposals`). ``Study.optimize`` runs an objective in
 which a proposed config that breaks the space's constraints is told PRUNED without
 being measured; a config already measured in the study is told its earlier outcome
-without being measured again; a config that fails (compile error, over the device's
+without being measured again; neither counts against ``n_trials``, which is the number of
+configs measured. A config that fails (compile error, over the device's
 limits, wrong result) is recorded with its reason and told FAIL. Only verified, timed
 trials are COMPLETE, so only they can become the best.
 
@@ -32,9 +34,10 @@ from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import format_shape
+from autotune.measure import phases
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
-from autotune.search import stop
+from autotune.search import proposals, stop
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
@@ -43,9 +46,9 @@ __all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "
 
 SAMPLERS = ("tpe", "random", "grid")
 """Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
-valid config not yet measured in the study, in order, queued with ``Study.enqueue_trial``
-(unlike Optuna's GridSampler this skips constraint-breaking points and, on resume, still
-measures a config whose trial was interrupted)."""
+valid config not yet measured in the study, in order, queued one at a time with
+``Study.enqueue_trial`` (unlike Optuna's GridSampler this skips constraint-breaking points
+and, on resume, still measures a config whose trial was interrupted)."""
 
 Measure = Callable[[Config], Measurement]
 Retime = Callable[[list[Config], int], list[Retiming]]
@@ -57,6 +60,8 @@ class TrialOutcome:
 
     ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
     breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
+    ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
+    ``store`` being the whole database write.
     """
 
     number: int
@@ -65,6 +70,7 @@ class TrialOutcome:
     measurement: Measurement | None = None
     reason: str | None = None
     duplicate_of: int | None = None
+    phases: dict[str, float] | None = None
 
 
 @dataclass
@@ -72,8 +78,8 @@ class SearchResult:
     """Outcome of :func:`search`.
 
     Attributes:
-        stopped: why the loop ended: ``trials``, ``timeout``, ``exhausted`` (every valid
-            config measured) or ``interrupted``.
+        stopped: why the loop ended: ``trials`` (``n_trials`` configs measured), ``timeout``,
+            ``exhausted`` (every valid config measured) or ``interrupted``.
         outcomes: the trials of this run, in order.
         measured: every config measured in the study so far (this run and earlier ones)
             with its median time per launch, ms.
@@ -92,6 +98,16 @@ class SearchResult:
     retimings: list[Retiming] = field(default_factory=list)
     clock_warning: str | None = None
     reports: list = field(default_factory=list)
+
+    @property
+    def measured_count(self) -> int:
+        """Configs this run measured (ok or failed; repeats and constraint breakers not)."""
+        return sum(o.status not in ("constraint", "duplicate") for o in self.outcomes)
+
+    @property
+    def phase_totals(self) -> dict[str, float]:
+        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`)."""
+        return phases.totals(o.phases for o in self.outcomes)
 
     @property
     def best(self) -> tuple[Config, float] | None:
@@ -169,7 +185,8 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
     """Search ``space`` for the config of lowest median time per launch for ``key``.
 
     Args:
-        n_trials: Optuna trials to run (>= 1), constraint-breaking and duplicate ones included.
+        n_trials: configs to measure (>= 1; fewer when the space runs out): a proposal of a
+            config measured before or breaking the constraints is not measured and not counted.
         timeout: seconds after which no new trial starts (``None``: no limit).
         seed: sampler seed, for reproducible proposals.
         sampler: one of :data:`SAMPLERS`.
@@ -182,7 +199,8 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         on_trial: called after every trial (for progress bars).
 
     Raises:
-        InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, or the study exists and
+        InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, a ``grid`` over more than
+            :data:`~autotune.search.proposals.GRID_LIMIT` valid configs, or the study exists and
             ``resume`` is false.
         StoreError: the database cannot be used; one that fails mid-search (a server gone,
             a lock held past :data:`autotune.store.repository.LOCK_WAIT_S`) stops it, the
@@ -199,6 +217,8 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
     if top_k < 1 or rounds < 1:
         raise InvalidInputError(f"--top-k {top_k} and --rounds {rounds}: give 1 or more of each")
+    if sampler == "grid":
+        proposals.check_grid(space)
     with stop.deferred():  # SIGINT/SIGTERM: acted on in measurements and between trials, never lost
         return _search(key, space, measure, store, n_trials=n_trials, timeout=timeout, seed=seed, sampler=sampler,
                        resume=resume, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode, clocks=clocks,
@@ -219,16 +239,22 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
                                    clocks=start_clocks)
     result = SearchResult(key, search_id)
     flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
+    default = proposals.default_config(key.kernel, space)
     try:
         with store.errors():
             seen = _earlier_trials(study, key.kernel, result)
-            if sampler == "grid":
-                _enqueue_unmeasured(study, space, seen)
+            unmeasured = proposals.Unmeasured(space, seen)
+            # the default first, in every study that lacks it; a grid then goes in the space's
+            # order, one config queued at a time (a large grid starts at once)
+            queue = [default] if default else []
+            if sampler == "grid" and unmeasured.peek() is not None:
+                queue.append(unmeasured.peek())
+            proposals.enqueue(study, queue, seen)
     except StoreError:
         with stop.shielded(), contextlib.suppress(StoreError):
             store.finish_search(search_id, "failed")
         raise
-    valid = set(space.configs())
+    idle = [0]  # proposals in a row that measured nothing
 
     def objective(trial) -> float:
         try:
@@ -253,23 +279,30 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             on_trial(outcome, result)
         return _value(outcome, result)
 
-    def stop_when_exhausted(study, _trial) -> None:
-        if valid <= seen.keys():
+    def after_trial(study, _trial) -> None:
+        """Stop at ``n_trials`` measured or an exhausted space; after :data:`proposals.MAX_IDLE`
+        proposals in a row that measured nothing, queue the next unmeasured config."""
+        if not result.outcomes:
+            return
+        idle[0] = idle[0] + 1 if result.outcomes[-1].status in ("constraint", "duplicate") else 0
+        if result.measured_count >= n_trials:
+            result.stopped = "trials"
+            study.stop()
+        elif unmeasured.peek() is None:
             result.stopped = "exhausted"
             study.stop()
+        elif sampler == "grid" or idle[0] >= proposals.MAX_IDLE:
+            proposals.enqueue(study, [unmeasured.peek()], seen)
+            idle[0] = 0
 
     status = "failed"
     try:
         with store.errors():  # Optuna's storage errors too: one StoreError line
-            if valid <= seen.keys():
+            if unmeasured.peek() is None:
                 result.stopped = "exhausted"
             else:
-                started = time.monotonic()
-                study.optimize(objective, n_trials=n_trials, timeout=timeout, catch=(_Failed,),
-                               callbacks=[stop_when_exhausted])
-                if result.stopped == "trials" and timeout is not None and time.monotonic() - started >= timeout \
-                        and len(result.outcomes) < n_trials:
-                    result.stopped = "timeout"
+                result.stopped = "timeout"  # unless a callback says otherwise
+                study.optimize(objective, n_trials=None, timeout=timeout, catch=(_Failed,), callbacks=[after_trial])
             stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
             flight.clear()
             if retime is not None and result.measured:
@@ -324,17 +357,6 @@ def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, 
     return decision
 
 
-def _enqueue_unmeasured(study, space: SearchSpace, seen: dict[Config, TrialOutcome]) -> None:
-    """Queue every valid config the study has neither measured nor queued yet."""
-    from optuna.trial import TrialState
-
-    queued = {tuple(sorted(t.system_attrs.get("fixed_params", {}).items()))
-              for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))}
-    for config in space.configs():
-        if config not in seen and config.macros not in queued:
-            study.enqueue_trial(config.as_dict())
-
-
 def _earlier_trials(study, kernel: str, result: SearchResult) -> dict[Config, TrialOutcome]:
     """Configs the study already measured (ok or failed), keyed by config."""
     from optuna.trial import TrialState
@@ -365,12 +387,17 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
             m = measure(config)
     except TrialFailed as failure:
         flight["measured"] = True
-        store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason)
-        outcome = TrialOutcome(number, config, failure.status, reason=failure.reason)
+        spent = dict(failure.phases or {})
+        started = time.perf_counter()
+        store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason, phases=spent)
+        outcome = TrialOutcome(number, config, failure.status, reason=failure.reason, phases=spent)
     else:
         flight["measured"] = True
-        store.record_trial(search_id, number, config, status="ok", measurement=m)
-        outcome = TrialOutcome(number, config, "ok", measurement=m)
+        spent = dict(m.phases or {})
+        started = time.perf_counter()
+        store.record_trial(search_id, number, config, status="ok", measurement=m, phases=spent)
+        outcome = TrialOutcome(number, config, "ok", measurement=m, phases=spent)
+    spent["store"] = (time.perf_counter() - started) * 1e3  # the whole write, its commit included
     flight["stored"] = True
     seen[config] = outcome
     return outcome

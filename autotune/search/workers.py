@@ -10,8 +10,9 @@ row, recording which GPU it is, and sends its progress to the parent through a q
 - Devices: ``--device 0,1`` or ``all``; every GPU must be of one model (the key: name,
   compute capability, SMs, memory, driver, CUDA), else the search is refused naming them:
   timings of different models never mix in one study.
-- Trials: the ``--trials`` budget is split between the workers (``n // k``, the first
-  ``n % k`` one more); each worker's sampler seed is ``seed + i``.
+- Trials: the ``--trials`` budget (configs measured) is split between the workers (``n // k``,
+  the first ``n % k`` one more): each measures its share, a repeat of a config measured by
+  any worker costing nothing; each worker's sampler seed is ``seed + i``.
 - SIGINT (Ctrl-C) or SIGTERM: the parent passes the signal on to every worker still running
   (each fails its measurement in flight, or starts no other, and marks its search
   ``interrupted``: :mod:`autotune.search.stop`), waits, and re-raises. Workers start with

@@ -24,7 +24,9 @@ class TrialRecord:
     """One stored trial. Times in ms, ``gbps`` in GB/s (``None`` for a kernel without a bytes
     objective), ``gflops`` in GFLOP/s (``None`` without a flops objective), ``pct_memcpy`` in % of
     the device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
-    ``None`` for a failed trial, whose ``reason`` says why."""
+    ``None`` for a failed trial, whose ``reason`` says why; ``phases``: milliseconds per phase
+    (compile, load, verify, time, store; :mod:`autotune.measure.phases`), ``None`` where not
+    recorded (trials stored before schema 0007)."""
 
     id: int
     search_id: int
@@ -44,6 +46,7 @@ class TrialRecord:
     occupancy: float | None
     gflops: float | None
     created_at: datetime
+    phases: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ def trial_record(trial: Trial, kernel: str) -> TrialRecord:
         id=trial.id, search_id=trial.search_id, number=trial.number,
         config=Config.of(kernel, trial.macros), status=trial.status, reason=trial.reason,
         **{name: getattr(trial, name) for name in MEASURED}, created_at=trial.created_at,
+        phases=trial.phases,
     )
 
 

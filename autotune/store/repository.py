@@ -434,9 +434,13 @@ class Store:
     def record_trial(
         self, search_id: int, number: int, config: Config, *, status: str,
         measurement: Measurement | None = None, reason: str | None = None,
+        phases: Mapping[str, float] | None = None,
     ) -> TrialRecord:
         """Store trial ``number`` of a search; an ``ok`` trial that beats the key's best
         (lower median time, or no best yet) becomes the best in the same transaction.
+
+        ``phases`` (ms per phase; default: the measurement's) is stored with ``store`` added:
+        the milliseconds of this write up to its commit (the commit itself is not in it).
 
         Raises:
             ValueError: unknown ``status``; ``ok`` without a measurement; a failed status
@@ -444,6 +448,7 @@ class Store:
             StoreError: there is no such search, or the database cannot be written.
         """
         rows.check_trial(status, measurement, reason)
+        started = time.perf_counter()
         with self.session() as session:
             search = rows.search_row(session, search_id)
             if config.kernel != search.kernel.name:
@@ -457,6 +462,8 @@ class Store:
             session.flush()
             if status == "ok":
                 rows.update_best(session, search, trial)
+            given = phases if phases is not None else measurement.phases if measurement else None
+            trial.phases = {**(given or {}), "store": (time.perf_counter() - started) * 1e3}
             return trial_record(trial, search.kernel.name)
 
     @_retry_when_locked

@@ -1,0 +1,124 @@
+"""Compiling ahead: nvcc runs on every CPU core while the GPU measures, so it never waits.
+
+For a search whose order is known (a grid: the default, then the space's order),
+:func:`compile_ahead` compiles the configs in that order in a pool of threads, each running
+an ``nvcc -cubin`` subprocess (:func:`autotune.measure.compile.build_cubin`) into the on-disk
+cubin cache; the benchmark's :class:`~autotune.measure.compile.Compiler` then finds each config
+there and only loads it. A config the GPU reaches before its build has finished is simply
+compiled by the benchmark too (both write the same entry atomically). Failures are left for
+the benchmark to meet and record: compiling ahead only saves time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DType
+from autotune.kernel.model import Kernel
+
+__all__ = ["Ahead", "WORKERS_ENV", "compile_ahead", "workers"]
+
+AHEAD = 4
+"""Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
+
+
+WORKERS_ENV = "AUTOTUNE_COMPILE_WORKERS"
+"""Environment variable: how many configs to compile at once ahead of the GPU (0: none)."""
+
+
+def workers() -> int:
+    """Compile workers: ``$AUTOTUNE_COMPILE_WORKERS`` if set (0 turns compiling ahead off),
+    else one per CPU this process may use.
+
+    Raises:
+        InvalidInputError: the variable is not an integer >= 0.
+    """
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if text:
+        if not text.isdigit():
+            raise InvalidInputError(f"{WORKERS_ENV}={text!r} is not allowed; give 0 (off) or a number of workers")
+        return int(text)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Ahead:
+    """Builds of :func:`compile_ahead`: ``done`` lists the configs whose build ended (built,
+    cached or failed), in the order they ended; it grows while the search runs."""
+
+    def __init__(self) -> None:
+        self.done: list[Config] = []
+        self._queued = 0
+        self._fed = False
+        self._changed = threading.Condition()
+
+    def _ended(self, config: Config) -> None:
+        with self._changed:
+            self.done.append(config)
+            self._changed.notify_all()
+
+    def wait(self, count: int | None = None, timeout: float | None = None) -> bool:
+        """Block until ``count`` builds ended (``None``: every config's); ``False`` if ``timeout``
+        seconds passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.done) >= count if count is not None else
+                                          self._fed and len(self.done) == self._queued, timeout)
+
+
+@contextlib.contextmanager
+def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Config],
+                  n_workers: int | None = None) -> Iterator[Ahead]:
+    """Compile ``configs`` (in their order) for ``dtype`` and ``arch`` into the cubin cache in
+    the background while the block runs, on ``n_workers`` threads (default :func:`workers`),
+    at most :data:`AHEAD` per worker queued; on exit, builds not started are dropped and
+    those running are waited for (an nvcc run lasts seconds at most).
+
+    Yields:
+        An :class:`Ahead` (what was built so far; ``wait()`` for all).
+    """
+    n = n_workers or workers()
+    ahead, stop = Ahead(), threading.Event()
+    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="nvcc")
+    slots = threading.Semaphore(n * AHEAD)
+
+    def build(config: Config) -> None:
+        from autotune.measure.compile import build_cubin
+
+        try:
+            if not stop.is_set():
+                build_cubin(kernel, config, dtype, arch)
+        except (AutotuneError, OSError):  # a compile error: the benchmark records it when it gets there
+            pass
+        finally:
+            ahead._ended(config)
+            slots.release()
+
+    def feed() -> None:
+        for config in configs:
+            slots.acquire()
+            if stop.is_set():
+                return
+            with ahead._changed:
+                ahead._queued += 1
+            pool.submit(build, config)
+        with ahead._changed:
+            ahead._fed = True
+            ahead._changed.notify_all()
+
+    feeder = threading.Thread(target=feed, name="nvcc-feed", daemon=True)
+    feeder.start()
+    try:
+        yield ahead
+    finally:
+        stop.set()
+        slots.release()  # a feeder waiting for a slot wakes and sees stop
+        feeder.join()
+        pool.shutdown(wait=True, cancel_futures=True)

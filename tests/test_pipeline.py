@@ -1,0 +1,60 @@
+"""Compiling ahead (no GPU): the configs land in the cubin cache, so the benchmark only loads them."""
+
+import shutil
+
+import pytest
+
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.compile import build_cubin
+from autotune.measure.pipeline import compile_ahead
+
+if shutil.which("nvcc") is None:
+    pytest.skip("nvcc is not on PATH", allow_module_level=True)
+
+
+def test_configs_compiled_ahead_are_cache_hits_afterwards():
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    configs = k.space().configs()[:4]
+    with compile_ahead(k, f32, "sm_90", configs, n_workers=2) as ahead:
+        assert ahead.wait(timeout=300)
+    assert sorted(ahead.done) == sorted(configs)
+    assert all(build_cubin(k, c, f32, "sm_90")[2] for c in configs)  # cached: nothing compiles again
+
+
+def test_a_config_that_fails_to_compile_is_left_for_the_benchmark():
+    from autotune.errors import TrialFailed
+    from autotune.kernel.config import Config
+
+    k, f64 = KERNELS["smem_pad"], get_dtype("float64")
+    big = Config.of("smem_pad", {"TILE_DIM": 128, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})  # > 48 KiB shared
+    with compile_ahead(k, f64, "sm_90", [big], n_workers=1) as ahead:
+        assert ahead.wait(timeout=300)
+    assert ahead.done == [big]
+    with pytest.raises(TrialFailed):
+        build_cubin(k, big, f64, "sm_90")
+
+
+def test_leaving_early_drops_the_builds_not_started():
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    with compile_ahead(k, f32, "sm_90", k.space().configs(), n_workers=1) as ahead:
+        pass
+    assert len(ahead.done) < len(k.space().configs())
+
+
+def test_a_grid_search_compiles_ahead_unless_turned_off(monkeypatch):
+    from autotune.errors import InvalidInputError
+    from autotune.measure.pipeline import workers
+    from autotune.search.tune import _ahead
+
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    assert workers() == 0  # conftest: tests with fake GPUs run no nvcc in the background
+    assert type(_ahead("grid", k, f32, "sm_90", k.space())).__name__ == "nullcontext"
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "1")
+    assert type(_ahead("tpe", k, f32, "sm_90", k.space())).__name__ == "nullcontext"
+    with _ahead("grid", k, f32, "sm_90", k.space()) as ahead:
+        assert ahead.wait(count=1, timeout=300)  # the first build ended; the rest are dropped on leaving
+    assert ahead.done[0] == k.default_config()  # the default first, as the grid measures it
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "many")
+    with pytest.raises(InvalidInputError, match="AUTOTUNE_COMPILE_WORKERS='many' is not allowed"):
+        workers()
