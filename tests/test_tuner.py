@@ -2,7 +2,7 @@ import pytest
 
 from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
-from autotune.store.key import TuningKey
+from autotune.store.key import TuningKey, tuning_key
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
 from autotune.search.tuner import search
@@ -245,9 +245,10 @@ def test_a_default_outside_the_space_is_not_measured(store, key):
     assert DEFAULT not in timer.calls and result.stopped == "exhausted" and len(timer.calls) == 4
 
 
-def test_a_sampler_that_only_repeats_itself_falls_back_to_the_space_order(store, key, monkeypatch):
-    """A sampler stuck on one config: after MAX_IDLE repeats in a row the search queues the
-    next unmeasured config itself, so --trials N still measures N configs and ends."""
+def test_a_sampler_that_only_repeats_itself_falls_back_to_random_unmeasured_configs(store, key, monkeypatch):
+    """A sampler stuck on one config: after MAX_IDLE repeats in a row the search queues an
+    unmeasured config itself (random, fixed by the seed), so --trials N still measures N
+    configs and ends."""
     import optuna
 
     from autotune.search import proposals
@@ -258,9 +259,14 @@ def test_a_sampler_that_only_repeats_itself_falls_back_to_the_space_order(store,
 
     monkeypatch.setattr("autotune.search.tuner._sampler", lambda *a: Stuck())
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=5, sampler="random")
+    result = search(key, SPACE, timer, store, n_trials=5, sampler="random", seed=7)
     assert len(timer.calls) == 5 == len(set(timer.calls)) and result.stopped == "trials"
-    assert timer.calls[2:] == [c for c in SPACE.configs() if c not in timer.calls[:2]][:3]  # in space order
+    rest = [c for c in SPACE.configs() if c not in timer.calls[:2]]
+    assert set(timer.calls[2:]) <= set(rest) and timer.calls[2:] != rest[:3]  # not the space's first corner
+    again = FakeTimer()
+    other = tuning_key("smem_pad", key.device, (64, 64), "float32")
+    search(other, SPACE, again, store, n_trials=5, sampler="random", seed=7)
+    assert again.calls == timer.calls  # the same seed, the same fallback order
     assert sum(o.status == "duplicate" for o in result.outcomes) <= 4 * proposals.MAX_IDLE
 
     exhausted = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="random", resume=True)

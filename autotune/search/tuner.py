@@ -244,6 +244,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
         with store.errors():
             seen = _earlier_trials(study, key.kernel, result)
             unmeasured = proposals.Unmeasured(space, seen)
+            fallback = unmeasured if sampler == "grid" else proposals.Shuffled(space, seen, seed)
             # the default first, in every study that lacks it; a grid then goes in the space's
             # order, one config queued at a time (a large grid starts at once)
             queue = [default] if default else []
@@ -281,7 +282,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
 
     def after_trial(study, _trial) -> None:
         """Stop at ``n_trials`` measured or an exhausted space; after :data:`proposals.MAX_IDLE`
-        proposals in a row that measured nothing, queue the next unmeasured config."""
+        proposals in a row that measured nothing, queue an unmeasured config (grid: the next)."""
         if not result.outcomes:
             return
         idle[0] = idle[0] + 1 if result.outcomes[-1].status in ("constraint", "duplicate") else 0
@@ -292,7 +293,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             result.stopped = "exhausted"
             study.stop()
         elif sampler == "grid" or idle[0] >= proposals.MAX_IDLE:
-            proposals.enqueue(study, [unmeasured.peek()], seen)
+            proposals.enqueue(study, [fallback.peek()], seen)
             idle[0] = 0
 
     status = "failed"
