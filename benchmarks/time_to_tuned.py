@@ -18,9 +18,12 @@
     autotune's sampler, several seeds) and random orders replayed against that measured table
     (a surrogate: no kernel runs during the replay) the way autotune searches (the default
     first; constraint breakers and repeats not counted); configs measured until the best so far
-    is within 2 % of the table's best, and the best-so-far curves as CSV (PNG with matplotlib).
+    is within 2 % (and 1 %, 0 %) of the table's best, and the best-so-far curves as CSV (PNG with
+    matplotlib); each sampler also without the default first (where the default is near the
+    best, measuring it first finds it at once and says nothing of the sampler).
 
     python3 benchmarks/time_to_tuned.py [--out DIR] [--quick]
+    python3 benchmarks/time_to_tuned.py --replay DIR/<date>_<gpu>_time_to_tuned_table.csv   (CPU only)
 Writes <DIR>/<date>_<gpu>_time_to_tuned.txt, ..._table.csv, ..._curves.csv, ..._curves.png.
 ``--quick`` shrinks every part (a smoke test of the script, not a result).
 """
@@ -149,10 +152,18 @@ def measured_table(db: Path) -> dict[str, float | None]:
     return {key: (ms if status == "ok" else None) for key, status, ms in rows}
 
 
-def replay(method: str, seed: int, table: dict[str, float | None], budget: int) -> list[float]:
+METHODS = {"tpe": ("tpe", True), "random": ("random", True), "tpe, no default": ("tpe", False),
+           "random, no default": ("random", False)}
+"""Replays: the sampler, and whether the kernel's default is measured first (autotune's way)."""
+THRESHOLDS = (0.02, 0.01, 0.0)
+"""Report configs measured until the best so far is within these of the table's best."""
+
+
+def replay(method: str, seed: int, table: dict[str, float | None], budget: int,
+           default_first: bool = True) -> list[float]:
     """Best-so-far median ms after each config measured, for ``method`` (``tpe`` or ``random``)
-    replayed on ``table``: the default first, as autotune does; a config outside the table
-    (breaks a constraint, or was not measured) or seen before is not counted."""
+    replayed on ``table``: the default first (``default_first``), as autotune does; a config
+    outside the table (breaks a constraint, or was not measured) or seen before is not counted."""
     import optuna
 
     from autotune.kernel.catalog import get_kernel
@@ -164,8 +175,8 @@ def replay(method: str, seed: int, table: dict[str, float | None], budget: int) 
     space = load_space(k, LARGE_SPACE)
     default = k.default_config()
     rng = np.random.default_rng(seed)
-    order = [key for key in [default.key] + list(rng.permutation(sorted(table))) if key in table]
-    order = list(dict.fromkeys(order))
+    order = [default.key] * default_first + list(rng.permutation(sorted(table)))
+    order = list(dict.fromkeys(key for key in order if key in table))
     best, curve, seen = math.inf, [], set()
 
     def measure(key: str) -> float | None:
@@ -177,12 +188,13 @@ def replay(method: str, seed: int, table: dict[str, float | None], budget: int) 
         return ms
 
     if method == "random":
-        for key in order[:budget]:  # the default first, then a random order
+        for key in order[:budget]:  # (the default first, then) a random order
             measure(key)
         return curve
     state = optuna.trial.TrialState
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
-    study.enqueue_trial(default.as_dict())
+    if default_first:
+        study.enqueue_trial(default.as_dict())
     idle = 0
     while len(curve) < min(budget, len(table)):
         trial = study.ask()
@@ -203,30 +215,38 @@ def replay(method: str, seed: int, table: dict[str, float | None], budget: int) 
     return curve
 
 
-def until_within(curve: list[float], best: float) -> int | None:
-    """Configs measured until the best so far is within :data:`WITHIN` of ``best`` (None: never)."""
-    return next((i + 1 for i, ms in enumerate(curve) if ms <= best * (1 + WITHIN)), None)
+def until_within(curve: list[float], best: float, within: float) -> int | None:
+    """Configs measured until the best so far is within ``within`` of ``best`` (None: never)."""
+    return next((i + 1 for i, ms in enumerate(curve) if ms <= best * (1 + within)), None)
 
 
 def curves(table: dict, out, stem: Path, seeds: dict[str, int], budget: int, title: str) -> None:
+    """Replay every :data:`METHODS` entry ``seeds[sampler]`` times; write the curves (CSV, PNG)
+    and log configs measured until within each of :data:`THRESHOLDS` of the table's best."""
     best = min(ms for ms in table.values() if ms is not None)
-    jobs = [(m, s) for m, n in seeds.items() for s in range(n)]
+    jobs = [(name, s) for name, (m, _) in METHODS.items() for s in range(seeds[m])]
+    args = [(METHODS[n][0], s, table, budget, METHODS[n][1]) for n, s in jobs]
     with concurrent.futures.ProcessPoolExecutor(min(len(jobs), os.cpu_count() or 1)) as pool:
-        done = dict(zip(jobs, pool.map(_replay_job, [(m, s, table, budget) for m, s in jobs])))
+        done = dict(zip(jobs, pool.map(_replay_job, args)))
     with open(f"{stem}_curves.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["method", "seed", "configs_measured", "best_so_far_ms", "pct_of_table_best"])
-        for (m, s), curve in done.items():
+        w.writerow(["method", "default_first", "seed", "configs_measured", "best_so_far_ms", "pct_of_table_best"])
+        for (name, s), curve in done.items():
             for i, ms in enumerate(curve):
-                w.writerow([m, s, i + 1, f"{ms:.6f}", f"{100 * best / ms:.3f}"])
-    log(out, f"surrogate replay against the measured table ({len(table)} configs, best {best:.4f} ms): no kernel ran; "
-             f"budget {budget} configs per replay")
-    for m in seeds:
-        counts = [until_within(done[(m, s)], best) for s in range(seeds[m])]
-        shown = ", ".join(str(c) if c else f">{budget}" for c in counts)
-        med = np.median([c if c else budget + 1 for c in counts])
-        log(out, f"  {m:6s} configs measured until within {100 * WITHIN:g}% of the table's best, per seed: {shown}; "
-                 f"median {med:g}")
+                w.writerow([METHODS[name][0], int(METHODS[name][1]), s, i + 1, f"{ms:.6f}", f"{100 * best / ms:.3f}"])
+    near = {t: sum(ms is not None and ms <= best * (1 + t) for ms in table.values()) for t in THRESHOLDS}
+    log(out, f"surrogate replay against the measured table ({len(table)} configs, best {best:.4f} ms; within 2%: "
+             f"{near[0.02]} configs, within 1%: {near[0.01]}): no kernel ran; budget {budget} configs per replay")
+    log(out, "configs measured until the best so far is within 2% / 1% / 0% of the table's best: median over seeds "
+             f"(per seed for 2%; >{budget}: not within budget)")
+    for name, (m, _) in METHODS.items():
+        medians = []
+        for t in THRESHOLDS:
+            counts = [until_within(done[(name, s)], best, t) for s in range(seeds[m])]
+            medians.append(f"{np.median([c or budget + 1 for c in counts]):g}")
+            if t == 0.02:
+                shown = ", ".join(str(c) if c else f">{budget}" for c in counts)
+        log(out, f"  {name:18s} {' / '.join(medians):16s} (2%, per seed: {shown})")
     _plot(done, best, stem, out, title)
 
 
@@ -244,19 +264,33 @@ def _plot(done: dict, best: float, stem: Path, out, title: str) -> None:
         log(out, "  (matplotlib not available here: CSV only)")
         return
     fig, ax = plt.subplots(figsize=(8, 5))
-    for m, color in (("tpe", "tab:blue"), ("random", "tab:orange")):
-        lines = [np.array([100 * best / ms for ms in c]) for (mm, _), c in done.items() if mm == m]
+    for name, color, style in (("tpe, no default", "tab:blue", "-"), ("random, no default", "tab:orange", "-"),
+                               ("tpe", "tab:blue", ":"), ("random", "tab:orange", ":")):
+        lines = [np.array([100 * best / ms for ms in c]) for (nn, _), c in done.items() if nn == name]
         n = min(map(len, lines))
-        for y in lines:
-            ax.plot(np.arange(1, len(y) + 1), y, color=color, alpha=0.15, lw=0.8)
-        ax.plot(np.arange(1, n + 1), np.median([y[:n] for y in lines], axis=0), color=color, lw=2,
-                label=f"{m} (median of {len(lines)} seeds)")
-    ax.axhline(100 * (1 - WITHIN), color="grey", ls="--", lw=1, label=f"{100 * (1 - WITHIN):g}% of the best")
+        if style == "-":
+            for y in lines:
+                ax.plot(np.arange(1, len(y) + 1), y, color=color, alpha=0.12, lw=0.7)
+        ax.plot(np.arange(1, n + 1), np.median([y[:n] for y in lines], axis=0), color=color, lw=2, ls=style,
+                label=f"{name} (median of {len(lines)} seeds)")
+    ax.axhline(100 / (1 + WITHIN), color="grey", ls="--", lw=1, label=f"within {100 * WITHIN:g}% of the best")
     ax.set(xlabel="configs measured", ylabel="best so far, % of the table's best bandwidth", xscale="log",
            ylim=(50, 101), title=title)
     ax.legend(loc="lower right")
     fig.savefig(f"{stem}_curves.png", dpi=120, bbox_inches="tight")
     log(out, f"  plot: {Path(f'{stem}_curves.png').name}")
+
+
+def replay_only(table_csv: Path, seeds: dict[str, int], budget: int) -> None:
+    """Replay a table written by an earlier run (``..._table.csv``) again, on this machine's CPU:
+    the replay runs no kernel, so it needs no GPU; writes ``<stem>_replay.txt`` and the curves."""
+    with open(table_csv) as f:
+        table = {row["config"]: float(row["median_ms"]) if row["median_ms"] else None for row in csv.DictReader(f)}
+    stem = Path(str(table_csv).removesuffix("_table.csv"))
+    with open(f"{stem}_replay.txt", "w") as out:
+        log(out, f"# replay of {table_csv.name} on the CPU of {os.uname().nodename} "
+                 f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}); the table was measured on the GPU of the run")
+        curves(table, out, stem, seeds, budget, f"smem_vec: {len(table):,} measured configs, replayed (surrogate)")
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -281,8 +315,12 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "benchmarks" / "results")))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--part", help=argparse.SUPPRESS)
+    ap.add_argument("--replay", metavar="TABLE_CSV", help="only replay a measured table (no GPU)")
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.replay:
+        replay_only(Path(a.replay), {"tpe": 8, "random": 50}, 300)
+        return
     if a.part == "kt":
         print(json.dumps(kernel_tuner(int(a.rest[0]), a.rest[1] == "1")))
         return
