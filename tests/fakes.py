@@ -97,3 +97,152 @@ class FakeMatmulBench:
         from autotune.measure.measurement import Retiming
 
         return [Retiming(c, tuple(self.ms(c) for _ in range(rounds)), self.ms(c)) for c in configs]
+
+
+# --- a fake device: memory, copies, the comparison kernels, CUDA events --------------------------
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+class Allocation(int):
+    """A device address that can be freed, like ``pycuda.driver.DeviceAllocation``."""
+
+    def free(self) -> None:
+        pass
+
+
+class FakeDriver:
+    """``pycuda.driver`` over one flat byte array: a device address is an offset into ``memory``.
+
+    ``mem_alloc`` raises :class:`FakeDriver.MemoryError` past ``size`` bytes (like a full GPU);
+    ``module_from_buffer`` gives :class:`FakeCompareModule` (the kernels of
+    ``autotune/measure/device_compare.cu``, in NumPy); ``launches`` counts its launches and
+    ``copies`` the bytes moved host to device, device to host and device to device.
+    """
+
+    class LaunchError(Exception):
+        pass
+
+    class MemoryError(Exception):
+        pass
+
+    class Context:
+        @staticmethod
+        def synchronize():
+            pass
+
+    def __init__(self, size: int = 1 << 21) -> None:
+        self.memory = np.zeros(size, np.uint8)
+        self.top = 256
+        self.launches: list[str] = []
+        self.copies = {"htod": 0, "dtoh": 0, "dtod": 0}
+
+    def mem_alloc(self, n: int) -> Allocation:
+        need = -(-n // 256) * 256
+        if self.top + need > self.memory.size:
+            raise FakeDriver.MemoryError("cuMemAlloc failed: out of memory")
+        address = Allocation(self.top)
+        self.top += need
+        return address
+
+    def memset_d8(self, address: int, value: int, n: int) -> None:
+        assert isinstance(address, int) and 0 <= value <= 255
+        self.memory[address:address + n] = value
+
+    def memcpy_htod(self, address: int, host: np.ndarray) -> None:
+        data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        self.memory[address:address + data.size] = data
+        self.copies["htod"] += data.size
+
+    def memcpy_dtoh(self, host: np.ndarray, address: int) -> None:
+        host.reshape(-1).view(np.uint8)[:] = self.memory[address:address + host.nbytes]
+        self.copies["dtoh"] += host.nbytes
+
+    def memcpy_dtod(self, dst: int, src: int, n: int) -> None:
+        self.memory[dst:dst + n] = self.memory[src:src + n].copy()
+        self.copies["dtod"] += n
+
+    def view(self, address: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+        n = math.prod(shape) * np.dtype(dtype).itemsize
+        return self.memory[address:address + n].view(dtype).reshape(shape)
+
+    def module_from_buffer(self, cubin: bytes) -> "FakeCompareModule":
+        return FakeCompareModule(self)
+
+
+class FakeCompareModule:
+    """The comparison kernels of ``device_compare.cu`` computed in NumPy on a :class:`FakeDriver`'s memory."""
+
+    def __init__(self, drv: FakeDriver) -> None:
+        self.drv = drv
+
+    def get_function(self, name: str) -> "_FakeCompare":
+        return _FakeCompare(self.drv, name)
+
+
+class _FakeCompare:
+    def __init__(self, drv: FakeDriver, name: str) -> None:
+        self.drv, self.name, self.signature = drv, name, None
+
+    def prepare(self, signature: str) -> None:
+        self.signature = signature
+
+    def prepared_call(self, grid, block, *args) -> None:
+        assert self.signature is not None and len(args) == len(self.signature)
+        self.drv.launches.append(self.name)
+        drv, name, result = self.drv, self.name, self.drv.view(int(args[-1]), (4,), np.uint64)
+        if name == "not_byte":
+            p, n, value = int(args[0]), int(args[1]), int(args[2])
+            pairs = [np.flatnonzero(drv.memory[p:p + n] != value)]
+        elif name.startswith("exact_u"):
+            size, n = int(name[7:]), int(args[2])
+            got, exp = (drv.view(int(a), (n,), f"u{size}") for a in args[:2])
+            pairs = [np.flatnonzero(got != exp)]
+        else:
+            dtype, n = np.dtype(name[len("tolerance_"):]), int(args[2])
+            g = drv.view(int(args[0]), (n,), dtype).astype(np.float64)
+            e = drv.view(int(args[1]), (n,), np.float64)
+            finite = np.isfinite(g)
+            with np.errstate(invalid="ignore"):
+                off = finite & (np.abs(g - e) > float(args[3]) + float(args[4]) * np.abs(e))
+            pairs = [np.flatnonzero(~finite), np.flatnonzero(off)]
+        for k, hits in enumerate(pairs):
+            if hits.size:
+                result[2 * k] += hits.size
+                result[2 * k + 1] = min(int(result[2 * k + 1]), int(hits[0]))
+
+
+class FakeEvent:
+    """A CUDA event of :class:`FakeClock`: records the clock's time."""
+
+    def __init__(self, clock: "FakeClock") -> None:
+        self.clock, self.at = clock, None
+
+    def record(self) -> None:
+        self.at = self.clock.now
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_since(self, start: "FakeEvent") -> float:
+        return self.at - start.at
+
+
+class FakeClock:
+    """A ``drv`` for :mod:`autotune.measure.timing`: ``Event`` reads a clock in ms that each
+    launch (``launch(ms)``) advances; ``launched`` counts launches."""
+
+    def __init__(self) -> None:
+        self.now, self.launched = 0.0, 0
+
+    def Event(self) -> FakeEvent:  # noqa: N802  (pycuda.driver's name)
+        return FakeEvent(self)
+
+    def launch(self, ms: float):
+        """A launch taking ``ms`` on the fake GPU; ``ms`` may be a callable of the launch number."""
+        def run() -> None:
+            self.now += ms(self.launched) if callable(ms) else ms
+            self.launched += 1
+        return run

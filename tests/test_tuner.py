@@ -315,3 +315,46 @@ def test_each_trial_keeps_its_time_per_phase_and_the_run_sums_them(store, key):
     assert totals["compile"] == pytest.approx(4 * PHASES_MS["compile"]) and totals["time"] == pytest.approx(
         3 * PHASES_MS["time"])
     assert totals["store"] == pytest.approx(sum(o.phases["store"] for o in result.outcomes))
+
+
+class ClockedTimer(FakeTimer):
+    """The fake landscape timed like a benchmark: CUDA events on a fake clock, with the early
+    stop of :mod:`autotune.measure.timing` (``repeats`` samples, one launch each)."""
+
+    def __init__(self, repeats: int = 30) -> None:
+        super().__init__()
+        from autotune.measure.timing import EarlyStop
+
+        from fakes import FakeClock
+
+        self.clock, self.early, self.repeats = FakeClock(), EarlyStop(), repeats
+
+    def __call__(self, config):
+        from dataclasses import replace
+
+        from autotune.measure.timing import timing
+
+        m = super().__call__(config)
+        t = timing(self.clock, self.clock.launch(m.median_ms * 100), 3, self.repeats, self.early)  # >= 0.2 ms
+        return replace(m, median_ms=t.median_ms / 100, min_ms=t.min_ms / 100, max_ms=t.max_ms / 100,
+                       launches=t.launches, early_stop=t.early_stop)
+
+
+def test_configs_stopped_early_are_measured_slower_noted_and_never_best(store, key):
+    from fakes import fake_retime
+
+    from autotune.measure.timing import PROBE
+
+    timer = ClockedTimer()
+    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", retime=fake_retime(), top_k=3, rounds=2)
+    stored = {t.config: t for t in store.key_trials(key)}
+    early = {o.config for o in result.outcomes if o.reason and o.reason.startswith("timing stopped early")}
+    assert early and result.early_stopped == len(early) < len(SPACE.configs())
+    assert all(o.status == "ok" for o in result.outcomes)  # measured, never a failure
+    for config in early:
+        assert stored[config].status == "ok" and stored[config].launches == PROBE
+        assert stored[config].reason.startswith(f"timing stopped early after {PROBE} of 30 samples")
+        assert stored[config].median_ms > result.best[1]
+    assert result.best[0] == BEST and BEST not in early and store.best(key).config == BEST
+    full = [c for c, _ in result.top(3)]
+    assert not set(full) & early and {r.config for r in result.retimings} == set(full)  # the top get re-timed

@@ -21,53 +21,11 @@ from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Check
 from autotune.measure.buffers import GUARD_BYTES, ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.reference import python_reference
-from autotune.measure.verify import EXACT_POISONS, NAN_POISON, compare, verify_outputs
+from autotune.measure.device_compare import DeviceComparer
+from autotune.measure.verify import EXACT_POISONS, NAN_POISON, Verifier, compare
 
+from fakes import FakeDriver
 from kernel_files import write_kernel
-
-
-class Allocation(int):
-    """A device address that can be freed, like ``pycuda.driver.DeviceAllocation``."""
-
-    def free(self) -> None:
-        pass
-
-
-class FakeDriver:
-    """``pycuda.driver`` over one flat byte array: a device address is an offset into ``memory``."""
-
-    class LaunchError(Exception):
-        pass
-
-    class Context:
-        @staticmethod
-        def synchronize():
-            pass
-
-    def __init__(self, size: int = 1 << 21) -> None:
-        self.memory = np.zeros(size, np.uint8)
-        self.top = 256
-
-    def mem_alloc(self, n: int) -> Allocation:
-        address = Allocation(self.top)
-        self.top += -(-n // 256) * 256
-        assert self.top <= self.memory.size, "fake device memory exhausted"
-        return address
-
-    def memset_d8(self, address: int, value: int, n: int) -> None:
-        assert isinstance(address, int) and 0 <= value <= 255
-        self.memory[address:address + n] = value
-
-    def memcpy_htod(self, address: int, host: np.ndarray) -> None:
-        data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
-        self.memory[address:address + data.size] = data
-
-    def memcpy_dtoh(self, host: np.ndarray, address: int) -> None:
-        host.reshape(-1).view(np.uint8)[:] = self.memory[address:address + host.nbytes]
-
-    def view(self, address: int, shape: tuple[int, ...], dtype) -> np.ndarray:
-        n = math.prod(shape) * np.dtype(dtype).itemsize
-        return self.memory[address:address + n].view(dtype).reshape(shape)
 
 
 REFS = '''
@@ -138,6 +96,13 @@ MINMAX = {**vector_doc("mm", "ref.py:minmax"),
                    {"name": "n", "scalar": "int32", "value": "n"}]}
 
 
+@pytest.fixture(autouse=True, params=["host", "device"])
+def compared_on(request, monkeypatch):
+    """Every verification test runs twice: compared on the host and on the (fake) device."""
+    monkeypatch.setattr(Run, "on_device", request.param == "device")
+    return request.param
+
+
 @pytest.fixture
 def folder(tmp_path):
     (tmp_path / "k.cu").write_text("// kernels run as Python functions in these tests\n")
@@ -146,7 +111,10 @@ def folder(tmp_path):
 
 
 class Run:
-    """One kernel's argument set on the fake device, its input values and its verification."""
+    """One kernel's argument set on the fake device, its input values and its verification
+    (compared on the fake device when ``on_device``, else on the host)."""
+
+    on_device = False
 
     def __init__(self, folder, doc, dims, dtype="float32", seed=0):
         self.drv = FakeDriver()
@@ -172,13 +140,36 @@ class Run:
         i = self.index(name)
         self.drv.memory[self.args.pointers[i] + offset] = value
 
-    def verify(self, body, values=None, expected=None):
+    def verifier(self, values=None, expected=None, comparer=None) -> Verifier:
         values = self.values if values is None else values
         if expected is None:
             expected = python_reference(self.kernel, self.layout, self.scalars, values)
-        verify_outputs(self.drv, lambda: body(**self.arrays()), self.args, [a.role for a, _, _ in self.layout],
-                       [a.name for a, _, _ in self.layout], [d.numpy for _, _, d in self.layout], values, expected,
-                       self.kernel.check_spec, self.dims, self.kernel.path.parent)
+        if comparer is None and Run.on_device:
+            comparer = DeviceComparer(self.drv, self.drv.module_from_buffer(b""))
+        return Verifier(self.drv, [a.role for a, _, _ in self.layout], [a.name for a, _, _ in self.layout],
+                        [d.numpy for _, _, d in self.layout], values, expected, self.kernel.check_spec, self.dims,
+                        self.kernel.path.parent, comparer)
+
+    def verify(self, body, values=None, expected=None):
+        verifier = self.verifier(values, expected)
+        before = len(self.drv.launches)
+        try:
+            verifier.verify(lambda: body(**self.arrays()), self.args)
+        except TrialFailed as failure:
+            if failure.status == "wrong_result":  # a comparison ran (and failed)
+                self.compared_where(before)
+            raise
+        else:
+            self.compared_where(before)
+        finally:
+            verifier.free()
+
+    def compared_where(self, before):
+        check = self.kernel.check_spec
+        if Run.on_device and (check.exact or check.compare == "tolerance"):
+            assert self.drv.launches[before:], "no comparison kernel ran on the device"
+        else:  # the host compared: a module:function comparison always does
+            assert not self.drv.launches[before:]
 
     def fails(self, body, **kwargs) -> TrialFailed:
         with pytest.raises(TrialFailed) as info:
@@ -455,3 +446,85 @@ def test_a_reference_that_returns_the_wrong_arrays_is_a_kernel_file_error(folder
     run = Run(folder, doc, {"n": 6 if doc["name"] == "flat" else 5})
     with pytest.raises(KernelFileError, match=message):
         python_reference(run.kernel, run.layout, run.scalars, run.values)
+
+
+# --- the comparison on the device: what crosses PCIe, fallbacks ---------------------------------
+
+
+def device_run(folder, doc, dims, dtype="float32", size=1 << 21):
+    run = Run(folder, doc, dims, dtype)
+    if size != run.drv.memory.size:
+        run.drv = FakeDriver(size)
+        run.args = ArgSet.allocate(run.drv, run.layout)
+    return run
+
+
+def test_on_the_device_inputs_stay_there_and_only_a_few_bytes_come_back(folder, compared_on):
+    if compared_on == "host":
+        pytest.skip("the device path only")
+    run = device_run(folder, TRANSPOSE, {"rows": 64, "cols": 48})
+    verifier = run.verifier()
+    uploaded = run.drv.copies["htod"]
+    out_bytes = run.args.nbytes[0]
+    assert uploaded >= run.args.nbytes[1] + out_bytes  # pristine input and reference, once
+    for _ in range(3):  # three configs verified by one benchmark
+        verifier.verify(lambda: transpose_ok(**run.arrays()), run.args)
+    # after the first upload only the comparison's 32-byte result words go up and come back
+    launches = 3 * len(EXACT_POISONS)  # each: two guards and the elements
+    assert run.drv.copies["htod"] - uploaded == 3 * launches * 32
+    assert run.drv.copies["dtoh"] == 3 * launches * 32 < out_bytes
+    assert run.drv.copies["dtod"] == 3 * len(EXACT_POISONS) * run.args.nbytes[1]  # inputs restored there
+    verifier.free()
+
+
+def test_a_device_without_room_for_the_copies_compares_on_the_host(folder, compared_on):
+    # room for the argument set and the result words, not for the pristine input or the reference
+    run = Run(folder, TRANSPOSE, {"rows": 64, "cols": 64})
+    need = ArgSet.footprint(run.layout)
+    run.drv = FakeDriver(256 + -(-need // 256) * 256 + 3 * 256 + 512)
+    run.args = ArgSet.allocate(run.drv, run.layout)
+    verifier = run.verifier(comparer=DeviceComparer(run.drv, run.drv.module_from_buffer(b"")))
+    assert all(v is None for v in verifier.pristine.values())
+    assert all(v is None for v in verifier.expected_on_device.values())
+    verifier.verify(lambda: transpose_ok(**run.arrays()), run.args)
+    assert not run.drv.launches
+    with pytest.raises(TrialFailed, match="1 of 4096 elements of out differ from the reference; first at"):
+        verifier.verify(lambda: flip_one_bit(**run.arrays()), run.args)
+
+
+def test_float16_tolerance_and_a_nan_reference_agree_on_host_and_device(folder):
+    doc = vector_doc("h", "ref.py:twice", compare="tolerance", atol=1e-3, rtol=1e-3)
+    run = Run(folder, doc, {"n": 300}, "float16")
+
+    def ok(*, y, x, **_):
+        y[...] = 2 * x
+
+    run.verify(ok)
+
+    def off(*, y, x, **_):
+        y[...] = 2 * x
+        y[17] += np.float16(0.5)
+        y[200] += np.float16(0.25)
+
+    assert "2 of 300 elements of y are off by more than atol=0.001 + rtol=0.001 * |expected|; worst at [17]" \
+        in run.fails(off).reason
+    expected = {0: 2 * run.values[1].astype(np.float64)}
+    expected[0][5] = np.nan  # a NaN expected: |got - nan| > bound is false on both sides, as in NumPy
+    run.verify(ok, expected=expected)
+
+    def inf(*, y, x, **_):
+        y[...] = 2 * x
+        y[299] = np.inf
+
+    assert "1 of 300 elements of y are not finite (unwritten?); first at [299]" in run.fails(inf).reason
+
+
+def test_the_comparer_names_what_it_takes():
+    drv = FakeDriver()
+    comparer = DeviceComparer(drv, drv.module_from_buffer(b""))
+    with pytest.raises(ValueError, match="itemsize 3 is not allowed; allowed: 1, 2, 4, 8"):
+        comparer.exact(0, 0, 1, 3)
+    with pytest.raises(ValueError, match="dtype complex64 is not allowed; allowed: float16"):
+        comparer.tolerance(0, 0, 1, "complex64", 0.0, 0.0)
+    assert comparer.not_byte(1024, 0, 0) == (0, 2**64 - 1)  # nothing to check: no launch
+    assert not drv.launches

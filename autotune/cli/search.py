@@ -179,6 +179,9 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
                   + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + " (repeats and constraint breakers are not measured and not counted)" * bool(
                       counts.get("duplicate") or counts.get("constraint")))
+        if result.early_stopped:
+            out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
+                      "(early stop)")
     for o in result.outcomes:
         if o.status not in ("ok", "constraint", "duplicate"):
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)

@@ -5,10 +5,15 @@ over the kernel model):
 
 1. Compile (:class:`~autotune.measure.compile.Compiler`), evaluate the launch geometry on the
    problem's dims, and check block, grid and shared memory against the device's limits.
-2. Verify (:mod:`autotune.measure.verify`): fresh inputs; outputs poisoned and guarded; one
-   launch; compared with the reference (:mod:`autotune.measure.reference`) by the kernel's check.
+2. Verify (:mod:`autotune.measure.verify`): the benchmark's inputs (drawn once, kept on the
+   device and restored device to device before each launch); outputs poisoned and guarded;
+   one launch per poison; compared on the device (:mod:`autotune.measure.device_compare`)
+   with the reference (:mod:`autotune.measure.reference`), computed and uploaded once per
+   benchmark (so once per measuring process of a search), by the kernel's check.
 3. Time (:mod:`autotune.measure.timing`): warm-up launches, then ``repeats`` samples between
-   CUDA events, each a batch of launches; median, min and max per launch, in ms.
+   CUDA events, each a batch of launches; median, min and max per launch, in ms; a config
+   clearly slower than the best this benchmark has timed is stopped after its first samples
+   (:class:`~autotune.measure.timing.EarlyStop`, noted in :attr:`Measurement.early_stop`).
 4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
    device-to-device ``cudaMemcpy`` moving the same bytes, and the ``bound_kernel`` (e.g.
    ``copy_row``) at its default config on the same dims, both timed the same way in the same run.
@@ -36,11 +41,12 @@ from autotune.measure.bounds import Bounds
 from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
+from autotune.measure.device_compare import DeviceComparer
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
-from autotune.measure.timing import Timing, samples, timing
-from autotune.measure.verify import verify_outputs
+from autotune.measure.timing import EarlyStop, Timing, samples, timing
+from autotune.measure.verify import Verifier
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID"]
 
@@ -108,6 +114,9 @@ class Benchmark:
         self._values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
                         if a.role != "out"}
         self._filled = False
+        self._verifier: Verifier | None = None
+        self._comparer: DeviceComparer | None = None
+        self.early = EarlyStop()
         self.bounds = Bounds(self, enabled=bounds)
 
     @property
@@ -124,6 +133,9 @@ class Benchmark:
         """The same input values in every argument set (timing on zeros can flatter a kernel)."""
         if not self._filled:
             for args in self.sets:
+                if self._verifier is not None:
+                    self._verifier.restore(args)  # device to device
+                    continue
                 for i, values in self._values.items():
                     if args.nbytes[i]:
                         self.drv.memcpy_htod(args.pointers[i], np.ascontiguousarray(values))
@@ -131,6 +143,10 @@ class Benchmark:
 
     def free(self) -> None:
         """Release the device buffers."""
+        for held in (self._verifier, self._comparer):
+            if held is not None:
+                held.free()
+        self._verifier = self._comparer = None
         for args in self.sets:
             args.free()
         self.bounds.free()
@@ -181,20 +197,35 @@ class Benchmark:
                 for a in self.kernel.args]
 
     def verify(self, compiled: CompiledKernel, grid, block, shared: int) -> None:
-        """Verify ``compiled`` on fresh inputs against the kernel's check.
+        """Verify ``compiled`` against the kernel's check, on the benchmark's inputs.
 
         Raises:
             TrialFailed: ``wrong_result``, ``launch_error`` or ``resources``.
         """
-        k, args = self.kernel, self.sets[0]
-        values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
-                  if a.role != "out"}
-        expected = self._reference(values)
-        roles, names = [a.role for a, _, _ in self.layout], [a.name for a, _, _ in self.layout]
-        verify_outputs(self.drv, self.launcher(compiled, grid, block, shared, [args]), args, roles, names,
-                       [dt.numpy for _, _, dt in self.layout], values, expected, k.check_spec, self.dim_values,
-                       k.path.parent if k.path else None)
+        args = self.sets[0]
+        self.verifier().verify(self.launcher(compiled, grid, block, shared, [args]), args)
         self._filled = False  # the verification wrote other values into the first set
+
+    def verifier(self) -> Verifier:
+        """The :class:`~autotune.measure.verify.Verifier` of this problem: made at the first
+        verification (the reference computed, inputs and reference uploaded), then kept.
+
+        Raises:
+            TrialFailed: the reference kernel fails (``launch_error``), or the comparison
+                kernels do not build (``compile_error``).
+            KernelFileError: the Python reference is broken.
+        """
+        if self._verifier is None:
+            k = self.kernel
+            expected = self._reference(self._values)
+            device_side = k.check_spec.exact or k.check_spec.compare == "tolerance"
+            if device_side and self._comparer is None:
+                self._comparer = DeviceComparer.load(self.drv, self.device.arch)
+            self._verifier = Verifier(self.drv, [a.role for a, _, _ in self.layout],
+                                      [a.name for a, _, _ in self.layout], [dt.numpy for _, _, dt in self.layout],
+                                      self._values, expected, k.check_spec, self.dim_values,
+                                      k.path.parent if k.path else None, self._comparer)
+        return self._verifier
 
     def _reference(self, values) -> dict[int, np.ndarray]:
         k = self.kernel
@@ -226,7 +257,8 @@ class Benchmark:
                 self.verify(compiled, grid, block, shared)
             with clock("time"):
                 self._fill()
-                t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats)
+                t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats,
+                           self.early)
         except TrialFailed as failure:
             failure.phases = dict(clock.ms)
             raise
@@ -236,7 +268,7 @@ class Benchmark:
                            100.0 * gbps / memcpy if gbps and memcpy else None, compiled.registers,
                            compiled.shared_bytes + shared, t.launches,
                            100.0 * gbps / copy if gbps and copy else None, compiled.occupancy, gflops,
-                           dict(clock.ms))
+                           dict(clock.ms), t.early_stop)
 
     def figures(self, ms: float) -> tuple[float | None, float | None]:
         """GB/s of the objective's bytes and GFLOP/s of its flops in ``ms`` (``None`` where not given)."""

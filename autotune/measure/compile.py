@@ -29,7 +29,7 @@ from autotune.measure.occupancy import theoretical_occupancy
 from autotune.measure.phases import PhaseClock
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin",
-           "build_cubin"]
+           "build_cubin", "cubin_of_source"]
 
 COMPILE_FLAGS: tuple[str, ...] = ("-O3",)
 """Flags besides the macros and ``-arch``; part of every stored result's key."""
@@ -174,7 +174,23 @@ def build_cubin(kernel: Kernel, config: Config, dtype: DType, arch: str,
         TrialFailed: ``compile_error`` with the first error line (failures are not cached).
         GPUUnavailableError: ``nvcc`` is not on PATH.
     """
-    source, options = kernel.source_text(), nvcc_options(kernel, config, dtype)
+    return cubin_of_source(kernel.source_text(), nvcc_options(kernel, config, dtype), arch, nvcc, kernel.function)
+
+
+def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvcc",
+                    function: str | None = None) -> tuple[bytes, dict[str, int], bool]:
+    """The cubin of CUDA ``source`` built with ``options`` for ``arch``: from the on-disk cache,
+    else ``nvcc -cubin`` and cached (what :func:`build_cubin` does for a kernel's config; also
+    the package's own helper kernels, e.g. :mod:`autotune.measure.device_compare`).
+
+    Returns:
+        ``(cubin, {"registers": int, "shared_bytes": int}, cached)``, the resources those of
+        entry point ``function`` where given (else ptxas' first report).
+
+    Raises:
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        GPUUnavailableError: ``nvcc`` is not on PATH.
+    """
     key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc))
     hit = cubin_cache.load(key)
     if hit is not None:
@@ -189,8 +205,8 @@ def build_cubin(kernel: Kernel, config: Config, dtype: DType, arch: str,
     if proc.returncode != 0:
         raise TrialFailed("compile_error", _one_line(proc.stderr))
     report = proc.stderr  # ptxas reports each entry point: take the kernel's own where there are several
-    own = re.search(rf"Compiling entry function '{re.escape(kernel.function)}'.*?(?=Compiling entry function|\Z)",
-                    report, re.S)
+    own = re.search(rf"Compiling entry function '{re.escape(function)}'.*?(?=Compiling entry function|\Z)",
+                    report, re.S) if function else None
     used = re.search(r"Used (\d+) registers", own.group(0) if own else report)
     smem = re.search(r"(\d+) bytes smem", own.group(0) if own else report)
     info = {"registers": int(used.group(1)) if used else 0, "shared_bytes": int(smem.group(1)) if smem else 0}

@@ -15,7 +15,10 @@ time limit:
 - the child dies (a segfault, ``os._exit``): ``crash``, ``process_died: ...``;
 - no answer within ``trial_timeout`` seconds: the child is killed, the trial is ``timeout``.
 
-The next request starts a fresh child (it opens the benchmark again, bounds included). The
+The child keeps its benchmark from config to config, so what a benchmark prepares once (the
+bounds, the inputs and the reference kept on the GPU for verification) is prepared once per
+child. The next request after a failure starts a fresh child (it opens the benchmark again,
+bounds, inputs and reference included). The
 child ignores SIGINT and SIGTERM (the parent acts on them: a signal cuts its wait, it kills
 the child and re-raises) and is killed by the kernel if the parent dies (Linux
 ``PR_SET_PDEATHSIG``), so it never outlives the search.

@@ -41,6 +41,9 @@ class Measurement:
             for a kernel without one, e.g. a transpose).
         phases: milliseconds spent per phase (:mod:`autotune.measure.phases`: compile, load,
             verify, time) measuring it (``None``: not recorded); not part of equality.
+        early_stop: why timing stopped after its first samples, the config being clearly
+            slower than the best so far (:class:`autotune.measure.timing.EarlyStop`; ``None``:
+            timed in full); not part of equality.
     """
 
     median_ms: float
@@ -55,6 +58,7 @@ class Measurement:
     occupancy: float | None = None
     gflops: float | None = None
     phases: Mapping[str, float] | None = field(default=None, compare=False)
+    early_stop: str | None = field(default=None, compare=False)
 
     @property
     def spread(self) -> float:

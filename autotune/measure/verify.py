@@ -13,6 +13,11 @@ untouched and each checked output must match the reference under the kernel's co
 * ``module:function``: poison ``0xFF``, then ``function(got, expected, name=, dims=)``
   returns why it fails, or ``None``.
 
+A benchmark prepares one :class:`Verifier` per problem (once per measuring process): the
+inputs and the reference stay on the device and the comparisons above run there
+(:mod:`autotune.measure.device_compare`); a ``module:function`` comparison is Python and runs
+on the host, on the output copied back. The messages are the same either way.
+
 The device is reached only through ``drv`` (``pycuda.driver``, or a fake in the tests).
 """
 
@@ -26,8 +31,9 @@ import numpy as np
 from autotune.errors import TrialFailed
 from autotune.kernel.model import Check
 from autotune.measure.buffers import GUARD_BYTES, ArgSet
+from autotune.measure.device_compare import TOLERANCE_TYPES
 
-__all__ = ["GUARD_BYTES", "EXACT_POISONS", "NAN_POISON", "verify_outputs", "compare", "load_inputs"]
+__all__ = ["GUARD_BYTES", "EXACT_POISONS", "NAN_POISON", "Verifier", "verify_outputs", "compare", "load_inputs"]
 
 EXACT_POISONS = (0xA5, 0x5A)
 NAN_POISON = 0xFF
@@ -69,31 +75,127 @@ def run_once(drv, launch: Callable[[], None]) -> None:
         raise TrialFailed(status, str(exc).splitlines()[0]) from None
 
 
-def verify_outputs(drv, launch: Callable[[], None], args: ArgSet, roles: list[str], names: list[str],
-                   dtypes: list[np.dtype], values: Mapping[int, np.ndarray], expected: Mapping[int, np.ndarray],
-                   check: Check, dims: Mapping[str, int], base: Path | None = None) -> None:
-    """Run ``launch`` once per poison of ``check`` and compare every checked output.
+class Verifier:
+    """Verification of configs of one problem, prepared once (per benchmark, i.e. per measuring
+    process): the input values and the reference stay on the device.
+
+    ``values`` are copied once into device buffers of their own (pristine inputs) and restored
+    into the argument set with a device-to-device copy before every verification launch. The
+    reference of each checked output is uploaded once (exact: as the output's dtype;
+    tolerance: as float64) and compared on the device by ``comparer``
+    (:mod:`autotune.measure.device_compare`): guards, then elements; only a count and an index
+    come back, and on a failure what the message needs (one element, or for a tolerance
+    failure the output, to name its worst element). Compared on the host, as before: a
+    ``module:function`` comparison (it is Python), any output when ``comparer`` is ``None``,
+    and an array the device has no room for (its buffer's allocation fails).
 
     Args:
-        args, roles, names, dtypes: the argument set the launch uses, and each array's role,
-            name and element type.
+        roles, names, dtypes: each array's role, name and NumPy element type.
         values: host values of the inputs, inouts and scratch arrays, by array index.
         expected: the reference of each checked output, by array index.
-        base: folder a ``module:function`` comparison's ``.py`` path is relative to.
+        check, dims: the kernel's check and the problem's dims; ``base``: the folder a
+            ``module:function`` comparison's ``.py`` path is relative to.
+    """
+
+    def __init__(self, drv, roles: list[str], names: list[str], dtypes: list[np.dtype],
+                 values: Mapping[int, np.ndarray], expected: Mapping[int, np.ndarray], check: Check,
+                 dims: Mapping[str, int], base: Path | None = None, comparer=None) -> None:
+        self.drv, self.roles, self.names, self.dtypes = drv, roles, names, dtypes
+        self.values, self.check, self.dims, self.base, self.comparer = values, check, dims, base, comparer
+        self.expected = {i: want.astype(dtypes[i]) if check.exact else want for i, want in expected.items()}
+        self._buffers: list = []
+        self.pristine = {i: self._upload(v) for i, v in values.items() if v.nbytes}
+        on_device = comparer is not None and (check.exact or (check.compare == "tolerance" and all(
+            dtypes[i].name in TOLERANCE_TYPES for i in expected)))
+        self.expected_on_device = {i: self._upload(want if check.exact else want.astype(np.float64))
+                                   for i, want in self.expected.items()} if on_device else {}
+
+    def _upload(self, host: np.ndarray):
+        """A device copy of ``host`` (``None``: no room; that array then stays on the host)."""
+        try:
+            buf = self.drv.mem_alloc(max(host.nbytes, 1))
+        except getattr(self.drv, "MemoryError", MemoryError):
+            return None
+        self._buffers.append(buf)
+        self.drv.memcpy_htod(buf, np.ascontiguousarray(host))
+        return buf
+
+    def free(self) -> None:
+        """Release the device copies."""
+        for buf in self._buffers:
+            buf.free()
+        self._buffers.clear()
+
+    def restore(self, args: ArgSet, poison: int | None = None) -> None:
+        """Put the pristine values into ``args`` (device to device); with ``poison``, first fill
+        every guarded array, guards included, with that byte."""
+        for i in range(len(self.roles)):
+            if poison is not None and args.guarded[i]:
+                self.drv.memset_d8(args.pointers[i] - GUARD_BYTES, poison, args.nbytes[i] + 2 * GUARD_BYTES)
+            if i in self.values and args.nbytes[i]:
+                if self.pristine.get(i) is not None:
+                    self.drv.memcpy_dtod(args.pointers[i], self.pristine[i], args.nbytes[i])
+                else:
+                    self.drv.memcpy_htod(args.pointers[i], np.ascontiguousarray(self.values[i]))
+
+    def verify(self, launch: Callable[[], None], args: ArgSet) -> None:
+        """Run ``launch`` (on ``args``) once per poison of the check; compare every checked output.
+
+        Raises:
+            TrialFailed: ``wrong_result`` (first mismatch, or a guard written), ``launch_error``
+                or ``resources``.
+        """
+        for poison in EXACT_POISONS if self.check.exact else (NAN_POISON,):
+            self.restore(args, poison)
+            run_once(self.drv, launch)
+            for i in self.expected:
+                reason = self._on_device(args, i, poison) if self.expected_on_device.get(i) is not None else \
+                    self._on_host(args, i, poison)
+                if reason:
+                    raise TrialFailed("wrong_result", reason)
+
+    def _on_host(self, args: ArgSet, i: int, poison: int) -> str | None:
+        want = self.expected[i]
+        got = read_output(self.drv, args, i, poison, self.names[i]).view(self.dtypes[i]).reshape(want.shape)
+        return compare(got, want, self.check, self.names[i], self.dims, self.base)
+
+    def _on_device(self, args: ArgSet, i: int, poison: int) -> str | None:
+        cmp, name, want, at = self.comparer, self.names[i], self.expected[i], args.pointers[i]
+        for side, start in (("before", at - GUARD_BYTES), ("after", at + args.nbytes[i])):
+            written, _ = cmp.not_byte(start, GUARD_BYTES, poison)
+            if written:
+                return f"wrote {written} guard bytes {side} {name}"
+        n, size = want.size, self.dtypes[i].itemsize
+        if self.check.exact:
+            count, first = cmp.exact(at, int(self.expected_on_device[i]), n, size)
+            if not count:
+                return None
+            got = np.empty(1, f"u{size}")
+            self.drv.memcpy_dtoh(got, at + first * size)
+            where = list(map(int, np.unravel_index(first, want.shape)))
+            return (f"{count} of {n} elements of {name} differ from the reference; first at {where}: "
+                    f"got 0x{int(got[0]):x}, expected 0x{int(want.reshape(-1).view(f'u{size}')[first]):x}")
+        bad, first_bad, off, _ = cmp.tolerance(at, int(self.expected_on_device[i]), n, self.dtypes[i].name,
+                                               self.check.atol, self.check.rtol)
+        if bad:
+            where = list(map(int, np.unravel_index(first_bad, want.shape)))
+            return f"{bad} of {n} elements of {name} are not finite (unwritten?); first at {where}"
+        return self._on_host(args, i, poison) if off else None  # the host names the worst element
+
+
+def verify_outputs(drv, launch: Callable[[], None], args: ArgSet, roles: list[str], names: list[str],
+                   dtypes: list[np.dtype], values: Mapping[int, np.ndarray], expected: Mapping[int, np.ndarray],
+                   check: Check, dims: Mapping[str, int], base: Path | None = None, comparer=None) -> None:
+    """One verification with a :class:`Verifier` made for it (see there), freed after.
 
     Raises:
-        TrialFailed: ``wrong_result`` (first mismatch, or a guard written), ``launch_error``
-            or ``resources``.
+        TrialFailed: as :meth:`Verifier.verify`.
     """
-    for poison in EXACT_POISONS if check.exact else (NAN_POISON,):
-        load_inputs(drv, args, roles, values, poison)
-        run_once(drv, launch)
-        for i, want in expected.items():
-            raw = read_output(drv, args, i, poison, names[i])
-            got = raw.view(dtypes[i]).reshape(want.shape)
-            reason = compare(got, want.astype(dtypes[i]) if check.exact else want, check, names[i], dims, base)
-            if reason:
-                raise TrialFailed("wrong_result", reason)
+    verifier = Verifier(drv, roles, names, dtypes, values, expected, check, dims, base, comparer)
+    try:
+        verifier.verify(launch, args)
+    finally:
+        verifier.free()
 
 
 def compare(got: np.ndarray, expected: np.ndarray, check: Check, name: str, dims: Mapping[str, int],

@@ -149,23 +149,26 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))
-        with _ahead(sampler, k, dt, bench.device.arch, space_):
+        with _ahead(sampler, k, dt, bench.device.arch, space_, trials):
             return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
                           sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
                           l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                           retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
 
 
-def _ahead(sampler: str, k, dt, arch: str, space_):
+def _ahead(sampler: str, k, dt, arch: str, space_, trials: int | None = None):
     """A grid's configs compiled ahead on every core, in the order it measures them (the
-    default, then the space's order; :mod:`autotune.measure.pipeline`); nothing for a sampler."""
+    default, then the space's order; :mod:`autotune.measure.pipeline`). A sampler's only where
+    the space holds at most ``trials`` valid configs (it will measure every one: the README's
+    main job on smem_pad's 54), in that order too; otherwise nothing."""
     import contextlib
     import itertools
 
     from autotune.measure.pipeline import compile_ahead, workers
     from autotune.search.proposals import default_config
 
-    if sampler != "grid" or workers() == 0:
+    whole = trials is not None and space_.count(trials) <= trials
+    if (sampler != "grid" and not whole) or workers() == 0:
         return contextlib.nullcontext()
     default = default_config(k.name, space_)
     return compile_ahead(k, dt, arch, itertools.chain([default] if default else [], space_.iter_configs()))

@@ -61,7 +61,9 @@ class TrialOutcome:
     ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
     breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
     ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
-    ``store`` being the whole database write.
+    ``store`` being the whole database write. An ``ok`` trial whose timing stopped early,
+    being clearly slower than the best so far, has that note as its ``reason``
+    (:class:`autotune.measure.timing.EarlyStop`): measured and slower, never a failure.
     """
 
     number: int
@@ -103,6 +105,12 @@ class SearchResult:
     def measured_count(self) -> int:
         """Configs this run measured (ok or failed; repeats and constraint breakers not)."""
         return sum(o.status not in ("constraint", "duplicate") for o in self.outcomes)
+
+    @property
+    def early_stopped(self) -> int:
+        """Configs of this run measured ``ok`` whose timing stopped early (clearly slower than the best)."""
+        return sum(o.status == "ok" and getattr(o.measurement, "early_stop", None) is not None
+                   for o in self.outcomes)
 
     @property
     def phase_totals(self) -> dict[str, float]:
@@ -396,8 +404,9 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
         flight["measured"] = True
         spent = dict(m.phases or {})
         started = time.perf_counter()
-        store.record_trial(search_id, number, config, status="ok", measurement=m, phases=spent)
-        outcome = TrialOutcome(number, config, "ok", measurement=m, phases=spent)
+        early = getattr(m, "early_stop", None)  # a note: timed until clearly slower than the best so far
+        store.record_trial(search_id, number, config, status="ok", measurement=m, phases=spent, reason=early)
+        outcome = TrialOutcome(number, config, "ok", measurement=m, reason=early, phases=spent)
     spent["store"] = (time.perf_counter() - started) * 1e3  # the whole write, its commit included
     flight["stored"] = True
     seen[config] = outcome

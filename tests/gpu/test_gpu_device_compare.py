@@ -1,0 +1,68 @@
+"""The comparison kernels (autotune/measure/device_compare.cu) on the GPU give what the NumPy
+model of tests/fakes.py gives (the model tests/test_verify.py checks against the host messages):
+counts and first indices of written guard bytes, of differing raw words, of non-finite elements
+and of elements off the tolerance, for every element type, on arrays of odd sizes with planted
+differences (NaN payloads, signed zeros, infinities, an element off by one ulp)."""
+
+import numpy as np
+import pytest
+
+from autotune.measure.device import cuda_driver, open_device
+from autotune.measure.device_compare import TOLERANCE_TYPES, DeviceComparer
+
+from fakes import FakeDriver
+
+pytestmark = pytest.mark.gpu
+
+SIZES = (1, 1000, 1_000_003)
+
+
+def pair(dtype: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """An expected array and a copy with planted differences."""
+    dt = np.dtype(dtype)
+    want = (rng.uniform(-4, 4, n) if dt.kind == "f" else rng.integers(-100, 100, n)).astype(dt)
+    got = want.copy()
+    if n > 10:
+        raw = got.view(f"u{dt.itemsize}")
+        raw[n // 3] ^= 1  # one ulp (or one unit)
+        if dt.kind == "f":
+            got[7], want[7] = np.nan, np.nan
+            raw[7] ^= 2  # another NaN payload
+            got[n - 1] = np.inf
+            got[5], want[5] = -0.0, 0.0
+            got[n // 2] = want[n // 2] + dt.type(1)  # off the tolerance
+    return want, got
+
+
+def run(drv, comparer, want: np.ndarray, got: np.ndarray) -> dict:
+    pointers = []
+    for host in (got, want, want.astype(np.float64)):
+        buf = drv.mem_alloc(max(host.nbytes, 1))
+        drv.memcpy_htod(buf, host)
+        pointers.append(buf)
+    g, w, w64 = (int(p) for p in pointers)
+    out = {"exact": comparer.exact(g, w, want.size, want.itemsize),
+           "bytes": comparer.not_byte(g, got.nbytes, 0x5A)}
+    if want.dtype.name in TOLERANCE_TYPES:
+        out["tolerance"] = comparer.tolerance(g, w64, want.size, want.dtype.name, 1e-6, 1e-3)
+    for p in pointers:
+        p.free()
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64"])
+def test_the_gpu_kernels_count_what_the_model_counts(dtype):
+    rng = np.random.default_rng(0)
+    drv = cuda_driver()
+    with open_device(0) as device:
+        comparer = DeviceComparer.load(drv, device.arch)
+        try:
+            for n in SIZES:
+                want, got = pair(dtype, n, rng)
+                fake = FakeDriver(1 << 25)
+                model = run(fake, DeviceComparer(fake, fake.module_from_buffer(b"")), want, got)
+                assert run(drv, comparer, want, got) == model, (dtype, n)
+                if n > 10:
+                    assert model["exact"][0] >= 1 and model["bytes"][0] > 0
+        finally:
+            comparer.free()
