@@ -2,7 +2,7 @@
 //
 // Tunables (compile-time macros, set with -D by autotune; the defaults here are only for
 // compiling a file by hand):
-//   ELEM_T      element type (float, double, int, __half, double2, ...): 1, 2, 4, 8 or 16 bytes
+//   ELEM_T      element type (float, double, int, __half, ...)
 //   TILE_DIM    a block is TILE_DIM x BLOCK_ROWS threads and moves TILE_DIM x TILE_DIM tiles
 //   BLOCK_ROWS  each thread moves TILE_DIM / BLOCK_ROWS elements of each tile
 //   UNROLL      tiles per block, side by side along the direction threadIdx.x runs
@@ -64,27 +64,6 @@
 #endif
 
 typedef ELEM_T elem_t;
-
-// Raw words of each element size: a transpose never looks at values, so elements are moved
-// as words of their size. 16-byte elements (complex128) go through shared memory as two
-// 8-byte parts (part_t, PARTS = 2), so a tile of them needs no more shared memory than one
-// of 8-byte elements and every config of a space fits for every dtype.
-template <int N> struct word_of;
-template <> struct word_of<1> { typedef unsigned char type; };
-template <> struct word_of<2> { typedef unsigned short type; };
-template <> struct word_of<4> { typedef unsigned int type; };
-template <> struct word_of<8> { typedef unsigned long long type; };
-template <> struct word_of<16> { typedef uint4 type; };
-typedef word_of<sizeof(elem_t)>::type word_t;
-typedef word_of<(sizeof(elem_t) > 8 ? 8 : sizeof(elem_t))>::type part_t;
-constexpr int PARTS = (int)(sizeof(elem_t) / sizeof(part_t));
-static_assert(sizeof(elem_t) == 1 || sizeof(elem_t) == 2 || sizeof(elem_t) == 4 || sizeof(elem_t) == 8 ||
-              sizeof(elem_t) == 16, "ELEM_T must be of 1, 2, 4, 8 or 16 bytes");
-
-// Batches and views: the input of matrix blockIdx.z starts ``batch_stride`` elements after
-// the previous one and its rows are ``ld`` elements apart (ld >= cols); the output is
-// contiguous, matrix z at z * rows * cols. The kernel files' defaults (ld = cols,
-// batch_stride = rows * cols, one matrix) are the contiguous 2-D problem a search tunes.
 
 #if COLUMNWISE
 #define BLOCK_TILE_ROWS (TILE_DIM * UNROLL)

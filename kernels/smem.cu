@@ -4,9 +4,9 @@
 // row so consecutive rows start in different banks. A block moves UNROLL tiles that lie
 // side by side along the input rows (smem, smem_pad: UNROLL 1; smem_unroll_pad: tunable).
 // Elements are moved as words of their size; 16-byte ones as two 8-byte parts, one pass
-// each (common.cuh: part_t, PARTS), so the tile never outgrows one of 8-byte elements.
-// Batches (blockIdx.z) and row-pitched input views (ld): common.cuh.
-#include "common.cuh"
+// each (words.cuh: part_t, PARTS), so the tile never outgrows one of 8-byte elements.
+// Batches (blockIdx.z) and row-pitched input views (ld): words.cuh.
+#include "words.cuh"
 
 #if COLUMNWISE
 #error "the shared-memory transpose reads rows: COLUMNWISE must be 0"

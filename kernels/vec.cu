@@ -16,12 +16,12 @@
 //
 // Elements are moved as raw words of their size (a transpose never looks at values);
 // 16-byte ones pass through the shared tile as two 8-byte parts, one after the other
-// (common.cuh: part_t, PARTS), so the tile is never larger than one of 8-byte elements.
+// (words.cuh: part_t, PARTS), so the tile is never larger than one of 8-byte elements.
 // Any rows x cols: vectors are used when both row lengths, the input's row pitch and batch
 // stride are multiples of VEC and both pointers are 16-byte aligned; otherwise the same
 // tiles are moved element by element, bounds-checked, consecutive threads on consecutive
-// elements (coalesced scalar accesses). Batches and row-pitched views: common.cuh.
-#include "common.cuh"
+// elements (coalesced scalar accesses). Batches and row-pitched views: words.cuh.
+#include "words.cuh"
 
 #ifndef TILES
 #define TILES 1
