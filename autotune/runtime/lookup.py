@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Mapping
@@ -99,6 +100,9 @@ def clear_cache() -> None:
     stays."""
     with _lock:
         _cache.clear()
+    for module, clear in (("autotune.runtime.launch", "clear_launchers"), ("autotune.runtime.transpose", "clear_prepared")):
+        if module in sys.modules:  # launches made with the old answers go too (imported: no cycle)
+            getattr(sys.modules[module], clear)()
     with _open_lock:
         for store in _stores.values():
             store.close()
