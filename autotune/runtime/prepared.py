@@ -34,7 +34,7 @@ class PreparedTranspose:
     """
 
     __slots__ = ("launcher", "pitched", "matrix_bytes", "_function", "_grid", "_block", "_shared", "_argv",
-                 "_out", "_src", "_ld", "_batch_stride", "_name", "_itemsize")
+                 "_out", "_src", "_ld", "_batch_stride", "_name", "_itemsize", "_slots")
 
     def __init__(self, launcher: Launcher, itemsize: int) -> None:
         k = launcher.kernel
@@ -48,7 +48,8 @@ class PreparedTranspose:
         self._out, self._src = slots[arrays[0]], slots[arrays[1]]
         self._ld, self._batch_stride = slots.get("ld"), slots.get("batch_stride")
         self.pitched = self._ld is not None and self._batch_stride is not None
-        self._argv = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(v) for v in slots.values()])
+        self._slots = list(slots.values())  # argv points into these: they live as long as it does
+        self._argv = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(v) for v in self._slots])
         rows, cols = launcher.dims[0][1], launcher.dims[1][1]
         self.matrix_bytes, self._itemsize = rows * cols * itemsize, itemsize
 

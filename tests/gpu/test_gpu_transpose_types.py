@@ -23,7 +23,8 @@ def _random_bytes(torch, shape, dtype, seed=0):
 
 
 def _bytes(torch, t):
-    return t.contiguous().view(torch.uint8) if t.dtype != torch.bool else t.contiguous().to(torch.uint8)
+    flat = t.contiguous().reshape(-1)  # (a 1-column view's strides would not allow .view(uint8))
+    return flat.view(torch.uint8) if t.dtype != torch.bool else flat.to(torch.uint8)
 
 
 @pytest.mark.parametrize("dtype", TORCH_TYPES)
