@@ -1,5 +1,5 @@
 // Vectorized shared-memory transpose. Every thread moves 16-byte vectors (VEC = 16 /
-// sizeof(element): 4 floats, 2 doubles, 8 halves, 16 bytes, one complex128), so each warp-wide load or
+// sizeof(element): 4 floats, 2 doubles, 8 halves, 16 bytes; two complex128 in 32 bytes), so each warp-wide load or
 // store is one 128-bit access per thread (LDG.E.128 / STG.E.128) where a scalar kernel
 // needs VEC of them: a quarter of the memory instructions for float32, a sixteenth for
 // 8-bit types, whose 1-byte scalar accesses cannot keep the memory system busy.
@@ -40,33 +40,41 @@
 #error "STREAMING must be 0 or 1"
 #endif
 
-constexpr int VEC_BYTES = 16;
+// A thread moves 16 bytes per row (16-byte elements: 32 bytes, two elements, so that a block
+// row has TILE_DIM / 2 threads and every config's block fits for every element size), as
+// NQ 128-bit accesses.
+constexpr int VEC_BYTES = sizeof(word_t) > 8 ? 32 : 16;
+constexpr int NQ = VEC_BYTES / 16;
 constexpr int VEC = VEC_BYTES / (int)sizeof(word_t);
 constexpr int TX = TILE_DIM / VEC;                 // threads along a tile row
 constexpr int PER_THREAD = TILE_DIM / BLOCK_ROWS;  // vectors a thread moves per tile
 static_assert(TILE_DIM % VEC == 0, "TILE_DIM must be a multiple of 16 / sizeof(element)");
 
 union vec_t {
-    uint4 raw;
+    uint4 raw[NQ];
     word_t e[VEC];
     part_t part[VEC * PARTS];  // element e's part p: part[e * PARTS + p]
 };
 
-__device__ __forceinline__ uint4 load_vec(const word_t *p)
+__device__ __forceinline__ void load_vec(vec_t &v, const word_t *p)
 {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
 #if STREAMING
-    return __ldcs(reinterpret_cast<const uint4 *>(p));
+        v.raw[q] = __ldcs(reinterpret_cast<const uint4 *>(p) + q);
 #else
-    return __ldg(reinterpret_cast<const uint4 *>(p));
+        v.raw[q] = __ldg(reinterpret_cast<const uint4 *>(p) + q);
 #endif
 }
 
-__device__ __forceinline__ void store_vec(word_t *p, uint4 v)
+__device__ __forceinline__ void store_vec(word_t *p, const vec_t &v)
 {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
 #if STREAMING
-    __stcs(reinterpret_cast<uint4 *>(p), v);
+        __stcs(reinterpret_cast<uint4 *>(p) + q, v.raw[q]);
 #else
-    *reinterpret_cast<uint4 *>(p) = v;
+        reinterpret_cast<uint4 *>(p)[q] = v.raw[q];
 #endif
 }
 
@@ -80,7 +88,7 @@ __device__ __forceinline__ void load_tile(vec_t (&v)[PER_THREAD], const word_t *
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned r = row0 + threadIdx.y + j * BLOCK_ROWS;
         if (r < R && c < C)  // C % VEC == 0: a vector is wholly inside or outside
-            v[j].raw = load_vec(in + (size_t)r * ld + c);
+            load_vec(v[j], in + (size_t)r * ld + c);
     }
 }
 
@@ -116,7 +124,7 @@ __device__ __forceinline__ void store_tile(word_t *__restrict__ out, const vec_t
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned orow = col0 + threadIdx.y + j * BLOCK_ROWS;
         if (orow < C && ocol < R)  // R % VEC == 0
-            store_vec(out + (size_t)orow * R + ocol, w[j].raw);
+            store_vec(out + (size_t)orow * R + ocol, w[j]);
     }
 }
 
@@ -158,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem
     const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_) + (size_t)blockIdx.z * batch_stride;
     const unsigned tiles = ((R + TILE_DIM - 1) / TILE_DIM) * ((C + TILE_DIM - 1) / TILE_DIM);
     const bool vectors = C % VEC == 0 && R % VEC == 0 && ld % VEC == 0 && batch_stride % VEC == 0 &&
-                         ((size_t)in_ | (size_t)out_) % VEC_BYTES == 0;
+                         ((size_t)in_ | (size_t)out_) % 16 == 0;
 
     unsigned t = blockIdx.x * TILES;
     if (t >= tiles)

@@ -45,6 +45,12 @@ def layout_of(view: View, what: str = "input") -> Layout:
             matrices (named in elements, with what is allowed).
     """
     shape, strides = view.shape, view.strides
+    if len(shape) == 2:  # the common case, short
+        rows, cols = shape
+        if cols > 1 and strides[1] != 1:
+            raise _refuse(view, what, "the columns must be adjacent elements (stride 1)")
+        ld = strides[0] if rows > 1 else cols
+        return Layout((), rows, cols, ld, 1, 0, ld == cols)
     if len(shape) < 2:
         raise InvalidInputError(f"{what} has {len(shape)} dimension{'s' * (len(shape) != 1)} {tuple(shape)}; "
                                 "allowed: 2 or more, (..., rows, cols)")

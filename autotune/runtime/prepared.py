@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 
+from autotune.errors import AutotuneError
 from autotune.kernel.model import Array
 from autotune.runtime import driver
 from autotune.runtime.launch import CTYPES, Launcher
@@ -33,15 +34,14 @@ class PreparedTranspose:
         matrix_bytes: bytes of one rows x cols output matrix.
     """
 
-    __slots__ = ("launcher", "pitched", "matrix_bytes", "_function", "_grid", "_block", "_shared", "_argv",
-                 "_out", "_src", "_ld", "_batch_stride", "_name", "_itemsize", "_slots")
+    __slots__ = ("launcher", "pitched", "matrix_bytes", "_argv", "_out", "_src", "_ld", "_batch_stride", "_name",
+                 "_itemsize", "_slots", "_launch", "_grid_z", "_stream", "_call")
 
     def __init__(self, launcher: Launcher, itemsize: int) -> None:
         k = launcher.kernel
         self.launcher = launcher
-        self._function, self._block, self._shared, self._name = (launcher.function, launcher.block,
-                                                                 launcher.shared, k.name)
-        self._grid = list(launcher.grid)
+        self._name = k.name
+        self._launch = driver.libcuda().cuLaunchKernel
         slots = {a.name: (ctypes.c_void_p() if isinstance(a, Array) else CTYPES[a.ctype](launcher.scalars[a.name].value))
                  for a in k.args}
         arrays = [a.name for a in k.args if isinstance(a, Array)]
@@ -52,6 +52,13 @@ class PreparedTranspose:
         self._argv = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(v) for v in self._slots])
         rows, cols = launcher.dims[0][1], launcher.dims[1][1]
         self.matrix_bytes, self._itemsize = rows * cols * itemsize, itemsize
+        # cuLaunchKernel's arguments as ctypes objects made once (none is converted per call);
+        # grid z and the stream are refilled per call
+        (gx, gy, _), (bx, by, bz) = launcher.grid, launcher.block
+        self._grid_z, self._stream = ctypes.c_uint(1), ctypes.c_void_p()
+        self._call = (ctypes.c_void_p(launcher.function), ctypes.c_uint(gx), ctypes.c_uint(gy), self._grid_z,
+                      ctypes.c_uint(bx), ctypes.c_uint(by), ctypes.c_uint(bz), ctypes.c_uint(launcher.shared),
+                      self._stream, self._argv, None)
 
     def __call__(self, out: int, src: int, ld: int, batch: int, batch_stride: int, stream: int) -> None:
         """Transpose ``batch`` matrices at device address ``src`` (rows ``ld`` elements apart,
@@ -64,8 +71,11 @@ class PreparedTranspose:
         if self.pitched:
             self._ld.value = ld
             self._batch_stride.value = batch_stride
+        self._stream.value = stream or None
         for first in range(0, batch, MAX_GRID_Z):
             self._out.value = out + first * self.matrix_bytes
             self._src.value = src + first * batch_stride * self._itemsize
-            self._grid[2] = min(MAX_GRID_Z, batch - first)
-            driver.launch(self._function, self._grid, self._block, self._shared, stream, self._argv, self._name)
+            self._grid_z.value = min(MAX_GRID_Z, batch - first)
+            status = self._launch(*self._call)
+            if status != 0:
+                raise AutotuneError(f"cuLaunchKernel of {self._name} failed with CUDA error {status}")

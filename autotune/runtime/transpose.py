@@ -10,6 +10,7 @@ load; PyCUDA still reads the device's identity once per process).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from autotune.errors import InvalidInputError
@@ -25,6 +26,7 @@ __all__ = ["transpose", "transpose_plan", "clear_prepared"]
 
 _prepared: dict[tuple, PreparedTranspose] = {}
 _kernels: dict = {}  # the caller's kernel argument -> the checked Kernel
+_torch_devices: dict = {}  # CUDA ordinal -> torch.device
 _lock = threading.Lock()
 
 
@@ -69,7 +71,8 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, s
             ``stream``.
         GPUUnavailableError: no current CUDA context.
     """
-    _kernel(kernel)  # a kernel that is not a transpose is refused first (a dict lookup once checked)
+    if type(kernel) is not str or kernel not in _kernels:
+        _kernel(kernel)  # a kernel that is not a transpose is refused first (then a dict lookup)
     v = view_of(a)
     lay = layout_of(v)
     if lay.rows > MAX_DIM or lay.cols > MAX_DIM:
@@ -83,7 +86,7 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, s
         out, target = _empty(a, v, lay)
     else:
         target = _out_pointer(out, v, lay)
-    s = stream_handle(stream, a, v.kind)
+    s = stream_handle(stream, a, v.kind, v.device)
     if copy:
         if target != v.pointer:
             driver.copy_async(target, v.pointer, lay.batch * lay.rows * lay.cols * v.itemsize, s)
@@ -153,9 +156,10 @@ def _empty(like, v: View, lay: Layout):
     """A new contiguous ``(..., cols, rows)`` array of ``like``'s kind and element type, and its address."""
     shape = (*lay.lead, lay.cols, lay.rows)
     if v.kind == "torch":
-        import torch
-
-        t = torch.empty(shape, dtype=v.native, device=like.device)
+        device = _torch_devices.get(v.device)
+        if device is None:
+            device = _torch_devices[v.device] = like.device
+        t = _torch_empty()(shape, dtype=v.native, device=device)
         return t, t.data_ptr()
     if v.kind == "cupy":
         import cupy
@@ -167,6 +171,13 @@ def _empty(like, v: View, lay: Layout):
 
     g = gpuarray.empty(shape, v.native)
     return g, int(g.gpudata)
+
+
+@functools.cache
+def _torch_empty():
+    import torch
+
+    return torch.empty
 
 
 def _out_pointer(out, v: View, lay: Layout) -> int:

@@ -16,6 +16,7 @@ from autotune.errors import InvalidInputError
 __all__ = ["View", "view_of", "kind_of"]
 
 _TORCH_TYPES: dict = {}  # torch.dtype -> (name, itemsize)
+_READERS: dict = {}  # type -> the function reading its instances
 
 
 class View:
@@ -29,13 +30,15 @@ class View:
         kind: ``"torch"``, ``"cupy"``, ``"pycuda"`` or ``"cai"`` (another exporter).
         readonly: the exporter marked the memory read-only.
         native: the element type object of the caller's library (to allocate a result).
+        device: the CUDA ordinal (PyTorch and CuPy; -1 for other kinds).
     """
 
-    __slots__ = ("pointer", "shape", "strides", "itemsize", "type_name", "kind", "readonly", "native")
+    __slots__ = ("pointer", "shape", "strides", "itemsize", "type_name", "kind", "readonly", "native", "device")
 
-    def __init__(self, pointer, shape, strides, itemsize, type_name, kind, readonly, native) -> None:
+    def __init__(self, pointer, shape, strides, itemsize, type_name, kind, readonly, native, device=-1) -> None:
         self.pointer, self.shape, self.strides, self.itemsize = pointer, shape, strides, itemsize
         self.type_name, self.kind, self.readonly, self.native = type_name, kind, readonly, native
+        self.device = device  # CUDA ordinal where the library tells (torch, CuPy), else -1
 
 
 def kind_of(obj) -> str:
@@ -53,13 +56,11 @@ def view_of(obj, what: str = "input") -> View:
             interface), is empty or masked, or its elements or strides are not allowed;
             ``what`` names it.
     """
-    kind = kind_of(obj)
-    if kind == "torch":
-        view = _torch(obj, what)
-    elif kind == "cupy":
-        view = _cupy(obj, what)
-    else:
-        view = _cai(obj, what, kind)
+    reader = _READERS.get(type(obj))
+    if reader is None:
+        kind = kind_of(obj)
+        reader = _READERS[type(obj)] = _torch if kind == "torch" else _cupy if kind == "cupy" else _cai
+    view = reader(obj, what)
     if 0 in view.shape:
         raise InvalidInputError(f"{what} of shape {'x'.join(map(str, view.shape))} is empty")
     if view.itemsize not in (1, 2, 4, 8, 16):
@@ -69,22 +70,24 @@ def view_of(obj, what: str = "input") -> View:
 
 
 def _torch(t, what: str) -> View:
-    if not t.is_cuda:
+    device = t.get_device()
+    if device < 0:
         raise InvalidInputError(f"{what} is a PyTorch tensor on {t.device}; allowed: a CUDA tensor")
     dt = t.dtype
     info = _TORCH_TYPES.get(dt)
     if info is None:
         info = _TORCH_TYPES[dt] = (str(dt).removeprefix("torch."), t.element_size())
-    return View(t.data_ptr(), tuple(t.shape), t.stride(), info[1], info[0], "torch", False, dt)
+    return View(t.data_ptr(), tuple(t.shape), t.stride(), info[1], info[0], "torch", False, dt, device)
 
 
 def _cupy(a, what: str) -> View:
     dt = a.dtype
     size = dt.itemsize
-    return View(a.data.ptr, a.shape, _elements(a.strides, size, a.shape, what), size, dt.name, "cupy", False, dt)
+    return View(a.data.ptr, a.shape, _elements(a.strides, size, a.shape, what), size, dt.name, "cupy", False, dt,
+                a.device.id)
 
 
-def _cai(obj, what: str, kind: str) -> View:
+def _cai(obj, what: str) -> View:
     import numpy as np
 
     try:
@@ -106,7 +109,7 @@ def _cai(obj, what: str, kind: str) -> View:
         strides = _elements(strides, dt.itemsize, shape, what)
     name = f"raw {dt.itemsize}-byte words" if dt.kind == "V" else dt.name
     pointer, readonly = cai["data"]
-    return View(int(pointer or 0), shape, tuple(strides), dt.itemsize, name, kind, bool(readonly), dt)
+    return View(int(pointer or 0), shape, tuple(strides), dt.itemsize, name, kind_of(obj), bool(readonly), dt)
 
 
 def _elements(strides, itemsize: int, shape, what: str) -> tuple[int, ...]:
