@@ -1,35 +1,53 @@
 """Transpose against its peers on one GPU, in one run: memcpy, PyTorch, CuPy, the classic
-padded 32x8 shared-memory kernel, and autotune's tuned best.
+padded 32x8 shared-memory kernel, and ``autotune.transpose``; then the host cost of a call,
+of ``import autotune`` and of the first call of a process.
 
-For each dtype and shape, every method moves the same C-contiguous rows x cols input into
-a cols x rows output (memcpy: a same-size device-to-device copy, the bound), timed with
-CUDA events on the default stream. The launches of a batch are queued behind a GPU sleep
-(``torch.cuda._sleep``) 1.5 times as long as Python took to queue the same batch, so the
-events time the GPU's back-to-back work, not Python's launch overhead; each figure is the
-median over BATCHES batches of the mean time per launch. Effective bandwidth GB/s = 2 * rows * cols * itemsize / time (read + write).
+For each dtype and shape, every method moves the same ``(..., rows, cols)`` input into a
+contiguous ``(..., cols, rows)`` output (memcpy: a same-size device-to-device copy, the
+bound), timed with CUDA events on the default stream. The launches of a batch are queued
+behind a GPU sleep (``torch.cuda._sleep``) 1.5 times as long as Python took to queue the same
+batch, so the events time the GPU's back-to-back work, not Python's launch overhead; each
+figure is the median over BATCHES batches of the mean time per launch. Effective bandwidth
+GB/s = 2 * elements * itemsize / time (read + write). Inputs are random bytes (any bit
+pattern), every output is checked bit for bit against PyTorch's ``x.mT.contiguous()`` once
+before timing. For a 1-row or 1-column input PyTorch's ``x.mT`` is already contiguous, so
+its column times ``x.mT.clone(memory_format=torch.contiguous_format)`` (a copy) instead.
 
-Every output is checked against NumPy once before timing. Ours is ``autotune.transpose``
-(kernel ``smem_vec``) with the config that ``autotune.lookup`` gives for the shape and dtype
-from the tuned database (``--db``): the table says which rung of the lookup ladder served it.
-The classic kernel is ``smem_pad`` at its default config (TILE_DIM=32, BLOCK_ROWS=8, IPAD=1).
+Ours is ``autotune.transpose`` (kernel ``smem_vec``) with the config ``autotune.lookup`` gives
+from ``--db`` (the table says which rung served it: ``default`` where the database holds
+nothing for the shape); dtypes outside the catalog are moved as words of their size with the
+canonical dtype's config; a 1-row or 1-column input is a ``cuMemcpyDtoDAsync``. The classic
+kernel is ``smem_pad`` at its default config (TILE_DIM=32, BLOCK_ROWS=8, IPAD=1).
 
-    python3 benchmarks/transpose_vs_peers.py --db sqlite:///tuned.db [--dtypes float32,...] [--sizes ...]
+Host time per call: the mean over 200 calls (median of 15 runs) of Python's time for one
+call, the GPU kept busy so nothing waits on it. ``import autotune`` and the first call
+(``autotune.transpose`` of a 64x64 float32 tensor, torch already imported and the tensor
+made, the on-disk cubin cache warm) are timed in fresh processes, median of 5.
+
+    python3 benchmarks/transpose_vs_peers.py --db sqlite:///tuned.db [--dtypes ...] [--sizes ...] [--only host]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
-import numpy as np
-
 BATCHES = 7
-WORK_PER_BATCH_S = 0.02
-SHAPES = [(4096, 4096), (8192, 8192), (16384, 16384), (8192, 16384), (5000, 7001)]
-DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64"]
+CALLS, CALL_RUNS = 200, 15
+WORK_PER_BATCH_S = 0.01
+SHAPES = [(8192, 8192), (5000, 7001), (3, 4093, 4099), (64, 512, 512),
+          (1, 1 << 22), (1 << 22, 1)]
+EXTRA_SHAPES = [(8192, 8192), (5000, 7001), (1, 1 << 22)]
+DTYPES = ["int8", "float16", "float32", "float64", "complex128"]  # one per element size: every shape
+EXTRA_DTYPES = ["bool", "float8_e4m3fn", "bfloat16", "complex64"]  # moved as words: EXTRA_SHAPES
+METHODS = ("memcpy (device to device)", "torch x.mT.contiguous()", "cupy ascontiguousarray(x.mT)",
+           "classic smem_pad 32x8", "autotune.transpose")
 
 
 def _timer(torch):
@@ -67,109 +85,187 @@ def _launches(ms_estimate: float) -> int:
     return int(min(200, max(10, WORK_PER_BATCH_S * 1e3 / max(ms_estimate, 1e-3))))
 
 
+def _random(torch, shape, dtype):
+    """A CUDA tensor of ``dtype`` whose bytes are random."""
+    dt = getattr(torch, dtype)
+    size = torch.empty((), dtype=dt).element_size()
+    raw = torch.randint(0, 256, (*shape[:-1], shape[-1] * size), dtype=torch.uint8, device="cuda")
+    return (raw & 1).bool() if dtype == "bool" else raw.view(dt)
+
+
+def _bytes(torch, t):
+    flat = t.contiguous().reshape(-1)
+    return flat.view(torch.uint8) if t.dtype != torch.bool else flat.to(torch.uint8)
+
+
 def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic):
-    xc = cupy.asarray(x)
     nbytes = x.numel() * x.element_size()
+    cupy_t = None  # CuPy has no bfloat16 or float8 (it would see raw words, which torch cannot read back)
+    if x.dtype not in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        xc = cupy.from_dlpack(x)
+        cupy_t = lambda: cupy.ascontiguousarray(xc.swapaxes(-1, -2))  # noqa: E731
     return {
-        "memcpy (device to device)": lambda: cupy.cuda.runtime.memcpyAsync(y.data_ptr(), x.data_ptr(), nbytes, 3,
-                                                                          0) and None,
-        "torch x.t().contiguous()": lambda: x.t().contiguous(),
-        "cupy ascontiguousarray(x.T)": lambda: cupy.ascontiguousarray(xc.T),
-        "classic smem_pad 32x8": lambda: autotune.transpose(x, kernel="smem_pad", out=y, db=db_classic),
-        "autotune smem_vec (tuned)": lambda: autotune.transpose(x, out=y, db=db_tuned),
+        METHODS[0]: lambda: cupy.cuda.runtime.memcpyAsync(y.data_ptr(), x.data_ptr(), nbytes, 3, 0) and None,
+        # a 1-row or 1-column x.mT is already contiguous: .contiguous() would copy nothing
+        METHODS[1]: (lambda: x.mT.contiguous()) if min(x.shape[-2:]) > 1 else (
+            lambda: x.mT.clone(memory_format=torch.contiguous_format)),
+        METHODS[2]: cupy_t,
+        METHODS[3]: lambda: autotune.transpose(x, kernel="smem_pad", out=y, db=db_classic),
+        METHODS[4]: lambda: autotune.transpose(x, out=y, db=db_tuned),
     }
 
 
 def _check(name, fn, torch, ref) -> None:
     got = fn()
     torch.cuda.synchronize()
-    if got is not None and not torch.equal(torch.as_tensor(got, device="cuda"), ref):
+    if got is not None and not torch.equal(_bytes(torch, torch.as_tensor(got, device="cuda")), _bytes(torch, ref)):
         raise SystemExit(f"{name} gave a wrong transpose")
 
 
-def run(dtypes, shapes, db_tuned) -> list[dict]:
+def run(cases, db_tuned) -> None:
     import cupy
     import torch
 
     import autotune
+    from autotune.runtime.transpose import transpose_plan
 
     db_classic = f"sqlite:///{tempfile.mkdtemp()}/empty.db"
     per_launch_ms = _timer(torch)
-    rows_out = []
-    for dtype in dtypes:
-        for rows, cols in shapes:
-            a = torch.from_numpy((np.random.default_rng(0).standard_normal((rows, cols)) * 100).astype(dtype))
-            x = a.cuda()
-            y = torch.empty((cols, rows), dtype=x.dtype, device="cuda")
-            ref = x.t().contiguous()
-            methods = _methods(torch, cupy, autotune, x, y, db_tuned, db_classic)
-            nbytes = 2 * rows * cols * x.element_size()
-            tuned = autotune.lookup("smem_vec", (rows, cols), dtype, device=torch.cuda.current_device(), db=db_tuned)
-            line = {"dtype": dtype, "shape": f"{rows}x{cols}", "rung": tuned.rung, "config": tuned.config.key}
-            for name, fn in methods.items():
+    for dtype, shape in cases:
+        x = _random(torch, shape, dtype)
+        ref = x.mT.contiguous()
+        y = torch.empty_like(ref)
+        methods = _methods(torch, cupy, autotune, x, y, db_tuned, db_classic)
+        nbytes = 2 * x.numel() * x.element_size()
+        copy = shape[-1] == 1 or shape[-2] == 1
+        chosen = "cuMemcpyDtoDAsync" if copy else _rung(transpose_plan(x, db=db_tuned).launcher.chosen)
+        line = {"dtype": dtype, "shape": "x".join(map(str, shape)), "how": chosen}
+        for name, fn in methods.items():
+            if fn is None:
+                line[name] = None
+                continue
+            if name != METHODS[0]:
                 _check(name, fn, torch, ref)
-                first = per_launch_ms(fn, 10)
-                ms = per_launch_ms(fn, _launches(first))
-                line[name] = (ms, nbytes / ms / 1e6)
-            rows_out.append(line)
-            print(_format_line(line), flush=True)
-            del x, y, ref, methods
-            torch.cuda.empty_cache()
-    return rows_out
+            first = per_launch_ms(fn, 10)
+            ms = per_launch_ms(fn, _launches(first))
+            line[name] = (ms, nbytes / ms / 1e6)
+        print(_format_line(line), flush=True)
+        del x, y, ref, methods
+        torch.cuda.empty_cache()
+
+
+def _rung(chosen) -> str:
+    return f"{chosen.rung} {chosen.config.key}"
 
 
 def _format_line(line) -> str:
-    memcpy = line["memcpy (device to device)"][1]
-    torch_gbps = line["torch x.t().contiguous()"][1]
+    memcpy = line[METHODS[0]][1]
+    torch_gbps = line[METHODS[1]][1]
     cells = []
-    for name in ("memcpy (device to device)", "torch x.t().contiguous()", "cupy ascontiguousarray(x.T)",
-                 "classic smem_pad 32x8", "autotune smem_vec (tuned)"):
+    for name in METHODS:
+        if line[name] is None:
+            cells.append("n/a")
+            continue
         ms, gbps = line[name]
         cells.append(f"{gbps:7.0f} {100 * gbps / memcpy:5.1f}% {gbps / torch_gbps:5.2f}x")
-    return f"| {line['dtype']:8} | {line['shape']:>11} | " + " | ".join(cells) + f" | {line['rung']} {line['config']} |"
+    return f"| {line['dtype']:13} | {line['shape']:>13} | " + " | ".join(cells) + f" | {line['how']} |"
 
 
-HEADER = ("| dtype | shape | memcpy GB/s %memcpy x torch | torch | cupy | classic smem_pad 32x8 | "
-          "autotune smem_vec | lookup rung, config |\n|---|---|---|---|---|---|---|---|")
+HEADER = ("| dtype | shape | memcpy GB/s %memcpy x torch | torch x.mT.contiguous() | cupy | classic smem_pad 32x8 | "
+          "autotune.transpose | how (lookup rung, config) |\n|---|---|---|---|---|---|---|---|")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--db", required=True, help="database with the tuned smem_vec results")
-    p.add_argument("--dtypes", default=",".join(DTYPES))
-    p.add_argument("--sizes", default=",".join(f"{r}x{c}" for r, c in SHAPES))
+    p.add_argument("--db", required=True, help="database with the tuned smem_vec results (may not exist: defaults)")
+    p.add_argument("--dtypes", default=None, help="comma-separated torch dtype names (default: every size)")
+    p.add_argument("--sizes", default=None, help="comma-separated shapes, e.g. 8192x8192,3x4093x4099")
+    p.add_argument("--only", choices=("table", "host"), default=None)
     args = p.parse_args()
     import torch
 
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     props = torch.cuda.get_device_properties(0)
     print(f"# transpose vs peers on {props.name}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
           f"torch {torch.__version__}; each cell: GB/s, % of memcpy, ratio to torch; median of {BATCHES} batches")
-    print(HEADER)
-    run(args.dtypes.split(","), shapes, args.db)
-    print(_host_cost(args.db))
+    if args.only != "host":
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")] if args.sizes else None
+        if args.dtypes:
+            cases = [(d, s) for d in args.dtypes.split(",") for s in shapes or SHAPES]
+        else:
+            cases = [(d, s) for d in DTYPES for s in shapes or SHAPES]
+            cases += [(d, s) for d in EXTRA_DTYPES for s in shapes or EXTRA_SHAPES]
+        print(HEADER)
+        run(cases, args.db)
+    if args.only != "table":
+        print(_host_cost(args.db))
+        print(_process_costs(args.db))
 
 
 def _host_cost(db: str) -> str:
-    """Host time per call (µs) of autotune.transpose and of torch's transpose, float32 1024^2."""
+    """Host time per call (µs) of autotune.transpose and of torch's transpose."""
     import torch
 
     import autotune
 
-    x = torch.zeros((1024, 1024), device="cuda")
-    y = torch.empty((1024, 1024), device="cuda")
-    calls = {"autotune.transpose(x, out=y)": lambda: autotune.transpose(x, out=y, db=db),
-             "torch x.t().contiguous()": lambda: x.t().contiguous()}
     cells = []
-    for name, fn in calls.items():
-        fn()
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(1000):
+    for shape in ((64, 64), (8, 64, 64), (1024, 1024)):
+        x = torch.zeros(shape, device="cuda")
+        y = torch.empty(x.mT.shape, device="cuda")
+        calls = {"autotune.transpose(x)": lambda: autotune.transpose(x, db=db),
+                 "autotune.transpose(x, out=y)": lambda: autotune.transpose(x, out=y, db=db),
+                 "torch x.mT.contiguous()": lambda: x.mT.contiguous(),
+                 "torch.empty alone": lambda: torch.empty(x.mT.shape, device="cuda")}
+        line = []
+        for name, fn in calls.items():
             fn()
-        cells.append(f"{name}: {(time.perf_counter() - t) * 1e3:.1f} µs")
-        torch.cuda.synchronize()
-    return "\nhost time per call (float32 1024x1024, mean of 1000 calls): " + "; ".join(cells)
+            torch.cuda.synchronize()
+            runs = []
+            for _ in range(CALL_RUNS):  # GPU work ahead (a sleep) so that no call waits on the GPU; few
+                torch.cuda._sleep(10**8)  # calls per run, so that the launch queue never fills and blocks
+                t = time.perf_counter()
+                for _ in range(CALLS):
+                    fn()
+                runs.append((time.perf_counter() - t) / CALLS * 1e6)
+                torch.cuda.synchronize()
+            line.append(f"{name}: {statistics.median(runs):.1f} µs")
+        cells.append(f"- {'x'.join(map(str, shape))} float32: " + "; ".join(line))
+    return f"\nhost time per call (mean of {CALLS} calls, median of {CALL_RUNS} runs):\n" + "\n".join(cells)
+
+
+_FIRST_CALL = """
+import sys, time
+import torch
+x = torch.zeros((64, 64), device="cuda"); torch.cuda.synchronize()
+t = time.perf_counter()
+import autotune
+y = autotune.transpose(x, db=sys.argv[1]); torch.cuda.synchronize()
+print(time.perf_counter() - t)
+"""
+_PYCACHE = tempfile.mkdtemp(prefix="pycache-")
+_IMPORT = "import time; t = time.perf_counter(); import autotune; print(time.perf_counter() - t)"
+
+
+def _seconds(code: str, *args: str, runs: int = 5) -> float:
+    """Median of 5 fresh processes; bytecode is cached (as an installed package has it: the GPU
+    machine's site folder is installed with --no-compile), in a folder of this run."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE
+    return statistics.median(float(subprocess.run([sys.executable, "-c", code, *args], check=True, text=True,
+                                                  capture_output=True, env=env).stdout.split()[-1])
+                             for _ in range(runs))
+
+
+def _process_costs(db: str) -> str:
+    """``import autotune`` and the first call of a process, each in fresh processes."""
+    made = f"sqlite:///{tempfile.mkdtemp()}/made.db"
+    subprocess.run([sys.executable, "-m", "autotune", "db", "upgrade", "--db", made], check=True, capture_output=True)
+    _seconds(_IMPORT, runs=1)  # bytecode written
+    lines = [f"\nimport autotune (fresh process, median of 5): {_seconds(_IMPORT) * 1e3:.0f} ms"]
+    for what, url in (("--db", db), ("an existing, empty results database", made)):
+        _seconds(_FIRST_CALL, url, runs=1)  # the cubin cache (and bytecode) is warm after this
+        lines.append(f"first autotune.transpose of a process (import autotune included, warm cubin cache, {what}): "
+                     f"{_seconds(_FIRST_CALL, url) * 1e3:.0f} ms")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

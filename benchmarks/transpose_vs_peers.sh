@@ -3,6 +3,9 @@
 # benchmarks/transpose_vs_peers.py against memcpy, PyTorch, CuPy and the classic kernel.
 #   bash benchmarks/transpose_vs_peers.sh tune DB_FILE     # searches into a SQLite file
 #   bash benchmarks/transpose_vs_peers.sh peers DB_FILE    # the comparison table, and ncu counters
+#   bash benchmarks/transpose_vs_peers.sh table DB_FILE    # the comparison table alone (every element size,
+#        odd, batched and 1 x N shapes, host time per call, import and first-call time); DB_FILE may not
+#        exist: the kernels' default configs (no tuning in the run, about 3 minutes)
 # Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
 # AUTOTUNE="python3 -m autotune" selects how autotune is run (default: the `autotune` script).
 set -euo pipefail
@@ -53,5 +56,8 @@ torch.cuda.synchronize()" 2>&1 | grep -E "$keep|LaunchConfig" || true
     } > "$dest/${file}_transpose_ncu.txt" 2>&1
   fi
   ;;
-*) echo "usage: $0 tune|peers DB_FILE" >&2; exit 2 ;;
+table)
+  python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" 2>&1 | tee "$dest/${file}_transpose_vs_peers.md"
+  ;;
+*) echo "usage: $0 tune|peers|table DB_FILE" >&2; exit 2 ;;
 esac

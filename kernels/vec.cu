@@ -1,5 +1,5 @@
 // Vectorized shared-memory transpose. Every thread moves 16-byte vectors (VEC = 16 /
-// sizeof(element): 4 floats, 2 doubles, 8 halves, 16 bytes), so each warp-wide load or
+// sizeof(element): 4 floats, 2 doubles, 8 halves, 16 bytes; two complex128 in 32 bytes), so each warp-wide load or
 // store is one 128-bit access per thread (LDG.E.128 / STG.E.128) where a scalar kernel
 // needs VEC of them: a quarter of the memory instructions for float32, a sixteenth for
 // 8-bit types, whose 1-byte scalar accesses cannot keep the memory system busy.
@@ -14,11 +14,14 @@
 // is stored, so a block keeps loads in flight while it writes (software pipelining).
 // STREAMING=1 uses the evict-first cache hints (__ldcs / __stcs): the data is touched once.
 //
-// Elements are moved as raw words of their size (a transpose never looks at values).
-// Any rows x cols: vectors are used when both row lengths are multiples of VEC and both
-// pointers are 16-byte aligned; otherwise the same tiles are moved element by element,
-// bounds-checked, consecutive threads on consecutive elements (coalesced scalar accesses).
-#include "common.cuh"
+// Elements are moved as raw words of their size (a transpose never looks at values);
+// 16-byte ones pass through the shared tile as two 8-byte parts, one after the other
+// (words.cuh: part_t, PARTS), so the tile is never larger than one of 8-byte elements.
+// Any rows x cols: vectors are used when both row lengths, the input's row pitch and batch
+// stride are multiples of VEC and both pointers are 16-byte aligned; otherwise the same
+// tiles are moved element by element, bounds-checked, consecutive threads on consecutive
+// elements (coalesced scalar accesses). Batches and row-pitched views: words.cuh.
+#include "words.cuh"
 
 #ifndef TILES
 #define TILES 1
@@ -37,108 +40,133 @@
 #error "STREAMING must be 0 or 1"
 #endif
 
-template <int N> struct word_of;
-template <> struct word_of<1> { typedef unsigned char type; };
-template <> struct word_of<2> { typedef unsigned short type; };
-template <> struct word_of<4> { typedef unsigned int type; };
-template <> struct word_of<8> { typedef unsigned long long type; };
-typedef word_of<sizeof(elem_t)>::type word_t;
-
-constexpr int VEC_BYTES = 16;
+// A thread moves 16 bytes per row (16-byte elements: 32 bytes, two elements, so that a block
+// row has TILE_DIM / 2 threads and every config's block fits for every element size), as
+// NQ 128-bit accesses.
+constexpr int VEC_BYTES = sizeof(word_t) > 8 ? 32 : 16;
+constexpr int NQ = VEC_BYTES / 16;
 constexpr int VEC = VEC_BYTES / (int)sizeof(word_t);
 constexpr int TX = TILE_DIM / VEC;                 // threads along a tile row
 constexpr int PER_THREAD = TILE_DIM / BLOCK_ROWS;  // vectors a thread moves per tile
 static_assert(TILE_DIM % VEC == 0, "TILE_DIM must be a multiple of 16 / sizeof(element)");
 
 union vec_t {
-    uint4 raw;
+    uint4 raw[NQ];
     word_t e[VEC];
+    part_t part[VEC * PARTS];  // element e's part p: part[e * PARTS + p]
 };
 
-__device__ __forceinline__ uint4 load_vec(const word_t *p)
+__device__ __forceinline__ void load_vec(vec_t &v, const word_t *p)
 {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
 #if STREAMING
-    return __ldcs(reinterpret_cast<const uint4 *>(p));
+        v.raw[q] = __ldcs(reinterpret_cast<const uint4 *>(p) + q);
 #else
-    return __ldg(reinterpret_cast<const uint4 *>(p));
+        v.raw[q] = __ldg(reinterpret_cast<const uint4 *>(p) + q);
 #endif
 }
 
-__device__ __forceinline__ void store_vec(word_t *p, uint4 v)
+__device__ __forceinline__ void store_vec(word_t *p, const vec_t &v)
 {
+#pragma unroll
+    for (int q = 0; q < NQ; ++q)
 #if STREAMING
-    __stcs(reinterpret_cast<uint4 *>(p), v);
+        __stcs(reinterpret_cast<uint4 *>(p) + q, v.raw[q]);
 #else
-    *reinterpret_cast<uint4 *>(p) = v;
+        reinterpret_cast<uint4 *>(p)[q] = v.raw[q];
 #endif
 }
 
-// Registers <- rows row0 + threadIdx.y + j * BLOCK_ROWS, columns col0 + VEC * threadIdx.x + e.
+// Registers <- rows row0 + threadIdx.y + j * BLOCK_ROWS, columns col0 + VEC * threadIdx.x + e
+// (input rows ld elements apart).
 __device__ __forceinline__ void load_tile(vec_t (&v)[PER_THREAD], const word_t *__restrict__ in,
-                                          unsigned R, unsigned C, unsigned row0, unsigned col0)
+                                          unsigned R, unsigned C, size_t ld, unsigned row0, unsigned col0)
 {
     const unsigned c = col0 + VEC * threadIdx.x;
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned r = row0 + threadIdx.y + j * BLOCK_ROWS;
         if (r < R && c < C)  // C % VEC == 0: a vector is wholly inside or outside
-            v[j].raw = load_vec(in + (size_t)r * C + c);
+            load_vec(v[j], in + (size_t)r * ld + c);
     }
 }
 
+// Part p of every register element -> the shared tile, as loaded (row-major).
+__device__ __forceinline__ void put_tile(part_t (*tile)[TILE_DIM + IPAD], const vec_t (&v)[PER_THREAD], int p)
+{
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            tile[threadIdx.y + j * BLOCK_ROWS][VEC * threadIdx.x + e] = v[j].part[e * PARTS + p];
+}
+
 // Output row orow = input column col0 + threadIdx.y + j * BLOCK_ROWS; its VEC elements
-// from column ocol = row0 + VEC * threadIdx.x are input rows ocol .. ocol + VEC - 1.
-__device__ __forceinline__ void store_tile(word_t *__restrict__ out, const word_t (*tile)[TILE_DIM + IPAD],
+// from column ocol = row0 + VEC * threadIdx.x are input rows ocol .. ocol + VEC - 1:
+// part p of each is gathered down a tile column into w[j].
+__device__ __forceinline__ void gather_tile(vec_t (&w)[PER_THREAD], const part_t (*tile)[TILE_DIM + IPAD], int p)
+{
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; ++j) {
+        const unsigned k = threadIdx.y + j * BLOCK_ROWS;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            w[j].part[e * PARTS + p] = tile[VEC * threadIdx.x + e][k];
+    }
+}
+
+__device__ __forceinline__ void store_tile(word_t *__restrict__ out, const vec_t (&w)[PER_THREAD],
                                            unsigned R, unsigned C, unsigned row0, unsigned col0)
 {
     const unsigned ocol = row0 + VEC * threadIdx.x;
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {
-        const unsigned k = threadIdx.y + j * BLOCK_ROWS;
-        const unsigned orow = col0 + k;
-        vec_t w;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-            w.e[e] = tile[VEC * threadIdx.x + e][k];
+        const unsigned orow = col0 + threadIdx.y + j * BLOCK_ROWS;
         if (orow < C && ocol < R)  // R % VEC == 0
-            store_vec(out + (size_t)orow * R + ocol, w.raw);
+            store_vec(out + (size_t)orow * R + ocol, w[j]);
     }
 }
 
 // The element path: thread i of the block moves tile elements i, i + threads, ... in
-// row-major order, so a warp reads and writes runs of consecutive elements.
-__device__ __forceinline__ void move_tile_elements(word_t *__restrict__ out, const word_t *__restrict__ in,
-                                                   word_t (*tile)[TILE_DIM + IPAD], unsigned R, unsigned C,
-                                                   unsigned row0, unsigned col0)
+// row-major order, so a warp reads and writes runs of consecutive elements (part by part).
+__device__ __forceinline__ void move_tile_elements(part_t *__restrict__ out, const part_t *__restrict__ in,
+                                                   part_t (*tile)[TILE_DIM + IPAD], unsigned R, unsigned C,
+                                                   size_t ld, unsigned row0, unsigned col0)
 {
     constexpr unsigned THREADS = TX * BLOCK_ROWS;
     const unsigned id = threadIdx.y * TX + threadIdx.x;
+    for (int p = 0; p < PARTS; ++p) {
 #pragma unroll 4
-    for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
-        const unsigned r = row0 + i / TILE_DIM, c = col0 + i % TILE_DIM;
-        if (r < R && c < C)
-            tile[i / TILE_DIM][i % TILE_DIM] = in[(size_t)r * C + c];
-    }
-    __syncthreads();
+        for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
+            const unsigned r = row0 + i / TILE_DIM, c = col0 + i % TILE_DIM;
+            if (r < R && c < C)
+                tile[i / TILE_DIM][i % TILE_DIM] = in[((size_t)r * ld + c) * PARTS + p];
+        }
+        __syncthreads();
 #pragma unroll 4
-    for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
-        const unsigned orow = col0 + i / TILE_DIM, ocol = row0 + i % TILE_DIM;
-        if (orow < C && ocol < R)
-            out[(size_t)orow * R + ocol] = tile[i % TILE_DIM][i / TILE_DIM];
+        for (unsigned i = id; i < TILE_DIM * TILE_DIM; i += THREADS) {
+            const unsigned orow = col0 + i / TILE_DIM, ocol = row0 + i % TILE_DIM;
+            if (orow < C && ocol < R)
+                out[((size_t)orow * R + ocol) * PARTS + p] = tile[i % TILE_DIM][i / TILE_DIM];
+        }
+        __syncthreads();  // the tile is free for the next part or tile
     }
-    __syncthreads();  // the tile is free for the next one
 }
 
 extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem_t *__restrict__ out_,
                                                                             const elem_t *__restrict__ in_,
-                                                                            int rows, int cols)
+                                                                            int rows, int cols, long long ld_,
+                                                                            long long batch_stride)
 {
-    __align__(16) __shared__ word_t tile[TILE_DIM][TILE_DIM + IPAD];
-    word_t *__restrict__ out = reinterpret_cast<word_t *>(out_);
-    const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_);
+    __align__(16) __shared__ part_t tile[TILE_DIM][TILE_DIM + IPAD];
     const unsigned R = rows, C = cols;
+    const size_t ld = ld_;
+    word_t *__restrict__ out = reinterpret_cast<word_t *>(out_) + (size_t)blockIdx.z * R * C;
+    const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_) + (size_t)blockIdx.z * batch_stride;
     const unsigned tiles = ((R + TILE_DIM - 1) / TILE_DIM) * ((C + TILE_DIM - 1) / TILE_DIM);
-    const bool vectors = C % VEC == 0 && R % VEC == 0 && ((size_t)in | (size_t)out) % VEC_BYTES == 0;
+    const bool vectors = C % VEC == 0 && R % VEC == 0 && ld % VEC == 0 && batch_stride % VEC == 0 &&
+                         ((size_t)in_ | (size_t)out_) % 16 == 0;
 
     unsigned t = blockIdx.x * TILES;
     if (t >= tiles)
@@ -148,12 +176,13 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem
     if (!vectors) {
         for (int i = 0; i < TILES && t < tiles; ++i, ++t) {
             tile_origin(t, R, C, row0, col0);
-            move_tile_elements(out, in, tile, R, C, row0, col0);
+            move_tile_elements(reinterpret_cast<part_t *>(out), reinterpret_cast<const part_t *>(in), tile, R, C,
+                               ld, row0, col0);
         }
         return;
     }
     vec_t v[PER_THREAD];
-    load_tile(v, in, R, C, row0, col0);
+    load_tile(v, in, R, C, ld, row0, col0);
 
 #pragma unroll
     for (int i = 0; i < TILES; ++i, ++t) {
@@ -162,17 +191,20 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec(elem
                 break;
             __syncthreads();  // every thread has read the previous tile
         }
-#pragma unroll
-        for (int j = 0; j < PER_THREAD; ++j)
-#pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                tile[threadIdx.y + j * BLOCK_ROWS][VEC * threadIdx.x + e] = v[j].e[e];
-        __syncthreads();
         const unsigned r0 = row0, c0 = col0;
-        if (i + 1 < TILES && t + 1 < tiles) {  // next tile's loads in flight during the stores
-            tile_origin(t + 1, R, C, row0, col0);
-            load_tile(v, in, R, C, row0, col0);
+        vec_t w[PER_THREAD];
+#pragma unroll
+        for (int p = 0; p < PARTS; ++p) {
+            if (p > 0)
+                __syncthreads();  // every thread has gathered the previous part
+            put_tile(tile, v, p);
+            __syncthreads();
+            if (p == PARTS - 1 && i + 1 < TILES && t + 1 < tiles) {  // next tile's loads in flight during the stores
+                tile_origin(t + 1, R, C, row0, col0);
+                load_tile(v, in, R, C, ld, row0, col0);
+            }
+            gather_tile(w, tile, p);
         }
-        store_tile(out, tile, R, C, r0, c0);
+        store_tile(out, w, R, C, r0, c0);
     }
 }

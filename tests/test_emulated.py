@@ -60,7 +60,7 @@ int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}.
             threadIdx = {x, y, 0};
             for (unsigned b = 0; b < blocks; ++b) {
                 blockIdx = {b, 0, 0};
-                ENTRY(out.data(), in.data(), rows, cols);
+                ENTRY(out.data(), in.data(), rows, cols ENTRY_TAIL);
                 if (threaded) barrier.arrive_and_wait();  // the next block starts after this one
             }
         };
@@ -120,7 +120,9 @@ def test_every_move_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
         d.mkdir()
         text = k.source_text()
         (d / "k.cu").write_text(text)
-        macros = {**k.macros(config, int32), k.dtype_macro: "unsigned", "ENTRY": k.function}
+        macros = {**k.macros(config, int32), k.dtype_macro: "unsigned", "ENTRY": k.function,
+                  # the word-moving transposes also take the input's row pitch and batch stride
+                  "ENTRY_TAIL": ",(long long)cols,(long long)rows*cols" if k.signature.endswith("qq") else ""}
         build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
                                 *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
                                 "-o", str(d / "h")], capture_output=True, text=True)

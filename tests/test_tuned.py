@@ -293,7 +293,7 @@ def test_bad_arguments(db_url, device_info):
     with pytest.raises(InvalidInputError, match="unknown kernel"):
         lookup("transpose9", (4, 4), device=device_info, db=db_url)
     with pytest.raises(InvalidInputError, match="unknown dtype"):
-        lookup("smem_pad", (4, 4), "complex128", device=device_info, db=db_url)
+        lookup("smem_pad", (4, 4), "complex64", device=device_info, db=db_url)
     for shape in [(0, 4), (4,), (4, 4, 4), (4.5, 4), ("4", 4)]:
         with pytest.raises(InvalidInputError, match="is not allowed"):
             lookup("smem_pad", shape, device=device_info, db=db_url)

@@ -31,6 +31,7 @@ ALIASES: Mapping[str, str] = {"copy": "copy_row", "naive": "naive_row"}
 _lock = threading.Lock()
 _user: dict[str, Kernel] = {}
 _files: dict[Path, Kernel] = {}
+_singles: dict[str, Kernel] = {}  # catalog kernels read one by one before the whole catalog
 
 
 class _Catalog(Mapping[str, Kernel]):
@@ -42,12 +43,21 @@ class _Catalog(Mapping[str, Kernel]):
         if self._kernels is None:
             found = {}
             for file in sorted(data_dir("kernels").glob("*.toml")):
-                kernel = load_kernel(file)
+                kernel = _singles.get(file.stem) or load_kernel(file)  # the same object once read alone
                 found[kernel.name] = kernel
             self._kernels = found
         return self._kernels
 
     def __getitem__(self, name: str) -> Kernel:
+        if self._kernels is None:  # one kernel's file alone (a first call of the runtime reads one, not all)
+            one = _singles.get(name)
+            if one is None and name.isidentifier() and (data_dir("kernels") / f"{name}.toml").is_file():
+                loaded = load_kernel(data_dir("kernels") / f"{name}.toml")
+                if loaded.name == name:
+                    with _lock:
+                        one = _singles.setdefault(name, loaded)
+            if one is not None:
+                return one
         return self._load()[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["DType", "DTYPES", "ARG_DTYPES", "get_dtype"]
+__all__ = ["DType", "DTYPES", "ARG_DTYPES", "WORD_DTYPES", "get_dtype", "word_dtype"]
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,15 @@ DTYPES: dict[str, DType] = {
         DType("float32", "float", 4),
         DType("int64", "long long", 8),
         DType("float64", "double", 8),
+        DType("complex128", "double2", 16),
     )
 }
+
+WORD_DTYPES: dict[int, str] = {1: "uint8", 2: "float16", 4: "float32", 8: "float64", 16: "complex128"}
+"""The canonical dtype of each element size (bytes): a transpose only moves elements, so an
+element type that is not in :data:`DTYPES` (bool, bfloat16, the float8 types, complex64, the
+unsigned ones) is moved as words of its size with the kernel built, and the config tuned, for
+the canonical dtype of that size (:func:`word_dtype`)."""
 
 
 ARG_DTYPES: dict[str, DType] = {
@@ -75,3 +82,16 @@ def get_dtype(name: str | np.dtype | DType) -> DType:
         raise InvalidInputError(
             f"unknown dtype {str(name)!r}; allowed: {', '.join(DTYPES)}"
         ) from None
+
+
+def word_dtype(itemsize: int) -> DType:
+    """The canonical :class:`DType` of elements of ``itemsize`` bytes (:data:`WORD_DTYPES`).
+
+    Raises:
+        InvalidInputError: ``itemsize`` is not 1, 2, 4, 8 or 16.
+    """
+    try:
+        return DTYPES[WORD_DTYPES[itemsize]]
+    except KeyError:
+        raise InvalidInputError(f"elements of {itemsize} bytes are not allowed; allowed: "
+                                f"{', '.join(map(str, WORD_DTYPES))} bytes") from None

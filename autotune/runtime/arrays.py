@@ -3,9 +3,9 @@
 
 The interface (Numba's CUDA Array Interface, version 2 and 3) gives a device pointer, a
 shape, a NumPy type string and strides; :func:`describe` reads and checks it without
-touching CUDA, and :func:`empty_like_kind` allocates a result of the caller's kind
-(CuPy in, CuPy out; PyTorch in, PyTorch out on the same device; anything else: a PyCUDA
-GPUArray).
+touching CUDA, for :func:`autotune.compiled`'s launchers (C-contiguous arrays of the
+kernel's dtypes). ``autotune.transpose`` reads any strided view of any element size
+through :mod:`autotune.runtime.views` instead.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from autotune.kernel.dtypes import DType, get_dtype
 from autotune.errors import InvalidInputError
 
-__all__ = ["DeviceArray", "describe", "empty_like_kind"]
+__all__ = ["DeviceArray", "describe"]
 
 
 @dataclass(frozen=True)
@@ -76,25 +76,3 @@ def describe(obj, what: str = "input", ndim: int | None = 2) -> DeviceArray:
                                 f"{contiguous} (make it contiguous first)")
     pointer, readonly = cai["data"]
     return DeviceArray(int(pointer), tuple(int(n) for n in shape), dtype, _kind(obj), bool(readonly))
-
-
-def empty_like_kind(like, shape: tuple[int, int], dtype: DType):
-    """A new C-contiguous ``shape`` array of ``dtype`` of ``like``'s kind, on its device.
-
-    CuPy and PyTorch arrays allocate through their own libraries (their memory pools, in
-    the current device's primary context); anything else gets a PyCUDA GPUArray in the
-    current context.
-    """
-    kind = _kind(like)
-    if kind == "cupy":
-        import cupy
-
-        with cupy.cuda.Device(like.device.id):
-            return cupy.empty(shape, dtype=dtype.numpy)
-    if kind == "torch":
-        import torch
-
-        return torch.empty(shape, dtype=like.dtype, device=like.device)
-    from pycuda import gpuarray
-
-    return gpuarray.empty(shape, dtype.numpy)

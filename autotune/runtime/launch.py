@@ -1,68 +1,39 @@
 """Launching any kernel with its tuned config: ``f = compiled(kernel, dims, dtype); f(*arrays)``.
 
-:func:`compiled` looks the config up (:func:`autotune.lookup`), compiles it (nvcc through
-PyCUDA's compiler and its disk cache), loads the cubin into the CUDA context current on the
-calling thread (the primary context CuPy and PyTorch use, or a PyCUDA context) through the
-driver API, and returns a :class:`Launcher`. Its call checks the arrays' shapes and dtypes
-against the kernel's arguments and launches with ``cuLaunchKernel`` on the caller's current
-stream: PyTorch's ``torch.cuda.current_stream()``, CuPy's current stream, the legacy default
-stream for PyCUDA arrays, or ``stream=`` (a handle, or an object with ``cuda_stream``,
-``ptr`` or ``handle``). Launchers are cached per (context, kernel, dims, dtype, database).
+:func:`compiled` looks the config up (:func:`autotune.lookup`), builds it with ``nvcc -cubin``
+through the project's on-disk cubin cache (:func:`autotune.measure.compile.build_cubin`: a
+config built once, by a search, ``autotune check`` or an earlier process, is read from a
+file), loads the cubin into the CUDA context current on the calling thread (the primary
+context CuPy and PyTorch use, or a PyCUDA context) through the driver API
+(:mod:`autotune.runtime.driver`, no PyCUDA), and returns a :class:`Launcher`. Its call checks
+the arrays' shapes and dtypes against the kernel's arguments and launches with
+``cuLaunchKernel`` on the caller's current stream (:mod:`autotune.runtime.streams`).
+Launchers are cached per (context, kernel, dims, dtype, database) until
+:func:`autotune.clear_cache`.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
 from dataclasses import dataclass
 
-from autotune.errors import AutotuneError, GPUUnavailableError, InvalidInputError, TrialFailed
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import Dims, make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Array, Kernel
-from autotune.measure.buffers import scalar_values
+from autotune.runtime import driver
 from autotune.runtime.arrays import describe
+from autotune.runtime.streams import stream_handle
 
-__all__ = ["Launcher", "compiled"]
+__all__ = ["Launcher", "compiled", "clear_launchers"]
 
 _lock = threading.Lock()
 _launchers: dict[tuple, Launcher] = {}
-_CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
-           "float32": ctypes.c_float, "float64": ctypes.c_double}
-
-
-@functools.cache
-def _libcuda():
-    lib = ctypes.CDLL("libcuda.so.1")
-    lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-    lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 6, ctypes.c_uint, ctypes.c_void_p,
-                                   ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-    return lib
-
-
-def _stream_handle(stream, first) -> int:
-    """The CUstream to launch on: ``stream`` if given, else the current stream of ``first``'s library."""
-    if stream is None:
-        kind = type(first).__module__.split(".")[0]
-        if kind == "torch":
-            import torch
-
-            return int(torch.cuda.current_stream(first.device).cuda_stream)
-        if kind == "cupy":
-            import cupy
-
-            return int(cupy.cuda.get_current_stream().ptr)
-        return 0
-    if isinstance(stream, int):
-        return stream
-    for attr in ("cuda_stream", "ptr", "handle"):
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise InvalidInputError(f"stream {stream!r} is not allowed; give a stream handle (int), a torch or CuPy "
-                            "stream, or a PyCUDA Stream")
+CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
+          "float32": ctypes.c_float, "float64": ctypes.c_double}
+"""The ctypes type of each scalar argument type of a kernel file."""
 
 
 @dataclass
@@ -70,9 +41,12 @@ class Launcher:
     """A loaded kernel with its tuned config for one context, dims and dtype.
 
     Attributes:
-        kernel: the kernel; ``dims``: its named dims; ``chosen``: the
-            :class:`~autotune.runtime.lookup.LaunchConfig` used (config, rung, note).
+        kernel: the kernel; ``dims``: its named dims; ``dtype``: the problem's DType;
+            ``chosen``: the :class:`~autotune.runtime.lookup.LaunchConfig` used (config, rung, note).
         grid, block, shared: the launch geometry (blocks, threads, dynamic shared bytes).
+        function, module: the driver's handles (valid in the context it was loaded in).
+        expected: ``(name, shape, dtype, written)`` of each array argument, in order.
+        scalars: the ctypes value of each scalar argument, by name (from the dims).
     """
 
     kernel: Kernel
@@ -112,20 +86,8 @@ class Launcher:
         pointers = iter(values)
         params = [next(pointers) if isinstance(arg, Array) else self.scalars[arg.name] for arg in self.kernel.args]
         argv = (ctypes.c_void_p * len(params))(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in params])
-        status = _libcuda().cuLaunchKernel(self.function, *self.grid, *self.block, self.shared,
-                                           _stream_handle(stream, arrays[0]), argv, None)
-        if status != 0:
-            raise AutotuneError(f"cuLaunchKernel of {self.kernel.name} failed with CUDA error {status}")
-
-
-def _context() -> int:
-    from autotune.measure.device import current_context_handle
-
-    handle = current_context_handle()
-    if handle == 0:
-        raise GPUUnavailableError("no current CUDA context; create one first (e.g. import pycuda.autoinit, or a "
-                                  "CuPy or PyTorch array on the GPU)")
-    return handle
+        driver.launch(self.function, self.grid, self.block, self.shared, stream_handle(stream, arrays[0]), argv,
+                      self.kernel.name)
 
 
 def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launcher:
@@ -139,13 +101,13 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
 
     Raises:
         InvalidInputError: unknown kernel or dtype, bad dims.
-        GPUUnavailableError: no current CUDA context, PyCUDA or nvcc.
+        GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
-    key = (_context(), id(k), d, dt.name, db)
+    key = (driver.current_context(), id(k), d, dt.name, db)
     with _lock:
         found = _launchers.get(key)
     if found is None:
@@ -155,9 +117,16 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
     return found
 
 
+def clear_launchers() -> None:
+    """Forget every launcher (their modules stay loaded): the next call looks up and loads afresh."""
+    with _lock:
+        _launchers.clear()
+
+
 def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
-    from autotune.measure.compile import nvcc_options
+    from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
+    from autotune.measure.buffers import scalar_values
     from autotune.runtime.lookup import lookup
 
     device = current_device()
@@ -165,24 +134,17 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
     config = chosen.config
     env = k.env(dict(d), dt, config)
     grid, block, shared = k.geometry(config, dict(d), dt)
-    from pycuda.compiler import compile as nvcc_compile
-    import pycuda.driver as drv
-
     try:
-        cubin = nvcc_compile(k.source_text(), options=nvcc_options(k, config, dt), arch=device.arch, no_extern_c=True)
-    except drv.CompileError as exc:
-        raise AutotuneError(f"config {config} of {k.name} does not compile: {str(exc).splitlines()[0]}") from None
-    lib, module, function = _libcuda(), ctypes.c_void_p(), ctypes.c_void_p()
-    buf = ctypes.create_string_buffer(cubin, len(cubin))
-    for status, call in ((lib.cuModuleLoadData(ctypes.byref(module), buf), "cuModuleLoadData"),):
-        if status != 0:
-            raise AutotuneError(f"{call} of {k.name} failed with CUDA error {status}")
-    if lib.cuModuleGetFunction(ctypes.byref(function), module, k.function.encode()) != 0:
-        raise AutotuneError(f"{k.name}: no entry point {k.function!r} in the compiled module")
+        cubin, _, _ = build_cubin(k, config, dt, device.arch)
+    except TrialFailed as exc:
+        raise AutotuneError(f"config {config} of {k.name} does not compile: {exc.reason}") from None
+    module, function = driver.load_function(cubin, k.function)
+    limit = min(device.max_threads_per_block,
+                driver.function_attribute(function, driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
+    if block[0] * block[1] * block[2] > limit:
+        raise AutotuneError(f"config {config} cannot run on {device.name}: {block[0] * block[1] * block[2]} threads "
+                            f"per block > {limit} allowed")
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
-    scalars = {name: _CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
+    scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
-    if max(block[0] * block[1] * block[2], 1) > device.max_threads_per_block:
-        raise AutotuneError(f"config {config} cannot run on {device.name}: "
-                            f"{TrialFailed('resources', 'too many threads per block').reason}")
-    return Launcher(k, d, dt, chosen, grid, block, shared, function.value, module.value, expected, scalars)
+    return Launcher(k, d, dt, chosen, grid, block, shared, function, module, expected, scalars)

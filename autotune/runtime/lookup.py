@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Mapping
@@ -40,8 +41,11 @@ from autotune.kernel.model import Kernel
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.store import stale
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
-from autotune.store.records import BestRecord
-from autotune.store.repository import Store
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # SQLAlchemy is imported only when a database is there to read
+    from autotune.store.records import BestRecord
+    from autotune.store.repository import Store
 
 __all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
 
@@ -99,6 +103,9 @@ def clear_cache() -> None:
     stays."""
     with _lock:
         _cache.clear()
+    for module, clear in (("autotune.runtime.launch", "clear_launchers"), ("autotune.runtime.transpose", "clear_prepared")):
+        if module in sys.modules:  # launches made with the old answers go too (imported: no cycle)
+            getattr(sys.modules[module], clear)()
     with _open_lock:
         for store in _stores.values():
             store.close()
@@ -162,6 +169,11 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
     dt, info = get_dtype(dtype).name, _device(device)
     key = tuning_key(k, info, dims, dt)
+    missing = _missing_sqlite(db)
+    if missing:  # no file: nothing to open (and SQLAlchemy not even imported: a first call stays fast)
+        return LaunchConfig(k.default_config(), "default", rung="default",
+                            note=f"nothing tuned for {k.name} {format_shape(key.dims)} {dt} on {info.name} "
+                                 f"(no results database at {missing}); using the kernel's default")
     store = _store(db)
     unusable = _unusable(store)
     if unusable:
@@ -222,9 +234,24 @@ def _device(device: int | DeviceInfo) -> DeviceInfo:
         return _devices[device]
 
 
+def _missing_sqlite(db: str) -> str | None:
+    """``db``'s URL if it names a SQLite file that does not exist (``""``: the default
+    ``sqlite:///<user data dir>/autotune.db`` of :func:`autotune.store.repository.default_url`),
+    else ``None`` (there is a file, or another database: it is opened)."""
+    if not db:
+        import platformdirs
+
+        db = f"sqlite:///{Path(platformdirs.user_data_dir('autotune', appauthor=False)) / 'autotune.db'}"
+    if not db.startswith("sqlite:///") or "?" in db or db in ("sqlite:///:memory:", "sqlite:///"):
+        return None
+    return None if Path(db.removeprefix("sqlite:///")).exists() else db
+
+
 def _store(db: str) -> Store:
     """One :class:`Store` per database URL, opened read-only: no migration, lock file, backup
     or write, so a database on a read-only mount or of another user serves lookups."""
+    from autotune.store.repository import Store
+
     with _open_lock:
         if db not in _stores:
             _stores[db] = Store(db or None, read_only=True)

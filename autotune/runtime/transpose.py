@@ -1,51 +1,193 @@
-"""``autotune.transpose(x)``: a catalog transpose launched with its tuned config."""
+"""``autotune.transpose(x)``: ``x.mT`` of any GPU array, by a catalog transpose with its tuned config.
+
+A repeat call is cheap (a few µs of host time, :mod:`autotune.runtime.prepared`): read the
+input's pointer, shape, strides and element type (:mod:`autotune.runtime.views`), find the
+launch prepared for (thread, context, kernel, database, rows, cols, element type), allocate
+the output, fill two pointers and call ``cuLaunchKernel``. The first call of a shape looks
+the config up, builds it through the on-disk cubin cache and loads it (no PyCUDA for the
+load; PyCUDA still reads the device's identity once per process).
+"""
 
 from __future__ import annotations
 
-from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import resolve_kernel
-from autotune.kernel.dims import MAX_DIM
-from autotune.runtime.arrays import describe, empty_like_kind
-from autotune.runtime.launch import compiled
+import functools
+import threading
 
-__all__ = ["transpose"]
+from autotune.errors import InvalidInputError
+from autotune.kernel.dims import MAX_DIM
+from autotune.kernel.dtypes import DTYPES, DType, word_dtype
+from autotune.runtime import driver
+from autotune.runtime.layout import Layout, layout_of
+from autotune.runtime.prepared import PreparedTranspose
+from autotune.runtime.streams import stream_handle
+from autotune.runtime.views import View, view_of
+
+__all__ = ["transpose", "transpose_plan", "clear_prepared"]
+
+_prepared: dict[tuple, PreparedTranspose] = {}
+_kernels: dict = {}  # the caller's kernel argument -> the checked Kernel
+_torch_devices: dict = {}  # CUDA ordinal -> torch.device
+_lock = threading.Lock()
 
 
 def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, stream=None):
-    """Return ``a.T`` as a new C-contiguous array of ``a``'s kind, launched with the tuned config.
+    """Return ``a`` with its last two dims swapped, ``(..., rows, cols) -> (..., cols, rows)``,
+    as a new C-contiguous array of ``a``'s kind, bit for bit.
 
     Args:
-        a: 2-D C-contiguous rows x cols device array of a supported dtype: a
-            ``pycuda.gpuarray.GPUArray``, or any object with ``__cuda_array_interface__``
-            (a CuPy array, a PyTorch CUDA tensor, ...), on the device of the current CUDA
-            context (CuPy and PyTorch make their device's primary context current).
-        kernel: a transpose of the catalog, or a kernel file of one (dims ``rows, cols``,
-            arguments ``out`` cols x rows, ``src`` rows x cols); default ``smem_vec``.
+        a: a device array of 1, 2, 4, 8 or 16-byte elements, 2-D or a batch: a PyTorch CUDA
+            tensor (any dtype: bool, int8/uint8, the float8 types, float16, bfloat16,
+            int32/float32, int64/float64/complex64, complex128), a CuPy array, a PyCUDA
+            GPUArray or any ``__cuda_array_interface__`` exporter, on the device of the
+            current CUDA context. Views are read in place: columns adjacent (stride 1), rows
+            any stride apart (a slice of rows or columns), leading dims folding into one batch
+            stride (:mod:`autotune.runtime.layout`). A batch is transposed in one launch.
+        kernel: a transpose of the catalog or a kernel file of one (dims ``rows, cols``,
+            arguments ``out`` cols x rows, ``src`` rows x cols); default ``smem_vec``. Views
+            and batches need one that takes ``ld`` and ``batch_stride`` (smem_vec, smem,
+            smem_pad, smem_unroll_pad).
         db: results database URL (see :func:`autotune.lookup`).
-        out: optional C-contiguous cols x rows array of the same dtype to write into (any
-            accepted kind).
-        stream: stream to launch on (default: the caller's current stream of ``a``'s library;
-            the legacy default stream for PyCUDA arrays).
+        out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
+            and type to write into (any accepted kind).
+        stream: stream to launch on (default: the caller's current stream of ``a``'s library,
+            e.g. ``torch.cuda.current_stream()``, so it works inside ``torch.cuda.graph``
+            capture; the legacy default stream for PyCUDA arrays).
+
+    Elements are moved as words of their size: a dtype of the catalog (:data:`DTYPES`) uses
+    the config tuned for itself, any other (bool, bfloat16, float8, complex64, unsigned
+    ints) the config tuned for the canonical dtype of its size
+    (:data:`~autotune.kernel.dtypes.WORD_DTYPES`), as :func:`transpose_plan`'s ``chosen``
+    says. A 1-row or 1-column input whose elements are contiguous is copied with
+    ``cuMemcpyDtoDAsync`` (its transpose keeps the element order): no kernel.
 
     Returns:
-        ``out`` if given, else a new cols x rows array: CuPy for a CuPy input, a PyTorch
-        tensor on the same device for a PyTorch one, a PyCUDA GPUArray otherwise.
-        ``autotune.compiled(kernel, (rows, cols), dtype).chosen`` tells which config was used.
+        ``out`` if given, else a new array: a PyTorch tensor on the same device for a
+        PyTorch input, CuPy for CuPy, a PyCUDA GPUArray otherwise.
 
     Raises:
-        InvalidInputError: not a device array, not 2-D, not contiguous, empty, unsupported
-            dtype, a wrong or read-only ``out``, or a kernel that is not a transpose.
+        InvalidInputError: not a device array, fewer than 2 dims, empty, elements of another
+            size, strides that are not a batch of row-pitched matrices, a wrong or read-only
+            ``out``, a kernel that is not a transpose (or takes no views, given one), a bad
+            ``stream``.
         GPUUnavailableError: no current CUDA context.
     """
-    k = resolve_kernel(kernel)
-    if k.dims != ("rows", "cols") or k.check_spec.reference != "autotune.kernel.references:transpose":
-        raise InvalidInputError(f"kernel {kernel!r} is not a transpose")
-    src = describe(a)
-    (rows, cols), dtype = src.shape, src.dtype
-    if not (rows <= MAX_DIM and cols <= MAX_DIM):
-        raise InvalidInputError(f"shape {rows}x{cols} is not allowed; rows and cols are 1..{MAX_DIM}")
-    launch = compiled(k, (rows, cols), dtype, db=db)
+    if type(kernel) is not str or kernel not in _kernels:
+        _kernel(kernel)  # a kernel that is not a transpose is refused first (then a dict lookup)
+    v = view_of(a)
+    lay = layout_of(v)
+    if lay.rows > MAX_DIM or lay.cols > MAX_DIM:
+        raise InvalidInputError(f"shape {'x'.join(map(str, v.shape))} is not allowed; rows and cols are 1..{MAX_DIM}")
+    copy = (lay.rows == 1 or lay.cols == 1) and lay.contiguous
+    plan = None if copy else _plan(kernel, db, lay, v)
+    if plan is not None and not plan.pitched and (lay.batch > 1 or lay.ld != lay.cols):
+        raise InvalidInputError(f"kernel {plan.launcher.kernel.name} takes a contiguous 2-D input, not shape "
+                                f"{tuple(v.shape)} strides {tuple(v.strides)}; use smem_vec for views and batches")
     if out is None:
-        out = empty_like_kind(a, (cols, rows), dtype)
-    launch(out, a, stream=stream)
+        out, target = _empty(a, v, lay)
+    else:
+        target = _out_pointer(out, v, lay)
+    s = stream_handle(stream, a, v.kind, v.device)
+    if copy:
+        if target != v.pointer:
+            driver.copy_async(target, v.pointer, lay.batch * lay.rows * lay.cols * v.itemsize, s)
+    else:
+        plan(target, v.pointer, lay.ld, lay.batch, lay.batch_stride, s)
     return out
+
+
+def transpose_plan(a, *, kernel: str = "smem_vec", db: str | None = None) -> PreparedTranspose:
+    """The prepared launch :func:`transpose` uses for ``a`` (its matrices' shape and element
+    type): ``.launcher.chosen`` is the :class:`~autotune.runtime.lookup.LaunchConfig` (config,
+    rung, note; the note names the canonical dtype whose config a word-moved dtype uses).
+
+    Raises:
+        InvalidInputError, GPUUnavailableError: as :func:`transpose`.
+    """
+    v = view_of(a)
+    return _plan(kernel, db, layout_of(v), v)
+
+
+def clear_prepared() -> None:
+    """Forget every prepared launch (called by :func:`autotune.clear_cache`)."""
+    with _lock:
+        _prepared.clear()
+        _kernels.clear()
+
+
+def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
+    key = (threading.get_ident(), driver.current_context(), kernel, db, lay.rows, lay.cols, v.itemsize, v.type_name)
+    found = _prepared.get(key)
+    if found is None:
+        found = _prepare(kernel, db, lay, v)
+        with _lock:
+            found = _prepared.setdefault(key, found)
+    return found
+
+
+def _prepare(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
+    from dataclasses import replace
+
+    from autotune.runtime.launch import compiled
+
+    k = _kernel(kernel)
+    dt: DType = DTYPES.get(v.type_name) or word_dtype(v.itemsize)
+    launcher = compiled(k, (lay.rows, lay.cols), dt, db=db)
+    if dt.name != v.type_name:
+        chosen = launcher.chosen
+        note = f"{v.type_name} moved as {v.itemsize}-byte words with the config of {dt.name}: {chosen.note}"
+        launcher = replace(launcher, chosen=replace(chosen, note=note))
+    return PreparedTranspose(launcher, v.itemsize)
+
+
+def _kernel(kernel):
+    found = _kernels.get(kernel) if isinstance(kernel, str) else None
+    if found is None:
+        from autotune.kernel.catalog import resolve_kernel
+
+        found = resolve_kernel(kernel)
+        if found.dims != ("rows", "cols") or found.check_spec.reference != "autotune.kernel.references:transpose":
+            raise InvalidInputError(f"kernel {kernel!r} is not a transpose")
+        if isinstance(kernel, str):
+            _kernels[kernel] = found
+    return found
+
+
+def _empty(like, v: View, lay: Layout):
+    """A new contiguous ``(..., cols, rows)`` array of ``like``'s kind and element type, and its address."""
+    shape = (*lay.lead, lay.cols, lay.rows)
+    if v.kind == "torch":
+        device = _torch_devices.get(v.device)
+        if device is None:
+            device = _torch_devices[v.device] = like.device
+        t = _torch_empty()(shape, dtype=v.native, device=device)
+        return t, t.data_ptr()
+    if v.kind == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(like.device.id):
+            c = cupy.empty(shape, dtype=v.native)
+        return c, c.data.ptr
+    from pycuda import gpuarray
+
+    g = gpuarray.empty(shape, v.native)
+    return g, int(g.gpudata)
+
+
+@functools.cache
+def _torch_empty():
+    import torch
+
+    return torch.empty
+
+
+def _out_pointer(out, v: View, lay: Layout) -> int:
+    """``out``'s address, once checked to be a writable contiguous ``(..., cols, rows)`` array
+    of ``v``'s element size and type."""
+    o = view_of(out, "out")
+    shape = (*lay.lead, lay.cols, lay.rows)
+    raw = "raw" in (o.type_name + v.type_name)
+    if (tuple(o.shape) != shape or o.itemsize != v.itemsize or (o.type_name != v.type_name and not raw)
+            or o.readonly or not layout_of(o, "out").contiguous):
+        raise InvalidInputError(f"out must be a writable C-contiguous {'x'.join(map(str, shape))} {v.type_name} "
+                                f"array, not {'x'.join(map(str, o.shape))} {o.type_name} strides {tuple(o.strides)}")
+    return o.pointer

@@ -1,0 +1,113 @@
+"""The CUDA driver API through ctypes: load a cubin, launch a kernel, copy memory (no PyCUDA).
+
+Everything here works in the CUDA context current on the calling thread (the primary context
+that PyTorch and CuPy make current, or a PyCUDA context). Each call returns or raises; a
+non-zero ``CUresult`` becomes an :class:`~autotune.errors.AutotuneError` naming the call,
+the kernel and the CUDA error number.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+
+from autotune.errors import AutotuneError, GPUUnavailableError
+
+__all__ = ["libcuda", "current_context", "load_function", "function_attribute", "launch", "copy_async"]
+
+_U = ctypes.c_uint
+_PTR = ctypes.c_void_p
+CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
+_here = threading.local()
+
+
+@functools.cache
+def libcuda() -> ctypes.CDLL:
+    """``libcuda.so.1`` with the argument types of the calls used here.
+
+    Raises:
+        GPUUnavailableError: the CUDA driver library is not installed.
+    """
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise GPUUnavailableError(f"the CUDA driver (libcuda.so.1) cannot be loaded: {exc}") from None
+    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(_PTR)]
+    lib.cuModuleLoadData.argtypes = [ctypes.POINTER(_PTR), _PTR]
+    lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(_PTR), _PTR, ctypes.c_char_p]
+    lib.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, _PTR]
+    lib.cuLaunchKernel.argtypes = [_PTR, _U, _U, _U, _U, _U, _U, _U, _PTR, _PTR, _PTR]
+    lib.cuMemcpyDtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, _PTR]
+    return lib
+
+
+def current_context() -> int:
+    """The ``CUcontext`` current on this thread.
+
+    Raises:
+        GPUUnavailableError: there is none (create one first: a PyTorch or CuPy array on the
+            GPU, or ``import pycuda.autoinit``).
+    """
+    slot = getattr(_here, "slot", None)
+    if slot is None:  # one ctypes slot per thread, made once (a call is then about 0.3 µs)
+        ctx = _PTR()
+        slot = _here.slot = (ctx, ctypes.byref(ctx), libcuda().cuCtxGetCurrent)
+    ctx, ref, get = slot
+    if get(ref) != 0 or not ctx.value:
+        raise GPUUnavailableError("no current CUDA context; create one first (e.g. import pycuda.autoinit, or a "
+                                  "CuPy or PyTorch array on the GPU)")
+    return ctx.value
+
+
+def load_function(cubin: bytes, name: str) -> tuple[int, int]:
+    """Load ``cubin`` into the current context and find its kernel ``name``.
+
+    Returns:
+        ``(module, function)`` handles; the module stays loaded for the process.
+
+    Raises:
+        AutotuneError: the driver refused the cubin, or it has no kernel ``name``.
+    """
+    lib, module, function = libcuda(), _PTR(), _PTR()
+    buf = ctypes.create_string_buffer(cubin, len(cubin))
+    status = lib.cuModuleLoadData(ctypes.byref(module), buf)
+    if status != 0:
+        raise AutotuneError(f"cuModuleLoadData of {name} failed with CUDA error {status}")
+    if lib.cuModuleGetFunction(ctypes.byref(function), module, name.encode()) != 0:
+        raise AutotuneError(f"no entry point {name!r} in the compiled module")
+    return module.value, function.value
+
+
+def function_attribute(function: int, attribute: int) -> int:
+    """An attribute of a loaded kernel (``cuFuncGetAttribute``), e.g. its most threads per block."""
+    value = ctypes.c_int()
+    status = libcuda().cuFuncGetAttribute(ctypes.byref(value), attribute, function)
+    if status != 0:
+        raise AutotuneError(f"cuFuncGetAttribute failed with CUDA error {status}")
+    return value.value
+
+
+def launch(function: int, grid, block, shared: int, stream: int, argv, what: str) -> None:
+    """``cuLaunchKernel`` of ``function`` on ``stream`` with the packed ``argv`` (an array of
+    pointers to the argument values, ``void **``).
+
+    Raises:
+        AutotuneError: the driver refused the launch (``what`` names the kernel).
+    """
+    status = libcuda().cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared,
+                                      stream, argv, None)
+    if status != 0:
+        raise AutotuneError(f"cuLaunchKernel of {what} failed with CUDA error {status}")
+
+
+def copy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
+    """Copy ``nbytes`` from device address ``src`` to ``dst``, queued on ``stream``
+    (``cuMemcpyDtoDAsync``; works inside a stream capture).
+
+    Raises:
+        AutotuneError: the driver refused the copy.
+    """
+    status = libcuda().cuMemcpyDtoDAsync_v2(dst, src, nbytes, stream)
+    if status != 0:
+        raise AutotuneError(f"cuMemcpyDtoDAsync of {nbytes} bytes failed with CUDA error {status}")

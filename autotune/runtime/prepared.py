@@ -1,0 +1,81 @@
+"""A transpose launch made ready once and repeated cheaply: handle, geometry, packed arguments.
+
+:class:`PreparedTranspose` keeps, for one (context, kernel, rows, cols, element size), the
+kernel's function handle, its grid and block, and a ``void **`` argument array whose slots
+(ctypes values) a call only refills: the two pointers, and the row pitch and batch stride
+where the kernel takes them. A call is then one ``cuLaunchKernel`` (one per 65,535 matrices
+of a batch: the most blocks in z). Instances are per thread (the slots are refilled per
+call), cached by :mod:`autotune.runtime.transpose`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from autotune.errors import AutotuneError
+from autotune.kernel.model import Array
+from autotune.runtime import driver
+from autotune.runtime.launch import CTYPES, Launcher
+
+__all__ = ["PreparedTranspose", "MAX_GRID_Z"]
+
+MAX_GRID_Z = 65535
+"""The most blocks of a grid in z: matrices of a batch per launch."""
+
+
+class PreparedTranspose:
+    """One transpose kernel's launch for rows x cols matrices, ready to repeat.
+
+    Attributes:
+        launcher: the :class:`~autotune.runtime.launch.Launcher` it was made from (its
+            ``chosen`` tells the config and the lookup rung).
+        pitched: the kernel takes a row pitch and batch stride (``ld``, ``batch_stride``),
+            so it can read views and batches.
+        matrix_bytes: bytes of one rows x cols output matrix.
+    """
+
+    __slots__ = ("launcher", "pitched", "matrix_bytes", "_argv", "_out", "_src", "_ld", "_batch_stride", "_name",
+                 "_itemsize", "_slots", "_launch", "_grid_z", "_stream", "_call")
+
+    def __init__(self, launcher: Launcher, itemsize: int) -> None:
+        k = launcher.kernel
+        self.launcher = launcher
+        self._name = k.name
+        self._launch = driver.libcuda().cuLaunchKernel
+        slots = {a.name: (ctypes.c_void_p() if isinstance(a, Array) else CTYPES[a.ctype](launcher.scalars[a.name].value))
+                 for a in k.args}
+        arrays = [a.name for a in k.args if isinstance(a, Array)]
+        self._out, self._src = slots[arrays[0]], slots[arrays[1]]
+        self._ld, self._batch_stride = slots.get("ld"), slots.get("batch_stride")
+        self.pitched = self._ld is not None and self._batch_stride is not None
+        self._slots = list(slots.values())  # argv points into these: they live as long as it does
+        self._argv = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(v) for v in self._slots])
+        rows, cols = launcher.dims[0][1], launcher.dims[1][1]
+        self.matrix_bytes, self._itemsize = rows * cols * itemsize, itemsize
+        # cuLaunchKernel's arguments as ctypes objects made once (none is converted per call);
+        # grid z and the stream are refilled per call
+        (gx, gy, _), (bx, by, bz) = launcher.grid, launcher.block
+        self._grid_z, self._stream = ctypes.c_uint(1), ctypes.c_void_p()
+        self._call = (ctypes.c_void_p(launcher.function), ctypes.c_uint(gx), ctypes.c_uint(gy), self._grid_z,
+                      ctypes.c_uint(bx), ctypes.c_uint(by), ctypes.c_uint(bz), ctypes.c_uint(launcher.shared),
+                      self._stream, self._argv, None)
+
+    def __call__(self, out: int, src: int, ld: int, batch: int, batch_stride: int, stream: int) -> None:
+        """Transpose ``batch`` matrices at device address ``src`` (rows ``ld`` elements apart,
+        matrices ``batch_stride`` elements apart) into contiguous ones at ``out``, on ``stream``.
+        A kernel that is not :attr:`pitched` must only be given contiguous single matrices.
+
+        Raises:
+            AutotuneError: the driver refused the launch.
+        """
+        if self.pitched:
+            self._ld.value = ld
+            self._batch_stride.value = batch_stride
+        self._stream.value = stream or None
+        for first in range(0, batch, MAX_GRID_Z):
+            self._out.value = out + first * self.matrix_bytes
+            self._src.value = src + first * batch_stride * self._itemsize
+            self._grid_z.value = min(MAX_GRID_Z, batch - first)
+            status = self._launch(*self._call)
+            if status != 0:
+                raise AutotuneError(f"cuLaunchKernel of {self._name} failed with CUDA error {status}")

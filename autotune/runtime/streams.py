@@ -1,0 +1,55 @@
+"""The stream a launch goes on: the caller's current stream of its array's library, or ``stream=``."""
+
+from __future__ import annotations
+
+from autotune.errors import InvalidInputError
+
+__all__ = ["stream_handle"]
+
+
+def stream_handle(stream, first, kind: str | None = None, device: int | None = None) -> int:
+    """The ``CUstream`` handle to launch on.
+
+    Args:
+        stream: ``None`` (the current stream of ``first``'s library: PyTorch's
+            ``torch.cuda.current_stream(device)``, CuPy's ``get_current_stream()``, the legacy
+            default stream 0 otherwise), a handle (int), or an object with ``cuda_stream``
+            (torch), ``ptr`` (CuPy) or ``handle`` (PyCUDA).
+        first: the first array of the launch; ``kind`` its library (``torch``, ``cupy``, ...),
+            read from its type if not given; ``device`` its CUDA ordinal if known (torch).
+
+    Raises:
+        InvalidInputError: ``stream`` is none of these.
+    """
+    if stream is None:
+        kind = kind or type(first).__module__.split(".")[0]
+        if kind == "torch":
+            return _torch_stream(first, device)
+        if kind == "cupy":
+            import cupy
+
+            return int(cupy.cuda.get_current_stream().ptr)
+        return 0
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise InvalidInputError(f"stream {stream!r} is not allowed; give a stream handle (int), a torch or CuPy "
+                            "stream, or a PyCUDA Stream")
+
+
+_raw_torch_stream = None
+
+
+def _torch_stream(tensor, device: int | None = None) -> int:
+    """The current PyTorch stream of ``tensor``'s device (``device``, its ordinal, if known): the
+    raw handle where torch has the private fast accessor (about 0.2 µs instead of a Stream
+    object's 2 µs)."""
+    global _raw_torch_stream
+    if _raw_torch_stream is None:
+        import torch
+
+        _raw_torch_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_torch_stream(tensor.get_device() if device is None else device)

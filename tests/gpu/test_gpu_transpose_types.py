@@ -1,0 +1,70 @@
+"""``autotune.transpose`` of every element size (1 to 16 bytes), from PyTorch, CuPy and PyCUDA,
+bit for bit; the config it uses for a dtype moved as words; and the host time of a call."""
+
+import numpy as np
+import pytest
+
+from autotune.runtime.transpose import transpose, transpose_plan
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(1, 1), (1, 333), (333, 1), (33, 65), (64, 128), (1000, 3001)]
+TORCH_TYPES = ["bool", "int8", "uint8", "float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "int16", "int32",
+               "float32", "int64", "float64", "complex64", "complex128"]
+
+
+def _random_bytes(torch, shape, dtype, seed=0):
+    """A tensor of ``dtype`` whose bytes are random (any bit pattern: NaNs included), on the GPU."""
+    dt = getattr(torch, dtype)
+    size = torch.empty((), dtype=dt).element_size()
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    raw = torch.randint(0, 256, (*shape[:-1], shape[-1] * size), dtype=torch.uint8, device="cuda", generator=g)
+    return (raw & 1).bool() if dtype == "bool" else raw.view(dt)
+
+
+def _bytes(torch, t):
+    flat = t.contiguous().reshape(-1)  # (a 1-column view's strides would not allow .view(uint8))
+    return flat.view(torch.uint8) if t.dtype != torch.bool else flat.to(torch.uint8)
+
+
+@pytest.mark.parametrize("dtype", TORCH_TYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_torch_dtype_bit_for_bit(shape, dtype, tmp_path):
+    torch = pytest.importorskip("torch")
+    x = _random_bytes(torch, shape, dtype)
+    y = transpose(x, db=f"sqlite:///{tmp_path / 'none.db'}")
+    torch.cuda.synchronize()
+    assert y.dtype == x.dtype and y.shape == (shape[1], shape[0]) and y.is_contiguous()
+    assert torch.equal(_bytes(torch, y), _bytes(torch, x.t()))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float16", "float32", "complex64", "complex128"])
+def test_cupy_arrays_of_every_size(dtype, tmp_path):
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(3)
+    a = np.frombuffer(rng.bytes(77 * 130 * np.dtype(dtype).itemsize), np.uint8).view(dtype).reshape(77, 130)
+    y = transpose(cupy.asarray(a), db=f"sqlite:///{tmp_path / 'none.db'}")
+    assert isinstance(y, cupy.ndarray) and y.dtype == a.dtype
+    assert cupy.asnumpy(y).tobytes() == np.ascontiguousarray(a.T).tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128", "uint16"])
+def test_pycuda_gpuarrays(dtype, tmp_path):
+    pytest.importorskip("pycuda")
+    import pycuda.autoprimaryctx  # noqa: F401  (the primary context, as torch and CuPy use)
+    from pycuda import gpuarray
+
+    a = np.arange(40 * 24).astype(dtype).reshape(40, 24)
+    y = transpose(gpuarray.to_gpu(a), db=f"sqlite:///{tmp_path / 'none.db'}")
+    assert isinstance(y, gpuarray.GPUArray)
+    np.testing.assert_array_equal(y.get(), a.T)
+
+
+def test_a_dtype_moved_as_words_says_whose_config_it_uses(tmp_path):
+    torch = pytest.importorskip("torch")
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    x = torch.zeros((64, 96), dtype=torch.bfloat16, device="cuda")
+    chosen = transpose_plan(x, db=db).launcher.chosen
+    assert chosen.rung == "default" and chosen.note.startswith("bfloat16 moved as 2-byte words with the config of "
+                                                               "float16: nothing tuned for smem_vec 64x96 float16")
+    assert transpose_plan(x.float(), db=db).launcher.chosen.note.startswith("nothing tuned for smem_vec 64x96 float32")

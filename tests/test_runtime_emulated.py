@@ -1,0 +1,137 @@
+"""The word-moving transposes (vec.cu, smem.cu) on the CPU: every element size (1 to 16 bytes),
+row-pitched views, batches (blockIdx.z) and unaligned pointers, bit for bit.
+
+As in ``test_emulated.py``, the real .cu text is compiled as C++ with the CUDA keywords defined
+away (a std::thread per thread of a block, a std::barrier for __syncthreads), under the address
+and UB sanitizers where g++ has them; elements are opaque N-byte structs of random bytes.
+"""
+
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import word_dtype
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+_HARNESS = r"""
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+struct Idx { unsigned x, y, z; };
+thread_local Idx threadIdx, blockIdx;
+std::barrier<> *bar;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(NBYTES < 8 ? NBYTES : 8) Elem { unsigned char b[NBYTES]; };
+template <class T> T __ldg(const T *p) { return *p; }
+template <class T> T __ldcs(const T *p) { return *p; }
+template <class T> void __stcs(T *p, T v) { *p = v; }
+inline void __syncthreads() { bar->arrive_and_wait(); }
+#include "k.cu"
+int main(int argc, char **argv)  // bx by {rows cols ld batch batch_stride offset blocks}...
+{
+    const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
+    for (int a = 3; a + 6 < argc; a += 7) {
+        const long long rows = atoll(argv[a]), cols = atoll(argv[a + 1]), ld = atoll(argv[a + 2]);
+        const long long batch = atoll(argv[a + 3]), bs = atoll(argv[a + 4]), offset = atoll(argv[a + 5]);
+        const unsigned blocks = atoi(argv[a + 6]);
+        const size_t n_in = offset + (batch - 1) * bs + (rows - 1) * ld + cols, n_out = offset + batch * rows * cols;
+        Elem *in = (Elem *)aligned_alloc(64, (n_in * NBYTES + 63) / 64 * 64);
+        Elem *out = (Elem *)aligned_alloc(64, (n_out * NBYTES + 63) / 64 * 64);
+        srand(rows * 131 + cols);
+        for (size_t i = 0; i < n_in * NBYTES; ++i) ((unsigned char *)in)[i] = rand();
+        memset(out, 0, n_out * NBYTES);
+        std::barrier<> barrier(bx * by);
+        bar = &barrier;
+        auto thread = [&](unsigned x, unsigned y) {
+            threadIdx = {x, y, 0};
+            for (unsigned z = 0; z < batch; ++z)
+                for (unsigned b = 0; b < blocks; ++b) {
+                    blockIdx = {b, 0, z};
+                    ENTRY((ELEM_T *)(out + offset), (const ELEM_T *)(in + offset), rows, cols, ld, bs);
+                    barrier.arrive_and_wait();  // the next block starts after this one
+                }
+        };
+        std::vector<std::thread> ts;
+        for (unsigned y = 0; y < by; ++y)
+            for (unsigned x = 0; x < bx; ++x)
+                ts.emplace_back(thread, x, y);
+        for (auto &t : ts) t.join();
+        for (long long z = 0; z < batch; ++z)
+            for (long long r = 0; r < rows; ++r)
+                for (long long c = 0; c < cols; ++c)
+                    if (memcmp(&out[offset + z * rows * cols + c * rows + r], &in[offset + z * bs + r * ld + c],
+                               NBYTES)) {
+                        printf("%lldx%lld ld %lld batch %lld: wrong output for input (%lld, %lld, %lld)\n", rows,
+                               cols, ld, batch, z, r, c);
+                        return 1;
+                    }
+        free(in);
+        free(out);
+    }
+    return 0;
+}
+"""
+
+# rows, cols, ld, batch, batch_stride, offset (elements): contiguous and aligned (the vector path),
+# row-pitched, batched with gaps, one element off alignment, a broadcast batch (stride 0)
+_CASES = [(64, 32, 32, 2, 64 * 32, 0), (33, 65, 70, 3, 33 * 70 + 5, 0), (16, 48, 48, 2, 16 * 48, 1),
+          (5, 3, 3, 2, 0, 0), (1, 7, 7, 1, 0, 0), (9, 1, 4, 2, 40, 0)]
+_CONFIGS = {"smem_vec": {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "TILES": 2, "STREAMING": 0, "DIAGONAL": 0,
+                         "GROUP": 0},
+            "smem_pad": {"TILE_DIM": 16, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 1}}
+
+
+def _cxx_flags(tmp) -> list[str]:
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    probe = tmp / "probe.cpp"
+    probe.write_text("int main() { return 0; }\n")
+    ok = subprocess.run(["g++", *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
+    return flags if ok else []
+
+
+def test_word_transposes_move_every_size_through_views_and_batches_on_the_cpu(tmp_path):
+    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
+    (tmp_path / "h.cpp").write_text(_HARNESS)
+    flags = _cxx_flags(tmp_path)
+    jobs = [(name, size) for name in _CONFIGS for size in (1, 2, 4, 8, 16)]
+
+    def run(job):
+        name, size = job
+        k, dt = KERNELS[name], word_dtype(size)
+        config = Config.of(name, _CONFIGS[name])
+        d = tmp_path / f"{name}_{size}"
+        d.mkdir()
+        (d / "k.cu").write_text(k.source_text())
+        macros = {**k.macros(config, dt), k.dtype_macro: "Elem", "ENTRY": k.function, "NBYTES": size}
+        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
+                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
+                                "-o", str(d / "h")], capture_output=True, text=True)
+        if build.returncode:
+            return f"{name} {size} B: does not build: {build.stderr[:1500]}"
+        _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, dt)
+        args = [str(block[0]), str(block[1])]
+        for rows, cols, ld, batch, stride, offset in _CASES:
+            grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, dt)
+            args += [str(v) for v in (rows, cols, ld, batch, stride, offset, grid[0])]
+        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
+        return f"{name} {size} B: {res.stdout}{res.stderr[:1500]}" if res.returncode else None
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        failures = [f for f in pool.map(run, jobs) if f]
+    assert not failures, "\n".join(failures)
