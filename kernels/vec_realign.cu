@@ -20,7 +20,8 @@
 // row0, which begins s' elements past a 16-byte boundary. Its window of TX + 1 vectors is
 // gathered element by element from shared memory (element i of the output row is tile
 // row i at window column k + s_i); each whole vector inside the tile is written with one
-// 128-bit store, the partial first and last vectors element by element (peeled edges).
+// 128-bit store, the partial first and last vectors element by element (peeled edges),
+// both by thread 0 in one pass.
 //
 // Shared layout: tile row i is TX + 1 chunks of 16 bytes; SKEW chunks of padding follow
 // every VEC rows. The gather reads rows VEC * x + e across the threads x of a warp, which
@@ -188,34 +189,38 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_real
     }
     __syncthreads();
 
-    // Stores: output row k, window vectors x (and TX for thread 0) of it.
+    // Stores: output row k. Thread x gathers window vector x; thread 0's vector 0 (the
+    // head, when s' > 0) and vector TX (the tail) together hold VEC elements, which it
+    // gathers as one (tile row i < 0 wraps to i + SIDE), so no thread makes a second pass.
     const unsigned s0 = misalign(in + (size_t)row0 * C + col0), step = C % VEC;
+    const bool whole = height == SIDE;  // the same for the whole block
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned k = threadIdx.y + j * BLOCK_ROWS;
         if (k >= width)
             continue;
         word_t *first = out + (size_t)(col0 + k) * R + row0;
-        const unsigned so = misalign(first);
-        for (unsigned w = x; w <= TX; w += TX) {
-            const int lo = (int)(VEC * w) - (int)so;  // tile row of the vector's element 0
-            if (lo >= (int)height)
-                break;
-            vec_t out_v;
+        const int q0 = (int)(VEC * x) - (int)misalign(first);  // tile row of the vector's element 0
+        vec_t out_v;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            int i = q0 + e;
+            i += i < 0 ? SIDE : 0;
+            if (!whole)
+                i = i < (int)height ? i : (int)height - 1;  // a valid read; not stored
+            const unsigned m = (unsigned)i % VEC, s = (s0 + m * step) % VEC;  // row i's input shift
+            out_v.e[e] = *reinterpret_cast<const word_t *>(smem + ((unsigned)i / VEC) * GROUP_BYTES +
+                                                           m * (CHUNKS * VEC_BYTES) + (k + s) * sizeof(word_t));
+        }
+        if (q0 >= 0 && q0 + VEC <= (int)height) {
+            store_vec(first + q0, out_v.raw);
+        } else {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                int i = lo + e;
-                i = i < 0 ? 0 : (i >= (int)height ? (int)height - 1 : i);  // clamped: a valid read
-                const unsigned s = (s0 + (unsigned)i * step) % VEC;  // row i's input shift
-                out_v.e[e] = *reinterpret_cast<const word_t *>(smem + row_offset(i) + (k + s) * sizeof(word_t));
-            }
-            if (lo >= 0 && lo + VEC <= (int)height) {
-                store_vec(first - so + VEC * w, out_v.raw);
-            } else {
-#pragma unroll
-                for (int e = 0; e < VEC; ++e)
-                    if (lo + e >= 0 && lo + e < (int)height)
-                        first[lo + e] = out_v.e[e];
+                int i = q0 + e;
+                i += i < 0 ? SIDE : 0;
+                if (i < (int)height)
+                    first[i] = out_v.e[e];
             }
         }
     }

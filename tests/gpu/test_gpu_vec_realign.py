@@ -60,13 +60,13 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
                         continue
                     src = rng.integers(0, 256, size=rows * cols * dt.itemsize, dtype=np.uint8).view(dt.numpy)
                     n = rows * cols * dt.itemsize
-                    d_in, d_out = drv.mem_alloc(n + 16), drv.mem_alloc(n + 16)
+                    d_in, d_out = drv.mem_alloc(n + 64), drv.mem_alloc(n + 64)
                     drv.memcpy_htod(int(d_in) + ioff, src)
-                    drv.memset_d8(d_out, 0xA5, n + 16)
+                    drv.memset_d8(d_out, 0xA5, n + 64)
                     compiled.function.prepared_call(grid, block, np.uintp(int(d_out) + ooff),
                                                     np.uintp(int(d_in) + ioff), np.int32(rows), np.int32(cols),
                                                     shared_size=shared)
-                    got = np.empty(n + 16, np.uint8)
+                    got = np.empty(n + 64, np.uint8)
                     drv.memcpy_dtoh(got, d_out)
                     want = src.reshape(rows, cols).T.copy().view(np.uint8).ravel()
                     assert np.array_equal(got[ooff:ooff + n], want), (config, rows, cols, ioff, ooff)
