@@ -106,7 +106,7 @@ def _configs():
     """The default and variants of the tile side, rows per block, skew, WIDE and tile order."""
     k = KERNELS["smem_vec_realign"]
     base = k.defaults
-    picks = [base, {**base, "TILE_DIM": 32, "BLOCK_ROWS": 32}, {**base, "WIDE": 1, "BLOCK_ROWS": 8, "SKEW": 0},
+    picks = [base, {**base, "TILE_DIM": 32, "BLOCK_ROWS": 32, "WIDE": 0}, {**base, "WIDE": 1, "BLOCK_ROWS": 8, "SKEW": 0},
              {**base, "DIAGONAL": 1, "SKEW": 2, "BLOCK_ROWS": 4}]
     return [Config.of(k.name, p) for p in picks]
 

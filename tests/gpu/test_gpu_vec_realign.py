@@ -26,7 +26,7 @@ def device():
 def configs():
     """The default, the smallest tiles, WIDE tiles with no skew, the diagonal order with streaming."""
     d = KERNEL.defaults
-    picks = [d, {**d, "TILE_DIM": 32, "BLOCK_ROWS": 4}, {**d, "WIDE": 1, "SKEW": 0, "BLOCK_ROWS": 32},
+    picks = [d, {**d, "TILE_DIM": 32, "BLOCK_ROWS": 4, "WIDE": 0}, {**d, "WIDE": 1, "SKEW": 0, "BLOCK_ROWS": 32},
              {**d, "DIAGONAL": 1, "STREAMING": 1, "SKEW": 2, "BLOCK_ROWS": 8}]
     return [Config.of(KERNEL.name, p) for p in picks]
 
