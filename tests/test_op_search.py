@@ -150,3 +150,58 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
 def test_bad_input_to_choose_transpose(rows, cols, dtype, message, device_info):
     with pytest.raises(InvalidInputError, match=message):
         op_choice.choose_transpose(rows, cols, dtype, device=device_info)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, device_info):
+    """The GPU benchmark replaced by the fake timer (as in test_cli.py)."""
+    import contextlib
+
+    from autotune.measure import benchmark
+    from fakes import fake_retime
+
+    class FakeBench:
+        def __init__(self):
+            self.device, self.measure = device_info, FakeTimer()
+            self.memcpy_gbps, self.copy_gbps, self.l2_mode, self.retime = 3000.0, 2900.0, "single", fake_retime()
+
+    opened = []
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        opened.append(kernel.name)
+        yield FakeBench()
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    return opened
+
+
+def test_cli_search_op_ranks_every_transpose_and_names_the_op_best(fake_gpu, db_url):
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+
+    r = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--trials", "20",
+                                 "--seed", "1", "--db", db_url])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    assert "--op transpose 300x301 float32 on device 0: 11 kernels" in r.output
+    assert sorted(set(fake_gpu)) == TRANSPOSES and len(fake_gpu) == 11 + 6 + 3  # rounds of 11, 6 and 3 kernels
+    assert r.output.count("round 1: ") == 11 and r.output.count("round 3: ") == 3
+    assert all(name in r.output for name in TRANSPOSES) and "op best: " in r.output
+    again = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--db", db_url])
+    assert again.exit_code == 2 and "--resume" in again.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--op", "gemm", "--size", "64"], "error: unknown operation 'gemm'; allowed: transpose"),
+    (["--op", "transpose", "--m", "64", "--n", "2", "--k", "3"], "error: --m is not a dim of kernel"),
+    (["--op", "transpose", "--size", "64", "--space", "configs/smem_pad.toml"], "is not allowed with --op"),
+    (["--op", "transpose", "--size", "64", "--dtype", "complex64"], "error: unknown dtype 'complex64'"),
+])
+def test_cli_search_op_bad_input_is_one_error_line(args, message, db_url):
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+
+    r = CliRunner().invoke(app, ["search", *args, "--db", db_url])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

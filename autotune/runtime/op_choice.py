@@ -33,8 +33,12 @@ ALIGNED_KERNEL = "smem_vec"
 """The rule's kernel when both row lengths are multiples of 16 bytes."""
 
 UNALIGNED_KERNEL = {1: "smem_vec_realign", 2: "smem_vec_realign", 4: "smem_vec_realign", 8: "smem_vec_realign"}
-"""The rule's kernel per item size when a row length is not a multiple of 16 bytes (H100
-measurements: ``benchmarks/results/2026-11-23_NVIDIA_H100_80GB_HBM3_unaligned_transpose.txt``)."""
+"""The rule's kernel per item size when a row length is not a multiple of 16 bytes. H100,
+5000x7001, % of memcpy (``benchmarks/results/2026-11-23_NVIDIA_H100_80GB_HBM3_unaligned_transpose.txt``):
+int8 53.1 (smem_pad 49.1, smem_vec 49.3), float16 85.4 (75.3, 73.1), float32 93.1 (94.4, 92.4),
+float64 93.7 (first run: smem_pad 93.5, smem_vec 94.8). smem_pad is ahead for float32 there
+but far behind at 3001x7919 (65.0 against 74.3 for smem_vec_realign, first run:
+``..._unaligned_transpose_first_kernel.txt``), so the rule takes smem_vec_realign for every size."""
 
 MAX_CACHED = 65536
 _lock = threading.Lock()
