@@ -56,19 +56,28 @@ def test_every_config_of_the_shipped_space_compiles(kernel):
 # Static shared memory of each kernel's default config, per byte of element.
 DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33, "smem_vec": 64 * 65,
                            "matmul_tiled": 2 * 16 * 16, "matmul_reg": 16 * 65 + 16 * 64,
-                           "matmul_warp": 2 * 8 * (128 + 128)}  # STAGES x BK x (BM + BN), A unpadded
+                           "matmul_warp": 2 * 8 * (128 + 128),  # STAGES x BK x (BM + BN), A unpadded
+                           }
+
+
+def default_shared(name: str, itemsize: int) -> int:
+    """Static shared memory of a kernel's default config for one item size, bytes."""
+    if name == "smem_vec_realign":  # WIDE=1: 128-element tiles for 1- and 2-byte elements, else 64
+        side = 128 if itemsize <= 2 else 64  # rows of side / vector + 1 chunks of 16 bytes, a chunk per vector of rows
+        return side * (side * itemsize // 16 + 1) * 16 + side * itemsize
+    # 16-byte elements pass through shared memory as two 8-byte parts (kernels/words.cuh)
+    return DEFAULT_SHARED_PER_BYTE.get(name, 0) * min(itemsize, 8)
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
-    assert len(kernels) == (16 if dtype in ("float32", "float64") else 12)
+    assert len(kernels) == (17 if dtype in ("float32", "float64") else 12 if dtype == "complex128" else 13)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
     for k, res in zip(kernels, results, strict=True):
-        # 16-byte elements pass through shared memory as two 8-byte parts (kernels/words.cuh)
-        assert res["shared_bytes"] == DEFAULT_SHARED_PER_BYTE.get(k.name, 0) * min(d.itemsize, 8), k.name
+        assert res["shared_bytes"] == default_shared(k.name, d.itemsize), k.name
 
 
 @pytest.mark.skipif(not EXAMPLES, reason="no examples/*/*.toml in this checkout yet")

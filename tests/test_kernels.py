@@ -19,8 +19,9 @@ from autotune.resources import data_dir
 
 from kernel_files import catalog_doc, write_kernel
 
-CATALOG = sorted([*before.DEFAULTS, "matmul_warp"])
+CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign"])
 """The 15 kernels of the catalog before the kernel model, and those added as kernel files since."""
+REALIGN = "smem_vec_realign"
 NEW = {"matmul_warp"}
 MOVES = sorted(before.MOVES)
 ITEMSIZE_DTYPES = [get_dtype(d) for d in ("int8", "float16", "float32", "float64")]
@@ -48,7 +49,7 @@ def user_registry(monkeypatch):
 
 
 def test_the_catalog_kernels_load_from_their_files():
-    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 16
+    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 17
     folder = data_dir("kernels").resolve()
     for name, k in KERNELS.items():
         assert isinstance(k, Kernel) and k.name == name and k.path == folder / f"{name}.toml"
@@ -59,6 +60,11 @@ def test_the_catalog_kernels_load_from_their_files():
         assert set(k.fixed).isdisjoint(k.defaults)
         if name in NEW:
             assert (k.source.name, k.function, k.dims) == (f"{name}.cu", name, ("m", "n", "k"))
+            continue
+        if name == REALIGN:
+            assert (k.source.name, k.function, k.dims) == ("vec_realign.cu", "transpose_vec_realign", ("rows", "cols"))
+            assert k.dtypes == tuple(d for d in DTYPES if d != "complex128")  # 16-byte elements: smem_vec
+            assert k.signature == "PPii" and dict(k.fixed) == {"UNROLL": 1}
             continue
         assert dict(k.defaults) == before.DEFAULTS[name]
         if name in before.MOVES:
@@ -83,11 +89,11 @@ def test_aliases_and_unknown_names():
 
 def test_source_hashes_are_the_ones_before_the_kernel_model():
     changed = ("smem.cu", "vec.cu")  # issue 14: 16-byte elements, row pitch and batches (their results are stale)
-    for k in (k for k in KERNELS.values() if k.name not in NEW):
+    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN}):
         same = k.source_hash[:12] == before.SOURCE_HASHES[k.source.name]
         assert len(k.source_hash) == 64 and same == (k.source.name not in changed), k.name
     assert KERNELS["smem"].source_hash == KERNELS["smem_pad"].source_hash == KERNELS["smem_unroll_pad"].source_hash
-    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW}) == len(before.SOURCE_HASHES)
+    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN}}) == len(before.SOURCE_HASHES)
 
 
 def test_sources_are_inlined_once():
@@ -113,8 +119,8 @@ def test_spec_hashes_tell_kernels_of_one_source_apart(tmp_path):
 def test_checks_and_objectives():
     for name, k in KERNELS.items():
         c, o = k.check_spec, k.objective
-        if name in before.MOVES:
-            op = before.MOVES[name][2]
+        if name in before.MOVES or name == REALIGN:
+            op = before.MOVES[name][2] if name in before.MOVES else "transpose"
             assert (c.reference, c.compare) == (f"autotune.kernel.references:{op}", "exact")
             assert str(o.bytes) == "2 * rows * cols * itemsize" and o.flops is None
             assert (o.bound, o.bound_kernel) == ("memcpy", "copy_row")

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from autotune.errors import StoreError
+from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
@@ -56,11 +56,25 @@ def search(
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="Search an operation instead of one kernel: every "
+                                                           "catalog kernel computing it (transpose), the "
+                                                           "trials shared by successive halving; replaces "
+                                                           "--kernel.")] = None,
 ) -> None:
     """Search a kernel's config space on one GPU (or several of one model) for one problem and
     dtype; store every trial."""
     check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
     ordinals = parse_devices(device)
+    if op is not None:
+        from .search_op import run_op
+
+        if space is not None:
+            raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
+
+        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, trials=trials, timeout=timeout, seed=seed,
+               sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+               trial_timeout=trial_timeout)
+        return
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     _run(kern, problem, dtype, ordinals, top, trials=trials, timeout=timeout, seed=seed, sampler=sampler,

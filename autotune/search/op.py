@@ -1,0 +1,180 @@
+"""Search over an operation: the kernel is a parameter, over every catalog kernel computing it.
+
+``autotune search --op transpose`` (and :func:`tune_op`) searches every catalog kernel whose
+kernel file computes the operation (:func:`op_kernels`: dims ``rows, cols`` and the check
+reference ``autotune.kernel.references:transpose``; the copies check against ``copy`` and are
+not candidates). Each kernel keeps its own Optuna study and stored best (the key of
+:func:`autotune.tune`: GPU model, kernel and its hashes, dims, dtype, toolchain), so an op
+search needs no new table: the best (kernel, config) of an op for a key is the fastest of
+the kernels' stored bests of that key (:func:`op_standings`, by each best's re-timed pooled
+median), which survives restarts like any stored result.
+
+The kernels share one budget of ``trials`` (configs measured) by successive halving (the
+scheme of Jamieson and Talwalkar, "Non-stochastic best arm identification and hyperparameter
+optimization", AISTATS 2016): the budget is cut into ``ceil(log2 n) + 1`` equal rounds; in each
+round the kernels still in the race split the round's share evenly (the default config is
+always a kernel's first trial), then the slower half (by stored best) leaves. So every kernel
+is measured at least at its default, and most of the budget goes to the fastest few.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.model import Kernel
+
+__all__ = ["OPS", "op_kernels", "halving_plan", "split_budget", "Standing", "OpResult", "op_standings", "tune_op"]
+
+OPS: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "transpose": (("rows", "cols"), "autotune.kernel.references:transpose"),
+}
+"""Operation name -> (the dims its kernels take, the check reference that says they compute it)."""
+
+
+def op_kernels(op: str, dtype=None) -> list[Kernel]:
+    """The catalog kernels computing ``op`` (taking ``dtype``, when given), by name.
+
+    Raises:
+        InvalidInputError: unknown ``op`` (the message lists :data:`OPS`), or a dtype no kernel of it takes.
+    """
+    if op not in OPS:
+        raise InvalidInputError(f"unknown operation {op!r}; allowed: {', '.join(OPS)}")
+    dims, reference = OPS[op]
+    found = [k for name, k in sorted(KERNELS.items())
+             if tuple(k.dims) == dims and k.check_spec.reference == reference]
+    if dtype is not None:
+        dt = get_dtype(dtype)
+        found = [k for k in found if dt.name in k.dtypes]
+        if not found:
+            raise InvalidInputError(f"no catalog kernel computes {op} for dtype {dt.name!r}")
+    return found
+
+
+def halving_plan(kernels: int, trials: int) -> list[int]:
+    """The budget of each successive-halving round: ``ceil(log2 kernels) + 1`` rounds (one when
+    there is one kernel) sharing ``trials`` evenly, the first rounds taking the remainder.
+    Every kernel gets at least one config (its default) in the first round, so a budget below
+    the kernel count is raised to it; a later round too small to give each kernel still
+    racing one config is dropped, its share going to the rounds before.
+
+    Raises:
+        InvalidInputError: ``trials`` < 1.
+    """
+    if trials < 1:
+        raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
+    rounds = math.ceil(math.log2(kernels)) + 1 if kernels > 1 else 1
+    plan, racing, left = [], kernels, max(trials, kernels)
+    for r in range(rounds):
+        share = max(racing, -(-left // (rounds - r)))  # ceil: the first rounds take the remainder
+        if r > 0 and share > left:
+            plan[-1] += left
+            break
+        plan.append(share)
+        left -= share
+        racing = math.ceil(racing / 2)
+    return plan
+
+
+def split_budget(budget: int, names: list[str]) -> dict[str, int]:
+    """``budget`` configs split evenly over ``names`` (the first ones take the remainder), at least 1 each."""
+    each, extra = divmod(budget, len(names))
+    return {n: max(1, each + (1 if i < extra else 0)) for i, n in enumerate(names)}
+
+
+@dataclass
+class Standing:
+    """One kernel of an op search: its key, its stored best for that key (``None``: no config
+    passed verification) and the configs measured for it by this op search."""
+
+    kernel: str
+    key: object
+    best: object = None
+    measured: int = 0
+
+    @property
+    def time_ms(self) -> float:
+        """The stored best's ranking time, ms (``inf`` without a best)."""
+        return self.best.time_ms if self.best is not None else math.inf
+
+
+@dataclass
+class OpResult:
+    """An op search's outcome: ``standings`` fastest first (every kernel searched);
+    ``rounds``: the kernels raced in each round, with the configs given to each."""
+
+    op: str
+    dtype: str
+    standings: list[Standing]
+    rounds: list[dict[str, int]] = field(default_factory=list)
+
+    @property
+    def best(self) -> Standing | None:
+        """The fastest kernel with a stored best, or ``None`` when none passed verification."""
+        first = self.standings[0] if self.standings else None
+        return first if first is not None and first.best is not None else None
+
+
+def op_standings(store, keys: Mapping[str, object]) -> list[Standing]:
+    """Each kernel's stored best for its key (``{kernel: TuningKey}``), fastest first (pooled
+    re-timed median, else the trial's median); kernels without a best last, by name."""
+    standings = [Standing(name, key, store.best(key)) for name, key in keys.items()]
+    return sorted(standings, key=lambda s: (s.time_ms, s.kernel))
+
+
+def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 100, seed: int | None = None,
+            resume: bool = False, db: str | None = None, tune_kernel: Callable | None = None,
+            on_kernel: Callable[[int, Standing], None] | None = None, **options) -> OpResult:
+    """Search every catalog kernel computing ``op`` for ``dims`` and ``dtype``, sharing ``trials``
+    by successive halving (module doc); every trial and each kernel's best are stored.
+
+    Args:
+        op: an operation of :data:`OPS` (``"transpose"``).
+        dims: its dims (``{"rows": R, "cols": C}`` or ``(R, C)``).
+        device: one CUDA ordinal; ``seed``: seeds every kernel's sampler and inputs.
+        resume: continue existing studies in the first round (later rounds always continue
+            the studies of the first).
+        tune_kernel: ``tune_kernel(kernel, dims, dtype, trials=, seed=, resume=, db=, device=,
+            **options)`` returning a :class:`~autotune.search.tuner.SearchResult` (default
+            :func:`autotune.search.tune.tune`; tests pass one on a fake device).
+        on_kernel: called with the round number (1, 2, ...) and a kernel's standing after each search.
+        options: passed on to ``tune_kernel`` (sampler, repeats, top_k, rounds, trial_timeout...).
+
+    Returns:
+        The :class:`OpResult`.
+
+    Raises:
+        InvalidInputError: unknown op, a dtype none of its kernels takes, bad dims, trials < 1,
+            a study that exists in the first round without ``resume``.
+        GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
+    """
+    from autotune.store.repository import Store
+
+    if tune_kernel is None:
+        from autotune.search.tune import tune as tune_kernel
+    dt = get_dtype(dtype)
+    kernels = {k.name: k for k in op_kernels(op, dt)}
+    plan = halving_plan(len(kernels), trials)
+    racing, keys, measured, rounds = list(kernels), {}, dict.fromkeys(kernels, 0), []
+    store = None
+    for number, budget in enumerate(plan, 1):
+        shares = split_budget(budget, racing)
+        rounds.append(shares)
+        for name, share in shares.items():
+            result = tune_kernel(kernels[name], dims, dt.name, trials=share, seed=seed,
+                                 resume=resume or number > 1 or name in keys, db=db, device=device, **options)
+            keys[name] = result.key
+            measured[name] += result.measured_count
+            store = store or Store(db)
+            if on_kernel:
+                on_kernel(number, Standing(name, result.key, store.best(result.key), measured[name]))
+        ranked = [s.kernel for s in op_standings(store, {n: keys[n] for n in racing})]
+        racing = ranked[:math.ceil(len(ranked) / 2)]
+    standings = op_standings(store, keys)
+    for s in standings:
+        s.measured = measured[s.kernel]
+    return OpResult(op, dt.name, standings, rounds)

@@ -1,0 +1,68 @@
+"""Transpose kernels on unaligned (and aligned) shapes, at given configs, on one GPU.
+
+For each shape and dtype: every kernel at each config given (``KERNEL:MACRO=V,...``; a kernel
+name alone is its default config), measured through autotune's benchmark (verified bit for bit,
+then median of ``--repeats`` CUDA-event-timed launches), beside the device memcpy of the same
+bytes. Prints one line per measurement: ms, GB/s, % of memcpy, registers. Run on the GPU
+machine:
+
+    python benchmarks/unaligned_transpose.py --shape 5000x7001 --dtype int8 \
+        --config smem_vec --config smem_pad --config smem_vec_realign:WIDE=1
+"""
+
+import argparse
+import datetime
+
+from autotune.errors import TrialFailed
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.benchmark import Benchmark
+from autotune.measure.device import open_device
+
+
+def parse_config(text: str) -> Config:
+    """``KERNEL`` or ``KERNEL:MACRO=V,...`` -> the kernel's default with those macros changed."""
+    name, _, rest = text.partition(":")
+    macros = dict(KERNELS[name].defaults)
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        macros[key] = int(value)
+    return Config.of(name, macros)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", action="append", required=True, help="ROWSxCOLS (repeatable)")
+    ap.add_argument("--dtype", action="append", required=True, help="dtype (repeatable)")
+    ap.add_argument("--config", action="append", required=True, help="KERNEL[:MACRO=V,...] (repeatable)")
+    ap.add_argument("--repeats", type=int, default=50)
+    args = ap.parse_args()
+    configs = [parse_config(c) for c in args.config]
+    with open_device(0) as device:
+        print(f"# {device.name}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
+              f"median of {args.repeats} launches; % of a device memcpy of the same bytes")
+        for shape in args.shape:
+            rows, cols = (int(v) for v in shape.split("x"))
+            for dtype in args.dtype:
+                benches = {}
+                try:
+                    for config in configs:
+                        k = KERNELS[config.kernel]
+                        if k.name not in benches:
+                            benches[k.name] = Benchmark(device, k, {"rows": rows, "cols": cols}, get_dtype(dtype),
+                                                        repeats=args.repeats, seed=0)
+                        try:
+                            m = benches[k.name].measure(config)
+                            print(f"{shape:>11} {dtype:8} {m.median_ms:8.4f} ms {m.gbps:7.0f} GB/s "
+                                  f"{m.pct_memcpy:6.1f}% {m.registers:4d} reg  {config}", flush=True)
+                        except TrialFailed as failure:
+                            print(f"{shape:>11} {dtype:8} failed: {failure.status}: {failure.reason}  {config}",
+                                  flush=True)
+                finally:
+                    for bench in benches.values():
+                        bench.free()
+
+
+if __name__ == "__main__":
+    main()

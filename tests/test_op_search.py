@@ -1,0 +1,207 @@
+"""The op search (autotune/search/op.py) and the runtime's kernel choice
+(autotune/runtime/op_choice.py), on a fake device: each kernel's search is the real tuner on
+a fake timer whose landscape is scaled per kernel, every test with its own database."""
+
+import pytest
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import KERNELS
+from autotune.runtime import op_choice
+from autotune.runtime.lookup import clear_cache
+from autotune.search.op import halving_plan, op_kernels, op_standings, split_budget, tune_op
+from autotune.search.tuner import search
+from autotune.store.key import tuning_key
+from autotune.store.repository import Store
+
+from fakes import FakeTimer
+
+TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_row", "smem", "smem_pad", "smem_unroll_pad",
+              "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
+
+
+class ScaledTimer(FakeTimer):
+    """The fake landscape times ``factor``: a faster or slower kernel."""
+
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def gbps(self, config):
+        return super().gbps(config) * self.factor
+
+
+def fake_tune(device_info, factors, calls):
+    """A ``tune_kernel`` for tune_op: the real tuner (random sampler) on a scaled fake timer."""
+    def tune_kernel(kernel, dims, dtype, *, trials, seed, resume, db, device, **options):
+        calls.append((kernel.name, trials, resume))
+        key = tuning_key(kernel, device_info, dims, dtype)
+        timer = ScaledTimer(factors.get(kernel.name, 0.5))
+        return search(key, kernel.space(), timer, Store(db), n_trials=trials, seed=seed, sampler="random",
+                      resume=resume, memcpy_gbps=3000.0)
+    return tune_kernel
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    clear_cache()
+    op_choice.clear_choices()
+    yield
+    clear_cache()
+    op_choice.clear_choices()
+
+
+def test_the_transposes_of_the_catalog_are_the_candidates_and_copies_are_not():
+    assert [k.name for k in op_kernels("transpose")] == TRANSPOSES
+    assert [k.name for k in op_kernels("transpose", "int8")] == TRANSPOSES
+    assert "copy_row" in KERNELS and "matmul_reg" in KERNELS
+    with pytest.raises(InvalidInputError, match="unknown operation 'gemm'; allowed: transpose"):
+        op_kernels("gemm")
+
+
+@pytest.mark.parametrize("kernels,trials", [(11, 100), (11, 3), (11, 25), (1, 5), (2, 10), (10, 40), (3, 3)])
+def test_halving_plan_spends_the_budget_and_gives_every_racing_kernel_a_config(kernels, trials):
+    plan = halving_plan(kernels, trials)
+    assert sum(plan) == max(trials, kernels) and plan[0] >= kernels
+    racing = kernels
+    for share in plan:
+        assert share >= racing
+        racing = -(-racing // 2)
+    with pytest.raises(InvalidInputError, match="--trials 0 is not allowed"):
+        halving_plan(3, 0)
+
+
+def test_split_budget_is_even_and_gives_the_remainder_to_the_first():
+    assert split_budget(20, ["a", "b", "c"]) == {"a": 7, "b": 7, "c": 6}
+    assert split_budget(2, ["a", "b", "c"]) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_op_search_finds_the_fastest_kernel_by_halving_and_stores_it(db_url, device_info):
+    calls = []
+    factors = {"smem_vec_realign": 1.05, "smem_vec": 1.0, "smem_pad": 0.9}
+    result = tune_op("transpose", {"rows": 5000, "cols": 7001}, "float32", trials=60, seed=1, db=db_url,
+                     tune_kernel=fake_tune(device_info, factors, calls))
+    assert result.best.kernel == "smem_vec_realign"
+    assert [s.kernel for s in result.standings[:3]] == ["smem_vec_realign", "smem_vec", "smem_pad"]
+    times = [s.time_ms for s in result.standings]
+    assert times == sorted(times)
+    # every kernel raced the first round; the racing set halves; the winner raced every round
+    assert sorted(result.rounds[0]) == TRANSPOSES and [len(r) for r in result.rounds] == [11, 6, 3, 2, 1]
+    assert all("smem_vec_realign" in r for r in result.rounds)
+    assert sum(sum(r.values()) for r in result.rounds) == 60
+    assert all(s.measured >= 1 for s in result.standings)
+    assert sum(s.measured for s in result.standings) <= 60
+    # the first search of each kernel starts its study; later rounds continue it
+    first = {}
+    for name, _, resume in calls:
+        first.setdefault(name, resume)
+    assert not any(first.values()) and all(resume for name, _, resume in calls[11:])
+    # the op best survives a restart: a fresh Store ranks the stored bests the same
+    again = op_standings(Store(db_url), {s.kernel: s.key for s in result.standings})
+    assert [s.kernel for s in again] == [s.kernel for s in result.standings]
+    assert again[0].best.config == result.best.best.config
+
+
+def test_a_second_op_search_needs_resume_and_then_continues(db_url, device_info):
+    calls = []
+    tune = fake_tune(device_info, {"smem_pad": 1.1}, calls)
+    tune_op("transpose", (300, 301), "float64", trials=11, seed=0, db=db_url, tune_kernel=tune)
+    with pytest.raises(InvalidInputError, match="resume"):
+        tune_op("transpose", (300, 301), "float64", trials=11, seed=0, db=db_url, tune_kernel=tune)
+    again = tune_op("transpose", (300, 301), "float64", trials=22, seed=5, db=db_url, resume=True, tune_kernel=tune)
+    assert again.best.kernel == "smem_pad" and sum(s.measured for s in again.standings) >= 11
+
+
+def test_rule_without_stored_results(device_info, tmp_path):
+    db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
+    for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
+                                      (4096, 4100, "int8", "smem_vec_realign"), (4096, 4112, "int8", "smem_vec"),
+                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "smem_vec")]:
+        name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
+        assert name == kernel and config.rung == "default" and config.config.kernel == kernel, (rows, cols, dtype)
+        assert why.startswith("rule:") and "no kernel tuned for this exact key" in why
+    for rows, cols in [(1, 5000), (5000, 1), (1, 1)]:
+        assert op_choice.choose_transpose(rows, cols, "int8", device=device_info, db=db)[:2] == ("copy", None)
+    assert not (tmp_path / "none.db").exists()  # read-only: nothing created
+
+
+def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatch):
+    result = tune_op("transpose", (5000, 7001), "float32", trials=30, seed=2, db=db_url,
+                     tune_kernel=fake_tune(device_info, {"smem_pad": 1.2, "smem_vec_realign": 1.0}, []))
+    assert result.best.kernel == "smem_pad"  # the rule would say smem_vec_realign
+    name, config, why = op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)
+    assert name == "smem_pad" and config.rung == "exact" and config.config == result.best.best.config
+    assert why.startswith("stored op best: the fastest of 11 kernels tuned for this exact key")
+    # another shape: nothing exact, the rule's kernel with its config from the nearest tuned shape
+    name, config, why = op_choice.choose_transpose(5000, 7003, "float32", device=device_info, db=db_url)
+    assert name == "smem_vec_realign" and config.rung == "nearest_shape"
+    # a warm call is a dict lookup: neither lookup nor the database is touched
+    monkeypatch.setattr("autotune.runtime.lookup.lookup", lambda *a, **k: pytest.fail("lookup called"))
+    monkeypatch.setattr(Store, "best", lambda *a, **k: pytest.fail("database read"))
+    assert op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)[0] == "smem_pad"
+
+
+@pytest.mark.parametrize("rows,cols,dtype,message", [
+    (0, 5, "float32", "rows 0 is not allowed; give an integer >= 1"),
+    (5, 2.5, "float32", "cols 2.5 is not allowed; give an integer >= 1"),
+    (5, True, "float32", "cols True is not allowed"),
+    (5, 5, "uint16", "dtype 'uint16' is not allowed; allowed: int8"),
+    (5, 5, "complex64", "unknown dtype 'complex64'"),
+])
+def test_bad_input_to_choose_transpose(rows, cols, dtype, message, device_info):
+    with pytest.raises(InvalidInputError, match=message):
+        op_choice.choose_transpose(rows, cols, dtype, device=device_info)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, device_info):
+    """The GPU benchmark replaced by the fake timer (as in test_cli.py)."""
+    import contextlib
+
+    from autotune.measure import benchmark
+    from fakes import fake_retime
+
+    class FakeBench:
+        def __init__(self):
+            self.device, self.measure = device_info, FakeTimer()
+            self.memcpy_gbps, self.copy_gbps, self.l2_mode, self.retime = 3000.0, 2900.0, "single", fake_retime()
+
+    opened = []
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        opened.append(kernel.name)
+        yield FakeBench()
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    return opened
+
+
+def test_cli_search_op_ranks_every_transpose_and_names_the_op_best(fake_gpu, db_url):
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+
+    r = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--trials", "20",
+                                 "--seed", "1", "--db", db_url])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    assert "--op transpose 300x301 float32 on device 0: 11 kernels" in r.output
+    assert sorted(set(fake_gpu)) == TRANSPOSES and len(fake_gpu) == 11 + 6 + 3  # rounds of 11, 6 and 3 kernels
+    assert r.output.count("round 1: ") == 11 and r.output.count("round 3: ") == 3
+    assert all(name in r.output for name in TRANSPOSES) and "op best: " in r.output
+    again = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--db", db_url])
+    assert again.exit_code == 2 and "--resume" in again.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--op", "gemm", "--size", "64"], "error: unknown operation 'gemm'; allowed: transpose"),
+    (["--op", "transpose", "--m", "64", "--n", "2", "--k", "3"], "error: --m is not a dim of kernel"),
+    (["--op", "transpose", "--size", "64", "--space", "configs/smem_pad.toml"], "is not allowed with --op"),
+    (["--op", "transpose", "--size", "64", "--dtype", "complex64"], "error: unknown dtype 'complex64'"),
+])
+def test_cli_search_op_bad_input_is_one_error_line(args, message, db_url):
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+
+    r = CliRunner().invoke(app, ["search", *args, "--db", db_url])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

@@ -1,0 +1,145 @@
+"""kernels/vec_realign.cu (smem_vec_realign) run on the CPU for every element size.
+
+The .cu text is compiled as C++ with the CUDA keywords defined away (as in test_emulated.py):
+each thread of a block is a std::thread, a std::barrier is __syncthreads, blocks run one after
+another with the grid and block of the kernel file's [launch]. Unlike test_emulated.py (4-byte
+elements), every item size 1, 2, 4 and 8 is run, on shapes whose rows start anywhere relative to
+16 bytes (odd, prime, 1 x N, N x 1) and with input and output pointers 0..15 bytes off a 16-byte
+boundary (a row offset of a larger array), under the address and UB sanitizers where g++ has them.
+The device runs the same in tests/gpu/test_gpu_vec_realign.py.
+"""
+
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+_HARNESS = r"""
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+struct Idx { unsigned x, y, z; };
+thread_local Idx threadIdx, blockIdx;
+std::barrier<> *bar;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+template <class T> T __ldg(const T *p) { return *p; }
+template <class T> T __ldcs(const T *p) { return *p; }
+template <class T> void __stcs(T *p, T v) { *p = v; }
+inline void __syncthreads() { bar->arrive_and_wait(); }
+#include "k.cu"
+int main(int argc, char **argv)  // bx by {rows cols blocks in_offset out_offset}...
+{
+    const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
+    for (int a = 3; a + 4 < argc; a += 5) {
+        const int rows = atoi(argv[a]), cols = atoi(argv[a + 1]);
+        const unsigned blocks = atoi(argv[a + 2]), ioff = atoi(argv[a + 3]), ooff = atoi(argv[a + 4]);
+        const size_t n = (size_t)rows * cols;
+        // exactly sized heap blocks (the sanitizer sees any access outside them), at the offsets
+        unsigned char *ibuf = (unsigned char *)aligned_alloc(16, (n * sizeof(elem_t) + ioff + 15) / 16 * 16);
+        unsigned char *obuf = (unsigned char *)aligned_alloc(16, (n * sizeof(elem_t) + ooff + 15) / 16 * 16);
+        elem_t *in = (elem_t *)(ibuf + ioff), *out = (elem_t *)(obuf + ooff);
+        for (size_t i = 0; i < n; ++i) in[i] = (elem_t)(i * 2654435761u + 1);
+        memset(out, 0, n * sizeof(elem_t));
+        std::barrier<> barrier(bx * by);
+        bar = &barrier;
+        auto thread = [&](unsigned x, unsigned y) {
+            threadIdx = {x, y, 0};
+            for (unsigned b = 0; b < blocks; ++b) {
+                blockIdx = {b, 0, 0};
+                ENTRY(out, in, rows, cols);
+                barrier.arrive_and_wait();  // the next block starts after this one
+            }
+        };
+        std::vector<std::thread> ts;
+        for (unsigned y = 0; y < by; ++y)
+            for (unsigned x = 0; x < bx; ++x)
+                ts.emplace_back(thread, x, y);
+        for (auto &t : ts) t.join();
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                if (out[(size_t)c * rows + r] != in[(size_t)r * cols + c]) {
+                    printf("%dx%d (offsets %u, %u): wrong output for input (%d, %d)\n", rows, cols, ioff, ooff, r, c);
+                    fflush(stdout);
+                    free(ibuf);
+                    free(obuf);
+                    return 1;
+                }
+        free(ibuf);
+        free(obuf);
+    }
+    return 0;
+}
+"""
+_WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
+_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (31, 67), (67, 31), (64, 64), (131, 70), (70, 131), (97, 257)]
+_OFFSETS = [(0, 0), (0, 8), (4, 0), (2, 6)]  # bytes off 16; used only where the item size divides them
+
+
+def _cxx_flags(tmp):
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    probe = tmp / "probe.cpp"
+    probe.write_text("int main() { return 0; }\n")
+    ok = subprocess.run(["g++", *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
+    return flags if ok else []
+
+
+def _configs():
+    """The default and variants of the tile side, rows per block, skew, WIDE and tile order."""
+    k = KERNELS["smem_vec_realign"]
+    base = k.defaults
+    picks = [base, {**base, "TILE_DIM": 32, "BLOCK_ROWS": 32, "WIDE": 0}, {**base, "WIDE": 1, "BLOCK_ROWS": 8, "SKEW": 0},
+             {**base, "DIAGONAL": 1, "SKEW": 2, "BLOCK_ROWS": 4}]
+    return [Config.of(k.name, p) for p in picks]
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_realigning_transpose_is_exact_for_every_item_size_shape_and_pointer_offset(tmp_path, itemsize):
+    k = KERNELS["smem_vec_realign"]
+    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
+    (tmp_path / "h.cpp").write_text(_HARNESS)
+    flags = _cxx_flags(tmp_path)
+    dtype = get_dtype({1: "int8", 2: "float16", 4: "float32", 8: "float64"}[itemsize])
+
+    def run(job):
+        i, config = job
+        d = tmp_path / str(i)
+        d.mkdir()
+        (d / "k.cu").write_text(k.source_text())
+        macros = {**k.macros(config, dtype), k.dtype_macro: _WORDS[itemsize], "ENTRY": k.function}
+        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
+                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
+                                "-o", str(d / "h")], capture_output=True, text=True)
+        if build.returncode:
+            return f"{config}: does not build: {build.stderr[:1000]}"
+        _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, dtype)
+        args = [str(block[0]), str(block[1])]
+        for rows, cols in _SHAPES:
+            grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, dtype)
+            for ioff, ooff in _OFFSETS:
+                if ioff % itemsize == 0 and ooff % itemsize == 0:
+                    args += [str(rows), str(cols), str(grid[0]), str(ioff), str(ooff)]
+        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
+        return f"{config}: {res.stdout}{res.stderr[:1500]}" if res.returncode else None
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        failures = [f for f in pool.map(run, enumerate(_configs())) if f]
+    assert not failures, "\n".join(failures)
