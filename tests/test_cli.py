@@ -181,3 +181,13 @@ def test_bench_runs_are_stored(db_url, device_info):
                                                                        device_info.name)
         stored = s.scalars(select(BenchRow).where(BenchRow.run_id == run_id).order_by(BenchRow.position)).all()
         assert [(r.name, r.kind, r.gbps, r.note) for r in stored] == [(l.name, l.kind, l.gbps, l.note) for l in lines]
+
+
+def test_a_long_line_stays_one_line_off_a_terminal():
+    """A header naming a long path (a clone deep in a CI machine's tree) is printed whole,
+    not broken at the console's width, so logs and tests can find its phrases."""
+    words = " ".join(f"word{i}" for i in range(80))  # ~540 characters, over the 220 columns
+    code = f"from autotune.cli._common import out, err; out.print({words!r}); err.print({words!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == words + "\n"
+    assert done.stderr == words + "\n"

@@ -66,11 +66,19 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
         if outcome.status not in ("duplicate", "constraint"):
             reported.append({"search_id": result.search_id, "number": outcome.number,
                              "config": outcome.config.key, "status": outcome.status})
-            Path(out).write_text(json.dumps(reported))
+            write_whole(out, reported)
 
     search(key, get_kernel(kernel).space(), slow, Store(db), n_trials=int(n_trials), seed=int(seed), sampler=sampler,
            resume=resume == "1", on_trial=on_trial)
-    Path(out).write_text(json.dumps(reported))
+    write_whole(out, reported)
+
+
+def write_whole(path, data) -> None:
+    """Write ``data`` as JSON to ``path`` so that a reader (or a SIGKILL) never meets a
+    truncated file: a temporary file beside it, then an atomic rename."""
+    part = Path(f"{path}.part")
+    part.write_text(json.dumps(data))
+    os.replace(part, path)
 
 
 

@@ -17,9 +17,11 @@ from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
 from autotune.search import stop
 
-# Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 220)
+# Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide,
+# and never break a printed line (a header naming a long path stays one line a log can grep).
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 220, soft_wrap=not sys.stdout.isatty())
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 220,
+              soft_wrap=not sys.stderr.isatty())
 
 EXIT_ERROR = 2
 """Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
