@@ -140,6 +140,26 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
     assert op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)[0] == "smem_pad"
 
 
+def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched_kernel(device_info, tmp_path):
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    pick = op_choice.transpose_kernel_for
+    assert pick(5000, 7001, "float16", views=False, device=device_info, db=db)[0] == "smem_vec_realign"
+    name, why = pick(5000, 7001, "float16", views=True, device=device_info, db=db)  # realign reads no pitch
+    assert name == "smem_vec" and "smem_vec_realign takes no row pitch or batch" in why
+    assert pick(8192, 8192, "float32", views=True, device=device_info, db=db)[0] == "smem_vec"
+    name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
+    assert name == "smem_vec" and "not contiguous" in why
+    assert op_choice.takes_views(KERNELS["smem_pad"]) and not op_choice.takes_views(KERNELS["smem_vec_realign"])
+
+
+def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):
+    tune_op("transpose", (5000, 7001), "float32", trials=30, seed=2, db=db_url,
+            tune_kernel=fake_tune(device_info, {"smem_pad": 1.2, "smem_vec_realign": 1.0}, []))
+    for views in (False, True):  # smem_pad reads views: the stored best either way
+        name, why = op_choice.transpose_kernel_for(5000, 7001, "float32", views=views, device=device_info, db=db_url)
+        assert name == "smem_pad" and why.startswith("stored op best")
+
+
 @pytest.mark.parametrize("rows,cols,dtype,message", [
     (0, 5, "float32", "rows 0 is not allowed; give an integer >= 1"),
     (5, 2.5, "float32", "cols 2.5 is not allowed; give an integer >= 1"),

@@ -27,7 +27,8 @@ import threading
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "rule_kernel", "choose_transpose", "clear_choices"]
+__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "rule_kernel", "choose_transpose", "takes_views",
+           "transpose_kernel_for", "clear_choices"]
 
 ALIGNED_KERNEL = "smem_vec"
 """The rule's kernel when both row lengths are multiples of 16 bytes."""
@@ -115,3 +116,31 @@ def _choose(rows: int, cols: int, dtype, device, db):
                                      f"{'s' if len(exact) > 1 else ''} tuned for this exact key ({ms:.4f} ms)")
     chosen = answers[kernel]
     return kernel, chosen, f"{why}; no kernel tuned for this exact key; config: {chosen.rung} ({chosen.note})"
+
+
+def takes_views(kernel) -> bool:
+    """Whether a transpose :class:`~autotune.kernel.model.Kernel` reads row-pitched views and
+    batches: it has the scalar arguments ``ld`` (row pitch, elements) and ``batch_stride``."""
+    names = {a.name for a in kernel.args}
+    return {"ld", "batch_stride"} <= names
+
+
+def transpose_kernel_for(rows: int, cols: int, dtype, *, views: bool, device=None, db: str | None = None):
+    """The kernel ``autotune.transpose(x)`` launches when no ``kernel=`` is given: ``(name, why)``.
+
+    :func:`choose_transpose`'s answer, unless the input is a row-pitched view or a batch
+    (``views``) and that kernel takes neither (:func:`takes_views`; ``smem_vec_realign`` reads
+    one contiguous matrix): then :data:`ALIGNED_KERNEL`, which reads both. A ``copy`` answer
+    for a ``1 x N`` / ``N x 1`` input that is not contiguous also goes to :data:`ALIGNED_KERNEL`.
+
+    Raises:
+        As :func:`choose_transpose`.
+    """
+    from autotune.kernel.catalog import get_kernel
+
+    name, _, why = choose_transpose(rows, cols, dtype, device=device, db=db)
+    if name == "copy":
+        return ALIGNED_KERNEL, f"{why}, but its elements are not contiguous: {ALIGNED_KERNEL} reads the view"
+    if views and not takes_views(get_kernel(name)):
+        return ALIGNED_KERNEL, f"{why}; {name} takes no row pitch or batch: {ALIGNED_KERNEL} for this view or batch"
+    return name, why

@@ -30,7 +30,7 @@ _torch_devices: dict = {}  # CUDA ordinal -> torch.device
 _lock = threading.Lock()
 
 
-def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, stream=None):
+def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, stream=None):
     """Return ``a`` with its last two dims swapped, ``(..., rows, cols) -> (..., cols, rows)``,
     as a new C-contiguous array of ``a``'s kind, bit for bit.
 
@@ -43,9 +43,12 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, s
             any stride apart (a slice of rows or columns), leading dims folding into one batch
             stride (:mod:`autotune.runtime.layout`). A batch is transposed in one launch.
         kernel: a transpose of the catalog or a kernel file of one (dims ``rows, cols``,
-            arguments ``out`` cols x rows, ``src`` rows x cols); default ``smem_vec``. Views
-            and batches need one that takes ``ld`` and ``batch_stride`` (smem_vec, smem,
-            smem_pad, smem_unroll_pad).
+            arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
+            for the shape (:func:`autotune.runtime.op_choice.transpose_kernel_for`): the op
+            best stored by ``autotune search --op transpose`` for this exact key, else the rule
+            (``smem_vec`` when rows are 16-byte aligned, ``smem_vec_realign`` otherwise),
+            ``smem_vec`` for views and batches. Views and batches need a kernel that takes
+            ``ld`` and ``batch_stride`` (smem_vec, smem, smem_pad, smem_unroll_pad).
         db: results database URL (see :func:`autotune.lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).
@@ -71,7 +74,7 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, s
             ``stream``.
         GPUUnavailableError: no current CUDA context.
     """
-    if type(kernel) is not str or kernel not in _kernels:
+    if kernel is not None and (type(kernel) is not str or kernel not in _kernels):
         _kernel(kernel)  # a kernel that is not a transpose is refused first (then a dict lookup)
     v = view_of(a)
     lay = layout_of(v)
@@ -95,10 +98,12 @@ def transpose(a, *, kernel: str = "smem_vec", db: str | None = None, out=None, s
     return out
 
 
-def transpose_plan(a, *, kernel: str = "smem_vec", db: str | None = None) -> PreparedTranspose:
-    """The prepared launch :func:`transpose` uses for ``a`` (its matrices' shape and element
-    type): ``.launcher.chosen`` is the :class:`~autotune.runtime.lookup.LaunchConfig` (config,
-    rung, note; the note names the canonical dtype whose config a word-moved dtype uses).
+def transpose_plan(a, *, kernel: str | None = None, db: str | None = None) -> PreparedTranspose:
+    """The prepared launch :func:`transpose` uses for ``a`` (its matrices' shape, layout and
+    element type): ``.launcher.kernel`` is the kernel (chosen for the shape when ``kernel`` is
+    ``None``), ``.launcher.chosen`` the :class:`~autotune.runtime.lookup.LaunchConfig` (config,
+    rung, note; the note says why that kernel was chosen and names the canonical dtype whose
+    config a word-moved dtype uses).
 
     Raises:
         InvalidInputError, GPUUnavailableError: as :func:`transpose`.
@@ -115,7 +120,9 @@ def clear_prepared() -> None:
 
 
 def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
-    key = (threading.get_ident(), driver.current_context(), kernel, db, lay.rows, lay.cols, v.itemsize, v.type_name)
+    views = kernel is None and (lay.batch > 1 or lay.ld != lay.cols)  # the choice may differ for views
+    key = (threading.get_ident(), driver.current_context(), kernel, views, db, lay.rows, lay.cols, v.itemsize,
+           v.type_name)
     found = _prepared.get(key)
     if found is None:
         found = _prepare(kernel, db, lay, v)
@@ -129,13 +136,22 @@ def _prepare(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
 
     from autotune.runtime.launch import compiled
 
-    k = _kernel(kernel)
     dt: DType = DTYPES.get(v.type_name) or word_dtype(v.itemsize)
-    launcher = compiled(k, (lay.rows, lay.cols), dt, db=db)
+    why = None
+    if kernel is None:
+        from autotune.measure.device import current_device
+        from autotune.runtime.op_choice import transpose_kernel_for
+
+        kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=lay.batch > 1 or lay.ld != lay.cols,
+                                           device=current_device(), db=db)
+    launcher = compiled(_kernel(kernel), (lay.rows, lay.cols), dt, db=db)
+    note = launcher.chosen.note
     if dt.name != v.type_name:
-        chosen = launcher.chosen
-        note = f"{v.type_name} moved as {v.itemsize}-byte words with the config of {dt.name}: {chosen.note}"
-        launcher = replace(launcher, chosen=replace(chosen, note=note))
+        note = f"{v.type_name} moved as {v.itemsize}-byte words with the config of {dt.name}: {note}"
+    if why is not None:
+        note = f"{note}; kernel {kernel} chosen for the shape: {why}"
+    if note != launcher.chosen.note:
+        launcher = replace(launcher, chosen=replace(launcher.chosen, note=note))
     return PreparedTranspose(launcher, v.itemsize)
 
 

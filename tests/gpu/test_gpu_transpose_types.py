@@ -68,3 +68,23 @@ def test_a_dtype_moved_as_words_says_whose_config_it_uses(tmp_path):
     assert chosen.rung == "default" and chosen.note.startswith("bfloat16 moved as 2-byte words with the config of "
                                                                "float16: nothing tuned for smem_vec 64x96 float16")
     assert transpose_plan(x.float(), db=db).launcher.chosen.note.startswith("nothing tuned for smem_vec 64x96 float32")
+
+
+def test_without_kernel_the_shape_picks_it_and_views_get_a_pitched_one(tmp_path):
+    torch = pytest.importorskip("torch")
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    x = torch.randint(-2**15, 2**15, (500, 701), dtype=torch.int16, device="cuda")  # 2-byte, bit-comparable
+    plan = transpose_plan(x, db=db).launcher
+    assert plan.kernel.name == "smem_vec_realign" and "not a multiple of 8 elements" in plan.chosen.note
+    assert torch.equal(transpose(x, db=db), x.mT.contiguous())
+    rows = x[1:400]  # a row slice: contiguous, realign still
+    assert torch.equal(transpose(rows, db=db), rows.mT.contiguous())
+    cols = x[:, 3:700]  # row pitch 701 elements, 697 columns: a view realign cannot read
+    assert transpose_plan(cols, db=db).launcher.kernel.name == "smem_vec"
+    assert torch.equal(transpose(cols, db=db), cols.mT.contiguous())
+    batch = torch.stack([x, x.flip(0)])
+    assert transpose_plan(batch, db=db).launcher.kernel.name == "smem_vec"
+    assert torch.equal(transpose(batch, db=db), batch.mT.contiguous())
+    aligned = x[:, :696]
+    assert transpose_plan(aligned.contiguous(), db=db).launcher.kernel.name == "smem_vec"
+    assert transpose_plan(x, kernel="smem_pad", db=db).launcher.kernel.name == "smem_pad"
