@@ -13,9 +13,11 @@ pattern), every output is checked bit for bit against PyTorch's ``x.mT.contiguou
 before timing. For a 1-row or 1-column input PyTorch's ``x.mT`` is already contiguous, so
 its column times ``x.mT.clone(memory_format=torch.contiguous_format)`` (a copy) instead.
 
-Ours is ``autotune.transpose`` (kernel ``smem_vec``) with the config ``autotune.lookup`` gives
-from ``--db`` (the table says which rung served it: ``default`` where the database holds
-nothing for the shape); dtypes outside the catalog are moved as words of their size with the
+Ours is ``autotune.transpose`` without ``kernel=``: the kernel chosen for the shape (the op
+best stored in ``--db``, else ``smem_vec`` for 16-byte rows and ``smem_vec_realign`` otherwise,
+``smem_vec`` for batches) with the config ``autotune.lookup`` gives from ``--db`` (the table
+says which kernel and which rung served it: ``default`` where the database holds nothing for
+the shape); dtypes outside the catalog are moved as words of their size with the
 canonical dtype's config; a 1-row or 1-column input is a ``cuMemcpyDtoDAsync``. The classic
 kernel is ``smem_pad`` at its default config (TILE_DIM=32, BLOCK_ROWS=8, IPAD=1).
 
@@ -138,7 +140,7 @@ def run(cases, db_tuned) -> None:
         methods = _methods(torch, cupy, autotune, x, y, db_tuned, db_classic)
         nbytes = 2 * x.numel() * x.element_size()
         copy = shape[-1] == 1 or shape[-2] == 1
-        chosen = "cuMemcpyDtoDAsync" if copy else _rung(transpose_plan(x, db=db_tuned).launcher.chosen)
+        chosen = "cuMemcpyDtoDAsync" if copy else _rung(transpose_plan(x, db=db_tuned).launcher)
         line = {"dtype": dtype, "shape": "x".join(map(str, shape)), "how": chosen}
         for name, fn in methods.items():
             if fn is None:
@@ -154,8 +156,8 @@ def run(cases, db_tuned) -> None:
         torch.cuda.empty_cache()
 
 
-def _rung(chosen) -> str:
-    return f"{chosen.rung} {chosen.config.key}"
+def _rung(launcher) -> str:
+    return f"{launcher.kernel.name} {launcher.chosen.rung} {launcher.chosen.config.key}"
 
 
 def _format_line(line) -> str:
@@ -172,7 +174,7 @@ def _format_line(line) -> str:
 
 
 HEADER = ("| dtype | shape | memcpy GB/s %memcpy x torch | torch x.mT.contiguous() | cupy | classic smem_pad 32x8 | "
-          "autotune.transpose | how (lookup rung, config) |\n|---|---|---|---|---|---|---|---|")
+          "autotune.transpose | how (kernel, lookup rung, config) |\n|---|---|---|---|---|---|---|---|")
 
 
 def main() -> None:
