@@ -10,6 +10,7 @@ import re
 import optuna
 import pytest
 
+from autotune.store import schema
 from autotune.store.schema import head_revision
 import sqlalchemy as sa
 from alembic import command
@@ -68,6 +69,15 @@ def test_store_without_upgrade_leaves_database_empty(url):
 def test_exactly_one_head():
     heads = ScriptDirectory.from_config(_alembic_config("sqlite://")).get_heads()
     assert len(heads) == 1
+
+
+def test_revisions_constant_names_every_migration_oldest_first():
+    """A read-only opening compares with schema.REVISIONS instead of parsing the migrations:
+    a new migration must add its id there, or a database at it would read as "newer"."""
+    scripts = ScriptDirectory.from_config(_alembic_config("sqlite://"))
+    walked = tuple(script.revision for script in reversed(list(scripts.walk_revisions())))
+    assert schema.REVISIONS == walked, "add the new migration's id to autotune.store.schema.REVISIONS"
+    assert schema.HEAD_REVISION == scripts.get_current_head() == head_revision()
 
 
 def test_migrations_do_not_import_autotune():

@@ -29,11 +29,19 @@ from sqlalchemy.exc import SQLAlchemyError
 from autotune.errors import StoreError
 from autotune.resources import data_dir
 
-__all__ = ["VERSION_TABLE", "head_revision", "current_revision", "upgrade", "prepare", "check_sqlite_path",
-           "init_lock", "read_only_engine", "state"]
+__all__ = ["VERSION_TABLE", "REVISIONS", "HEAD_REVISION", "head_revision", "current_revision", "upgrade", "prepare",
+           "check_sqlite_path", "init_lock", "read_only_engine", "state"]
 
 VERSION_TABLE = "autotune_alembic_version"
 """Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
+
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+"""Every revision of ``migrations/versions``, oldest first: what a read-only opening compares
+a database's revision with, without parsing the migrations (a new migration adds its id
+here; ``tests/test_migrations.py`` fails until it does)."""
+
+HEAD_REVISION: str = REVISIONS[-1]
+"""The newest revision this code knows (what :func:`head_revision` finds in the migrations)."""
 
 
 def _config(url: str):
