@@ -10,6 +10,7 @@ import re
 import optuna
 import pytest
 
+from autotune.errors import StoreError
 from autotune.store import schema
 from autotune.store.schema import head_revision
 import sqlalchemy as sa
@@ -78,6 +79,51 @@ def test_revisions_constant_names_every_migration_oldest_first():
     walked = tuple(script.revision for script in reversed(list(scripts.walk_revisions())))
     assert schema.REVISIONS == walked, "add the new migration's id to autotune.store.schema.REVISIONS"
     assert schema.HEAD_REVISION == scripts.get_current_head() == head_revision()
+
+
+def _read_only_state(url: str) -> str:
+    store = Store(url, read_only=True)
+    try:
+        return store.schema_state
+    finally:
+        store.close()
+
+
+def test_read_only_opening_reads_the_revision_alembic_reads_at_every_revision(url):
+    store = Store(url, upgrade=False)
+    assert schema.stored_revision(store.engine) is None is store.current_revision()
+    for revision in schema.REVISIONS:
+        store.upgrade(revision)
+        assert schema.stored_revision(store.engine) == store.current_revision() == revision
+        assert _read_only_state(url) == ("current" if revision == schema.HEAD_REVISION else "older")
+    store.close()
+
+
+def test_read_only_opening_of_a_database_without_our_tables_is_empty(url):
+    optuna.create_study(study_name="theirs", storage=url)  # Optuna's alembic_version is not ours
+    assert _read_only_state(url) == "empty"
+    assert VERSION_TABLE not in _tables(url)  # and read-only opening created nothing
+
+
+def test_read_only_opening_refuses_a_newer_revision_naming_it(url):
+    Store(url).close()
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text(f"update {VERSION_TABLE} set version_num = 'ffff_from_the_future'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match=f"has schema revision 'ffff_from_the_future', newer than this autotune "
+                                         f"knows \\(up to '{schema.HEAD_REVISION}'\\); upgrade autotune"):
+        Store(url, read_only=True)
+
+
+def test_read_only_opening_refuses_a_version_table_of_several_rows(url):
+    Store(url).close()
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.begin() as connection:
+        connection.execute(sa.text(f"insert into {VERSION_TABLE} (version_num) values ('0001')"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="holds several schema revisions"):
+        Store(url, read_only=True)
 
 
 def test_migrations_do_not_import_autotune():

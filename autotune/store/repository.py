@@ -198,7 +198,9 @@ class Store:
         caller's own to write and no WAL files exist (a read-only mount, another user's
         file: :func:`autotune.store.schema.read_only_engine`). PostgreSQL: every
         transaction ``READ ONLY``. A SQLite file that does not exist is not created:
-        ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`).
+        ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`). The
+        revision is read without importing Alembic (:func:`autotune.store.schema.state`): a
+        process's first lookup pays for no migration machinery.
         """
         try:
             self.engine, self.schema_state = schema.read_only_engine(self.url)
