@@ -249,6 +249,28 @@ def test_warm_lookup_does_not_touch_the_database(monkeypatch, store, db_url, dev
         look(device_info, (512, 513), db_url)
 
 
+def test_a_cold_lookup_and_op_choice_import_neither_alembic_nor_optuna(store, db_url, device_info):
+    """Reading a database is a first call's cost: no Alembic (the read-only opening reads the
+    revision itself) and no Optuna. A fresh process, as this one has both imported."""
+    import subprocess
+    import sys
+
+    put(store, device_info, (512, 512), 0)
+    store.close()
+    code = ("import sys\n"
+            "from autotune.measure.device import DeviceInfo\n"
+            "from autotune.runtime.lookup import lookup\n"
+            "from autotune.runtime.op_choice import choose_transpose\n"
+            f"device = {device_info!r}\n"
+            f"print(lookup('smem_pad', (512, 512), device=device, db={db_url!r}).rung)\n"
+            f"print(choose_transpose(512, 512, 'float32', device=device, db={db_url!r})[0])\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'alembic', 'optuna'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=__file__.rsplit("/tests/", 1)[0])
+    rung, kernel, heavy = out.stdout.splitlines()
+    assert (rung, heavy) == ("exact", "[]") and kernel, out.stdout
+
+
 def test_a_device_ordinal_is_queried_once_per_process(monkeypatch, store, db_url, device_info):
     calls = []
     monkeypatch.setattr(tuned, "_devices", {})
