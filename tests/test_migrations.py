@@ -105,23 +105,24 @@ def test_read_only_opening_of_a_database_without_our_tables_is_empty(url):
     assert VERSION_TABLE not in _tables(url)  # and read-only opening created nothing
 
 
-def test_read_only_opening_refuses_a_newer_revision_naming_it(url):
+def _migrated_then(url, sql) -> None:
+    """Migrate a new database at ``url`` to head, then run one statement on it."""
     Store(url).close()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
-        connection.execute(sa.text(f"update {VERSION_TABLE} set version_num = 'ffff_from_the_future'"))
+        connection.execute(sa.text(sql))
     engine.dispose()
+
+
+def test_read_only_opening_refuses_a_newer_revision_naming_it(url):
+    _migrated_then(url, f"update {VERSION_TABLE} set version_num = 'ffff_from_the_future'")
     with pytest.raises(StoreError, match=f"has schema revision 'ffff_from_the_future', newer than this autotune "
                                          f"knows \\(up to '{schema.HEAD_REVISION}'\\); upgrade autotune"):
         Store(url, read_only=True)
 
 
 def test_read_only_opening_refuses_a_version_table_of_several_rows(url):
-    Store(url).close()
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.begin() as connection:
-        connection.execute(sa.text(f"insert into {VERSION_TABLE} (version_num) values ('0001')"))
-    engine.dispose()
+    _migrated_then(url, f"insert into {VERSION_TABLE} (version_num) values ('0001')")
     with pytest.raises(StoreError, match="holds several schema revisions"):
         Store(url, read_only=True)
 

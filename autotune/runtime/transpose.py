@@ -125,13 +125,13 @@ def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
            v.type_name)
     found = _prepared.get(key)
     if found is None:
-        found = _prepare(kernel, db, lay, v)
+        found = _prepare(kernel, db, lay, v, views)
         with _lock:
             found = _prepared.setdefault(key, found)
     return found
 
 
-def _prepare(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
+def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose:
     from dataclasses import replace
 
     from autotune.runtime.launch import compiled
@@ -142,8 +142,7 @@ def _prepare(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
         from autotune.measure.device import current_device
         from autotune.runtime.op_choice import transpose_kernel_for
 
-        kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=lay.batch > 1 or lay.ld != lay.cols,
-                                           device=current_device(), db=db)
+        kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=views, device=current_device(), db=db)
     launcher = compiled(_kernel(kernel), (lay.rows, lay.cols), dt, db=db)
     note = launcher.chosen.note
     if dt.name != v.type_name:
