@@ -7,15 +7,17 @@ an Event that is never set, and the tests wait on the marker files the fake leav
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 import autotune
-from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
+from autotune.errors import AutotuneError, InvalidInputError, StoreError, TrialFailed
 from autotune.measure import benchmark, device
 from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
 from autotune.kernel.catalog import get_kernel
@@ -129,6 +131,42 @@ def test_a_config_measured_in_the_child_comes_back_whole(faults):
         assert len(r.round_medians_ms) == 3
         pid = bench.pid
     assert _gone(pid)
+
+
+def test_the_caller_works_meanwhile_while_the_child_opens_the_gpu(faults, monkeypatch):
+    """``meanwhile`` (the search opens its database there) runs while the child is still
+    opening the GPU: the child is held at its open until ``meanwhile`` releases it."""
+    marks = faults({})
+    monkeypatch.setenv("AUTOTUNE_FAKE_HOLD", "open")
+    seen = []
+
+    def meanwhile():
+        while not (marks / "open-0").exists():  # the child is at its open, held
+            time.sleep(0.01)
+        seen.append("meanwhile")
+        (marks / "release").touch()
+
+    with open_isolated(fake_open_benchmark, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
+                       get_dtype("float32"), trial_timeout=30, meanwhile=meanwhile) as bench:
+        assert seen == ["meanwhile"] and bench.device.uuid == "GPU-fake-0"
+        assert bench.measure(_config(BEST)).gbps == 2800.0
+
+
+def test_an_error_meanwhile_kills_the_child_and_is_raised(faults, monkeypatch):
+    marks = faults({})
+    monkeypatch.setenv("AUTOTUNE_FAKE_HOLD", "open")  # the child never gets to answer
+
+    def meanwhile():
+        while not (marks / "open-0").exists():
+            time.sleep(0.01)
+        raise StoreError("the database is newer")
+
+    pids_before = set(multiprocessing.active_children())
+    with pytest.raises(StoreError, match="newer"):
+        with open_isolated(fake_open_benchmark, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
+                           get_dtype("float32"), meanwhile=meanwhile):
+            pass
+    assert set(multiprocessing.active_children()) <= pids_before  # the child was killed and reaped
 
 
 def test_a_local_fake_is_measured_in_this_process(device_info):

@@ -1,3 +1,6 @@
+import types
+
+import optuna
 import pytest
 
 from autotune.kernel.config import Config
@@ -5,6 +8,7 @@ from autotune.errors import InvalidInputError
 from autotune.store.key import TuningKey, tuning_key
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
+from autotune.search import tuner as tuner_module
 from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
@@ -51,6 +55,29 @@ def test_duplicates_are_not_measured_again(store, key):
         assert earlier.config == d.config and earlier.status not in ("duplicate", "constraint")
     stored = store.key_trials(key)
     assert len(stored) == len(timer.calls)  # the DB holds measurements, not the skipped proposals
+    study = optuna.load_study(study_name=key.study_name, storage=store.optuna_storage())
+    for d in dups:  # in Optuna's study: status and duplicate_of only (each attribute is a transaction)
+        assert study.trials[d.number].user_attrs == {"status": "duplicate", "duplicate_of": d.duplicate_of}
+
+
+def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval(store, key, monkeypatch):
+    """At the start, then at most once every HEARTBEAT_S seconds: not a read and a write lock
+    per trial (such a trial is failed GRACE_S after it started, so HEARTBEAT_S later at most)."""
+    from autotune.store import repository
+
+    calls, now = [], [1000.0]
+    monkeypatch.setattr(repository.Store, "fail_trials_dead_before_heartbeat",
+                        lambda self, storage, name: calls.append(now[0]) or [])
+    monkeypatch.setattr(tuner_module, "time", types.SimpleNamespace(monotonic=lambda: now[0],
+                                                                    perf_counter=tuner_module.time.perf_counter))
+
+    def timer(config, fake=FakeTimer()):
+        now[0] += repository.HEARTBEAT_S / 2  # two trials a heartbeat interval
+        return fake(config)
+
+    result = search(key, SPACE, timer, store, n_trials=8, sampler="grid")
+    assert result.measured_count == 8
+    assert len(calls) == 1 + 3  # the start; then trials 2, 4, 6 find an interval gone by (not 0..7)
 
 
 def test_constraint_breaking_proposals_are_never_measured(store, key):

@@ -165,12 +165,12 @@ class IsolatedBenchmark:
     """
 
     def __init__(self, opener, ordinal: int, kernel: str, dims, dtype: str, options: dict,
-                 trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S) -> None:
+                 trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S, meanwhile=None) -> None:
         self._args = (opener, ordinal, kernel, tuple(dict(dims).items()), dtype, options)
         self.trial_timeout = trial_timeout
         self._proc = self._conn = None
         self.restarts = 0
-        header = self._start()
+        header = self._start(meanwhile)
         self.device, self.memcpy_gbps, self.copy_gbps, self.l2_mode = (
             header.device, header.memcpy_gbps, header.copy_gbps, header.l2_mode)
 
@@ -179,8 +179,9 @@ class IsolatedBenchmark:
         """The measuring process's id (``None`` between a failure and the next request)."""
         return self._proc.pid if self._proc is not None else None
 
-    def _start(self) -> _Header:
-        """Start a child and wait for its header.
+    def _start(self, meanwhile=None) -> _Header:
+        """Start a child and wait for its header; ``meanwhile()``, if given, runs here while
+        the child starts (its error kills the child and is raised).
 
         Raises:
             AutotuneError: it ended or gave no header within :data:`START_TIMEOUT_S`; or the
@@ -193,6 +194,12 @@ class IsolatedBenchmark:
         with stop.blocked():  # it starts with SIGINT/SIGTERM blocked, then ignores them
             self._proc.start()
         theirs.close()
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException:
+                self._kill()
+                raise
         reply = self._receive(START_TIMEOUT_S)
         if reply is None or reply[0] != "ready":
             code = self._kill()
@@ -281,7 +288,7 @@ class IsolatedBenchmark:
 
 @contextlib.contextmanager
 def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
-                  precheck: bool = True, **options) -> Iterator[object]:
+                  precheck: bool = True, meanwhile=None, **options) -> Iterator[object]:
     """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
     ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
     its catalog name or file path; one that has neither (built in Python), an ``opener``
@@ -292,6 +299,10 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
     ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
     and check that the problem fits its memory, so that these errors come at once (a caller
     that queried its GPUs already passes ``False``).
+
+    ``meanwhile()``: work of the caller's (opening the results database) done while the child
+    starts (a spawned interpreter, its imports, the CUDA context, the bounds), after the
+    precheck found the GPU; measured in this process: after opening the benchmark.
 
     Raises:
         GPUUnavailableError: no PyCUDA, driver or device (here or in the child).
@@ -311,11 +322,13 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
         spec = None
     if spec is None or multiprocessing.current_process().daemon:
         with opener(ordinal, kernel, dims, dtype, **options) as bench:
+            if meanwhile is not None:
+                meanwhile()
             yield bench
         return
     if precheck:
         check_fits(devices.query_device(ordinal), kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
-    bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout)
+    bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout, meanwhile)
     try:
         yield bench
     finally:

@@ -141,11 +141,21 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 
+    opened: list[Store] = []
+
+    def open_store() -> None:
+        """The store and Optuna's tables, opened (a fresh database migrated) while the measuring
+        child starts: after the precheck found the GPU, so a machine without one creates no
+        database (in-process measuring: after the benchmark opened)."""
+        stop.check()
+        store = Store(db)
+        opened.append(store)
+        store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
+
     with isolation.open_isolated(benchmark.open_benchmark, ordinal, k, d, dt, trial_timeout=trial_timeout,
-                                 repeats=repeats, seed=seed) as bench:
+                                 repeats=repeats, seed=seed, meanwhile=open_store) as bench:
         stop.check()
-        store = Store(db)  # after the GPU: a machine without one must not create a database
-        stop.check()
+        store = opened[0]
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))

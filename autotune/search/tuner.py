@@ -40,6 +40,7 @@ from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, stop
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
+from autotune.store import repository
 from autotune.store.repository import Store
 
 __all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "retime_study"]
@@ -264,11 +265,17 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             store.finish_search(search_id, "failed")
         raise
     idle = [0]  # proposals in a row that measured nothing
+    # when the last check for trials dead before their first heartbeat ran: such a trial is failed
+    # only GRACE_S after it started, so checking once a heartbeat interval (not every trial, a
+    # read and a write lock each time) delays that by at most HEARTBEAT_S
+    checked = [time.monotonic()]
 
     def objective(trial) -> float:
         try:
             stop.check()  # a signal that came while Optuna or the store was writing
-            store.fail_trials_dead_before_heartbeat(storage, key.study_name)  # beside Optuna's stale-trial check
+            if time.monotonic() - checked[0] >= repository.HEARTBEAT_S:  # beside Optuna's stale-trial check
+                store.fail_trials_dead_before_heartbeat(storage, key.study_name)
+                checked[0] = time.monotonic()
             config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
             if config not in seen:  # another process on the study (another GPU) may have measured it since
                 seen.update({c: o for c, o in _earlier_trials(study, key.kernel, result).items() if c not in seen})
@@ -414,8 +421,10 @@ def _run_trial(number: int, config: Config, space: SearchSpace, seen: dict[Confi
 
 
 def _annotate(trial, outcome: TrialOutcome) -> None:
+    """The outcome as the trial's user attributes, each one a transaction of Optuna's: a
+    duplicate gets only ``status`` and ``duplicate_of`` (its reason says no more than these)."""
     trial.set_user_attr("status", outcome.status)
-    if outcome.reason:
+    if outcome.reason and outcome.duplicate_of is None:
         trial.set_user_attr("reason", outcome.reason)
     if outcome.duplicate_of is not None:
         trial.set_user_attr("duplicate_of", outcome.duplicate_of)
