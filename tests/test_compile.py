@@ -212,6 +212,46 @@ def test_a_config_compiled_once_comes_from_the_cubin_cache(tmp_path, monkeypatch
     assert len(list((tmp_path / "cache").rglob("*.cubin"))) == 4
 
 
+def test_a_build_running_elsewhere_is_waited_for_not_repeated(tmp_path, monkeypatch):
+    """Two builders of one entry at once (the compile pipeline and a measuring child): the
+    second waits for the first's build lock and loads its cubin; nvcc runs once."""
+    import threading
+
+    from autotune.measure import compile as compile_mod, cubin_cache
+
+    monkeypatch.setenv(cubin_cache.CACHE_ENV, str(tmp_path / "cache"))
+    real_load, real_nvcc = cubin_cache.load, compile_mod._nvcc
+    second_missed, runs = threading.Event(), []
+
+    def load(key, root=None):
+        hit = real_load(key, root)
+        if hit is None and threading.current_thread().name == "second":
+            second_missed.set()
+        return hit
+
+    def nvcc(*args):
+        runs.append(threading.current_thread().name)
+        if threading.current_thread().name == "first":
+            assert second_missed.wait(60)  # the second builder found no entry and goes for the lock
+        return real_nvcc(*args)
+
+    monkeypatch.setattr(cubin_cache, "load", load)
+    monkeypatch.setattr(compile_mod, "_nvcc", nvcc)
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    got = {}
+    threads = [threading.Thread(target=lambda n=n: got.__setitem__(n, compile_cubin(k.default_config(), f32, kernel=k)),
+                                name=n) for n in ("first", "second")]
+    threads[0].start()
+    while not runs:  # the first builder holds the lock and runs nvcc
+        threads[0].join(0.01)
+    threads[1].start()
+    for t in threads:
+        t.join()
+    assert runs == ["first"]
+    assert (got["first"]["cached"], got["second"]["cached"]) == (False, True)
+    assert got["first"]["registers"] == got["second"]["registers"]
+
+
 def test_the_cache_key_covers_source_options_arch_and_nvcc():
     from autotune.measure.cubin_cache import entry_key
 

@@ -195,6 +195,16 @@ def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvc
     hit = cubin_cache.load(key)
     if hit is not None:
         return hit[0], hit[1], True
+    with cubin_cache.building(key):  # a build of this entry running elsewhere is waited for
+        hit = cubin_cache.load(key)
+        if hit is not None:
+            return hit[0], hit[1], True
+        return _nvcc(key, source, options, arch, nvcc, function)
+
+
+def _nvcc(key: str, source: str, options: list[str], arch: str, nvcc: str,
+          function: str | None) -> tuple[bytes, dict[str, int], bool]:
+    """Build ``source`` with nvcc and cache it under ``key`` (see :func:`cubin_of_source`)."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
         src.write_text(source)

@@ -7,19 +7,25 @@ overrides it) as one file: a JSON header line (the cubin's SHA-256 and what ptxa
 and the cubin's bytes. Writes go to a temporary file in the same folder, renamed into place
 (atomic: concurrent compiles of one config never see half a file). An entry that does not
 match its digest (a torn disk, an edit) is treated as missing and rebuilt.
+
+:func:`building` holds an advisory lock (``flock``) on the entry's ``.lock`` file while one
+build runs, so that another process or thread about to build the same entry (a measuring
+child meeting a config the pipeline is compiling) waits for it and loads its result instead
+of running nvcc a second time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_ENV", "cache_dir", "entry_key", "load", "store"]
+__all__ = ["CACHE_ENV", "building", "cache_dir", "entry_key", "load", "store"]
 
 CACHE_ENV = "AUTOTUNE_CACHE_DIR"
 """Environment variable naming the cache folder (default: platformdirs' user cache dir)."""
@@ -75,3 +81,24 @@ def store(key: str, cubin: bytes, info: Mapping[str, Any], root: Path | None = N
     except OSError:
         return None
     return path
+
+
+@contextlib.contextmanager
+def building(key: str, root: Path | None = None) -> Iterator[None]:
+    """Hold ``key``'s build lock for the block: a second holder (another process or thread)
+    waits until the first one's block ended. Where the lock cannot be taken (a cache that
+    cannot be written, no ``fcntl``) the block runs unlocked: the cache only saves time."""
+    try:
+        import fcntl
+
+        path = _path(key, root).with_suffix(".lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
