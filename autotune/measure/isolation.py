@@ -288,7 +288,7 @@ class IsolatedBenchmark:
 
 @contextlib.contextmanager
 def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
-                  precheck: bool = True, meanwhile=None, **options) -> Iterator[object]:
+                  precheck: bool = True, before=None, meanwhile=None, **options) -> Iterator[object]:
     """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
     ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
     its catalog name or file path; one that has neither (built in Python), an ``opener``
@@ -299,6 +299,11 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
     ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
     and check that the problem fits its memory, so that these errors come at once (a caller
     that queried its GPUs already passes ``False``).
+
+    ``before(device)``: called with the device's :class:`~autotune.measure.device.DeviceInfo`
+    (queried here) just before the child starts, to start background work the child will use
+    (compiling into the cubin cache: :mod:`autotune.measure.pipeline`); measured in this
+    process: after opening the benchmark, with its device.
 
     ``meanwhile()``: work of the caller's (opening the results database) done while the child
     starts (a spawned interpreter, its imports, the CUDA context, the bounds), after the
@@ -322,12 +327,18 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
         spec = None
     if spec is None or multiprocessing.current_process().daemon:
         with opener(ordinal, kernel, dims, dtype, **options) as bench:
+            if before is not None:
+                before(bench.device)
             if meanwhile is not None:
                 meanwhile()
             yield bench
         return
-    if precheck:
-        check_fits(devices.query_device(ordinal), kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
+    if precheck or before is not None:
+        info = devices.query_device(ordinal)
+        if precheck:
+            check_fits(info, kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
+        if before is not None:
+            before(info)
     bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout, meanwhile)
     try:
         yield bench

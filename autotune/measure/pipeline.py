@@ -4,9 +4,14 @@ For a search whose order is known (a grid: the default, then the space's order),
 :func:`compile_ahead` compiles the configs in that order in a pool of threads, each running
 an ``nvcc -cubin`` subprocess (:func:`autotune.measure.compile.build_cubin`) into the on-disk
 cubin cache; the benchmark's :class:`~autotune.measure.compile.Compiler` then finds each config
-there and only loads it. A config the GPU reaches before its build has finished is simply
-compiled by the benchmark too (both write the same entry atomically). Failures are left for
-the benchmark to meet and record: compiling ahead only saves time.
+there and only loads it. A config the GPU reaches before its build has finished waits for that
+build (the cache's build lock) and loads it. Failures are left for the benchmark to meet and
+record: compiling ahead only saves time.
+
+What every benchmark compiles besides the search's configs, :func:`helper_builds` (the
+comparison kernels of the verification on the device, the bound kernel's default config),
+goes to the pool first: a search starts compiling before its measuring child exists, and the
+child finds them built (or waits for them) when it measures its bounds.
 """
 
 from __future__ import annotations
@@ -14,15 +19,15 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["Ahead", "WORKERS_ENV", "compile_ahead", "workers"]
+__all__ = ["Ahead", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
@@ -52,10 +57,12 @@ def workers() -> int:
 
 class Ahead:
     """Builds of :func:`compile_ahead`: ``done`` lists the configs whose build ended (built,
-    cached or failed), in the order they ended; it grows while the search runs."""
+    cached or failed), in the order they ended; it grows while the search runs. ``helpers``
+    counts the ended builds of ``first`` (:func:`helper_builds`)."""
 
     def __init__(self) -> None:
         self.done: list[Config] = []
+        self.helpers = 0
         self._queued = 0
         self._fed = False
         self._changed = threading.Condition()
@@ -66,20 +73,37 @@ class Ahead:
             self._changed.notify_all()
 
     def wait(self, count: int | None = None, timeout: float | None = None) -> bool:
-        """Block until ``count`` builds ended (``None``: every config's); ``False`` if ``timeout``
-        seconds passed first."""
+        """Block until ``count`` configs' builds ended (``None``: every build's, helpers too);
+        ``False`` if ``timeout`` seconds passed first."""
         with self._changed:
             return self._changed.wait_for(lambda: len(self.done) >= count if count is not None else
-                                          self._fed and len(self.done) == self._queued, timeout)
+                                          self._fed and len(self.done) + self.helpers == self._queued, timeout)
+
+
+def helper_builds(kernel: Kernel, dtype: DType, arch: str) -> list[Callable[[], object]]:
+    """The builds a benchmark of ``kernel`` needs besides its configs: the device comparison
+    kernels (:mod:`autotune.measure.device_compare`) and the default config of the kernel's
+    bound kernel (e.g. copy_row), if it names one."""
+    from autotune.kernel.catalog import get_kernel
+    from autotune.measure.compile import build_cubin
+    from autotune.measure.device_compare import compare_cubin
+
+    jobs: list[Callable[[], object]] = [lambda: compare_cubin(arch)]
+    name = kernel.objective.bound_kernel
+    if name is not None:
+        bound = get_kernel(name)
+        jobs.append(lambda: build_cubin(bound, bound.default_config(), dtype, arch))
+    return jobs
 
 
 @contextlib.contextmanager
 def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Config],
-                  n_workers: int | None = None) -> Iterator[Ahead]:
+                  n_workers: int | None = None, first: Sequence[Callable[[], object]] = ()) -> Iterator[Ahead]:
     """Compile ``configs`` (in their order) for ``dtype`` and ``arch`` into the cubin cache in
     the background while the block runs, on ``n_workers`` threads (default :func:`workers`),
-    at most :data:`AHEAD` per worker queued; on exit, builds not started are dropped and
-    those running are waited for (an nvcc run lasts seconds at most).
+    at most :data:`AHEAD` per worker queued; ``first``: other builds (:func:`helper_builds`)
+    started before them. On exit, builds not started are dropped and those running are
+    waited for (an nvcc run lasts seconds at most).
 
     Yields:
         An :class:`Ahead` (what was built so far; ``wait()`` for all).
@@ -95,13 +119,28 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
         try:
             if not stop.is_set():
                 build_cubin(kernel, config, dtype, arch)
-        except (AutotuneError, OSError):  # a compile error: the benchmark records it when it gets there
+        except (AutotuneError, TrialFailed, OSError):  # a compile error: the benchmark records it when it gets there
             pass
         finally:
             ahead._ended(config)
             slots.release()
 
+    def other(job: Callable[[], object]) -> None:
+        try:
+            if not stop.is_set():
+                job()
+        except (AutotuneError, TrialFailed, OSError):  # met again, and recorded, where the benchmark needs it
+            pass
+        finally:
+            with ahead._changed:
+                ahead.helpers += 1
+                ahead._changed.notify_all()
+
     def feed() -> None:
+        for job in first:
+            with ahead._changed:
+                ahead._queued += 1
+            pool.submit(other, job)
         for config in configs:
             slots.acquire()
             if stop.is_set():
