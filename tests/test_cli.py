@@ -145,6 +145,22 @@ def test_python_dash_m():
     assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem_pad.toml" in out.stdout
 
 
+def test_tpe_whose_trials_cover_the_space_measures_it_in_order_without_repeats(fake_gpu, db_url):
+    """The README main job's case: TPE, 100 trials, smem_pad's 54 configs, no timeout."""
+    r = run("search", "--kernel", "smem_pad", "--size", 1024, "--trials", 100, "--seed", 0, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "stopped: exhausted; this run measured 54 configs: 54 ok" in r.output and "duplicate" not in r.output
+    assert "every valid config measured in the space's order" in r.output
+    from sqlalchemy import select
+
+    from autotune.store.models import Search
+
+    with Store(db_url).session() as session:
+        assert session.scalars(select(Search.sampler)).all() == ["grid"]  # what proposed the configs, as stored
+    r = run("search", "--kernel", "smem", "--size", 256, "--trials", 100, "--timeout", 600, "--seed", 0, "--db", db_url)
+    assert r.exit_code == 0 and "the space's order" not in r.output  # a timeout may cut it: the sampler orders it
+
+
 def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu, db_url):
 
     n = len(get_kernel("smem").space().configs())

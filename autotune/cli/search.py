@@ -193,6 +193,9 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
                   + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + " (repeats and constraint breakers are not measured and not counted)" * bool(
                       counts.get("duplicate") or counts.get("constraint")))
+        if result.whole_space:
+            out.print("  the trials covered the space: every valid config measured in the space's order, the default "
+                      "first (the sampler was not asked)")
         if result.early_stopped:
             out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
                       "(early stop)")

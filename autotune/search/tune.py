@@ -23,7 +23,7 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search import stop
 from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
 
-__all__ = ["Started", "tune", "check_options"]
+__all__ = ["Started", "tune", "check_options", "whole_space"]
 
 
 @dataclass
@@ -136,12 +136,21 @@ def _retime_or_error(retime):
 
 def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout, seed, sampler, resume, space,
               repeats, top_k, rounds, db, trial_timeout) -> SearchResult:
+    import contextlib
+
     from autotune.measure import benchmark, isolation, nvml
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 
     opened: list[Store] = []
+    whole = whole_space(sampler, space_, trials, timeout)
+    order = "grid" if whole else sampler
+    builds = contextlib.ExitStack()
+
+    def start_compiling(device) -> None:
+        """nvcc on every core from before the measuring child exists (its bounds' kernels first)."""
+        builds.enter_context(_ahead(order, k, dt, device.arch, space_, trials))
 
     def open_store() -> None:
         """The store and Optuna's tables, opened (a fresh database migrated) while the measuring
@@ -152,36 +161,53 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
 
-    with isolation.open_isolated(benchmark.open_benchmark, ordinal, k, d, dt, trial_timeout=trial_timeout,
-                                 repeats=repeats, seed=seed, meanwhile=open_store) as bench:
+    with builds, isolation.open_isolated(benchmark.open_benchmark, ordinal, k, d, dt, trial_timeout=trial_timeout,
+                                         repeats=repeats, seed=seed, before=start_compiling,
+                                         meanwhile=open_store) as bench:
         stop.check()
         store = opened[0]
         key = tuning_key(k, bench.device, d, dt.name)
         if on_start:
             on_start(Started(key, store, space_, bench))
-        with _ahead(sampler, k, dt, bench.device.arch, space_, trials):
-            return search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
-                          sampler=sampler, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
-                          l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
-                          retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
+        result = search(key, space_, bench.measure, store, n_trials=trials, timeout=timeout, seed=seed,
+                        sampler=order, resume=resume, memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps,
+                        l2_mode=bench.l2_mode, clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
+                        retime=_retime_or_error(bench.retime), top_k=top_k, rounds=rounds, on_trial=on_trial)
+        result.whole_space = whole
+        return result
+
+
+def whole_space(sampler: str, space_, trials: int, timeout: float | None) -> bool:
+    """Whether a search with ``sampler`` measures every valid config of ``space_`` anyway: its
+    ``trials`` cover the space and no ``timeout`` can cut it short. Such a search (the README's
+    main job: TPE, 100 trials, smem_pad's 54 configs) measures them in the grid's order, the
+    default first, instead of asking the sampler: every config is measured and the winner is
+    the re-timing's either way, and a sampler on a nearly measured space mostly re-proposes
+    configs it has (TPE: 99 repeats in 153 proposals on that space), each an Optuna trial."""
+    from autotune.search.proposals import GRID_LIMIT
+
+    return sampler != "grid" and timeout is None and space_.count(min(trials, GRID_LIMIT)) <= min(trials, GRID_LIMIT)
 
 
 def _ahead(sampler: str, k, dt, arch: str, space_, trials: int | None = None):
-    """A grid's configs compiled ahead on every core, in the order it measures them (the
-    default, then the space's order; :mod:`autotune.measure.pipeline`). A sampler's only where
-    the space holds at most ``trials`` valid configs (it will measure every one: the README's
-    main job on smem_pad's 54), in that order too; otherwise nothing."""
+    """The builds a search will need, compiled ahead on every core (:mod:`autotune.measure.pipeline`):
+    the benchmark's helpers (:func:`~autotune.measure.pipeline.helper_builds`), then a grid's
+    configs in the order it measures them (the default, then the space's order); a sampler's
+    configs only where the space holds at most ``trials`` valid configs (it will measure
+    every one), in that order too. Nothing where compiling ahead is off."""
     import contextlib
     import itertools
 
-    from autotune.measure.pipeline import compile_ahead, workers
+    from autotune.measure.pipeline import compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
-    whole = trials is not None and space_.count(trials) <= trials
-    if (sampler != "grid" and not whole) or workers() == 0:
+    if workers() == 0:
         return contextlib.nullcontext()
+    whole = trials is not None and space_.count(trials) <= trials
     default = default_config(k.name, space_)
-    return compile_ahead(k, dt, arch, itertools.chain([default] if default else [], space_.iter_configs()))
+    configs = itertools.chain([default] if default else [], space_.iter_configs())
+    return compile_ahead(k, dt, arch, configs if sampler == "grid" or whole else (),
+                         first=helper_builds(k, dt, arch))
 
 
 def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeout, seed, sampler, resume, space,

@@ -90,6 +90,8 @@ class SearchResult:
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
         reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
+        whole_space: the sampler was not asked: the trials covered the space, so every valid
+            config was measured in the grid's order (:func:`autotune.search.tune.whole_space`).
     """
 
     key: TuningKey
@@ -101,6 +103,7 @@ class SearchResult:
     retimings: list[Retiming] = field(default_factory=list)
     clock_warning: str | None = None
     reports: list = field(default_factory=list)
+    whole_space: bool = False
 
     @property
     def measured_count(self) -> int:
