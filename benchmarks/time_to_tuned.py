@@ -71,7 +71,8 @@ def autotune(args: list[str], cache: Path) -> tuple[float, str]:
 
 def summary_lines(output: str) -> list[str]:
     keep = ("stopped:", "best:", "where the time went", "smem_", "device-to-device", "  failed")
-    return [l for l in output.splitlines() if l.startswith(keep) or "(early stop)" in l][:20]
+    notes = ("(early stop)", "the sampler was not asked")
+    return [l for l in output.splitlines() if l.startswith(keep) or any(n in l for n in notes)][:20]
 
 
 def best_of(output: str) -> str:
@@ -316,6 +317,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--part", help=argparse.SUPPRESS)
     ap.add_argument("--replay", metavar="TABLE_CSV", help="only replay a measured table (no GPU)")
+    ap.add_argument("--no-large", action="store_true", help="parts (a)-(d) only; (e), the 1,080-config grid and "
+                                                             "its replays, is skipped (its last output stands)")
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.replay:
@@ -331,7 +334,7 @@ def main() -> None:
     gpu, driver = gpu_name()
     tag = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", gpu)).strip("_")
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    stem = Path(a.out) / f"{datetime.now(timezone.utc):%Y-%m-%d}_{tag}_time_to_tuned{'_quick' * a.quick}"
+    stem = Path(a.out) / f"{datetime.now(timezone.utc):%Y-%m-%d}_{tag}_time_to_tuned{'_quick' * a.quick}{'_a_to_d' * a.no_large}"
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     scratch = Path(tempfile.mkdtemp())
     with open(f"{stem}.txt", "w") as out:
@@ -363,24 +366,32 @@ def main() -> None:
             t = timed[key]
             log(out, f"{tool:16s} {key:44s} {t['ms']:.4f} ms  {t['gbps']:.0f} GB/s  {100 * t['gbps'] / top:.1f}% of the "
                      f"fastest  spread {100 * t['spread']:.2f}%")
-        log(out, f"\n## (e) efficiency on {LARGE_SPACE.name}, smem_vec {large}^2 float32")
-        wall, text = autotune(["search", "--kernel", "smem_vec", "--space", str(LARGE_SPACE), "--size", str(large),
-                               "--sampler", "grid", "--trials", "2000", "--timeout", str(bound), "--top-k", "1",
-                               "--rounds", "1", "--db", f"sqlite:///{scratch}/large.db"], scratch / "cache-large")
-        for line in summary_lines(text):
-            log(out, line)
-        table = measured_table(scratch / "large.db")
-        log(out, f"# wall time of the grid (bounded at {bound} s): {wall:.1f} s; {len(table)} configs in the table, "
-                 f"{sum(v is None for v in table.values())} failed")
-        with open(f"{stem}_table.csv", "w", newline="") as f:
-            csv.writer(f).writerows([["config", "median_ms"]] + [[k, "" if v is None else v] for k, v in table.items()])
-        seeds = {"tpe": 2, "random": 4} if a.quick else {"tpe": 8, "random": 50}
-        curves(table, out, stem, seeds, 50 if a.quick else 300,
-               f"smem_vec {large}^2 float32: {len(table):,} measured configs, replayed (surrogate)")
+        if a.no_large:
+            log(out, "\n## (e) not run (--no-large): the large-space curves are those of the last full run")
+        else:
+            large_space(out, stem, scratch, large, bound, a.quick)
         log(out, "\n## summary")
         log(out, f"Kernel Tuner {kt['wall_s']:.1f} s; autotune sweep {runs['sweep'][0]:.1f} s "
                  f"({kt['wall_s'] / runs['sweep'][0]:.1f}x faster); README main job {runs['search'][0]:.1f} s "
                  f"(issue 13's targets: sweep <= 12 s and >= 6x faster than Kernel Tuner, main job <= 15 s)")
+
+
+def large_space(out, stem, scratch: Path, large: int, bound: int, quick: bool) -> None:
+    """Part (e): the 1,080-config grid of smem_vec, its table, and the samplers' replays on it."""
+    log(out, f"\n## (e) efficiency on {LARGE_SPACE.name}, smem_vec {large}^2 float32")
+    wall, text = autotune(["search", "--kernel", "smem_vec", "--space", str(LARGE_SPACE), "--size", str(large),
+                           "--sampler", "grid", "--trials", "2000", "--timeout", str(bound), "--top-k", "1",
+                           "--rounds", "1", "--db", f"sqlite:///{scratch}/large.db"], scratch / "cache-large")
+    for line in summary_lines(text):
+        log(out, line)
+    table = measured_table(scratch / "large.db")
+    log(out, f"# wall time of the grid (bounded at {bound} s): {wall:.1f} s; {len(table)} configs in the table, "
+             f"{sum(v is None for v in table.values())} failed")
+    with open(f"{stem}_table.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["config", "median_ms"]] + [[k, "" if v is None else v] for k, v in table.items()])
+    seeds = {"tpe": 2, "random": 4} if quick else {"tpe": 8, "random": 50}
+    curves(table, out, stem, seeds, 50 if quick else 300,
+           f"smem_vec {large}^2 float32: {len(table):,} measured configs, replayed (surrogate)")
 
 
 if __name__ == "__main__":

@@ -147,6 +147,16 @@ def test_references_on_numpy_arrays():
     np.testing.assert_array_equal(copy(src=a, out=None), a)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.dtype("V2")])
+def test_the_blocked_transpose_reference_is_numpys_transpose(dtype):
+    """Blocks of 32 x 2048 with partial blocks at both edges; any element type, raw bytes too."""
+    rng = np.random.default_rng(0)
+    a = np.frombuffer(rng.bytes(70 * 4100 * np.dtype(dtype).itemsize), dtype=dtype).reshape(70, 4100)
+    t = transpose(src=a)
+    assert t.shape == (4100, 70) and t.dtype == a.dtype and t.flags.c_contiguous
+    assert t.tobytes() == np.ascontiguousarray(a.T).tobytes()
+
+
 # --- macros and configs ------------------------------------------------------------------------
 
 

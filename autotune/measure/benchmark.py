@@ -85,6 +85,9 @@ class Benchmark:
         seed: seed of the inputs (``None``: fresh entropy).
         bounds: measure the objective's bounds (memcpy, bound kernel); off for the bound
             kernel's own benchmark.
+        inputs: host values to reuse, by array name, where name, shape and element type
+            match (the bound kernel's benchmark takes its problem's: 256 MB of random
+            values drawn once, not twice).
 
     Raises:
         InvalidInputError: bad dims, dtype or repeats, or the arguments do not fit in free
@@ -92,7 +95,8 @@ class Benchmark:
     """
 
     def __init__(self, device: DeviceInfo, kernel: Kernel, dims: Mapping[str, int] | tuple, dtype: DType, *,
-                 warmup: int = 10, repeats: int = 50, seed: int | None = None, bounds: bool = True) -> None:
+                 warmup: int = 10, repeats: int = 50, seed: int | None = None, bounds: bool = True,
+                 inputs: Mapping[str, np.ndarray] | None = None) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         kernel.check_dtype(dtype)
@@ -111,13 +115,19 @@ class Benchmark:
         self.rng = np.random.default_rng(seed)
         self.compiler = Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
-        self._values = {i: host_values(a, shape, dt, self.rng) for i, (a, shape, dt) in enumerate(self.layout)
-                        if a.role != "out"}
+        inputs = inputs or {}
+        self._values = {i: _reused(inputs.get(a.name), shape, dt, lambda: host_values(a, shape, dt, self.rng))
+                        for i, (a, shape, dt) in enumerate(self.layout) if a.role != "out"}
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
         self.early = EarlyStop()
         self.bounds = Bounds(self, enabled=bounds)
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The host values of the input arrays, by name (for another benchmark's ``inputs``)."""
+        return {self.layout[i][0].name: v for i, v in self._values.items() if self.layout[i][0].role == "in"}
 
     @property
     def l2_mode(self) -> str:
@@ -293,6 +303,13 @@ class Benchmark:
                 per_round[c].append(float(np.median(ms)))
                 pooled[c].append(ms)
         return [Retiming(c, tuple(per_round[c]), float(np.median(np.concatenate(pooled[c])))) for c in configs]
+
+
+def _reused(values: np.ndarray | None, shape: tuple[int, ...], dtype: DType, fresh) -> np.ndarray:
+    """``values`` where they fit an array of ``shape`` and ``dtype``, else ``fresh()``."""
+    if values is None or values.shape != tuple(shape) or values.dtype != dtype.numpy:
+        return fresh()
+    return values
 
 
 @contextlib.contextmanager

@@ -69,7 +69,8 @@ class Bounds:
             from autotune.measure.benchmark import Benchmark
 
             bound = get_kernel(name)
-            other = Benchmark(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False)
+            other = Benchmark(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False,
+                              inputs=b.inputs)
             try:
                 self._kernel = other.measure(bound.default_config()).gbps
             finally:
