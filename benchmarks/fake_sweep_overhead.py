@@ -19,6 +19,11 @@ cache, timed three ways:
     python benchmarks/fake_sweep_overhead.py [--repeat 3] [--out FILE] [--label TEXT] [--base OTHER_CHECKOUT]
 
 The figures are this machine's; compare before/after on the same machine only.
+
+``--gpu SIZE`` runs the same breakdown on a GPU machine with the real benchmark (no fake, nvcc
+compiling ahead on every core) at ``--size SIZE``: what the 8192^2 sweep of issue 13 spends
+outside its measured phases. There "measure" is the real trial (compile wait, load, verify,
+time in the child) and "open measuring child" the CUDA context, buffers and bounds.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ COMMANDS = {
 }
 
 
-def child(out: str, args: list[str], root: Path) -> None:
+def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
     """Run the CLI of the checkout ``root`` in this process with its steps timed; write the
     figures to ``out``."""
     t0 = time.perf_counter()
@@ -80,6 +85,7 @@ def child(out: str, args: list[str], root: Path) -> None:
     timed(repository.Store, "optuna_storage", "open Optuna storage")
     timed(tuner, "_open_study", "open study")
     timed(optuna.study.Study, "optimize", "trial loop")
+    timed(tuner, "_decide", "decide (interleaved re-timing, best stored)")
 
     def _maybe(*a):
         return event.listens_for(*a) if os.environ.get("COUNT_SQL", "1") == "1" else (lambda f: f)
@@ -101,20 +107,26 @@ def child(out: str, args: list[str], root: Path) -> None:
     optuna.study._optimize._run_trial = run_trial
     code = 0
     try:
-        workers.cli("0", *args)
+        if gpu:
+            from autotune.cli import app
+
+            app(list(args), prog_name="autotune")
+        else:
+            workers.cli("0", *args)
     except SystemExit as exc:
         code = exc.code or 0
     spent["in process"] = time.perf_counter() - t0
     Path(out).write_text(json.dumps({"spent": spent, "counts": counts, "code": code}))
 
 
-def run_once(name: str, root: Path = ROOT) -> dict:
+def run_once(name: str, root: Path = ROOT, gpu: int | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         figures = Path(tmp, "figures.json")
-        env = {**os.environ, "AUTOTUNE_CACHE_DIR": str(Path(tmp, "cache")), "COLUMNS": "200",
-               "AUTOTUNE_COMPILE_WORKERS": "0"}  # no nvcc builds ahead: the fake GPU uses none
-        command = [sys.executable, __file__, "--child", str(figures), str(root), "--",
-                   *COMMANDS[name], "--db", f"sqlite:///{tmp}/a.db"]
+        env = {**os.environ, "AUTOTUNE_CACHE_DIR": str(Path(tmp, "cache")), "COLUMNS": "200"}
+        if gpu is None:
+            env["AUTOTUNE_COMPILE_WORKERS"] = "0"  # no nvcc builds ahead: the fake GPU uses none
+        command = [sys.executable, __file__, "--child" if gpu is None else "--gpu-child", str(figures), str(root), "--",
+                   *_command(name, gpu), "--db", f"sqlite:///{tmp}/a.db"]
         started = time.perf_counter()
         before = os.times()
         proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=root)
@@ -126,13 +138,24 @@ def run_once(name: str, root: Path = ROOT) -> dict:
         data["wall"] = wall
         data["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
         data["stopped"] = next((l for l in proc.stdout.splitlines() if l.startswith("stopped:")), "")
+        data["phases"] = next((l for l in proc.stdout.splitlines() if l.startswith("where the time went")), "")
+        data["command"] = " ".join(_command(name, gpu))
+        data["gpu"] = gpu is not None
         return data
+
+
+def _command(name: str, gpu: int | None) -> list[str]:
+    args = list(COMMANDS[name])
+    if gpu is not None:
+        args[args.index("--size") + 1] = str(gpu)
+    return args
 
 
 def report(name: str, runs: list[dict]) -> list[str]:
     med = statistics.median
-    lines = [f"## {name}: {' '.join(COMMANDS[name])} (fake GPU, fresh database, {len(runs)} runs, medians)",
-             runs[0]["stopped"],
+    what = "real GPU" if runs[0].get("gpu") else "fake GPU"
+    lines = [f"## {name}: {runs[0]['command']} ({what}, fresh database, {len(runs)} runs, medians)",
+             runs[0]["stopped"], *(r["phases"] for r in runs if r["phases"]),
              f"wall {med(r['wall'] for r in runs):.2f} s (runs: {', '.join(format(r['wall'], '.2f') for r in runs)}); "
              f"CPU of the command and its children {med(r['cpu'] for r in runs):.2f} s"]
     labels = list(runs[0]["spent"])
@@ -150,10 +173,11 @@ def report(name: str, runs: list[dict]) -> list[str]:
 
 
 def main() -> None:
-    if "--child" in sys.argv:
-        i = sys.argv.index("--child")
-        child(sys.argv[i + 1], sys.argv[sys.argv.index("--") + 1:], Path(sys.argv[i + 2]))
-        return
+    for flag in ("--child", "--gpu-child"):
+        if flag in sys.argv:
+            i = sys.argv.index(flag)
+            child(sys.argv[i + 1], sys.argv[sys.argv.index("--") + 1:], Path(sys.argv[i + 2]), flag == "--gpu-child")
+            return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", help="append the report to this file")
@@ -161,6 +185,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(COMMANDS), help="one command only")
     parser.add_argument("--base", type=Path, help="another checkout (e.g. `git archive main`) timed too, its runs "
                                                   "alternating with this one's (a loaded machine drifts)")
+    parser.add_argument("--gpu", type=int, metavar="SIZE", help="the real GPU benchmark at --size SIZE (a GPU machine)")
     args = parser.parse_args()
     head = [f"# {args.label}".rstrip(),
             f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {platform.processor() or platform.machine()}  "
@@ -168,7 +193,7 @@ def main() -> None:
     lines = list(head)
     for name in [args.only] if args.only else COMMANDS:
         if args.base is None:
-            lines += report(name, [run_once(name) for _ in range(args.repeat)])
+            lines += report(name, [run_once(name, gpu=args.gpu) for _ in range(args.repeat)])
             continue
         pairs = [(run_once(name, args.base), run_once(name)) for _ in range(args.repeat)]
         lines += [f"# base: {args.base}"] + report(name, [b for b, _ in pairs])
