@@ -30,6 +30,15 @@ EXIT_INTERRUPTED = 130
 """Exit code after SIGINT (Ctrl-C); SIGTERM exits 143 (128 + the signal's number)."""
 
 
+def open_store(db: str | None, **options):
+    """The results database (:class:`autotune.store.repository.Store`), imported here: the CLI
+    imports SQLAlchemy only when a command opens its store (a search does so while its
+    measuring child starts)."""
+    from autotune.store.repository import Store
+
+    return Store(db, **options)
+
+
 def parse_int(value: str) -> int:
     """Parse an integer option, naming the value when it is not one."""
     try:

@@ -13,9 +13,8 @@ from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.report.bench import BenchLine, run_bench
-from autotune.store.repository import Store
 from . import app
-from ._common import K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
+from ._common import open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
 
 
 @app.command()
@@ -40,7 +39,7 @@ def bench(
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    store = Store(db)  # a database fault is said before the GPU is touched
+    store = open_store(db)  # a database fault is said before the GPU is touched
     shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 
     def opened(bench, nvcc):

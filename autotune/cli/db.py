@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from autotune.store.repository import Store
 from . import app
-from ._common import Db, handle_errors, out
+from ._common import open_store, Db, handle_errors, out
 
 db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Manage the results database schema.")
 app.add_typer(db_app, name="db")
@@ -16,7 +15,7 @@ app.add_typer(db_app, name="db")
 @handle_errors
 def upgrade(db: Db = None) -> None:
     """Migrate the database schema to the newest revision (creates a new database)."""
-    store = Store(db, upgrade=False)
+    store = open_store(db, upgrade=False)
     store.upgrade()
     out.print(f"database {store} is at schema revision {store.current_revision()}")
 
@@ -25,5 +24,5 @@ def upgrade(db: Db = None) -> None:
 @handle_errors
 def current(db: Db = None) -> None:
     """Print the schema revision of the database."""
-    store = Store(db, upgrade=False)
+    store = open_store(db, upgrade=False)
     out.print(store.current_revision() or "empty (run: autotune db upgrade)")

@@ -9,10 +9,8 @@ import typer
 
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
-from autotune.report.plots import write_report
-from autotune.store.repository import Store
 from . import app
-from ._common import Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
+from ._common import open_store, Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
 
 
 @app.command()
@@ -33,7 +31,9 @@ def report(
     dt = get_dtype(dtype).name
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     given = parse_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
-    done = write_report(Store(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device)
+    from autotune.report.plots import write_report
+
+    done = write_report(open_store(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device)
     for note in done.skipped:
         err.print(f"skipped: {note}", markup=False, soft_wrap=True)
     for path in done.written:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -12,10 +12,12 @@ from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
-from autotune.store.repository import BestRecord, Store
 from . import app
-from ._common import (Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
+from ._common import (open_store, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
                       shape_args)
+
+if TYPE_CHECKING:
+    from autotune.store.records import BestRecord
 
 
 @app.command()
@@ -36,7 +38,7 @@ def best(
     shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    found = [b for b in Store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+    found = [b for b in open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     current, reasons, unknown = _judge(found, kernels)
     if reasons:
@@ -61,7 +63,7 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
     why, results of kernels this autotune does not know with "?" (give their file with --kernel)."""
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
-    found = Store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
+    found = open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
         out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel

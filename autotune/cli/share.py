@@ -11,10 +11,8 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
-from autotune.store.repository import Store
-from autotune.store.share import export_results, import_results, read_results
 from . import app
-from ._common import Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
+from ._common import open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
 
 
 @app.command("export")
@@ -47,7 +45,9 @@ def export(
         return
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
-    report = export_results(Store(db), out_path, kernel=kern, dims=shapes, device_name=device,
+    from autotune.store.share import export_results
+
+    report = export_results(open_store(db), out_path, kernel=kern, dims=shapes, device_name=device,
                             include_stale=include_stale, nvcc_version=stale.current_nvcc())
     count = report.exported
     out.print(f"exported {count} result{'s' if count != 1 else ''} to {out_path}", markup=False)
@@ -66,7 +66,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
     if shaped or include_stale:
         flag = "--include-stale" if include_stale else "--dims/--size"
         raise InvalidInputError(f"{flag} does not apply to --header: it holds every fresh shape tuned for the kernel")
-    store = Store(db)
+    store = open_store(db)
     report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
                            database=store.safe_url)
     n = report.entries
@@ -89,8 +89,10 @@ def import_(
 ) -> None:
     """Add the results of an exported JSON file to the database (duplicates are skipped)."""
     kernels = [resolve_kernel(value) for value in kernel or ()]
+    from autotune.store.share import import_results, read_results
+
     loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
-    report = import_results(Store(db), loaded)
+    report = import_results(open_store(db), loaded)
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
+from autotune.measure.buffers import random_bytes
 from autotune.measure.timing import timing
 
 __all__ = ["Bounds"]
@@ -39,7 +38,7 @@ class Bounds:
             n = max(b.bytes // 2, 1)
             pairs = [(b.drv.mem_alloc(n), b.drv.mem_alloc(n)) for _ in b.sets]
             try:
-                data = np.frombuffer(b.rng.bytes(n), dtype=np.uint8)
+                data = random_bytes(b.rng, n)
                 for src, _ in pairs:
                     b.drv.memcpy_htod(src, data)
                 cycle, copy = itertools.cycle(pairs), b.drv.memcpy_dtod_async

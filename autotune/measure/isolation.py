@@ -303,7 +303,7 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
     ``before(device)``: called with the device's :class:`~autotune.measure.device.DeviceInfo`
     (queried here) just before the child starts, to start background work the child will use
     (compiling into the cubin cache: :mod:`autotune.measure.pipeline`); measured in this
-    process: after opening the benchmark, with its device.
+    process: after opening the benchmark and ``meanwhile``, with the benchmark's device.
 
     ``meanwhile()``: work of the caller's (opening the results database) done while the child
     starts (a spawned interpreter, its imports, the CUDA context, the bounds), after the
@@ -327,10 +327,10 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
         spec = None
     if spec is None or multiprocessing.current_process().daemon:
         with opener(ordinal, kernel, dims, dtype, **options) as bench:
-            if before is not None:
-                before(bench.device)
             if meanwhile is not None:
                 meanwhile()
+            if before is not None:
+                before(bench.device)
             yield bench
         return
     if precheck or before is not None:

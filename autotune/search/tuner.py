@@ -27,6 +27,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -40,8 +41,9 @@ from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, stop
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
-from autotune.store import repository
-from autotune.store.repository import Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
+    from autotune.store.repository import Store
 
 __all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "retime_study"]
 
@@ -242,6 +244,8 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             copy_gbps: float | None, l2_mode: str | None, clocks: Callable[[], dict | None] | None,
             retime: Retime | None, top_k: int, rounds: int,
             on_trial: Callable[[TrialOutcome, SearchResult], None] | None) -> SearchResult:
+    from autotune.store.repository import HEARTBEAT_S
+
     storage = store.optuna_storage()
     study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)
     store.fail_trials_dead_before_heartbeat(storage, key.study_name)
@@ -276,7 +280,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
     def objective(trial) -> float:
         try:
             stop.check()  # a signal that came while Optuna or the store was writing
-            if time.monotonic() - checked[0] >= repository.HEARTBEAT_S:  # beside Optuna's stale-trial check
+            if time.monotonic() - checked[0] >= HEARTBEAT_S:  # beside Optuna's stale-trial check
                 store.fail_trials_dead_before_heartbeat(storage, key.study_name)
                 checked[0] = time.monotonic()
             config = Config.of(key.kernel, {n: trial.suggest_categorical(n, list(v)) for n, v in space.params})
