@@ -97,7 +97,9 @@ def kernel_tuner(size: int, quick: bool) -> dict:
     fixed = [o for o in nvcc_options(k, k.default_config(), dt) if o.split("=")[0][2:] not in names]
     rng = np.random.default_rng(0)
     src = rng.uniform(-1, 1, (size, size)).astype(np.float32)
-    args = [np.zeros((size, size), np.float32), src, np.int32(size), np.int32(size)]
+    # out, src, rows, cols, ld (the row pitch), batch_stride: the kernel's six arguments
+    args = [np.zeros((size, size), np.float32), src, np.int32(size), np.int32(size), np.int64(size),
+            np.int64(size * size)]
     allowed = {n: list(v) for n, v in space.params}
     if quick:
         allowed["IPAD"], allowed["DIAGONAL"] = [1], [0]
@@ -108,7 +110,8 @@ def kernel_tuner(size: int, quick: bool) -> dict:
     start = time.perf_counter()
     results, env = kernel_tuner.tune_kernel(
         k.function, k.source_text(), (size * size,), args, allowed, grid_div_x=["TILE_DIM", "TILE_DIM"],
-        restrictions=valid, answer=[src.T.copy(), None, None, None], lang="PYCUDA", compiler_options=fixed,
+        restrictions=valid, answer=[src.T.copy(), None, None, None, None, None], lang="PYCUDA",
+        compiler_options=fixed,
         block_size_names=["TILE_DIM", "BLOCK_ROWS", "block_size_z"], quiet=True)
     wall = time.perf_counter() - start
     ok = [r for r in results if isinstance(r.get("time"), (int, float))]
