@@ -106,6 +106,8 @@ def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic):
     if x.dtype not in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
         xc = cupy.from_dlpack(x)
         cupy_t = lambda: cupy.ascontiguousarray(xc.swapaxes(-1, -2))  # noqa: E731
+        if min(x.shape[-2:]) == 1:  # as for torch below: already contiguous, so it would copy nothing
+            cupy_t = lambda: xc.swapaxes(-1, -2).copy(order="C")  # noqa: E731
     return {
         METHODS[0]: lambda: cupy.cuda.runtime.memcpyAsync(y.data_ptr(), x.data_ptr(), nbytes, 3, 0) and None,
         # a 1-row or 1-column x.mT is already contiguous: .contiguous() would copy nothing
@@ -262,7 +264,7 @@ def _process_costs(db: str) -> str:
     made = f"sqlite:///{tempfile.mkdtemp()}/made.db"
     subprocess.run([sys.executable, "-m", "autotune", "db", "upgrade", "--db", made], check=True, capture_output=True)
     _seconds(_IMPORT, runs=1)  # bytecode written
-    lines = [f"\nimport autotune (fresh process, median of 5): {_seconds(_IMPORT) * 1e3:.0f} ms"]
+    lines = [f"\nimport autotune (fresh process, median of 5): {_seconds(_IMPORT) * 1e3:.1f} ms"]
     for what, url in (("--db", db), ("an existing, empty results database", made)):
         _seconds(_FIRST_CALL, url, runs=1)  # the cubin cache (and bytecode) is warm after this
         lines.append(f"first autotune.transpose of a process (import autotune included, warm cubin cache, {what}): "
