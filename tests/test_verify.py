@@ -11,6 +11,7 @@ CUDA kernels of each kind."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -186,7 +187,7 @@ def transpose_ok(*, out, src, **_):
 
 
 @pytest.mark.parametrize("dtype, shape", [("float32", (7, 13)), ("int8", (1, 1000)), ("float16", (1000, 1)),
-                                          ("float64", (33, 65)), ("uint8", (5, 3))])
+                                          ("float64", (33, 65)), ("uint8", (5, 3)), ("complex128", (9, 5))])
 def test_a_correct_kernel_passes_bit_for_bit(folder, dtype, shape):
     run = Run(folder, TRANSPOSE, dict(zip(("rows", "cols"), shape)), dtype)
     if dtype.startswith("float"):
@@ -196,7 +197,7 @@ def test_a_correct_kernel_passes_bit_for_bit(folder, dtype, shape):
 
 def flip_one_bit(*, out, src, **_):
     out[...] = src.T
-    out.view(f"u{out.itemsize}")[12, 6] ^= 1
+    out.view(np.uint8).reshape(*out.shape, out.itemsize)[12, 6, 0] ^= 1  # the element's lowest bit
 
 
 def shifted(*, out, src, **_):
@@ -220,6 +221,16 @@ def nothing(**_):
 def test_a_wrong_or_unwritten_value_is_caught(folder, body, message):
     run = Run(folder, TRANSPOSE, {"rows": 7, "cols": 13})
     assert message in run.fails(body).reason
+
+
+def test_sixteen_byte_elements_are_compared_bit_for_bit(folder):
+    """complex128: one bit of one element, on the host and on the device (as 8-byte halves)."""
+    run = Run(folder, TRANSPOSE, {"rows": 7, "cols": 13}, "complex128")
+    reason = run.fails(flip_one_bit).reason
+    assert reason.startswith("1 of 91 elements of out differ from the reference; first at [12, 6]: got 0x"), reason
+    got, expected = (int(h, 16) for h in re.findall(r"0x([0-9a-f]+)", reason))
+    assert got ^ expected == 1  # the low bit of the element's 16 bytes
+    assert "7 of 91 elements" in run.fails(last_row_unwritten).reason
 
 
 @pytest.mark.parametrize("poison", EXACT_POISONS)
