@@ -115,7 +115,8 @@ def test_rule_without_stored_results(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
     for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
                                       (4096, 4100, "int8", "smem_vec_realign"), (4096, 4112, "int8", "smem_vec"),
-                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "smem_vec")]:
+                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "smem_vec"),
+                                      (8192, 8192, "complex128", "naive_col"), (5000, 7001, "complex128", "naive_col")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
         assert name == kernel and config.rung == "default" and config.config.kernel == kernel, (rows, cols, dtype)
         assert why.startswith("rule:") and "no kernel tuned for this exact key" in why
@@ -150,6 +151,8 @@ def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched
     name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
     assert name == "smem_vec" and "not contiguous" in why
     assert op_choice.takes_views(KERNELS["smem_pad"]) and not op_choice.takes_views(KERNELS["smem_vec_realign"])
+    assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
+    assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "smem_vec"  # no pitch
 
 
 def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):

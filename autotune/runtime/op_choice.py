@@ -27,7 +27,7 @@ import threading
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "rule_kernel", "choose_transpose", "takes_views",
+__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "rule_kernel", "choose_transpose", "takes_views",
            "transpose_kernel_for", "clear_choices"]
 
 ALIGNED_KERNEL = "smem_vec"
@@ -41,6 +41,14 @@ float64 93.7 (first run: smem_pad 93.5, smem_vec 94.8). smem_pad is ahead for fl
 but far behind at 3001x7919 (65.0 against 74.3 for smem_vec_realign, first run:
 ``..._unaligned_transpose_first_kernel.txt``), so the rule takes smem_vec_realign for every size."""
 
+WIDE_KERNEL = "naive_col"
+"""The rule's kernel for 16-byte elements (complex128), any shape: one element is already a
+16-byte access, so coalesced row writes with column reads (no shared memory) move it best.
+H100, complex128, % of memcpy at default configs (``..._op_search_complex128_8192.txt`` and
+``..._5000x7001.txt`` of 2026-11-23): 8192^2 naive_col 88.5 (smem_vec 86.3, smem_pad 52.6),
+5000x7001 87.5 (43.8, 48.4); tuned by ``autotune search --op transpose``, naive_col reached 97.5
+(BLOCK_ROWS=16, TILE_DIM=16) and 93.4 (8x8)."""
+
 MAX_CACHED = 65536
 _lock = threading.Lock()
 _cache: dict[tuple, tuple] = {}
@@ -48,10 +56,13 @@ _cache: dict[tuple, tuple] = {}
 
 def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     """The rule's ``(kernel, why)`` without a stored result: ``copy`` for one row or column,
-    :data:`ALIGNED_KERNEL` when ``rows`` and ``cols`` are multiples of ``16 // itemsize``
-    elements (16-byte vectors on both sides), else :data:`UNALIGNED_KERNEL` of the item size."""
+    :data:`WIDE_KERNEL` for 16-byte elements, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
+    are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides), else
+    :data:`UNALIGNED_KERNEL` of the item size."""
     if rows == 1 or cols == 1:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
+    if itemsize >= 16:
+        return WIDE_KERNEL, f"rule: {itemsize}-byte elements are moved one per thread, column reads, row writes"
     vec = max(1, 16 // itemsize)
     if rows % vec == 0 and cols % vec == 0:
         return ALIGNED_KERNEL, f"rule: rows and cols are multiples of {vec} elements (16-byte rows)"
