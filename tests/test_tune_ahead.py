@@ -10,6 +10,7 @@ import pytest
 
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure import device_compare
 from autotune.search.tune import _ahead
 
 
@@ -17,6 +18,7 @@ from autotune.search.tune import _ahead
 def test_tpe_over_a_space_it_measures_whole_compiles_it_ahead(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "1")
+    monkeypatch.setattr(device_compare, "_CUBINS", {})  # built once per process: an earlier test may have
     k, f32 = KERNELS["smem_pad"], get_dtype("float32")
     valid = k.space().count(1000)
     assert valid == 54
