@@ -10,41 +10,18 @@ sanitizers where g++ has them); tests/gpu/ checks the same on the device.
 import math
 import os
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 import catalog_before as before
+from cuda_on_cpu import Harness
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
-_HARNESS = r"""
-#include <barrier>
-#include <cstdio>
-#include <cstdlib>
-#include <thread>
-#include <vector>
-struct Idx { unsigned x, y, z; };
-thread_local Idx threadIdx, blockIdx;
-std::barrier<> *bar;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __restrict__ __restrict
-#define __launch_bounds__(...)
-#define __align__(n) alignas(n)
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-template <class T> T __ldg(const T *p) { return *p; }
-template <class T> T __ldcs(const T *p) { return *p; }
-template <class T> void __stcs(T *p, T v) { *p = v; }
-inline void __syncthreads() { bar->arrive_and_wait(); }
-#include "k.cu"
-int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}...
+_MAIN = r"""int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}...
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
     const bool transpose = atoi(argv[3]), threaded = atoi(argv[4]);
@@ -82,14 +59,6 @@ int main(int argc, char **argv)  // bx by transpose threaded {rows cols blocks}.
 _EMULATED_SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (33, 65), (65, 33), (127, 300), (68, 132)]
 
 
-def _cxx_flags(cxx, tmp: Path) -> list[str]:
-    """Address and UB sanitizers (out-of-bounds reads and writes) where the compiler has them."""
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-    probe = tmp / "probe.cpp"
-    probe.write_text("int main() { return 0; }\n")
-    ok = subprocess.run([cxx, *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
-    return flags if ok else []
-
 
 def _emulated_configs():
     """Each kernel's default, its smallest and largest block tile, and its default in the diagonal
@@ -108,26 +77,20 @@ def _emulated_configs():
 
 
 def test_every_move_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
-    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
-    (tmp_path / "h.cpp").write_text(_HARNESS)
-    flags = _cxx_flags("g++", tmp_path)
+    harness = Harness(tmp_path, _MAIN)
     int32 = get_dtype("int32")  # the harness's elements are 4-byte unsigned
 
     def run(job):
         i, (name, config) = job
         k = KERNELS[name]
         d = tmp_path / str(i)
-        d.mkdir()
         text = k.source_text()
-        (d / "k.cu").write_text(text)
         macros = {**k.macros(config, int32), k.dtype_macro: "unsigned", "ENTRY": k.function,
                   # the word-moving transposes also take the input's row pitch and batch stride
                   "ENTRY_TAIL": ",(long long)cols,(long long)rows*cols" if k.signature.endswith("qq") else ""}
-        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
-                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
-                                "-o", str(d / "h")], capture_output=True, text=True)
-        if build.returncode:
-            return f"{config}: does not build: {build.stderr[:1000]}"
+        failed = harness.build(d, text, macros)
+        if failed:
+            return f"{config}: {failed}"
         _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, int32)
         transposes = k.check_spec.reference == "autotune.kernel.references:transpose"
         args = [str(block[0]), str(block[1]), str(int(transposes)), str(int("__syncthreads" in text))]
@@ -135,8 +98,8 @@ def test_every_move_kernel_source_is_exact_when_emulated_on_the_cpu(tmp_path):
             grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, int32)
             assert grid[1:] == (1, 1) and block[2] == 1, (config, grid, block)  # a 1-D grid of 2-D blocks
             args += [str(rows), str(cols), str(grid[0])]
-        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
-        return f"{config}: {res.stdout}{res.stderr[:1000]}" if res.returncode else None  # sanitizer report
+        failed = harness.run(d, args)  # a wrong element or a sanitizer report
+        return f"{config}: {failed}" if failed else None
 
     jobs = list(enumerate(_emulated_configs()))
     assert {name for _, (name, _) in jobs} == set(before.MOVES) and len(jobs) >= 3 * len(before.MOVES)

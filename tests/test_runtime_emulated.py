@@ -8,42 +8,18 @@ and UB sanitizers where g++ has them; elements are opaque N-byte structs of rand
 
 import os
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cuda_on_cpu import Harness
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import word_dtype
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
-_HARNESS = r"""
-#include <barrier>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <thread>
-#include <vector>
-struct Idx { unsigned x, y, z; };
-thread_local Idx threadIdx, blockIdx;
-std::barrier<> *bar;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __restrict__ __restrict
-#define __launch_bounds__(...)
-#define __align__(n) alignas(n)
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-struct alignas(NBYTES < 8 ? NBYTES : 8) Elem { unsigned char b[NBYTES]; };
-template <class T> T __ldg(const T *p) { return *p; }
-template <class T> T __ldcs(const T *p) { return *p; }
-template <class T> void __stcs(T *p, T v) { *p = v; }
-inline void __syncthreads() { bar->arrive_and_wait(); }
-#include "k.cu"
-int main(int argc, char **argv)  // bx by {rows cols ld batch batch_stride offset blocks}...
+_MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols ld batch batch_stride offset blocks}...
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
     for (int a = 3; a + 6 < argc; a += 7) {
@@ -97,18 +73,9 @@ _CONFIGS = {"smem_vec": {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "TILES": 2,
             "smem_pad": {"TILE_DIM": 16, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 1}}
 
 
-def _cxx_flags(tmp) -> list[str]:
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-    probe = tmp / "probe.cpp"
-    probe.write_text("int main() { return 0; }\n")
-    ok = subprocess.run(["g++", *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
-    return flags if ok else []
-
 
 def test_word_transposes_move_every_size_through_views_and_batches_on_the_cpu(tmp_path):
-    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
-    (tmp_path / "h.cpp").write_text(_HARNESS)
-    flags = _cxx_flags(tmp_path)
+    harness = Harness(tmp_path, _MAIN)
     jobs = [(name, size) for name in _CONFIGS for size in (1, 2, 4, 8, 16)]
 
     def run(job):
@@ -116,21 +83,17 @@ def test_word_transposes_move_every_size_through_views_and_batches_on_the_cpu(tm
         k, dt = KERNELS[name], word_dtype(size)
         config = Config.of(name, _CONFIGS[name])
         d = tmp_path / f"{name}_{size}"
-        d.mkdir()
-        (d / "k.cu").write_text(k.source_text())
         macros = {**k.macros(config, dt), k.dtype_macro: "Elem", "ENTRY": k.function, "NBYTES": size}
-        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
-                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
-                                "-o", str(d / "h")], capture_output=True, text=True)
-        if build.returncode:
-            return f"{name} {size} B: does not build: {build.stderr[:1500]}"
+        failed = harness.build(d, k.source_text(), macros)
+        if failed:
+            return f"{name} {size} B: {failed}"
         _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, dt)
         args = [str(block[0]), str(block[1])]
         for rows, cols, ld, batch, stride, offset in _CASES:
             grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, dt)
             args += [str(v) for v in (rows, cols, ld, batch, stride, offset, grid[0])]
-        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
-        return f"{name} {size} B: {res.stdout}{res.stderr[:1500]}" if res.returncode else None
+        failed = harness.run(d, args)
+        return f"{name} {size} B: {failed}" if failed else None
 
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         failures = [f for f in pool.map(run, jobs) if f]

@@ -11,42 +11,18 @@ The device runs the same in tests/gpu/test_gpu_vec_realign.py.
 
 import os
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cuda_on_cpu import Harness
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
-_HARNESS = r"""
-#include <barrier>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <thread>
-#include <vector>
-struct Idx { unsigned x, y, z; };
-thread_local Idx threadIdx, blockIdx;
-std::barrier<> *bar;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __restrict__ __restrict
-#define __launch_bounds__(...)
-#define __align__(n) alignas(n)
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
-template <class T> T __ldg(const T *p) { return *p; }
-template <class T> T __ldcs(const T *p) { return *p; }
-template <class T> void __stcs(T *p, T v) { *p = v; }
-inline void __syncthreads() { bar->arrive_and_wait(); }
-#include "k.cu"
-int main(int argc, char **argv)  // bx by {rows cols blocks in_offset out_offset}...
+_MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols blocks in_offset out_offset}...
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
     for (int a = 3; a + 4 < argc; a += 5) {
@@ -94,13 +70,6 @@ _SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (31, 67), (67, 31), (64, 64
 _OFFSETS = [(0, 0), (0, 8), (4, 0), (2, 6)]  # bytes off 16; used only where the item size divides them
 
 
-def _cxx_flags(tmp):
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-    probe = tmp / "probe.cpp"
-    probe.write_text("int main() { return 0; }\n")
-    ok = subprocess.run(["g++", *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
-    return flags if ok else []
-
 
 def _configs():
     """The default and variants of the tile side, rows per block, skew, WIDE and tile order."""
@@ -114,22 +83,16 @@ def _configs():
 @pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
 def test_realigning_transpose_is_exact_for_every_item_size_shape_and_pointer_offset(tmp_path, itemsize):
     k = KERNELS["smem_vec_realign"]
-    (tmp_path / "cuda_fp16.h").write_text("struct __half { unsigned short x; };\n")
-    (tmp_path / "h.cpp").write_text(_HARNESS)
-    flags = _cxx_flags(tmp_path)
+    harness = Harness(tmp_path, _MAIN)
     dtype = get_dtype({1: "int8", 2: "float16", 4: "float32", 8: "float64"}[itemsize])
 
     def run(job):
         i, config = job
         d = tmp_path / str(i)
-        d.mkdir()
-        (d / "k.cu").write_text(k.source_text())
         macros = {**k.macros(config, dtype), k.dtype_macro: _WORDS[itemsize], "ENTRY": k.function}
-        build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *flags, f"-I{tmp_path}", f"-I{d}",
-                                *[f"-D{m}={v}" for m, v in macros.items()], str(tmp_path / "h.cpp"),
-                                "-o", str(d / "h")], capture_output=True, text=True)
-        if build.returncode:
-            return f"{config}: does not build: {build.stderr[:1000]}"
+        failed = harness.build(d, k.source_text(), macros)
+        if failed:
+            return f"{config}: {failed}"
         _, block, _ = k.geometry(config, {"rows": 1, "cols": 1}, dtype)
         args = [str(block[0]), str(block[1])]
         for rows, cols in _SHAPES:
@@ -137,8 +100,8 @@ def test_realigning_transpose_is_exact_for_every_item_size_shape_and_pointer_off
             for ioff, ooff in _OFFSETS:
                 if ioff % itemsize == 0 and ooff % itemsize == 0:
                     args += [str(rows), str(cols), str(grid[0]), str(ioff), str(ooff)]
-        res = subprocess.run([str(d / "h"), *args], capture_output=True, text=True)
-        return f"{config}: {res.stdout}{res.stderr[:1500]}" if res.returncode else None
+        failed = harness.run(d, args)
+        return f"{config}: {failed}" if failed else None
 
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         failures = [f for f in pool.map(run, enumerate(_configs())) if f]
