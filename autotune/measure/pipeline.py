@@ -67,9 +67,17 @@ class Ahead:
         self._fed = False
         self._changed = threading.Condition()
 
-    def _ended(self, config: Config) -> None:
+    def _queue(self) -> None:
         with self._changed:
-            self.done.append(config)
+            self._queued += 1
+
+    def _ended(self, config: Config | None) -> None:
+        """A build ended: ``config``'s, or (``None``) a helper's."""
+        with self._changed:
+            if config is None:
+                self.helpers += 1
+            else:
+                self.done.append(config)
             self._changed.notify_all()
 
     def wait(self, count: int | None = None, timeout: float | None = None) -> bool:
@@ -113,41 +121,31 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="nvcc")
     slots = threading.Semaphore(n * AHEAD)
 
-    def build(config: Config) -> None:
-        from autotune.measure.compile import build_cubin
-
-        try:
-            if not stop.is_set():
-                build_cubin(kernel, config, dtype, arch)
-        except (AutotuneError, TrialFailed, OSError):  # a compile error: the benchmark records it when it gets there
-            pass
-        finally:
-            ahead._ended(config)
-            slots.release()
-
-    def other(job: Callable[[], object]) -> None:
+    def run(job: Callable[[], object], config: Config | None = None) -> None:
+        """One build (``config``'s, or a helper's when ``None``); a compile error is left for the
+        benchmark, which meets it again and records it."""
         try:
             if not stop.is_set():
                 job()
-        except (AutotuneError, TrialFailed, OSError):  # met again, and recorded, where the benchmark needs it
+        except (AutotuneError, TrialFailed, OSError):
             pass
         finally:
-            with ahead._changed:
-                ahead.helpers += 1
-                ahead._changed.notify_all()
+            ahead._ended(config)
+            if config is not None:
+                slots.release()
 
     def feed() -> None:
+        from autotune.measure.compile import build_cubin
+
         for job in first:
-            with ahead._changed:
-                ahead._queued += 1
-            pool.submit(other, job)
+            ahead._queue()
+            pool.submit(run, job)
         for config in configs:
             slots.acquire()
             if stop.is_set():
                 return
-            with ahead._changed:
-                ahead._queued += 1
-            pool.submit(build, config)
+            ahead._queue()
+            pool.submit(run, lambda c=config: build_cubin(kernel, c, dtype, arch), config)
         with ahead._changed:
             ahead._fed = True
             ahead._changed.notify_all()
