@@ -115,14 +115,20 @@ class Benchmark:
         self.rng = np.random.default_rng(seed)
         self.compiler = Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
-        inputs = inputs or {}
-        self._values = {i: _reused(inputs.get(a.name), shape, dt, lambda: host_values(a, shape, dt, self.rng))
+        given = inputs or {}
+        self._values = {i: self._input(a, shape, dt, given.get(a.name))
                         for i, (a, shape, dt) in enumerate(self.layout) if a.role != "out"}
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
         self.early = EarlyStop()
         self.bounds = Bounds(self, enabled=bounds)
+
+    def _input(self, array, shape: tuple[int, ...], dtype: DType, given: np.ndarray | None) -> np.ndarray:
+        """``given`` where it fits ``shape`` and ``dtype``, else fresh values per the array's init."""
+        if given is not None and given.shape == tuple(shape) and given.dtype == dtype.numpy:
+            return given
+        return host_values(array, shape, dtype, self.rng)
 
     @property
     def inputs(self) -> dict[str, np.ndarray]:
@@ -303,13 +309,6 @@ class Benchmark:
                 per_round[c].append(float(np.median(ms)))
                 pooled[c].append(ms)
         return [Retiming(c, tuple(per_round[c]), float(np.median(np.concatenate(pooled[c])))) for c in configs]
-
-
-def _reused(values: np.ndarray | None, shape: tuple[int, ...], dtype: DType, fresh) -> np.ndarray:
-    """``values`` where they fit an array of ``shape`` and ``dtype``, else ``fresh()``."""
-    if values is None or values.shape != tuple(shape) or values.dtype != dtype.numpy:
-        return fresh()
-    return values
 
 
 @contextlib.contextmanager
