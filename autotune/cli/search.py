@@ -18,7 +18,8 @@ from autotune.measure.figures import figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.proposals import check_grid
 from autotune.search.tune import Started, check_options, tune
-from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
+from autotune.search.outcome import SearchResult, TrialOutcome
+from autotune.search.tuner import SAMPLERS
 from autotune.search.workers import parse_devices
 from . import app
 from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK,

@@ -139,7 +139,7 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 10
         resume: continue existing studies in the first round (later rounds always continue
             the studies of the first).
         tune_kernel: ``tune_kernel(kernel, dims, dtype, trials=, seed=, resume=, db=, device=,
-            **options)`` returning a :class:`~autotune.search.tuner.SearchResult` (default
+            **options)`` returning a :class:`~autotune.search.outcome.SearchResult` (default
             :func:`autotune.search.tune.tune`; tests pass one on a fake device).
         on_kernel: called with the round number (1, 2, ...) and a kernel's standing after each search.
         options: passed on to ``tune_kernel`` (sampler, repeats, top_k, rounds, trial_timeout...).

@@ -21,7 +21,8 @@ from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search import stop
-from autotune.search.tuner import SAMPLERS, SearchResult, TrialOutcome
+from autotune.search.outcome import SearchResult, TrialOutcome
+from autotune.search.tuner import SAMPLERS
 
 __all__ = ["Started", "tune", "check_options", "whole_space"]
 
@@ -91,7 +92,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
             trial; several: ``on_report`` with a worker's report whenever it changes).
 
     Returns:
-        The :class:`~autotune.search.tuner.SearchResult` (its ``key``, ``decision``...).
+        The :class:`~autotune.search.outcome.SearchResult` (its ``key``, ``decision``...).
 
     Raises:
         InvalidInputError: bad kernel, dims, dtype, option, space or devices; the study exists

@@ -26,7 +26,6 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from autotune.kernel.config import Config
@@ -35,17 +34,17 @@ from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import format_shape
-from autotune.measure import phases
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, stop
+from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
     from autotune.store.repository import Store
 
-__all__ = ["SAMPLERS", "TrialOutcome", "SearchResult", "search", "open_study", "retime_study"]
+__all__ = ["SAMPLERS", "search", "open_study", "retime_study"]
 
 SAMPLERS = ("tpe", "random", "grid")
 """Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
@@ -55,82 +54,6 @@ and, on resume, still measures a config whose trial was interrupted)."""
 
 Measure = Callable[[Config], Measurement]
 Retime = Callable[[list[Config], int], list[Retiming]]
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    """What happened to one Optuna trial of this search.
-
-    ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
-    breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
-    ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
-    ``store`` being the whole database write. An ``ok`` trial whose timing stopped early,
-    being clearly slower than the best so far, has that note as its ``reason``
-    (:class:`autotune.measure.timing.EarlyStop`): measured and slower, never a failure.
-    """
-
-    number: int
-    config: Config
-    status: str
-    measurement: Measurement | None = None
-    reason: str | None = None
-    duplicate_of: int | None = None
-    phases: dict[str, float] | None = None
-
-
-@dataclass
-class SearchResult:
-    """Outcome of :func:`search`.
-
-    Attributes:
-        stopped: why the loop ended: ``trials`` (``n_trials`` configs measured), ``timeout``,
-            ``exhausted`` (every valid config measured) or ``interrupted``.
-        outcomes: the trials of this run, in order.
-        measured: every config measured in the study so far (this run and earlier ones)
-            with its median time per launch, ms.
-        decision: the re-timing's winner, fastest and tie group (``None``: not re-timed).
-        retimings: every config of that re-timing.
-        clock_warning: set when the GPU clocks moved during the search.
-        reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
-        whole_space: the sampler was not asked: the trials covered the space, so every valid
-            config was measured in the grid's order (:func:`autotune.search.tune.whole_space`).
-    """
-
-    key: TuningKey
-    search_id: int
-    stopped: str = "trials"
-    outcomes: list[TrialOutcome] = field(default_factory=list)
-    measured: dict[Config, float] = field(default_factory=dict)
-    decision: Decision | None = None
-    retimings: list[Retiming] = field(default_factory=list)
-    clock_warning: str | None = None
-    reports: list = field(default_factory=list)
-    whole_space: bool = False
-
-    @property
-    def measured_count(self) -> int:
-        """Configs this run measured (ok or failed; repeats and constraint breakers not)."""
-        return sum(o.status not in ("constraint", "duplicate") for o in self.outcomes)
-
-    @property
-    def early_stopped(self) -> int:
-        """Configs of this run measured ``ok`` whose timing stopped early (clearly slower than the best)."""
-        return sum(o.status == "ok" and getattr(o.measurement, "early_stop", None) is not None
-                   for o in self.outcomes)
-
-    @property
-    def phase_totals(self) -> dict[str, float]:
-        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`)."""
-        return phases.totals(o.phases for o in self.outcomes)
-
-    @property
-    def best(self) -> tuple[Config, float] | None:
-        """The fastest measured config of the study and its median ms, or ``None``."""
-        return min(self.measured.items(), key=lambda kv: (kv[1], kv[0]), default=None)
-
-    def top(self, n: int = 10) -> list[tuple[Config, float]]:
-        """The ``n`` fastest measured configs of the study, fastest first (ties: config order)."""
-        return sorted(self.measured.items(), key=lambda kv: (kv[1], kv[0]))[:n]
 
 
 def _sampler(name: str, space: SearchSpace, seed: int | None):
