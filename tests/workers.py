@@ -62,11 +62,10 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
     key = tuning_key(kernel, DEVICE, (int(rows), int(rows)), dtype)
     reported = []
 
-    def on_trial(outcome, result):
-        if outcome.status not in ("duplicate", "constraint"):
-            reported.append({"search_id": result.search_id, "number": outcome.number,
-                             "config": outcome.config.key, "status": outcome.status})
-            write_whole(out, reported)
+    def on_trial(outcome, result):  # every trial, repeats and constraint breakers too (not stored)
+        reported.append({"search_id": result.search_id, "number": outcome.number,
+                         "config": outcome.config.key, "status": outcome.status})
+        write_whole(out, reported)
 
     search(key, get_kernel(kernel).space(), slow, Store(db), n_trials=int(n_trials), seed=int(seed), sampler=sampler,
            resume=resume == "1", on_trial=on_trial)
