@@ -77,7 +77,7 @@ def test_revisions_constant_names_every_migration_oldest_first():
     a new migration must add its id there, or a database at it would read as "newer"."""
     scripts = ScriptDirectory.from_config(_alembic_config("sqlite://"))
     walked = tuple(script.revision for script in reversed(list(scripts.walk_revisions())))
-    assert schema.REVISIONS == walked, "add the new migration's id to autotune.store.schema.REVISIONS"
+    assert schema.REVISIONS == walked, "add the new migration's id to autotune.store.revisions.REVISIONS"
     assert schema.HEAD_REVISION == scripts.get_current_head() == head_revision()
 
 

@@ -43,9 +43,12 @@ from autotune.store import stale
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # SQLAlchemy is imported only when a database is there to read
+if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQLite file
+    from autotune.store.reader import SqliteReader
     from autotune.store.records import BestRecord
     from autotune.store.repository import Store
+
+    Reader = SqliteReader | Store
 
 __all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
 
@@ -92,7 +95,7 @@ class LaunchConfig:
 _lock = threading.Lock()  # guards _cache only: a warm call holds it for one dict lookup
 _cache: dict[tuple, LaunchConfig] = {}
 _open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; never blocks warm calls)
-_stores: dict[str, Store] = {}
+_stores: dict[str, Reader] = {}
 _warned: set[str] = set()  # databases whose older schema was warned about
 _devices: dict[int, DeviceInfo] = {}
 
@@ -169,11 +172,6 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
     dt, info = get_dtype(dtype).name, _device(device)
     key = tuning_key(k, info, dims, dt)
-    missing = _missing_sqlite(db)
-    if missing:  # no file: nothing to open (and SQLAlchemy not even imported: a first call stays fast)
-        return LaunchConfig(k.default_config(), "default", rung="default",
-                            note=f"nothing tuned for {k.name} {format_shape(key.dims)} {dt} on {info.name} "
-                                 f"(no results database at {missing}); using the kernel's default")
     store = _store(db)
     unusable = _unusable(store)
     if unusable:
@@ -205,7 +203,7 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
                              f"using the kernel's default{skipped}")
 
 
-def _fresh(store: Store, k, key: TuningKey) -> tuple[list[BestRecord], str]:
+def _fresh(store: Reader, k, key: TuningKey) -> tuple[list[BestRecord], str]:
     """Usable results of ``key``'s kernel (by name), dtype and compute capability, and the note's
     ``"; skipped N stale results (...)"`` part (empty if none). Other archs are not counted."""
     reasons, fresh = [], []
@@ -234,35 +232,33 @@ def _device(device: int | DeviceInfo) -> DeviceInfo:
         return _devices[device]
 
 
-def _missing_sqlite(db: str) -> str | None:
-    """``db``'s URL if it names a SQLite file that does not exist (``""``: the default
-    ``sqlite:///<user data dir>/autotune.db`` of :func:`autotune.store.repository.default_url`),
-    else ``None`` (there is a file, or another database: it is opened)."""
-    if not db:
-        import platformdirs
-
-        db = f"sqlite:///{Path(platformdirs.user_data_dir('autotune', appauthor=False)) / 'autotune.db'}"
-    if not db.startswith("sqlite:///") or "?" in db or db in ("sqlite:///:memory:", "sqlite:///"):
-        return None
-    return None if Path(db.removeprefix("sqlite:///")).exists() else db
-
-
-def _store(db: str) -> Store:
-    """One :class:`Store` per database URL, opened read-only: no migration, lock file, backup
-    or write, so a database on a read-only mount or of another user serves lookups."""
-    from autotune.store.repository import Store
+def _store(db: str) -> Reader:
+    """One reader per database URL (``""``: the default ``sqlite:///<user data dir>/autotune.db``
+    of :func:`autotune.store.location.default_url`), opened read-only: no migration, lock
+    file, backup or write, so a database on a read-only mount or of another user serves
+    lookups. A SQLite file (or none yet) is read through the standard library
+    (:class:`~autotune.store.reader.SqliteReader`: a first call imports no SQLAlchemy), any
+    other database through :class:`~autotune.store.repository.Store`."""
+    from autotune.store.location import default_url, sqlite_path
+    from autotune.store.reader import SqliteReader
 
     with _open_lock:
         if db not in _stores:
-            _stores[db] = Store(db or None, read_only=True)
+            url = db or default_url(create=False)
+            if sqlite_path(url) is not None:
+                _stores[db] = SqliteReader(url)
+            else:
+                from autotune.store.repository import Store
+
+                _stores[db] = Store(url, read_only=True)
         return _stores[db]
 
 
-def _unusable(store: Store) -> str | None:
+def _unusable(store: Reader) -> str | None:
     """Why ``store`` holds no usable result (no database, never migrated, an older schema
     that only ``autotune db upgrade`` can bring up to date), or ``None``. An older schema is
     also said once per process as a ``RuntimeWarning``."""
-    where = store._safe_url
+    where = store.safe_url
     if store.schema_state == "missing":
         return f"no results database at {where}"
     if store.schema_state == "empty":

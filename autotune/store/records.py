@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from autotune.kernel.config import Config
 from autotune.kernel.dims import NamedDims
 from autotune.store.key import Dims, parse_dims_key
-from autotune.store.models import Best, Device, Kernel, Search, Trial
 
-__all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_record", "MEASURED"]
+if TYPE_CHECKING:  # records are read without SQLAlchemy too (autotune.store.reader)
+    from autotune.store.models import Trial
+
+__all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_from_row", "MEASURED"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
             "pct_copy", "occupancy", "gflops")
@@ -158,17 +161,15 @@ def trial_record(trial: Trial, kernel: str) -> TrialRecord:
     )
 
 
-def best_record(best: Best, device: Device, kernel: Kernel, trial: Trial, search: Search) -> BestRecord:
-    return BestRecord(
-        device_name=device.name, compute_capability=device.compute_capability,
-        sm_count=device.sm_count, driver_version=device.driver_version,
-        cuda_version=device.cuda_version, device_uuid=search.gpu_uuid, kernel=kernel.name,
-        source_hash=kernel.source_hash, spec_hash=kernel.spec_hash, dims=parse_dims_key(best.dims),
-        dtype=best.dtype, nvcc_version=best.nvcc_version,
-        compile_flags=best.compile_flags, config=Config.of(kernel.name, trial.macros),
-        **{name: getattr(trial, name) for name in MEASURED if name != "launches"},
-        trial_id=trial.id, search_id=search.id, memcpy_gbps=search.memcpy_gbps,
-        updated_at=best.updated_at, copy_gbps=search.copy_gbps, pooled_median_ms=best.pooled_median_ms,
-        spread=best.spread, rounds=best.rounds,
-        tie_group=tuple(m["config"] for m in best.tie_group or ()),
-    )
+def best_from_row(row: Mapping[str, Any]) -> BestRecord:
+    """The BestRecord of one row of :data:`autotune.store.best_sql.SELECT_BEST` (its fields by
+    name). JSON columns and timestamps come back as text from SQLite and as Python values from
+    PostgreSQL; both are read here (timestamps are stored in UTC)."""
+    fields = dict(row)
+    macros, tie_group = (json.loads(v) if isinstance(v, str) else v for v in (fields.pop("macros"), fields["tie_group"]))
+    updated = fields["updated_at"]
+    updated = datetime.fromisoformat(updated) if isinstance(updated, str) else updated
+    fields.update(config=Config.of(fields["kernel"], macros), dims=parse_dims_key(fields["dims"]),
+                  tie_group=tuple(m["config"] for m in tie_group or ()),
+                  updated_at=updated.replace(tzinfo=UTC) if updated.tzinfo is None else updated.astimezone(UTC))
+    return BestRecord(**fields)

@@ -22,11 +22,9 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,10 +35,11 @@ from autotune.measure.device import DeviceInfo
 from autotune.search import stop
 from autotune.measure.measurement import Measurement
 from autotune.search.winner import Decision
-from autotune.store import rows
+from autotune.store import best_sql, rows
 from autotune.store.key import Dims, TuningKey, dims_key
+from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
-from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_record, trial_record
+from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, trial_record
 from . import schema
 
 if TYPE_CHECKING:
@@ -68,22 +67,6 @@ _LOCK_WORDS = ("locked", "busy")
 _CONFLICT_WORDS = ("deadlock", "could not serialize", "unique constraint", "duplicate key")
 
 _attempt = threading.local()  # .short: inside a retried attempt (short SQLite busy wait)
-
-
-def default_url(create: bool = True) -> str:
-    """``sqlite:///<user data dir>/autotune.db``; the directory is created unless ``create``
-    is false (a read-only opening writes nothing).
-
-    Raises:
-        StoreError: the directory cannot be created.
-    """
-    directory = Path(platformdirs.user_data_dir("autotune", appauthor=False))
-    try:
-        if create:
-            directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create the data directory {directory}: {exc}") from exc
-    return f"sqlite:///{directory / 'autotune.db'}"
 
 
 def _conflict(exc: StoreError) -> str | None:
@@ -498,11 +481,13 @@ class Store:
     @_retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
-        stmt = rows.best_query().where(*rows.key_filter(key), Best.dims == key.dims_key, Best.dtype == key.dtype,
-                                       Best.nvcc_version == key.nvcc_version, Best.compile_flags == key.compile_flags)
+        found = self._bests(*best_sql.select_best(best_sql.key_columns(key)))
+        return found[0] if found else None
+
+    def _bests(self, sql: str, params: Mapping[str, Any]) -> list[BestRecord]:
+        """The records of the best rows :mod:`autotune.store.best_sql` selects."""
         with self.session() as session:
-            row = session.execute(stmt).one_or_none()
-            return None if row is None else best_record(*row)
+            return [best_from_row(row) for row in session.execute(text(sql), params).mappings()]
 
     @_retry_when_locked
     def key_trials(self, key: TuningKey) -> list[TrialRecord]:
@@ -532,19 +517,9 @@ class Store:
                 declared order, or their text form (``"rows=8192,cols=8192"``).
             device_name: a case-insensitive substring of the device's name.
         """
-        stmt = rows.best_query()
-        if dims is not None and not isinstance(dims, str):
-            dims = dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
-        exact = {Kernel.name: kernel, Best.dims: dims, Best.dtype: dtype, Kernel.source_hash: source_hash,
-                 Kernel.spec_hash: spec_hash}
-        for column, value in exact.items():
-            if value is not None:
-                stmt = stmt.where(column == value)
-        if device_name is not None:
-            stmt = stmt.where(func.lower(Device.name).contains(device_name.lower(), autoescape=True))
-        with self.session() as session:
-            found = [best_record(*row) for row in session.execute(stmt.order_by(Best.id))]
-        return sorted(found, key=lambda b: (b.device_name, b.kernel, len(b.dims), b.shape, b.dims_key, b.dtype))
+        filters = best_sql.filter_columns(kernel=kernel, dims=dims, dtype=dtype, source_hash=source_hash,
+                                          spec_hash=spec_hash)
+        return best_sql.sorted_bests(self._bests(*best_sql.select_best(filters, device_name)))
 
     @_retry_when_locked
     def trials(self, search_id: int) -> list[TrialRecord]:

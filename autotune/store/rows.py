@@ -19,7 +19,7 @@ from autotune.store.models import BenchRow, BenchRun, Best, Device, Kernel, Sear
 from autotune.store.records import ImportedResult
 
 __all__ = ["check_trial", "device_row", "kernel_row", "search_row", "best_key", "update_best", "key_filter",
-           "search_key_filter", "best_query", "add_imported", "add_bench_run", "BENCH_ROW_FIELDS"]
+           "search_key_filter", "add_imported", "add_bench_run", "BENCH_ROW_FIELDS"]
 
 BENCH_ROW_FIELDS = ("name", "kind", "median_ms", "gbps", "pct_memcpy", "config_key", "source", "registers",
                     "shared_bytes", "occupancy", "note", "gflops")
@@ -114,17 +114,6 @@ def search_key_filter(key: TuningKey) -> tuple:
     """Conditions on a Search row for ``key``'s dims, dtype and toolchain."""
     return (Search.dims == key.dims_key, Search.dtype == key.dtype, Search.nvcc_version == key.nvcc_version,
             Search.compile_flags == key.compile_flags)
-
-
-def best_query():
-    """``select(Best, Device, Kernel, Trial, Search)``: what :func:`~autotune.store.records.best_record` takes."""
-    return (
-        select(Best, Device, Kernel, Trial, Search)
-        .join(Device, Best.device_id == Device.id)
-        .join(Kernel, Best.kernel_id == Kernel.id)
-        .join(Trial, Best.trial_id == Trial.id)
-        .join(Search, Trial.search_id == Search.id)
-    )
 
 
 def add_imported(session: Session, item: ImportedResult, study_name: str, sampler: str) -> str:

@@ -31,21 +31,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.errors import StoreError
 from autotune.resources import data_dir
+from autotune.store.reader import read_only_options
+from autotune.store.revisions import HEAD_REVISION, REVISIONS, VERSION_TABLE, newer_error, revision_state
 
 __all__ = ["VERSION_TABLE", "REVISIONS", "HEAD_REVISION", "head_revision", "current_revision", "stored_revision",
            "upgrade", "prepare", "check_sqlite_path", "init_lock", "read_only_engine", "state"]
-
-VERSION_TABLE = "autotune_alembic_version"
-"""Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
-
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
-"""Every revision of ``migrations/versions``, oldest first: what a read-only opening compares
-a database's revision with, without parsing the migrations (a new migration adds its id
-here; ``tests/test_migrations.py`` fails until it does)."""
-
-HEAD_REVISION: str = REVISIONS[-1]
-"""The newest revision this code knows (what :func:`head_revision` finds in the migrations)."""
-
 
 def _config(url: str):
     from alembic.config import Config
@@ -92,20 +82,24 @@ def stored_revision(engine: Engine) -> str | None:
         StoreError: the database cannot be read, or the table holds several revisions (a
             history of one line never writes that).
     """
+    found = _version_rows(engine)
+    if len(found) > 1:
+        revision_state(found, _safe(engine))  # raises: several revisions
+    return found[0] if found else None
+
+
+def _version_rows(engine: Engine) -> list[str]:
+    """The rows of :data:`VERSION_TABLE` (none where it does not exist), through SQLAlchemy Core."""
     from sqlalchemy import column, inspect, select, table
 
     version = table(VERSION_TABLE, column("version_num"))
     try:
         with engine.connect() as connection:
             if not inspect(connection).has_table(VERSION_TABLE):
-                return None
-            found = connection.execute(select(version.c.version_num)).scalars().all()
+                return []
+            return list(connection.execute(select(version.c.version_num)).scalars())
     except SQLAlchemyError as exc:
         raise StoreError(f"results database {_safe(engine)}: {one_line(exc)}") from exc
-    if len(found) > 1:
-        raise StoreError(f"results database {_safe(engine)} holds several schema revisions in {VERSION_TABLE} "
-                         f"({', '.join(map(repr, found))}); autotune's migrations have one head")
-    return found[0] if found else None
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -166,13 +160,7 @@ def _refuse_newer(engine: Engine, current: str | None = ...) -> None:
     if current is ...:
         current = current_revision(engine)
     if current is not None and not _revision_known(current):
-        raise _newer(engine, current, head_revision())
-
-
-def _newer(engine: Engine, current: str, head: str) -> StoreError:
-    """The refusal of a database at ``current``, a revision this code (up to ``head``) does not know."""
-    return StoreError(f"results database {_safe(engine)} has schema revision {current!r}, newer than this "
-                      f"autotune knows (up to {head!r}); upgrade autotune, it will not downgrade")
+        raise newer_error(_safe(engine), current, head_revision())
 
 
 def _revision_known(revision: str) -> bool:
@@ -215,13 +203,9 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
     file that does not exist (then the engine is an empty in-memory database; nothing is
     created), else ``None`` (see :func:`state`).
 
-    SQLite files open with ``mode=ro``. A reader of a WAL database creates its ``-wal`` and
-    ``-shm`` companions when they are absent: fine in one's own folder, but impossible on a
-    read-only mount and harmful beside another user's file (a ``-shm`` the owner cannot write
-    stops the owner's writers). So where they are absent and the file and its folder are not
-    the caller's own to write, it opens ``immutable=1`` (no companion, no lock; a search
-    writing there meanwhile is not seen). PostgreSQL sessions default to read-only
-    transactions. Raises what ``create_engine`` raises for a bad URL.
+    SQLite files open with the options of :func:`autotune.store.reader.read_only_options`
+    (``mode=ro``; ``immutable=1`` beside another user's file or on a read-only mount).
+    PostgreSQL sessions default to read-only transactions. Raises what ``create_engine`` raises for a bad URL.
     """
     from urllib.parse import quote
 
@@ -233,41 +217,22 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
         path = Path(parsed.database).expanduser().absolute()
         if not path.exists():
             return create_engine("sqlite://"), "missing"
-        query = {"mode": "ro", "uri": "true"}
-        wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
-        if not wal and not _own(path):
-            query["immutable"] = "1"
+        query = {**read_only_options(path), "uri": "true"}
         return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
     if parsed.drivername.startswith("postgresql"):
         return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
     return create_engine(parsed), None
 
 
-def _own(path: Path) -> bool:
-    """Whether ``path`` belongs to this user, who may write it and its folder."""
-    try:
-        mine = path.stat().st_uid == os.geteuid()
-    except OSError:
-        return False
-    return mine and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-
-
 def state(engine: Engine) -> str:
     """``"current"`` (at the newest revision), ``"older"`` (``autotune db upgrade`` migrates it)
     or ``"empty"`` (never migrated: nothing tuned), read without writing and without Alembic
-    (:func:`stored_revision`, :data:`REVISIONS`).
+    (:func:`autotune.store.revisions.revision_state`).
 
     Raises:
         StoreError: the database cannot be read, or is of a newer schema.
     """
-    current = stored_revision(engine)
-    if current is None:
-        return "empty"
-    if current == HEAD_REVISION:
-        return "current"
-    if current not in REVISIONS:
-        raise _newer(engine, current, HEAD_REVISION)
-    return "older"
+    return revision_state(_version_rows(engine), _safe(engine))
 
 
 @contextlib.contextmanager

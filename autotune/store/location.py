@@ -1,0 +1,45 @@
+"""Where the results database is: the default URL, and the file a SQLite URL names.
+
+Free of SQLAlchemy, so that a process's first lookup can find and read a SQLite database
+(:mod:`autotune.store.reader`) without importing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote
+
+from autotune.errors import StoreError
+
+__all__ = ["default_url", "sqlite_path"]
+
+
+def default_url(create: bool = True) -> str:
+    """``sqlite:///<user data dir>/autotune.db`` (platformdirs' user data directory of
+    ``autotune``); the directory is created unless ``create`` is false (a read-only opening
+    writes nothing).
+
+    Raises:
+        StoreError: the directory cannot be created.
+    """
+    import platformdirs
+
+    directory = Path(platformdirs.user_data_dir("autotune", appauthor=False))
+    try:
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the data directory {directory}: {exc}") from exc
+    return f"sqlite:///{directory / 'autotune.db'}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a plain SQLite URL (``sqlite:///relative`` or ``sqlite:////absolute``, no query,
+    no driver) names, ``~`` expanded and percent-escapes decoded as SQLAlchemy reads them;
+    ``None`` for any other URL (in-memory, ``file:`` URIs, query options, other databases)."""
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    database = unquote(url.removeprefix("sqlite:///"))
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
