@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from autotune.kernel.catalog import get_kernel
-from autotune.store import repository as store_module
+from autotune.store import study_storage
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 from autotune.search.tuner import search
@@ -113,7 +113,7 @@ def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypa
     assert len(running) <= 1  # the trial in flight, nothing else
 
     # --resume: the dead trial is failed by heartbeat, finished configs are not measured again
-    monkeypatch.setattr(store_module, "GRACE_S", 1)
+    monkeypatch.setattr(study_storage, "GRACE_S", 1)
     time.sleep(1.5)
     key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     space = get_kernel("smem_pad").space()

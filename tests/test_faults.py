@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 import autotune
 import autotune.measure.benchmark
-import autotune.store.repository as repository
+from autotune.store import locking
 from autotune.cli import app
 from autotune.errors import StoreError
 from autotune.kernel.catalog import KERNELS
@@ -91,9 +91,9 @@ def faulty(request, tmp_path, monkeypatch):
     written). Fakes the GPU; the SQLite lock is held until the test ends."""
     monkeypatch.setattr(autotune.measure.benchmark, "open_benchmark", fake_open_benchmark)
     monkeypatch.setattr(autotune.measure.device, "query_device", fake_device)  # asked before measuring starts
-    monkeypatch.setattr(repository, "LOCK_WAIT_S", 0.3)
-    monkeypatch.setattr(repository, "BUSY_TIMEOUT_S", 0.1)
-    monkeypatch.setattr(repository, "SESSION_BUSY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.3)
+    monkeypatch.setattr(locking, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(locking, "SESSION_BUSY_TIMEOUT_S", 0.3)
     export_results(Store(f"sqlite:///{tmp_path / 'source.db'}"), tmp_path / "in.json")  # a valid file to import
     holders = []
 

@@ -100,11 +100,11 @@ def test_a_signal_in_a_retry_backoff_stops_at_once_and_writes_nothing(tmp_path, 
 
 
 def test_a_lock_held_past_the_retries_is_one_store_error_saying_how_long(tmp_path, monkeypatch):
-    import autotune.store.repository as repository
+    from autotune.store import locking
 
     url = f"sqlite:///{tmp_path / 'locked.db'}"
     store = Store(url)
-    monkeypatch.setattr(repository, "LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.5)
     holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

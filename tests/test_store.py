@@ -386,7 +386,7 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
     import optuna
     from optuna.trial import TrialState
 
-    import autotune.store.repository as store_module
+    from autotune.store import study_storage
 
     store = Store(shared_db)
     storage = store.optuna_storage()
@@ -396,7 +396,7 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
     storage.record_heartbeat(beating)
     time.sleep(1.1)
     young = storage.create_new_trial(sid)
-    monkeypatch.setattr(store_module, "GRACE_S", 1)
+    monkeypatch.setattr(study_storage, "GRACE_S", 1)
     assert store.fail_trials_dead_before_heartbeat(storage, "s") == [dead]
     states = [storage.get_trial(t).state for t in (dead, beating, young)]
     assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.RUNNING]

@@ -63,7 +63,7 @@ def test_duplicates_are_not_measured_again(store, key):
 def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval(store, key, monkeypatch):
     """At the start, then at most once every HEARTBEAT_S seconds: not a read and a write lock
     per trial (such a trial is failed GRACE_S after it started, so HEARTBEAT_S later at most)."""
-    from autotune.store import repository
+    from autotune.store import repository, study_storage
 
     calls, now = [], [1000.0]
     monkeypatch.setattr(repository.Store, "fail_trials_dead_before_heartbeat",
@@ -72,7 +72,7 @@ def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval
                                                                     perf_counter=tuner_module.time.perf_counter))
 
     def timer(config, fake=FakeTimer()):
-        now[0] += repository.HEARTBEAT_S / 2  # two trials a heartbeat interval
+        now[0] += study_storage.HEARTBEAT_S / 2  # two trials a heartbeat interval
         return fake(config)
 
     result = search(key, SPACE, timer, store, n_trials=8, sampler="grid")

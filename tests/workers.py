@@ -32,10 +32,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from autotune.kernel.catalog import get_kernel
-from autotune.store import repository as store_module  # noqa: E402
+from autotune.store import study_storage  # noqa: E402
 from autotune.measure.device import DeviceInfo  # noqa: E402
 from autotune.store.key import tuning_key  # noqa: E402
-from autotune.kernel.space import load_space  # noqa: E402
 from autotune.store.repository import Store  # noqa: E402
 from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeTimer, fake_retime  # noqa: E402
@@ -48,7 +47,7 @@ def _short_heartbeat() -> None:
     (instead of the store's defaults), so crash tests need not wait long."""
     grace = os.environ.get("AUTOTUNE_TEST_GRACE_S")
     if grace:
-        store_module.HEARTBEAT_S, store_module.GRACE_S = 1, int(grace)
+        study_storage.HEARTBEAT_S, study_storage.GRACE_S = 1, int(grace)
 
 
 def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -> None:
@@ -205,7 +204,9 @@ def _test_settings() -> None:
 
     wait = os.environ.get("AUTOTUNE_TEST_LOCK_WAIT_S")
     if wait:  # retried transactions, and the others (Optuna's): give up on a lock after this
-        store_module.LOCK_WAIT_S = store_module.SESSION_BUSY_TIMEOUT_S = float(wait)
+        from autotune.store import locking
+
+        locking.LOCK_WAIT_S = locking.SESSION_BUSY_TIMEOUT_S = float(wait)
     if not getattr(stop.sleep, "marks", False):
         real = stop.sleep
 

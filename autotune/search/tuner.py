@@ -140,7 +140,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
             :data:`~autotune.search.proposals.GRID_LIMIT` valid configs, or the study exists and
             ``resume`` is false.
         StoreError: the database cannot be used; one that fails mid-search (a server gone,
-            a lock held past :data:`autotune.store.repository.LOCK_WAIT_S`) stops it, the
+            a lock held past :data:`autotune.store.locking.LOCK_WAIT_S`) stops it, the
             message saying how many trials of this run are stored and which was lost.
         KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.search.stop`; handled while
             the search runs, in the main thread), re-raised after Optuna failed the trial in
@@ -167,7 +167,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             copy_gbps: float | None, l2_mode: str | None, clocks: Callable[[], dict | None] | None,
             retime: Retime | None, top_k: int, rounds: int,
             on_trial: Callable[[TrialOutcome, SearchResult], None] | None) -> SearchResult:
-    from autotune.store.repository import HEARTBEAT_S
+    from autotune.store.study_storage import HEARTBEAT_S
 
     storage = store.optuna_storage()
     study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)

@@ -25,16 +25,13 @@ from typing import Any
 from urllib.parse import quote
 
 from autotune.errors import StoreError
-from autotune.store import best_sql
+from autotune.store import best_sql, locking
 from autotune.store.key import Dims, TuningKey
 from autotune.store.location import sqlite_path
 from autotune.store.records import BestRecord, best_from_row
 from autotune.store.revisions import VERSION_TABLE, revision_state
 
-__all__ = ["SqliteReader", "read_only_options", "BUSY_TIMEOUT_S"]
-
-BUSY_TIMEOUT_S = 30.0
-"""How long a read waits for a writer's lock (the Store's ``SESSION_BUSY_TIMEOUT_S``)."""
+__all__ = ["SqliteReader", "read_only_options"]
 
 
 class SqliteReader:
@@ -75,7 +72,7 @@ class SqliteReader:
         if connection is None:
             options = "&".join(f"{k}={v}" for k, v in read_only_options(self.path).items())
             connection = sqlite3.connect(f"file:{quote(str(self.path))}?{options}", uri=True,
-                                         timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+                                         timeout=locking.SESSION_BUSY_TIMEOUT_S, check_same_thread=False)
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)

@@ -12,30 +12,23 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import os
-import random
-import sqlite3
-import threading
 import time
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
-from autotune.search import stop
 from autotune.measure.measurement import Measurement
 from autotune.search.winner import Decision
-from autotune.store import best_sql, rows
+from autotune.store import best_sql, locking, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
@@ -46,96 +39,6 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"]
-
-HEARTBEAT_S = 5
-"""Seconds between heartbeats of a running Optuna trial."""
-GRACE_S = 20
-"""Seconds without heartbeat after which a RUNNING trial counts as dead."""
-LOCK_WAIT_S = 60.0
-"""Seconds a retried transaction of ours goes on being retried while SQLite stays locked by
-another writer (then: :class:`StoreError` saying so)."""
-BUSY_TIMEOUT_S = 1.0
-"""SQLite: seconds one attempt of a retried transaction waits for the lock inside SQLite, where
-no signal is acted on, before the retry loop (which acts on one) tries again."""
-SESSION_BUSY_TIMEOUT_S = 30.0
-"""SQLite: seconds a transaction not retried (:meth:`Store.session` used directly, Optuna's
-own) waits for the lock."""
-RETRIES = 5
-"""Attempts of a transaction refused by a concurrent writer on PostgreSQL: a deadlock, a
-serialisation failure, or a unique key another process inserted first."""
-_LOCK_WORDS = ("locked", "busy")
-_CONFLICT_WORDS = ("deadlock", "could not serialize", "unique constraint", "duplicate key")
-
-_attempt = threading.local()  # .short: inside a retried attempt (short SQLite busy wait)
-
-
-def _conflict(exc: StoreError) -> str | None:
-    """``"locked"`` (SQLite locked or busy), ``"conflict"`` (PostgreSQL deadlock, serialisation
-    failure, a unique key inserted first by another process) or ``None`` (not retried)."""
-    cause = exc.__cause__
-    if not isinstance(cause, (OperationalError, IntegrityError)):
-        return None
-    text = str(cause).lower()
-    if any(word in text for word in _LOCK_WORDS):
-        return "locked"
-    return "conflict" if any(word in text for word in _CONFLICT_WORDS) else None
-
-
-def _retrying(attempt):
-    """``attempt()`` (one transaction), re-run while a concurrent writer refuses it: SQLite
-    locked or busy, for up to :data:`LOCK_WAIT_S` seconds (each attempt waiting
-    :data:`BUSY_TIMEOUT_S` inside SQLite); on PostgreSQL a deadlock, serialisation failure or
-    unique key inserted first (the next attempt finds the row), up to :data:`RETRIES`
-    attempts. Safe because a refused transaction was rolled back whole. The backoff between
-    attempts is where SIGINT/SIGTERM stop a search (:func:`autotune.search.stop.sleep`).
-
-    Raises:
-        StoreError: not a conflict, or still refused at the end (saying how long it tried).
-    """
-    started = time.monotonic()
-    for n in itertools.count(1):
-        before, _attempt.short = getattr(_attempt, "short", False), True
-        try:
-            return attempt()
-        except StoreError as exc:
-            kind, waited = _conflict(exc), time.monotonic() - started
-            if kind is None:
-                raise
-            if (kind == "locked" and waited >= LOCK_WAIT_S) or (kind == "conflict" and n >= RETRIES):
-                raise StoreError(f"{exc} (still refused after {n} attempts in {waited:.0f} s)") from exc.__cause__
-        finally:
-            _attempt.short = before
-        stop.sleep(min(0.05 * 2**n, 0.5) * (1 + random.random()))
-
-
-def _retry_when_locked(method):
-    """Run a one-transaction method under :func:`_retrying`."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        return _retrying(lambda: method(self, *args, **kwargs))
-
-    return wrapper
-
-
-def _database_error_in(exc: BaseException) -> BaseException | None:
-    """``exc`` if it is a database error, else the first one it was raised while handling
-    (Optuna, failing to record a failed trial on a lost database, raises an UnboundLocalError
-    of its own from there), else ``None``."""
-    seen = 0
-    while exc is not None and seen < 8:
-        if _is_database_error(exc):
-            return exc
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return None
-
-
-def _is_database_error(exc: BaseException) -> bool:
-    """An error of the database or its driver (as SQLAlchemy or Optuna's storage raise it)."""
-    if isinstance(exc, (SQLAlchemyError, sqlite3.Error)):
-        return True
-    module = type(exc).__module__ or ""
-    return type(exc).__name__ == "StorageInternalError" or module.startswith(("psycopg", "psycopg2"))
 
 
 class Store:
@@ -163,10 +66,10 @@ class Store:
         except (SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"invalid database URL {self._safe_url!r}: {schema.one_line(exc)}") from exc
         if self.engine.dialect.name == "sqlite":
-            _configure_sqlite(self.engine)
+            locking.configure_sqlite(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if upgrade:
-            self.backup = _retrying(self._prepare)
+            self.backup = locking.retrying(self._prepare)
 
     def _prepare(self) -> str | None:
         with self.errors("cannot open"):
@@ -190,11 +93,11 @@ class Store:
         except (SQLAlchemyError, ImportError) as exc:
             raise StoreError(f"invalid database URL {self._safe_url!r}: {schema.one_line(exc)}") from exc
         if self.engine.dialect.name == "sqlite":
-            _configure_sqlite(self.engine, own_tables=False, read_only=True)
+            locking.configure_sqlite(self.engine, own_tables=False, read_only=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if self.schema_state is None:
             with self.errors():
-                self.schema_state = _retrying(lambda: schema.state(self.engine))
+                self.schema_state = locking.retrying(lambda: schema.state(self.engine))
 
     @contextmanager
     def errors(self, what: str = "") -> Iterator[None]:
@@ -212,7 +115,7 @@ class Store:
             raise StoreError(self._masked(f"{what} the results database {self._safe_url}: "
                                           f"{exc.strerror or exc} ({exc.filename or 'lock file'})")) from exc
         except Exception as exc:
-            found = _database_error_in(exc)
+            found = locking.database_error_in(exc)
             if found is None:
                 raise
             cause = found.__cause__ if type(found).__name__ == "StorageInternalError" and found.__cause__ else found
@@ -283,7 +186,7 @@ class Store:
                 with schema.init_lock(self.engine):
                     schema.upgrade(self.engine, revision)
 
-        _retrying(attempt)
+        locking.retrying(attempt)
 
     def current_revision(self) -> str | None:
         """The Alembic revision of autotune's tables; ``None`` for a database never migrated.
@@ -291,86 +194,28 @@ class Store:
         Raises:
             StoreError: the database cannot be read.
         """
-        return _retrying(lambda: schema.current_revision(self.engine))
+        return locking.retrying(lambda: schema.current_revision(self.engine))
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under
         :func:`autotune.store.schema.init_lock` if missing).
 
-        Trials send a heartbeat every :data:`HEARTBEAT_S` seconds; a RUNNING trial whose
-        process died (no heartbeat for :data:`GRACE_S` seconds) is failed by the next
-        search of the study. SQLite waits up to 30 s for locks.
+        Trials send a heartbeat (:data:`autotune.store.study_storage.HEARTBEAT_S`); see
+        :func:`autotune.store.study_storage.rdb_storage`.
         """
         with self.errors("cannot open Optuna's storage in"):
             try:
                 with schema.init_lock(self.engine):
-                    return self._optuna_storage()
+                    return study_storage.rdb_storage(self.url, sqlite=self.engine.dialect.name == "sqlite")
             except RuntimeError as exc:  # Optuna's tables of another Optuna version
                 raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
 
-    def _optuna_storage(self) -> optuna.storages.RDBStorage:
-        import optuna
-
-        kwargs: dict[str, Any] = {}
-        if self.engine.dialect.name == "sqlite":
-            kwargs["connect_args"] = {"timeout": SESSION_BUSY_TIMEOUT_S}
-        with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = optuna.storages.RDBStorage(self.url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
-                                                 grace_period=GRACE_S)
-        if self.engine.dialect.name == "sqlite":
-            _configure_sqlite(storage.engine, own_tables=False)
-            storage.engine.dispose()  # connections opened before the listeners go
-        beat = storage.record_heartbeat
-
-        def record_heartbeat(trial_id: int) -> None:
-            """Optuna beats in a thread of its own, where a lost database would print a
-            traceback: a missed beat is dropped (the search's next write says what failed)."""
-            try:
-                beat(trial_id)
-            except Exception as exc:  # noqa: BLE001
-                if not _is_database_error(exc):
-                    raise
-
-        storage.record_heartbeat = record_heartbeat
-        return storage
-
     def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
-        """Fail the RUNNING trials of Optuna study ``study_name`` (in ``storage``, from
-        :meth:`optuna_storage`) that never sent a heartbeat and started more than
-        :data:`GRACE_S` seconds ago; returns their Optuna trial ids.
+        """Fail the RUNNING trials of study ``study_name`` that died before their first heartbeat
+        (:func:`autotune.store.study_storage.fail_trials_dead_before_heartbeat`); their Optuna ids."""
+        return study_storage.fail_trials_dead_before_heartbeat(self, storage, study_name)
 
-        A live trial writes its first heartbeat as it starts. A process killed between
-        creating its trial and that first write leaves a RUNNING trial without heartbeat,
-        which Optuna's own stale-trial check (``fail_stale_trials``, run as each trial
-        starts) skips forever; :func:`autotune.tuner.search` calls this beside it.
-        """
-        import datetime
-
-        import sqlalchemy as sa
-        from optuna.exceptions import UpdateFinishedTrialError
-        from optuna.trial import TrialState
-
-        stmt = sa.text("SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
-                       "WHERE t.study_id = :sid AND t.state = 'RUNNING' AND h.trial_id IS NULL")
-        with self.errors():
-            sid = storage.get_study_id_from_name(study_name)
-        with self.session() as session:
-            ids = session.execute(stmt, {"sid": sid}).scalars().all()
-        cutoff = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)  # Optuna keeps local time
-        failed = []
-        with self.errors():
-            for trial_id in ids:
-                started = storage.get_trial(trial_id).datetime_start
-                if started is not None and started < cutoff:
-                    try:
-                        storage.set_trial_state_values(trial_id, TrialState.FAIL)
-                        failed.append(trial_id)
-                    except UpdateFinishedTrialError:  # another process failed or finished it first
-                        pass
-        return failed
-
-    @_retry_when_locked
+    @locking.retry_when_locked
     def start_search(
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
         copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,
@@ -396,7 +241,7 @@ class Store:
             session.flush()
             return search.id
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def finish_search(self, search_id: int, status: str, *, clocks: dict | None = None,
                       clock_warning: str | None = None) -> None:
         """Mark a search ``finished``, ``interrupted`` or ``failed``, stamp its end time, and
@@ -415,7 +260,7 @@ class Store:
             search.clocks_end = clocks
             search.clock_warning = clock_warning
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def record_trial(
         self, search_id: int, number: int, config: Config, *, status: str,
         measurement: Measurement | None = None, reason: str | None = None,
@@ -451,7 +296,7 @@ class Store:
             trial.phases = {**(given or {}), "store": (time.perf_counter() - started) * 1e3}
             return trial_record(trial, search.kernel.name)
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def set_winner(self, key: TuningKey, decision: Decision, rounds: int) -> None:
         """Make the winner of a re-timing the key's best, with its pooled figures and tie group.
 
@@ -478,7 +323,7 @@ class Store:
             best.tie_group = [{"config": r.config.key, "pooled_median_ms": r.pooled_median_ms,
                                "spread": r.spread} for r in decision.tie_group]
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None``."""
         found = self._bests(*best_sql.select_best(best_sql.key_columns(key)))
@@ -489,7 +334,7 @@ class Store:
         with self.session() as session:
             return [best_from_row(row) for row in session.execute(text(sql), params).mappings()]
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def key_trials(self, key: TuningKey) -> list[TrialRecord]:
         """Every trial of every search of exactly ``key`` (a resumed study has several),
         in the order they were stored."""
@@ -502,7 +347,7 @@ class Store:
         with self.session() as session:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def find_best(
         self, *, kernel: str | None = None, dims: Mapping[str, int] | Dims | str | None = None,
         dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
@@ -521,7 +366,7 @@ class Store:
                                           spec_hash=spec_hash)
         return best_sql.sorted_bests(self._bests(*best_sql.select_best(filters, device_name)))
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def trials(self, search_id: int) -> list[TrialRecord]:
         """Every trial of a search, in trial-number order (empty for an unknown search)."""
         stmt = (
@@ -532,7 +377,7 @@ class Store:
         with self.session() as session:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def add_imported(self, results: Sequence[ImportedResult], *, study_name: str,
                      sampler: str = "import") -> list[str]:
         """Record imported results in one transaction, each as a finished search (``study_name``,
@@ -547,7 +392,7 @@ class Store:
         with self.session() as session:
             return [rows.add_imported(session, item, study_name, sampler) for item in results]
 
-    @_retry_when_locked
+    @locking.retry_when_locked
     def save_bench_run(self, device: DeviceInfo, dims: Mapping[str, int] | Dims | str, dtype: str,
                        nvcc_version: str, memcpy_gbps: float | None, l2_mode: str, lines: Sequence[Any]) -> int:
         """Store one ``autotune bench`` run and its lines (mappings or objects with the fields of
@@ -560,42 +405,6 @@ class Store:
             dims = dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
         with self.session() as session:
             return rows.add_bench_run(session, device, dims, dtype, nvcc_version, memcpy_gbps, l2_mode, lines).id
-
-
-def _configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool = False) -> None:
-    """Wait for locks (:data:`BUSY_TIMEOUT_S` inside a retried attempt, else
-    :data:`SESSION_BUSY_TIMEOUT_S`), and real transactions: SQLAlchemy emits ``BEGIN
-    IMMEDIATE`` itself, so a read-then-write holds the write lock from its start. SQLite
-    answers a deferred transaction that turns into a writer while another process writes
-    with "database is locked" at once, without waiting; under several processes that failed
-    Optuna's writes too, so its engine gets the same. ``own_tables``: also foreign keys on
-    and WAL (autotune's engine; Optuna's tables are left as Optuna defines them). Both
-    engines, where the file is in WAL mode: ``synchronous=NORMAL``, so a commit waits for no
-    fsync (a trial is some 20 commits, most of them Optuna's): in WAL mode a committed
-    transaction still survives a killed process (SIGKILL loses at most the trial in flight);
-    only a power loss or OS crash may roll back the last commits, never corrupt the file.
-    ``read_only``: plain ``BEGIN`` (a reader takes no write lock) and no pragma that writes."""
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # pysqlite must not emit BEGIN itself
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(f"PRAGMA busy_timeout={int(1000 * SESSION_BUSY_TIMEOUT_S)}")
-            if own_tables:
-                cursor.execute("PRAGMA foreign_keys=ON")
-                cursor.execute("PRAGMA journal_mode=WAL")
-            if not read_only and str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
-                cursor.execute("PRAGMA synchronous=NORMAL")  # see above: WAL only
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        if own_tables:  # ours: a retried attempt waits briefly inside SQLite, then the retry loop
-            wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
-            connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def _rollback(session: Session) -> None:

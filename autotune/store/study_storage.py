@@ -1,0 +1,101 @@
+"""Optuna's study storage in the results database: its RDB storage with heartbeats, and the
+failing of trials whose process died before their first heartbeat.
+
+Optuna (``optuna.storages.RDBStorage``) keeps its own tables (``studies``, ``trials``, ...) beside
+autotune's in the same database; :meth:`autotune.store.repository.Store.optuna_storage` opens it
+under the schema lock. Optuna is imported only here, and only when a search asks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from autotune.store import locking
+
+if TYPE_CHECKING:
+    import optuna
+
+    from autotune.store.repository import Store
+
+__all__ = ["HEARTBEAT_S", "GRACE_S", "rdb_storage", "fail_trials_dead_before_heartbeat"]
+
+HEARTBEAT_S = 5
+"""Seconds between heartbeats of a running Optuna trial."""
+GRACE_S = 20
+"""Seconds without heartbeat after which a RUNNING trial counts as dead."""
+
+
+def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
+    """Optuna's RDB storage of the database at ``url`` (``sqlite``: a SQLite database).
+
+    Trials send a heartbeat every :data:`HEARTBEAT_S` seconds; a RUNNING trial whose process
+    died (no heartbeat for :data:`GRACE_S` seconds) is failed by the next search of the study
+    (Optuna's ``fail_stale_trials``). SQLite waits up to
+    :data:`autotune.store.locking.SESSION_BUSY_TIMEOUT_S` for locks, in real transactions
+    (:func:`autotune.store.locking.configure_sqlite`). A heartbeat that fails on a lost database
+    is dropped: Optuna beats in a thread of its own, where it would print a traceback (the
+    search's next write says what failed).
+
+    Raises:
+        RuntimeError: Optuna's tables are of another Optuna version (Optuna's own error).
+    """
+    import optuna
+
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": locking.SESSION_BUSY_TIMEOUT_S}} if sqlite else {}
+    with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
+                                             grace_period=GRACE_S)
+    if sqlite:
+        locking.configure_sqlite(storage.engine, own_tables=False)
+        storage.engine.dispose()  # connections opened before the listeners go
+    beat = storage.record_heartbeat
+
+    def record_heartbeat(trial_id: int) -> None:
+        try:
+            beat(trial_id)
+        except Exception as exc:  # noqa: BLE001
+            if not locking.is_database_error(exc):
+                raise
+
+    storage.record_heartbeat = record_heartbeat
+    return storage
+
+
+def fail_trials_dead_before_heartbeat(store: Store, storage: optuna.storages.RDBStorage,
+                                      study_name: str) -> list[int]:
+    """Fail the RUNNING trials of Optuna study ``study_name`` (in ``storage``, from
+    :meth:`~autotune.store.repository.Store.optuna_storage`; read through ``store``) that never
+    sent a heartbeat and started more than :data:`GRACE_S` seconds ago; returns their Optuna
+    trial ids.
+
+    A live trial writes its first heartbeat as it starts. A process killed between
+    creating its trial and that first write leaves a RUNNING trial without heartbeat,
+    which Optuna's own stale-trial check (``fail_stale_trials``, run as each trial
+    starts) skips forever; :func:`autotune.search.tuner.search` calls this beside it.
+    """
+    import datetime
+
+    import sqlalchemy as sa
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    stmt = sa.text("SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
+                   "WHERE t.study_id = :sid AND t.state = 'RUNNING' AND h.trial_id IS NULL")
+    with store.errors():
+        sid = storage.get_study_id_from_name(study_name)
+    with store.session() as session:
+        ids = session.execute(stmt, {"sid": sid}).scalars().all()
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)  # Optuna keeps local time
+    failed = []
+    with store.errors():
+        for trial_id in ids:
+            started = storage.get_trial(trial_id).datetime_start
+            if started is not None and started < cutoff:
+                try:
+                    storage.set_trial_state_values(trial_id, TrialState.FAIL)
+                    failed.append(trial_id)
+                except UpdateFinishedTrialError:  # another process failed or finished it first
+                    pass
+    return failed
