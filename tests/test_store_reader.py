@@ -28,6 +28,7 @@ from autotune.store.reader import SqliteReader
 from autotune.store.repository import Store
 
 from fakes import FakeTimer, fake_retime
+from test_migrations import _migrated_then
 
 VERSION_TABLE = "autotune_alembic_version"
 
@@ -107,14 +108,6 @@ def test_schema_states_as_the_read_only_store_finds_them(url, tmp_path):
         store.upgrade(revision)
         assert SqliteReader(url).schema_state == ("current" if revision == schema.HEAD_REVISION else "older")
     store.close()
-
-
-def _migrated_then(url, sql) -> None:
-    Store(url).close()
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.begin() as connection:
-        connection.execute(sa.text(sql))
-    engine.dispose()
 
 
 def test_a_newer_or_ambiguous_schema_is_refused_naming_it(url, tmp_path):
