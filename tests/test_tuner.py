@@ -385,3 +385,52 @@ def test_configs_stopped_early_are_measured_slower_noted_and_never_best(store, k
     assert result.best[0] == BEST and BEST not in early and store.best(key).config == BEST
     full = [c for c, _ in result.top(3)]
     assert not set(full) & early and {r.config for r in result.retimings} == set(full)  # the top get re-timed
+
+
+# --- several workers on one study (one per GPU) ------------------------------------------
+
+def test_a_workers_walk_takes_its_share_first_then_the_others_from_the_far_end():
+    from autotune.search.proposals import Unmeasured
+
+    order = SPACE.configs()
+    seen: dict = {}
+    walk = Unmeasured(SPACE, seen, part=(1, 3), last=order[4])
+    got = []
+    while (c := walk.peek()) is not None:
+        got.append(c)
+        seen[c] = True
+    mine = [c for k, c in enumerate(order) if k % 3 == 1 and k != 4]
+    others = [c for k, c in enumerate(order) if k % 3 != 1 and k != 4]
+    assert got == mine + others[::-1] + [order[4]]
+    assert Unmeasured(SPACE, {}).peek() == order[0]  # one worker: the space's order
+    with pytest.raises(ValueError, match="0 <= i < n"):
+        Unmeasured(SPACE, {}, part=(2, 2))
+
+
+def test_a_config_in_flight_in_another_workers_trial_is_not_queued_again():
+    from autotune.search.proposals import enqueue
+
+    study = optuna.create_study()
+    study.enqueue_trial(DEFAULT.as_dict())
+    flight = study.ask()  # another worker took it from the queue: RUNNING
+    assert flight.params == {} and study.trials[0].state == optuna.trial.TrialState.RUNNING
+    assert enqueue(study, [DEFAULT], {}) == 1  # one worker alone: a RUNNING trial is its own, dead
+    study = optuna.create_study()
+    study.enqueue_trial(DEFAULT.as_dict())
+    study.ask()
+    assert enqueue(study, [DEFAULT, BEST], {}, running=True) == 1  # only BEST
+    assert [t.system_attrs["fixed_params"] for t in study.get_trials(states=(optuna.trial.TrialState.WAITING,))] \
+        == [BEST.as_dict()]
+
+
+def test_two_workers_of_a_grid_measure_their_shares_and_nothing_twice(store, key):
+    """Worker 1 then worker 0 on one study (in turn here; at once on two GPUs: test_multi_gpu):
+    each measures its share of the space's order, only worker 0 the default."""
+    configs = SPACE.configs()
+    share = [c for k, c in enumerate(configs) if k % 2 == 1 and c != DEFAULT]
+    first, second = FakeTimer(), FakeTimer()
+    search(key, SPACE, first, store, n_trials=len(share), sampler="grid", part=(1, 2))
+    assert first.calls == share
+    result = search(key, SPACE, second, store, n_trials=100, sampler="grid", resume=True, part=(0, 2))
+    assert second.calls[0] == DEFAULT and not set(first.calls) & set(second.calls)
+    assert sorted(first.calls + second.calls, key=configs.index) == configs and result.stopped == "exhausted"

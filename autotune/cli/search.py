@@ -194,12 +194,13 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
                   + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + " (repeats and constraint breakers are not measured and not counted)" * bool(
                       counts.get("duplicate") or counts.get("constraint")))
-        if result.whole_space:
-            out.print("  the trials covered the space: every valid config measured in the space's order, the default "
-                      "first (the sampler was not asked)")
-        if result.early_stopped:
-            out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
-                      "(early stop)")
+    if result.whole_space:
+        out.print("  the trials covered the space: every valid config measured in the space's order, "
+                  + ("each GPU its share of it first" if result.reports else "the default first")
+                  + " (the sampler was not asked)")
+    if summary and result.early_stopped:
+        out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
+                  "(early stop)")
     for o in result.outcomes:
         if o.status not in ("ok", "constraint", "duplicate"):
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)

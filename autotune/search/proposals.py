@@ -22,6 +22,7 @@ combinations starts measuring at once.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Mapping
 
@@ -67,13 +68,20 @@ def default_config(kernel: str, space: SearchSpace) -> Config | None:
     return None if space.violations(config) else config
 
 
-def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object]) -> int:
+def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object], running: bool = False) -> int:
     """Queue (``Study.enqueue_trial``) each of ``configs`` the study has neither measured
-    (``seen``) nor queued yet, in order; returns how many were queued."""
+    (``seen``) nor queued yet, in order; returns how many were queued. ``running``: nor one
+    in flight in a trial of another worker on the study (several GPUs: a worker's next config
+    may have been taken from the queue by another; a trial left RUNNING by a dead worker
+    holds its config back until Optuna's heartbeat fails it)."""
     from optuna.trial import TrialState
 
-    queued = {tuple(sorted(t.system_attrs.get("fixed_params", {}).items()))
-              for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))}
+    states = (TrialState.WAITING, TrialState.RUNNING) if running else (TrialState.WAITING,)
+    queued = set()
+    for t in study.get_trials(deepcopy=False, states=states):
+        queued.add(tuple(sorted(t.system_attrs.get("fixed_params", {}).items())))
+        if t.state == TrialState.RUNNING:
+            queued.add(tuple(sorted(t.params.items())))
     n = 0
     for config in configs:
         if config not in seen and config.macros not in queued:
@@ -85,12 +93,34 @@ def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object]) -> 
 
 class Unmeasured:
     """The valid configs of ``space`` not in ``seen`` (which only grows), in the space's order,
-    walked lazily: :meth:`peek` costs, over a whole search, one walk of the space at most."""
+    walked lazily: :meth:`peek` costs, over a whole search, one walk of the space at most.
 
-    def __init__(self, space: SearchSpace, seen: Mapping[Config, object]) -> None:
+    ``part=(i, n)``: worker ``i`` of ``n`` searching one study (several GPUs) walks its share
+    first, the valid configs whose position in the space's order is ``i`` modulo ``n``, then
+    the others that no worker has measured by then, from the end of the space backwards
+    (forwards in a space of more than :data:`GRID_LIMIT` valid configs), so that the workers
+    of a grid measure disjoint configs until their shares run out, and a worker done early
+    meets the others' walks from their far end: two walks of the space at most. ``last``: a
+    config walked after all others (another worker measures it first: the kernel's default)."""
+
+    def __init__(self, space: SearchSpace, seen: Mapping[Config, object], part: tuple[int, int] = (0, 1),
+                 last: Config | None = None) -> None:
+        i, n = part
+        if not 0 <= i < n:
+            raise ValueError(f"part {part!r}: give (i, n) with 0 <= i < n")
         self._configs = space.iter_configs()
+        if n > 1:
+            mine = (c for k, c in enumerate(space.iter_configs()) if k % n == i and c != last)
+            others = (c for k, c in enumerate(space.iter_configs()) if k % n != i and c != last)
+            if space.count(GRID_LIMIT) <= GRID_LIMIT:
+                others = reversed(list(others))
+            self._configs = itertools.chain(mine, others, [last] if last is not None else [])
         self._seen = seen
         self._next: Config | None = None
+
+    def skip(self) -> None:
+        """Walk past the config :meth:`peek` gave (it is measured elsewhere: another worker's trial)."""
+        self._next = None
 
     def peek(self) -> Config | None:
         """The first valid config not measured yet (``None``: every valid config is measured)."""

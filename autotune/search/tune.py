@@ -232,7 +232,9 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     if on_start:
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares)))
     name = k.name if k.name in KERNELS and KERNELS[k.name] is k else str(k.path)
-    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, sampler, timeout, trial_timeout)
+    whole = whole_space(sampler, space_, trials, timeout)
+    plan = workers.Plan(name, d, dt.name, space, db, repeats, seed, "grid" if whole else sampler, timeout,
+                        trial_timeout)
     reports = workers.run_workers(plan, ordinals, trials, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:
@@ -244,4 +246,5 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
         stop.check()
         result = retime_study(key, store, _retime_or_error(bench.retime), search_id, top_k=top_k, rounds=rounds)
     result.reports = reports
+    result.whole_space = whole
     return result

@@ -118,7 +118,8 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
            copy_gbps: float | None = None, l2_mode: str | None = None,
            clocks: Callable[[], dict | None] | None = None, retime: Retime | None = None,
            top_k: int = 5, rounds: int = 5,
-           on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
+           on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
+           part: tuple[int, int] = (0, 1)) -> SearchResult:
     """Search ``space`` for the config of lowest median time per launch for ``key``.
 
     Args:
@@ -134,6 +135,10 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         retime: re-times configs interleaved; ``None`` skips the re-timing phase.
         top_k, rounds: how many of the fastest configs to re-time, in how many rounds.
         on_trial: called after every trial (for progress bars).
+        part: ``(i, n)``: this search is worker ``i`` of ``n`` filling the study at once (one
+            per GPU, :mod:`autotune.search.workers`): a grid walks its share of the space first
+            (:class:`~autotune.search.proposals.Unmeasured`), and only worker 0 queues the
+            kernel's default, so that the workers measure disjoint configs.
 
     Raises:
         InvalidInputError: bad ``n_trials``/``timeout``/``sampler``, a ``grid`` over more than
@@ -159,14 +164,14 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
     with stop.deferred():  # SIGINT/SIGTERM: acted on in measurements and between trials, never lost
         return _search(key, space, measure, store, n_trials=n_trials, timeout=timeout, seed=seed, sampler=sampler,
                        resume=resume, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode, clocks=clocks,
-                       retime=retime, top_k=top_k, rounds=rounds, on_trial=on_trial)
+                       retime=retime, top_k=top_k, rounds=rounds, on_trial=on_trial, part=part)
 
 
 def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *, n_trials: int,
             timeout: float | None, seed: int | None, sampler: str, resume: bool, memcpy_gbps: float | None,
             copy_gbps: float | None, l2_mode: str | None, clocks: Callable[[], dict | None] | None,
             retime: Retime | None, top_k: int, rounds: int,
-            on_trial: Callable[[TrialOutcome, SearchResult], None] | None) -> SearchResult:
+            on_trial: Callable[[TrialOutcome, SearchResult], None] | None, part: tuple[int, int]) -> SearchResult:
     from autotune.store.study_storage import HEARTBEAT_S
 
     storage = store.optuna_storage()
@@ -182,14 +187,13 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
     try:
         with store.errors():
             seen = _earlier_trials(study, key.kernel, result)
-            unmeasured = proposals.Unmeasured(space, seen)
+            unmeasured = proposals.Unmeasured(space, seen, part, last=default if part[0] else None)
             fallback = unmeasured if sampler == "grid" else proposals.Shuffled(space, seen, seed)
             # the default first, in every study that lacks it; a grid then goes in the space's
             # order, one config queued at a time (a large grid starts at once)
-            queue = [default] if default else []
-            if sampler == "grid" and unmeasured.peek() is not None:
-                queue.append(unmeasured.peek())
-            proposals.enqueue(study, queue, seen)
+            proposals.enqueue(study, [default] if default and part[0] == 0 else [], seen)
+            if sampler == "grid":
+                _queue_next(study, unmeasured, seen, shared=part[1] > 1)
     except StoreError:
         with stop.shielded(), contextlib.suppress(StoreError):
             store.finish_search(search_id, "failed")
@@ -237,7 +241,9 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
         elif unmeasured.peek() is None:
             result.stopped = "exhausted"
             study.stop()
-        elif sampler == "grid" or idle[0] >= proposals.MAX_IDLE:
+        elif sampler == "grid":
+            _queue_next(study, unmeasured, seen, shared=part[1] > 1)
+        elif idle[0] >= proposals.MAX_IDLE:
             proposals.enqueue(study, [fallback.peek()], seen)
             idle[0] = 0
 
@@ -301,6 +307,16 @@ def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, 
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
     return decision
+
+
+def _queue_next(study, walk: proposals.Unmeasured, seen: dict, shared: bool) -> None:
+    """Queue the grid's next unmeasured config. ``shared`` (other workers on the study): past
+    the configs in flight in their trials (taken from the queue, or their share walked to the
+    end), which their trials measure, so that no config is measured twice at once."""
+    while (config := walk.peek()) is not None:
+        if proposals.enqueue(study, [config], seen, running=shared) or not shared:
+            return
+        walk.skip()
 
 
 def _earlier_trials(study, kernel: str, result: SearchResult) -> dict[Config, TrialOutcome]:

@@ -12,7 +12,11 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   timings of different models never mix in one study.
 - Trials: the ``--trials`` budget (configs measured) is split between the workers (``n // k``,
   the first ``n % k`` one more): each measures its share, a repeat of a config measured by
-  any worker costing nothing; each worker's sampler seed is ``seed + i``.
+  any worker costing nothing; each worker's sampler seed is ``seed + i``. A grid (``sweep``,
+  or a search whose trials cover the space: :func:`autotune.search.tune.whole_space`) gives
+  worker ``i`` of ``k`` the configs at positions ``i`` modulo ``k`` of the space's order first
+  (``part`` of :func:`autotune.search.tuner.search`): the workers measure disjoint configs
+  (without it, two GPUs walking one order measured 43 of smem_pad's 54 configs twice).
 - SIGINT (Ctrl-C) or SIGTERM: the parent passes the signal on to every worker still running
   (each fails its measurement in flight, or starts no other, and marks its search
   ``interrupted``: :mod:`autotune.search.stop`), waits, and re-raises. Workers start with
@@ -161,7 +165,8 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
                 seed = None if plan.seed is None else plan.seed + i
                 # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
                 procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
-                                                                 benchmark.open_benchmark, events), daemon=False)
+                                                                 benchmark.open_benchmark, events,
+                                                                 (i, len(ordinals))), daemon=False)
                 with stop.blocked():  # the worker inherits them blocked until its handlers are in place
                     procs[o].start()
             while any(r.state in ("starting", "running") for r in reports.values()):
@@ -219,8 +224,10 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
     on_report(r)
 
 
-def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
-    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study.
+def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events,
+            part: tuple[int, int] = (0, 1)) -> None:
+    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study, as
+    worker ``part = (i, n)`` of n.
 
     SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
     handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
@@ -230,7 +237,7 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
     try:
         with stop.deferred():
             stop.unblock()
-            _search_on(plan, ordinal, n_trials, seed, open_benchmark, events)
+            _search_on(plan, ordinal, n_trials, seed, open_benchmark, events, part)
     except KeyboardInterrupt:
         events.put(("interrupted", ordinal, {}))
     except AutotuneError as exc:
@@ -239,7 +246,8 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
         events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
 
 
-def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events) -> None:
+def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events,
+               part: tuple[int, int]) -> None:
     import optuna
 
     from autotune.kernel.catalog import resolve_kernel
@@ -271,5 +279,6 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
         result = search(key, space, bench.measure, store, n_trials=n_trials, timeout=plan.timeout,
                         seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
                         copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
-                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial)
+                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial,
+                        part=part)
         events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))
