@@ -64,7 +64,7 @@ def test_the_catalog_kernels_load_from_their_files():
         if name == REALIGN:
             assert (k.source.name, k.function, k.dims) == ("vec_realign.cu", "transpose_vec_realign", ("rows", "cols"))
             assert k.dtypes == tuple(d for d in DTYPES if d != "complex128")  # 16-byte elements: smem_vec
-            assert k.signature == "PPii" and dict(k.fixed) == {"UNROLL": 1}
+            assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
         assert dict(k.defaults) == before.DEFAULTS[name]
         if name in before.MOVES:
