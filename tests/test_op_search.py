@@ -152,7 +152,8 @@ def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched
     assert op_choice.takes_views(KERNELS["smem_pad"]) and op_choice.takes_views(KERNELS["smem_vec_realign"])
     assert not op_choice.takes_views(KERNELS["naive_col"])
     assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
-    assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "smem_vec"  # no pitch
+    assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "naive_col"  # pitched
+    assert op_choice.takes_views(KERNELS["naive_col"]) and not op_choice.takes_views(KERNELS["copy_row"])
 
 
 def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):
