@@ -24,7 +24,7 @@ def _x(torch, shape, dtype="float32", seed=0):
     return torch.randn(shape, device="cuda", generator=g).to(getattr(torch, dtype))
 
 
-@pytest.mark.parametrize("kernel", ["smem_vec", "smem_pad", "smem_unroll_pad", "smem_vec_realign"])
+@pytest.mark.parametrize("kernel", ["smem_vec", "smem_pad", "smem_unroll_pad", "smem_vec_realign", "naive_col", "unroll_row"])
 @pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64", "complex128"])
 def test_batches_and_views_match_torch(kernel, dtype, torch, db):
     if kernel == "smem_vec_realign" and dtype == "complex128":
