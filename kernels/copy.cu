@@ -6,5 +6,5 @@
 extern "C" __global__ void copy_tiled(elem_t *__restrict__ out, const elem_t *__restrict__ in,
                                       int rows, int cols)
 {
-    move_direct<false>(out, in, rows, cols);
+    move_direct<false>(out, in, rows, cols, (unsigned)cols);
 }

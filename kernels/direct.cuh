@@ -11,9 +11,10 @@
 
 #include "common.cuh"
 
+// ld: elements between input rows (cols for a contiguous input; more for a row-pitched view).
 template <bool TRANSPOSE>
 __device__ __forceinline__ void move_direct(elem_t *__restrict__ out, const elem_t *__restrict__ in,
-                                            int rows, int cols)
+                                            int rows, int cols, size_t ld)
 {
     const unsigned R = rows, C = cols;
     unsigned row0, col0;
@@ -29,10 +30,8 @@ __device__ __forceinline__ void move_direct(elem_t *__restrict__ out, const elem
 #else
             const unsigned r = row0 + across, c = col0 + along;
 #endif
-            if (r < R && c < C) {
-                const size_t src = (size_t)r * C + c;
-                out[TRANSPOSE ? (size_t)c * R + r : src] = in[src];
-            }
+            if (r < R && c < C)
+                out[TRANSPOSE ? (size_t)c * R + r : (size_t)r * C + c] = in[(size_t)r * ld + c];
         }
     }
 }

@@ -25,8 +25,14 @@
 //
 // Shared layout: tile row i is TX + 1 chunks of 16 bytes; SKEW chunks of padding follow
 // every VEC rows. The gather reads rows VEC * x + e across the threads x of a warp, which
-// have the same shift s (a row VEC rows further starts VEC * cols elements further: a
+// have the same shift s (a row VEC rows further starts VEC * ld elements further: a
 // multiple of 16 bytes), so with the skew they fall in different banks.
+//
+// Views and batches: input rows are ld >= cols elements apart (a row-pitched view: the shift
+// of row i then steps by ld % VEC), matrices of a batch batch_stride elements apart, one per
+// blockIdx.z; outputs are contiguous cols x rows matrices, rows * cols elements apart. Window
+// vectors are loaded whole only inside the view's span [first element, last element], which
+// lies in the caller's allocation.
 //
 // Elements are moved as raw words of their size (bit-exact for every dtype); any rows x
 // cols >= 1 (edge tiles are bounds-checked); STREAMING=1 uses evict-first cache hints.
@@ -152,17 +158,19 @@ __device__ __forceinline__ void side_tile_origin(unsigned b, unsigned rows, unsi
 
 extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_realign(elem_t *__restrict__ out_,
                                                                                     const elem_t *__restrict__ in_,
-                                                                                    int rows, int cols)
+                                                                                    int rows, int cols, long long ld_,
+                                                                                    long long batch_stride)
 {
     __align__(16) __shared__ unsigned char smem[SMEM_BYTES];
-    word_t *__restrict__ out = reinterpret_cast<word_t *>(out_);
-    const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_);
     const unsigned R = rows, C = cols;
+    const size_t ld = ld_;
+    word_t *__restrict__ out = reinterpret_cast<word_t *>(out_) + (size_t)blockIdx.z * R * C;
+    const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_) + (size_t)blockIdx.z * batch_stride;
     unsigned row0, col0;
     side_tile_origin(blockIdx.x, R, C, row0, col0);
     // the tile's extent inside the matrix
     const unsigned height = R - row0 < SIDE ? R - row0 : SIDE, width = C - col0 < SIDE ? C - col0 : SIDE;
-    const word_t *end = in + (size_t)R * C;
+    const word_t *end = in + (size_t)(R - 1) * ld + C;  // one past the view's last element
     const unsigned x = threadIdx.x;
 
     // Loads: every window vector of the tile rows this thread owns, all issued before use.
@@ -171,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_real
     for (int j = 0; j < PER_THREAD; ++j) {
         const unsigned i = threadIdx.y + j * BLOCK_ROWS;
         if (i < height) {
-            const word_t *first = in + (size_t)(row0 + i) * C + col0;
+            const word_t *first = in + (size_t)(row0 + i) * ld + col0;
             const unsigned s = misalign(first);
             if (VEC * x < s + width)  // the vector holds an element of the tile row
                 v[j] = load_window(first, s, x, in, end, width);
@@ -192,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_real
     // Stores: output row k. Thread x gathers window vector x; thread 0's vector 0 (the
     // head, when s' > 0) and vector TX (the tail) together hold VEC elements, which it
     // gathers as one (tile row i < 0 wraps to i + SIDE), so no thread makes a second pass.
-    const unsigned s0 = misalign(in + (size_t)row0 * C + col0), step = C % VEC;
+    const unsigned s0 = misalign(in + (size_t)row0 * ld + col0), step = ld % VEC;
     const bool whole = height == SIDE;  // the same for the whole block
 #pragma unroll
     for (int j = 0; j < PER_THREAD; ++j) {

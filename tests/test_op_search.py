@@ -144,15 +144,15 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
 def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched_kernel(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
     pick = op_choice.transpose_kernel_for
-    assert pick(5000, 7001, "float16", views=False, device=device_info, db=db)[0] == "smem_vec_realign"
-    name, why = pick(5000, 7001, "float16", views=True, device=device_info, db=db)  # realign reads no pitch
-    assert name == "smem_vec" and "smem_vec_realign takes no row pitch or batch" in why
+    for views in (False, True):  # smem_vec_realign reads row-pitched views and batches
+        assert pick(5000, 7001, "float16", views=views, device=device_info, db=db)[0] == "smem_vec_realign"
     assert pick(8192, 8192, "float32", views=True, device=device_info, db=db)[0] == "smem_vec"
     name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
     assert name == "smem_vec" and "not contiguous" in why
-    assert op_choice.takes_views(KERNELS["smem_pad"]) and not op_choice.takes_views(KERNELS["smem_vec_realign"])
+    assert op_choice.takes_views(KERNELS["smem_pad"]) and op_choice.takes_views(KERNELS["smem_vec_realign"])
     assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
-    assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "smem_vec"  # no pitch
+    assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "naive_col"  # pitched
+    assert op_choice.takes_views(KERNELS["naive_col"]) and not op_choice.takes_views(KERNELS["copy_row"])
 
 
 def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):

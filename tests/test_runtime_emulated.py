@@ -1,4 +1,4 @@
-"""The word-moving transposes (vec.cu, smem.cu) on the CPU: every element size (1 to 16 bytes),
+"""The word-moving transposes (vec.cu, smem.cu, naive.cu) on the CPU: every element size (1 to 16 bytes),
 row-pitched views, batches (blockIdx.z) and unaligned pointers, bit for bit.
 
 As in ``test_emulated.py``, the real .cu text is compiled as C++ with the CUDA keywords defined
@@ -70,7 +70,8 @@ _CASES = [(64, 32, 32, 2, 64 * 32, 0), (33, 65, 70, 3, 33 * 70 + 5, 0), (16, 48,
           (5, 3, 3, 2, 0, 0), (1, 7, 7, 1, 0, 0), (9, 1, 4, 2, 40, 0)]
 _CONFIGS = {"smem_vec": {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "TILES": 2, "STREAMING": 0, "DIAGONAL": 0,
                          "GROUP": 0},
-            "smem_pad": {"TILE_DIM": 16, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 1}}
+            "smem_pad": {"TILE_DIM": 16, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 1},
+            "naive_col": {"TILE_DIM": 16, "BLOCK_ROWS": 4}, "unroll_row": {"TILE_DIM": 16, "BLOCK_ROWS": 8, "UNROLL": 2}}
 
 
 

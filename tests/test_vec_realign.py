@@ -5,7 +5,8 @@ each thread of a block is a std::thread, a std::barrier is __syncthreads, blocks
 another with the grid and block of the kernel file's [launch]. Unlike test_emulated.py (4-byte
 elements), every item size 1, 2, 4 and 8 is run, on shapes whose rows start anywhere relative to
 16 bytes (odd, prime, 1 x N, N x 1) and with input and output pointers 0..15 bytes off a 16-byte
-boundary (a row offset of a larger array), under the address and UB sanitizers where g++ has them.
+boundary (a row offset of a larger array), as row-pitched views and batches (the input buffer is
+exactly the view's span), under the address and UB sanitizers where g++ has them.
 The device runs the same in tests/gpu/test_gpu_vec_realign.py.
 """
 
@@ -22,43 +23,49 @@ from autotune.kernel.dtypes import get_dtype
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
-_MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols blocks in_offset out_offset}...
+_MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols blocks in_offset out_offset pad batch gap}...
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
-    for (int a = 3; a + 4 < argc; a += 5) {
+    for (int a = 3; a + 7 < argc; a += 8) {
         const int rows = atoi(argv[a]), cols = atoi(argv[a + 1]);
         const unsigned blocks = atoi(argv[a + 2]), ioff = atoi(argv[a + 3]), ooff = atoi(argv[a + 4]);
-        const size_t n = (size_t)rows * cols;
-        // exactly sized heap blocks (the sanitizer sees any access outside them), at the offsets
-        unsigned char *ibuf = (unsigned char *)aligned_alloc(16, (n * sizeof(elem_t) + ioff + 15) / 16 * 16);
-        unsigned char *obuf = (unsigned char *)aligned_alloc(16, (n * sizeof(elem_t) + ooff + 15) / 16 * 16);
+        const long long ld = cols + atoi(argv[a + 5]), batch = atoi(argv[a + 6]);
+        const long long stride = rows * ld + atoi(argv[a + 7]);  // elements between matrices
+        const size_t n = (size_t)rows * cols, span = (size_t)((batch - 1) * stride + (rows - 1) * ld + cols);
+        // exactly sized heap blocks (the sanitizer sees any access outside them), at the offsets:
+        // the input is the view's span only (first to last element), as a slice of a larger array
+        unsigned char *ibuf = (unsigned char *)aligned_alloc(16, (span * sizeof(elem_t) + ioff + 15) / 16 * 16);
+        unsigned char *obuf = (unsigned char *)aligned_alloc(16, (batch * n * sizeof(elem_t) + ooff + 15) / 16 * 16);
         elem_t *in = (elem_t *)(ibuf + ioff), *out = (elem_t *)(obuf + ooff);
-        for (size_t i = 0; i < n; ++i) in[i] = (elem_t)(i * 2654435761u + 1);
-        memset(out, 0, n * sizeof(elem_t));
+        for (size_t i = 0; i < span; ++i) in[i] = (elem_t)(i * 2654435761u + 1);
+        memset(out, 0, batch * n * sizeof(elem_t));
         std::barrier<> barrier(bx * by);
         bar = &barrier;
         auto thread = [&](unsigned x, unsigned y) {
             threadIdx = {x, y, 0};
-            for (unsigned b = 0; b < blocks; ++b) {
-                blockIdx = {b, 0, 0};
-                ENTRY(out, in, rows, cols);
-                barrier.arrive_and_wait();  // the next block starts after this one
-            }
+            for (unsigned z = 0; z < batch; ++z)
+                for (unsigned b = 0; b < blocks; ++b) {
+                    blockIdx = {b, 0, z};
+                    ENTRY(out, in, rows, cols, ld, stride);
+                    barrier.arrive_and_wait();  // the next block starts after this one
+                }
         };
         std::vector<std::thread> ts;
         for (unsigned y = 0; y < by; ++y)
             for (unsigned x = 0; x < bx; ++x)
                 ts.emplace_back(thread, x, y);
         for (auto &t : ts) t.join();
-        for (int r = 0; r < rows; ++r)
-            for (int c = 0; c < cols; ++c)
-                if (out[(size_t)c * rows + r] != in[(size_t)r * cols + c]) {
-                    printf("%dx%d (offsets %u, %u): wrong output for input (%d, %d)\n", rows, cols, ioff, ooff, r, c);
-                    fflush(stdout);
-                    free(ibuf);
-                    free(obuf);
-                    return 1;
-                }
+        for (long long z = 0; z < batch; ++z)
+            for (int r = 0; r < rows; ++r)
+                for (int c = 0; c < cols; ++c)
+                    if (out[z * n + (size_t)c * rows + r] != in[z * stride + r * ld + c]) {
+                        printf("%dx%d (offsets %u, %u; ld %lld, batch %lld): wrong output for input (%lld, %d, %d)\n",
+                               rows, cols, ioff, ooff, ld, batch, z, r, c);
+                        fflush(stdout);
+                        free(ibuf);
+                        free(obuf);
+                        return 1;
+                    }
         free(ibuf);
         free(obuf);
     }
@@ -68,6 +75,9 @@ _MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols blocks in_offse
 _WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned", 8: "unsigned long long"}
 _SHAPES = [(1, 1), (1, 77), (77, 1), (3, 5), (5, 3), (31, 67), (67, 31), (64, 64), (131, 70), (70, 131), (97, 257)]
 _OFFSETS = [(0, 0), (0, 8), (4, 0), (2, 6)]  # bytes off 16; used only where the item size divides them
+_VIEWS = [(0, 1, 0), (1, 1, 0), (5, 1, 0), (0, 3, 0), (0, 2, 7), (3, 3, 1)]
+"""(row pitch - cols, matrices, elements between matrices): contiguous, pitched views (a row
+shift that steps by 1 and by 5 elements a row), batches, with a gap, and both."""
 
 
 
@@ -99,7 +109,10 @@ def test_realigning_transpose_is_exact_for_every_item_size_shape_and_pointer_off
             grid, _, _ = k.geometry(config, {"rows": rows, "cols": cols}, dtype)
             for ioff, ooff in _OFFSETS:
                 if ioff % itemsize == 0 and ooff % itemsize == 0:
-                    args += [str(rows), str(cols), str(grid[0]), str(ioff), str(ooff)]
+                    args += [str(rows), str(cols), str(grid[0]), str(ioff), str(ooff), "0", "1", "0"]
+            for pad, batch, gap in _VIEWS[1:]:  # views and batches at one pointer offset each
+                ioff = (2 * pad + 4) % 16 // itemsize * itemsize
+                args += [str(rows), str(cols), str(grid[0]), str(ioff), "0", str(pad), str(batch), str(gap)]
         failed = harness.run(d, args)
         return f"{config}: {failed}" if failed else None
 

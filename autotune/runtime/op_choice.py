@@ -140,8 +140,8 @@ def transpose_kernel_for(rows: int, cols: int, dtype, *, views: bool, device=Non
     """The kernel ``autotune.transpose(x)`` launches when no ``kernel=`` is given: ``(name, why)``.
 
     :func:`choose_transpose`'s answer, unless the input is a row-pitched view or a batch
-    (``views``) and that kernel takes neither (:func:`takes_views`; ``smem_vec_realign`` reads
-    one contiguous matrix): then :data:`ALIGNED_KERNEL`, which reads both. A ``copy`` answer
+    (``views``) and that kernel takes neither (:func:`takes_views`; every catalog transpose
+    takes both): then :data:`ALIGNED_KERNEL`, which reads both. A ``copy`` answer
     for a ``1 x N`` / ``N x 1`` input that is not contiguous also goes to :data:`ALIGNED_KERNEL`.
 
     Raises:

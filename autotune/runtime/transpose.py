@@ -46,9 +46,9 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
             arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
             for the shape (:func:`autotune.runtime.op_choice.transpose_kernel_for`): the op
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
-            (``smem_vec`` when rows are 16-byte aligned, ``smem_vec_realign`` otherwise),
-            ``smem_vec`` for views and batches. Views and batches need a kernel that takes
-            ``ld`` and ``batch_stride`` (smem_vec, smem, smem_pad, smem_unroll_pad).
+            (``smem_vec`` when rows are 16-byte aligned, ``smem_vec_realign`` otherwise,
+            ``naive_col`` for 16-byte elements). Views and batches need a kernel that takes
+            ``ld`` and ``batch_stride``: every catalog transpose does.
         db: results database URL (see :func:`autotune.lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).

@@ -65,6 +65,7 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
                     drv.memset_d8(d_out, 0xA5, n + 64)
                     compiled.function.prepared_call(grid, block, np.uintp(int(d_out) + ooff),
                                                     np.uintp(int(d_in) + ioff), np.int32(rows), np.int32(cols),
+                                                    np.int64(cols), np.int64(rows * cols),  # ld, batch_stride
                                                     shared_size=shared)
                     got = np.empty(n + 64, np.uint8)
                     drv.memcpy_dtoh(got, d_out)
