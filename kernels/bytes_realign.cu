@@ -1,7 +1,8 @@
-// Shared-memory transpose of 1- and 2-byte elements for any row length, moving 4-byte words
-// on both sides: global loads and stores, shared-memory stores and loads are all whole
-// words (not one element at a time), so a byte matrix costs about the instructions of a
-// float32 one per byte moved.
+// Shared-memory transpose of 1- and 2-byte elements for any row length, of row-pitched views
+// and batches (ld, batch_stride, one matrix per blockIdx.z), moving 4-byte words on both
+// sides: global loads and stores, shared-memory stores and loads are all whole words (not one
+// element at a time), so a byte matrix costs about the instructions of a float32 one per byte
+// moved.
 //
 // A tile is SIDE x SIDE elements, TILE_BYTES bytes a side (SIDE = TILE_BYTES / itemsize);
 // a tile row is NW = TILE_BYTES / 4 words. A block is NW x BLOCK_ROWS threads: the NW threads
@@ -12,9 +13,11 @@
 // also word NW when r > 0; lane x takes word x + 1 from lane x + 1 (__shfl_down_sync) and
 // funnel-shifts the pair right by 8r bits: word x of the tile row, realigned in registers
 // (one SHFL and one SHF per word). The tile row is stored unshifted, one word per lane.
-// A window word that would read outside the matrix is read element by element (only
-// the elements of the tile row), so no byte outside [in, in + rows * cols) is read; words
-// wholly outside the tile's width are not read.
+// A window word that would read outside the view's span is read element by element (only
+// the elements of the tile row), so no byte outside [in, in + (rows - 1) * ld + cols) is read
+// (the span of the matrix's elements, first to last); words wholly outside the tile's width
+// are not read. A whole word may hold bytes of the row pitch's padding between two rows: they
+// lie inside the span, in the caller's allocation, and are shifted out.
 //
 // Transpose in registers: K = 4 / itemsize. Lane x of word column w reads word w of the K
 // tile rows K x .. K x + K - 1 (K 32-bit shared loads) and transposes the K x K block of
@@ -29,6 +32,12 @@
 // row's tail (its first r' bytes, which go after word NW - 1) and head (the other 4 - r');
 // it writes them element by element, as every lane does for a word that crosses the edge
 // of a partial tile. Nothing outside [out, out + rows * cols) is written.
+//
+// Views and batches: input rows are ld >= cols elements apart (a row-pitched view; each row's
+// r comes from its own address, so it changes by ld * itemsize mod 4 from row to row),
+// matrices of a batch batch_stride elements apart, one per blockIdx.z; outputs are contiguous
+// cols x rows matrices, rows * cols elements apart. The bounds above are those of the
+// blockIdx.z-th matrix: its view's span and its output.
 //
 // Shared layout: tile row i is NW words at (i / K) * (K * NW + SKEW) + (i % K) * NW, with
 // SKEW = 32 / NW words of padding per K rows. Loads store a row's NW words across NW lanes
@@ -111,8 +120,9 @@ __device__ __forceinline__ void store_word(unsigned char *p, word32 v)
 }
 
 // Window word w of a tile row: bytes [4w - r, 4w - r + 4) of the row, whose first tile byte is
-// `first` (r = its offset past a 4-byte boundary). A word inside the matrix is loaded whole;
-// one crossing its start or end, element by element (only bytes [0, width) of the tile row).
+// `first` (r = its offset past a 4-byte boundary). A word inside the view's span [in, end) is
+// loaded whole; one crossing its start or end, element by element (only bytes [0, width) of
+// the tile row).
 __device__ __forceinline__ word32 load_window(const unsigned char *first, unsigned r, unsigned w,
                                               const unsigned char *in, const unsigned char *end, unsigned width)
 {
@@ -167,17 +177,21 @@ __device__ __forceinline__ void side_tile_origin(unsigned b, unsigned rows, unsi
 
 extern "C" __global__ void __launch_bounds__(NW * BLOCK_ROWS) transpose_bytes_realign(elem_t *__restrict__ out_,
                                                                                       const elem_t *__restrict__ in_,
-                                                                                      int rows, int cols)
+                                                                                      int rows, int cols,
+                                                                                      long long ld_,
+                                                                                      long long batch_stride)
 {
     __align__(16) __shared__ word32 tile[SMEM_WORDS];
-    unsigned char *__restrict__ out = reinterpret_cast<unsigned char *>(out_);
-    const unsigned char *__restrict__ in = reinterpret_cast<const unsigned char *>(in_);
     const unsigned R = rows, C = cols;
+    const size_t ld = ld_;
+    unsigned char *__restrict__ out = reinterpret_cast<unsigned char *>(out_) + (size_t)blockIdx.z * R * C * ES;
+    const unsigned char *__restrict__ in =
+        reinterpret_cast<const unsigned char *>(in_) + (size_t)blockIdx.z * (size_t)batch_stride * ES;
     unsigned row0, col0;
     side_tile_origin(blockIdx.x, R, C, row0, col0);
     // the tile's extent inside the matrix, bytes
     const unsigned height = (R - row0 < SIDE ? R - row0 : SIDE) * ES, width = (C - col0 < SIDE ? C - col0 : SIDE) * ES;
-    const unsigned char *end = in + (size_t)R * C * ES;
+    const unsigned char *end = in + ((size_t)(R - 1) * ld + C) * ES;  // one past the view's last element
     const unsigned x = threadIdx.x;
 
     // Loads: every window word of the tile rows this thread owns, all issued before use.
@@ -187,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(NW * BLOCK_ROWS) transpose_bytes_re
         const unsigned i = threadIdx.y + j * BLOCK_ROWS;
         v[j] = extra[j] = 0;
         if (i * ES < height) {
-            const unsigned char *first = in + ((size_t)(row0 + i) * C + col0) * ES;
+            const unsigned char *first = in + ((size_t)(row0 + i) * ld + col0) * ES;
             const unsigned r = (size_t)first % 4;
             if (4 * x < r + width)  // the word holds a byte of the tile row
                 v[j] = load_window(first, r, x, in, end, width);
@@ -200,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(NW * BLOCK_ROWS) transpose_bytes_re
 #pragma unroll
     for (unsigned j = 0; j < LOADS; ++j) {
         const unsigned i = threadIdx.y + j * BLOCK_ROWS;
-        const unsigned r = ((size_t)in + ((size_t)(row0 + i) * C + col0) * ES) % 4;
+        const unsigned r = ((size_t)in + ((size_t)(row0 + i) * ld + col0) * ES) % 4;
         word32 next = __shfl_down_sync(FULL, v[j], 1, NW);
         next = x == NW - 1 ? extra[j] : next;
         tile[row_word(i) + x] = __funnelshift_r(v[j], next, 8 * r);  // r = 0: v[j]
