@@ -71,7 +71,7 @@ def test_the_catalog_kernels_load_from_their_files():
             assert (k.source.name, k.function, k.dims) == ("bytes_realign.cu", "transpose_bytes_realign",
                                                            ("rows", "cols"))
             assert k.dtypes == tuple(d for d in DTYPES if DTYPES[d].itemsize <= 2)
-            assert k.signature == "PPii" and dict(k.fixed) == {"UNROLL": 1}
+            assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
         assert dict(k.defaults) == before.DEFAULTS[name]
         if name in before.MOVES:

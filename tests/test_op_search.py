@@ -154,6 +154,7 @@ def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched
     name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
     assert name == "smem_vec" and "not contiguous" in why
     assert op_choice.takes_views(KERNELS["smem_pad"]) and not op_choice.takes_views(KERNELS["smem_vec_realign"])
+    assert op_choice.takes_views(KERNELS["smem_bytes"])  # reads row-pitched views and batches
     assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
     assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "smem_vec"  # no pitch
 
@@ -164,6 +165,14 @@ def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):
     for views in (False, True):  # smem_pad reads views: the stored best either way
         name, why = op_choice.transpose_kernel_for(5000, 7001, "float32", views=views, device=device_info, db=db_url)
         assert name == "smem_pad" and why.startswith("stored op best")
+
+
+def test_a_stored_smem_bytes_best_is_kept_for_views_and_batches(db_url, device_info):
+    tune_op("transpose", (5000, 7001), "int8", trials=30, seed=2, db=db_url,
+            tune_kernel=fake_tune(device_info, {"smem_bytes": 1.2, "smem_vec_realign": 1.0}, []))
+    for views in (False, True):  # smem_bytes reads row-pitched views and batches
+        name, why = op_choice.transpose_kernel_for(5000, 7001, "int8", views=views, device=device_info, db=db_url)
+        assert name == "smem_bytes" and why.startswith("stored op best")
 
 
 @pytest.mark.parametrize("rows,cols,dtype,message", [
