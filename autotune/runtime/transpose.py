@@ -48,7 +48,7 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
             (``smem_vec`` when rows are 16-byte aligned, ``smem_vec_realign`` otherwise),
             ``smem_vec`` for views and batches. Views and batches need a kernel that takes
-            ``ld`` and ``batch_stride`` (smem_vec, smem, smem_pad, smem_unroll_pad).
+            ``ld`` and ``batch_stride`` (smem_vec, smem, smem_pad, smem_unroll_pad, smem_bytes).
         db: results database URL (see :func:`autotune.lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).
