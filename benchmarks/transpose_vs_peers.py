@@ -19,14 +19,18 @@ best stored in ``--db``, else ``smem_vec`` for 16-byte rows and ``smem_vec_reali
 says which kernel and which rung served it: ``default`` where the database holds nothing for
 the shape); dtypes outside the catalog are moved as words of their size with the
 canonical dtype's config; a 1-row or 1-column input is a ``cuMemcpyDtoDAsync``. The classic
-kernel is ``smem_pad`` at its default config (TILE_DIM=32, BLOCK_ROWS=8, IPAD=1).
+kernel is ``smem_pad`` at its default config (TILE_DIM=32, BLOCK_ROWS=8, IPAD=1). Each ``--kernel NAME``
+adds a column ``autotune.transpose(x, kernel=NAME)`` (the kernel forced, its config from ``--db``
+as ``lookup`` gives it): ``n/a`` for an item size it does not take (``smem_bytes``: 1 and 2
+bytes) and for batches when it takes no batch stride.
 
 Host time per call: the mean over 200 calls (median of 15 runs) of Python's time for one
 call, the GPU kept busy so nothing waits on it. ``import autotune`` and the first call
 (``autotune.transpose`` of a 64x64 float32 tensor, torch already imported and the tensor
 made, the on-disk cubin cache warm) are timed in fresh processes, median of 5.
 
-    python3 benchmarks/transpose_vs_peers.py --db sqlite:///tuned.db [--dtypes ...] [--sizes ...] [--only host]
+    python3 benchmarks/transpose_vs_peers.py --db sqlite:///tuned.db [--dtypes ...] [--sizes ...] [--only host] \
+        [--kernel smem_bytes --kernel smem_vec_realign]
 """
 
 from __future__ import annotations
@@ -100,7 +104,20 @@ def _bytes(torch, t):
     return flat.view(torch.uint8) if t.dtype != torch.bool else flat.to(torch.uint8)
 
 
-def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic):
+def _forced(autotune, x, y, db, name):
+    """``autotune.transpose(x, kernel=name)``, or ``None`` where the kernel cannot move ``x``: an item
+    size it takes no dtype of, or a batch when it takes no batch stride."""
+    from autotune.kernel.catalog import KERNELS
+    from autotune.kernel.dtypes import get_dtype
+    from autotune.runtime.op_choice import takes_views
+
+    k = KERNELS[name]
+    if x.element_size() not in {get_dtype(d).itemsize for d in k.dtypes} or (x.dim() > 2 and not takes_views(k)):
+        return None
+    return lambda: autotune.transpose(x, kernel=name, out=y, db=db)
+
+
+def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic, kernels=()):
     nbytes = x.numel() * x.element_size()
     cupy_t = None  # CuPy has no bfloat16 or float8 (it would see raw words, which torch cannot read back)
     if x.dtype not in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
@@ -116,7 +133,12 @@ def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic):
         METHODS[2]: cupy_t,
         METHODS[3]: lambda: autotune.transpose(x, kernel="smem_pad", out=y, db=db_classic),
         METHODS[4]: lambda: autotune.transpose(x, out=y, db=db_tuned),
+        **{_column(name): _forced(autotune, x, y, db_tuned, name) for name in kernels},
     }
+
+
+def _column(kernel: str) -> str:
+    return f"autotune.transpose(kernel={kernel})"
 
 
 def _check(name, fn, torch, ref) -> None:
@@ -126,7 +148,7 @@ def _check(name, fn, torch, ref) -> None:
         raise SystemExit(f"{name} gave a wrong transpose")
 
 
-def run(cases, db_tuned) -> None:
+def run(cases, db_tuned, kernels=()) -> None:
     import cupy
     import torch
 
@@ -139,7 +161,7 @@ def run(cases, db_tuned) -> None:
         x = _random(torch, shape, dtype)
         ref = x.mT.contiguous()
         y = torch.empty_like(ref)
-        methods = _methods(torch, cupy, autotune, x, y, db_tuned, db_classic)
+        methods = _methods(torch, cupy, autotune, x, y, db_tuned, db_classic, kernels)
         nbytes = 2 * x.numel() * x.element_size()
         copy = shape[-1] == 1 or shape[-2] == 1
         chosen = "cuMemcpyDtoDAsync" if copy else _rung(transpose_plan(x, db=db_tuned).launcher)
@@ -153,7 +175,7 @@ def run(cases, db_tuned) -> None:
             first = per_launch_ms(fn, 10)
             ms = per_launch_ms(fn, _launches(first))
             line[name] = (ms, nbytes / ms / 1e6)
-        print(_format_line(line), flush=True)
+        print(_format_line(line, [*METHODS, *map(_column, kernels)]), flush=True)
         del x, y, ref, methods
         torch.cuda.empty_cache()
 
@@ -162,11 +184,11 @@ def _rung(launcher) -> str:
     return f"{launcher.kernel.name} {launcher.chosen.rung} {launcher.chosen.config.key}"
 
 
-def _format_line(line) -> str:
+def _format_line(line, names=METHODS) -> str:
     memcpy = line[METHODS[0]][1]
     torch_gbps = line[METHODS[1]][1]
     cells = []
-    for name in METHODS:
+    for name in names:
         if line[name] is None:
             cells.append("n/a")
             continue
@@ -175,8 +197,15 @@ def _format_line(line) -> str:
     return f"| {line['dtype']:13} | {line['shape']:>13} | " + " | ".join(cells) + f" | {line['how']} |"
 
 
-HEADER = ("| dtype | shape | memcpy GB/s %memcpy x torch | torch x.mT.contiguous() | cupy | classic smem_pad 32x8 | "
-          "autotune.transpose | how (kernel, lookup rung, config) |\n|---|---|---|---|---|---|---|---|")
+def header(kernels=()) -> str:
+    """The table's header: the METHODS columns, then one per forced kernel."""
+    forced = "".join(f" {_column(k)} |" for k in kernels)
+    return ("| dtype | shape | memcpy GB/s %memcpy x torch | torch x.mT.contiguous() | cupy | classic smem_pad 32x8 | "
+            f"autotune.transpose |{forced} how (kernel, lookup rung, config) |\n|---|---|---|---|---|---|---|"
+            + "---|" * len(kernels) + "---|")
+
+
+HEADER = header()
 
 
 def main() -> None:
@@ -185,6 +214,8 @@ def main() -> None:
     p.add_argument("--dtypes", default=None, help="comma-separated torch dtype names (default: every size)")
     p.add_argument("--sizes", default=None, help="comma-separated shapes, e.g. 8192x8192,3x4093x4099")
     p.add_argument("--only", choices=("table", "host"), default=None)
+    p.add_argument("--kernel", action="append", default=[],
+                   help="a catalog transpose to add as a column, forced with kernel= (repeatable)")
     args = p.parse_args()
     import torch
 
@@ -198,8 +229,8 @@ def main() -> None:
         else:
             cases = [(d, s) for d in DTYPES for s in shapes or SHAPES]
             cases += [(d, s) for d in EXTRA_DTYPES for s in shapes or EXTRA_SHAPES]
-        print(HEADER)
-        run(cases, args.db)
+        print(header(args.kernel))
+        run(cases, args.db, args.kernel)
     if args.only != "table":
         print(_host_cost(args.db))
         print(_process_costs(args.db))

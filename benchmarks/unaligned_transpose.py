@@ -7,7 +7,10 @@ bytes. Prints one line per measurement: ms, GB/s, % of memcpy, registers. Run on
 machine:
 
     python benchmarks/unaligned_transpose.py --shape 5000x7001 --dtype int8 \
-        --config smem_vec --config smem_pad --config smem_vec_realign:WIDE=1
+        --config smem_vec --config smem_pad --config smem_vec_realign:WIDE=1 --config smem_bytes
+
+benchmarks/unaligned_transpose.sh runs it for the 1- and 2-byte kernels (smem_bytes against
+smem_vec_realign, smem_pad and smem_vec at 5000x7001 and 3001x7919, int8 and float16).
 """
 
 import argparse

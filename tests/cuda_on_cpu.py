@@ -1,11 +1,14 @@
 """The catalog's real .cu text run on the CPU, for the emulation tests (test_emulated.py,
-test_runtime_emulated.py, test_vec_realign.py).
+test_runtime_emulated.py, test_vec_realign.py, test_bytes_realign.py).
 
 The source is compiled as C++20 with the CUDA keywords defined away: each thread of a block is
 a std::thread (a std::barrier is __syncthreads), blocks run one after another; the caching and
-streaming load/store intrinsics are plain accesses. Each test gives its own ``main`` (what it
-launches and checks) after :data:`PRELUDE`; builds run under the address and UB sanitizers
-where g++ has them, so an access outside the exactly sized buffers fails the run.
+streaming load/store intrinsics are plain accesses; the integer intrinsics (__byte_perm, the
+funnel shifts) are computed as the CUDA Math API defines them, and 32-bit warp shuffles are an
+exchange through a slot per thread and the block barrier (a main that shuffles sets blockDim).
+Each test gives its own ``main`` (what it launches and checks) after :data:`PRELUDE`; builds
+run under the address and UB sanitizers where g++ has them, so an access outside the exactly
+sized buffers fails the run.
 """
 
 from __future__ import annotations
@@ -40,6 +43,79 @@ template <class T> T __ldg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
 template <class T> void __stcs(T *p, T v) { *p = v; }
 inline void __syncthreads() { bar->arrive_and_wait(); }
+// Integer intrinsics (CUDA Math API): __byte_perm's result byte n is byte (s >> 4n) & 7 of
+// the 8 bytes {y, x} (x the low word); the funnel shifts shift the 64 bits {hi, lo} by
+// shift & 31 and keep the low (right) or high (left) 32 bits.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    const unsigned long long v = (unsigned long long)y << 32 | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n)
+        r |= (unsigned)(v >> 8 * ((s >> 4 * n) & 7) & 0xff) << 8 * n;
+    return r;
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
+{
+    return (unsigned)(((unsigned long long)hi << 32 | lo) >> (shift & 31));
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
+{
+    return (unsigned)((((unsigned long long)hi << 32 | lo) << (shift & 31)) >> 32);
+}
+// Warp shuffles of 32-bit values. A main that uses them sets blockDim (the block's shape) before
+// its threads start. Every thread of the block must make the same shuffle calls in the same
+// order (all the kernels' shuffles are block-uniform, full-mask): each call writes the thread's
+// value into one of two slot arrays, in turn, and waits on the block barrier; a slot array is
+// written again only two calls later, after every thread has passed the barrier of the call
+// between, so no reader of the old values is left. Lanes are linear thread ids mod 32 and
+// shuffles stay inside segments of `width` lanes, as on the device.
+Idx blockDim;
+unsigned emu_slots[2][1024];
+thread_local unsigned emu_round;
+inline unsigned emu_shuffle(unsigned mask, unsigned v, int src, bool relative, int width)
+{
+    const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+    const unsigned id = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    if (mask != 0xffffffffu || n == 0 || n > 1024 || width < 1 || width > 32 || 32 % width || n % width) {
+        fprintf(stderr, "shuffle emulation: mask %#x, %u threads, width %d not supported\n", mask, n, width);
+        abort();
+    }
+    unsigned *slot = emu_slots[emu_round++ & 1];
+    slot[id] = v;
+    bar->arrive_and_wait();
+    const int lane = (int)(id % width), base = (int)id - lane;
+    int from = relative ? lane + src : (src % width + width) % width;  // __shfl_sync: srcLane mod width
+    if (relative && (from < 0 || from >= width))
+        from = lane;  // out of the segment: the caller's own value
+    return slot[base + from];
+}
+template <class T> T __shfl_sync(unsigned mask, T v, int src, int width = 32)
+{
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    unsigned u;
+    memcpy(&u, &v, 4);
+    u = emu_shuffle(mask, u, src, false, width);
+    memcpy(&v, &u, 4);
+    return v;
+}
+template <class T> T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32)
+{
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    unsigned u;
+    memcpy(&u, &v, 4);
+    u = emu_shuffle(mask, u, (int)delta, true, width);
+    memcpy(&v, &u, 4);
+    return v;
+}
+template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32)
+{
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    unsigned u;
+    memcpy(&u, &v, 4);
+    u = emu_shuffle(mask, u, -(int)delta, true, width);
+    memcpy(&v, &u, 4);
+    return v;
+}
 #include "k.cu"
 """
 

@@ -44,13 +44,16 @@ def test_every_config_of_the_shipped_space_compiles(kernel):
     k = KERNELS[kernel]
     configs = k.space().sample(CI_SAMPLE, (k.default_config(),))
     assert len(configs) == min(CI_SAMPLE, len(k.space().configs())) or len(configs) < CI_SAMPLE
-    f32 = get_dtype("float32")
-    for config, res in zip(configs, compile_all(k, [(c, f32) for c in configs]), strict=True):
-        assert res["registers"] > 0, config
+    # float32 where the kernel takes it, else one dtype of each item size it takes (smem_bytes: 1 and 2 bytes)
+    dtypes = [get_dtype("float32")] if "float32" in k.dtypes else list({get_dtype(d).itemsize: get_dtype(d)
+                                                                         for d in k.dtypes}.values())
+    jobs = [(c, dt) for c in configs for dt in dtypes]
+    for (config, dt), res in zip(jobs, compile_all(k, jobs), strict=True):
+        assert res["registers"] > 0, (config, dt.name)
         if kernel in before.DEFAULTS:  # the catalog before the kernel model: the same shared memory
             assert res["shared_bytes"] == before.static_shared_bytes(kernel, config.as_dict(), 4), config
         else:
-            assert 0 < res["shared_bytes"] <= 48 * 1024, config
+            assert 0 < res["shared_bytes"] <= 48 * 1024, (config, dt.name)
 
 
 # Static shared memory of each kernel's default config, per byte of element.
@@ -65,6 +68,9 @@ def default_shared(name: str, itemsize: int) -> int:
     if name == "smem_vec_realign":  # WIDE=1: 128-element tiles for 1- and 2-byte elements, else 64
         side = 128 if itemsize <= 2 else 64  # rows of side / vector + 1 chunks of 16 bytes, a chunk per vector of rows
         return side * (side * itemsize // 16 + 1) * 16 + side * itemsize
+    if name == "smem_bytes":  # TILE_BYTES=128: 128 / itemsize rows of 32 words, a word of skew per 4 / itemsize rows
+        side = 128 // itemsize
+        return side * 128 + side // (4 // itemsize) * 4
     # 16-byte elements pass through shared memory as two 8-byte parts (kernels/words.cuh)
     return DEFAULT_SHARED_PER_BYTE.get(name, 0) * min(itemsize, 8)
 
@@ -73,7 +79,8 @@ def default_shared(name: str, itemsize: int) -> int:
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
-    assert len(kernels) == (17 if dtype in ("float32", "float64") else 12 if dtype == "complex128" else 13)
+    assert len(kernels) == (17 if dtype in ("float32", "float64") else 12 if dtype == "complex128"
+                            else 14 if d.itemsize <= 2 else 13)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
     for k, res in zip(kernels, results, strict=True):

@@ -15,8 +15,9 @@ from autotune.store.repository import Store
 
 from fakes import FakeTimer
 
-TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_row", "smem", "smem_pad", "smem_unroll_pad",
-              "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
+TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_row", "smem", "smem_bytes", "smem_pad",
+              "smem_unroll_pad", "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
+WIDE_TRANSPOSES = [k for k in TRANSPOSES if k != "smem_bytes"]  # for 4- and 8-byte elements: smem_bytes takes 1 and 2
 
 
 class ScaledTimer(FakeTimer):
@@ -53,6 +54,8 @@ def fresh_caches():
 def test_the_transposes_of_the_catalog_are_the_candidates_and_copies_are_not():
     assert [k.name for k in op_kernels("transpose")] == TRANSPOSES
     assert [k.name for k in op_kernels("transpose", "int8")] == TRANSPOSES
+    assert [k.name for k in op_kernels("transpose", "float16")] == TRANSPOSES
+    assert [k.name for k in op_kernels("transpose", "float32")] == WIDE_TRANSPOSES
     assert "copy_row" in KERNELS and "matmul_reg" in KERNELS
     with pytest.raises(InvalidInputError, match="unknown operation 'gemm'; allowed: transpose"):
         op_kernels("gemm")
@@ -85,7 +88,7 @@ def test_op_search_finds_the_fastest_kernel_by_halving_and_stores_it(db_url, dev
     times = [s.time_ms for s in result.standings]
     assert times == sorted(times)
     # every kernel raced the first round; the racing set halves; the winner raced every round
-    assert sorted(result.rounds[0]) == TRANSPOSES and [len(r) for r in result.rounds] == [11, 6, 3, 2, 1]
+    assert sorted(result.rounds[0]) == WIDE_TRANSPOSES and [len(r) for r in result.rounds] == [11, 6, 3, 2, 1]
     assert all("smem_vec_realign" in r for r in result.rounds)
     assert sum(sum(r.values()) for r in result.rounds) == 60
     assert all(s.measured >= 1 for s in result.standings)
@@ -150,6 +153,7 @@ def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched
     name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
     assert name == "smem_vec" and "not contiguous" in why
     assert op_choice.takes_views(KERNELS["smem_pad"]) and op_choice.takes_views(KERNELS["smem_vec_realign"])
+    assert op_choice.takes_views(KERNELS["smem_bytes"])  # reads row-pitched views and batches
     assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
     assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "naive_col"  # pitched
     assert op_choice.takes_views(KERNELS["naive_col"]) and not op_choice.takes_views(KERNELS["copy_row"])
@@ -161,6 +165,14 @@ def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):
     for views in (False, True):  # smem_pad reads views: the stored best either way
         name, why = op_choice.transpose_kernel_for(5000, 7001, "float32", views=views, device=device_info, db=db_url)
         assert name == "smem_pad" and why.startswith("stored op best")
+
+
+def test_a_stored_smem_bytes_best_is_kept_for_views_and_batches(db_url, device_info):
+    tune_op("transpose", (5000, 7001), "int8", trials=30, seed=2, db=db_url,
+            tune_kernel=fake_tune(device_info, {"smem_bytes": 1.2, "smem_vec_realign": 1.0}, []))
+    for views in (False, True):  # smem_bytes reads row-pitched views and batches
+        name, why = op_choice.transpose_kernel_for(5000, 7001, "int8", views=views, device=device_info, db=db_url)
+        assert name == "smem_bytes" and why.startswith("stored op best")
 
 
 @pytest.mark.parametrize("rows,cols,dtype,message", [
@@ -208,9 +220,9 @@ def test_cli_search_op_ranks_every_transpose_and_names_the_op_best(fake_gpu, db_
                                  "--seed", "1", "--db", db_url])
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
     assert "--op transpose 300x301 float32 on device 0: 11 kernels" in r.output
-    assert sorted(set(fake_gpu)) == TRANSPOSES and len(fake_gpu) == 11 + 6 + 3  # rounds of 11, 6 and 3 kernels
+    assert sorted(set(fake_gpu)) == WIDE_TRANSPOSES and len(fake_gpu) == 11 + 6 + 3  # rounds of 11, 6 and 3 kernels
     assert r.output.count("round 1: ") == 11 and r.output.count("round 3: ") == 3
-    assert all(name in r.output for name in TRANSPOSES) and "op best: " in r.output
+    assert all(name in r.output for name in WIDE_TRANSPOSES) and "op best: " in r.output
     again = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--db", db_url])
     assert again.exit_code == 2 and "--resume" in again.output
 
