@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 from autotune.errors import StoreError
 
-__all__ = ["default_url", "sqlite_path"]
+__all__ = ["default_url", "sqlite_path", "refuse_folder"]
 
 
 def default_url(create: bool = True) -> str:
@@ -43,3 +43,14 @@ def sqlite_path(url: str) -> Path | None:
     if database in ("", ":memory:") or database.startswith("file:"):
         return None
     return Path(database).expanduser()
+
+
+def refuse_folder(database: str | Path) -> None:
+    """Refuse a SQLite database path that is a folder (what ``--db`` named by mistake).
+
+    Raises:
+        StoreError: ``database`` is a folder, naming it.
+    """
+    if Path(database).expanduser().is_dir():
+        raise StoreError(f"results database {database} is a folder, not a database file; "
+                         "give the path of a file with --db")

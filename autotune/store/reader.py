@@ -27,7 +27,7 @@ from urllib.parse import quote
 from autotune.errors import StoreError
 from autotune.store import best_sql, locking
 from autotune.store.key import Dims, TuningKey
-from autotune.store.location import sqlite_path
+from autotune.store.location import refuse_folder, sqlite_path
 from autotune.store.records import BestRecord, best_from_row
 from autotune.store.revisions import VERSION_TABLE, revision_state
 
@@ -54,11 +54,9 @@ class SqliteReader:
             from autotune.errors import InvalidInputError
 
             raise InvalidInputError(f"{url!r} is not a SQLite file URL; allowed: sqlite:///PATH")
+        refuse_folder(path)
         self.url, self.path = url, path.absolute()
         self.safe_url = url  # a file URL holds no password
-        if self.path.is_dir():
-            raise StoreError(f"results database {path} is a folder, not a database file; "
-                             "give the path of a file with --db")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

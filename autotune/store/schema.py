@@ -31,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.errors import StoreError
 from autotune.resources import data_dir
+from autotune.store.location import refuse_folder
 from autotune.store.reader import read_only_options
 from autotune.store.revisions import HEAD_REVISION, REVISIONS, VERSION_TABLE, newer_error, revision_state
 
@@ -283,9 +284,7 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
     if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:") \
             or parsed.database.startswith("file:"):
         return
-    if Path(parsed.database).expanduser().is_dir():
-        raise StoreError(f"results database {parsed.database} is a folder, not a database file; "
-                         "give the path of a file with --db")
+    refuse_folder(parsed.database)
     if read_only:
         return
     folder = Path(parsed.database).expanduser().absolute().parent
