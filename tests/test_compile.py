@@ -68,9 +68,9 @@ def default_shared(name: str, itemsize: int) -> int:
     if name == "smem_vec_realign":  # WIDE=1: 128-element tiles for 1- and 2-byte elements, else 64
         side = 128 if itemsize <= 2 else 64  # rows of side / vector + 1 chunks of 16 bytes, a chunk per vector of rows
         return side * (side * itemsize // 16 + 1) * 16 + side * itemsize
-    if name == "smem_bytes":  # TILE_BYTES=128: 128 / itemsize rows of 32 words, a word of skew per 4 / itemsize rows
-        side = 128 // itemsize
-        return side * 128 + side // (4 // itemsize) * 4
+    if name == "smem_bytes":  # TILE_BYTES=64: 64 / itemsize rows of NW = 16 words, 32 / NW words of skew per 4 / itemsize rows
+        side, words = 64 // itemsize, 16
+        return side * words * 4 + side // (4 // itemsize) * (32 // words) * 4
     # 16-byte elements pass through shared memory as two 8-byte parts (kernels/words.cuh)
     return DEFAULT_SHARED_PER_BYTE.get(name, 0) * min(itemsize, 8)
 

@@ -117,7 +117,7 @@ def test_a_second_op_search_needs_resume_and_then_continues(db_url, device_info)
 def test_rule_without_stored_results(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
     for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
-                                      (4096, 4100, "int8", "smem_vec_realign"), (4096, 4112, "int8", "smem_vec"),
+                                      (4096, 4100, "int8", "smem_bytes"), (4096, 4112, "int8", "smem_vec"),
                                       (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "smem_vec"),
                                       (8192, 8192, "complex128", "naive_col"), (5000, 7001, "complex128", "naive_col")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)

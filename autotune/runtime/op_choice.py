@@ -33,13 +33,18 @@ __all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "rule_kernel", "
 ALIGNED_KERNEL = "smem_vec"
 """The rule's kernel when both row lengths are multiples of 16 bytes."""
 
-UNALIGNED_KERNEL = {1: "smem_vec_realign", 2: "smem_vec_realign", 4: "smem_vec_realign", 8: "smem_vec_realign"}
+UNALIGNED_KERNEL = {1: "smem_bytes", 2: "smem_vec_realign", 4: "smem_vec_realign", 8: "smem_vec_realign"}
 """The rule's kernel per item size when a row length is not a multiple of 16 bytes. H100,
 5000x7001, % of memcpy (``benchmarks/results/2026-11-23_NVIDIA_H100_80GB_HBM3_unaligned_transpose.txt``):
 int8 53.1 (smem_pad 49.1, smem_vec 49.3), float16 85.4 (75.3, 73.1), float32 93.1 (94.4, 92.4),
 float64 93.7 (first run: smem_pad 93.5, smem_vec 94.8). smem_pad is ahead for float32 there
 but far behind at 3001x7919 (65.0 against 74.3 for smem_vec_realign, first run:
-``..._unaligned_transpose_first_kernel.txt``), so the rule takes smem_vec_realign for every size."""
+``..._unaligned_transpose_first_kernel.txt``), so the rule takes smem_vec_realign for 2 to 8
+bytes. For 1-byte elements it takes smem_bytes (words realigned in registers), ahead at default
+configs on 3 of 4 odd shapes and level on the fourth, through ``autotune.transpose``: int8
+3001x7919 48.1 % of memcpy (smem_vec_realign 36.5), 3x4093x4099 44.6 (37.7), 2x2049x3001 34.2
+(27.7), 5000x7001 54.7 (55.4); for float16 it was behind on 2 of 4 (5000x7001 70.6 against 79.5)
+(``..._transpose_vs_peers_bytes.md`` and ``..._unaligned_transpose_bytes.txt`` of 2026-11-23)."""
 
 WIDE_KERNEL = "naive_col"
 """The rule's kernel for 16-byte elements (complex128), any shape: one element is already a

@@ -4,6 +4,8 @@
 
 import contextlib
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,6 +16,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import Benchmark, open_benchmark
+from autotune.measure.compile import build_cubin
 from autotune.measure.device import open_device, query_device
 
 from kernel_files import catalog_doc, write_kernel
@@ -66,6 +69,21 @@ def configs_to_check(kernel):
                 picks.append(min(with_value, key=lambda c: sum(c[n] != default[n] for n in k.defaults)))
     picks += extreme_configs(kernel)
     return list(dict.fromkeys(picks))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cubins_built_ahead(device):
+    """Every cubin the exactness tests load, built into the cubin cache first on every core:
+    one nvcc run at a time (about 300 of them) took most of this module's time. A config that
+    fails to build is left to the test that loads it, which reports the failure."""
+    def build(job):
+        with contextlib.suppress(TrialFailed):
+            build_cubin(KERNELS[job[0]], job[1], get_dtype(job[2]), device.arch)
+
+    jobs = [(k, c, "float32") for k in MOVES for c in configs_to_check(k)]
+    jobs += [(k, c, dt) for k in MOVES for dt in DTYPES for c in (KERNELS[k].default_config(), extreme_configs(k)[1])]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(build, dict.fromkeys(jobs)))
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -79,12 +79,16 @@ def test_without_kernel_the_shape_picks_it_and_views_get_a_pitched_one(tmp_path)
     assert torch.equal(transpose(x, db=db), x.mT.contiguous())
     rows = x[1:400]  # a row slice: contiguous, realign still
     assert torch.equal(transpose(rows, db=db), rows.mT.contiguous())
-    cols = x[:, 3:700]  # row pitch 701 elements, 697 columns: a view realign cannot read
-    assert transpose_plan(cols, db=db).launcher.kernel.name == "smem_vec"
+    cols = x[:, 3:700]  # row pitch 701 elements, 697 columns: realign reads row-pitched views
+    assert transpose_plan(cols, db=db).launcher.kernel.name == "smem_vec_realign"
     assert torch.equal(transpose(cols, db=db), cols.mT.contiguous())
-    batch = torch.stack([x, x.flip(0)])
-    assert transpose_plan(batch, db=db).launcher.kernel.name == "smem_vec"
+    batch = torch.stack([x, x.flip(0)])  # and batches, one matrix per blockIdx.z
+    assert transpose_plan(batch, db=db).launcher.kernel.name == "smem_vec_realign"
     assert torch.equal(transpose(batch, db=db), batch.mT.contiguous())
+    b = torch.randint(-128, 128, (3, 500, 701), dtype=torch.int8, device="cuda")  # 1-byte: words realigned
+    for v in (b, b[1], b[:, 2:, 1:700]):
+        assert transpose_plan(v, db=db).launcher.kernel.name == "smem_bytes", v.shape
+        assert torch.equal(transpose(v, db=db), v.mT.contiguous()), v.shape
     aligned = x[:496, :696].contiguous()  # both multiples of 8 two-byte elements: 16-byte rows
     assert transpose_plan(aligned, db=db).launcher.kernel.name == "smem_vec"
     assert torch.equal(transpose(aligned, db=db), aligned.mT.contiguous())
