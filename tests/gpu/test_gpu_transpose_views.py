@@ -1,9 +1,12 @@
 """``autotune.transpose`` of batches and views in one launch, of single rows and columns by a
 copy, on the caller's stream, and inside a CUDA graph capture (PyTorch)."""
 
+import dataclasses
+
 import pytest
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import KERNELS
 from autotune.runtime.transpose import transpose
 
 pytestmark = pytest.mark.gpu
@@ -56,8 +59,13 @@ def test_views_the_kernel_cannot_read_are_refused(torch, db):
         transpose(x.mT, db=db)
     with pytest.raises(InvalidInputError, match="leading dims must fold"):
         transpose(x.view(2, 2, 6, 8)[:, :1].expand(2, 3, 6, 8)[:, 1:], db=db)
-    with pytest.raises(InvalidInputError, match="kernel naive_row takes a contiguous 2-D input"):
-        transpose(x, kernel="naive_row", db=db)
+    assert torch.equal(transpose(x, kernel="naive_row", db=db), x.mT.contiguous())  # takes batches now
+    # a user's transpose without ld and batch_stride arguments is given contiguous matrices only
+    naive = KERNELS["naive_row"]
+    flat = dataclasses.replace(naive, name="naive_row_flat",
+                               args=tuple(a for a in naive.args if a.name not in ("ld", "batch_stride")))
+    with pytest.raises(InvalidInputError, match="kernel naive_row_flat takes a contiguous 2-D input"):
+        transpose(x, kernel=flat, db=db)
 
 
 @pytest.mark.parametrize("shape", [(1, 1 << 20), (1 << 20, 1), (4, 1, 300000), (3, 1 << 18, 1)])
