@@ -46,8 +46,9 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
             arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
             for the shape (:func:`autotune.runtime.op_choice.transpose_kernel_for`): the op
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
-            (``smem_vec`` when rows are 16-byte aligned, ``smem_vec_realign`` otherwise,
-            ``naive_col`` for 16-byte elements). Views and batches need a kernel that takes
+            (``smem_vec`` when rows are 16-byte aligned, otherwise ``smem_bytes`` for 1-byte
+            and ``smem_vec_realign`` for 2- to 8-byte elements; ``naive_col`` for 16-byte
+            elements: :data:`autotune.runtime.op_choice.UNALIGNED_KERNEL`). Views and batches need a kernel that takes
             ``ld`` and ``batch_stride``: every catalog transpose does.
         db: results database URL (see :func:`autotune.lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
