@@ -60,7 +60,7 @@ def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
 
     import workers
     from autotune.measure import isolation
-    from autotune.search import tuner
+    from autotune.search import retiming, tuner
     from autotune.store import repository
 
     spent: dict[str, float] = {"import": t_import}
@@ -85,7 +85,7 @@ def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
     timed(repository.Store, "optuna_storage", "open Optuna storage")
     timed(tuner, "_open_study", "open study")
     timed(optuna.study.Study, "optimize", "trial loop")
-    timed(tuner, "_decide", "decide (interleaved re-timing, best stored)")
+    timed(retiming, "decide", "decide (interleaved re-timing, best stored)")
 
     def _maybe(*a):
         return event.listens_for(*a) if os.environ.get("COUNT_SQL", "1") == "1" else (lambda f: f)

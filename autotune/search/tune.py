@@ -217,7 +217,8 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
 
     from autotune.measure import benchmark, device, isolation
     from autotune.search import workers
-    from autotune.search.tuner import open_study, retime_study
+    from autotune.search.retiming import retime_study
+    from autotune.search.tuner import open_study
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 

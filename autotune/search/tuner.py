@@ -12,7 +12,8 @@ trials are COMPLETE, so only they can become the best.
 
 After the trials, the ``top_k`` fastest configs of the study are re-timed interleaved over
 ``rounds`` rounds and the winner is chosen by :func:`autotune.search.winner.choose` (ties inside the
-measured spread are broken by a fixed rule), so identical searches crown the same config.
+measured spread are broken by a fixed rule), so identical searches crown the same config
+(:mod:`autotune.search.retiming`).
 
 The benchmark is injected: any ``measure(config) -> Measurement`` that raises
 :class:`~autotune.errors.TrialFailed` for a failed config, and optionally
@@ -23,28 +24,24 @@ The benchmark is injected: any ``measure(config) -> Measurement`` that raises
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from autotune.kernel.config import Config
-from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
-from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import format_shape
-from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.measurement import Measurement
 from autotune.measure.nvml import clock_warning
-from autotune.search import proposals, stop
+from autotune.search import proposals, retiming, stop
 from autotune.search.outcome import SearchResult, TrialOutcome
-from autotune.search.winner import Decision, choose
 from autotune.kernel.space import SearchSpace
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
     from autotune.store.repository import Store
 
-__all__ = ["SAMPLERS", "search", "open_study", "retime_study"]
+__all__ = ["SAMPLERS", "search", "open_study"]
 
 SAMPLERS = ("tpe", "random", "grid")
 """Samplers offered: Optuna's TPESampler (default) and RandomSampler, and ``grid``: every
@@ -53,7 +50,7 @@ valid config not yet measured in the study, in order, queued one at a time with
 and, on resume, still measures a config whose trial was interrupted)."""
 
 Measure = Callable[[Config], Measurement]
-Retime = Callable[[list[Config], int], list[Retiming]]
+Retime = retiming.Retime
 
 
 def _sampler(name: str, space: SearchSpace, seed: int | None):
@@ -87,25 +84,6 @@ def open_study(store: Store, key: TuningKey, *, resume: bool) -> None:
         InvalidInputError: the study exists and ``resume`` is false.
     """
     _open_study(store, key, None, resume)
-
-
-def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *, top_k: int = 5,
-                 rounds: int = 5) -> SearchResult:
-    """Re-time the ``top_k`` fastest configs stored for ``key`` (by every search of it, on
-    any GPU of its model) over ``rounds`` interleaved rounds and store the winner as the
-    key's best: the last step of :func:`search`, run once after a search by several workers.
-
-    Returns:
-        A :class:`SearchResult` (``search_id`` as given; no outcomes) with ``measured``,
-        ``decision`` and ``retimings``; ``decision`` is ``None`` when nothing was measured.
-    """
-    result = SearchResult(key, search_id)
-    for t in store.key_trials(key):
-        if t.status == "ok":
-            result.measured[t.config] = min(t.median_ms, result.measured.get(t.config, math.inf))
-    if result.measured:
-        result.decision = _decide(key, store, result, retime, top_k, rounds)
-    return result
 
 
 class _Failed(Exception):
@@ -259,7 +237,7 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
             flight.clear()
             if retime is not None and result.measured:
                 flight["retime"] = True
-                result.decision = _decide(key, store, result, retime, top_k, rounds)
+                result.decision = retiming.decide(key, store, result, retime, top_k, rounds)
                 flight.clear()
         status = "finished"
     except KeyboardInterrupt:
@@ -294,19 +272,6 @@ def _what_was_kept(result: SearchResult, flight: dict) -> str:
         text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
     return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
                    "(resume=True) to go on, measuring only what is missing")
-
-
-def _decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
-            rounds: int) -> Decision:
-    """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
-    kernel, dtype, dims = get_kernel(key.kernel), get_dtype(key.dtype), dict(key.dims)
-    shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
-    with stop.interruptible():  # measures only: a signal may cut it anywhere
-        result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
-    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.geometry(c, dims, dtype)[1]),
-                      shared_bytes=lambda c: shared.get(c, 0))
-    store.set_winner(key, decision, rounds)
-    return decision
 
 
 def _queue_next(study, walk: proposals.Unmeasured, seen: dict, shared: bool) -> None:

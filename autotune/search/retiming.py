@@ -1,0 +1,64 @@
+"""The last step of a search: the study's fastest configs re-timed interleaved, the winner stored.
+
+Timings taken one config after another drift with the GPU's clocks and temperature, so the
+``top_k`` fastest configs of a key are timed again in ``rounds`` rounds, every config once a
+round (the benchmark's ``retime``), and :func:`autotune.search.winner.choose` picks the winner
+from the pooled medians with its fixed tie rule. :func:`decide` is the step of one search
+(:func:`autotune.search.tuner.search`); :func:`retime_study` runs it once after several workers
+searched one key (:func:`autotune.search.tune.tune` with ``devices``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from autotune.kernel.catalog import get_kernel
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.measurement import Retiming
+from autotune.search import stop
+from autotune.search.outcome import SearchResult
+from autotune.search.winner import Decision, choose
+from autotune.store.key import TuningKey
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
+    from autotune.store.repository import Store
+
+__all__ = ["Retime", "decide", "retime_study"]
+
+Retime = Callable[[list[Config], int], list[Retiming]]
+"""``retime(configs, rounds) -> list[Retiming]``: e.g. :meth:`autotune.measure.benchmark.Benchmark.retime`."""
+
+
+def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *, top_k: int = 5,
+                 rounds: int = 5) -> SearchResult:
+    """Re-time the ``top_k`` fastest configs stored for ``key`` (by every search of it, on
+    any GPU of its model) over ``rounds`` interleaved rounds and store the winner as the
+    key's best: the last step of :func:`search`, run once after a search by several workers.
+
+    Returns:
+        A :class:`SearchResult` (``search_id`` as given; no outcomes) with ``measured``,
+        ``decision`` and ``retimings``; ``decision`` is ``None`` when nothing was measured.
+    """
+    result = SearchResult(key, search_id)
+    for t in store.key_trials(key):
+        if t.status == "ok":
+            result.measured[t.config] = min(t.median_ms, result.measured.get(t.config, math.inf))
+    if result.measured:
+        result.decision = decide(key, store, result, retime, top_k, rounds)
+    return result
+
+
+def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
+            rounds: int) -> Decision:
+    """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
+    kernel, dtype, dims = get_kernel(key.kernel), get_dtype(key.dtype), dict(key.dims)
+    shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
+    with stop.interruptible():  # measures only: a signal may cut it anywhere
+        result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
+    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.geometry(c, dims, dtype)[1]),
+                      shared_bytes=lambda c: shared.get(c, 0))
+    store.set_winner(key, decision, rounds)
+    return decision
