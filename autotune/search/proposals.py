@@ -30,7 +30,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 
-__all__ = ["GRID_LIMIT", "MAX_IDLE", "Shuffled", "Unmeasured", "check_grid", "default_config", "enqueue"]
+__all__ = ["GRID_LIMIT", "MAX_IDLE", "Shuffled", "Unmeasured", "check_grid", "default_config", "enqueue", "taken"]
 
 GRID_LIMIT = 100_000
 """Most valid configs a grid search (``autotune sweep``) measures; a larger space is refused."""
@@ -68,25 +68,34 @@ def default_config(kernel: str, space: SearchSpace) -> Config | None:
     return None if space.violations(config) else config
 
 
-def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object], running: bool = False) -> int:
+def taken(study, running: bool = False) -> set[tuple]:
+    """The macros (``Config.macros``) of the configs queued in the study's waiting trials
+    and, ``running``, of those in flight in its running trials (of any worker)."""
+    from optuna.trial import TrialState
+
+    states = (TrialState.WAITING, TrialState.RUNNING) if running else (TrialState.WAITING,)
+    held = set()
+    for t in study.get_trials(deepcopy=False, states=states):
+        held.add(tuple(sorted(t.system_attrs.get("fixed_params", {}).items())))
+        if t.state == TrialState.RUNNING:
+            held.add(tuple(sorted(t.params.items())))
+    return held
+
+
+def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object], running: bool = False,
+            held: set[tuple] | None = None) -> int:
     """Queue (``Study.enqueue_trial``) each of ``configs`` the study has neither measured
     (``seen``) nor queued yet, in order; returns how many were queued. ``running``: nor one
     in flight in a trial of another worker on the study (several GPUs: a worker's next config
     may have been taken from the queue by another; a trial left RUNNING by a dead worker
-    holds its config back until Optuna's heartbeat fails it)."""
-    from optuna.trial import TrialState
-
-    states = (TrialState.WAITING, TrialState.RUNNING) if running else (TrialState.WAITING,)
-    queued = set()
-    for t in study.get_trials(deepcopy=False, states=states):
-        queued.add(tuple(sorted(t.system_attrs.get("fixed_params", {}).items())))
-        if t.state == TrialState.RUNNING:
-            queued.add(tuple(sorted(t.params.items())))
+    holds its config back until Optuna's heartbeat fails it). ``held``: :func:`taken`, read
+    once by a caller that tries several configs in turn (it is updated with those queued)."""
+    held = taken(study, running) if held is None else held
     n = 0
     for config in configs:
-        if config not in seen and config.macros not in queued:
+        if config not in seen and config.macros not in held:
             study.enqueue_trial(config.as_dict())
-            queued.add(config.macros)
+            held.add(config.macros)
             n += 1
     return n
 

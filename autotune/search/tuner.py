@@ -278,8 +278,9 @@ def _queue_next(study, walk: proposals.Unmeasured, seen: dict, shared: bool) -> 
     """Queue the grid's next unmeasured config. ``shared`` (other workers on the study): past
     the configs in flight in their trials (taken from the queue, or their share walked to the
     end), which their trials measure, so that no config is measured twice at once."""
+    held = proposals.taken(study, running=shared)  # read once: the walk may skip many configs
     while (config := walk.peek()) is not None:
-        if proposals.enqueue(study, [config], seen, running=shared) or not shared:
+        if proposals.enqueue(study, [config], seen, held=held) or not shared:
             return
         walk.skip()
 
