@@ -322,7 +322,8 @@ def test_the_0_1_spec_hash_tables_agree_with_each_other_and_the_catalog():
     assert migration.MATMUL_0_1 == share.MATMUL_0_1
     # issue 14 gave the shared-memory transposes a row pitch and batch stride (new arguments, a new spec hash):
     # their 0.1 results import under their 0.1 hash and are stale, as their source changed too
-    changed = {"smem", "smem_pad", "smem_unroll_pad", "smem_vec"}
+    changed = {"smem", "smem_pad", "smem_unroll_pad", "smem_vec",  # and, with the direct ones, naive-pitch:
+               "naive_row", "naive_col", "unroll_row", "unroll_col", "diagonal_row", "diagonal_col"}
     added = {"matmul_warp", "smem_vec_realign", "smem_bytes"}  # added after 0.1
     assert set(share.SPEC_HASHES_0_1) == {name for name in KERNELS if name not in added}
     assert {n: h for n, h in share.SPEC_HASHES_0_1.items() if n not in changed} == {
@@ -333,10 +334,10 @@ def test_the_0_1_spec_hash_tables_agree_with_each_other_and_the_catalog():
 
 
 def _a_0005_database(url: str):
-    """A database at 0005 holding what autotune 0.1 stored (unroll_row: a 0.1 transpose issue 14 left unchanged):
-    an unroll_row search of 512x256 and a
+    """A database at 0005 holding what autotune 0.1 stored (copy_row: a 0.1 kernel issue 14 left unchanged):
+    a copy_row search of 512x256 and a
     matmul_reg search of 128x64x32 (each with a failed and two ok trials, the faster the best),
-    an older unroll_row source, and a bench run of each kind. Returns the expected best configs."""
+    an older copy_row source, and a bench run of each kind. Returns the expected best configs."""
     from datetime import UTC, datetime
 
     from autotune.kernel.catalog import get_kernel
@@ -349,15 +350,15 @@ def _a_0005_database(url: str):
     now = datetime.now(UTC)
     device = {"id": 1, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
               "total_memory": 85_000_000_000, "driver_version": "13.0", "cuda_version": "13.0"}
-    rows_kernel, reg = get_kernel("unroll_row"), get_kernel("matmul_reg")
+    rows_kernel, reg = get_kernel("copy_row"), get_kernel("matmul_reg")
     toolchain = {"dtype": "float32", "nvcc_version": "13.0.88", "compile_flags": "-O3 -arch=sm_90"}
     searches = [(1, 1, (512, 256, 0)), (2, 2, (128, 64, 32)), (3, 3, (512, 256, 0))]
     fast = {1: rows_kernel.default_config(), 2: reg.default_config(), 3: rows_kernel.default_config()}
     with engine.begin() as c:
         c.execute(t["autotune_devices"].insert(), [device])
-        c.execute(t["autotune_kernels"].insert(), [{"id": 1, "name": "unroll_row", "source_hash": rows_kernel.source_hash},
+        c.execute(t["autotune_kernels"].insert(), [{"id": 1, "name": "copy_row", "source_hash": rows_kernel.source_hash},
                                                    {"id": 2, "name": "matmul_reg", "source_hash": reg.source_hash},
-                                                   {"id": 3, "name": "unroll_row", "source_hash": "0" * 64}])
+                                                   {"id": 3, "name": "copy_row", "source_hash": "0" * 64}])
         for sid, kid, (rows, cols, depth) in searches:
             c.execute(t["autotune_searches"].insert(), [{
                 "id": sid, "device_id": 1, "kernel_id": kid, "rows": rows, "cols": cols, "depth": depth, **toolchain,
@@ -407,19 +408,19 @@ def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
             (1, "rows=512,cols=256", 11), (2, "m=128,n=64,k=32", 21), (3, "rows=512,cols=256", 31)]
         assert q("select dims from autotune_bench_runs order by id") == [("rows=64,cols=32",), ("m=64,n=32,k=16",)]
         assert q("select name, spec_hash from autotune_kernels order by id") == [
-            ("unroll_row", get_kernel("unroll_row").spec_hash), ("matmul_reg", get_kernel("matmul_reg").spec_hash),
-            ("unroll_row", get_kernel("unroll_row").spec_hash)]
+            ("copy_row", get_kernel("copy_row").spec_hash), ("matmul_reg", get_kernel("matmul_reg").spec_hash),
+            ("copy_row", get_kernel("copy_row").spec_hash)]
     engine.dispose()
 
     h100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
     autotune.clear_cache()
-    got = autotune.lookup("unroll_row", (512, 256), "float32", device=h100, db=url)
+    got = autotune.lookup("copy_row", (512, 256), "float32", device=h100, db=url)
     assert (got.rung, got.config, got.gbps) == ("exact", fast[1], 2000.0)
     assert "stale" not in got.note  # the exact key: no ladder climbed
     got = autotune.lookup("matmul_reg", (128, 64, 32), "float32", device=h100, db=url)
     assert (got.rung, got.config, got.gflops, got.tuned_dims) == ("exact", fast[2], 500.0,
                                                                  (("m", 128), ("n", 64), ("k", 32)))
-    got = autotune.lookup("unroll_row", (1024, 256), "float32", device=h100, db=url)
+    got = autotune.lookup("copy_row", (1024, 256), "float32", device=h100, db=url)
     assert got.rung == "nearest_shape" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
     autotune.clear_cache()
 

@@ -484,7 +484,7 @@ def as_version_1(data: dict) -> dict:
 
 
 def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp_path):
-    # unroll_row: a 0.1 transpose whose description is unchanged (issue 14 changed the shared-memory ones)
+    # copy_row: a 0.1 kernel whose description is unchanged (issue 14 gave every transpose a row pitch)
     from autotune.kernel.dtypes import get_dtype
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
@@ -493,7 +493,7 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
     from fakes import FakeMatmulBench, FakeTimer
 
     old = Store(db_url)
-    search(tuning_key("unroll_row", device_info, (256, 512), "float32"), get_kernel("unroll_row").space(), FakeTimer(), old,
+    search(tuning_key("copy_row", device_info, (256, 512), "float32"), get_kernel("copy_row").space(), FakeTimer(), old,
            n_trials=3, seed=1)
     bench = FakeMatmulBench(device_info, 128, 64, 32, get_dtype("float32"))
     search(tuning_key("matmul_tiled", device_info, (128, 64, 32), "float32"), get_kernel("matmul_tiled").space(),
@@ -502,13 +502,13 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
     export_results(old, path)
     v2 = json.loads(path.read_text())
     path.write_text(json.dumps(as_version_1(json.loads(path.read_text()))))
-    assert "matmul_tiled" in MATMUL_0_1 and SPEC_HASHES_0_1["unroll_row"] == get_kernel("unroll_row").spec_hash
+    assert "matmul_tiled" in MATMUL_0_1 and SPEC_HASHES_0_1["copy_row"] == get_kernel("copy_row").spec_hash
 
     loaded = read_results(path)
     assert loaded.schema_version == 1 and loaded.stale == (False, False)
     assert {r.kernel: r.dims for r in loaded.results} == {
-        "unroll_row": (("rows", 256), ("cols", 512)), "matmul_tiled": (("m", 128), ("n", 64), ("k", 32))}
-    assert {r.spec_hash for r in loaded.results} == {SPEC_HASHES_0_1["unroll_row"], SPEC_HASHES_0_1["matmul_tiled"]}
+        "copy_row": (("rows", 256), ("cols", 512)), "matmul_tiled": (("m", 128), ("n", 64), ("k", 32))}
+    assert {r.spec_hash for r in loaded.results} == {SPEC_HASHES_0_1["copy_row"], SPEC_HASHES_0_1["matmul_tiled"]}
     new = Store(f"sqlite:///{tmp_path / 'new.db'}")
     report = import_results(new, loaded)
     assert (report.imported, report.stale, report.best) == (2, 0, 2)
