@@ -52,7 +52,7 @@
 // Elements are moved as raw bytes (bit-exact for every 1- and 2-byte dtype); any rows x
 // cols >= 1 (edge tiles bounds-checked); STREAMING=1 uses evict-first cache hints;
 // DIAGONAL=1 takes the tiles in diagonal order (common.cuh's order for a SIDE x SIDE tile).
-#include "common.cuh"
+#include "side_tile.cuh"
 
 #ifndef TILE_BYTES
 #define TILE_BYTES 128
@@ -156,23 +156,6 @@ __device__ __forceinline__ void transpose_block(const word32 (&a)[K], word32 (&o
     }
 }
 
-// First input row and column of tile b (row-major, or diagonal order with DIAGONAL=1).
-__device__ __forceinline__ void side_tile_origin(unsigned b, unsigned rows, unsigned cols, unsigned &row0,
-                                                 unsigned &col0)
-{
-    const unsigned tiles_x = (cols + SIDE - 1) / SIDE;
-#if DIAGONAL
-    const unsigned tiles_y = (rows + SIDE - 1) / SIDE;
-    const unsigned y = b % tiles_y;
-    const unsigned x = (b / tiles_y + y) % tiles_x;
-#else
-    const unsigned y = b / tiles_x;
-    const unsigned x = b % tiles_x;
-#endif
-    row0 = y * SIDE;
-    col0 = x * SIDE;
-}
-
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(NW * BLOCK_ROWS) transpose_bytes_realign(elem_t *__restrict__ out_,
@@ -188,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(NW * BLOCK_ROWS) transpose_bytes_re
     const unsigned char *__restrict__ in =
         reinterpret_cast<const unsigned char *>(in_) + (size_t)blockIdx.z * (size_t)batch_stride * ES;
     unsigned row0, col0;
-    side_tile_origin(blockIdx.x, R, C, row0, col0);
+    side_tile_origin(blockIdx.x, R, C, SIDE, row0, col0);
     // the tile's extent inside the matrix, bytes
     const unsigned height = (R - row0 < SIDE ? R - row0 : SIDE) * ES, width = (C - col0 < SIDE ? C - col0 : SIDE) * ES;
     const unsigned char *end = in + ((size_t)(R - 1) * ld + C) * ES;  // one past the view's last element

@@ -36,7 +36,7 @@
 //
 // Elements are moved as raw words of their size (bit-exact for every dtype); any rows x
 // cols >= 1 (edge tiles are bounds-checked); STREAMING=1 uses evict-first cache hints.
-#include "common.cuh"
+#include "side_tile.cuh"
 
 #ifndef STREAMING
 #define STREAMING 0
@@ -136,24 +136,6 @@ __device__ __forceinline__ uint4 load_window(const word_t *first, unsigned s, un
     return v.raw;
 }
 
-// First input row and column of tile b: common.cuh's tile_origin for a SIDE x SIDE tile
-// (row-major, or diagonal order with DIAGONAL=1).
-__device__ __forceinline__ void side_tile_origin(unsigned b, unsigned rows, unsigned cols, unsigned &row0,
-                                                 unsigned &col0)
-{
-    const unsigned tiles_x = (cols + SIDE - 1) / SIDE;
-#if DIAGONAL
-    const unsigned tiles_y = (rows + SIDE - 1) / SIDE;
-    const unsigned y = b % tiles_y;
-    const unsigned x = (b / tiles_y + y) % tiles_x;
-#else
-    const unsigned y = b / tiles_x;
-    const unsigned x = b % tiles_x;
-#endif
-    row0 = y * SIDE;
-    col0 = x * SIDE;
-}
-
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_realign(elem_t *__restrict__ out_,
@@ -167,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(TX * BLOCK_ROWS) transpose_vec_real
     word_t *__restrict__ out = reinterpret_cast<word_t *>(out_) + (size_t)blockIdx.z * R * C;
     const word_t *__restrict__ in = reinterpret_cast<const word_t *>(in_) + (size_t)blockIdx.z * batch_stride;
     unsigned row0, col0;
-    side_tile_origin(blockIdx.x, R, C, row0, col0);
+    side_tile_origin(blockIdx.x, R, C, SIDE, row0, col0);
     // the tile's extent inside the matrix
     const unsigned height = R - row0 < SIDE ? R - row0 : SIDE, width = C - col0 < SIDE ? C - col0 : SIDE;
     const word_t *end = in + (size_t)(R - 1) * ld + C;  // one past the view's last element

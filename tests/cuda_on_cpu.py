@@ -89,32 +89,49 @@ inline unsigned emu_shuffle(unsigned mask, unsigned v, int src, bool relative, i
         from = lane;  // out of the segment: the caller's own value
     return slot[base + from];
 }
-template <class T> T __shfl_sync(unsigned mask, T v, int src, int width = 32)
+template <class T> T emu_shuffle_of(unsigned mask, T v, int src, bool relative, int width)
 {
     static_assert(sizeof(T) == 4, "32-bit shuffles only");
     unsigned u;
     memcpy(&u, &v, 4);
-    u = emu_shuffle(mask, u, src, false, width);
+    u = emu_shuffle(mask, u, src, relative, width);
     memcpy(&v, &u, 4);
     return v;
+}
+template <class T> T __shfl_sync(unsigned mask, T v, int src, int width = 32)
+{
+    return emu_shuffle_of(mask, v, src, false, width);
 }
 template <class T> T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32)
 {
-    static_assert(sizeof(T) == 4, "32-bit shuffles only");
-    unsigned u;
-    memcpy(&u, &v, 4);
-    u = emu_shuffle(mask, u, (int)delta, true, width);
-    memcpy(&v, &u, 4);
-    return v;
+    return emu_shuffle_of(mask, v, (int)delta, true, width);
 }
 template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32)
 {
-    static_assert(sizeof(T) == 4, "32-bit shuffles only");
-    unsigned u;
-    memcpy(&u, &v, 4);
-    u = emu_shuffle(mask, u, -(int)delta, true, width);
-    memcpy(&v, &u, 4);
-    return v;
+    return emu_shuffle_of(mask, v, -(int)delta, true, width);
+}
+// A launch of `blocks` x 1 x `batch` blocks (blockIdx.x, blockIdx.z) of bx x by threads: one
+// std::thread per thread of a block, the blocks one after another (each thread calls `kernel`
+// once per block, then waits for the whole block). Sets blockDim and the barrier.
+template <class F> void emu_grid(unsigned bx, unsigned by, unsigned blocks, unsigned batch, F kernel)
+{
+    std::barrier<> barrier(bx * by);
+    bar = &barrier;
+    blockDim = {bx, by, 1};
+    auto thread = [&](unsigned x, unsigned y) {
+        threadIdx = {x, y, 0};
+        for (unsigned z = 0; z < batch; ++z)
+            for (unsigned b = 0; b < blocks; ++b) {
+                blockIdx = {b, 0, z};
+                kernel();
+                barrier.arrive_and_wait();  // the next block starts after this one
+            }
+    };
+    std::vector<std::thread> ts;
+    for (unsigned y = 0; y < by; ++y)
+        for (unsigned x = 0; x < bx; ++x)
+            ts.emplace_back(thread, x, y);
+    for (auto &t : ts) t.join();
 }
 #include "k.cu"
 """

@@ -51,7 +51,6 @@ int main(int argc, char **argv)
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
     constexpr size_t GUARD = 16, ES = sizeof(elem_t);
-    blockDim = {bx, by, 1};
     for (int a = 3; a + 9 < argc; a += 10) {
         const int rows = atoi(argv[a]), cols = atoi(argv[a + 1]);
         const unsigned blocks = atoi(argv[a + 2]), ioff = atoi(argv[a + 3]), ooff = atoi(argv[a + 4]);
@@ -76,22 +75,7 @@ int main(int argc, char **argv)
                 ASAN_POISON_MEMORY_REGION(in + from, to - from);
         }
         memset(obuf, 0xA5, GUARD + ooff + bytes + GUARD);
-        std::barrier<> barrier(bx * by);
-        bar = &barrier;
-        auto thread = [&](unsigned x, unsigned y) {
-            threadIdx = {x, y, 0};
-            for (unsigned z = 0; z < batch; ++z)
-                for (unsigned b = 0; b < blocks; ++b) {
-                    blockIdx = {b, 0, z};
-                    ENTRY((elem_t *)out, (const elem_t *)in, rows, cols, ld, stride);
-                    barrier.arrive_and_wait();  // the next block starts after this one
-                }
-        };
-        std::vector<std::thread> ts;
-        for (unsigned y = 0; y < by; ++y)
-            for (unsigned x = 0; x < bx; ++x)
-                ts.emplace_back(thread, x, y);
-        for (auto &t : ts) t.join();
+        emu_grid(bx, by, blocks, batch, [&] { ENTRY((elem_t *)out, (const elem_t *)in, rows, cols, ld, stride); });
         ASAN_UNPOISON_MEMORY_REGION(ibuf, ioff + span);
         const unsigned char *o = (const unsigned char *)obuf;
         for (size_t i = 0; i < GUARD + ooff + bytes + GUARD; ++i)

@@ -32,22 +32,7 @@ _MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols ld batch batch_
         srand(rows * 131 + cols);
         for (size_t i = 0; i < n_in * NBYTES; ++i) ((unsigned char *)in)[i] = rand();
         memset(out, 0, n_out * NBYTES);
-        std::barrier<> barrier(bx * by);
-        bar = &barrier;
-        auto thread = [&](unsigned x, unsigned y) {
-            threadIdx = {x, y, 0};
-            for (unsigned z = 0; z < batch; ++z)
-                for (unsigned b = 0; b < blocks; ++b) {
-                    blockIdx = {b, 0, z};
-                    ENTRY((ELEM_T *)(out + offset), (const ELEM_T *)(in + offset), rows, cols, ld, bs);
-                    barrier.arrive_and_wait();  // the next block starts after this one
-                }
-        };
-        std::vector<std::thread> ts;
-        for (unsigned y = 0; y < by; ++y)
-            for (unsigned x = 0; x < bx; ++x)
-                ts.emplace_back(thread, x, y);
-        for (auto &t : ts) t.join();
+        emu_grid(bx, by, blocks, batch, [&] { ENTRY((ELEM_T *)(out + offset), (const ELEM_T *)(in + offset), rows, cols, ld, bs); });
         for (long long z = 0; z < batch; ++z)
             for (long long r = 0; r < rows; ++r)
                 for (long long c = 0; c < cols; ++c)

@@ -39,22 +39,7 @@ _MAIN = r"""int main(int argc, char **argv)  // bx by {rows cols blocks in_offse
         elem_t *in = (elem_t *)(ibuf + ioff), *out = (elem_t *)(obuf + ooff);
         for (size_t i = 0; i < span; ++i) in[i] = (elem_t)(i * 2654435761u + 1);
         memset(out, 0, batch * n * sizeof(elem_t));
-        std::barrier<> barrier(bx * by);
-        bar = &barrier;
-        auto thread = [&](unsigned x, unsigned y) {
-            threadIdx = {x, y, 0};
-            for (unsigned z = 0; z < batch; ++z)
-                for (unsigned b = 0; b < blocks; ++b) {
-                    blockIdx = {b, 0, z};
-                    ENTRY(out, in, rows, cols, ld, stride);
-                    barrier.arrive_and_wait();  // the next block starts after this one
-                }
-        };
-        std::vector<std::thread> ts;
-        for (unsigned y = 0; y < by; ++y)
-            for (unsigned x = 0; x < bx; ++x)
-                ts.emplace_back(thread, x, y);
-        for (auto &t : ts) t.join();
+        emu_grid(bx, by, blocks, batch, [&] { ENTRY(out, in, rows, cols, ld, stride); });
         for (long long z = 0; z < batch; ++z)
             for (int r = 0; r < rows; ++r)
                 for (int c = 0; c < cols; ++c)
