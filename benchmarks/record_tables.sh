@@ -22,7 +22,7 @@ print(check_grid(resolve_kernel(sys.argv[1]).space(sys.argv[2])))
 PY
 )
 start=$(date +%s.%N)
-autotune search --kernel "$kernel" --space "$space" --dims "$dims" --dtype "$dtype" --sampler grid \
+python3 -m autotune search --kernel "$kernel" --space "$space" --dims "$dims" --dtype "$dtype" --sampler grid \
     --trials "$count" --timeout "$seconds" --resume --top-k 1 --rounds 1 --db "sqlite:///$db" \
     2>&1 | tee -a "${stem}_record.txt" | tail -n 6
 end=$(date +%s.%N)
