@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _NAMES = {
     "Config": "autotune.kernel.config", "DTYPES": "autotune.kernel.dtypes", "AutotuneError": "autotune.errors",
