@@ -24,7 +24,7 @@ _NAMES = {
     "Kernel": "autotune.kernel.model", "KERNELS": "autotune.kernel.catalog", "load_kernel": "autotune.kernel.loader",
     "kernel_from_dict": "autotune.kernel.loader", "resolve_kernel": "autotune.kernel.catalog",
     "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
-    "clear_cache": "autotune.runtime.lookup", "compiled": "autotune.runtime.launch",
+    "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.launch",
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
 }
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from autotune.errors import StoreError
-from autotune.search import stop
+from autotune.base import signals as stop
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 

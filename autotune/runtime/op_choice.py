@@ -15,7 +15,7 @@ cols`` matrix of a dtype on a device:
    (a nearest shape, another device of the arch, or the default).
 
 Answers are cached per process on the arguments: a warm call is one dict lookup under a lock
-(no SQLAlchemy); :func:`clear_choices` forgets them (also call :func:`autotune.clear_cache`
+(no SQLAlchemy); :func:`autotune.clear_cache` forgets them with every other cache (call it
 after tuning in the same process, to re-read the database).
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 
+from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
@@ -75,9 +76,13 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
 
 
 def clear_choices() -> None:
-    """Forget cached answers."""
+    """Forget cached answers (registered with :mod:`autotune.base.caches`: ``autotune.clear_cache()``
+    calls it)."""
     with _lock:
         _cache.clear()
+
+
+caches.register("op_choice", clear_choices)
 
 
 def choose_transpose(rows: int, cols: int, dtype, device: int | None = None, db: str | None = None):

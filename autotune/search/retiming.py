@@ -18,7 +18,7 @@ from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.measurement import Retiming
-from autotune.search import stop
+from autotune.base import signals as stop
 from autotune.search.outcome import SearchResult
 from autotune.search.winner import Decision, choose
 from autotune.store.key import TuningKey
