@@ -8,7 +8,8 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.runtime import op_choice
 from autotune.base.caches import clear_cache
-from autotune.search.op import halving_plan, op_kernels, op_standings, split_budget, tune_op
+from autotune.kernel.ops import op_kernels
+from autotune.search.op import halving_plan, op_standings, split_budget, tune_op
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store

@@ -5,7 +5,7 @@ cols`` matrix of a dtype on a device:
 
 1. ``1 x N`` or ``N x 1``: ``"copy"`` (no config): the transpose is the same bytes; the caller
    does a device-to-device memcpy.
-2. The stored op best: every catalog transpose (:func:`autotune.search.op.op_kernels`) is
+2. The stored op best: every catalog transpose (:func:`autotune.kernel.ops.op_kernels`) is
    looked up through :func:`autotune.lookup`'s ladder (read-only); among those whose answer is
    the ``exact`` rung (tuned for this very device model, shape, dtype and toolchain, e.g. by
    ``autotune search --op transpose``), the fastest by its stored time. Only exact results are
@@ -121,7 +121,7 @@ def choose_transpose(rows: int, cols: int, dtype, device: int | None = None, db:
 def _choose(rows: int, cols: int, dtype, device, db):
     """The cold path: one lookup per catalog transpose (each cached by lookup itself)."""
     from autotune.runtime.lookup import lookup
-    from autotune.search.op import op_kernels
+    from autotune.kernel.ops import op_kernels
 
     dt = get_dtype(dtype)
     if dt.name not in DTYPES:
