@@ -207,17 +207,11 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
 def _fresh(store: Reader, k, key: TuningKey) -> tuple[list[BestRecord], str]:
     """Usable results of ``key``'s kernel (by name), dtype and compute capability, and the note's
     ``"; skipped N stale results (...)"`` part (empty if none). Other archs are not counted."""
-    reasons, fresh = [], []
     names = [name for name, _ in key.dims]
-    for r in store.find_best(kernel=k.name, dtype=key.dtype):
-        if r.compute_capability != key.device.compute_capability:
-            continue
-        reason = stale.stale_reason(r, k, key.nvcc_version)
-        if reason:
-            reasons.append(reason)
-        elif [n for n, _ in r.dims] == names:  # (other names come with another spec hash)
-            fresh.append(r)
-    text = stale.summary(reasons)
+    judged = stale.partition([r for r in store.find_best(kernel=k.name, dtype=key.dtype)
+                              if r.compute_capability == key.device.compute_capability], {k.name: k}, key.nvcc_version)
+    fresh = [r for r in judged.current if [n for n, _ in r.dims] == names]  # (other names: another spec hash)
+    text = judged.summary()
     return fresh, f"; skipped {text}" if text else ""
 
 
