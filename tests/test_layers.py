@@ -101,10 +101,13 @@ def test_every_folder_and_module_the_doc_names_exists():
     assert named, "docs/architecture.md names no folder"
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert missing == []
-    # and every folder of the package is on a floor (a new folder needs its line in the doc)
+    # and every folder of the package is on a floor, itself or inside a folder of the table (a
+    # new top-level folder needs its line in the doc)
     folders = {p.parent for p in PACKAGE.rglob("*.py")} - {PACKAGE}
+    entries = [e for e in _floors() if e.endswith(".")]
     assert sorted(str(f.relative_to(ROOT)) for f in folders
-                  if f.relative_to(ROOT).as_posix().replace("/", ".") + "." not in _floors()) == []
+                  if not any((f.relative_to(ROOT).as_posix().replace("/", ".") + ".").startswith(e)
+                             for e in entries)) == []
 
 
 def test_every_module_is_on_a_floor():
