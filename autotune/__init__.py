@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _NAMES = {
     "Config": "autotune.kernel.config", "DTYPES": "autotune.kernel.dtypes", "AutotuneError": "autotune.errors",
     "Kernel": "autotune.kernel.model", "KERNELS": "autotune.kernel.catalog", "load_kernel": "autotune.kernel.loader",
     "kernel_from_dict": "autotune.kernel.loader", "resolve_kernel": "autotune.kernel.catalog",
     "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
-    "clear_cache": "autotune.runtime.lookup", "compiled": "autotune.runtime.launch",
+    "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.launch",
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
 }
 

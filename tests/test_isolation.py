@@ -231,7 +231,7 @@ def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path, ru
 
 def test_a_crash_on_one_gpu_of_several_fails_that_trial_and_every_worker_finishes(shared_db, faults):
     from test_concurrency import rows
-    from test_multi_gpu import run_cli
+    from test_workers import run_cli
 
     faults({BEST: "sticky", EXITS: "exit"})
     # enough trials for the grid to be exhausted: every planted config is measured by one GPU or both

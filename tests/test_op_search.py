@@ -7,8 +7,9 @@ import pytest
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.runtime import op_choice
-from autotune.runtime.lookup import clear_cache
-from autotune.search.op import halving_plan, op_kernels, op_standings, split_budget, tune_op
+from autotune.base.caches import clear_cache
+from autotune.kernel.ops import op_kernels
+from autotune.search.op import halving_plan, op_standings, split_budget, tune_op
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -44,11 +45,9 @@ def fake_tune(device_info, factors, calls):
 
 @pytest.fixture(autouse=True)
 def fresh_caches():
-    clear_cache()
-    op_choice.clear_choices()
+    clear_cache()  # autotune.clear_cache(): lookup's answers and the op choice alike
     yield
     clear_cache()
-    op_choice.clear_choices()
 
 
 def test_the_transposes_of_the_catalog_are_the_candidates_and_copies_are_not():
@@ -165,6 +164,23 @@ def test_transpose_without_kernel_follows_a_stored_op_best(db_url, device_info):
     for views in (False, True):  # smem_pad reads views: the stored best either way
         name, why = op_choice.transpose_kernel_for(5000, 7001, "float32", views=views, device=device_info, db=db_url)
         assert name == "smem_pad" and why.startswith("stored op best")
+
+
+def test_clear_cache_forgets_the_op_choice_after_an_op_search_in_the_same_process(db_url, device_info):
+    """``autotune.clear_cache()`` used to miss the op-choice cache: after an op search in the same
+    process, ``transpose`` kept the kernel chosen before it."""
+    import autotune
+
+    before = op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)
+    assert before[0] == "smem_vec_realign" and before[2].startswith("rule")
+    tune_op("transpose", (5000, 7001), "float32", trials=30, seed=2, db=db_url,
+            tune_kernel=fake_tune(device_info, {"smem_pad": 1.2, "smem_vec_realign": 1.0}, []))
+    assert op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url) == before  # cached
+    autotune.clear_cache()
+    name, _, why = op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)
+    assert name == "smem_pad" and why.startswith("stored op best")
+    assert op_choice.transpose_kernel_for(5000, 7001, "float32", views=False, device=device_info,
+                                          db=db_url)[0] == "smem_pad"
 
 
 def test_a_stored_smem_bytes_best_is_kept_for_views_and_batches(db_url, device_info):

@@ -16,10 +16,9 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
-from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.report.plots import DPI, FIGSIZE, heatmap_data, largest_shape, scaling_data
 from autotune.store.repository import Store
-from autotune.search.winner import Decision
 
 runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

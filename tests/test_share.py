@@ -21,11 +21,10 @@ from autotune.measure.device import DeviceInfo
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
-from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.store.models import Search, Trial
 from autotune.store.share import SCHEMA_VERSION, export_results, import_results, read_results
 from autotune.store.repository import Store
-from autotune.search.winner import Decision
 
 runner = CliRunner()
 

@@ -1,5 +1,5 @@
 """SIGINT and SIGTERM at every moment of a search: inside a measurement (``test_concurrency``,
-``test_multi_gpu``), while the store retries a locked database, during the re-timing and
+``test_workers``), while the store retries a locked database, during the re-timing and
 during the GPU workers' start-up; SIGTERM like Ctrl-C but exit 143. The subprocess tests
 run on a machine loaded by the test itself and act on observable state (``tests/signals.py``)."""
 
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from autotune.errors import StoreError
-from autotune.search import stop
+from autotune.base import signals as stop
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 

@@ -8,7 +8,7 @@ import pytest
 
 import catalog_before as before
 from autotune.errors import InvalidInputError, SearchSpaceError
-from autotune.kernel.catalog import ALIASES, KERNELS
+from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
@@ -84,7 +84,7 @@ def test_aliases_are_not_spaces():
 
 
 def test_constraints_filter_configs(tmp_path):
-    space = load_space("smem_pad", write(tmp_path, GOOD))
+    space = load_space(KERNELS["smem_pad"], write(tmp_path, GOOD))
     keys = {c.key for c in space.configs()}
     # 16x32 breaks divisibility; 32x32 = 1024 threads is allowed
     assert keys == {"BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16", "BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,TILE_DIM=16",
@@ -93,7 +93,7 @@ def test_constraints_filter_configs(tmp_path):
 
 
 def test_violations_name_the_broken_rule(tmp_path):
-    space = load_space("smem_pad", write(tmp_path, GOOD))
+    space = load_space(KERNELS["smem_pad"], write(tmp_path, GOOD))
     bad = Config.of("smem_pad", {"TILE_DIM": 16, "BLOCK_ROWS": 32, "IPAD": 1, "DIAGONAL": 0})
     assert space.violations(bad) == ["TILE_DIM % BLOCK_ROWS == 0"]
     outside = Config.of("smem_pad", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})
@@ -121,20 +121,20 @@ def test_violations_name_the_broken_rule(tmp_path):
 ])
 def test_malformed_spaces_are_refused_clearly(tmp_path, text, message):
     with pytest.raises(SearchSpaceError, match=message):
-        load_space("smem_pad", write(tmp_path, text))
+        load_space(KERNELS["smem_pad"], write(tmp_path, text))
 
 
 def test_missing_file_and_unknown_kernel(tmp_path):
     with pytest.raises(SearchSpaceError, match="cannot read"):
-        load_space("smem_pad", tmp_path / "nope.toml")
-    with pytest.raises(InvalidInputError, match="did you mean smem_pad"):
-        load_space("smem_padd", write(tmp_path, GOOD))
+        load_space(KERNELS["smem_pad"], tmp_path / "nope.toml")
+    with pytest.raises(InvalidInputError, match="did you mean smem_pad"):  # names resolve at the catalog
+        get_kernel("smem_padd")
 
 
 def test_a_space_file_for_a_kernel_object_and_by_path_from_the_kernel(tmp_path):
     path = write(tmp_path, GOOD)
     k = KERNELS["smem_pad"]
-    assert k.space(path) == load_space(k, path) == load_space("smem_pad", str(path))
+    assert k.space(path) == load_space(k, path) == load_space(KERNELS["smem_pad"], str(path))
     assert len(k.space(path).configs()) == 5 and k.space(path).path == str(path)
     no_kernel = write(tmp_path, GOOD.replace('kernel = "smem_pad"', ""))  # the kernel line is optional
     assert load_space(k, no_kernel).configs() == k.space(path).configs()

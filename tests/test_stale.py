@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
-from autotune.store.stale import stale_reason, summary
+from autotune.store.stale import partition, stale_reason, summary
 
 KERNEL = get_kernel("smem_pad")
 
@@ -19,6 +19,7 @@ class Result:
     compile_flags: str = "-O3 -arch=sm_90"
     compute_capability: str = "9.0"
     config: Config = KERNEL.default_config()
+    kernel: str = "smem_pad"
 
 
 def test_a_current_result_is_not_stale():
@@ -47,3 +48,18 @@ def test_summary_counts_by_reason():
     assert summary([]) == ""
     assert summary(["b", "a", "b"]) == "3 stale results (1 a, 2 b)"
     assert summary(["a"]) == "1 stale result (1 a)"
+
+
+def test_partition_sorts_current_stale_and_unknown_in_order():
+    records = [Result(), Result(kernel="mine"), Result(source_hash="0" * 64), Result(nvcc_version="12.8.93"),
+               Result(compile_flags="-O2")]
+    judged = partition(records, {"smem_pad": KERNEL}, "13.0.88")
+    assert judged.current == [records[0]]
+    assert judged.unknown == [records[1]]
+    assert judged.stale == records[2:]
+    assert judged.reasons == ["kernel source changed", "built with nvcc 12.8.93, not 13.0.88",
+                              "compile flags '-O2', not '-O3 -arch=sm_90'"]
+    assert judged.summary() == summary(judged.reasons)
+    assert [(v.known, v.current) for v in judged.verdicts] == [(True, True), (False, False), (True, False),
+                                                               (True, False), (True, False)]
+    assert partition([], {}, None).summary() == ""

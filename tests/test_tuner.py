@@ -424,7 +424,7 @@ def test_a_config_in_flight_in_another_workers_trial_is_not_queued_again():
 
 
 def test_two_workers_of_a_grid_measure_their_shares_and_nothing_twice(store, key):
-    """Worker 1 then worker 0 on one study (in turn here; at once on two GPUs: test_multi_gpu):
+    """Worker 1 then worker 0 on one study (in turn here; at once on two GPUs: test_workers):
     each measures its share of the space's order, only worker 0 the default."""
     configs = SPACE.configs()
     share = [c for k, c in enumerate(configs) if k % 2 == 1 and c != DEFAULT]

@@ -99,7 +99,7 @@ def held(step: str, n: int = 0) -> bool:
 
 def hold(ordinal: int) -> None:
     """Wait until the test creates ``release``; say once a signal came meanwhile."""
-    from autotune.search import stop
+    from autotune.base import signals as stop
 
     release, said = Path(os.environ["AUTOTUNE_FAKE_MARKS"], "release"), False
     while not release.exists():
@@ -200,7 +200,7 @@ def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
 def _test_settings() -> None:
     """Shorter store waits where the test asks, and a marker as the store backs off from a
     locked database (this process and the GPU workers, which call this as they open)."""
-    from autotune.search import stop
+    from autotune.base import signals as stop
 
     wait = os.environ.get("AUTOTUNE_TEST_LOCK_WAIT_S")
     if wait:  # retried transactions, and the others (Optuna's): give up on a lock after this

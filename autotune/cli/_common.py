@@ -15,7 +15,7 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
-from autotune.search import stop
+from autotune.base import signals as stop
 
 # Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide,
 # and never break a printed line (a header naming a long path stays one line a log can grep).
@@ -187,7 +187,7 @@ def fail(exc: AutotuneError) -> typer.Exit:
 def handle_errors(command):
     """Run a command, turning library errors into one ``error:`` line and their exit code,
     and SIGINT (Ctrl-C) or SIGTERM into exit 130 or 143. Both signals are handled while the
-    command runs even where the process inherited them ignored (:mod:`autotune.search.stop`)."""
+    command runs even where the process inherited them ignored (:mod:`autotune.base.signals`)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):

@@ -40,9 +40,10 @@ def best(
     name = _device_filter(device)
     found = [b for b in open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
-    current, reasons, unknown = _judge(found, kernels)
-    if reasons:
-        err.print(f"skipped {stale.summary(reasons)}", markup=False, soft_wrap=True)
+    judged = stale.partition(found, kernels, stale.current_nvcc())
+    current, unknown = judged.current, judged.unknown
+    if judged.reasons:
+        err.print(f"skipped {judged.summary()}", markup=False, soft_wrap=True)
     if unknown:
         err.print(f"skipped {len(unknown)} result(s) of kernels this autotune does not know "
                   f"({', '.join(sorted({b.kernel for b in unknown}))}); give a kernel's file with --kernel",
@@ -69,12 +70,8 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
         out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel
                   else f"nothing is tuned for {kernel}")
         return
-    nvcc = stale.current_nvcc()
-    marks = []
-    for b in found:
-        k = kernels.get(b.kernel)
-        reason = "?" if k is None else stale.stale_reason(b, k, nvcc)
-        marks.append("" if reason is None else reason if reason == "?" else f"yes ({reason})")
+    marks = ["?" if not v.known else "" if v.reason is None else f"yes ({v.reason})"
+             for v in stale.partition(found, kernels, stale.current_nvcc()).verdicts]
     out.print(best_table(found, f"{len(found)} tuned keys", stale=marks))
 
 
@@ -96,23 +93,6 @@ def _kernels(kernel: str | None) -> dict[str, Any]:
         return dict(KERNELS)
     k = resolve_kernel(kernel)
     return {k.name: k}
-
-
-def _judge(records: list[BestRecord], kernels: dict[str, Any]) -> tuple[list[BestRecord], list[str], list[BestRecord]]:
-    """Current bests, the reasons of the stale ones (:mod:`autotune.store.stale`; nvcc compared only
-    where one is on PATH), and the results of kernels not in ``kernels`` (cannot be judged)."""
-    nvcc = stale.current_nvcc()
-    current, reasons, unknown = [], [], []
-    for b in records:
-        k = kernels.get(b.kernel)
-        reason = None if k is None else stale.stale_reason(b, k, nvcc)
-        if k is None:
-            unknown.append(b)
-        elif reason:
-            reasons.append(reason)
-        else:
-            current.append(b)
-    return current, reasons, unknown
 
 
 def _device_filter(device: str | None) -> str | None:

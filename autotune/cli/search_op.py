@@ -10,7 +10,8 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.figures import headline
-from autotune.search.op import Standing, op_kernels, tune_op
+from autotune.kernel.ops import op_kernels
+from autotune.search.op import Standing, tune_op
 from ._common import out, parse_dims
 
 

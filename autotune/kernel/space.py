@@ -205,19 +205,14 @@ def kernel_space(kernel) -> SearchSpace:
 
 
 def load_space(kernel, path: str | Path) -> SearchSpace:
-    """Read a search space of ``kernel`` (a :class:`~autotune.kernel.model.Kernel`, or a
-    catalog name) from the TOML file ``path`` (``[params]``, ``constraints``, an optional
-    ``kernel = "name"`` that must match).
+    """Read a search space of ``kernel`` (a :class:`~autotune.kernel.model.Kernel`; resolve a
+    catalog name first with :func:`autotune.kernel.catalog.get_kernel`) from the TOML file
+    ``path`` (``[params]``, ``constraints``, an optional ``kernel = "name"`` that must match).
 
     Raises:
-        InvalidInputError: unknown catalog name.
         SearchSpaceError: missing or malformed file, unknown or missing macro, empty range,
             bad value, bad constraint, or no config satisfying the constraints.
     """
-    if isinstance(kernel, str):
-        from autotune.kernel.catalog import get_kernel
-
-        kernel = get_kernel(kernel)
     file = Path(path)
     try:
         doc = tomllib.loads(file.read_text())

@@ -65,10 +65,10 @@ class Bounds:
             return None
         if self._kernel is None:
             from autotune.kernel.catalog import get_kernel
-            from autotune.measure.benchmark import Benchmark
 
             bound = get_kernel(name)
-            other = Benchmark(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False,
+            # a benchmark of the measured one's own class: bounds.py does not import benchmark.py
+            other = type(b)(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False,
                               inputs=b.inputs)
             try:
                 self._kernel = other.measure(bound.default_config()).gbps

@@ -77,7 +77,7 @@ def cuda_driver():
         import pycuda.driver as drv
     except ImportError as exc:
         raise GPUUnavailableError(
-            f"PyCUDA is not installed ({exc}); install the GPU extra: pip install 'autotune[cuda]'"
+            f"PyCUDA is not installed ({exc}); install the GPU extra: pip install 'cuda-autotune[cuda]'"
         ) from None
     try:
         drv.init()

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from autotune.errors import AutotuneError, TrialFailed
-from autotune.search import stop
+from autotune.base import signals as stop
 
 __all__ = ["DEFAULT_TRIAL_TIMEOUT_S", "START_TIMEOUT_S", "IsolatedBenchmark", "open_isolated", "sticky_reason"]
 

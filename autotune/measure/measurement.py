@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from autotune.kernel.config import Config
 
-__all__ = ["Measurement", "Retiming", "effective_bandwidth_gbps"]
+__all__ = ["Measurement", "Retiming", "Decision", "effective_bandwidth_gbps"]
 
 
 def effective_bandwidth_gbps(rows: int, cols: int, itemsize: int, ms: float) -> float:
@@ -84,3 +84,14 @@ class Retiming:
     def spread(self) -> float:
         """Round-to-round spread relative to the pooled median: ``(max - min) / pooled``."""
         return (max(self.round_medians_ms) - min(self.round_medians_ms)) / self.pooled_median_ms
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The winner of a re-timing, the fastest (they differ when the rule of
+    :func:`autotune.search.winner.choose` breaks a tie), and the tie group (fastest first),
+    each with its re-timing."""
+
+    winner: Retiming
+    fastest: Retiming
+    tie_group: tuple[Retiming, ...]

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
-
 from autotune.errors import NotTunedError
 from autotune.report.bench import BenchLine
 from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
-from autotune.store.models import BenchRow, BenchRun, Device, Kernel, Search, Trial
 from autotune.store.records import BestRecord
+from autotune.store.report_queries import latest_bench_run, latest_search_trials, tried_dims
 from autotune.store.repository import Store
 
 __all__ = ["MissingData", "Figure", "FIGURES", "figure_of", "Heatmap", "BenchData", "ScalingPoint", "Scaling",
@@ -98,10 +96,6 @@ def on(device: str | None) -> str:
     return f" on a device matching {device!r}" if device else ""
 
 
-def _device_filter(device: str | None) -> tuple:
-    return () if device is None else (func.lower(Device.name).contains(device.lower(), autoescape=True),)
-
-
 @dataclass(frozen=True)
 class Heatmap:
     """The best trial per pair of values of two tunable macros, over the kernel's other macros.
@@ -155,25 +149,10 @@ def heatmap_data(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtyp
     k = kernel_of(kernel)
     dims = tuple(dims.items()) if isinstance(dims, Mapping) else tuple(dims)
     shown = f"{k.name} {format_shape(dims)} {dtype}"
-    where = (Kernel.name == k.name, Search.dims == dims_key(dims), Search.dtype == dtype, *_device_filter(device))
-    has_ok = select(Trial.id).where(Trial.search_id == Search.id, Trial.status == "ok").exists()
-    with store.session() as session:
-        latest = session.execute(
-            select(Device.name, Kernel.id, Kernel.source_hash)
-            .select_from(Search).join(Device, Search.device_id == Device.id)
-            .join(Kernel, Search.kernel_id == Kernel.id)
-            .where(*where, has_ok).order_by(Search.started_at.desc(), Search.id.desc()).limit(1)
-        ).first()
-        if latest is None:
-            raise MissingData(f"no trials of {shown}{on(device)}: run {search_hint(k, dims, dtype)}")
-        device_name, kernel_id, source_hash = latest
-        trials = session.execute(
-            select(Trial.macros, Trial.status, Trial.gbps, Trial.gflops, Trial.median_ms, Trial.config_key)
-            .join(Search, Trial.search_id == Search.id).join(Device, Search.device_id == Device.id)
-            .where(Search.kernel_id == kernel_id, Device.name == device_name, Search.dims == dims_key(dims),
-                   Search.dtype == dtype)
-            .order_by(Trial.id)
-        ).mappings().all()
+    latest = latest_search_trials(store, k.name, dims, dtype, device)
+    if latest is None:
+        raise MissingData(f"no trials of {shown}{on(device)}: run {search_hint(k, dims, dtype)}")
+    device_name, source_hash, trials = latest.device, latest.source_hash, latest.trials
     tried_values: dict[str, set[int]] = {}
     for t in trials:
         for macro, value in t["macros"].items():
@@ -232,19 +211,12 @@ def bench_data(store: Store, dims: Mapping[str, int] | Dims, dtype: str, device:
     dims = tuple(dims.items()) if isinstance(dims, Mapping) else tuple(dims)
     fields = ("name", "kind", "median_ms", "gbps", "pct_memcpy", "config_key", "source", "registers",
               "shared_bytes", "occupancy", "note", "gflops")
-    with store.session() as session:
-        run = session.scalars(
-            select(BenchRun).join(Device, BenchRun.device_id == Device.id)
-            .where(BenchRun.dims == dims_key(dims), BenchRun.dtype == dtype, *_device_filter(device))
-            .order_by(BenchRun.created_at.desc(), BenchRun.id.desc()).limit(1)
-        ).first()
-        if run is None:
-            raise MissingData(f"no bench run for {format_shape(dims)} {dtype}{on(device)}: "
-                              f"run autotune bench {shape_args(dims)}{dtype_arg(dtype)}")
-        rows = session.scalars(select(BenchRow).where(BenchRow.run_id == run.id).order_by(BenchRow.position)).all()
-        lines = tuple(BenchLine(**{f: getattr(r, f) for f in fields}) for r in rows)
-        return BenchData(run.id, run.device.name, dims, run.dtype, run.memcpy_gbps, run.l2_mode, run.nvcc_version,
-                         run.created_at, lines)
+    run = latest_bench_run(store, dims, dtype, fields, device)
+    if run is None:
+        raise MissingData(f"no bench run for {format_shape(dims)} {dtype}{on(device)}: "
+                          f"run autotune bench {shape_args(dims)}{dtype_arg(dtype)}")
+    return BenchData(run.run_id, run.device, dims, run.dtype, run.memcpy_gbps, run.l2_mode, run.nvcc_version,
+                     run.created_at, tuple(BenchLine(**row) for row in run.rows))
 
 
 @dataclass(frozen=True)
@@ -312,14 +284,7 @@ def largest_shape(store: Store, kernel: Any, dtype: str, device: str | None = No
     ``kernel`` and ``dtype``; where there is none, the largest dims of a bench run of ``dtype``
     with the kernel's dims names; else ``None``."""
     k = kernel_of(kernel)
-    has_ok = select(Trial.id).where(Trial.search_id == Search.id, Trial.status == "ok").exists()
-    with store.session() as session:
-        searched = session.scalars(
-            select(Search.dims).join(Device, Search.device_id == Device.id).join(Kernel, Search.kernel_id == Kernel.id)
-            .where(Kernel.name == k.name, Search.dtype == dtype, has_ok, *_device_filter(device)).distinct()).all()
-        benched = session.scalars(
-            select(BenchRun.dims).join(Device, BenchRun.device_id == Device.id)
-            .where(BenchRun.dtype == dtype, *_device_filter(device)).distinct()).all()
+    searched, benched = tried_dims(store, k.name, dtype, device)
     for texts in (searched, benched):
         candidates = [d for d in map(parse_dims_key, texts) if tuple(n for n, _ in d) == tuple(k.dims)]
         if candidates:

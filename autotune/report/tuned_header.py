@@ -47,14 +47,11 @@ def export_header(store, path: str | os.PathLike[str], kernel: Kernel, *, device
     """
     from autotune import __version__
 
-    records, left_out = [], []
-    for r in store.find_best(kernel=kernel.name, device_name=device_name):
-        reason = stale.stale_reason(r, kernel, nvcc_version)
-        if reason is not None:
-            left_out.append(reason)
-            continue
-        records.append(HeaderRecord(r.device_name, r.compute_capability, tuple(r.dims), r.dtype,
-                                    r.config.as_dict(), r.median_ms))
+    judged = stale.partition(store.find_best(kernel=kernel.name, device_name=device_name), {kernel.name: kernel},
+                             nvcc_version)
+    left_out = judged.reasons
+    records = [HeaderRecord(r.device_name, r.compute_capability, tuple(r.dims), r.dtype, r.config.as_dict(),
+                            r.median_ms) for r in judged.current]
     provenance = [f"autotune {__version__}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
                   f"kernel {kernel.name} (source {kernel.source_hash[:12]}, description {kernel.spec_hash[:8]})",
                   *([f"from {database}"] if database else [])]

@@ -18,6 +18,7 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
+from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import Dims, make_dims
@@ -121,6 +122,9 @@ def clear_launchers() -> None:
     """Forget every launcher (their modules stay loaded): the next call looks up and loads afresh."""
     with _lock:
         _launchers.clear()
+
+
+caches.register("launchers", clear_launchers)
 
 
 def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:

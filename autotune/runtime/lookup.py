@@ -18,7 +18,7 @@ it took (:attr:`LaunchConfig.rung`):
 Stale results (:mod:`autotune.store.stale`: another kernel source or description, nvcc,
 compile flags, or macros that no longer fit the kernel) are never used, and counted in the
 note. Answers are cached per process on the call's arguments (a warm call is one dict lookup
-under a lock); device info for an ordinal is queried once per process. :func:`clear_cache`
+under a lock); device info for an ordinal is queried once per process. :func:`autotune.clear_cache`
 forgets answers.
 """
 
@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.config import Config
@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQ
 
     Reader = SqliteReader | Store
 
-__all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
+__all__ = ["LaunchConfig", "RUNGS", "lookup"]
+
 
 RUNGS = ("exact", "nearest_shape", "same_arch", "default")
 MAX_CACHED = 65536
@@ -100,19 +101,19 @@ _warned: set[str] = set()  # databases whose older schema was warned about
 _devices: dict[int, DeviceInfo] = {}
 
 
-def clear_cache() -> None:
-    """Forget cached answers and close the databases opened for them (call after tuning in
-    the same process: a database created or upgraded since is then read afresh). Device info
-    stays."""
+def _clear_answers() -> None:
+    """Forget cached answers and close the databases opened for them (a database created or
+    upgraded since is then read afresh). Device info stays. Registered with
+    :mod:`autotune.base.caches`, which :func:`autotune.clear_cache` walks."""
     with _lock:
         _cache.clear()
-    for module, clear in (("autotune.runtime.launch", "clear_launchers"), ("autotune.runtime.transpose", "clear_prepared")):
-        if module in sys.modules:  # launches made with the old answers go too (imported: no cycle)
-            getattr(sys.modules[module], clear)()
     with _open_lock:
         for store in _stores.values():
             store.close()
         _stores.clear()
+
+
+caches.register("lookup", _clear_answers)
 
 
 def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
@@ -141,7 +142,7 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
 
     Returns:
         A :class:`LaunchConfig`; the same object for the same arguments until
-        :func:`clear_cache`. Cold calls query the database (milliseconds); warm ones are one
+        :func:`autotune.clear_cache`. Cold calls query the database (milliseconds); warm ones are one
         dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
     if isinstance(kernel, (str, Path)):
@@ -206,17 +207,11 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
 def _fresh(store: Reader, k, key: TuningKey) -> tuple[list[BestRecord], str]:
     """Usable results of ``key``'s kernel (by name), dtype and compute capability, and the note's
     ``"; skipped N stale results (...)"`` part (empty if none). Other archs are not counted."""
-    reasons, fresh = [], []
     names = [name for name, _ in key.dims]
-    for r in store.find_best(kernel=k.name, dtype=key.dtype):
-        if r.compute_capability != key.device.compute_capability:
-            continue
-        reason = stale.stale_reason(r, k, key.nvcc_version)
-        if reason:
-            reasons.append(reason)
-        elif [n for n, _ in r.dims] == names:  # (other names come with another spec hash)
-            fresh.append(r)
-    text = stale.summary(reasons)
+    judged = stale.partition([r for r in store.find_best(kernel=k.name, dtype=key.dtype)
+                              if r.compute_capability == key.device.compute_capability], {k.name: k}, key.nvcc_version)
+    fresh = [r for r in judged.current if [n for n, _ in r.dims] == names]  # (other names: another spec hash)
+    text = judged.summary()
     return fresh, f"; skipped {text}" if text else ""
 
 

@@ -5,7 +5,7 @@ cols`` matrix of a dtype on a device:
 
 1. ``1 x N`` or ``N x 1``: ``"copy"`` (no config): the transpose is the same bytes; the caller
    does a device-to-device memcpy.
-2. The stored op best: every catalog transpose (:func:`autotune.search.op.op_kernels`) is
+2. The stored op best: every catalog transpose (:func:`autotune.kernel.ops.op_kernels`) is
    looked up through :func:`autotune.lookup`'s ladder (read-only); among those whose answer is
    the ``exact`` rung (tuned for this very device model, shape, dtype and toolchain, e.g. by
    ``autotune search --op transpose``), the fastest by its stored time. Only exact results are
@@ -15,7 +15,7 @@ cols`` matrix of a dtype on a device:
    (a nearest shape, another device of the arch, or the default).
 
 Answers are cached per process on the arguments: a warm call is one dict lookup under a lock
-(no SQLAlchemy); :func:`clear_choices` forgets them (also call :func:`autotune.clear_cache`
+(no SQLAlchemy); :func:`autotune.clear_cache` forgets them with every other cache (call it
 after tuning in the same process, to re-read the database).
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 
+from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
@@ -75,9 +76,13 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
 
 
 def clear_choices() -> None:
-    """Forget cached answers."""
+    """Forget cached answers (registered with :mod:`autotune.base.caches`: ``autotune.clear_cache()``
+    calls it)."""
     with _lock:
         _cache.clear()
+
+
+caches.register("op_choice", clear_choices)
 
 
 def choose_transpose(rows: int, cols: int, dtype, device: int | None = None, db: str | None = None):
@@ -116,7 +121,7 @@ def choose_transpose(rows: int, cols: int, dtype, device: int | None = None, db:
 def _choose(rows: int, cols: int, dtype, device, db):
     """The cold path: one lookup per catalog transpose (each cached by lookup itself)."""
     from autotune.runtime.lookup import lookup
-    from autotune.search.op import op_kernels
+    from autotune.kernel.ops import op_kernels
 
     dt = get_dtype(dtype)
     if dt.name not in DTYPES:

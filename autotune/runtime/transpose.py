@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 
+from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES, DType, word_dtype
@@ -118,6 +119,9 @@ def clear_prepared() -> None:
     with _lock:
         _prepared.clear()
         _kernels.clear()
+
+
+caches.register("prepared_transposes", clear_prepared)
 
 
 def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:

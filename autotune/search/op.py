@@ -1,7 +1,7 @@
 """Search over an operation: the kernel is a parameter, over every catalog kernel computing it.
 
 ``autotune search --op transpose`` (and :func:`tune_op`) searches every catalog kernel whose
-kernel file computes the operation (:func:`op_kernels`: dims ``rows, cols`` and the check
+kernel file computes the operation (:func:`autotune.kernel.ops.op_kernels`: dims ``rows, cols`` and the check
 reference ``autotune.kernel.references:transpose``; the copies check against ``copy`` and are
 not candidates). Each kernel keeps its own Optuna study and stored best (the key of
 :func:`autotune.tune`: GPU model, kernel and its hashes, dims, dtype, toolchain), so an op
@@ -24,36 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
-from autotune.kernel.model import Kernel
+from autotune.kernel.ops import op_kernels
 
-__all__ = ["OPS", "op_kernels", "halving_plan", "split_budget", "Standing", "OpResult", "op_standings", "tune_op"]
-
-OPS: Mapping[str, tuple[tuple[str, ...], str]] = {
-    "transpose": (("rows", "cols"), "autotune.kernel.references:transpose"),
-}
-"""Operation name -> (the dims its kernels take, the check reference that says they compute it)."""
-
-
-def op_kernels(op: str, dtype=None) -> list[Kernel]:
-    """The catalog kernels computing ``op`` (taking ``dtype``, when given), by name.
-
-    Raises:
-        InvalidInputError: unknown ``op`` (the message lists :data:`OPS`), or a dtype no kernel of it takes.
-    """
-    if op not in OPS:
-        raise InvalidInputError(f"unknown operation {op!r}; allowed: {', '.join(OPS)}")
-    dims, reference = OPS[op]
-    found = [k for name, k in sorted(KERNELS.items())
-             if tuple(k.dims) == dims and k.check_spec.reference == reference]
-    if dtype is not None:
-        dt = get_dtype(dtype)
-        found = [k for k in found if dt.name in k.dtypes]
-        if not found:
-            raise InvalidInputError(f"no catalog kernel computes {op} for dtype {dt.name!r}")
-    return found
-
+__all__ = ["halving_plan", "split_budget", "Standing", "OpResult", "op_standings", "tune_op"]
 
 def halving_plan(kernels: int, trials: int) -> list[int]:
     """The budget of each successive-halving round: ``ceil(log2 kernels) + 1`` rounds (one when
@@ -133,7 +107,7 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 10
     by successive halving (module doc); every trial and each kernel's best are stored.
 
     Args:
-        op: an operation of :data:`OPS` (``"transpose"``).
+        op: an operation of :data:`autotune.kernel.ops.OPS` (``"transpose"``).
         dims: its dims (``{"rows": R, "cols": C}`` or ``(R, C)``).
         device: one CUDA ordinal; ``seed``: seeds every kernel's sampler and inputs.
         resume: continue existing studies in the first round (later rounds always continue

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 from autotune.kernel.config import Config
 from autotune.measure import phases
-from autotune.measure.measurement import Measurement, Retiming
-from autotune.search.winner import Decision
+from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.store.key import TuningKey
 
 __all__ = ["TrialOutcome", "SearchResult"]

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.measurement import Retiming
-from autotune.search import stop
+from autotune.measure.measurement import Decision, Retiming
+from autotune.base import signals as stop
 from autotune.search.outcome import SearchResult
-from autotune.search.winner import Decision, choose
+from autotune.search.winner import choose
 from autotune.store.key import TuningKey
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it

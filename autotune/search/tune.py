@@ -20,7 +20,7 @@ from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
-from autotune.search import stop
+from autotune.base import signals as stop
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.tuner import SAMPLERS
 
@@ -102,7 +102,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
             hung while opening the GPU; the re-timing's measuring process crashed or hung (the
             trials stay stored).
-        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.search.stop`), after the
+        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.base.signals`), after the
             trials so far were stored and the search marked ``interrupted``.
     """
     check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)

@@ -34,7 +34,8 @@ from autotune.store.key import TuningKey
 from autotune.kernel.dims import format_shape
 from autotune.measure.measurement import Measurement
 from autotune.measure.nvml import clock_warning
-from autotune.search import proposals, retiming, stop
+from autotune.base import signals as stop
+from autotune.search import proposals, retiming
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.kernel.space import SearchSpace
 
@@ -125,7 +126,7 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, *
         StoreError: the database cannot be used; one that fails mid-search (a server gone,
             a lock held past :data:`autotune.store.locking.LOCK_WAIT_S`) stops it, the
             message saying how many trials of this run are stored and which was lost.
-        KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.search.stop`; handled while
+        KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.base.signals`; handled while
             the search runs, in the main thread), re-raised after Optuna failed the trial in
             flight and the search was marked ``interrupted``; the trials before it are stored.
             A signal cuts a measurement or the re-timing at once; one that comes during a

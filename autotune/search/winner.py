@@ -15,22 +15,11 @@ between identical searches. The rule (issue 4):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from autotune.kernel.config import Config
-from autotune.measure.measurement import Retiming
+from autotune.measure.measurement import Decision, Retiming
 
-__all__ = ["Decision", "choose"]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The winner, the fastest (they differ when the rule breaks a tie), and the tie group
-    (fastest first), each with its re-timing."""
-
-    winner: Retiming
-    fastest: Retiming
-    tie_group: tuple[Retiming, ...]
+__all__ = ["choose"]
 
 
 def choose(retimings: Sequence[Retiming], threads: Callable[[Config], int],

@@ -19,7 +19,7 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   (without it, two GPUs walking one order measured 43 of smem_pad's 54 configs twice).
 - SIGINT (Ctrl-C) or SIGTERM: the parent passes the signal on to every worker still running
   (each fails its measurement in flight, or starts no other, and marks its search
-  ``interrupted``: :mod:`autotune.search.stop`), waits, and re-raises. Workers start with
+  ``interrupted``: :mod:`autotune.base.signals`), waits, and re-raises. Workers start with
   both signals blocked and unblock them once their handlers are in place, so a signal that
   comes during their start-up is kept pending, never lost nor a traceback.
 - Each worker measures in a child process of its own (:mod:`autotune.measure.isolation`): a
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.search import stop
+from autotune.base import signals as stop
 
 __all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
 

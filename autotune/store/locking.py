@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import StoreError
-from autotune.search import stop
+from autotune.base import signals as stop
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -67,7 +67,7 @@ def retrying(attempt):
     :data:`BUSY_TIMEOUT_S` inside SQLite); on PostgreSQL a deadlock, serialisation failure or
     unique key inserted first (the next attempt finds the row), up to :data:`RETRIES`
     attempts. Safe because a refused transaction was rolled back whole. The backoff between
-    attempts is where SIGINT/SIGTERM stop a search (:func:`autotune.search.stop.sleep`).
+    attempts is where SIGINT/SIGTERM stop a search (:func:`autotune.base.signals.sleep`).
 
     Raises:
         StoreError: not a conflict, or still refused at the end (saying how long it tried).

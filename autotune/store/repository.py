@@ -26,8 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
-from autotune.measure.measurement import Measurement
-from autotune.search.winner import Decision
+from autotune.measure.measurement import Decision, Measurement
 from autotune.store import best_sql, locking, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url

@@ -191,16 +191,9 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
     kernels = known_kernels([k] if k is not None and not isinstance(kernel, str) else [])
     records = [r for one in (dims if isinstance(dims, list) else [dims])
                for r in store.find_best(kernel=None if k is None else k.name, dims=one, device_name=device_name)]
-    reasons, unchecked, chosen = [], 0, []
-    for record in records:
-        current = kernels.get(record.kernel)
-        reason = None if current is None else stale.stale_reason(record, current, nvcc_version)
-        if reason is not None:
-            reasons.append(reason)
-            if not include_stale:
-                continue
-        unchecked += current is None
-        chosen.append(record)
+    judged = stale.partition(records, kernels, nvcc_version)
+    chosen = [v.record for v in judged.verdicts if include_stale or v.reason is None]
+    reasons, unchecked = judged.reasons, len(judged.unknown)
     results = []
     with store.session() as session:
         for record in chosen:

@@ -14,16 +14,19 @@ today:
 * its config's macros are no longer exactly the kernel's tunable macros.
 
 Only a result whose kernel is known (the catalog's, or one loaded from its file) can be
-judged; :func:`stale_reason` takes that kernel.
+judged; :func:`stale_reason` takes that kernel. :func:`partition` sorts stored results into
+current, stale (with why) and unknown (no kernel to judge them by): the one sort that
+``best``, ``list``, ``export``, the C header and ``lookup`` use.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["KernelIdentity", "stale_reason", "current_nvcc", "summary"]
+__all__ = ["KernelIdentity", "stale_reason", "current_nvcc", "summary", "Verdict", "Partition", "partition"]
 
 
 class KernelIdentity(Protocol):
@@ -86,3 +89,66 @@ def summary(reasons: Iterable[str]) -> str:
         return ""
     why = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     return f"{total} stale result{'s' if total > 1 else ''} ({why})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One stored result judged: ``reason`` says why it is stale (``None``: it is not);
+    ``known``: its kernel is known, so it could be judged at all."""
+
+    record: Any
+    reason: str | None
+    known: bool
+
+    @property
+    def current(self) -> bool:
+        """Known and not stale: usable."""
+        return self.known and self.reason is None
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Stored results sorted into current, stale and unknown, each in the order given."""
+
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def current(self) -> list[Any]:
+        """The usable results."""
+        return [v.record for v in self.verdicts if v.current]
+
+    @property
+    def stale(self) -> list[Any]:
+        """The stale results (see :attr:`reasons`)."""
+        return [v.record for v in self.verdicts if v.reason is not None]
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why each stale result is stale, in order."""
+        return [v.reason for v in self.verdicts if v.reason is not None]
+
+    @property
+    def unknown(self) -> list[Any]:
+        """The results of kernels not given: they cannot be judged."""
+        return [v.record for v in self.verdicts if not v.known]
+
+    def summary(self) -> str:
+        """:func:`summary` of the stale ones (empty for none)."""
+        return summary(self.reasons)
+
+
+def partition(records: Iterable[Any], kernels: Mapping[str, KernelIdentity], nvcc_version: str | None) -> Partition:
+    """Judge each of ``records`` against the current kernel of its name in ``kernels``
+    (:func:`stale_reason`); a record whose kernel is not there is unknown.
+
+    Args:
+        records: stored results (e.g. :class:`~autotune.store.records.BestRecord`), each with a
+            ``kernel`` name and what :func:`stale_reason` reads.
+        kernels: the current kernels by name (the catalog, or the one a user gave by its file).
+        nvcc_version: today's nvcc (:func:`current_nvcc`); ``None``: not compared.
+    """
+    verdicts = []
+    for r in records:
+        k = kernels.get(r.kernel)
+        verdicts.append(Verdict(r, None if k is None else stale_reason(r, k, nvcc_version), k is not None))
+    return Partition(tuple(verdicts))

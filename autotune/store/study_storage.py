@@ -9,14 +9,13 @@ under the schema lock. Optuna is imported only here, and only when a search asks
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autotune.store import locking
 
 if TYPE_CHECKING:
     import optuna
-
-    from autotune.store.repository import Store
 
 __all__ = ["HEARTBEAT_S", "GRACE_S", "rdb_storage", "fail_trials_dead_before_heartbeat"]
 
@@ -63,7 +62,16 @@ def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
     return storage
 
 
-def fail_trials_dead_before_heartbeat(store: Store, storage: optuna.storages.RDBStorage,
+class _Sessions(Protocol):
+    """What :func:`fail_trials_dead_before_heartbeat` needs of the store
+    (:class:`autotune.store.repository.Store`, which imports this module)."""
+
+    def errors(self) -> AbstractContextManager[None]: ...
+
+    def session(self) -> AbstractContextManager[Any]: ...
+
+
+def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages.RDBStorage,
                                       study_name: str) -> list[int]:
     """Fail the RUNNING trials of Optuna study ``study_name`` (in ``storage``, from
     :meth:`~autotune.store.repository.Store.optuna_storage`; read through ``store``) that never

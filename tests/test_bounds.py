@@ -1,0 +1,42 @@
+"""The bound kernel of measure/bounds.py, on a fake benchmark: it is timed by a benchmark of the
+measured one's own class (bounds.py does not import benchmark.py), on the same dims, dtype,
+inputs and repeats, without bounds of its own, and freed."""
+
+from types import SimpleNamespace
+
+from autotune.kernel.catalog import KERNELS
+from autotune.measure.bounds import Bounds
+
+
+class FakeBench:
+    made: list = []
+
+    def __init__(self, device, kernel, dims, dtype, *, warmup=2, repeats=20, bounds=True, inputs=None):
+        self.device, self.kernel, self.dims, self.dtype = device, kernel, dims, dtype
+        self.warmup, self.repeats, self.bounds_enabled, self.inputs = warmup, repeats, bounds, inputs
+        self.freed = False
+        FakeBench.made.append(self)
+
+    def measure(self, config):
+        return SimpleNamespace(gbps=123.0 if config == self.kernel.default_config() else 0.0)
+
+    def free(self):
+        self.freed = True
+
+
+def test_the_bound_kernel_is_measured_by_a_benchmark_of_the_same_class():
+    FakeBench.made.clear()
+    bench = FakeBench("dev", KERNELS["smem_pad"], {"rows": 64, "cols": 64}, "float32", warmup=3, repeats=21,
+                      inputs="inputs")
+    bounds = Bounds(bench)
+    assert bounds.kernel_gbps == 123.0 and bounds.kernel_gbps == 123.0  # measured once
+    other = FakeBench.made[1:]
+    assert len(other) == 1 and other[0].kernel.name == "copy_row"
+    assert (other[0].device, other[0].dims, other[0].dtype, other[0].warmup, other[0].repeats, other[0].inputs) == (
+        "dev", bench.dims, "float32", 3, 21, "inputs")
+    assert other[0].bounds_enabled is False and other[0].freed
+
+
+def test_no_bound_kernel_when_disabled():
+    bench = FakeBench("dev", KERNELS["smem_pad"], {"rows": 64, "cols": 64}, "float32")
+    assert Bounds(bench, enabled=False).kernel_gbps is None

@@ -1,0 +1,182 @@
+"""The floors and rules of docs/architecture.md, asserted over the package's imports.
+
+Every import of every module under ``autotune/`` is read with ``ast``: module-level ones, those
+inside functions (lazy) and those under ``TYPE_CHECKING`` alike, since each is a dependency.
+The floors come from the table of docs/architecture.md itself, so the page and the code cannot
+drift apart without this test failing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "autotune"
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+
+THIRD_PARTY = {  # library -> the folders it may be imported under (docs/architecture.md, "Rules")
+    "sqlalchemy": ("store",),
+    "alembic": ("store",),
+    "pycuda": ("measure", "runtime"),
+    "optuna": ("store", "search", "cli"),
+}
+VERSION_SOURCE = ("autotune", "__version__")  # `from autotune import __version__`: allowed anywhere
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+@cache
+def _floors() -> dict[str, tuple[int, str]]:
+    """``{entry: (floor, entry)}`` from the doc's table: an entry is a folder (``autotune/kernel/``)
+    or a module file (``autotune/errors.py``), as a dotted prefix."""
+    floors = {}
+    for number, paths in re.findall(r"^\| (\d+) \| ([^|]+) \|", DOC, re.M):
+        for path in re.findall(r"`(autotune/[^`]*)`", paths):
+            entry = path.rstrip("/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            floors[entry + ("." if path.endswith("/") else "")] = (int(number), entry)
+    return floors
+
+
+def _floor(module: str) -> tuple[int, str]:
+    """The floor and the table entry ``module`` belongs to: a module file named in the table, or
+    the folder (``autotune.kernel.``) it is in, the deepest one."""
+    entry = max((e for e in _floors() if module == e or e.endswith(".") and (module + ".").startswith(e)),
+                key=len, default=None)
+    if entry is None:
+        raise AssertionError(f"{module} is on no floor of docs/architecture.md")
+    return _floors()[entry]
+
+
+def _resolve(name: str) -> str | None:
+    """The module of the package an imported name lives in (``autotune.store.stale`` for
+    ``from autotune.store import stale``; ``autotune.cli`` for ``from autotune.cli import app``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def _imports() -> tuple[tuple[str, str, str, int], ...]:
+    """Every ``(module, imported name, resolved module or '', line)`` of the package."""
+    found = []
+    for module, path in MODULES.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                names = [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = _resolve(name) if name.split(".")[0] == "autotune" else None
+                found.append((module, name, target or "", node.lineno))
+    return tuple(found)
+
+
+def test_the_ground_floor_is_what_the_guide_says():
+    assert (PACKAGE / "base" / "__init__.py").read_text() == (
+        '"""Ground floor: process-wide pieces every other floor may use (files, signals, caches)."""\n')
+
+
+def test_every_folder_and_module_the_doc_names_exists():
+    named = set(re.findall(r"`(autotune/[^`\s]*)`", DOC))
+    assert named, "docs/architecture.md names no folder"
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert missing == []
+    # and every folder of the package is on a floor, itself or inside a folder of the table (a
+    # new top-level folder needs its line in the doc)
+    folders = {p.parent for p in PACKAGE.rglob("*.py")} - {PACKAGE}
+    entries = [e for e in _floors() if e.endswith(".")]
+    assert sorted(str(f.relative_to(ROOT)) for f in folders
+                  if not any((f.relative_to(ROOT).as_posix().replace("/", ".") + ".").startswith(e)
+                             for e in entries)) == []
+
+
+def test_every_module_is_on_a_floor():
+    for module in MODULES:
+        _floor(module)
+
+
+def test_no_upward_import_and_no_import_between_siblings():
+    wrong = []
+    for module, name, target, line in _imports():
+        if not target or target == module or tuple(name.rsplit(".", 1)) == VERSION_SOURCE:
+            continue
+        (mine, my_entry), (theirs, their_entry) = _floor(module), _floor(target)
+        if theirs > mine:
+            wrong.append(f"{module}:{line} imports {name} from floor {theirs} (it is on floor {mine})")
+        elif theirs == mine and my_entry != their_entry and mine != 0:
+            wrong.append(f"{module}:{line} imports {name} from its sibling {their_entry}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("library", sorted(THIRD_PARTY))
+def test_third_party_libraries_stay_on_their_floors(library):
+    allowed = THIRD_PARTY[library]
+    line = next((text for text in DOC.splitlines() if library.lower() in text.lower() and "only under" in text), "")
+    assert all(f"`{folder}/`" in line for folder in allowed), f"docs/architecture.md states no rule for {library}"
+    wrong = [f"{module}:{n}" for module, name, _, n in _imports() if name.split(".")[0] == library
+             and module.split(".")[1:2] not in [[folder] for folder in allowed]]
+    assert wrong == []
+
+
+def test_no_import_cycles_not_even_through_lazy_imports():
+    """A package's ``__init__`` may import its own modules (the CLI registers its commands so)."""
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module, name, target, _ in _imports():
+        own_child = MODULES[module].name == "__init__.py" and target.startswith(module + ".")
+        if target and target != module and not own_child and tuple(name.rsplit(".", 1)) != VERSION_SOURCE:
+            edges[module].add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_import_autotune_imports_no_heavy_library():
+    code = ("import sys, autotune; autotune.__all__; "
+            "print(sorted(m for m in ('pycuda', 'sqlalchemy', 'optuna', 'alembic') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
