@@ -152,8 +152,8 @@ BUILD_ERRORS = [
     ('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]', 'grid = ["n // 4096", 1, 1]', False,
      "and grid (0, 1, 1) need every size >= 1", 4),
     ('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]',
-     'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 64"', False,
-     "launch: [launch] at n=1: 65665 B shared memory per block > 49152 B", 2),
+     'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 256"', False,
+     "launch: [launch] at n=1: 262273 B shared memory per block > 232448 B (sm_90's limit with the opt-in)", 2),
     ('grid = [1, 1, 1]', 'grid = [0, 1, 1]', False, "launch: [check.launch] at n=1", 1),
     ('#if ITEMS_PER_THREAD < 1', '#if ITEMS_PER_THREAD == 8\n#define reduce_sum reduce_sum_8\n#endif\n'
                                  '#if ITEMS_PER_THREAD < 1', True, "entry point: function: 'reduce_sum'", 2),
@@ -206,3 +206,16 @@ def test_a_space_file_replaces_the_kernels_own(tmp_path):
     space.write_text('[params]\nBLOCK_SIZE = [256]\nITEMS_PER_THREAD = [2, 4]\nMAX_BLOCKS = [1024]\n')
     code, output = check(EXAMPLES[0], "--space", space, "--dtype", "float64")
     assert code == 0 and "compiled 2 of 2 builds (2 configs x 1 dtype: float64)" in output, output
+
+
+def test_shared_memory_is_checked_against_the_archs_limit_with_the_opt_in(broken):
+    """100 KiB of dynamic shared memory (BLOCK_SIZE=1024) fits sm_90's 227 KiB, not sm_86's 99 KiB."""
+    path = broken('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]',
+                  'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 100"',
+                  small=True)
+    code, output = check(path, "--dtype", "float32", "--arch", "sm_90")
+    assert code == 0, output
+    code, output = check(path, "--dtype", "float32", "--arch", "sm_86")
+    failed = [l for l in output.splitlines() if l.strip().startswith("failed:")]
+    assert code == 2 and len(failed) == 2, output
+    assert all("102529 B shared memory per block > 101376 B (sm_86's limit with the opt-in)" in l for l in failed)

@@ -4,7 +4,9 @@ Method, per config (the effective-bandwidth method of the CUDA transpose study, 
 over the kernel model):
 
 1. Compile (:class:`~autotune.measure.compile.Compiler`), evaluate the launch geometry on the
-   problem's dims, and check block, grid and shared memory against the device's limits.
+   problem's dims, and check block, grid and shared memory against the device's limits
+   (shared memory: the limit with the opt-in, up to 227 KiB on sm_90; a launch above 48 KiB
+   raises the function's ``MAX_DYNAMIC_SHARED_SIZE_BYTES``, :mod:`autotune.measure.shared_memory`).
 2. Verify (:mod:`autotune.measure.verify`): the benchmark's inputs (drawn once, kept on the
    device and restored device to device before each launch); outputs poisoned and guarded;
    one launch per poison; compared on the device (:mod:`autotune.measure.device_compare`)
@@ -45,6 +47,7 @@ from autotune.measure.device_compare import DeviceComparer
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
+from autotune.measure.shared_memory import needs_opt_in, opt_in
 from autotune.measure.timing import EarlyStop, Timing, samples, timing
 from autotune.measure.verify import Verifier
 
@@ -195,6 +198,8 @@ class Benchmark:
             raise TrialFailed("resources", f"grid {grid} is not allowed ({', '.join(bad)})")
         compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel, clock)
         compiled.check_launch(self.device, block, shared)
+        if needs_opt_in(compiled.shared_bytes, shared):  # above 48 KiB: the launch must opt in
+            opt_in(self.drv, compiled.function, shared)
         return compiled, grid, block, shared
 
     def launcher(self, compiled: CompiledKernel, grid, block, shared: int, sets: list[ArgSet] | None = None):

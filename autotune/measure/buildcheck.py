@@ -10,8 +10,9 @@ loader has already checked every field). For each config of the space and each d
 3. evaluates the launch geometry at probe shapes (every dim 1, and every dim 1000) and checks
    what a launch would refuse: empty block or grid dimensions, more than 1024 threads per
    block (1024 x 1024 x 64 per dimension, grid y and z at most 65535), more registers than a
-   multiprocessor's 64 Ki for the block, or more than 48 KiB of shared memory (static plus
-   dynamic) per block.
+   multiprocessor's 64 Ki for the block, or more shared memory (static plus dynamic) per
+   block than ``arch`` allows with the opt-in (:func:`autotune.measure.shared_memory.block_limit`:
+   96 KiB on sm_70, 163 KiB on sm_80, 99 KiB on sm_86/sm_89, 227 KiB on sm_90).
 
 Builds run in parallel (``jobs`` nvcc processes). Before them, :func:`check_file` finds
 what is wrong with the file as a whole, as one :class:`~autotune.errors.KernelFileError`
@@ -33,6 +34,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import COMPARES, Kernel
 from autotune.measure.compile import compile_cubin
+from autotune.measure.shared_memory import block_limit
 
 __all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "PROBE_SIZES"]
 
@@ -41,7 +43,6 @@ PROBE_SIZES = (1, 1000)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_THREADS = 1024
-MAX_SHARED = 48 * 1024        # per block without an opt-in (sm_70 and later)
 REGISTERS_PER_SM = 64 * 1024  # 32-bit registers per multiprocessor (sm_50 and later)
 
 
@@ -124,7 +125,7 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
         problems = [BuildFailure(config, dtype.name, "entry point", p)
                     for p in _entry_point_problems(kernel, built["entry_points"], config == default)]
         problems += [BuildFailure(config, dtype.name, "launch", p)
-                     for p in _launch_problems(kernel, config, dtype, built)]
+                     for p in _launch_problems(kernel, config, dtype, built, arch)]
         return problems, built["registers"]
 
     registers = []
@@ -179,7 +180,7 @@ def _entry_point_problems(kernel: Kernel, found: Sequence[str], is_default: bool
             f'give one of them, or declare it extern "C" __global__' for field, name in wanted if name not in found]
 
 
-def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict) -> list[str]:
+def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict, arch: str = "sm_90") -> list[str]:
     """What a launch of ``config`` would refuse at the probe shapes (first problem per launch)."""
     launches = [("[launch]", kernel.launch, config)]
     if kernel.check_spec.reference_launch is not None and config == kernel.default_config():
@@ -194,14 +195,14 @@ def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict) 
             except (ZeroDivisionError, ArithmeticError, ValueError) as exc:
                 out.append(f"{field} cannot be evaluated at {at}: {exc}")
                 break
-            problem = _geometry_problem(grid, block, shared, built if field == "[launch]" else None)
+            problem = _geometry_problem(grid, block, shared, built if field == "[launch]" else None, arch)
             if problem:
                 out.append(f"{field} at {at}: {problem}")
                 break
     return out
 
 
-def _geometry_problem(grid, block, shared: int, built: dict | None) -> str | None:
+def _geometry_problem(grid, block, shared: int, built: dict | None, arch: str = "sm_90") -> str | None:
     if min(block) < 1 or min(grid) < 1:
         return f"block {tuple(block)} and grid {tuple(grid)} need every size >= 1"
     for what, sizes, limits in (("block", block, MAX_BLOCK), ("grid", grid, MAX_GRID)):
@@ -214,9 +215,9 @@ def _geometry_problem(grid, block, shared: int, built: dict | None) -> str | Non
     if shared < 0:
         return f"dynamic shared memory {shared} B is negative"
     if built is not None:
-        total = built["shared_bytes"] + shared
-        if total > MAX_SHARED:
-            return f"{total} B shared memory per block > {MAX_SHARED} B"
+        total, limit = built["shared_bytes"] + shared, block_limit(arch)
+        if total > limit:
+            return f"{total} B shared memory per block > {limit} B ({arch}'s limit with the opt-in)"
         # registers are allocated per warp in units of 256
         per_warp = math.ceil(built["registers"] * 32 / 256) * 256
         if per_warp * math.ceil(threads / 32) > REGISTERS_PER_SM:

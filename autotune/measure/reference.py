@@ -19,6 +19,7 @@ from autotune.kernel.callables import load_callable
 from autotune.kernel.model import Kernel
 from autotune.measure.buffers import ArgSet
 from autotune.measure.verify import load_inputs, read_output, run_once
+from autotune.measure.shared_memory import needs_opt_in, opt_in
 
 __all__ = ["python_reference", "kernel_reference"]
 
@@ -64,6 +65,8 @@ def kernel_reference(drv, kernel: Kernel, compiled, layout, args: ArgSet, params
     """
     fn = compiled.module.get_function(kernel.check_spec.reference_kernel)
     fn.prepare(kernel.signature)
+    if needs_opt_in(fn.shared_size_bytes, shared):  # its own function: its own opt-in above 48 KiB
+        opt_in(drv, fn, shared)
     roles = [a.role for a, _, _ in layout]
     load_inputs(drv, args, roles, values, 0)
     try:

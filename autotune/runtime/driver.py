@@ -14,11 +14,14 @@ import threading
 
 from autotune.errors import AutotuneError, GPUUnavailableError
 
-__all__ = ["libcuda", "current_context", "load_function", "function_attribute", "launch", "copy_async"]
+__all__ = ["libcuda", "current_context", "load_function", "function_attribute", "set_function_attribute", "launch",
+           "copy_async"]
 
 _U = ctypes.c_uint
 _PTR = ctypes.c_void_p
 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _here = threading.local()
 
 
@@ -37,6 +40,7 @@ def libcuda() -> ctypes.CDLL:
     lib.cuModuleLoadData.argtypes = [ctypes.POINTER(_PTR), _PTR]
     lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(_PTR), _PTR, ctypes.c_char_p]
     lib.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, _PTR]
+    lib.cuFuncSetAttribute.argtypes = [_PTR, ctypes.c_int, ctypes.c_int]
     lib.cuLaunchKernel.argtypes = [_PTR, _U, _U, _U, _U, _U, _U, _U, _PTR, _PTR, _PTR]
     lib.cuMemcpyDtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, _PTR]
     return lib
@@ -86,6 +90,18 @@ def function_attribute(function: int, attribute: int) -> int:
     if status != 0:
         raise AutotuneError(f"cuFuncGetAttribute failed with CUDA error {status}")
     return value.value
+
+
+def set_function_attribute(function: int, attribute: int, value: int) -> None:
+    """Set an attribute of a loaded kernel (``cuFuncSetAttribute``), e.g. its
+    ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` (the opt-in above 48 KiB of shared memory).
+
+    Raises:
+        AutotuneError: the driver refused the value (e.g. more than the device allows).
+    """
+    status = libcuda().cuFuncSetAttribute(function, attribute, value)
+    if status != 0:
+        raise AutotuneError(f"cuFuncSetAttribute({attribute}, {value}) failed with CUDA error {status}")
 
 
 def launch(function: int, grid, block, shared: int, stream: int, argv, what: str) -> None:

@@ -144,7 +144,25 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
     if block[0] * block[1] * block[2] > limit:
         raise AutotuneError(f"config {config} cannot run on {device.name}: {block[0] * block[1] * block[2]} threads "
                             f"per block > {limit} allowed")
+    _opt_in(function, shared, device, config)
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
     scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
     return Launcher(k, d, dt, chosen, grid, block, shared, function, module, expected, scalars)
+
+
+def _opt_in(function: int, shared: int, device, config) -> None:
+    """Check the shared memory per block against the device's limit and, above 48 KiB, raise the
+    function's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` (:mod:`autotune.measure.shared_memory`).
+
+    Raises:
+        AutotuneError: more than the device allows per block.
+    """
+    from autotune.measure.shared_memory import needs_opt_in
+
+    static = driver.function_attribute(function, driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+    if static + shared > device.shared_limit:
+        raise AutotuneError(f"config {config} cannot run on {device.name}: {static + shared} B shared memory per "
+                            f"block ({static} static + {shared} dynamic) > {device.shared_limit} B allowed")
+    if needs_opt_in(static, shared):
+        driver.set_function_attribute(function, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
