@@ -52,13 +52,18 @@ _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
 @dataclass(frozen=True)
 class Array:
     """A device array argument: ``shape`` in elements (C order), ``dtype`` ``"T"`` (the
-    problem's dtype) or a dtype name, ``role`` one of :data:`ROLES`, ``init`` one of :data:`INITS`."""
+    problem's dtype) or a dtype name, ``role`` one of :data:`ROLES`, ``init`` one of :data:`INITS`
+    (the values an ``in``, ``inout`` or ``scratch`` array starts with), ``reset`` the value every
+    element of an ``out``, ``inout`` or ``scratch`` array is set to before every launch of the
+    check, every timed launch and, when asked, every launch of :func:`autotune.launcher`
+    (``None``: not reset; ``0`` for ``reset = "zeros"``), as Triton's ``reset_to_zero``."""
 
     name: str
     shape: tuple[Expr, ...]
     dtype: str = "T"
     role: str = "in"
     init: str = "uniform"
+    reset: int | float | None = None
 
     def dtype_of(self, problem: DType) -> DType:
         """The element type for a problem of dtype ``problem``."""
@@ -259,11 +264,13 @@ class Kernel:
     def spec_hash(self) -> str:
         """SHA-256 (hex) of what, besides the source, changes the binary or the launch: the
         entry point, dims, dtype macro, arguments, launch geometry, fixed macros and the
-        names of the tunables (not the space's values, the check or the objective)."""
+        names of the tunables (not the space's values, the check or the objective). An array's
+        ``reset`` counts (the timed launches include the clear) where it is set."""
         def expr(e):
             return [str(x) for x in e] if isinstance(e, tuple) else str(e)
 
-        args = [{"name": a.name, "shape": expr(a.shape), "dtype": a.dtype, "role": a.role}
+        args = [{"name": a.name, "shape": expr(a.shape), "dtype": a.dtype, "role": a.role,
+                 **({} if a.reset is None else {"reset": a.reset})}  # (absent: the hash of files before reset)
                 if isinstance(a, Array) else {"name": a.name, "scalar": a.ctype, "value": str(a.value)}
                 for a in self.args]
         doc = {"function": self.function, "dims": list(self.dims), "dtype_macro": self.dtype_macro, "args": args,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import resolve_kernel
-from autotune.kernel.dims import Dims, make_dims
+from autotune.kernel.dims import Dims, format_shape, make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Array, Kernel
 from autotune.runtime import driver
@@ -31,6 +31,8 @@ __all__ = ["Launcher", "compiled", "clear_launchers"]
 
 _lock = threading.Lock()
 _launchers: dict[tuple, Launcher] = {}
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""CUDA's limits of blocks per grid along x, y and z."""
 CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
           "float32": ctypes.c_float, "float64": ctypes.c_double}
 """The ctypes type of each scalar argument type of a kernel file."""
@@ -134,6 +136,11 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
     config = chosen.config
     env = k.env(dict(d), dt, config)
     grid, block, shared = k.geometry(config, dict(d), dt)
+    over = [f"{n}={g} > {m}" for n, g, m in zip("xyz", grid, MAX_GRID) if g > m] + \
+        [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
+    if over:
+        raise InvalidInputError(f"{k.name} at {format_shape(d)} cannot be launched with config {config}: grid "
+                                f"{grid} is not allowed ({', '.join(over)})")
     try:
         cubin, _, _ = build_cubin(k, config, dt, device.arch)
     except TrialFailed as exc:
