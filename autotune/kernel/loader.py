@@ -212,16 +212,20 @@ def _reset(r: _Reader, item: dict, field: str, name: str, role: str, dtype: str,
             float("inf"), float("-inf")):
         raise r.fail(f"{field} reset", f'{value!r} is not allowed; allowed: "zeros" or a finite number')
     for dt in ([get_dtype(dtype)] if dtype != "T" else [get_dtype(d) for d in dtypes]):
-        if dt.numpy.kind != "f" and (not float(value).is_integer() or not _fits(int(value), dt.numpy)):
+        if not _fits(value, dt.numpy):
             raise r.fail(f"{field} reset", f"{value!r} is not a value of {dt.name}")
     return value
 
 
-def _fits(value: int, dtype) -> bool:
+def _fits(value: int | float, dtype) -> bool:
+    """Whether ``value`` is a value of ``dtype``: an integer in its range, or finite in a float type."""
     import numpy as np
 
-    info = np.iinfo(dtype)
-    return info.min <= value <= info.max
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return float(value).is_integer() and info.min <= int(value) <= info.max
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.array(value, np.float64).astype(dtype)))
 
 
 def _launch(r: _Reader, table: dict, field: str, names: set[str]) -> Launch:
