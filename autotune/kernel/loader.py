@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from autotune.errors import KernelFileError, SearchSpaceError
+from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import ARG_DTYPES, DTYPES, get_dtype
 from autotune.kernel.expr import Expr, ExprError, parse_expr
 from autotune.kernel.model import COMPARES, INITS, ROLES, SCALAR_TYPES, Array, Check, Kernel, Launch, Objective, \
@@ -105,11 +106,18 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
     if not source.is_file():
         raise r.fail("source", f"{source} does not exist; give the .cu file, relative to this file")
     problem = r.get(doc, "problem", "[problem]", dict, what="a table with dims")
-    r.known(problem, ("dims", "dtypes", "dtype_macro"), "[problem]")
+    r.known(problem, ("dims", "dtypes", "dtype_macro", "max"), "[problem]")
     dims = tuple(r.name(d, "[problem] dims") for d in
                  r.get(problem, "dims", "[problem] dims", list, what='a list of dimension names, e.g. ["n"]'))
     if not dims or len(set(dims)) != len(dims):
         raise r.fail("[problem] dims", f"{list(dims)} is not allowed; give one or more distinct names")
+    max_dims = r.get(problem, "max", "[problem] max", dict, {}, "a table of the largest value of dims, e.g. "
+                                                                 "{ m = 1048560 }")
+    for d, v in max_dims.items():
+        if d not in dims:
+            raise r.fail(f"[problem] max {d}", f"is not a dim; allowed: {', '.join(dims)}")
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM:
+            raise r.fail(f"[problem] max {d}", f"{v!r} is not allowed; give an integer 1..{MAX_DIM}")
     dtypes = tuple(r.get(problem, "dtypes", "[problem] dtypes", list, list(DTYPES), "a list of dtype names"))
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
@@ -144,6 +152,7 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
                                                                                               "entry point"),
                                                   "function"),
         dims=dims, args=args, launch=launch, defaults=MappingProxyType(dict(defaults)),
+        max_dims=MappingProxyType(dict(max_dims)),
         params=_params(r, space), constraints=tuple(r.get(space, "constraints", "[space] constraints", list, [],
                                                           "a list of strings")),
         fixed=MappingProxyType(dict(fixed)), dtypes=dtypes, dtype_macro=dtype_macro,

@@ -137,7 +137,8 @@ class Kernel:
     """One kernel: source, problem, arguments, launch geometry, space, check and objective.
 
     ``params`` are ``(macro, values)`` pairs of the kernel's own space (its ``[space]``),
-    ``defaults`` its default config, ``fixed`` its fixed macros. Instances are compared
+    ``defaults`` its default config, ``fixed`` its fixed macros, ``max_dims`` the largest value
+    of dims its launch geometry allows (``[problem] max``; a dim not in it: ``MAX_DIM``). Instances are compared
     by identity; loaders return one instance per file.
     """
 
@@ -158,6 +159,7 @@ class Kernel:
     summary: str = ""
     path: Path | None = None
     space_file: Path | None = None
+    max_dims: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -184,6 +186,19 @@ class Kernel:
         if name not in self.dtypes:
             raise InvalidInputError(f"kernel {self.name} does not support dtype {name!r}; "
                                     f"allowed: {', '.join(self.dtypes)}")
+
+    def largest(self, dim: str) -> int:
+        """The largest value of ``dim`` (``[problem] max``, else :data:`~autotune.kernel.dims.MAX_DIM`)."""
+        from autotune.kernel.dims import MAX_DIM
+
+        return self.max_dims.get(dim, MAX_DIM)
+
+    def check_dims(self, dims: Mapping[str, int]) -> None:
+        """Raise :class:`InvalidInputError` naming the first dim over its ``[problem] max``."""
+        for name, value in dims.items():
+            if value > self.largest(name):
+                raise InvalidInputError(f"{name}={value} is over {self.name}'s largest {name} ({self.largest(name)}, "
+                                        "[problem] max of its kernel file)")
 
     def default_config(self) -> Config:
         """The kernel's default config (used when nothing is tuned)."""

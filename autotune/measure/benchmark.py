@@ -107,6 +107,7 @@ class Benchmark:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         kernel.check_dtype(dtype)
         self.dims = make_dims(kernel.dims, dims, f"kernel {kernel.name}")
+        kernel.check_dims(dict(self.dims))
         self.drv = cuda_driver()
         self.device, self.kernel, self.dtype = device, kernel, dtype
         self.warmup, self.repeats = warmup, repeats

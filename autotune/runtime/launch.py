@@ -109,6 +109,7 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
+    k.check_dims(dict(d))
     key = (driver.current_context(), id(k), d, dt.name, db)
     with _lock:
         found = _launchers.get(key)
