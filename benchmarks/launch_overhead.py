@@ -6,19 +6,21 @@ For kernels of 1, 2, 4 and 6 float32 arrays of ``n`` elements (``out[i] = a0[i] 
 kernel files written to a temporary folder; nothing tuned, so the lookup answers the default
 config), launched back to back from PyTorch tensors, CuPy arrays and PyCUDA GPUArrays, it
 prints the host µs per launch: wall-clock time of ``--launches`` calls in a loop (no
-synchronisation inside), median of 7 loops, after a warm-up. Next to them, in the same run:
+synchronisation inside); the loops of every line are interleaved over 7 rounds (the starting
+line rotating) and the median and min over the rounds printed. In the same rounds:
 
+* the launcher's call through ``cuda.bindings`` (the default where it imports) and through ctypes
+  (``AUTOTUNE_LAUNCH_API=ctypes``);
 * PyTorch ops on tensors of the same size (``fill_``, ``neg(out=)``, ``addcmul(out=)``,
   ``torch.amax(dim=1)`` of a 64x64 tensor as in the issue);
 * ``autotune.compiled`` (fixed dims; the issue measured 87 µs for a 2-array kernel);
-* the floors: the same ``cuLaunchKernel`` through ctypes with every argument made once (what
-  the launcher's hot path calls), PyCUDA's ``prepared_async_call``, and ``cuda.bindings``'
-  ``cuLaunchKernel`` with the same packed ``void **`` (where installed);
-* graph capture: host µs per launch inside ``torch.cuda.graph``, and the replayed graph's GPU µs
-  per kernel;
-* bound by the GPU: GPU µs per launch of the 2-array kernel launched back to back (CUDA
-  events around the batch) against the host µs per launch, and the 64 MiB histogram
-  (examples/histogram) in GB/s launched once and back to back with ``reset=True``.
+* the floors: the same ``cuLaunchKernel`` with every argument made once, through ctypes and
+  through ``cuda.bindings``, and PyCUDA's ``prepared_async_call`` (2 arrays);
+
+then graph capture (host µs per launch inside ``torch.cuda.graph``, and the replayed graph's GPU
+µs per kernel), and bound by the GPU: the 2-array kernel back to back at growing sizes (host µs
+against GPU µs per launch in the batch), and the 64 MiB histogram (examples/histogram) in GB/s
+launched alone and back to back, with and without ``reset``.
 
 Output: ``DIR/<date>_<gpu>_launch_overhead.txt`` (``--out``, default ``$OUT`` if set, else
 benchmarks/results/) and stdout.
@@ -89,6 +91,25 @@ def host_us(fn, launches: int, loops: int = 7) -> float:
     return statistics.median(per)
 
 
+def interleaved(cases: list[tuple[str, object, int]], rounds: int = 7) -> dict[str, tuple[float, float]]:
+    """Host µs per call of each case, its loops interleaved over ``rounds`` rounds (each round runs
+    every case once, the starting case rotating): ``{label: (median, min)}`` over the rounds.
+    Interleaving spreads the machine's drifts (clocks, neighbours) over every case alike."""
+    for _, fn, _ in cases:
+        for _ in range(50):
+            fn()
+    torch.cuda.synchronize()
+    per: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+    for r in range(rounds):
+        for label, fn, launches in cases[r % len(cases):] + cases[:r % len(cases)]:
+            start = time.perf_counter()
+            for _ in range(launches):
+                fn()
+            per[label].append((time.perf_counter() - start) / launches * 1e6)
+            torch.cuda.synchronize()
+    return {label: (statistics.median(v), min(v)) for label, v in per.items()}
+
+
 def gpu_us(fn, launches: int, samples: int = 7) -> float:
     """Median over ``samples`` of the GPU µs per call of ``launches`` calls between CUDA events."""
     fn()
@@ -105,40 +126,52 @@ def gpu_us(fn, launches: int, samples: int = 7) -> float:
     return statistics.median(out)
 
 
-def floors(f, tensors, launches: int) -> None:
-    """The same launch through bare ctypes, PyCUDA's prepared_async_call and cuda.bindings."""
+def with_api(api: str, make):
+    """``make()`` with ``AUTOTUNE_LAUNCH_API=api`` while its launches are prepared."""
+    old = os.environ.get("AUTOTUNE_LAUNCH_API")
+    os.environ["AUTOTUNE_LAUNCH_API"] = api
+    try:
+        return make()
+    finally:
+        if old is None:
+            del os.environ["AUTOTUNE_LAUNCH_API"]
+        else:
+            os.environ["AUTOTUNE_LAUNCH_API"] = old
+
+
+def floors(f, tensors) -> list[tuple[str, object]]:
+    """The same launch through bare ctypes (every argument made once), PyCUDA's
+    prepared_async_call and cuda.bindings (the packed void **): what the driver call costs."""
     p = f.prepared(*tensors)
     p.pack(p.buf, 0, *(t.data_ptr() for t in tensors))
     p.stream.value = torch.cuda.current_stream().cuda_stream
-    say(f"  floor: bare ctypes cuLaunchKernel, arguments made once    {host_us(lambda: p.run(*p.call), launches):6.2f}")
-    try:
-        import pycuda.driver as cuda
-
-        cuda.init()
-        module = cuda.module_from_buffer(autotune_cubin(p))
-        fn = module.get_function(p.launcher.kernel.function)
-        fn.prepare(p.launcher.kernel.signature)
-        import numpy as np
-
-        args = [np.uintp(t.data_ptr()) for t in tensors] + [np.int64(tensors[0].numel())]
-        grid, block = p.launcher.grid, p.launcher.block
-        say(f"  PyCUDA prepared_async_call (own module)                   "
-            f"{host_us(lambda: fn.prepared_async_call(grid, block, None, *args), launches):6.2f}")
-    except Exception as exc:  # noqa: BLE001  (a floor that cannot run is said, not fatal)
-        say(f"  PyCUDA prepared_async_call: not run ({type(exc).__name__}: {str(exc)[:80]})")
+    out = [("floor: bare ctypes cuLaunchKernel, every argument made once", lambda: p.run(*p.call))]
     try:
         from cuda.bindings import driver as cb
 
         function, argv = cb.CUfunction(p.launcher.function), ctypes.addressof(p.argv)
         stream = cb.CUstream(torch.cuda.current_stream().cuda_stream)
-        (gx, gy, gz), (bx, by, bz), shared = p.launcher.grid, p.launcher.block, p.launcher.shared
+        geometry = (function, *p.launcher.grid, *p.launcher.block, p.launcher.shared)
+        run = cb.cuLaunchKernel
+        assert int(run(*geometry, stream, argv, 0)[0]) == 0
+        out.append(("floor: bare cuda.bindings cuLaunchKernel, packed void**", lambda: run(*geometry, stream, argv, 0)))
+    except ImportError:
+        say("  cuda.bindings: not installed")
+    if len(tensors) == 2:
+        try:
+            import numpy as np
+            import pycuda.driver as cuda
 
-        def bindings() -> None:
-            cb.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, argv, 0)
-        err = cb.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, argv, 0)[0]
-        say(f"  cuda.bindings cuLaunchKernel, packed void** (err {int(err)})          {host_us(bindings, launches):6.2f}")
-    except Exception as exc:  # noqa: BLE001
-        say(f"  cuda.bindings: not run ({type(exc).__name__}: {str(exc)[:80]})")
+            module = cuda.module_from_buffer(autotune_cubin(p))
+            fn = module.get_function(p.launcher.kernel.function)
+            fn.prepare(p.launcher.kernel.signature)
+            args = [np.uintp(t.data_ptr()) for t in tensors] + [np.int64(tensors[0].numel())]
+            grid, block = p.launcher.grid, p.launcher.block
+            out.append(("PyCUDA prepared_async_call (its own module)",
+                        lambda: fn.prepared_async_call(grid, block, None, *args)))
+        except Exception as exc:  # noqa: BLE001  (a floor that cannot run is said, not fatal)
+            say(f"  PyCUDA prepared_async_call: not run ({type(exc).__name__}: {str(exc)[:80]})")
+    return out
 
 
 def autotune_cubin(p) -> bytes:
@@ -150,47 +183,65 @@ def autotune_cubin(p) -> bytes:
 
 
 def per_arrays(folder: Path, n: int, launches: int) -> None:
-    say(f"host us per launch, back to back, {launches} launches a loop, median of 7 loops; n = {n} float32")
+    db = f"sqlite:///{folder / 'none.db'}"
+    cases: list[tuple[str, str, object, int]] = []  # (group, label, fn, launches)
     for arrays in (1, 2, 4, 6):
+        group = f"{arrays} array{'s' if arrays > 1 else ''}"
         path = kernel_file(folder, arrays)
-        f = autotune.launcher(path, db=f"sqlite:///{folder / 'none.db'}")
         tensors = [torch.rand(n, device="cuda") for _ in range(arrays)]
+        f = autotune.launcher(path, db=db)
         f(*tensors)
         torch.cuda.synchronize()
         want = sum(tensors[1:]) if arrays > 1 else torch.arange(n, device="cuda", dtype=torch.float32)
         assert torch.equal(tensors[0], want), f"add{arrays} is wrong"
-        say(f"{arrays} array{'s' if arrays > 1 else ''}:")
-        say(f"  autotune.launcher, PyTorch tensors                        {host_us(lambda: f(*tensors), launches):6.2f}")
+        api = f.prepared(*tensors).api
+        cases.append((group, f"autotune.launcher, PyTorch tensors ({api})", lambda f=f, t=tensors: f(*t), launches))
+        if api != "ctypes":
+            fc = with_api("ctypes", lambda: autotune.launcher(path, db=db))
+            with_api("ctypes", lambda: fc(*tensors))
+            cases.append((group, "autotune.launcher, PyTorch tensors (ctypes)", lambda f=fc, t=tensors: f(*t),
+                          launches))
         try:
             import cupy
 
             arrs = [cupy.asarray(t) for t in tensors]
             f(*arrs)
-            say(f"  autotune.launcher, CuPy arrays                            {host_us(lambda: f(*arrs), launches):6.2f}")
+            cases.append((group, f"autotune.launcher, CuPy arrays ({api})", lambda f=f, a=arrs: f(*a), launches))
         except ImportError:
-            say("  CuPy: not installed")
+            say(f"{group}: CuPy not installed")
         try:
             import pycuda.autoprimaryctx  # noqa: F401  (PyTorch's context: the primary one)
             import pycuda.gpuarray as gpuarray
 
             garrs = [gpuarray.to_gpu(t.cpu().numpy()) for t in tensors]
             f(*garrs)
-            say(f"  autotune.launcher, PyCUDA GPUArrays                       {host_us(lambda: f(*garrs), launches):6.2f}")
+            cases.append((group, f"autotune.launcher, PyCUDA GPUArrays ({api})", lambda f=f, a=garrs: f(*a),
+                          launches))
         except ImportError:
-            say("  PyCUDA: not installed")
-        g = autotune.compiled(path, {"n": n}, "float32", db=f"sqlite:///{folder / 'none.db'}")
-        say(f"  autotune.compiled (fixed dims), PyTorch tensors           {host_us(lambda: g(*tensors), launches // 10):6.2f}")
-        if arrays == 2:
-            floors(f, tensors, launches)
+            say(f"{group}: PyCUDA not installed")
+        g = autotune.compiled(path, {"n": n}, "float32", db=db)
+        cases.append((group, "autotune.compiled (fixed dims), PyTorch tensors", lambda g=g, t=tensors: g(*t),
+                      max(1, launches // 10)))
+        for label, fn in floors(f, tensors):
+            cases.append((group, label, fn, launches))
     x, y = torch.rand(n, device="cuda"), torch.empty(n, device="cuda")
     a, b, c = (torch.rand(n, device="cuda") for _ in range(3))
     m = torch.rand(64, 64, device="cuda")
-    say("PyTorch ops on tensors of the same size, same run:")
-    say(f"  y.fill_(1.0)                                              {host_us(lambda: y.fill_(1.0), launches):6.2f}")
-    say(f"  torch.neg(x, out=y)                                       {host_us(lambda: torch.neg(x, out=y), launches):6.2f}")
-    say(f"  torch.addcmul(a, b, c, out=y)                             "
-        f"{host_us(lambda: torch.addcmul(a, b, c, out=y), launches):6.2f}")
-    say(f"  torch.amax(m, dim=1) of 64x64 (allocates)                 {host_us(lambda: torch.amax(m, dim=1), launches):6.2f}")
+    ops = "PyTorch ops on tensors of the same size"
+    cases += [(ops, "y.fill_(1.0)", lambda: y.fill_(1.0), launches),
+              (ops, "torch.neg(x, out=y)", lambda: torch.neg(x, out=y), launches),
+              (ops, "torch.addcmul(a, b, c, out=y)", lambda: torch.addcmul(a, b, c, out=y), launches),
+              (ops, "torch.amax(m, dim=1) of 64x64 (allocates)", lambda: torch.amax(m, dim=1), launches)]
+    results = interleaved([(f"{group}: {label}", fn, k) for group, label, fn, k in cases])
+    say(f"host us per launch, back to back: {launches} launches a loop, the loops of every line interleaved over 7 "
+        f"rounds; median (min) over the rounds; n = {n} float32")
+    last = None
+    for group, label, _, _ in cases:
+        if group != last:
+            say(f"{group}:")
+            last = group
+        median, low = results[f"{group}: {label}"]
+        say(f"  {label:<62s} {median:7.2f} ({low:.2f})")
 
 
 def graph_capture(folder: Path, n: int, launches: int) -> None:
@@ -218,33 +269,32 @@ def graph_capture(folder: Path, n: int, launches: int) -> None:
 
 
 def gpu_bound(folder: Path, n: int, launches: int) -> None:
-    f = autotune.launcher(kernel_file(folder, 2), db=f"sqlite:///{folder / 'none.db'}")
-    out, x = torch.empty(n, device="cuda"), torch.rand(n, device="cuda")
-    host, gpu = host_us(lambda: f(out, x), launches), gpu_us(lambda: f(out, x), launches)
-    alone = gpu_us(lambda: f(out, x), 1)
-    say("bound by the GPU? 2-array kernel back to back:")
-    say(f"  host us per launch {host:.2f}; GPU us per launch in the batch {gpu:.2f}; one launch alone "
-        f"{alone:.2f} (events around it)")
-    say(f"  -> {'GPU-bound: the GPU never waits for the host' if gpu >= host else 'host-bound'}")
-    hist = autotune.launcher(ROOT / "examples/histogram/histogram.toml", db=f"sqlite:///{folder / 'none.db'}",
-                             reset=True)
+    db = f"sqlite:///{folder / 'none.db'}"
+    f = autotune.launcher(kernel_file(folder, 2), db=db)
+    say("bound by the GPU? the 2-array kernel back to back, by size: host us per launch against GPU us per launch "
+        "in the batch (CUDA events around 200 launches) and GPU us of one launch alone (events around it)")
+    for size in (n, 1 << 18, 1 << 20, 1 << 22):
+        out, x = torch.empty(size, device="cuda"), torch.rand(size, device="cuda")
+        host, gpu = host_us(lambda: f(out, x), 200), gpu_us(lambda: f(out, x), 200)
+        alone = gpu_us(lambda: f(out, x), 1)
+        say(f"  n = {size:>8}: host {host:6.2f}, GPU in the batch {gpu:7.2f}, alone {alone:7.2f} -> "
+            f"{'GPU-bound' if gpu > 1.05 * host else 'host-bound'}")
+    hist = autotune.launcher(ROOT / "examples/histogram/histogram.toml", db=db)
     nbytes = 64 << 20
     data = torch.randint(0, 256, (nbytes,), device="cuda", dtype=torch.uint8)
-    bins = torch.zeros(256, device="cuda", dtype=torch.int32).view(torch.uint32) if hasattr(torch, "uint32") \
-        else None
-    if bins is None:
-        say("  histogram: this torch has no uint32")
-        return
-    hist(bins, data)
+    bins = torch.zeros(256, device="cuda", dtype=torch.int32).view(torch.uint32)
+    hist(bins, data, reset=True)
     torch.cuda.synchronize()
     assert int(bins.view(torch.int32).sum()) == nbytes, "the histogram does not count every byte"
-    one = gpu_us(lambda: hist(bins, data), 1)
-    batch = gpu_us(lambda: hist(bins, data), 100)
-    host = host_us(lambda: hist(bins, data), 200, loops=3)
     chosen = hist.prepared(bins, data).launcher.chosen
-    say(f"  histogram of 64 MiB (reset=True, config {chosen.config.key}, {chosen.rung}): one launch "
-        f"{nbytes / one / 1e3:.0f} GB/s ({one:.1f} us); back to back {nbytes / batch / 1e3:.0f} GB/s ({batch:.1f} us); "
-        f"host {host:.2f} us per launch")
+    say(f"histogram of 64 MiB (examples/histogram, config {chosen.config.key}, rung {chosen.rung}), GB/s of the "
+        "input bytes:")
+    for reset in (True, False):
+        one = gpu_us(lambda: hist(bins, data, reset=reset), 1)
+        batch = gpu_us(lambda: hist(bins, data, reset=reset), 100)
+        host = host_us(lambda: hist(bins, data, reset=reset), 100, loops=3)
+        say(f"  reset={reset!s:5}: one launch alone {nbytes / one / 1e3:5.0f} GB/s ({one:6.1f} us); back to back "
+            f"{nbytes / batch / 1e3:5.0f} GB/s ({batch:6.1f} us); host {host:5.2f} us per launch")
 
 
 def main() -> None:

@@ -163,3 +163,86 @@ def test_the_launcher_is_thread_safe_each_thread_packs_its_own_buffer(fake, hist
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda i: f(bins, Tensor((64,), "uint8", ptr=0x9000 + i)), range(2)))
     assert len({id(p) for p in f._prepared.values()}) == len(f._prepared) >= 2
+
+
+class FakeBindings:
+    """``cuda.bindings.driver``: CUfunction and CUstream wrap handles; cuLaunchKernel reads the
+    packed arguments through the ``void **`` address, as the driver would."""
+
+    class CUresult:
+        CUDA_SUCCESS = type("Result", (), {"name": "CUDA_SUCCESS", "__int__": lambda self: 0})()
+        CUDA_ERROR_INVALID_VALUE = type("Result", (), {"name": "CUDA_ERROR_INVALID_VALUE", "__int__": lambda self: 1})()
+
+    class CUfunction(int):
+        pass
+
+    class CUstream(int):
+        pass
+
+    def __init__(self, kernel):
+        self.kernel, self.launches, self.fail = kernel, [], False
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, argv, extra):
+        import ctypes
+
+        slots = ctypes.cast(argv, ctypes.POINTER(ctypes.c_void_p))
+        values = [ctypes.cast(slots[i], ctypes.POINTER(ctypes.c_uint64)).contents.value for i in range(2)]
+        self.launches.append((type(f).__name__, int(f), (gx, gy, gz), (bx, by, bz), shared, type(stream).__name__,
+                              int(stream), values))
+        return (self.CUresult.CUDA_ERROR_INVALID_VALUE if self.fail else self.CUresult.CUDA_SUCCESS,)
+
+
+def test_the_launch_goes_through_cuda_bindings_where_it_imports(fake, histogram, monkeypatch, db_url):
+    import sys
+    import types
+
+    from autotune.errors import AutotuneError
+
+    bindings = FakeBindings(histogram)
+    cuda = types.ModuleType("cuda")
+    cuda.bindings = types.ModuleType("cuda.bindings")
+    cuda.bindings.driver = bindings
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", cuda.bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", bindings)
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32", ptr=0x1000), Tensor((64,), "uint8", ptr=0x2000)
+    f(bins, data)
+    f(bins, Tensor((64,), "uint8", ptr=0x3000), stream=0x77)
+    assert f.prepared(bins, data).api == "cuda.bindings" and fake.launches == []
+    (kind, function, grid, block, shared, stream_type, stream, values), second = bindings.launches
+    assert (kind, function, grid[1:], block[1:], stream_type, stream, values) == \
+        ("CUfunction", 0xF00, (1, 1), (1, 1), "CUstream", 0x5000, [0x1000, 0x2000])
+    assert second[-2:] == (0x77, [0x1000, 0x3000])
+    bindings.fail = True
+    with pytest.raises(AutotuneError, match="cuLaunchKernel of histogram256 failed with CUDA error 1 "
+                                            r"\(CUDA_ERROR_INVALID_VALUE\)"):
+        f(bins, data)
+    monkeypatch.setenv("AUTOTUNE_LAUNCH_API", "ctypes")
+    g = autotune.launcher(histogram, db=db_url)
+    g(bins, data)
+    assert g.prepared(bins, data).api == "ctypes" and len(fake.launches) == 1
+    monkeypatch.setenv("AUTOTUNE_LAUNCH_API", "cupy")
+    with pytest.raises(InvalidInputError, match="AUTOTUNE_LAUNCH_API='cupy' is not allowed"):
+        autotune.launcher(histogram, db=db_url)(bins, Tensor((65,), "uint8"))
+
+
+def test_dims_over_the_kernel_files_max_are_refused(fake, tmp_path, db_url):
+    k = shaped(tmp_path, ["n", "k"], problem={"dims": ["n", "k"], "dtypes": ["uint8"], "max": {"n": 100}})
+    assert k.max_dims == {"n": 100} and k.largest("n") == 100 and k.largest("k") == 2**31 - 1
+    fake.kernel = k
+    f = autotune.launcher(k, db=db_url)
+    f(Tensor((256,), "uint32"), Tensor((100, 3), "uint8"))
+    with pytest.raises(InvalidInputError, match=r"n=101 is over scaled_\w+'s largest n \(100, \[problem\] max"):
+        f(Tensor((256,), "uint32"), Tensor((101, 3), "uint8"))
+
+
+@pytest.mark.parametrize("value, message", [({"m": 5}, "[problem] max m: is not a dim; allowed: n, k"),
+                                            ({"n": 0}, "[problem] max n: 0 is not allowed; give an integer 1.."),
+                                            ({"n": True}, "[problem] max n: True is not allowed")])
+def test_a_bad_max_is_one_error_naming_it(tmp_path, value, message):
+    from autotune.errors import KernelFileError
+
+    with pytest.raises(KernelFileError) as info:
+        shaped(tmp_path, ["n", "k"], problem={"dims": ["n", "k"], "dtypes": ["uint8"], "max": value})
+    assert message in str(info.value)

@@ -26,9 +26,7 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
         if kind == "torch":
             return _torch_stream(first, device)
         if kind == "cupy":
-            import cupy
-
-            return int(cupy.cuda.get_current_stream().ptr)
+            return _cupy_stream()
         return 0
     if isinstance(stream, int) and not isinstance(stream, bool):
         return stream
@@ -40,6 +38,17 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
 
 
 _raw_torch_stream = None
+_cupy_current = None
+
+
+def _cupy_stream() -> int:
+    """CuPy's current stream handle (``get_current_stream`` found once)."""
+    global _cupy_current
+    if _cupy_current is None:
+        import cupy
+
+        _cupy_current = cupy.cuda.get_current_stream
+    return _cupy_current().ptr
 
 
 def torch_stream_reader():
