@@ -118,8 +118,11 @@ class KernelLauncher:
             except AttributeError:  # not every array is a tensor: the cold path says which
                 ready = False
             if ready:
-                p(map(_data_ptr, arrays), self._torch_stream(device) if stream is None else
-                  stream_handle(stream, first), self.reset if reset is None else reset)
+                s = self._torch_stream(device) if stream is None else stream_handle(stream, first)
+                if reset or (reset is None and self.reset):
+                    p(map(_data_ptr, arrays), s, True)
+                else:
+                    p.go(map(_data_ptr, arrays), s)
                 return
         self._other(arrays, stream, self.reset if reset is None else reset)
 

@@ -67,10 +67,12 @@ class PackedLaunch:
         launcher: what it was made from (``chosen``: the config and the lookup rung).
         resets: ``(array index, fills)`` of the arrays whose kernel file gives ``reset``
             (:func:`autotune.kernel.resets.fill_ops`).
+        go: ``go(pointers, stream)``: pack and launch, nothing else (the hot path's call; a
+            closure over everything made once).
+        api: ``"cuda.bindings"`` or ``"ctypes"`` (:func:`launch_api`).
     """
 
-    __slots__ = ("launcher", "resets", "pack", "buf", "argv", "stream", "call", "run", "name", "unpack", "api",
-                 "_bound", "_streams", "_success")
+    __slots__ = ("launcher", "resets", "pack", "buf", "argv", "stream", "call", "run", "name", "unpack", "api", "go")
 
     def __init__(self, launcher: Launcher) -> None:
         k = launcher.kernel
@@ -97,13 +99,14 @@ class PackedLaunch:
                      self.stream, self.argv, None)
         self.run = driver.libcuda().cuLaunchKernel
         self.api = launch_api()
-        self._streams: dict = {}
         if self.api == "cuda.bindings":
             from cuda.bindings import driver as cb
 
-            self._bound = (cb.cuLaunchKernel, (cb.CUfunction(launcher.function), gx, gy, gz, bx, by, bz,
-                                               launcher.shared), ctypes.addressof(self.argv), cb.CUstream)
-            self._success = cb.CUresult.CUDA_SUCCESS
+            self.go = _bindings_launch(self.pack, self.buf, cb.cuLaunchKernel,
+                                       (cb.CUfunction(launcher.function), gx, gy, gz, bx, by, bz, launcher.shared),
+                                       ctypes.addressof(self.argv), cb.CUstream, cb.CUresult.CUDA_SUCCESS, k.name)
+        else:
+            self.go = _ctypes_launch(self.pack, self.buf, self.run, self.call, self.stream, k.name)
         self.resets = [(i, fill_ops(a.reset, dt.numpy, nbytes))
                        for i, (a, (_, shape, dt, _w)) in enumerate(zip(arrays, launcher.expected))
                        if a.reset is not None
@@ -116,30 +119,47 @@ class PackedLaunch:
         Raises:
             AutotuneError: the driver refused the launch or a memset.
         """
-        self.pack(self.buf, 0, *pointers)
         if reset:
+            pointers = list(pointers)
+            self.pack(self.buf, 0, *pointers)
             self.clear(stream)
-        if self.api == "ctypes":
-            self.stream.value = stream
-            status = self.run(*self.call)
-            if status != 0:
-                raise AutotuneError(f"cuLaunchKernel of {self.name} failed with CUDA error {status}")
-            return
-        run, geometry, argv, make_stream = self._bound
-        s = self._streams.get(stream)
-        if s is None:
-            if len(self._streams) >= 64:
-                self._streams.clear()
-            s = self._streams[stream] = make_stream(stream)
-        status = run(*geometry, s, argv, 0)[0]
-        if status is not self._success:
-            raise AutotuneError(f"cuLaunchKernel of {self.name} failed with CUDA error {int(status)} ({status.name})")
+        self.go(pointers, stream)
 
     def clear(self, stream: int) -> None:
         """Queue on ``stream`` the resets of the arrays last packed (see :attr:`resets`)."""
         pointers = self.unpack(self.buf, 0)
         for i, fills in self.resets:
             driver.fill_async(fills, pointers[i], stream)
+
+
+def _ctypes_launch(pack, buf, run, call, stream_slot, name: str):
+    """``go(pointers, stream)`` through ctypes: ``call`` holds every argument of cuLaunchKernel
+    as a ctypes object, ``stream_slot`` the one refilled."""
+    def go(pointers, stream: int) -> None:
+        pack(buf, 0, *pointers)
+        stream_slot.value = stream
+        status = run(*call)
+        if status != 0:
+            raise AutotuneError(f"cuLaunchKernel of {name} failed with CUDA error {status}")
+    return go
+
+
+def _bindings_launch(pack, buf, run, geometry: tuple, argv: int, make_stream, success, name: str):
+    """``go(pointers, stream)`` through cuda.bindings: ``geometry`` is the CUfunction, grid, block
+    and shared bytes; the CUstream of each handle is made once (at most 64 kept)."""
+    streams: dict = {}
+
+    def go(pointers, stream: int) -> None:
+        pack(buf, 0, *pointers)
+        s = streams.get(stream)
+        if s is None:
+            if len(streams) >= 64:
+                streams.clear()
+            s = streams[stream] = make_stream(stream)
+        status = run(*geometry, s, argv, 0)[0]
+        if status is not success:
+            raise AutotuneError(f"cuLaunchKernel of {name} failed with CUDA error {int(status)} ({status.name})")
+    return go
 
 
 def _count(shape) -> int:
