@@ -138,3 +138,38 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
 
     clear_cache()
     return fake
+
+
+class MemoryPointer:
+    def __init__(self, ptr: int, device_id: int) -> None:
+        self.ptr, self.device_id = ptr, device_id
+
+
+class ndarray:  # noqa: N801  (CuPy's name)
+    """A CuPy array: ``data.ptr``, ``data.device_id``, ``shape``, ``dtype``, ``_c_contiguous``,
+    ``flags`` and ``__cuda_array_interface__``."""
+
+    def __init__(self, shape, dtype="float32", ptr=0x10000, device=0, contiguous=True) -> None:
+        import numpy as np
+
+        self.shape, self.dtype, self.data = tuple(shape), np.dtype(dtype), MemoryPointer(ptr, device)
+        self._c_contiguous = contiguous
+        self.flags = types.SimpleNamespace(c_contiguous=contiguous)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        strides = None if self._c_contiguous else tuple(2 * self.dtype.itemsize for _ in self.shape)
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "strides": strides,
+                "version": 3}
+
+
+ndarray.__module__ = "cupy"
+
+
+def fake_cupy(stream: int) -> types.ModuleType:
+    """A module named cupy: ``ndarray``, ``cuda.Device`` (a no-op) and a current stream ``stream``."""
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = ndarray
+    cupy.cuda = types.SimpleNamespace(Device=lambda i: contextlib.nullcontext(),
+                                      get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
+    return cupy

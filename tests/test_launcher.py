@@ -246,3 +246,28 @@ def test_a_bad_max_is_one_error_naming_it(tmp_path, value, message):
     with pytest.raises(KernelFileError) as info:
         shaped(tmp_path, ["n", "k"], problem={"dims": ["n", "k"], "dtypes": ["uint8"], "max": value})
     assert message in str(info.value)
+
+
+def test_cupy_arrays_take_their_own_hot_path_on_cupys_current_stream(fake, histogram, monkeypatch, db_url):
+    import sys
+
+    from fake_gpu_arrays import fake_cupy, ndarray
+    import autotune.runtime.streams as streams_module
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(0x6000))
+    monkeypatch.setattr(streams_module, "_cupy_current", None)
+    built = []
+    real = launch_module._build
+    monkeypatch.setattr(launch_module, "_build", lambda *a: built.append(a[1]) or real(*a))
+    f = autotune.launcher(histogram, db=db_url)
+    bins = ndarray((256,), "uint32", ptr=0x1000)
+    f(bins, ndarray((100,), "uint8", ptr=0x2000))
+    f(bins, ndarray((100,), "uint8", ptr=0x3000), reset=True)
+    f(bins, ndarray((100,), "uint8", ptr=0x4000), stream=0x99)
+    assert built == [(("n", 100),)] and f._cupy is ndarray
+    assert [c["call"] for c in fake.calls] == ["launch", "d8", "launch", "launch"]
+    assert [(c["in"], c["stream"]) for c in fake.launches] == [(0x2000, 0x6000), (0x3000, 0x6000), (0x4000, 0x99)]
+    with pytest.raises(InvalidInputError, match="in has strides"):
+        f(bins, ndarray((100,), "uint8", contiguous=False))
+    with pytest.raises(InvalidInputError, match=r"bins must be uint32 \(its kernel file's\), not float32"):
+        f(ndarray((256,), "float32"), ndarray((100,), "uint8"))

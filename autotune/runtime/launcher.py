@@ -14,8 +14,10 @@ A :class:`KernelLauncher` is a callable on one device array per array argument o
   array, the pointers packed into the argument buffer and one ``cuLaunchKernel`` on the current
   stream: PyTorch tensors are read through ``data_ptr()``, ``shape``, ``dtype``,
   ``is_contiguous()`` and ``get_device()`` (no ``__cuda_array_interface__``: it costs several
-  µs a tensor), CuPy arrays through ``data.ptr`` and ``flags``, PyCUDA GPUArrays through
-  ``gpudata``. Nothing else is checked again: anything else that could differ is in the key.
+  µs a tensor); CuPy arrays likewise through ``data.ptr``, ``data.device_id``, ``shape``,
+  ``dtype`` and their C-contiguous flag. PyCUDA GPUArrays and other arrays take the general path
+  (``gpudata`` and ``flags``, or the interface, and the current context). Nothing else is
+  checked again: anything else that could differ is in the key.
 
 The stream is the caller's current stream of the arrays' library (PyTorch's
 ``torch.cuda.current_stream()``, so launches are captured by ``torch.cuda.graph``; CuPy's
@@ -38,7 +40,7 @@ from autotune.runtime import driver
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.packed import PackedLaunch
 from autotune.runtime.shapes import DimSolver
-from autotune.runtime.streams import stream_handle, torch_stream_reader
+from autotune.runtime.streams import cupy_stream, stream_handle, torch_stream_reader
 
 __all__ = ["KernelLauncher", "launcher", "MAX_PREPARED"]
 
@@ -49,6 +51,12 @@ _shape_dtype = operator.attrgetter("shape", "dtype")
 _data_ptr = operator.methodcaller("data_ptr")
 _is_contiguous = operator.methodcaller("is_contiguous")
 _get_ident = threading.get_ident
+_cupy_pointer = operator.attrgetter("data.ptr")
+_c_contiguous = operator.attrgetter("_c_contiguous")  # CuPy's own flag: no Flags object per call
+
+
+def _flags_contiguous(a) -> bool:
+    return a.flags.c_contiguous
 
 
 def launcher(kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
@@ -92,6 +100,8 @@ class KernelLauncher:
         self._prepared: dict[tuple, PackedLaunch] = {}
         self._tensor = None  # torch.Tensor, once a call has given one (imported by the caller, not here)
         self._torch_stream = None
+        self._cupy = None  # cupy.ndarray, likewise
+        self._cupy_contiguous = _flags_contiguous
         self._lock = threading.Lock()
 
     def __call__(self, *arrays, stream=None, reset: bool | None = None) -> None:
@@ -124,6 +134,19 @@ class KernelLauncher:
                 else:
                     p.go(map(_data_ptr, arrays), s)
                 return
+        elif type(first) is self._cupy:
+            try:
+                p = self._prepared.get((_get_ident(), ("cupy", first.data.device_id), *map(_shape_dtype, arrays)))
+                ready = p is not None and all(map(self._cupy_contiguous, arrays))
+            except AttributeError:
+                ready = False
+            if ready:
+                s = cupy_stream() if stream is None else stream_handle(stream, first)
+                if reset or (reset is None and self.reset):
+                    p(map(_cupy_pointer, arrays), s, True)
+                else:
+                    p.go(map(_cupy_pointer, arrays), s)
+                return
         self._other(arrays, stream, self.reset if reset is None else reset)
 
     def prepared(self, *arrays) -> PackedLaunch:
@@ -151,7 +174,7 @@ class KernelLauncher:
             ready = all(map(_is_contiguous, arrays))
             pointers = [a.data_ptr() for a in arrays] if ready else None
         elif kind == "cupy" and hasattr(arrays[0], "data"):
-            key = (_get_ident(), driver.current_context(), *map(_shape_dtype, arrays))
+            key = (_get_ident(), ("cupy", arrays[0].data.device_id), *map(_shape_dtype, arrays))
             ready = all(a.flags.c_contiguous for a in arrays)
             pointers = [a.data.ptr for a in arrays] if ready else None
         elif kind == "pycuda" and hasattr(arrays[0], "gpudata"):
@@ -201,6 +224,13 @@ class KernelLauncher:
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
             with torch.cuda.device(arrays[0].device):
+                made = compiled(k, dims, dt, db=self.db)
+        elif kind == "cupy":
+            import cupy
+
+            self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
+            self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
+            with cupy.cuda.Device(arrays[0].data.device_id):
                 made = compiled(k, dims, dt, db=self.db)
         else:
             made = compiled(k, dims, dt, db=self.db)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["stream_handle", "torch_stream_reader"]
+__all__ = ["stream_handle", "torch_stream_reader", "cupy_stream"]
 
 
 def stream_handle(stream, first, kind: str | None = None, device: int | None = None) -> int:
@@ -26,7 +26,7 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
         if kind == "torch":
             return _torch_stream(first, device)
         if kind == "cupy":
-            return _cupy_stream()
+            return cupy_stream()
         return 0
     if isinstance(stream, int) and not isinstance(stream, bool):
         return stream
@@ -41,7 +41,7 @@ _raw_torch_stream = None
 _cupy_current = None
 
 
-def _cupy_stream() -> int:
+def cupy_stream() -> int:
     """CuPy's current stream handle (``get_current_stream`` found once)."""
     global _cupy_current
     if _cupy_current is None:
