@@ -24,7 +24,7 @@ from autotune.kernel.dims import Dims, format_shape, make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Array, Kernel
 from autotune.runtime import driver
-from autotune.runtime.arrays import describe
+from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
 
 __all__ = ["Launcher", "compiled", "clear_launchers"]
@@ -66,7 +66,9 @@ class Launcher:
     def __call__(self, *arrays, stream=None) -> None:
         """Launch on ``arrays``: one device array per array argument of the kernel, in order
         (PyTorch, CuPy, PyCUDA or any ``__cuda_array_interface__``), C-contiguous, of the
-        argument's shape and dtype. Scalars come from the dims.
+        argument's shape and dtype. Scalars come from the dims. Every array is checked on every
+        call (PyTorch tensors through their own attributes, others through the interface); for
+        many launches :func:`autotune.launcher` checks only what can change.
 
         Raises:
             InvalidInputError: wrong number of arrays, a shape, dtype or read-only output
@@ -79,7 +81,7 @@ class Launcher:
                                     f"got {len(arrays)}")
         values = []
         for obj, (name, shape, dtype, written) in zip(arrays, self.expected):
-            a = describe(obj, name, None)
+            a = describe_torch(obj, name) if type(obj).__module__.startswith("torch") else describe(obj, name, None)
             if a.shape != shape or a.dtype.name != dtype.name or (written and a.readonly):
                 raise InvalidInputError(f"{name} must be a{' writable' if written else ''} C-contiguous "
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
