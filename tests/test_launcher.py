@@ -99,8 +99,9 @@ def test_two_dim_shapes_and_scalars(fake, db_url):
     (lambda: (Tensor((64, 100)), Tensor((100, 64), contiguous=False)), "src has strides"),
     (lambda: (Tensor((64, 100)), Tensor((100, 64), device=-1)), "src is a PyTorch tensor on cpu; allowed: a CUDA"),
     (lambda: (Tensor((64, 100)), [[1.0]]), "src of type list is not a GPU array"),
+    (lambda: (Tensor((64, 100)), Tensor((100, 64), device=1)), "the arrays are on devices [0, 1]; smem_vec takes"),
     (lambda: (Tensor((64, 100), "bfloat16"), Tensor((100, 64), "bfloat16")), "out: unknown dtype 'bfloat16'"),
-], ids=["one dim", "two dims", "ndim", "count", "dtype", "strides", "cpu", "list", "unsupported dtype"])
+], ids=["one dim", "two dims", "ndim", "count", "dtype", "strides", "cpu", "list", "devices", "unsupported dtype"])
 def test_bad_arrays_are_one_error_naming_them(fake, db_url, arrays, message):
     fake.kernel = KERNELS["smem_vec"]
     f = autotune.launcher("smem_vec", db=db_url)

@@ -15,9 +15,10 @@ A :class:`KernelLauncher` is a callable on one device array per array argument o
   stream: PyTorch tensors are read through ``data_ptr()``, ``shape``, ``dtype``,
   ``is_contiguous()`` and ``get_device()`` (no ``__cuda_array_interface__``: it costs several
   µs a tensor); CuPy arrays likewise through ``data.ptr``, ``data.device_id``, ``shape``,
-  ``dtype`` and their C-contiguous flag. PyCUDA GPUArrays and other arrays take the general path
-  (``gpudata`` and ``flags``, or the interface, and the current context). Nothing else is
-  checked again: anything else that could differ is in the key.
+  ``dtype`` and their C-contiguous flag (the key holds the first array's device: that every
+  array is on it is checked on first sight of a shape). PyCUDA GPUArrays and other arrays take
+  the general path (``gpudata`` and ``flags``, or the interface, and the current context).
+  Nothing else is checked again: anything else that could differ is in the key.
 
 The stream is the caller's current stream of the arrays' library (PyTorch's
 ``torch.cuda.current_stream()``, so launches are captured by ``torch.cuda.graph``; CuPy's
@@ -216,6 +217,10 @@ class KernelLauncher:
                 raise InvalidInputError(f"{a.name} must be {want.name} ({why}), not {d.dtype.name}")
             if a.role != "in" and d.readonly:
                 raise InvalidInputError(f"{a.name} is read-only; the kernel writes it ({a.role})")
+        devices = {a.get_device() if kind == "torch" else a.data.device_id for a in arrays} \
+            if kind in ("torch", "cupy") else set()
+        if len(devices) > 1:
+            raise InvalidInputError(f"the arrays are on devices {sorted(devices)}; {k.name} takes arrays on one device")
         shapes = [d.shape for d in described]
         dims = self.solver.solve(shapes)
         if kind == "torch":
