@@ -7,6 +7,7 @@ Public API (everything else is implementation)::
     result = autotune.tune(kernel, {"n": 1 << 20}, "float32", device=0, trials=50)
     cfg = autotune.lookup(kernel, {"n": 1 << 20}, "float32", device=0)
     f = autotune.compiled(kernel, {"n": 1 << 20}, "float32")   # then f(out, x, ...) on torch/CuPy arrays
+    g = autotune.launcher(kernel)                               # any shape: g(out, x, ...), dims from the shapes
     xt = autotune.transpose(x)                                  # a tuned catalog transpose
 
 ``import autotune`` touches neither CUDA nor the database, and imports neither PyCUDA,
@@ -26,6 +27,7 @@ _NAMES = {
     "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
     "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.launch",
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
+    "launcher": "autotune.runtime.launcher",
 }
 
 __all__ = [*_NAMES, "__version__"]

@@ -164,6 +164,23 @@ class FakeDriver:
         self.memory[dst:dst + n] = self.memory[src:src + n].copy()
         self.copies["dtod"] += n
 
+    def memset_d8_async(self, address: int, value: int, n: int, stream=None) -> None:
+        self.memory[address:address + n] = value
+
+    def memset_d16_async(self, address: int, value: int, n: int, stream=None) -> None:
+        self.memory[address:address + 2 * n].view(np.uint16)[:] = value
+
+    def memset_d32_async(self, address: int, value: int, n: int, stream=None) -> None:
+        self.memory[address:address + 4 * n].view(np.uint32)[:] = value
+
+    def memset_d2d32_async(self, address: int, pitch: int, value: int, width: int, height: int, stream=None) -> None:
+        for row in range(height):  # width 4-byte words at the start of each of height rows, pitch bytes apart
+            at = address + row * pitch
+            self.memory[at:at + 4 * width].view(np.uint32)[:] = value
+
+    def memcpy_dtod_async(self, dst: int, src: int, n: int, stream=None) -> None:
+        self.memcpy_dtod(dst, src, n)
+
     def view(self, address: int, shape: tuple[int, ...], dtype) -> np.ndarray:
         n = math.prod(shape) * np.dtype(dtype).itemsize
         return self.memory[address:address + n].view(dtype).reshape(shape)

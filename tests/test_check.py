@@ -152,8 +152,8 @@ BUILD_ERRORS = [
     ('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]', 'grid = ["n // 4096", 1, 1]', False,
      "and grid (0, 1, 1) need every size >= 1", 4),
     ('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]',
-     'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 64"', False,
-     "launch: [launch] at n=1: 65665 B shared memory per block > 49152 B", 2),
+     'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 256"', False,
+     "launch: [launch] at n=1: 262273 B shared memory per block > 232448 B (sm_90's limit with the opt-in)", 2),
     ('grid = [1, 1, 1]', 'grid = [0, 1, 1]', False, "launch: [check.launch] at n=1", 1),
     ('#if ITEMS_PER_THREAD < 1', '#if ITEMS_PER_THREAD == 8\n#define reduce_sum reduce_sum_8\n#endif\n'
                                  '#if ITEMS_PER_THREAD < 1', True, "entry point: function: 'reduce_sum'", 2),
@@ -206,3 +206,53 @@ def test_a_space_file_replaces_the_kernels_own(tmp_path):
     space.write_text('[params]\nBLOCK_SIZE = [256]\nITEMS_PER_THREAD = [2, 4]\nMAX_BLOCKS = [1024]\n')
     code, output = check(EXAMPLES[0], "--space", space, "--dtype", "float64")
     assert code == 0 and "compiled 2 of 2 builds (2 configs x 1 dtype: float64)" in output, output
+
+
+def test_shared_memory_is_checked_against_the_archs_limit_with_the_opt_in(broken):
+    """100 KiB of dynamic shared memory (BLOCK_SIZE=1024) fits sm_90's 227 KiB, not sm_86's 99 KiB."""
+    path = broken('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]',
+                  'grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]\nshared = "BLOCK_SIZE * 100"',
+                  small=True)
+    code, output = check(path, "--dtype", "float32", "--arch", "sm_90")
+    assert code == 0, output
+    code, output = check(path, "--dtype", "float32", "--arch", "sm_86")
+    failed = [l for l in output.splitlines() if l.strip().startswith("failed:")]
+    assert code == 2 and len(failed) == 2, output
+    assert all("102529 B shared memory per block > 101376 B (sm_86's limit with the opt-in)" in l for l in failed)
+
+
+def test_the_geometry_is_checked_at_each_dims_largest_and_says_up_to_where_it_launches(broken):
+    """A grid.y of cdiv(n, BLOCK_SIZE) passes at n = 1 and 1000, not at n's largest; [problem] max fixes it."""
+    path = broken('grid = ["min(cdiv(n, BLOCK_SIZE * ITEMS_PER_THREAD), MAX_BLOCKS)", 1, 1]',
+                  'grid = [1, "cdiv(n, BLOCK_SIZE)", 1]', small=True)
+    code, output = check(path, "--dtype", "float32")
+    failed = [l for l in output.splitlines() if l.strip().startswith("failed:")]
+    assert code == 2 and len(failed) == 4, output
+    assert ("launch: [launch] at n=2147483647: grid (1, 8388608, 1) is over the limits (y=8388608 > 65535); n "
+            "launches up to 16776960: give [problem] max = { n = 16776960 }") in output, output
+    text = path.read_text().replace('dims = ["n"]', 'dims = ["n"]\nmax = { n = 16776960 }')
+    path.write_text(text)
+    code, output = check(path, "--dtype", "float32")
+    assert code == 0, output
+
+
+def test_check_calls_a_python_reference_once_and_names_what_is_wrong(broken, tmp_path):
+    cases = [("def ref(out, n):\n    return out\n", "ref0.py:ref raised TypeError: ref() got an unexpected keyword "
+                                                      "argument 'in'"),
+             ("def ref(out, n, **a):\n    return out[:1].repeat(2)\n", "returned out of shape (2,); the kernel's is (1,)"),
+             ("def ref(out, n, **a):\n    return out.astype('complex64')\n",
+              "returned out of dtype complex64; the kernel's is float32"),
+             ("def ref(out, n, **a):\n    return a['in'].sum(keepdims=True)\n", None)]
+    for i, (source, message) in enumerate(cases):
+        ref = tmp_path / f"ref{i}.py"  # a module is loaded once per process
+        ref.write_text(source)
+        path = broken('reference_kernel = "reduce_reference"', f'reference = "{ref}:ref"', small=True)
+        text = path.read_text()
+        path.write_text(text[:text.index("[check.launch]")] + text[text.index("[objective]"):])
+        code, output = check(path, "--dtype", "float32")
+        if message is None:
+            assert code == 0, output
+            continue
+        assert code == 2 and len(errors(output)) == 1, output
+        assert "[check] reference" in errors(output)[0] and message in errors(output)[0], output
+        assert "n=16, float32" in errors(output)[0], output

@@ -69,7 +69,7 @@ def check(
     out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs{of} x {len(report.dtypes)} "
               f"dtype{'s' if len(report.dtypes) != 1 else ''}: {', '.join(report.dtypes)}) for {arch} in "
               f"{seconds:.1f} s{regs}; launch geometry checked at every dim = "
-              f"{' and '.join(map(str, PROBE_SIZES))}", markup=False)
+              f"{' and '.join(map(str, PROBE_SIZES))} and at each dim's largest", markup=False)
     if report.ok:
         which = "every sampled config" if report.configs < report.space_size else "every config"
         out.print(f"ok: {which} of {k.name} builds and can be launched", markup=False)

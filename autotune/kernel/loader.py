@@ -14,7 +14,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from autotune.errors import KernelFileError, SearchSpaceError
-from autotune.kernel.dtypes import ARG_DTYPES, DTYPES
+from autotune.kernel.dims import MAX_DIM
+from autotune.kernel.dtypes import ARG_DTYPES, DTYPES, get_dtype
 from autotune.kernel.expr import Expr, ExprError, parse_expr
 from autotune.kernel.model import COMPARES, INITS, ROLES, SCALAR_TYPES, Array, Check, Kernel, Launch, Objective, \
     Scalar
@@ -105,11 +106,18 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
     if not source.is_file():
         raise r.fail("source", f"{source} does not exist; give the .cu file, relative to this file")
     problem = r.get(doc, "problem", "[problem]", dict, what="a table with dims")
-    r.known(problem, ("dims", "dtypes", "dtype_macro"), "[problem]")
+    r.known(problem, ("dims", "dtypes", "dtype_macro", "max"), "[problem]")
     dims = tuple(r.name(d, "[problem] dims") for d in
                  r.get(problem, "dims", "[problem] dims", list, what='a list of dimension names, e.g. ["n"]'))
     if not dims or len(set(dims)) != len(dims):
         raise r.fail("[problem] dims", f"{list(dims)} is not allowed; give one or more distinct names")
+    max_dims = r.get(problem, "max", "[problem] max", dict, {}, "a table of the largest value of dims, e.g. "
+                                                                 "{ m = 1048560 }")
+    for d, v in max_dims.items():
+        if d not in dims:
+            raise r.fail(f"[problem] max {d}", f"is not a dim; allowed: {', '.join(dims)}")
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_DIM:
+            raise r.fail(f"[problem] max {d}", f"{v!r} is not allowed; give an integer 1..{MAX_DIM}")
     dtypes = tuple(r.get(problem, "dtypes", "[problem] dtypes", list, list(DTYPES), "a list of dtype names"))
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
@@ -137,13 +145,14 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
         raise r.fail("[macros]", f"{clash[0]} is also a dim, itemsize or the dtype macro; names must differ")
     static = {*dims, *fixed, "itemsize"}
     every = static | set(defaults)
-    args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static)
+    args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static, dtypes)
     launch = _launch(r, r.get(doc, "launch", "[launch]", dict, what="a table with block and grid"), "[launch]", every)
     kernel = Kernel(
         name=name, source=source, function=r.name(r.get(doc, "function", "function", str, what="the extern \"C\" "
                                                                                               "entry point"),
                                                   "function"),
         dims=dims, args=args, launch=launch, defaults=MappingProxyType(dict(defaults)),
+        max_dims=MappingProxyType(dict(max_dims)),
         params=_params(r, space), constraints=tuple(r.get(space, "constraints", "[space] constraints", list, [],
                                                           "a list of strings")),
         fixed=MappingProxyType(dict(fixed)), dtypes=dtypes, dtype_macro=dtype_macro,
@@ -155,7 +164,7 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
     return kernel
 
 
-def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...]:
+def _args(r: _Reader, items: list, names: set[str], dtypes: tuple[str, ...]) -> tuple[Array | Scalar, ...]:
     out: list[Array | Scalar] = []
     for i, item in enumerate(items):
         field = f"[[args]] {i + 1}"
@@ -166,8 +175,8 @@ def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...
             raise r.fail(f"{field} name", f"{name!r} is used twice")
         if ("array" in item) == ("scalar" in item):
             raise r.fail(field, f"{name}: give either array = [shape] or scalar = type")
-        r.known(item, ("name", "array", "dtype", "role", "init") if "array" in item else ("name", "scalar", "value"),
-                field)
+        r.known(item, ("name", "array", "dtype", "role", "init", "reset") if "array" in item
+                else ("name", "scalar", "value"), field)
         if "array" in item:
             shape = r.get(item, "array", f"{field} array", list, what="a list of expressions of the dims")
             dtype = r.get(item, "dtype", f"{field} dtype", str, "T", '"T" or a dtype name')
@@ -179,7 +188,13 @@ def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...
                     raise r.fail(f"{field} {what}", f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
             if not shape:
                 raise r.fail(f"{field} array", "is empty; give at least one dimension")
-            out.append(Array(name, tuple(r.expr(s, f"{field} array", names) for s in shape), dtype, role, init))
+            if role == "out" and "init" in item:
+                raise r.fail(f"{field} init", f"{name}: an out array is not filled (it is poisoned before the "
+                                              "check); to start it at a value before every launch, give reset = "
+                                              '"zeros" or reset = <number>')
+            reset = _reset(r, item, field, name, role, dtype, dtypes)
+            out.append(Array(name, tuple(r.expr(s, f"{field} array", names) for s in shape), dtype, role, init,
+                             reset))
         else:
             ctype = r.get(item, "scalar", f"{field} scalar", str, what=" | ".join(SCALAR_TYPES))
             if ctype not in SCALAR_TYPES:
@@ -189,6 +204,37 @@ def _args(r: _Reader, items: list, names: set[str]) -> tuple[Array | Scalar, ...
     if not any(isinstance(a, Array) and a.role in ("out", "inout") for a in out):
         raise r.fail("[[args]]", "no array has role out or inout; a kernel must write something to check")
     return tuple(out)
+
+
+def _reset(r: _Reader, item: dict, field: str, name: str, role: str, dtype: str,
+           dtypes: tuple[str, ...]) -> int | float | None:
+    """An array's ``reset``: ``"zeros"`` (0) or a number every element of its dtype can hold
+    (checked for each dtype it can take); only on out, inout and scratch arrays."""
+    if "reset" not in item:
+        return None
+    value = item["reset"]
+    if role == "in":
+        raise r.fail(f"{field} reset", f"{name}: an in array is never reset; reset is for out, inout and scratch")
+    if value == "zeros" and isinstance(value, str):
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")):
+        raise r.fail(f"{field} reset", f'{value!r} is not allowed; allowed: "zeros" or a finite number')
+    for dt in ([get_dtype(dtype)] if dtype != "T" else [get_dtype(d) for d in dtypes]):
+        if not _fits(value, dt.numpy):
+            raise r.fail(f"{field} reset", f"{value!r} is not a value of {dt.name}")
+    return value
+
+
+def _fits(value: int | float, dtype) -> bool:
+    """Whether ``value`` is a value of ``dtype``: an integer in its range, or finite in a float type."""
+    import numpy as np
+
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return float(value).is_integer() and info.min <= int(value) <= info.max
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.array(value, np.float64).astype(dtype)))
 
 
 def _launch(r: _Reader, table: dict, field: str, names: set[str]) -> Launch:

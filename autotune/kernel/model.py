@@ -52,13 +52,18 @@ _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
 @dataclass(frozen=True)
 class Array:
     """A device array argument: ``shape`` in elements (C order), ``dtype`` ``"T"`` (the
-    problem's dtype) or a dtype name, ``role`` one of :data:`ROLES`, ``init`` one of :data:`INITS`."""
+    problem's dtype) or a dtype name, ``role`` one of :data:`ROLES`, ``init`` one of :data:`INITS`
+    (the values an ``in``, ``inout`` or ``scratch`` array starts with), ``reset`` the value every
+    element of an ``out``, ``inout`` or ``scratch`` array is set to before every launch of the
+    check, every timed launch and, when asked, every launch of :func:`autotune.launcher`
+    (``None``: not reset; ``0`` for ``reset = "zeros"``), as Triton's ``reset_to_zero``."""
 
     name: str
     shape: tuple[Expr, ...]
     dtype: str = "T"
     role: str = "in"
     init: str = "uniform"
+    reset: int | float | None = None
 
     def dtype_of(self, problem: DType) -> DType:
         """The element type for a problem of dtype ``problem``."""
@@ -132,7 +137,8 @@ class Kernel:
     """One kernel: source, problem, arguments, launch geometry, space, check and objective.
 
     ``params`` are ``(macro, values)`` pairs of the kernel's own space (its ``[space]``),
-    ``defaults`` its default config, ``fixed`` its fixed macros. Instances are compared
+    ``defaults`` its default config, ``fixed`` its fixed macros, ``max_dims`` the largest value
+    of dims its launch geometry allows (``[problem] max``; a dim not in it: ``MAX_DIM``). Instances are compared
     by identity; loaders return one instance per file.
     """
 
@@ -153,6 +159,7 @@ class Kernel:
     summary: str = ""
     path: Path | None = None
     space_file: Path | None = None
+    max_dims: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -179,6 +186,19 @@ class Kernel:
         if name not in self.dtypes:
             raise InvalidInputError(f"kernel {self.name} does not support dtype {name!r}; "
                                     f"allowed: {', '.join(self.dtypes)}")
+
+    def largest(self, dim: str) -> int:
+        """The largest value of ``dim`` (``[problem] max``, else :data:`~autotune.kernel.dims.MAX_DIM`)."""
+        from autotune.kernel.dims import MAX_DIM
+
+        return self.max_dims.get(dim, MAX_DIM)
+
+    def check_dims(self, dims: Mapping[str, int]) -> None:
+        """Raise :class:`InvalidInputError` naming the first dim over its ``[problem] max``."""
+        for name, value in dims.items():
+            if value > self.largest(name):
+                raise InvalidInputError(f"{name}={value} is over {self.name}'s largest {name} ({self.largest(name)}, "
+                                        "[problem] max of its kernel file)")
 
     def default_config(self) -> Config:
         """The kernel's default config (used when nothing is tuned)."""
@@ -259,11 +279,13 @@ class Kernel:
     def spec_hash(self) -> str:
         """SHA-256 (hex) of what, besides the source, changes the binary or the launch: the
         entry point, dims, dtype macro, arguments, launch geometry, fixed macros and the
-        names of the tunables (not the space's values, the check or the objective)."""
+        names of the tunables (not the space's values, the check or the objective). An array's
+        ``reset`` counts (the timed launches include the clear) where it is set."""
         def expr(e):
             return [str(x) for x in e] if isinstance(e, tuple) else str(e)
 
-        args = [{"name": a.name, "shape": expr(a.shape), "dtype": a.dtype, "role": a.role}
+        args = [{"name": a.name, "shape": expr(a.shape), "dtype": a.dtype, "role": a.role,
+                 **({} if a.reset is None else {"reset": a.reset})}  # (absent: the hash of files before reset)
                 if isinstance(a, Array) else {"name": a.name, "scalar": a.ctype, "value": str(a.value)}
                 for a in self.args]
         doc = {"function": self.function, "dims": list(self.dims), "dtype_macro": self.dtype_macro, "args": args,

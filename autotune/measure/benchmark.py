@@ -4,14 +4,18 @@ Method, per config (the effective-bandwidth method of the CUDA transpose study, 
 over the kernel model):
 
 1. Compile (:class:`~autotune.measure.compile.Compiler`), evaluate the launch geometry on the
-   problem's dims, and check block, grid and shared memory against the device's limits.
+   problem's dims, and check block, grid and shared memory against the device's limits
+   (shared memory: the limit with the opt-in, up to 227 KiB on sm_90; a launch above 48 KiB
+   raises the function's ``MAX_DYNAMIC_SHARED_SIZE_BYTES``, :mod:`autotune.measure.shared_memory`).
 2. Verify (:mod:`autotune.measure.verify`): the benchmark's inputs (drawn once, kept on the
    device and restored device to device before each launch); outputs poisoned and guarded;
    one launch per poison; compared on the device (:mod:`autotune.measure.device_compare`)
    with the reference (:mod:`autotune.measure.reference`), computed and uploaded once per
    benchmark (so once per measuring process of a search), by the kernel's check.
 3. Time (:mod:`autotune.measure.timing`): warm-up launches, then ``repeats`` samples between
-   CUDA events, each a batch of launches; median, min and max per launch, in ms; a config
+   CUDA events, each a batch of launches (each launch preceded by the memsets of the arrays
+   with ``reset`` and the restores of the inouts, which the time includes:
+   :mod:`autotune.measure.resets`); median, min and max per launch, in ms; a config
    clearly slower than the best this benchmark has timed is stopped after its first samples
    (:class:`~autotune.measure.timing.EarlyStop`, noted in :attr:`Measurement.early_stop`).
 4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
@@ -45,6 +49,8 @@ from autotune.measure.device_compare import DeviceComparer
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
+from autotune.measure.resets import Prelude
+from autotune.measure.shared_memory import needs_opt_in, opt_in
 from autotune.measure.timing import EarlyStop, Timing, samples, timing
 from autotune.measure.verify import Verifier
 
@@ -101,6 +107,7 @@ class Benchmark:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         kernel.check_dtype(dtype)
         self.dims = make_dims(kernel.dims, dims, f"kernel {kernel.name}")
+        kernel.check_dims(dict(self.dims))
         self.drv = cuda_driver()
         self.device, self.kernel, self.dtype = device, kernel, dtype
         self.warmup, self.repeats = warmup, repeats
@@ -117,7 +124,8 @@ class Benchmark:
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
         given = inputs or {}
         self._values = {i: self._input(a, shape, dt, given.get(a.name))
-                        for i, (a, shape, dt) in enumerate(self.layout) if a.role != "out"}
+                        for i, (a, shape, dt) in enumerate(self.layout) if a.role != "out" or a.reset is not None}
+        self.prelude = Prelude(self.drv, self.layout, self._values)
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
@@ -125,7 +133,10 @@ class Benchmark:
         self.bounds = Bounds(self, enabled=bounds)
 
     def _input(self, array, shape: tuple[int, ...], dtype: DType, given: np.ndarray | None) -> np.ndarray:
-        """``given`` where it fits ``shape`` and ``dtype``, else fresh values per the array's init."""
+        """``given`` where it fits ``shape`` and ``dtype``, else fresh values per the array's init
+        (an array with ``reset``: its reset value)."""
+        if array.reset is not None:
+            return np.full(shape, array.reset, dtype.numpy)
         if given is not None and given.shape == tuple(shape) and given.dtype == dtype.numpy:
             return given
         return host_values(array, shape, dtype, self.rng)
@@ -163,6 +174,7 @@ class Benchmark:
             if held is not None:
                 held.free()
         self._verifier = self._comparer = None
+        self.prelude.free()
         for args in self.sets:
             args.free()
         self.bounds.free()
@@ -195,12 +207,24 @@ class Benchmark:
             raise TrialFailed("resources", f"grid {grid} is not allowed ({', '.join(bad)})")
         compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel, clock)
         compiled.check_launch(self.device, block, shared)
+        if needs_opt_in(compiled.shared_bytes, shared):  # above 48 KiB: the launch must opt in
+            opt_in(self.drv, compiled.function, shared)
         return compiled, grid, block, shared
 
     def launcher(self, compiled: CompiledKernel, grid, block, shared: int, sets: list[ArgSet] | None = None):
-        """A launch of ``compiled`` that moves to the next argument set on every call."""
+        """A launch of ``compiled`` that moves to the next argument set on every call, each
+        launch preceded by its set's resets and restores (:mod:`autotune.measure.resets`)."""
         fn = compiled.function
-        params = [self._params(args) for args in (sets or self.sets)]
+        chosen = sets or self.sets
+        params = [self._params(args) for args in chosen]
+        if not self.prelude.empty:
+            pairs = itertools.cycle([(self.prelude.for_set(args), p) for args, p in zip(chosen, params)])
+
+            def launch() -> None:
+                before, p = next(pairs)
+                before()
+                fn.prepared_async_call(grid, block, None, *p, shared_size=shared)
+            return launch
         cycle = itertools.cycle(params)
         if len(params) == 1:
             only = params[0]

@@ -7,16 +7,22 @@ loader has already checked every field). For each config of the space and each d
 2. checks the cubin has the kernel's entry point ``function`` (and, for the default config,
    the ``reference_kernel``): an entry point that is not ``extern "C" __global__`` compiles
    but cannot be launched by name;
-3. evaluates the launch geometry at probe shapes (every dim 1, and every dim 1000) and checks
-   what a launch would refuse: empty block or grid dimensions, more than 1024 threads per
+3. evaluates the launch geometry over the dims' whole range (:func:`probe_dims`: every dim 1;
+   every dim 1000; each dim at its largest with the others at 1; a dim's largest is its
+   ``[problem] max``, else ``MAX_DIM``, lowered to the most whose arrays fit in
+   :data:`FOOTPRINT_LIMIT`) and checks what a launch would refuse
+   (a problem at a large dim says up to where that dim launches): empty block or grid dimensions, more than 1024 threads per
    block (1024 x 1024 x 64 per dimension, grid y and z at most 65535), more registers than a
-   multiprocessor's 64 Ki for the block, or more than 48 KiB of shared memory (static plus
-   dynamic) per block.
+   multiprocessor's 64 Ki for the block, or more shared memory (static plus dynamic) per
+   block than ``arch`` allows with the opt-in (:func:`autotune.measure.shared_memory.block_limit`:
+   96 KiB on sm_70, 163 KiB on sm_80, 99 KiB on sm_86/sm_89, 227 KiB on sm_90).
 
 Builds run in parallel (``jobs`` nvcc processes). Before them, :func:`check_file` finds
 what is wrong with the file as a whole, as one :class:`~autotune.errors.KernelFileError`
 naming the field: a Python reference or comparison (``module:function``) that cannot be
-loaded, or an entry point missing from the default config's build.
+loaded, a Python reference that fails when called once on small dims (:data:`REFERENCE_DIM`,
+NumPy on the CPU: its signature, and the shapes and dtypes of what it returns), or an entry
+point missing from the default config's build.
 """
 
 from __future__ import annotations
@@ -33,15 +39,21 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import COMPARES, Kernel
 from autotune.measure.compile import compile_cubin
+from autotune.measure.shared_memory import block_limit
 
-__all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "PROBE_SIZES"]
+__all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "check_reference", "probe_dims",
+           "PROBE_SIZES", "FOOTPRINT_LIMIT", "REFERENCE_DIM"]
 
 PROBE_SIZES = (1, 1000)
-"""Every dim is set to each of these to evaluate the launch geometry."""
+"""Every dim is set to each of these to evaluate the launch geometry (and see :func:`probe_dims`)."""
+FOOTPRINT_LIMIT = 256 * 2**30
+"""Bytes of arrays no GPU holds: larger problems are not probed (a dim's largest value is lowered
+until its arrays fit)."""
+REFERENCE_DIM = 16
+"""Every dim's value (at most its max) when ``check`` calls a Python reference once."""
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_THREADS = 1024
-MAX_SHARED = 48 * 1024        # per block without an opt-in (sm_70 and later)
 REGISTERS_PER_SM = 64 * 1024  # 32-bit registers per multiprocessor (sm_50 and later)
 
 
@@ -114,6 +126,8 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
     inlined = kernel.source_text() != kernel.source.read_text()
     source_name = f"{kernel.source.name} (includes inlined)" if inlined else kernel.source.name
 
+    probes = {d.name: probe_dims(kernel, d) for d in dtypes}
+
     def build(job: tuple[Config, DType]) -> tuple[list[BuildFailure], int | None]:
         config, dtype = job
         try:
@@ -124,7 +138,7 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
         problems = [BuildFailure(config, dtype.name, "entry point", p)
                     for p in _entry_point_problems(kernel, built["entry_points"], config == default)]
         problems += [BuildFailure(config, dtype.name, "launch", p)
-                     for p in _launch_problems(kernel, config, dtype, built)]
+                     for p in _launch_problems(kernel, config, dtype, built, arch, probes[dtype.name])]
         return problems, built["registers"]
 
     registers = []
@@ -161,6 +175,8 @@ def check_file(kernel: Kernel, dtype: DType, arch: str = "sm_90") -> None:
                 load_callable(value, base)
             except KernelFileError as exc:
                 raise KernelFileError(f"{where}: {field}: {exc}") from None
+    if spec.reference is not None:
+        check_reference(kernel, dtype)
     try:
         built = compile_cubin(kernel.default_config(), dtype, arch, kernel=kernel)
     except TrialFailed:
@@ -179,29 +195,93 @@ def _entry_point_problems(kernel: Kernel, found: Sequence[str], is_default: bool
             f'give one of them, or declare it extern "C" __global__' for field, name in wanted if name not in found]
 
 
-def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict) -> list[str]:
-    """What a launch of ``config`` would refuse at the probe shapes (first problem per launch)."""
+def probe_dims(kernel: Kernel, dtype: DType) -> list[dict[str, int]]:
+    """The dims at which the launch geometry is checked: every dim 1; every dim 1000; each dim
+    at its largest with the others at 1 (a dim's largest: :meth:`Kernel.largest`, lowered to the
+    most whose arrays fit in :data:`FOOTPRINT_LIMIT`). Not probed: several dims large at once
+    (a 2-D grid's x over 2**31 - 1 blocks needs arrays larger than any GPU holds today)."""
+    ones = {d: 1 for d in kernel.dims}
+    out = [ones, {d: min(1000, kernel.largest(d)) for d in kernel.dims}]
+    for d in kernel.dims:
+        out.append({**ones, d: _fitting(kernel, dtype, ones, [d])})
+    unique = []
+    for dims in out:
+        if dims not in unique:
+            unique.append(dims)
+    return unique
+
+
+def _fitting(kernel: Kernel, dtype: DType, base: dict[str, int], names: list[str]) -> int:
+    """The largest value ``v`` (at most each name's largest) with ``names`` set to ``v`` in ``base``
+    whose arrays fit in :data:`FOOTPRINT_LIMIT` (binary search: footprints grow with the dims)."""
+    def fits(v: int) -> bool:
+        env = kernel.env({**base, **{n: v for n in names}}, dtype)
+        try:
+            return sum(math.prod(a.shape_of(env)) * a.dtype_of(dtype).itemsize
+                       for a in kernel.arrays) <= FOOTPRINT_LIMIT
+        except ArithmeticError:
+            return False
+
+    return _largest(fits, min(kernel.largest(n) for n in names))
+
+
+def _largest(ok: Callable[[int], bool], high: int) -> int:
+    """The largest ``v`` in ``1..high`` with ``ok(v)``, ``ok`` true up to some value and false after
+    (1 if none)."""
+    if ok(high):
+        return high
+    low = 1
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if ok(mid) else (low, mid)
+    return low
+
+
+def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict, arch: str = "sm_90",
+                     probes: list[dict[str, int]] | None = None) -> list[str]:
+    """What a launch of ``config`` would refuse at the probe dims (first problem per launch)."""
     launches = [("[launch]", kernel.launch, config)]
     if kernel.check_spec.reference_launch is not None and config == kernel.default_config():
         launches.append(("[check.launch]", kernel.check_spec.reference_launch, config))
     out = []
     for field, launch, cfg in launches:
-        for size in PROBE_SIZES:
-            dims = {d: size for d in kernel.dims}
-            at = ", ".join(f"{d}={size}" for d in kernel.dims)
+        def problem_at(dims: dict[str, int]) -> str | None:
+            grid, block, shared = kernel.geometry(cfg, dims, dtype, launch)
+            return _geometry_problem(grid, block, shared, built if field == "[launch]" else None, arch)
+
+        for dims in probes or probe_dims(kernel, dtype):
+            at = ", ".join(f"{d}={v}" for d, v in dims.items())
             try:
-                grid, block, shared = kernel.geometry(cfg, dims, dtype, launch)
+                problem = problem_at(dims)
             except (ZeroDivisionError, ArithmeticError, ValueError) as exc:
                 out.append(f"{field} cannot be evaluated at {at}: {exc}")
                 break
-            problem = _geometry_problem(grid, block, shared, built if field == "[launch]" else None)
             if problem:
-                out.append(f"{field} at {at}: {problem}")
+                out.append(f"{field} at {at}: {problem}{_up_to(kernel, dims, problem_at)}")
                 break
     return out
 
 
-def _geometry_problem(grid, block, shared: int, built: dict | None) -> str | None:
+def _up_to(kernel: Kernel, dims: dict[str, int], problem_at) -> str:
+    """For a problem at one large dim (the others at 1): up to where that dim launches."""
+    large = [d for d, v in dims.items() if v > 1000]
+    if len(large) != 1 or any(v != 1 for d, v in dims.items() if d != large[0]):
+        return ""
+    d = large[0]
+
+    def ok(v: int) -> bool:
+        try:
+            return problem_at({**dims, d: v}) is None
+        except ArithmeticError:
+            return False
+
+    if not ok(1):
+        return ""
+    v = _largest(ok, dims[d])
+    return f"; {d} launches up to {v}: give [problem] max = {{ {d} = {v} }}, or a grid that stays in the limits"
+
+
+def _geometry_problem(grid, block, shared: int, built: dict | None, arch: str = "sm_90") -> str | None:
     if min(block) < 1 or min(grid) < 1:
         return f"block {tuple(block)} and grid {tuple(grid)} need every size >= 1"
     for what, sizes, limits in (("block", block, MAX_BLOCK), ("grid", grid, MAX_GRID)):
@@ -214,12 +294,44 @@ def _geometry_problem(grid, block, shared: int, built: dict | None) -> str | Non
     if shared < 0:
         return f"dynamic shared memory {shared} B is negative"
     if built is not None:
-        total = built["shared_bytes"] + shared
-        if total > MAX_SHARED:
-            return f"{total} B shared memory per block > {MAX_SHARED} B"
+        total, limit = built["shared_bytes"] + shared, block_limit(arch)
+        if total > limit:
+            return f"{total} B shared memory per block > {limit} B ({arch}'s limit with the opt-in)"
         # registers are allocated per warp in units of 256
         per_warp = math.ceil(built["registers"] * 32 / 256) * 256
         if per_warp * math.ceil(threads / 32) > REGISTERS_PER_SM:
             return (f"{threads} threads x {built['registers']} registers > {REGISTERS_PER_SM} registers "
                     "of a multiprocessor")
     return None
+
+
+def check_reference(kernel: Kernel, dtype: DType) -> None:
+    """Call the kernel's Python reference once, as a verification does, on small dims (every dim
+    :data:`REFERENCE_DIM`, at most its max; NumPy on the CPU), with every argument by name.
+
+    Raises:
+        KernelFileError: the reference raises (a wrong signature, say), or returns arrays of
+            the wrong names, shapes or dtypes; naming the file, the field and the dims.
+    """
+    import numpy as np
+
+    from autotune.measure.buffers import array_layout, host_values, scalar_values
+    from autotune.measure.reference import python_reference
+
+    dims = {d: min(REFERENCE_DIM, kernel.largest(d)) for d in kernel.dims}
+    where = f"kernel file {kernel.path or kernel.name}: [check] reference"
+    at = ", ".join(f"{d}={v}" for d, v in dims.items())
+    env = kernel.env(dims, dtype)
+    layout = array_layout(kernel, env, dtype)
+    rng = np.random.default_rng(0)
+    values = {i: np.full(shape, a.reset, dt.numpy) if a.reset is not None else host_values(a, shape, dt, rng)
+              for i, (a, shape, dt) in enumerate(layout) if a.role != "out" or a.reset is not None}
+    try:
+        python_reference(kernel, layout, scalar_values(kernel, env), values)
+    except KernelFileError as exc:
+        raise KernelFileError(f"{where}: {exc} (called at {at}, {dtype.name})") from None
+    except Exception as exc:  # noqa: BLE001  (the user's code: anything it raises is the file's fault)
+        names = ", ".join(a.name for a in kernel.args)
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise KernelFileError(f"{where}: {kernel.check_spec.reference} raised {type(exc).__name__}: {first} (called "
+                              f"once with {names} by name at {at}, {dtype.name})") from None

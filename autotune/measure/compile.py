@@ -78,7 +78,8 @@ class CompiledKernel:
 
     def check_launch(self, device: DeviceInfo, block: tuple[int, int, int], dynamic_shared: int = 0) -> None:
         """Raise ``TrialFailed('resources')`` if ``block`` (threads x, y, z) or the shared
-        memory (static plus ``dynamic_shared`` bytes) exceeds the device or binary limits."""
+        memory (static plus ``dynamic_shared`` bytes) exceeds the device or binary limits (shared
+        memory: the device's limit with the opt-in, :attr:`DeviceInfo.shared_limit`)."""
         x, y, z = block
         limit = min(self.max_threads_per_block, device.max_threads_per_block)
         if min(block) < 1:
@@ -86,9 +87,10 @@ class CompiledKernel:
         if x * y * z > limit:
             raise TrialFailed("resources", f"{x * y * z} threads per block > {limit} allowed "
                               f"({self.registers} registers per thread)")
-        if self.shared_bytes + dynamic_shared > device.max_shared_per_block:
-            raise TrialFailed("resources", f"{self.shared_bytes + dynamic_shared} B shared memory per block > "
-                              f"{device.max_shared_per_block} B allowed")
+        if self.shared_bytes + dynamic_shared > device.shared_limit:
+            raise TrialFailed("resources", f"{self.shared_bytes + dynamic_shared} B shared memory per block "
+                              f"({self.shared_bytes} static + {dynamic_shared} dynamic) > {device.shared_limit} B "
+                              f"allowed on {device.name} ({device.arch})")
 
 
 class Compiler:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from . import nvml
 from autotune.errors import GPUUnavailableError, InvalidInputError
+from autotune.measure.shared_memory import block_limit
 
 __all__ = ["DeviceInfo", "cuda_driver", "device_count", "query_device", "current_device", "open_device",
            "nvcc_version"]
@@ -34,7 +35,9 @@ class DeviceInfo:
         cuda_version: CUDA version PyCUDA was built against, e.g. ``"13.0"``.
         uuid: the GPU's UUID from NVML (``""`` where NVML is not available).
         max_threads_per_block: launch limit on threads per block.
-        max_shared_per_block: static shared-memory limit per block, bytes.
+        max_shared_per_block: shared memory per block without the opt-in (48 KiB), bytes.
+        max_shared_optin: shared memory per block with the opt-in (static plus dynamic),
+            bytes, from the driver (0: unknown, the arch's figure is used; see :attr:`shared_limit`).
         ordinal: index of the device in this process (not part of the identity).
         pci_bus_id: where the device sits (not part of the identity; NVML finds it by it).
         l2_bytes: L2 cache size, bytes (not part of the identity).
@@ -54,6 +57,14 @@ class DeviceInfo:
     pci_bus_id: str = ""
     l2_bytes: int = 50 * 2**20
     max_threads_per_sm: int = 2048
+    max_shared_optin: int = 0
+
+    @property
+    def shared_limit(self) -> int:
+        """Bytes of shared memory (static plus dynamic) one block may use, the opt-in above
+        48 KiB included (:mod:`autotune.measure.shared_memory`): the driver's figure where
+        known, else the architecture's."""
+        return max(self.max_shared_per_block, self.max_shared_optin or block_limit(self.arch))
 
     @property
     def arch(self) -> str:
@@ -173,6 +184,7 @@ def _describe(drv, dev, ordinal: int) -> DeviceInfo:
         pci_bus_id=dev.pci_bus_id(),
         l2_bytes=dev.get_attribute(attr.L2_CACHE_SIZE),
         max_threads_per_sm=dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR),
+        max_shared_optin=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         uuid=nvml.device_uuid(dev.pci_bus_id()),
     )
 

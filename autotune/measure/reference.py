@@ -1,9 +1,12 @@
 """The expected outputs of a verification run: a Python reference or a reference kernel.
 
-``[check] reference = "module:function"`` is called with every argument by name: input,
-inout and scratch arrays holding the values the kernel gets, output arrays zero-filled,
-scalars as NumPy scalars; it returns the expected array (one checked output) or
-``{name: array}``. ``reference_kernel`` is an entry point of the same source, compiled with
+``[check] reference = "module:function"`` is called with every argument by name (NumPy on
+the CPU): in, inout and scratch arrays holding the values the kernel gets (an array with
+``reset`` holds its reset value), out arrays zero-filled (or their reset value), scalars as
+NumPy scalars of their C type; it returns the expected array (one checked output) or
+``{name: array}`` of every checked output (out and inout), each of the output's shape and of
+a dtype of a kind the output's holds (float64 or int64 for float32; any integer type for
+uint32; no float for an integer output, no complex for a real one). ``reference_kernel`` is an entry point of the same source, compiled with
 the default config's macros and launched once with ``[check.launch]`` on its own copy of the
 arguments; its checked outputs are the reference.
 """
@@ -19,8 +22,13 @@ from autotune.kernel.callables import load_callable
 from autotune.kernel.model import Kernel
 from autotune.measure.buffers import ArgSet
 from autotune.measure.verify import load_inputs, read_output, run_once
+from autotune.measure.shared_memory import needs_opt_in, opt_in
 
 __all__ = ["python_reference", "kernel_reference"]
+
+_KINDS = {"i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}
+"""The NumPy kinds of values a reference may return for an output of each kind (no float for an
+integer output, no complex for a real one)."""
 
 
 def python_reference(kernel: Kernel, layout, scalars: Mapping[str, np.generic],
@@ -49,6 +57,10 @@ def python_reference(kernel: Kernel, layout, scalars: Mapping[str, np.generic],
         if got.shape != layout[i][1]:
             raise KernelFileError(f"reference {kernel.check_spec.reference} returned {array.name} of shape "
                                   f"{got.shape}; the kernel's is {layout[i][1]}")
+        want = layout[i][2].numpy
+        if got.dtype.kind not in _KINDS.get(want.kind, "b"):
+            raise KernelFileError(f"reference {kernel.check_spec.reference} returned {array.name} of dtype "
+                                  f"{got.dtype}; the kernel's is {want} (give values of that kind)")
         out[i] = got
     return out
 
@@ -64,6 +76,8 @@ def kernel_reference(drv, kernel: Kernel, compiled, layout, args: ArgSet, params
     """
     fn = compiled.module.get_function(kernel.check_spec.reference_kernel)
     fn.prepare(kernel.signature)
+    if needs_opt_in(fn.shared_size_bytes, shared):  # its own function: its own opt-in above 48 KiB
+        opt_in(drv, fn, shared)
     roles = [a.role for a, _, _ in layout]
     load_inputs(drv, args, roles, values, 0)
     try:

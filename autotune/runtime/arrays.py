@@ -17,7 +17,7 @@ import numpy as np
 from autotune.kernel.dtypes import DType, get_dtype
 from autotune.errors import InvalidInputError
 
-__all__ = ["DeviceArray", "describe"]
+__all__ = ["DeviceArray", "describe", "describe_torch"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,28 @@ def describe(obj, what: str = "input", ndim: int | None = 2) -> DeviceArray:
                                 f"{contiguous} (make it contiguous first)")
     pointer, readonly = cai["data"]
     return DeviceArray(int(pointer), tuple(int(n) for n in shape), dtype, _kind(obj), bool(readonly))
+
+
+def describe_torch(tensor, what: str = "input") -> DeviceArray:
+    """A PyTorch tensor read through its own attributes (``data_ptr()``, ``shape``, ``dtype``,
+    ``is_contiguous()``): also a tensor that requires grad, whose ``__cuda_array_interface__``
+    PyTorch refuses.
+
+    Raises:
+        InvalidInputError: not on a CUDA device, not C-contiguous, empty, or of a dtype autotune
+            does not support; ``what`` names it.
+    """
+    shape = tuple(int(n) for n in tensor.shape)
+    if not getattr(tensor, "is_cuda", False):
+        raise InvalidInputError(f"{what} is a PyTorch tensor on {tensor.device}; allowed: a CUDA tensor")
+    if 0 in shape:
+        raise InvalidInputError(f"{what} of shape {'x'.join(map(str, shape))} is empty")
+    name = str(tensor.dtype).removeprefix("torch.")
+    try:
+        dtype = get_dtype(name)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None
+    if not tensor.is_contiguous():
+        raise InvalidInputError(f"{what} has strides {tuple(tensor.stride())} elements; allowed: C-contiguous "
+                                "(make it contiguous first)")
+    return DeviceArray(int(tensor.data_ptr()), shape, dtype, "torch", False)

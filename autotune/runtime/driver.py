@@ -14,11 +14,14 @@ import threading
 
 from autotune.errors import AutotuneError, GPUUnavailableError
 
-__all__ = ["libcuda", "current_context", "load_function", "function_attribute", "launch", "copy_async"]
+__all__ = ["libcuda", "current_context", "load_function", "function_attribute", "set_function_attribute", "launch",
+           "copy_async", "fill_async"]
 
 _U = ctypes.c_uint
 _PTR = ctypes.c_void_p
 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _here = threading.local()
 
 
@@ -37,8 +40,13 @@ def libcuda() -> ctypes.CDLL:
     lib.cuModuleLoadData.argtypes = [ctypes.POINTER(_PTR), _PTR]
     lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(_PTR), _PTR, ctypes.c_char_p]
     lib.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, _PTR]
+    lib.cuFuncSetAttribute.argtypes = [_PTR, ctypes.c_int, ctypes.c_int]
     lib.cuLaunchKernel.argtypes = [_PTR, _U, _U, _U, _U, _U, _U, _U, _PTR, _PTR, _PTR]
     lib.cuMemcpyDtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, _PTR]
+    lib.cuMemsetD8Async.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, _PTR]
+    lib.cuMemsetD16Async.argtypes = [ctypes.c_uint64, ctypes.c_ushort, ctypes.c_size_t, _PTR]
+    lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, _U, ctypes.c_size_t, _PTR]
+    lib.cuMemsetD2D32Async.argtypes = [ctypes.c_uint64, ctypes.c_size_t, _U, ctypes.c_size_t, ctypes.c_size_t, _PTR]
     return lib
 
 
@@ -88,6 +96,18 @@ def function_attribute(function: int, attribute: int) -> int:
     return value.value
 
 
+def set_function_attribute(function: int, attribute: int, value: int) -> None:
+    """Set an attribute of a loaded kernel (``cuFuncSetAttribute``), e.g. its
+    ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` (the opt-in above 48 KiB of shared memory).
+
+    Raises:
+        AutotuneError: the driver refused the value (e.g. more than the device allows).
+    """
+    status = libcuda().cuFuncSetAttribute(function, attribute, value)
+    if status != 0:
+        raise AutotuneError(f"cuFuncSetAttribute({attribute}, {value}) failed with CUDA error {status}")
+
+
 def launch(function: int, grid, block, shared: int, stream: int, argv, what: str) -> None:
     """``cuLaunchKernel`` of ``function`` on ``stream`` with the packed ``argv`` (an array of
     pointers to the argument values, ``void **``).
@@ -111,3 +131,25 @@ def copy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
     status = libcuda().cuMemcpyDtoDAsync_v2(dst, src, nbytes, stream)
     if status != 0:
         raise AutotuneError(f"cuMemcpyDtoDAsync of {nbytes} bytes failed with CUDA error {status}")
+
+
+def fill_async(fills, pointer: int, stream: int) -> None:
+    """Queue the memsets ``fills`` (:func:`autotune.kernel.resets.fill_ops`) of the array at
+    device address ``pointer`` on ``stream`` (``cuMemsetD8/D16/D32Async``, ``cuMemsetD2D32Async``;
+    they work inside a stream capture).
+
+    Raises:
+        AutotuneError: the driver refused a memset.
+    """
+    lib = libcuda()
+    for f in fills:
+        if f.kind == "d2d32":
+            status = lib.cuMemsetD2D32Async(pointer + f.offset, f.pitch, f.word, 1, f.count, stream)
+        else:
+            status = getattr(lib, _MEMSETS[f.kind])(pointer + f.offset, f.word, f.count, stream)
+        if status != 0:
+            raise AutotuneError(f"the {f.kind} memset of {f.count} units at 0x{pointer:x} failed with CUDA error "
+                                f"{status}")
+
+
+_MEMSETS = {"d8": "cuMemsetD8Async", "d16": "cuMemsetD16Async", "d32": "cuMemsetD32Async"}

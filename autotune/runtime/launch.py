@@ -21,17 +21,19 @@ from dataclasses import dataclass
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import resolve_kernel
-from autotune.kernel.dims import Dims, make_dims
+from autotune.kernel.dims import Dims, format_shape, make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Array, Kernel
 from autotune.runtime import driver
-from autotune.runtime.arrays import describe
+from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
 
 __all__ = ["Launcher", "compiled", "clear_launchers"]
 
 _lock = threading.Lock()
 _launchers: dict[tuple, Launcher] = {}
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""CUDA's limits of blocks per grid along x, y and z."""
 CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
           "float32": ctypes.c_float, "float64": ctypes.c_double}
 """The ctypes type of each scalar argument type of a kernel file."""
@@ -65,7 +67,9 @@ class Launcher:
     def __call__(self, *arrays, stream=None) -> None:
         """Launch on ``arrays``: one device array per array argument of the kernel, in order
         (PyTorch, CuPy, PyCUDA or any ``__cuda_array_interface__``), C-contiguous, of the
-        argument's shape and dtype. Scalars come from the dims.
+        argument's shape and dtype. Scalars come from the dims. Every array is checked on every
+        call (PyTorch tensors through their own attributes, others through the interface); for
+        many launches :func:`autotune.launcher` checks only what can change.
 
         Raises:
             InvalidInputError: wrong number of arrays, a shape, dtype or read-only output
@@ -78,7 +82,7 @@ class Launcher:
                                     f"got {len(arrays)}")
         values = []
         for obj, (name, shape, dtype, written) in zip(arrays, self.expected):
-            a = describe(obj, name, None)
+            a = describe_torch(obj, name) if type(obj).__module__.startswith("torch") else describe(obj, name, None)
             if a.shape != shape or a.dtype.name != dtype.name or (written and a.readonly):
                 raise InvalidInputError(f"{name} must be a{' writable' if written else ''} C-contiguous "
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
@@ -108,6 +112,7 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
+    k.check_dims(dict(d))
     key = (driver.current_context(), id(k), d, dt.name, db)
     with _lock:
         found = _launchers.get(key)
@@ -138,6 +143,11 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
     config = chosen.config
     env = k.env(dict(d), dt, config)
     grid, block, shared = k.geometry(config, dict(d), dt)
+    over = [f"{n}={g} > {m}" for n, g, m in zip("xyz", grid, MAX_GRID) if g > m] + \
+        [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
+    if over:
+        raise InvalidInputError(f"{k.name} at {format_shape(d)} cannot be launched with config {config}: grid "
+                                f"{grid} is not allowed ({', '.join(over)})")
     try:
         cubin, _, _ = build_cubin(k, config, dt, device.arch)
     except TrialFailed as exc:
@@ -148,7 +158,25 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
     if block[0] * block[1] * block[2] > limit:
         raise AutotuneError(f"config {config} cannot run on {device.name}: {block[0] * block[1] * block[2]} threads "
                             f"per block > {limit} allowed")
+    _opt_in(function, shared, device, config)
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
     scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
     return Launcher(k, d, dt, chosen, grid, block, shared, function, module, expected, scalars)
+
+
+def _opt_in(function: int, shared: int, device, config) -> None:
+    """Check the shared memory per block against the device's limit and, above 48 KiB, raise the
+    function's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` (:mod:`autotune.measure.shared_memory`).
+
+    Raises:
+        AutotuneError: more than the device allows per block.
+    """
+    from autotune.measure.shared_memory import needs_opt_in
+
+    static = driver.function_attribute(function, driver.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+    if static + shared > device.shared_limit:
+        raise AutotuneError(f"config {config} cannot run on {device.name}: {static + shared} B shared memory per "
+                            f"block ({static} static + {shared} dynamic) > {device.shared_limit} B allowed")
+    if needs_opt_in(static, shared):
+        driver.set_function_attribute(function, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)

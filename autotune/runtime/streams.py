@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["stream_handle"]
+__all__ = ["stream_handle", "torch_stream_reader", "cupy_stream"]
 
 
 def stream_handle(stream, first, kind: str | None = None, device: int | None = None) -> int:
@@ -26,9 +26,7 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
         if kind == "torch":
             return _torch_stream(first, device)
         if kind == "cupy":
-            import cupy
-
-            return int(cupy.cuda.get_current_stream().ptr)
+            return cupy_stream()
         return 0
     if isinstance(stream, int) and not isinstance(stream, bool):
         return stream
@@ -40,16 +38,33 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
 
 
 _raw_torch_stream = None
+_cupy_current = None
 
 
-def _torch_stream(tensor, device: int | None = None) -> int:
-    """The current PyTorch stream of ``tensor``'s device (``device``, its ordinal, if known): the
-    raw handle where torch has the private fast accessor (about 0.2 µs instead of a Stream
-    object's 2 µs)."""
+def cupy_stream() -> int:
+    """CuPy's current stream handle (``get_current_stream`` found once)."""
+    global _cupy_current
+    if _cupy_current is None:
+        import cupy
+
+        _cupy_current = cupy.cuda.get_current_stream
+    return _cupy_current().ptr
+
+
+def torch_stream_reader():
+    """A function of a CUDA ordinal giving PyTorch's current raw stream handle there (the private
+    fast accessor, about 0.2 µs, where torch has it)."""
     global _raw_torch_stream
     if _raw_torch_stream is None:
         import torch
 
         _raw_torch_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
             lambda i: torch.cuda.current_stream(i).cuda_stream)
-    return _raw_torch_stream(tensor.get_device() if device is None else device)
+    return _raw_torch_stream
+
+
+def _torch_stream(tensor, device: int | None = None) -> int:
+    """The current PyTorch stream of ``tensor``'s device (``device``, its ordinal, if known): the
+    raw handle where torch has the private fast accessor (about 0.2 µs instead of a Stream
+    object's 2 µs)."""
+    return torch_stream_reader()(tensor.get_device() if device is None else device)

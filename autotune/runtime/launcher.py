@@ -1,0 +1,248 @@
+"""``f = autotune.launcher(kernel); f(out, x)``: a tuned launch whose dims come from the arrays.
+
+A :class:`KernelLauncher` is a callable on one device array per array argument of the kernel
+(scratch included), in the kernel file's order. It reads the dims from the arrays' shapes
+(:mod:`autotune.runtime.shapes`) and dispatches per (thread, device, shapes, dtypes) to a
+:class:`~autotune.runtime.packed.PackedLaunch`:
+
+* first sight of a key (the cold path, milliseconds): every array is read through its
+  ``__cuda_array_interface__`` and checked (a GPU array, C-contiguous, of the argument's
+  dtype), the dims are solved and checked against every shape, the config comes from the
+  lookup ladder (:func:`autotune.lookup`: exact, nearest shape, same arch, default), and the
+  config is built through the on-disk cubin cache and loaded (:func:`autotune.compiled`);
+* after that (the hot path) a call is one dict lookup on the key, a contiguity check per
+  array, the pointers packed into the argument buffer and one ``cuLaunchKernel`` on the current
+  stream: PyTorch tensors are read through ``data_ptr()``, ``shape``, ``dtype``,
+  ``is_contiguous()`` and ``get_device()`` (no ``__cuda_array_interface__``: it costs several
+  µs a tensor); CuPy arrays likewise through ``data.ptr``, ``data.device_id``, ``shape``,
+  ``dtype`` and their C-contiguous flag (the key holds the first array's device: that every
+  array is on it is checked on first sight of a shape). PyCUDA GPUArrays and other arrays take
+  the general path (``gpudata`` and ``flags``, or the interface, and the current context).
+  Nothing else is checked again: anything else that could differ is in the key.
+
+The stream is the caller's current stream of the arrays' library (PyTorch's
+``torch.cuda.current_stream()``, so launches are captured by ``torch.cuda.graph``; CuPy's
+``get_current_stream()``; the legacy default stream for PyCUDA), or ``stream=``. Make the first
+call of each shape outside a graph capture: loading a module is not allowed while capturing.
+
+Host time per launch: ``benchmarks/launch_overhead.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections.abc import Mapping
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.dtypes import get_dtype
+from autotune.runtime import driver
+from autotune.runtime.arrays import describe, describe_torch
+from autotune.runtime.packed import PackedLaunch
+from autotune.runtime.shapes import DimSolver
+from autotune.runtime.streams import cupy_stream, stream_handle, torch_stream_reader
+
+__all__ = ["KernelLauncher", "launcher", "MAX_PREPARED"]
+
+MAX_PREPARED = 4096
+"""Prepared launches kept per launcher; the table starts afresh when full."""
+
+_shape_dtype = operator.attrgetter("shape", "dtype")
+_data_ptr = operator.methodcaller("data_ptr")
+_is_contiguous = operator.methodcaller("is_contiguous")
+_get_ident = threading.get_ident
+_cupy_pointer = operator.attrgetter("data.ptr")
+_c_contiguous = operator.attrgetter("_c_contiguous")  # CuPy's own flag: no Flags object per call
+
+
+def _flags_contiguous(a) -> bool:
+    return a.flags.c_contiguous
+
+
+def launcher(kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
+             reset: bool = False) -> KernelLauncher:
+    """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
+
+    Args:
+        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
+        dtype: the problem's dtype (NumPy dtype or name); ``None``: read from the arrays (the
+            first array argument of dtype ``"T"``).
+        db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
+        dims: values of dims that no array's shape names (``{"k": 64}``).
+        reset: clear the arrays whose kernel file gives ``reset`` before every launch (each call
+            may say otherwise with ``reset=``).
+
+    Raises:
+        InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays.
+        KernelFileError: the kernel file is malformed.
+    """
+    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset)
+
+
+class KernelLauncher:
+    """A kernel's tuned launch, dispatched on the arrays' shapes and dtypes (see module doc).
+
+    Made by :func:`launcher`. Thread-safe: each thread gets its own prepared launches.
+    """
+
+    def __init__(self, kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
+                 reset: bool = False) -> None:
+        self.kernel = resolve_kernel(kernel)
+        self.dtype = None if dtype is None else get_dtype(dtype)
+        if self.dtype is not None:
+            self.kernel.check_dtype(self.dtype)
+        self.db, self.reset = db, bool(reset)
+        if self.reset and not any(a.reset is not None for a in self.kernel.arrays):
+            raise InvalidInputError(f"reset=True is not allowed: no array of {self.kernel.name} has reset in its "
+                                    "kernel file")
+        self.solver = DimSolver(self.kernel, dims)
+        self._prepared: dict[tuple, PackedLaunch] = {}
+        self._tensor = None  # torch.Tensor, once a call has given one (imported by the caller, not here)
+        self._torch_stream = None
+        self._cupy = None  # cupy.ndarray, likewise
+        self._cupy_contiguous = _flags_contiguous
+        self._lock = threading.Lock()
+
+    def __call__(self, *arrays, stream=None, reset: bool | None = None) -> None:
+        """Launch on ``arrays``: one device array per array argument of the kernel, in order
+        (scratch included): PyTorch CUDA tensors, CuPy arrays, PyCUDA GPUArrays or any
+        ``__cuda_array_interface__``, C-contiguous, on the device of the current CUDA context.
+        Scalars come from the dims. ``stream``: a handle or stream object (default: the
+        current stream of the arrays' library). ``reset``: clear the ``reset`` arrays first
+        (default: the launcher's).
+
+        Raises:
+            InvalidInputError: wrong number of arrays, an array that is not a C-contiguous GPU
+                array of its argument's dtype, dims the arrays disagree on, or a shape that does
+                not fit the dims (one line naming them).
+            AutotuneError: the config does not build or fit this device, or the driver refused
+                the launch.
+        """
+        first = arrays[0] if arrays else None
+        if type(first) is self._tensor:
+            device = first.get_device()
+            try:
+                p = self._prepared.get((_get_ident(), device, *map(_shape_dtype, arrays)))
+                ready = p is not None and all(map(_is_contiguous, arrays))
+            except AttributeError:  # not every array is a tensor: the cold path says which
+                ready = False
+            if ready:
+                s = self._torch_stream(device) if stream is None else stream_handle(stream, first)
+                if reset or (reset is None and self.reset):
+                    p(map(_data_ptr, arrays), s, True)
+                else:
+                    p.go(map(_data_ptr, arrays), s)
+                return
+        elif type(first) is self._cupy:
+            try:
+                p = self._prepared.get((_get_ident(), ("cupy", first.data.device_id), *map(_shape_dtype, arrays)))
+                ready = p is not None and all(map(self._cupy_contiguous, arrays))
+            except AttributeError:
+                ready = False
+            if ready:
+                s = cupy_stream() if stream is None else stream_handle(stream, first)
+                if reset or (reset is None and self.reset):
+                    p(map(_cupy_pointer, arrays), s, True)
+                else:
+                    p.go(map(_cupy_pointer, arrays), s)
+                return
+        self._other(arrays, stream, self.reset if reset is None else reset)
+
+    def prepared(self, *arrays) -> PackedLaunch:
+        """The prepared launch a call on ``arrays`` uses (``.launcher.chosen``: the config and
+        the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new.
+
+        Raises:
+            InvalidInputError, AutotuneError: as a call.
+        """
+        return self._lookup(arrays)[0]
+
+    def _other(self, arrays, stream, reset: bool) -> None:
+        """Every call but a hot PyTorch one: CuPy, PyCUDA and other arrays, and first sights."""
+        p, pointers, kind = self._lookup(arrays)
+        p(pointers, stream_handle(stream, arrays[0], kind), reset)
+
+    def _lookup(self, arrays) -> tuple[PackedLaunch, list[int], str]:
+        if not arrays:
+            raise InvalidInputError(f"{self.kernel.name} takes {len(self.kernel.arrays)} arrays "
+                                    f"({', '.join(a.name for a in self.kernel.arrays)}); got none")
+        first = type(arrays[0])
+        kind = first.__module__.split(".")[0] if all(type(a) is first for a in arrays) else "mixed"
+        if kind == "torch" and hasattr(arrays[0], "data_ptr"):
+            key = (_get_ident(), arrays[0].get_device(), *map(_shape_dtype, arrays))
+            ready = all(map(_is_contiguous, arrays))
+            pointers = [a.data_ptr() for a in arrays] if ready else None
+        elif kind == "cupy" and hasattr(arrays[0], "data"):
+            key = (_get_ident(), ("cupy", arrays[0].data.device_id), *map(_shape_dtype, arrays))
+            ready = all(a.flags.c_contiguous for a in arrays)
+            pointers = [a.data.ptr for a in arrays] if ready else None
+        elif kind == "pycuda" and hasattr(arrays[0], "gpudata"):
+            key = (_get_ident(), driver.current_context(), *map(_shape_dtype, arrays))
+            ready = all(a.flags.c_contiguous for a in arrays)
+            pointers = [int(a.gpudata) for a in arrays] if ready else None
+        else:
+            described = self._describe(arrays)
+            key = (_get_ident(), driver.current_context(), *((d.shape, d.dtype.name) for d in described))
+            pointers, ready = [d.pointer for d in described], True
+        p = self._prepared.get(key) if ready else None
+        if p is None:
+            p, pointers = self._prepare(key, arrays, kind)
+        return p, pointers, first.__module__.split(".")[0]
+
+    def _describe(self, arrays) -> list:
+        k = self.kernel
+        if len(arrays) != len(k.arrays):
+            raise InvalidInputError(f"{k.name} takes {len(k.arrays)} arrays ({', '.join(a.name for a in k.arrays)}); "
+                                    f"got {len(arrays)}")
+        return [describe_torch(obj, a.name) if type(obj).__module__.split(".")[0] == "torch" else
+                describe(obj, a.name, None) for obj, a in zip(arrays, k.arrays)]
+
+    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
+        """The cold path (see module doc): check everything, look the config up, load it."""
+        from autotune.runtime.launch import compiled
+
+        k = self.kernel
+        described = self._describe(arrays)
+        dt = self.dtype
+        if dt is None:  # the first array of the problem's dtype tells it
+            problem = [d.dtype for d, a in zip(described, k.arrays) if a.dtype == "T"]
+            dt = problem[0] if problem else get_dtype(k.dtypes[0])
+        k.check_dtype(dt)
+        for d, a in zip(described, k.arrays):
+            want = a.dtype_of(dt)
+            if d.dtype.name != want.name:
+                why = "the problem's dtype" if a.dtype == "T" else "its kernel file's"
+                raise InvalidInputError(f"{a.name} must be {want.name} ({why}), not {d.dtype.name}")
+            if a.role != "in" and d.readonly:
+                raise InvalidInputError(f"{a.name} is read-only; the kernel writes it ({a.role})")
+        devices = {a.get_device() if kind == "torch" else a.data.device_id for a in arrays} \
+            if kind in ("torch", "cupy") else set()
+        if len(devices) > 1:
+            raise InvalidInputError(f"the arrays are on devices {sorted(devices)}; {k.name} takes arrays on one device")
+        shapes = [d.shape for d in described]
+        dims = self.solver.solve(shapes)
+        if kind == "torch":
+            import torch
+
+            self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
+            self._torch_stream = torch_stream_reader()
+            with torch.cuda.device(arrays[0].device):
+                made = compiled(k, dims, dt, db=self.db)
+        elif kind == "cupy":
+            import cupy
+
+            self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
+            self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
+            with cupy.cuda.Device(arrays[0].data.device_id):
+                made = compiled(k, dims, dt, db=self.db)
+        else:
+            made = compiled(k, dims, dt, db=self.db)
+        self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
+        p = PackedLaunch(made)
+        with self._lock:
+            if len(self._prepared) >= MAX_PREPARED:
+                self._prepared.clear()
+            self._prepared[key] = p
+        return p, [d.pointer for d in described]

@@ -1,0 +1,175 @@
+"""A fake PyTorch (tensors with ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()``,
+``get_device()``) and a fake CUDA driver (``libcuda``) recording launches and memsets, so the
+launcher's logic runs without a GPU: :func:`install` puts both in place of the real ones."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+import types
+
+from autotune.kernel.model import Array
+from autotune.runtime.launch import CTYPES
+
+
+class FakeDtype:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+    __repr__ = __str__
+
+
+DTYPES = {name: FakeDtype(name) for name in ("float32", "float64", "float16", "int32", "int64", "uint8", "uint32",
+                                             "bfloat16")}
+
+
+class Size(tuple):
+    pass
+
+
+class Tensor:
+    """A CUDA tensor of ``shape`` at address ``ptr`` on device ``device`` (-1: on the CPU)."""
+
+    def __init__(self, shape, dtype="float32", ptr=0x10000, device=0, contiguous=True) -> None:
+        self.shape, self.dtype, self.ptr = Size(shape), DTYPES[dtype], ptr
+        self._device, self._contiguous = device, contiguous
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def get_device(self) -> int:
+        return self._device
+
+    def is_contiguous(self) -> bool:
+        return self._contiguous
+
+    def stride(self):
+        return (1,) * len(self.shape)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device >= 0
+
+    @property
+    def device(self) -> str:
+        return f"cuda:{self._device}" if self._device >= 0 else "cpu"
+
+
+Tensor.__module__ = "torch"
+
+
+def fake_torch(streams: dict[int, int]) -> types.ModuleType:
+    """A module named torch: ``Tensor``, ``cuda.device`` (a no-op) and the raw stream accessor
+    answering ``streams[device]``."""
+    torch = types.ModuleType("torch")
+    torch.Tensor = Tensor
+    torch.cuda = types.SimpleNamespace(device=lambda d: contextlib.nullcontext(),
+                                       current_stream=lambda i: types.SimpleNamespace(cuda_stream=streams[i]))
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: streams[i])
+    return torch
+
+
+class FakeLibcuda:
+    """Records every ``cuLaunchKernel`` (argument values read back through ``argv``) and memset,
+    in order, in :attr:`calls`."""
+
+    def __init__(self, kernel, context: int = 0xC0) -> None:
+        self.kernel, self.calls, self.context = kernel, [], context
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, argv, extra):
+        slots = ctypes.cast(argv, ctypes.POINTER(ctypes.c_void_p))
+        values = {}
+        for i, a in enumerate(self.kernel.args):
+            kind = ctypes.c_uint64 if isinstance(a, Array) else CTYPES[a.ctype]
+            values[a.name] = ctypes.cast(slots[i], ctypes.POINTER(kind)).contents.value
+        self.calls.append({"call": "launch", "function": function.value, "grid": (gx.value, gy.value, gz.value),
+                           "block": (bx.value, by.value, bz.value), "shared": shared.value, "stream": stream.value,
+                           **values})
+        return 0
+
+    def _memset(kind):
+        def memset(self, pointer, word, count, stream):
+            self.calls.append({"call": kind, "pointer": pointer, "word": word, "count": count, "stream": stream})
+            return 0
+        return memset
+
+    cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async = _memset("d8"), _memset("d16"), _memset("d32")
+
+    def cuMemsetD2D32Async(self, pointer, pitch, word, width, height, stream):
+        self.calls.append({"call": "d2d32", "pointer": pointer, "pitch": pitch, "word": word, "width": width,
+                           "count": height, "stream": stream})
+        return 0
+
+    def cuFuncGetAttribute(self, value, attribute, function):
+        ctypes.cast(value, ctypes.POINTER(ctypes.c_int)).contents.value = 1024 if attribute == 0 else 0
+        return 0
+
+    def cuFuncSetAttribute(self, function, attribute, value):
+        self.calls.append({"call": "attribute", "attribute": attribute, "value": value})
+        return 0
+
+    @property
+    def launches(self) -> list[dict]:
+        return [c for c in self.calls if c["call"] == "launch"]
+
+
+def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
+    """Fake torch, libcuda, the loading of a cubin and the current device; returns the fake
+    libcuda. Configs are not built (``build_cubin`` answers an empty cubin)."""
+    from autotune.measure import compile as compile_module
+    from autotune.measure import device as device_module
+    from autotune.runtime import driver
+
+    fake = FakeLibcuda(kernel)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch(streams or {0: 0x5000, 1: 0x5001}))
+    monkeypatch.setattr(driver, "libcuda", lambda: fake)
+    monkeypatch.setattr(driver, "current_context", lambda: fake.context)
+    monkeypatch.setattr(driver, "load_function", lambda cubin, name: (0xBA5, 0xF00))
+    monkeypatch.setattr(compile_module, "build_cubin", lambda k, config, dtype, arch: (b"", {}, True))
+    monkeypatch.setattr(device_module, "current_device", lambda: device_info)
+    import autotune.runtime.streams as streams_module
+
+    monkeypatch.setattr(streams_module, "_raw_torch_stream", None)
+    from autotune.runtime.lookup import clear_cache
+
+    clear_cache()
+    return fake
+
+
+class MemoryPointer:
+    def __init__(self, ptr: int, device_id: int) -> None:
+        self.ptr, self.device_id = ptr, device_id
+
+
+class ndarray:  # noqa: N801  (CuPy's name)
+    """A CuPy array: ``data.ptr``, ``data.device_id``, ``shape``, ``dtype``, ``_c_contiguous``,
+    ``flags`` and ``__cuda_array_interface__``."""
+
+    def __init__(self, shape, dtype="float32", ptr=0x10000, device=0, contiguous=True) -> None:
+        import numpy as np
+
+        self.shape, self.dtype, self.data = tuple(shape), np.dtype(dtype), MemoryPointer(ptr, device)
+        self._c_contiguous = contiguous
+        self.flags = types.SimpleNamespace(c_contiguous=contiguous)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        strides = None if self._c_contiguous else tuple(2 * self.dtype.itemsize for _ in self.shape)
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "strides": strides,
+                "version": 3}
+
+
+ndarray.__module__ = "cupy"
+
+
+def fake_cupy(stream: int) -> types.ModuleType:
+    """A module named cupy: ``ndarray``, ``cuda.Device`` (a no-op) and a current stream ``stream``."""
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = ndarray
+    cupy.cuda = types.SimpleNamespace(Device=lambda i: contextlib.nullcontext(),
+                                      get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
+    return cupy
