@@ -27,7 +27,8 @@ import threading
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "rule_kernel", "choose_transpose", "takes_views",
+__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_SIDE", "SKINNY_MIN_BYTES",
+           "rule_kernel", "choose_transpose", "takes_views",
            "transpose_kernel_for", "clear_choices"]
 
 ALIGNED_KERNEL = "smem_vec"
@@ -54,6 +55,15 @@ H100, complex128, % of memcpy at default configs (``..._op_search_complex128_819
 5000x7001 87.5 (43.8, 48.4); tuned by ``autotune search --op transpose``, naive_col reached 97.5
 (BLOCK_ROWS=16, TILE_DIM=16) and 93.4 (8x8)."""
 
+SKINNY_KERNEL = "skinny"
+"""The rule's kernel for skinny matrices: one side shorter than :data:`SKINNY_SIDE` elements and at
+least :data:`SKINNY_MIN_BYTES` bytes, elements of 1 to 8 bytes. A square tile of 64 wastes most of
+itself on 7 rows; skinny moves chunks of whole short rows with 16-byte vectors on both sides
+(kernels/skinny.cu; measured in docs/transpose.md)."""
+
+SKINNY_SIDE = 64
+SKINNY_MIN_BYTES = 1 << 20
+
 MAX_CACHED = 65536
 _lock = threading.Lock()
 _cache: dict[tuple, tuple] = {}
@@ -61,13 +71,17 @@ _cache: dict[tuple, tuple] = {}
 
 def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     """The rule's ``(kernel, why)`` without a stored result: ``copy`` for one row or column,
-    :data:`WIDE_KERNEL` for 16-byte elements, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
+    :data:`WIDE_KERNEL` for 16-byte elements, :data:`SKINNY_KERNEL` for a side shorter than
+    :data:`SKINNY_SIDE` on a matrix of at least :data:`SKINNY_MIN_BYTES`, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
     are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides), else
     :data:`UNALIGNED_KERNEL` of the item size."""
     if rows == 1 or cols == 1:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
     if itemsize >= 16:
         return WIDE_KERNEL, f"rule: {itemsize}-byte elements are moved one per thread, column reads, row writes"
+    if min(rows, cols) < SKINNY_SIDE and rows * cols * itemsize >= SKINNY_MIN_BYTES:
+        return SKINNY_KERNEL, (f"rule: {rows} x {cols} is skinny (a side < {SKINNY_SIDE}, >= "
+                               f"{SKINNY_MIN_BYTES >> 20} MiB): chunks of whole short rows")
     vec = max(1, 16 // itemsize)
     if rows % vec == 0 and cols % vec == 0:
         return ALIGNED_KERNEL, f"rule: rows and cols are multiples of {vec} elements (16-byte rows)"
