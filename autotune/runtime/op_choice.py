@@ -27,7 +27,7 @@ import threading
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_SIDE", "SKINNY_MIN_BYTES",
+__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "SKINNY_MIN_BYTES", "BOTH_ODD_KERNEL",
            "rule_kernel", "choose_transpose", "takes_views",
            "transpose_kernel_for", "clear_choices"]
 
@@ -56,13 +56,29 @@ H100, complex128, % of memcpy at default configs (``..._op_search_complex128_819
 (BLOCK_ROWS=16, TILE_DIM=16) and 93.4 (8x8)."""
 
 SKINNY_KERNEL = "skinny"
-"""The rule's kernel for skinny matrices: one side shorter than :data:`SKINNY_SIDE` elements and at
-least :data:`SKINNY_MIN_BYTES` bytes, elements of 1 to 8 bytes. A square tile of 64 wastes most of
-itself on 7 rows; skinny moves chunks of whole short rows with 16-byte vectors on both sides
-(kernels/skinny.cu; measured in docs/transpose.md)."""
+"""The rule's kernel for skinny matrices: a short side of fewer than :data:`SKINNY_LINE` bytes (its
+rows do not fill one 128-byte line) on a matrix of at least :data:`SKINNY_MIN_BYTES`, elements of 1
+to 8 bytes. A square tile then holds a few rows and wastes the rest; skinny moves chunks of whole
+short rows with 16-byte vectors on both sides (kernels/skinny.cu). H100, % of memcpy at default
+configs (``benchmarks/results/2026-11-24_NVIDIA_H100_80GB_HBM3_transpose_skinny_sweep.txt``):
+int8 7 x 1000003 109.8 (smem_bytes 16.1, smem_pad 20.6, unroll_row 39.4), 1000003 x 7 101.2 (19.2,
+26.3); float16 33 x 65536 82.5 (smem_vec 66.7, smem_vec_realign 52.3), 200003 x 5 122.9 (61.4, 60.5);
+float64 9 x 200003 104.5 (60.7, 47.3): a memcpy of a few MB is itself far from the bandwidth, hence
+above 100. With short rows of 128 bytes or more the square tiles are ahead: float32 65536 x 33
+smem_vec_realign 89.3, smem_pad 88.7, skinny 67.4 (79.7 at its best config); 33 x 65536 77.4, 77.4,
+71.8; 65536 x 32 smem_vec 98.5, skinny 53.8."""
 
-SKINNY_SIDE = 64
+SKINNY_LINE = 128
 SKINNY_MIN_BYTES = 1 << 20
+
+BOTH_ODD_KERNEL = {4: "smem_vec"}
+"""The rule's kernel per item size when neither ``rows`` nor ``cols`` is a multiple of 16 / itemsize
+(rows misaligned on both sides; the other item sizes take :data:`UNALIGNED_KERNEL`). For 4-byte
+elements smem_vec's coalesced element path is ahead of smem_vec_realign on all 5 such shapes
+measured, H100, % of memcpy at default configs (``..._2026-11-24_..._transpose_odd_rows_sweep.txt``):
+float32 12345x6789 68.1 (smem_vec_realign 63.8, smem_pad 60.0), 4093x4099 78.5 (75.0), 3001x7919
+74.2 (69.5), 4099x2053 83.7 (79.4), 2047x8191 77.8 (73.8). For 8-byte elements the two are level
+(within 1.2 points on the same shapes), for 2-byte ones smem_vec_realign leads on 3 of 5."""
 
 MAX_CACHED = 65536
 _lock = threading.Lock()
@@ -71,20 +87,23 @@ _cache: dict[tuple, tuple] = {}
 
 def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     """The rule's ``(kernel, why)`` without a stored result: ``copy`` for one row or column,
-    :data:`WIDE_KERNEL` for 16-byte elements, :data:`SKINNY_KERNEL` for a side shorter than
-    :data:`SKINNY_SIDE` on a matrix of at least :data:`SKINNY_MIN_BYTES`, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
-    are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides), else
-    :data:`UNALIGNED_KERNEL` of the item size."""
+    :data:`WIDE_KERNEL` for 16-byte elements, :data:`SKINNY_KERNEL` for a side of fewer than
+    :data:`SKINNY_LINE` bytes on a matrix of at least :data:`SKINNY_MIN_BYTES`,
+    :data:`ALIGNED_KERNEL` when ``rows`` and ``cols`` are multiples of ``16 // itemsize`` elements
+    (16-byte vectors on both sides), :data:`BOTH_ODD_KERNEL` of the item size when neither is,
+    else :data:`UNALIGNED_KERNEL` of the item size."""
     if rows == 1 or cols == 1:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
     if itemsize >= 16:
         return WIDE_KERNEL, f"rule: {itemsize}-byte elements are moved one per thread, column reads, row writes"
-    if min(rows, cols) < SKINNY_SIDE and rows * cols * itemsize >= SKINNY_MIN_BYTES:
-        return SKINNY_KERNEL, (f"rule: {rows} x {cols} is skinny (a side < {SKINNY_SIDE}, >= "
+    if min(rows, cols) * itemsize < SKINNY_LINE and rows * cols * itemsize >= SKINNY_MIN_BYTES:
+        return SKINNY_KERNEL, (f"rule: {rows} x {cols} is skinny (a side of < {SKINNY_LINE} bytes, >= "
                                f"{SKINNY_MIN_BYTES >> 20} MiB): chunks of whole short rows")
     vec = max(1, 16 // itemsize)
     if rows % vec == 0 and cols % vec == 0:
         return ALIGNED_KERNEL, f"rule: rows and cols are multiples of {vec} elements (16-byte rows)"
+    if rows % vec and cols % vec and itemsize in BOTH_ODD_KERNEL:
+        return BOTH_ODD_KERNEL[itemsize], f"rule: neither rows {rows} nor cols {cols} is a multiple of {vec} elements"
     return UNALIGNED_KERNEL[itemsize], f"rule: rows {rows} or cols {cols} not a multiple of {vec} elements"
 
 
