@@ -4,6 +4,7 @@
 # launches, % of a device memcpy of the same bytes), then the peers table of issue 24's shapes at
 # the default choice (benchmarks/transpose_vs_peers.py --cases odd --cases skinny --cases batched).
 #   bash benchmarks/transpose_issue24.sh sweep      # skinny configs, odd-row kernels (about 3 minutes)
+#   bash benchmarks/transpose_issue24.sh heldout    # shapes the rule was not made from: its pick against the others
 #   bash benchmarks/transpose_issue24.sh peers      # the table (no database: every line a default config)
 # Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
 set -euo pipefail
@@ -40,10 +41,20 @@ sweep)
       --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8
   } 2>&1 | tee "$dest/${file}_transpose_odd_rows_sweep.txt"
   ;;
+heldout)
+  {
+    echo "# held out: shapes the rule (autotune/runtime/op_choice.py) was not made from, each kernel at its default"
+    ua --shape 6007x3001 --shape 999x12347 --shape 7777x5555 --shape 1001x30001 --dtype float32 --config smem_vec \
+      --config smem_vec_realign --config smem_pad
+    ua --shape 13x500009 --shape 100003x21 --dtype float16 --config skinny --config smem_vec_realign --config smem_vec
+    ua --shape 5x777777 --shape 300007x3 --dtype float32 --config skinny --config smem_vec_realign --config smem_vec
+    ua --shape 50x100003 --dtype int8 --config skinny --config smem_bytes --config smem_vec
+  } 2>&1 | tee "$dest/${file}_transpose_heldout.txt"
+  ;;
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases odd \
     --cases skinny --cases batched --kernel skinny --kernel smem_vec --kernel smem_vec_realign 2>&1 \
     | tee "$dest/${file}_transpose_vs_peers_issue24.md"
   ;;
-*) echo "usage: $0 sweep|peers" >&2; exit 2 ;;
+*) echo "usage: $0 sweep|heldout|peers" >&2; exit 2 ;;
 esac
