@@ -122,7 +122,10 @@ def test_rule_without_stored_results(device_info, tmp_path):
                                       (8192, 8192, "complex128", "naive_col"), (5000, 7001, "complex128", "naive_col"),
                                       (7, 1000003, "int8", "skinny"), (65536, 33, "float16", "skinny"),
                                       (9, 200003, "float64", "skinny"), (65536, 33, "float32", "smem_vec_realign"),
-                                      (63, 4096, "int8", "smem_bytes"), (12345, 6789, "float32", "smem_vec"),
+                                      (63, 4096, "int8", "skinny"), (48, 1 << 20, "uint8", "smem_vec"),
+                                      (64, 8, "int8", "skinny"), (16, 4096, "int8", "smem_vec"),
+                                      (12345, 6789, "float32", "smem_vec"), (4099, 2053, "float16", "smem_pad"),
+                                      (5000, 7001, "float16", "smem_vec_realign"),
                                       (12345, 6789, "float64", "smem_vec_realign")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
         assert name == kernel and config.rung == "default" and config.config.kernel == kernel, (rows, cols, dtype)
