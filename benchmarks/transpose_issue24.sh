@@ -5,6 +5,7 @@
 # the default choice (benchmarks/transpose_vs_peers.py --cases odd --cases skinny --cases batched).
 #   bash benchmarks/transpose_issue24.sh sweep      # skinny configs, odd-row kernels (about 3 minutes)
 #   bash benchmarks/transpose_issue24.sh heldout    # shapes the rule was not made from: its pick against the others
+#   bash benchmarks/transpose_issue24.sh explore    # skinny's whole space where it trails PyTorch or its best
 #   bash benchmarks/transpose_issue24.sh peers      # the table (no database: every line a default config)
 # Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
 set -euo pipefail
@@ -51,10 +52,17 @@ heldout)
     ua --shape 50x100003 --dtype int8 --config skinny --config smem_bytes --config smem_vec
   } 2>&1 | tee "$dest/${file}_transpose_heldout.txt"
   ;;
+explore)
+  {
+    echo "# skinny's 18 configs where the default trails PyTorch (9x200003 float64, 200003x5 float16) or its best (33x65536 float16)"
+    ua --shape 9x200003 --dtype float64 $(skinny_configs)
+    ua --shape 200003x5 --shape 33x65536 --dtype float16 $(skinny_configs)
+  } 2>&1 | tee "$dest/${file}_transpose_skinny_explore.txt"
+  ;;
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases odd \
     --cases skinny --cases batched --kernel skinny --kernel smem_vec --kernel smem_vec_realign 2>&1 \
     | tee "$dest/${file}_transpose_vs_peers_issue24.md"
   ;;
-*) echo "usage: $0 sweep|heldout|peers" >&2; exit 2 ;;
+*) echo "usage: $0 sweep|heldout|explore|peers" >&2; exit 2 ;;
 esac
