@@ -34,9 +34,9 @@
 // Geometry (kernel file, same formula; BLOCK_BYTES = 1024 * BLOCK_KIB): NB = min(n, 64, BLOCK_BYTES / (G * itemsize)),
 // W = (BLOCK_BYTES / (NB * G * itemsize)) * G, so that NB * W * itemsize <= BLOCK_BYTES; the grid
 // is cdiv(L, W) chunks times cdiv(n, NB) bands (one band whenever n <= NBMAX). A block is THREADS
-// threads. Where the packed side is not one run (several bands, or a row-pitched input with rows
-// <= ... > cols whose pitch is not n), it is moved element by element (consecutive threads on
-// consecutive elements).
+// threads. Where the packed side is not one run (several bands, or the input of a tall matrix,
+// rows > cols, with a row pitch other than cols), it is moved element by element (consecutive
+// threads on consecutive elements).
 #include "words.cuh"
 
 #ifndef BLOCK_KIB
