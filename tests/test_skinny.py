@@ -42,10 +42,11 @@ VIEWS = [(3, 1, 0), (0, 2, 0), (0, 3, 5), (1, 2, 3)]
 
 
 def configs():
-    """The default, the smallest chunk with the fewest threads and streaming hints, the largest chunk
-    with the most threads."""
+    """The default (streaming hints), the smallest chunk with the fewest threads, the largest chunk
+    with the most threads and no hints."""
     d = KERNEL.defaults
-    picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1}, {**d, "BLOCK_KIB": 16, "THREADS": 512}]
+    picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1},
+             {**d, "BLOCK_KIB": 16, "THREADS": 512, "STREAMING": 0}]
     return [Config.of(KERNEL.name, p) for p in picks]
 
 

@@ -60,7 +60,8 @@ SKINNY_KERNEL = "skinny"
 side of fewer than :data:`SKINNY_LINE` bytes (its rows do not fill one 128-byte line), elements of
 1 to 8 bytes, any size (a batch of small skinny matrices too). A square tile then holds a few rows
 and wastes the rest; skinny moves chunks of whole short rows with 16-byte vectors on both sides
-(kernels/skinny.cu). H100, % of memcpy at default configs, same run
+(kernels/skinny.cu). H100, % of memcpy at default configs (skinny at STREAMING=0, its first
+default), same run
 (``benchmarks/results/2026-11-24_NVIDIA_H100_80GB_HBM3_transpose_skinny_sweep.txt``): int8
 7 x 1000003 109.8 (smem_bytes 16.1, smem_pad 20.6, unroll_row 39.4), 1000003 x 7 101.2 (19.2, 26.3);
 float16 33 x 65536 82.5 (smem_vec 66.7, smem_vec_realign 52.3), 200003 x 5 122.9 (61.4, 60.5);

@@ -30,7 +30,8 @@ def device():
 def configs():
     """The default and the corners the CPU test runs (tests/test_skinny.py)."""
     d = KERNEL.defaults
-    picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1}, {**d, "BLOCK_KIB": 16, "THREADS": 512}]
+    picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1},
+             {**d, "BLOCK_KIB": 16, "THREADS": 512, "STREAMING": 0}]
     return [Config.of(KERNEL.name, p) for p in picks]
 
 
