@@ -53,7 +53,26 @@ EXTRA_SHAPES = [(8192, 8192), (5000, 7001), (1, 1 << 22)]
 DTYPES = ["int8", "float16", "float32", "float64", "complex128"]  # one per element size: every shape
 EXTRA_DTYPES = ["bool", "float8_e4m3fn", "bfloat16", "complex64"]  # moved as words: EXTRA_SHAPES
 METHODS = ("memcpy (device to device)", "torch x.mT.contiguous()", "cupy ascontiguousarray(x.mT)",
-           "classic smem_pad 32x8", "autotune.transpose")
+           "classic smem_pad 32x8", "autotune.transpose", "torch strided copy")
+STRIDED = METHODS[5]
+"""PyTorch's strided copy of the same shape, a second reference (a copy, not a transpose): ``x`` copied
+into the rows of a ``(..., rows, cols + 1)`` tensor, so that every destination row starts one
+element further along than the last; what the same bytes cost PyTorch when only the row pitch is odd."""
+CASE_SETS = {
+    # rows not 16-byte aligned on either side (and 5000x7001, aligned on one side, for comparison)
+    "odd": [("float32", (12345, 6789)), ("float32", (4093, 4099)), ("float32", (5000, 7001)),
+            ("float64", (12345, 6789)), ("complex64", (2047, 8191)), ("bfloat16", (4099, 2053)),
+            ("float16", (3001, 7919)), ("float16", (37, 513, 771)), ("uint8", (10007, 10009)),
+            ("int8", (3001, 7919))],
+    # one side < 64 elements, >= 1 MiB
+    "skinny": [("int8", (7, 1000003)), ("int8", (1000003, 7)), ("float32", (65536, 33)), ("float32", (33, 65536)),
+               ("float32", (65536, 32)), ("float16", (33, 65536)), ("float16", (200003, 5)), ("float64", (9, 200003)),
+               ("bfloat16", (63, 100000)), ("uint8", (48, 1 << 20))],
+    # batches of small, odd and skinny matrices
+    "batched": [("float32", (64, 512, 512)), ("float32", (37, 513, 771)), ("float16", (256, 127, 129)),
+                ("int8", (64, 7, 16411)), ("float32", (16, 4096, 33)), ("float32", (1000, 33, 65))],
+}
+"""``--cases NAME``: (dtype, shape) lists of issue 24's classes, beside the default every-dtype table."""
 
 
 def _timer(torch):
@@ -119,6 +138,7 @@ def _forced(autotune, x, y, db, name):
 
 def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic, kernels=()):
     nbytes = x.numel() * x.element_size()
+    strided = torch.empty((*x.shape[:-1], x.shape[-1] + 1), dtype=x.dtype, device=x.device)[..., :-1]
     cupy_t = None  # CuPy has no bfloat16 or float8 (it would see raw words, which torch cannot read back)
     if x.dtype not in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
         xc = cupy.from_dlpack(x)
@@ -133,8 +153,13 @@ def _methods(torch, cupy, autotune, x, y, db_tuned, db_classic, kernels=()):
         METHODS[2]: cupy_t,
         METHODS[3]: lambda: autotune.transpose(x, kernel="smem_pad", out=y, db=db_classic),
         METHODS[4]: lambda: autotune.transpose(x, out=y, db=db_tuned),
+        STRIDED: lambda: _none(strided.copy_(x)),
         **{_column(name): _forced(autotune, x, y, db_tuned, name) for name in kernels},
     }
+
+
+def _none(_) -> None:
+    """A method's result that is not checked (a copy, not a transpose)."""
 
 
 def _column(kernel: str) -> str:
@@ -170,7 +195,7 @@ def run(cases, db_tuned, kernels=()) -> None:
             if fn is None:
                 line[name] = None
                 continue
-            if name != METHODS[0]:
+            if name not in (METHODS[0], STRIDED):  # copies, not transposes
                 _check(name, fn, torch, ref)
             first = per_launch_ms(fn, 10)
             ms = per_launch_ms(fn, _launches(first))
@@ -201,7 +226,7 @@ def header(kernels=()) -> str:
     """The table's header: the METHODS columns, then one per forced kernel."""
     forced = "".join(f" {_column(k)} |" for k in kernels)
     return ("| dtype | shape | memcpy GB/s %memcpy x torch | torch x.mT.contiguous() | cupy | classic smem_pad 32x8 | "
-            f"autotune.transpose |{forced} how (kernel, lookup rung, config) |\n|---|---|---|---|---|---|---|"
+            f"autotune.transpose | torch strided copy |{forced} how (kernel, lookup rung, config) |\n|---|---|---|---|---|---|---|---|"
             + "---|" * len(kernels) + "---|")
 
 
@@ -214,6 +239,8 @@ def main() -> None:
     p.add_argument("--dtypes", default=None, help="comma-separated torch dtype names (default: every size)")
     p.add_argument("--sizes", default=None, help="comma-separated shapes, e.g. 8192x8192,3x4093x4099")
     p.add_argument("--only", choices=("table", "host"), default=None)
+    p.add_argument("--cases", choices=sorted(CASE_SETS), action="append", default=[],
+                   help="issue 24's shapes of a class instead of the every-dtype table (repeatable)")
     p.add_argument("--kernel", action="append", default=[],
                    help="a catalog transpose to add as a column, forced with kernel= (repeatable)")
     args = p.parse_args()
@@ -224,7 +251,9 @@ def main() -> None:
           f"torch {torch.__version__}; each cell: GB/s, % of memcpy, ratio to torch; median of {BATCHES} batches")
     if args.only != "host":
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")] if args.sizes else None
-        if args.dtypes:
+        if args.cases:
+            cases = [c for name in args.cases for c in CASE_SETS[name]]
+        elif args.dtypes:
             cases = [(d, s) for d in args.dtypes.split(",") for s in shapes or SHAPES]
         else:
             cases = [(d, s) for d in DTYPES for s in shapes or SHAPES]

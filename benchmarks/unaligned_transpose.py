@@ -15,6 +15,8 @@ smem_vec_realign, smem_pad and smem_vec at 5000x7001 and 3001x7919, int8 and flo
 
 import argparse
 import datetime
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import KERNELS
@@ -34,6 +36,25 @@ def parse_config(text: str) -> Config:
     return Config.of(name, macros)
 
 
+def prebuild(configs, dtypes) -> None:
+    """Every config (and copy_row, the bound) for every dtype it takes into the on-disk cubin cache,
+    one nvcc per core, so that the measurements below do not wait on nvcc one build at a time."""
+    from autotune.measure.compile import build_cubin
+
+    jobs = {(c.kernel, c, d) for c in configs for d in dtypes if d in KERNELS[c.kernel].dtypes}
+    jobs |= {("copy_row", KERNELS["copy_row"].default_config(), d) for d in dtypes}
+
+    def build(job):
+        name, config, dtype = job
+        try:
+            build_cubin(KERNELS[name], config, get_dtype(dtype), "sm_90")
+        except TrialFailed:
+            pass  # measured again below, where the failure is printed
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        list(pool.map(build, sorted(jobs, key=str)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", action="append", required=True, help="ROWSxCOLS (repeatable)")
@@ -42,6 +63,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=50)
     args = ap.parse_args()
     configs = [parse_config(c) for c in args.config]
+    prebuild(configs, args.dtype)
     with open_device(0) as device:
         print(f"# {device.name}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; "
               f"median of {args.repeats} launches; % of a device memcpy of the same bytes")
@@ -52,6 +74,8 @@ def main() -> None:
                 try:
                     for config in configs:
                         k = KERNELS[config.kernel]
+                        if dtype not in k.dtypes:
+                            continue
                         if k.name not in benches:
                             benches[k.name] = Benchmark(device, k, {"rows": rows, "cols": cols}, get_dtype(dtype),
                                                         repeats=args.repeats, seed=0)

@@ -68,6 +68,8 @@ def default_shared(name: str, itemsize: int) -> int:
     if name == "smem_vec_realign":  # WIDE=1: 128-element tiles for 1- and 2-byte elements, else 64
         side = 128 if itemsize <= 2 else 64  # rows of side / vector + 1 chunks of 16 bytes, a chunk per vector of rows
         return side * (side * itemsize // 16 + 1) * 16 + side * itemsize
+    if name == "skinny":  # BLOCK_KIB=8: tile and stage of 8 KiB, 16 bytes a row of the tile (64 rows, 32 of 8 bytes), 16 more
+        return 2 * 8192 + (64 if itemsize <= 4 else 32) * 16 + 16
     if name == "smem_bytes":  # TILE_BYTES=64: 64 / itemsize rows of NW = 16 words, 32 / NW words of skew per 4 / itemsize rows
         side, words = 64 // itemsize, 16
         return side * words * 4 + side // (4 // itemsize) * (32 // words) * 4
@@ -79,8 +81,8 @@ def default_shared(name: str, itemsize: int) -> int:
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
-    assert len(kernels) == (17 if dtype in ("float32", "float64") else 12 if dtype == "complex128"
-                            else 14 if d.itemsize <= 2 else 13)
+    assert len(kernels) == (18 if dtype in ("float32", "float64") else 12 if dtype == "complex128"
+                            else 15 if d.itemsize <= 2 else 14)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
     for k, res in zip(kernels, results, strict=True):

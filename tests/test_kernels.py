@@ -19,10 +19,11 @@ from autotune.resources import data_dir
 
 from kernel_files import catalog_doc, write_kernel
 
-CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign", "smem_bytes"])
+CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign", "smem_bytes", "skinny"])
 """The 15 kernels of the catalog before the kernel model, and those added as kernel files since."""
 REALIGN = "smem_vec_realign"
 BYTES = "smem_bytes"
+SKINNY = "skinny"
 NEW = {"matmul_warp"}
 MOVES = sorted(before.MOVES)
 ITEMSIZE_DTYPES = [get_dtype(d) for d in ("int8", "float16", "float32", "float64")]
@@ -50,7 +51,7 @@ def user_registry(monkeypatch):
 
 
 def test_the_catalog_kernels_load_from_their_files():
-    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 18
+    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 19
     folder = data_dir("kernels").resolve()
     for name, k in KERNELS.items():
         assert isinstance(k, Kernel) and k.name == name and k.path == folder / f"{name}.toml"
@@ -65,6 +66,11 @@ def test_the_catalog_kernels_load_from_their_files():
         if name == REALIGN:
             assert (k.source.name, k.function, k.dims) == ("vec_realign.cu", "transpose_vec_realign", ("rows", "cols"))
             assert k.dtypes == tuple(d for d in DTYPES if d != "complex128")  # 16-byte elements: smem_vec
+            assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
+            continue
+        if name == SKINNY:  # every dtype of 1 to 8 bytes
+            assert (k.source.name, k.function, k.dims) == ("skinny.cu", "transpose_skinny", ("rows", "cols"))
+            assert k.dtypes == tuple(d for d in DTYPES if DTYPES[d].itemsize <= 8)
             assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
         if name == BYTES:  # every 1- and 2-byte dtype of the catalog
@@ -98,11 +104,11 @@ def test_source_hashes_are_the_ones_before_the_kernel_model():
     # issue 14: 16-byte elements, row pitch and batches (smem.cu, vec.cu), then row pitch and batches in
     # naive.cu, whose shared direct.cuh copy.cu includes too: their stored results are stale
     changed = ("smem.cu", "vec.cu", "naive.cu", "copy.cu")
-    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES}):
+    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY}):
         same = k.source_hash[:12] == before.SOURCE_HASHES[k.source.name]
         assert len(k.source_hash) == 64 and same == (k.source.name not in changed), k.name
     assert KERNELS["smem"].source_hash == KERNELS["smem_pad"].source_hash == KERNELS["smem_unroll_pad"].source_hash
-    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES}}) == len(before.SOURCE_HASHES)
+    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY}}) == len(before.SOURCE_HASHES)
 
 
 def test_sources_are_inlined_once():
@@ -128,7 +134,7 @@ def test_spec_hashes_tell_kernels_of_one_source_apart(tmp_path):
 def test_checks_and_objectives():
     for name, k in KERNELS.items():
         c, o = k.check_spec, k.objective
-        if name in before.MOVES or name in (REALIGN, BYTES):
+        if name in before.MOVES or name in (REALIGN, BYTES, SKINNY):
             op = before.MOVES[name][2] if name in before.MOVES else "transpose"
             assert (c.reference, c.compare) == (f"autotune.kernel.references:{op}", "exact")
             assert str(o.bytes) == "2 * rows * cols * itemsize" and o.flops is None

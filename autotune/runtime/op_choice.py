@@ -28,7 +28,8 @@ from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "rule_kernel", "choose_transpose", "takes_views",
+__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "BOTH_ODD_KERNEL",
+           "rule_kernel", "choose_transpose", "takes_views",
            "transpose_kernel_for", "clear_choices"]
 
 ALIGNED_KERNEL = "smem_vec"
@@ -55,6 +56,41 @@ H100, complex128, % of memcpy at default configs (``..._op_search_complex128_819
 5000x7001 87.5 (43.8, 48.4); tuned by ``autotune search --op transpose``, naive_col reached 97.5
 (BLOCK_ROWS=16, TILE_DIM=16) and 93.4 (8x8)."""
 
+SKINNY_KERNEL = "skinny"
+"""The rule's kernel for skinny matrices whose rows are not 16-byte aligned on both sides: a short
+side of fewer than :data:`SKINNY_LINE` bytes (its rows do not fill one 128-byte line), elements of
+1 to 8 bytes, any size (a batch of small skinny matrices too). A square tile then holds a few rows
+and wastes the rest; skinny moves chunks of whole short rows with 16-byte vectors on both sides
+(kernels/skinny.cu). H100, % of memcpy at default configs (skinny at STREAMING=0, its first
+default), same run
+(``benchmarks/results/2026-11-24_NVIDIA_H100_80GB_HBM3_transpose_skinny_sweep.txt``): int8
+7 x 1000003 109.8 (smem_bytes 16.1, smem_pad 20.6, unroll_row 39.4), 1000003 x 7 101.2 (19.2, 26.3);
+float16 33 x 65536 82.5 (smem_vec 66.7, smem_vec_realign 52.3), 200003 x 5 122.9 (61.4, 60.5);
+float64 9 x 200003 104.5 (60.7, 47.3) (a memcpy of a few MB is itself far from the bandwidth); held
+out (``..._transpose_heldout.txt``): float16 13 x 500009 97.0 (33.4, 17.9), float32 5 x 777777 99.1
+(23.0, 22.0), int8 50 x 100003 124.6 (smem_bytes 102.1). In the peers table
+(``..._transpose_vs_peers_issue24_rule1.md``) an int8 batch 64 x 7 x 16411 read 72.8 through skinny
+against 9.4 through smem_bytes, hence no size floor. Where rows are 16-byte aligned smem_vec is
+ahead (uint8 48 x 1048576: 85.1 against 71.7; float32 65536 x 32: 98.5 against 53.8), and with short
+rows of 128 bytes or more the square tiles are (float32 65536 x 33: smem_vec_realign 89.3, smem_pad
+88.7, skinny 67.4)."""
+
+SKINNY_LINE = 128
+
+BOTH_ODD_KERNEL = {2: "smem_pad", 4: "smem_vec"}
+"""The rule's kernel per item size when neither ``rows`` nor ``cols`` is a multiple of 16 / itemsize
+(rows misaligned on both sides; the other item sizes take :data:`UNALIGNED_KERNEL`). H100, % of
+memcpy at default configs (``..._2026-11-24_..._transpose_odd_rows_sweep.txt``, ``..._heldout.txt``,
+``..._transpose_vs_peers_issue24_rule1.md``). 4-byte elements: smem_vec's coalesced element path is
+ahead of smem_vec_realign on all 9 shapes: float32 12345x6789 68.1 (smem_vec_realign 63.8, smem_pad
+60.0), 4093x4099 78.5 (75.0), 3001x7919 74.2 (69.5), 4099x2053 83.7 (79.4), 2047x8191 77.8 (73.8);
+held out 6007x3001 77.4 (72.6, 68.0), 999x12347 74.2 (68.4), 7777x5555 70.8 (67.6), 1001x30001 67.0
+(61.5). 2-byte elements: the classic smem_pad 32x8 against smem_vec_realign, float16 12345x6789 54.2
+(63.1), 4093x4099 67.5 (65.7), 3001x7919 59.4 (61.2), 4099x2053 78.5 (68.7), 2047x8191 61.7 (62.2);
+peers table bfloat16 4099x2053 68.7 (54.0), float16 3001x7919 61.1 (62.4), batches 37x513x771 83.6
+(66.3), 256x127x129 67.1 (43.6): ahead on 5 of 9, by 6 points on average. 8-byte elements: the two
+are level (within 1.2 points), so :data:`UNALIGNED_KERNEL` stays."""
+
 MAX_CACHED = 65536
 _lock = threading.Lock()
 _cache: dict[tuple, tuple] = {}
@@ -63,8 +99,9 @@ _cache: dict[tuple, tuple] = {}
 def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     """The rule's ``(kernel, why)`` without a stored result: ``copy`` for one row or column,
     :data:`WIDE_KERNEL` for 16-byte elements, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
-    are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides), else
-    :data:`UNALIGNED_KERNEL` of the item size."""
+    are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides),
+    :data:`SKINNY_KERNEL` for a side of fewer than :data:`SKINNY_LINE` bytes, :data:`BOTH_ODD_KERNEL`
+    of the item size when neither is a multiple, else :data:`UNALIGNED_KERNEL` of the item size."""
     if rows == 1 or cols == 1:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
     if itemsize >= 16:
@@ -72,6 +109,11 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     vec = max(1, 16 // itemsize)
     if rows % vec == 0 and cols % vec == 0:
         return ALIGNED_KERNEL, f"rule: rows and cols are multiples of {vec} elements (16-byte rows)"
+    if min(rows, cols) * itemsize < SKINNY_LINE:
+        return SKINNY_KERNEL, (f"rule: {rows} x {cols} is skinny (a side of < {SKINNY_LINE} bytes, rows not "
+                               f"16-byte aligned): chunks of whole short rows")
+    if rows % vec and cols % vec and itemsize in BOTH_ODD_KERNEL:
+        return BOTH_ODD_KERNEL[itemsize], f"rule: neither rows {rows} nor cols {cols} is a multiple of {vec} elements"
     return UNALIGNED_KERNEL[itemsize], f"rule: rows {rows} or cols {cols} not a multiple of {vec} elements"
 
 

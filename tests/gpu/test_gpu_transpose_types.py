@@ -73,9 +73,12 @@ def test_a_dtype_moved_as_words_says_whose_config_it_uses(tmp_path):
 def test_without_kernel_the_shape_picks_it_and_views_get_a_pitched_one(tmp_path):
     torch = pytest.importorskip("torch")
     db = f"sqlite:///{tmp_path / 'none.db'}"
-    x = torch.randint(-2**15, 2**15, (500, 701), dtype=torch.int16, device="cuda")  # 2-byte, bit-comparable
-    plan = transpose_plan(x, db=db).launcher
+    x = torch.randint(-2**15, 2**15, (496, 701), dtype=torch.int16, device="cuda")  # 2-byte, bit-comparable
+    plan = transpose_plan(x, db=db).launcher  # rows of 16-byte multiples on one side only
     assert plan.kernel.name == "smem_vec_realign" and "not a multiple of 8 elements" in plan.chosen.note
+    both = x[:495]  # odd on both sides: the classic padded tile (op_choice.BOTH_ODD_KERNEL)
+    assert transpose_plan(both, db=db).launcher.kernel.name == "smem_pad"
+    assert torch.equal(transpose(both, db=db), both.mT.contiguous())
     assert torch.equal(transpose(x, db=db), x.mT.contiguous())
     rows = x[1:400]  # a row slice: contiguous, realign still
     assert torch.equal(transpose(rows, db=db), rows.mT.contiguous())

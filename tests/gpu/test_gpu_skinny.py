@@ -1,0 +1,132 @@
+"""skinny (kernels/skinny.cu) is bit-exact on the GPU for every dtype it takes, on skinny shapes both
+ways (short rows and short columns, 1 to 65 long, the issue's 7 x 1000003 and 65536 x 33) and on
+wide ones (bands of rows), through the generic benchmark's check against NumPy; at every config of
+its space; launched directly with pointers off a 16-byte boundary, row-pitched views and batches
+(guard bytes around the output untouched); and through autotune.transpose on PyTorch views and
+batches (against torch), also chosen by the rule. The CPU runs the same in tests/test_skinny.py."""
+
+import numpy as np
+import pytest
+
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import get_dtype
+from autotune.measure.benchmark import Benchmark
+from autotune.measure.device import open_device
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = KERNELS["skinny"]
+SHAPES = [(1, 1), (3, 5), (7, 1001), (1001, 7), (33, 517), (517, 33), (64, 129), (65, 4097), (4097, 65),
+          (300, 301), (7, 1000003), (65536, 33), (33, 65536)]
+
+
+@pytest.fixture(scope="module")
+def device():
+    with open_device(0) as info:
+        yield info
+
+
+def configs():
+    """The default and the corners the CPU test runs (tests/test_skinny.py)."""
+    d = KERNEL.defaults
+    picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1},
+             {**d, "BLOCK_KIB": 16, "THREADS": 512, "STREAMING": 0}]
+    return [Config.of(KERNEL.name, p) for p in picks]
+
+
+@pytest.mark.parametrize("dtype", KERNEL.dtypes)
+def test_exact_for_every_dtype_and_shape(device, dtype):
+    for shape in SHAPES:
+        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+                          warmup=1, repeats=20, seed=3, bounds=False)
+        try:
+            for config in configs():
+                bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
+        finally:
+            bench.free()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
+def test_every_config_of_the_space_is_exact(device, dtype):
+    for shape in [(7, 10007), (10007, 33)]:
+        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+                          warmup=1, repeats=20, seed=4, bounds=False)
+        try:
+            for config in KERNEL.space().configs():
+                bench.verify(*bench.compile(config))
+        finally:
+            bench.free()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
+def test_exact_with_offsets_pitched_views_and_batches(device, dtype):
+    """Launched directly: rows ld = cols + pad elements apart, batch matrices rows * ld + gap apart
+    (grid z), the input span and the output at pointer offsets; against NumPy, guard bytes kept."""
+    import pycuda.driver as drv
+
+    dt = get_dtype(dtype)
+    rng = np.random.default_rng(6)
+    guard, es = 64, dt.itemsize
+    bench = Benchmark(device, KERNEL, {"rows": 8, "cols": 8}, dt, warmup=1, repeats=20, seed=0, bounds=False)
+    try:
+        for config in configs():
+            compiled, _, block, shared = bench.compile(config)
+            for rows, cols in [(7, 3001), (3001, 7), (33, 517), (517, 33), (70, 65)]:
+                grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dt)
+                for k, (pad, batch, gap) in enumerate([(0, 1, 0), (1, 1, 0), (3, 1, 0), (0, 3, 0), (0, 2, 7),
+                                                        (3, 2, 5)]):
+                    ioff = (k * 5 + 1) % 16 // es * es
+                    ooff = (k * 3) % 16 // es * es
+                    ld, stride = cols + pad, rows * (cols + pad) + gap
+                    span = (batch - 1) * stride + (rows - 1) * ld + cols
+                    src = rng.integers(0, 256, size=span * es, dtype=np.uint8)
+                    view = np.lib.stride_tricks.as_strided(src.view(dt.numpy), (batch, rows, cols),
+                                                           (stride * es, ld * es, es), writeable=False)
+                    want = np.ascontiguousarray(view.transpose(0, 2, 1)).view(np.uint8).ravel()
+                    n = want.size
+                    d_in, d_out = drv.mem_alloc(span * es + 2 * guard), drv.mem_alloc(n + 2 * guard)
+                    drv.memcpy_htod(int(d_in) + guard + ioff, src)
+                    drv.memset_d8(d_out, 0xA5, n + 2 * guard)
+                    compiled.function.prepared_call((grid[0], grid[1], batch), block,
+                                                    np.uintp(int(d_out) + guard + ooff),
+                                                    np.uintp(int(d_in) + guard + ioff), np.int32(rows),
+                                                    np.int32(cols), np.int64(ld), np.int64(stride),
+                                                    shared_size=shared)
+                    got = np.empty(n + 2 * guard, np.uint8)
+                    drv.memcpy_dtoh(got, d_out)
+                    start = guard + ooff
+                    what = (config, rows, cols, pad, batch, gap, ioff, ooff)
+                    assert np.array_equal(got[start:start + n], want), what
+                    assert (got[:start] == 0xA5).all() and (got[start + n:] == 0xA5).all(), what
+                    d_in.free()
+                    d_out.free()
+    finally:
+        bench.free()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "bfloat16", "float32", "complex64"])
+def test_views_and_batches_match_torch_forced_and_by_rule(dtype, tmp_path):
+    """autotune.transpose(x, kernel="skinny") on skinny views and batches, and autotune.transpose(x)
+    on skinny shapes of >= 1 MiB whose short rows are under 128 bytes, which the rule sends to skinny."""
+    torch = pytest.importorskip("torch")
+    from autotune.runtime.transpose import transpose, transpose_plan
+
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    g = torch.Generator(device="cuda").manual_seed(1)
+    base = torch.randn((3, 4, 33, 1300), device="cuda", generator=g, dtype=torch.float64).to(getattr(torch, dtype))
+    views = {
+        "contiguous batch": base,
+        "short rows, column slice": base[..., 3:1201],
+        "short columns": base[0, 0].mT.contiguous(),
+        "short columns, pitched": base[0, 0].mT.contiguous()[:, 1:30],
+        "every other matrix": base[:, ::2],
+        "7 rows, odd start": base[1, 2, :7, 1:],
+    }
+    for what, v in views.items():
+        got = transpose(v, kernel="skinny", db=db)
+        assert torch.equal(got, v.mT.contiguous()), what
+    for shape in [(7, 1000003), (1000003, 7), (9, 200003)]:
+        x = torch.randn(shape, device="cuda", generator=g, dtype=torch.float64).to(getattr(torch, dtype))
+        assert transpose_plan(x, db=db).launcher.kernel.name == "skinny", shape
+        assert torch.equal(transpose(x, db=db), x.mT.contiguous()), shape
