@@ -26,19 +26,24 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
+def on_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (the CLI's tests replace this to render as one)."""
+    return stream.isatty()
+
+
 def fit_consoles() -> None:
-    """Size both consoles for this command: ``$COLUMNS`` when set (text then wraps at it),
-    else the terminal's width, else :data:`OFF_TERMINAL_WIDTH` with lines left unbroken.
-    Called once per command (the app's callback), so that a test can set ``COLUMNS``."""
+    """Size both consoles for this command: on a terminal, ``$COLUMNS`` when set, else the
+    terminal's width, text wrapped at it; off a terminal (a pipe, a log file),
+    :data:`OFF_TERMINAL_WIDTH` with lines left unbroken, whatever ``$COLUMNS`` says (GNU
+    readline exports ``COLUMNS=80`` to the children of any process that loaded it). Called
+    once per command (the app's callback)."""
     columns = os.environ.get("COLUMNS", "").strip()
     for console, stream in ((out, sys.stdout), (err, sys.stderr)):
-        tty = stream.isatty()
-        if columns.isdigit() and int(columns) > 0:
-            console.width, console.soft_wrap = int(columns), False
+        if on_terminal(stream):
+            console.width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+            console.soft_wrap = False
         else:
-            console.width = None if tty else OFF_TERMINAL_WIDTH
-            console.soft_wrap = not tty
-
+            console.width, console.soft_wrap = OFF_TERMINAL_WIDTH, True
 
 fit_consoles()
 
@@ -79,7 +84,7 @@ Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_en
                                                 "(default: a SQLite file in the user data dir).")]
 Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL", help="A catalog kernel (autotune kernels) or the path of a "
                                                              "kernel file (.toml).")]
-Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N,...", help="The kernel's dims: name=value (repeatable or "
+Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N", help="The kernel's dims: name=value (repeatable or "
                                                                   "comma-separated), e.g. --dims n=1048576.")]
 Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, metavar="N", help="Every dim of the kernel (rows = cols; M = N = K).")]
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, metavar="N", help="Input rows (with --cols).")]

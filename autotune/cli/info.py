@@ -12,7 +12,7 @@ from ._common import Db, handle_errors, out
 from .output import Format, FormatOption, print_pairs
 
 
-@app.command()
+@app.command(short_help="Where the database is; versions of CUDA, nvcc; the GPUs.")
 @handle_errors
 def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
     """Print the results database's URL and file, autotune's version and its libraries', PyCUDA,
@@ -35,8 +35,8 @@ def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
     file = database["file"]
     where = ("" if file is None else
              f" ({'exists' if database['exists'] else 'not created yet: the first search creates it'})")
-    pairs = [("database", database["url"] + ("" if file else f"  ({database['source']})")),
-             *([("file", f"{file}{where}")] if file else []),
+    pairs = [("database", database["url"] + ("" if file else f"  ({database['source']})"), "/ "),
+             *([("file", f"{file}{where}", "/ ")] if file else []),
              ("autotune", f"{found.autotune} (Python {found.python})"),
              ("libraries", ", ".join(f"{k} {v or 'missing'}" for k, v in found.libraries.items())),
              ("PyCUDA", found.pycuda or "not installed"),

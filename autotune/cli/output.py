@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "print_pairs", "rate", "table_lines", "to_json"]
+__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "labelled", "print_pairs", "rate", "table_lines", "to_json"]
 
 
 class Format(str, Enum):
@@ -48,7 +48,8 @@ class Column:
 
     ``get`` returns the raw value (``None`` when the record lacks it); ``text`` formats it for the
     table (default :func:`str`); ``long`` puts it on a line of its own, wrapped at ``breaks``;
-    ``wide`` shows it in the table with ``--wide`` only.
+    ``wide`` shows it in the table with ``--wide`` only; ``table=False``: in JSON/CSV only,
+    ``data=False``: in the table only (a column combining others for people).
     """
 
     name: str
@@ -59,6 +60,8 @@ class Column:
     wide: bool = False
     right: bool = False
     breaks: str = ", "
+    table: bool = True
+    data: bool = True
 
     def cell(self, record: Any) -> str:
         value = self.get(record)
@@ -97,10 +100,10 @@ def wrap(value: str, width: int, breaks: str = ", ") -> list[str]:
 def table_lines(records: Sequence[Any], columns: Sequence[Column], width: int, *, wide: bool = False,
                 title: str = "") -> list[str]:
     """The lines of a table of ``records`` at most ``width`` characters long."""
-    shown = [c for c in columns if wide or not c.wide]
+    shown = [c for c in columns if c.table and (wide or not c.wide)]
     short = [c for c in shown if not c.long]
     long = [c for c in shown if c.long]
-    lines = wrap(title, width, " ") if title else []
+    lines = wrap(title, width) if title else []
     if not records:
         return lines
     cells = [[c.cell(r) for c in short] for r in records]
@@ -115,7 +118,7 @@ def table_lines(records: Sequence[Any], columns: Sequence[Column], width: int, *
         for c in long:
             value = c.cell(record)
             if value:
-                lines += _labelled(c.name, value, label, width, c.breaks, indent=2)
+                lines += labelled(c.name, value, label, width, c.breaks, indent=2)
     return lines
 
 
@@ -124,7 +127,9 @@ def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int])
                      for cell, c, w in zip(cells, columns, widths)).rstrip()
 
 
-def _labelled(name: str, value: str, label: int, width: int, breaks: str, indent: int) -> list[str]:
+def labelled(name: str, value: str, label: int, width: int, breaks: str = " ", indent: int = 0) -> list[str]:
+    """``name`` padded to ``label``, then ``value`` wrapped at ``breaks`` to fit ``width``, its
+    further lines aligned under its first."""
     lead = " " * indent + name.ljust(label) + "  "
     parts = wrap(value, width - len(lead), breaks)
     return [lead + parts[0]] + [" " * len(lead) + part for part in parts[1:]]
@@ -140,19 +145,20 @@ def _blocks(records: Sequence[Any], columns: Sequence[Column], width: int) -> li
         for c in columns:
             value = c.cell(record)
             if value:
-                lines += _labelled(c.name, value, label, width, c.breaks if c.long else " ", indent=0)
+                lines += labelled(c.name, value, label, width, c.breaks if c.long else " ", indent=0)
     return lines
 
 
 def to_json(records: Sequence[Any], columns: Sequence[Column]) -> list[dict[str, Any]]:
     """Every column of every record, raw values, keyed by :attr:`Column.key`."""
-    return [{c.key: c.get(r) for c in columns} for r in records]
+    return [{c.key: c.get(r) for c in columns if c.data} for r in records]
 
 
 def to_csv(records: Sequence[Any], columns: Sequence[Column]) -> str:
     """A header line of keys, then a line per record (``None`` as an empty field)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    columns = [c for c in columns if c.data]
     writer.writerow(c.key for c in columns)
     for r in records:
         writer.writerow("" if (v := c.get(r)) is None else _csv_value(v) for c in columns)
@@ -180,9 +186,10 @@ def emit(console, records: Sequence[Any], columns: Sequence[Column], fmt: Format
             console.print(Text(line, style=style or ""), soft_wrap=True)
 
 
-def print_pairs(console, pairs: Sequence[tuple[str, str]], breaks: str = " ") -> None:
-    """``name  value`` lines, the values aligned and wrapped under themselves at the width."""
-    label = max(len(name) for name, _ in pairs)
-    for name, value in pairs:
-        for line in _labelled(name, value, label, console.width, breaks, indent=0):
+def print_pairs(console, pairs: Sequence[tuple[str, ...]], breaks: str = " ") -> None:
+    """``name  value`` lines, the values aligned and wrapped under themselves at the width
+    (at ``breaks``, or a pair's own third item: ``"/"`` for a path)."""
+    label = max(len(pair[0]) for pair in pairs)
+    for name, value, *own in pairs:
+        for line in labelled(name, value, label, console.width, own[0] if own else breaks, indent=0):
             console.print(Text(line), soft_wrap=True)

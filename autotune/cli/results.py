@@ -21,13 +21,13 @@ if TYPE_CHECKING:
     from autotune.store.records import BestRecord
 
 
-@app.command()
+@app.command(short_help="Show the stored best config for a problem.")
 @handle_errors
 def best(
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dims: Dims = None,
     kernel: KernelRef = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d",
+    device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="ORDINAL|NAME",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
     dtype: DType = "float32",
     db: Db = None,
@@ -42,7 +42,7 @@ def best(
     Examples:
       autotune best --size 4096
       autotune best --kernel smem_pad --rows 8192 --cols 4096 --dtype float16
-      autotune best --kernel matmul_reg --m 4096 --n 4096 --k 4096 --format json
+      autotune best --kernel matmul_reg --size 4096 --format json
     """
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
@@ -66,7 +66,7 @@ def best(
     emit_bests(current, f"best configs for {shown} {dt.name}", fmt, wide)
 
 
-@app.command("list")
+@app.command("list", short_help="List everything tuned in the database.")
 @handle_errors
 def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: FormatOption = Format.table,
           wide: WideOption = False) -> None:
@@ -99,7 +99,7 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: Forma
     emit_bests(found, f"{len(found)} tuned key{'s' if len(found) != 1 else ''}", fmt, wide, stale=marks)
 
 
-@app.command()
+@app.command(short_help="List the kernel catalog with default configs.")
 def kernels(fmt: FormatOption = Format.table, wide: WideOption = False) -> None:
     """List the kernel catalog: each kernel's dims, what it is, and its default config (--wide:
     its dtypes, tunables and source too).
@@ -160,20 +160,21 @@ def _device_filter(device: str | None) -> str | None:
 
 def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None) -> list[Column]:
     """The columns of stored bests: kernel, shape, dtype, time and the headline figure (GFLOP/s
-    where a result has them, else GB/s with % of memcpy) in the row, the config on its own line;
+    where a result has them, else GB/s) with % of memcpy in the row, the config on its own line;
     the rest with --wide (and always in JSON/CSV). ``marks`` (by ``id()`` of the record): a
     ``stale`` column."""
     devices = {b.device_name for b in records}
-    flops = any(b.gflops is not None for b in records)
     columns = [
         Column("device", "device", lambda b: b.device_name, long=True, wide=len(devices) <= 1),
         Column("kernel", "kernel", lambda b: b.kernel),
         Column("shape", "shape", lambda b: b.display),
         Column("dtype", "dtype", lambda b: b.dtype),
         Column("median ms", "median_ms", lambda b: b.time_ms, text=lambda v: f"{v:.4f}", right=True),
-        *([Column("GFLOP/s", "gflops", lambda b: b.pooled_gflops, text=rate, right=True)] if flops else []),
-        Column("GB/s", "gbps", _gbps, text=rate, right=True, wide=flops),
-        Column("% memcpy", "pct_memcpy", _pct_memcpy, text=lambda v: f"{v:.1f}", right=True, wide=flops),
+        Column("figure", "figure", _figure, right=True, data=False),
+        Column("GFLOP/s", "gflops", lambda b: b.pooled_gflops, table=False),
+        Column("GB/s", "gbps", _gbps, table=False),
+        Column("% memcpy", "pct_memcpy", _pct_memcpy, text=lambda v: f"{v:.1f}", right=True,
+               wide=not any(_pct_memcpy(b) is not None for b in records)),
         Column("% copy", "pct_copy", lambda b: 100 * g / b.copy_gbps if (g := _gbps(b)) and b.copy_gbps else None,
                text=lambda v: f"{v:.1f}", right=True, wide=True),
         Column("spread %", "spread_pct", lambda b: None if b.spread is None else 100 * b.spread,
@@ -183,7 +184,7 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
         Column("tuned", "tuned_at", lambda b: f"{b.updated_at:%Y-%m-%d %H:%M}", wide=True),
         Column("config", "config", lambda b: b.config.key, long=True),
         Column("tie group", "tie_group", lambda b: [t for t in b.tie_group if t != b.config.key] or None,
-               text=" | ".join, long=True, wide=True, breaks=" |"),
+               text=" | ".join, long=True, wide=True, breaks=", |"),
     ]
     if marks is not None:
         columns.append(Column("stale", "stale", lambda b: marks.get(id(b)) or None, long=True, breaks=" "))
@@ -198,6 +199,14 @@ def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, s
     if len(devices) == 1 and fmt is Format.table and not wide:
         title += f" on {next(iter(devices))}"
     emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title)
+
+
+def _figure(b: BestRecord) -> str:
+    """``24447 GFLOP/s`` or ``2800 GB/s`` (the re-timed figure where there is one)."""
+    if b.gflops is not None:
+        return f"{rate(b.pooled_gflops)} GFLOP/s"
+    gbps = _gbps(b)
+    return "" if gbps is None else f"{rate(gbps)} GB/s"
 
 
 def _gbps(b: BestRecord) -> float | None:
