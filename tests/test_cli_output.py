@@ -198,3 +198,38 @@ def test_db_upgrade_prints_the_url_not_a_repr(db_url, monkeypatch):
     monkeypatch.setattr(common, "on_terminal", lambda stream: False)  # a log: one line, 220 columns
     r = render(None, "db", "upgrade", "--db", db_url)
     assert r.stdout.startswith(f"database {db_url} is at schema revision ") and "Store(" not in r.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_bench_reads_at_80_and_120_columns(fake_gpu, db_url, monkeypatch, width):  # noqa: F811
+    from autotune.measure import vendor
+
+    assert render(width, "search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid",
+                  "--db", db_url).exit_code == 0
+    monkeypatch.setattr(vendor, "vendor_matmul", lambda bench, libraries=vendor.LIBRARIES: vendor.VendorResult(
+        "cuBLAS via CuPy (cupy.matmul)", 2 * 256 ** 3 / 40000e9 * 1e3, 40000.0))
+    r = render(width, "bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
+    assert_reads(r.stdout, width, ["TILE_WIDTH=16", "TILE_WIDTH=32", "BLOCK_X=16,BLOCK_Y=16"])
+    assert re.search(r"^matmul_tiled \(tuned\) +0\.\d{4} +20000 +50\.0 ", r.stdout, re.M), r.stdout
+    doc = json.loads(render(width, "bench", "--kernel", "matmul_tiled", "--size", 256, "-f", "json",
+                            "--db", db_url).stdout)
+    assert doc["dims"] == {"m": 256, "n": 256, "k": 256} and doc["records"][-1]["gflops"] == 40000.0
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_transpose_bench_table_reads_at_80_and_120_columns(width):
+    from autotune.cli.bench import bench_columns
+    from autotune.cli.output import table_lines
+    from autotune.report.bench import BenchLine
+
+    key = KERNELS["smem_vec"].default_config().key
+    lines = [BenchLine("device-to-device memcpy", "memcpy", 0.0512, 2950.0, 100.0),
+             BenchLine("smem_vec", "kernel", 0.0531, 2840.0, 96.3, key, "default=tuned", 32, 16640, 0.75),
+             BenchLine("smem_unroll_pad", "kernel", None, None, config_key="BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,"
+                       "TILE_DIM=32,UNROLL=2", source="default", note="out of resources: too many resources "
+                       "requested for launch (the default config needs 65 KiB of shared memory per block)"),
+             BenchLine("CPU (numpy.transpose)", "cpu", 41.2, 6.51, 0.2)]
+    for wide in (False, True):
+        text = "\n".join(table_lines(lines, bench_columns(lines, flops=False), width, wide=wide, title="bench"))
+        assert_reads(text, width, [key])
+        assert "out of resources" in text and "6.51" in text and "2840" in text
