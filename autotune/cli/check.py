@@ -111,8 +111,9 @@ def _print_report(k: Kernel, report, built: int, seconds: float, arch: str) -> N
         which = "every sampled config" if report.configs < report.space_size else "every config"
         out.print(f"ok: {which} of {k.name} builds and can be launched", markup=False)
         return
+    width = out.width if not out.soft_wrap else 10**6  # a log keeps each failure on one line to grep
     for failure in report.failures[:MAX_LISTED]:  # one record per failure, wrapped under itself
-        for line in labelled("failed:", str(failure), 7, out.width, ", ", indent=2):
+        for line in labelled("failed:", str(failure), 7, width, ", ", indent=2, gap=1):
             out.print(line, markup=False, soft_wrap=True)
     if len(report.failures) > MAX_LISTED:
         out.print(f"  ... and {len(report.failures) - MAX_LISTED} more (--format json lists them all)", markup=False)

@@ -127,10 +127,11 @@ def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int])
                      for cell, c, w in zip(cells, columns, widths)).rstrip()
 
 
-def labelled(name: str, value: str, label: int, width: int, breaks: str = " ", indent: int = 0) -> list[str]:
-    """``name`` padded to ``label``, then ``value`` wrapped at ``breaks`` to fit ``width``, its
-    further lines aligned under its first."""
-    lead = " " * indent + name.ljust(label) + "  "
+def labelled(name: str, value: str, label: int, width: int, breaks: str = " ", indent: int = 0,
+             gap: int = 2) -> list[str]:
+    """``name`` padded to ``label``, ``gap`` spaces, then ``value`` wrapped at ``breaks`` to fit
+    ``width``, its further lines aligned under its first."""
+    lead = " " * indent + name.ljust(label) + " " * gap
     parts = wrap(value, width - len(lead), breaks)
     return [lead + parts[0]] + [" " * len(lead) + part for part in parts[1:]]
 
