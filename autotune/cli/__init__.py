@@ -50,7 +50,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     fit_consoles()
 
 
-from . import bench, check, db, info, report, results, search, share  # noqa: E402  (each module registers its commands on app)
+# each module registers its commands on app
+from . import bench, check, db, info, report, results, search, share  # noqa: E402
 
 __all__ = ["app", "main"]
 

@@ -82,13 +82,16 @@ def parse_float(value: str) -> float:
 Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True, metavar="URL",
                                            help="SQLAlchemy URL of the results database "
                                                 "(default: a SQLite file in the user data dir).")]
-Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL", help="A catalog kernel (autotune kernels) or the path of a "
-                                                             "kernel file (.toml).")]
-Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N", help="The kernel's dims: name=value (repeatable or "
-                                                                  "comma-separated), e.g. --dims n=1048576.")]
-Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, metavar="N", help="Every dim of the kernel (rows = cols; M = N = K).")]
+Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL",
+                                     help="A catalog kernel (autotune kernels) or the path of a kernel file (.toml).")]
+Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N",
+                                                   help="The kernel's dims: name=value (repeatable or "
+                                                        "comma-separated), e.g. --dims n=1048576.")]
+Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, metavar="N",
+                                             help="Every dim of the kernel (rows = cols; M = N = K).")]
 Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, metavar="N", help="Input rows (with --cols).")]
-Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, metavar="N", help="Input columns (with --rows).")]
+Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, metavar="N",
+                                             help="Input columns (with --rows).")]
 M = Annotated[Optional[int], typer.Option("--m", parser=parse_int, metavar="N",
                                           help="Matmul kernels: rows of A and C (with --n and --k).")]
 N = Annotated[Optional[int], typer.Option("--n", parser=parse_int, metavar="N",
@@ -96,10 +99,12 @@ N = Annotated[Optional[int], typer.Option("--n", parser=parse_int, metavar="N",
 K = Annotated[Optional[int], typer.Option("--k", parser=parse_int, metavar="N",
                                           help="Matmul kernels: columns of A, rows of B (with --m and --n).")]
 DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", help=f"Element type: {', '.join(DTYPES)}.")]
-Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL", help="CUDA device ordinal.")]
+Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
+                                     help="CUDA device ordinal.")]
 SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", help="Search-space TOML file "
                                                   "(default: configs/<kernel>.toml).")]
-Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Timed samples per config (>= 20; median of these).")]
+Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N",
+                                      help="Timed samples per config (>= 20; median of these).")]
 TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N",
                                    help="Fastest configs re-timed interleaved after the trials.")]
 Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rounds of that re-timing.")]

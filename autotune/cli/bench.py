@@ -13,7 +13,8 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, err, handle_errors, out, parse_dims, parse_int
+from ._common import (open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, err, handle_errors, out,
+                      parse_dims, parse_int)
 
 
 @app.command(short_help="Time kernels at default and tuned configs against their bounds.")
@@ -23,9 +24,9 @@ def bench(
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
     device: Device = 0,
-    kernel: Annotated[Optional[list[str]], typer.Option("--kernel", metavar="KERNEL", help="Kernels to include: catalog names or "
-                                                        "kernel files (repeatable; default: every catalog kernel of "
-                                                        "the problem the dims give).")] = None,
+    kernel: Annotated[Optional[list[str]], typer.Option(
+        "--kernel", metavar="KERNEL", help="Kernels to include: catalog names or kernel files (repeatable; default: "
+                                           "every catalog kernel of the problem the dims give).")] = None,
     repeats: Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Timed samples per line (>= 20).")] = 50,
     db: Db = None,
     fmt: FormatOption = Format.table,

@@ -32,19 +32,21 @@ _PathOrName.__name__ = "path|name"
 @app.command("check", short_help="Check a kernel file and build every config (nvcc, no GPU).")
 @handle_errors
 def check(
-    kernel_file: Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL", help="A kernel file (.toml), or a catalog kernel's name.")],
+    kernel_file: Annotated[_PathOrName, typer.Argument(
+        parser=_PathOrName, metavar="KERNEL", help="A kernel file (.toml), or a catalog kernel's name.")],
     dtype: Annotated[Optional[list[str]], typer.Option(
-        "--dtype", metavar="DTYPE", help="Build for this dtype only (repeatable or comma-separated; default: every dtype "
-                        "the kernel takes).")] = None,
+        "--dtype", metavar="DTYPE", help="Build for this dtype only (repeatable or comma-separated; default: "
+                                         "every dtype the kernel takes).")] = None,
     arch: Annotated[str, typer.Option("--arch", metavar="SM", help="nvcc target, e.g. sm_90 or sm_80.")] = "sm_90",
-    space: Annotated[Optional[str], typer.Option("--space", metavar="FILE", help="A search-space TOML file to build instead of "
-                                                                 "the kernel file's own [space].")] = None,
+    space: Annotated[Optional[str], typer.Option(
+        "--space", metavar="FILE", help="A search-space TOML file to build instead of the kernel file's own "
+                                        "[space].")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", parser=parse_int, metavar="N",
                                                 help="nvcc processes at once (default: one per core).")] = None,
     sample: Annotated[Optional[int], typer.Option(
-        "--sample", parser=parse_int, metavar="N", help="Build at most N configs: the default, the first and last, the first "
-                                           "holding each listed value, then evenly spaced ones (for spaces too "
-                                           "large to build whole).")] = None,
+        "--sample", parser=parse_int, metavar="N",
+        help="Build at most N configs: the default, the first and last, the first holding each listed value, then "
+             "evenly spaced ones (for spaces too large to build whole).")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """Check a kernel file: every field, then every config of its space built with nvcc -cubin

@@ -7,9 +7,10 @@ import typer
 from . import app
 from ._common import open_store, Db, handle_errors, out
 
-db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Manage the results database schema (autotune info prints where it is).\n\n"
-                           "\b\nExamples:\n  autotune db upgrade\n  autotune db current",
-                      short_help="Manage the results database schema.")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                     help="Manage the results database schema (autotune info prints where it is).\n\n"
+                          "\b\nExamples:\n  autotune db upgrade\n  autotune db current",
+                     short_help="Manage the results database schema.")
 app.add_typer(db_app, name="db")
 
 

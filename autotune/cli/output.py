@@ -24,7 +24,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "labelled", "print_pairs", "rate", "table_lines", "to_json"]
+__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "labelled", "print_pairs", "rate", "table_lines",
+           "to_json"]
 
 
 class Format(str, Enum):

@@ -32,8 +32,9 @@ from .search_tables import print_tables, top_rows
 TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
                                              help="Kill a trial (each measured in a child process) after "
                                                   "this many seconds and store it as timeout.")]
-DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", help="CUDA device ordinal, or several (0,1) or all: "
-                                                               "one worker per GPU, one study (GPUs of one model).")]
+DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
+                                         help="CUDA device ordinal, or several (0,1) or all: "
+                                              "one worker per GPU, one study (GPUs of one model).")]
 
 
 @app.command(short_help="Search a kernel's config space for one problem and dtype.")
@@ -60,10 +61,9 @@ def search(
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
-    op: Annotated[Optional[str], typer.Option("--op", metavar="OP", help="Search an operation instead of one kernel: every "
-                                                           "catalog kernel computing it (transpose), the "
-                                                           "trials shared by successive halving; replaces "
-                                                           "--kernel.")] = None,
+    op: Annotated[Optional[str], typer.Option(
+        "--op", metavar="OP", help="Search an operation instead of one kernel: every catalog kernel computing it "
+                                   "(transpose), the trials shared by successive halving; replaces --kernel.")] = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
 ) -> None:
@@ -86,8 +86,8 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, fmt, wide, trials=trials, timeout=timeout, seed=seed,
-               sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, fmt, wide, trials=trials, timeout=timeout,
+               seed=seed, sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
                trial_timeout=trial_timeout)
         return
     kern = resolve_kernel(kernel)
@@ -128,8 +128,8 @@ def sweep(
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(kern, problem, dtype, [device], count, fmt, wide, trials=count, timeout=None, seed=0, sampler="grid", resume=True,
-         space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, [device], count, fmt, wide, trials=count, timeout=None, seed=0, sampler="grid",
+         resume=True, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
 
 
 def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options) -> None:
@@ -142,7 +142,8 @@ def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options
     dt = get_dtype(dtype)
     kern.check_dtype(dt)
     started: list[Started] = []
-    columns = (TextColumn("{task.description}"), BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(), TimeElapsedColumn(),
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(),
+               TimeElapsedColumn(),
                TextColumn("{task.fields[best]}"))
     with Progress(*columns, console=say, transient=False) as progress:
         task, on_report = None, None

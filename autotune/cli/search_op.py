@@ -44,7 +44,8 @@ def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype:
                Column("ms", "ms", lambda r: r[1].time_ms if r[1].best else None, text=lambda v: f"{v:.4f}", right=True),
                Column("GB/s", "gbps", lambda r: _gbps(r[1], problem, dt.name) if r[1].best else None, text=rate,
                       right=True),
-               Column("% memcpy", "pct_memcpy", lambda r: _pct(r[1], problem, dt.name) or None, right=True),
+               Column("% memcpy", "pct_memcpy", lambda r: float(p) if (p := _pct(r[1], problem, dt.name)) else None,
+                      text=lambda v: f"{v:.1f}", right=True),
                Column("measured", "configs_measured", lambda r: r[1].measured, right=True),
                Column("config", "config", lambda r: r[1].best.config.key if r[1].best else "none passed", long=True)]
     say.print()

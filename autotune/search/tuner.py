@@ -154,7 +154,8 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
     from autotune.store.study_storage import HEARTBEAT_S
 
     storage = store.optuna_storage()
-    study = label_study(_open_study(store, key, _sampler(sampler, space, seed), resume, storage), key, sampler, store.errors)
+    study = label_study(_open_study(store, key, _sampler(sampler, space, seed), resume, storage), key, sampler,
+                        store.errors)
     store.fail_trials_dead_before_heartbeat(storage, key.study_name)
     start_clocks = clocks() if clocks else None
     search_id = store.start_search(key, study_name=key.study_name, sampler=sampler, seed=seed,
