@@ -233,3 +233,15 @@ def test_a_transpose_bench_table_reads_at_80_and_120_columns(width):
         text = "\n".join(table_lines(lines, bench_columns(lines, flops=False), width, wide=wide, title="bench"))
         assert_reads(text, width, [key])
         assert "out of resources" in text and "6.51" in text and "2840" in text
+
+
+def test_wrap_cuts_only_at_the_breaks_and_starts_each_tie_member_on_its_own_line():
+    from autotune.cli.output import wrap
+
+    a = "ASYNC=0,A_SMEM=0,BK=8,BM=128,BN=128,GROUP_M=8,MINB=1,STAGES=2,TM=16,TN=8,VEC=1,WM=128,WN=32"
+    b = "ASYNC=1,A_SMEM=0,BK=8,BM=64,BN=32,GROUP_M=1,MINB=1,STAGES=3,TM=4,TN=4,VEC=1,WM=32,WN=16"
+    assert wrap(f"{a} | {b}", 120, ", |") == [f"{a} |", b]
+    lines = wrap(f"{a} | {b}", 60, ", |")
+    assert all(len(line) <= 60 and line.endswith((",", "|")) for line in lines[:-1])
+    assert "".join(lines) == f"{a} |{b}" and lines[-1].endswith("WN=16")
+    assert wrap("short", 80) == ["short"] and wrap(a, 200) == [a]

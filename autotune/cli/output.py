@@ -81,8 +81,14 @@ def rate(value: float | None, unit: str = "") -> str:
 
 def wrap(value: str, width: int, breaks: str = ", ") -> list[str]:
     """``value`` cut into lines of at most ``width`` characters, only after one of ``breaks``
-    (a token longer than the width is cut where it must)."""
+    (a token longer than the width is cut where it must). With ``|`` among the breaks, a list
+    of ``a | b | c`` starts each member on a line of its own where they do not all fit."""
     width = max(width, 8)
+    if "|" in breaks and len(value) > width:
+        members = value.split(" | ")
+        rest = breaks.replace("|", "")
+        return [line for i, m in enumerate(members)
+                for line in wrap(m + (" |" if i < len(members) - 1 else ""), width, rest or " ")]
     tokens = re.findall(rf"[^{re.escape(breaks)}]*[{re.escape(breaks)}]*", value)
     lines, line = [], ""
     for token in (t for t in tokens if t):
