@@ -140,7 +140,7 @@ def test_autotune_db_env_var(fake_gpu, tmp_path):
 
 
 def test_python_dash_m():
-    out = subprocess.run([sys.executable, "-m", "autotune", "kernels"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "autotune", "kernels", "--wide"], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent)
     assert out.returncode == 0 and "smem_pad" in out.stdout and "kernels/smem_pad.toml" in out.stdout
 

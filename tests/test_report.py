@@ -215,9 +215,10 @@ def test_missing_bench_run_is_skipped_with_a_note(store, db_url, device_info, tm
     r = run("report", "--out", tmp_path / "out", "--db", db_url)
     assert r.exit_code == 0, r.output
     assert "no bench run for 8192x8192 float32: run autotune bench --size 8192" in r.output
+    assert ("skipped: one tuned shape of smem_pad float32 (8192x8192): a scaling plot needs two or more; run "
+            "autotune search --kernel smem_pad --size N for another size") in r.output
     assert_png(tmp_path / "out" / "heatmap_smem_pad_8192x8192_float32.png", "heatmap")
-    assert_png(tmp_path / "out" / "scaling_smem_pad_float32.png", "scaling")
-    assert not (tmp_path / "out" / "kernels_8192x8192_float32.png").exists()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["heatmap_smem_pad_8192x8192_float32.png"]
 
 
 def test_shape_without_data_keeps_the_scaling_plot(store, db_url, device_info, tmp_path):
@@ -308,5 +309,28 @@ def test_a_matrix_product_is_plotted_in_gflops(store, db_url, device_info, tmp_p
     r = run("report", "--kernel", "matmul_reg", "--out", tmp_path, "--db", db_url)
     assert r.exit_code == 0, r.output
     assert_png(tmp_path / "heatmap_matmul_reg_256x256x256_float32.png", "heatmap")
-    assert_png(tmp_path / "scaling_matmul_reg_float32.png", "scaling")
     assert "no bench run for 256x256x256 float32: run autotune bench --size 256" in r.output
+    assert "one tuned shape of matmul_reg float32 (256x256x256)" in r.output  # one point is no scaling plot
+    assert not data.excluded & data.tried
+
+
+def test_excluded_cells_are_those_no_valid_config_has(store, device_info):
+    from autotune.report.data import excluded_cells
+
+    k = get_kernel("matmul_reg")
+    pairs = {(c["BK"], c["BM"]) for c in k.space().configs()}
+    every = {(bk, bm) for bk in (8, 16, 32) for bm in (64, 128)}
+    assert excluded_cells(k, "BK", "BM", every) == every - pairs == {(32, 128)}  # BK * (BM + 1 + BN) * 8 > 48 KiB
+    assert excluded_cells(k, "BK", "BM", {(8, 64), (7, 64)}) == frozenset()  # 7 is no value of the space: not judged
+    assert excluded_cells(get_kernel("smem_pad"), "TILE_DIM", "BLOCK_ROWS", {(64, 16), (8, 32)}) == frozenset()
+
+
+def test_the_heatmap_title_wraps_the_other_tunables(store, device_info):
+    from autotune.report.plots import TITLE_CHARS, heatmap_title
+
+    populate(store, device_info)
+    data = heatmap_data(store, "smem_pad", {"rows": 8192, "cols": 8192}, "float32")
+    data = dataclasses.replace(data, other_macros=tuple(get_kernel("matmul_warp").tunables))
+    lines = heatmap_title(data).splitlines()
+    assert len(lines) == 4 and all(len(line) <= TITLE_CHARS for line in lines[2:])
+    assert " ".join(lines[2:]) == "each cell: the fastest over " + ", ".join(get_kernel("matmul_warp").tunables)

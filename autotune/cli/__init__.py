@@ -7,14 +7,51 @@ and exit code 2; Ctrl-C exits 130 after saying what was kept.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+from typer.core import TyperGroup
+
+ORDER = ("search", "sweep", "best", "list", "kernels", "check", "bench", "report", "export", "import", "info", "db")
+"""``autotune --help`` lists the commands in the order of the work: tune, read the results,
+know the kernels, measure and plot, move results, then the installation and its database."""
+
+
+class _InWorkOrder(TyperGroup):
+    def list_commands(self, ctx) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
+
 
 # rich_markup_mode=None: usage errors print as one plain "Error: ..." line, not a box.
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+app = typer.Typer(cls=_InWorkOrder, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
-                  help="Autotune CUDA kernels per GPU, shape and dtype; look tuned configs up.")
+                  help="Autotune CUDA kernels per GPU, shape and dtype; look tuned configs up.\n\n"
+                       "\b\nStart with:\n"
+                       "  autotune kernels\n"
+                       "  autotune search --kernel smem_pad --size 4096 --trials 100\n"
+                       "  autotune best --size 4096\n"
+                       "  autotune info")
 
-from . import bench, check, db, report, results, search, share  # noqa: E402  (each module registers its commands on app)
+
+def _version(value: bool) -> None:
+    if value:
+        from autotune import __version__
+
+        typer.echo(f"autotune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print autotune's version and exit.")] = False) -> None:
+    from ._common import fit_consoles
+
+    fit_consoles()
+
+
+# each module registers its commands on app
+from . import bench, check, db, info, report, results, search, share  # noqa: E402
 
 __all__ = ["app", "main"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import sys
 from types import SimpleNamespace
@@ -17,11 +18,34 @@ from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES
 from autotune.base import signals as stop
 
-# Logs of searches are committed: off a terminal, print tables whole instead of 80 columns wide,
-# and never break a printed line (a header naming a long path stays one line a log can grep).
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 220, soft_wrap=not sys.stdout.isatty())
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 220,
-              soft_wrap=not sys.stderr.isatty())
+OFF_TERMINAL_WIDTH = 220
+"""Width of output that goes to a file or pipe (logs of searches are committed): tables whole,
+and no printed line broken (a header naming a long path stays one line a log can grep)."""
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def on_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (the CLI's tests replace this to render as one)."""
+    return stream.isatty()
+
+
+def fit_consoles() -> None:
+    """Size both consoles for this command: on a terminal, ``$COLUMNS`` when set, else the
+    terminal's width, text wrapped at it; off a terminal (a pipe, a log file),
+    :data:`OFF_TERMINAL_WIDTH` with lines left unbroken, whatever ``$COLUMNS`` says (GNU
+    readline exports ``COLUMNS=80`` to the children of any process that loaded it). Called
+    once per command (the app's callback)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    for console, stream in ((out, sys.stdout), (err, sys.stderr)):
+        if on_terminal(stream):
+            console.width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+            console.soft_wrap = False
+        else:
+            console.width, console.soft_wrap = OFF_TERMINAL_WIDTH, True
+
+fit_consoles()
 
 EXIT_ERROR = 2
 """Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
@@ -55,30 +79,35 @@ def parse_float(value: str) -> float:
         raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
-Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True,
+Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True, metavar="URL",
                                            help="SQLAlchemy URL of the results database "
                                                 "(default: a SQLite file in the user data dir).")]
-Kernel = Annotated[str, typer.Option("--kernel", "-k", help="A catalog kernel (autotune kernels) or the path of a "
-                                                             "kernel file (.toml).")]
-Dims = Annotated[Optional[list[str]], typer.Option("--dims", help="The kernel's dims: name=value (repeatable or "
-                                                                  "comma-separated), e.g. --dims n=1048576.")]
-Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, help="Every dim of the kernel (rows = cols; M = N = K).")]
-Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, help="Input rows (with --cols).")]
-Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, help="Input columns (with --rows).")]
-M = Annotated[Optional[int], typer.Option("--m", parser=parse_int,
+Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL",
+                                     help="A catalog kernel (autotune kernels) or the path of a kernel file (.toml).")]
+Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N",
+                                                   help="The kernel's dims: name=value (repeatable or "
+                                                        "comma-separated), e.g. --dims n=1048576.")]
+Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, metavar="N",
+                                             help="Every dim of the kernel (rows = cols; M = N = K).")]
+Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, metavar="N", help="Input rows (with --cols).")]
+Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, metavar="N",
+                                             help="Input columns (with --rows).")]
+M = Annotated[Optional[int], typer.Option("--m", parser=parse_int, metavar="N",
                                           help="Matmul kernels: rows of A and C (with --n and --k).")]
-N = Annotated[Optional[int], typer.Option("--n", parser=parse_int,
+N = Annotated[Optional[int], typer.Option("--n", parser=parse_int, metavar="N",
                                           help="Matmul kernels: columns of B and C (with --m and --k).")]
-K = Annotated[Optional[int], typer.Option("--k", parser=parse_int,
+K = Annotated[Optional[int], typer.Option("--k", parser=parse_int, metavar="N",
                                           help="Matmul kernels: columns of A, rows of B (with --m and --n).")]
-DType = Annotated[str, typer.Option("--dtype", help=f"Element type: {', '.join(DTYPES)}.")]
-Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, help="CUDA device ordinal.")]
-SpaceFile = Annotated[Optional[str], typer.Option("--space", help="Search-space TOML file "
+DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", help=f"Element type: {', '.join(DTYPES)}.")]
+Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
+                                     help="CUDA device ordinal.")]
+SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", help="Search-space TOML file "
                                                   "(default: configs/<kernel>.toml).")]
-Repeats = Annotated[int, typer.Option(parser=parse_int, help="Timed samples per config (>= 20; median of these).")]
-TopK = Annotated[int, typer.Option("--top-k", parser=parse_int,
+Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N",
+                                      help="Timed samples per config (>= 20; median of these).")]
+TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N",
                                    help="Fastest configs re-timed interleaved after the trials.")]
-Rounds = Annotated[int, typer.Option(parser=parse_int, help="Rounds of that re-timing.")]
+Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rounds of that re-timing.")]
 
 
 def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, rows: int | None = None,
@@ -136,7 +165,7 @@ def _dim_value(flag: str, value) -> int:
 
 
 KernelRef = Annotated[Optional[str], typer.Option(
-    "--kernel", "-k", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
+    "--kernel", metavar="KERNEL", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
 
 SUGAR = ("rows", "cols", "m", "n", "k")
 """Dims with an option of their own (``--rows`` ...): the catalog's transposes and matrix products."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
@@ -14,24 +12,35 @@ from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.report.bench import BenchLine, run_bench
 from . import app
-from ._common import open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
+from .output import Column, Format, FormatOption, WideOption, emit, rate
+from ._common import (open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, err, handle_errors, out,
+                      parse_dims, parse_int)
 
 
-@app.command()
+@app.command(short_help="Time kernels at default and tuned configs against their bounds.")
 @handle_errors
 def bench(
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
     device: Device = 0,
-    kernel: Annotated[Optional[list[str]], typer.Option("--kernel", "-k", help="Kernels to include: catalog names or "
-                                                        "kernel files (repeatable; default: every catalog kernel of "
-                                                        "the problem the dims give).")] = None,
-    repeats: Annotated[int, typer.Option(parser=parse_int, help="Timed samples per line (>= 20).")] = 50,
+    kernel: Annotated[Optional[list[str]], typer.Option(
+        "--kernel", metavar="KERNEL", help="Kernels to include: catalog names or kernel files (repeatable; default: "
+                                           "every catalog kernel of the problem the dims give).")] = None,
+    repeats: Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Timed samples per line (>= 20).")] = 50,
     db: Db = None,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Time kernels of one problem (default and tuned config) against their bounds: memcpy, the
-    CPU and transfers for memory-bound kernels; the vendor's cuBLAS for matrix products. Stored."""
+    CPU and transfers for memory-bound kernels; the vendor's cuBLAS for matrix products. Stored.
+
+    \b
+    Examples:
+      autotune bench --size 8192
+      autotune bench --kernel smem_pad --kernel copy_row --size 8192 --dtype int8
+      autotune bench --kernel matmul_reg --size 4096 --format json
+    """
     dt = get_dtype(dtype)
     kernels = _kernels(kernel, dt, dims, rows, cols, m, n, k)
     problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
@@ -42,8 +51,10 @@ def bench(
     store = open_store(db)  # a database fault is said before the GPU is touched
     shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 
+    say = out if fmt is Format.table else err
+
     def opened(bench, nvcc):
-        out.print(f"bench {shape} ({key_text}) {dt.name} on {bench.device.name} "
+        say.print(f"bench {shape} ({key_text}) {dt.name} on {bench.device.name} "
                   f"(driver {bench.device.driver_version}, nvcc {nvcc})")
 
     lines, context = run_bench(device, kernels, problem, dt, store, repeats, on_open=opened)
@@ -52,8 +63,13 @@ def bench(
                                   context["l2_mode"], lines)
     title = f"{shape} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
     flops = any(kern.objective.flops for kern in kernels)
-    out.print(matmul_table(lines, title) if flops else bench_table(lines, title))
-    out.print(f"stored as bench run {run_id}")
+    if flops:
+        title += " (GFLOP/s = 2*M*N*K / time)"
+    say.print()
+    emit(out, lines, bench_columns(lines, flops), fmt, wide=wide, title=title,
+         document={"bench_run": run_id, "dims": problem, "dtype": dt.name, "device": info.name,
+                   "nvcc": context["nvcc"], "memcpy_gbps": context["memcpy_gbps"], "l2_mode": context["l2_mode"]})
+    say.print(f"stored as bench run {run_id}")
 
 
 def _kernels(names: list[str] | None, dt, dims, rows, cols, m, n, k) -> list:
@@ -84,40 +100,22 @@ def _kernels(names: list[str] | None, dt, dims, rows, cols, m, n, k) -> list:
     return kernels
 
 
-def matmul_table(lines: list[BenchLine], title: str) -> Table:
-    """The matmul bench table: what, config, ms, GFLOP/s, % of the vendor line, regs, smem, occupancy."""
+def bench_columns(lines: list[BenchLine], flops: bool) -> list[Column]:
+    """What, ms, the figure (GFLOP/s = 2*M*N*K / time, with % of the vendor line; else GB/s
+    with % of memcpy) and occupancy in the row; the config and any note on their own lines;
+    registers and shared memory with --wide."""
     vendor = next((line.gflops for line in lines if line.kind == "vendor" and line.gflops), None)
-    table = Table(title=title + " (GFLOP/s = 2*M*N*K / time)")
-    for col in ("what", "config", "ms", "GFLOP/s", "% vendor", "regs", "smem B", "occupancy"):
-        table.add_column(col, justify="left" if col in ("what", "config") else "right", no_wrap=col == "config")
-    for line in lines:
-        what = line.name + (f" ({line.source})" if line.source else "")
-        if line.note:
-            table.add_row(what, line.config_key or "", "", "", "", "", "", "")
-            table.add_row("", f"[red]{escape(line.note)}[/]", "", "", "", "", "", "")
-            continue
-        table.add_row(what, line.config_key or "", f"{line.median_ms:.4f}", f"{line.gflops:.0f}",
-                      f"{100 * line.gflops / vendor:.1f}" if vendor else "",
-                      "" if line.registers is None else str(line.registers),
-                      "" if line.shared_bytes is None else str(line.shared_bytes),
-                      "" if line.occupancy is None else f"{100 * line.occupancy:.0f} %")
-    return table
-
-
-def bench_table(lines: list[BenchLine], title: str) -> Table:
-    """The bench table: what, config, ms, GB/s, % of memcpy, registers, shared memory, occupancy."""
-    table = Table(title=title)
-    for col in ("what", "config", "ms", "GB/s", "% memcpy", "regs", "smem B", "occupancy"):
-        table.add_column(col, justify="left" if col in ("what", "config") else "right", no_wrap=col == "config")
-    for line in lines:
-        what = line.name + (f" ({line.source})" if line.source else "")
-        if line.note:
-            table.add_row(what, line.config_key or "", "", "", "", "", "", "", )
-            table.add_row("", f"[red]{line.note}[/]", "", "", "", "", "", "")
-            continue
-        table.add_row(what, line.config_key or "", f"{line.median_ms:.4f}", f"{line.gbps:.0f}",
-                      "" if line.pct_memcpy is None else f"{line.pct_memcpy:.1f}",
-                      "" if line.registers is None else str(line.registers),
-                      "" if line.shared_bytes is None else str(line.shared_bytes),
-                      "" if line.occupancy is None else f"{100 * line.occupancy:.0f} %")
-    return table
+    figure = (Column("GFLOP/s", "gflops", lambda b: b.gflops, text=rate, right=True) if flops
+              else Column("GB/s", "gbps", lambda b: b.gbps, text=rate, right=True))
+    share = (Column("% vendor", "pct_vendor", lambda b: 100 * b.gflops / vendor if vendor and b.gflops else None,
+                    text=lambda v: f"{v:.1f}", right=True) if flops
+             else Column("% memcpy", "pct_memcpy", lambda b: b.pct_memcpy, text=lambda v: f"{v:.1f}", right=True))
+    return [Column("what", "name", lambda b: b.name + (f" ({b.source})" if b.source else "")),
+            Column("kind", "kind", lambda b: b.kind, wide=True),
+            Column("ms", "median_ms", lambda b: b.median_ms, text=lambda v: f"{v:.4f}", right=True),
+            figure, share,
+            Column("regs", "registers", lambda b: b.registers, right=True, wide=True),
+            Column("smem B", "shared_bytes", lambda b: b.shared_bytes, right=True, wide=True),
+            Column("occupancy", "occupancy", lambda b: b.occupancy, text=lambda v: f"{100 * v:.0f} %", right=True),
+            Column("config", "config", lambda b: b.config_key, long=True),
+            Column("note", "note", lambda b: b.note, long=True, breaks=" ")]

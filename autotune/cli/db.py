@@ -7,22 +7,36 @@ import typer
 from . import app
 from ._common import open_store, Db, handle_errors, out
 
-db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Manage the results database schema.")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                     help="Manage the results database schema (autotune info prints where it is).\n\n"
+                          "\b\nExamples:\n  autotune db upgrade\n  autotune db current",
+                     short_help="Manage the results database schema.")
 app.add_typer(db_app, name="db")
 
 
-@db_app.command("upgrade")
+@db_app.command("upgrade", short_help="Migrate the schema to the newest revision.")
 @handle_errors
 def upgrade(db: Db = None) -> None:
-    """Migrate the database schema to the newest revision (creates a new database)."""
+    """Migrate the database schema to the newest revision (creates a new database).
+
+    \b
+    Examples:
+      autotune db upgrade
+      autotune db upgrade --db postgresql+psycopg://me@dbhost/autotune
+    """
     store = open_store(db, upgrade=False)
     store.upgrade()
-    out.print(f"database {store} is at schema revision {store.current_revision()}")
+    out.print(f"database {store.safe_url} is at schema revision {store.current_revision()}", markup=False)
 
 
-@db_app.command("current")
+@db_app.command("current", short_help="Print the schema revision.")
 @handle_errors
 def current(db: Db = None) -> None:
-    """Print the schema revision of the database."""
+    """Print the schema revision of the database.
+
+    \b
+    Example:
+      autotune db current --db sqlite:///results.db
+    """
     store = open_store(db, upgrade=False)
     out.print(store.current_revision() or "empty (run: autotune db upgrade)")

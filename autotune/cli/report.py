@@ -13,20 +13,26 @@ from . import app
 from ._common import open_store, Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
 
 
-@app.command()
+@app.command(short_help="Plot stored results as PNGs.")
 @handle_errors
 def report(
-    out_dir: Annotated[Path, typer.Option("--out", "-o", file_okay=False,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", file_okay=False, metavar="DIR",
                                           help="Directory to write the PNG files to (created if missing).")],
     kernel: Kernel = "smem_pad",
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
-    device: Annotated[Optional[str], typer.Option("--device", "-d",
+    device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
                                                   help="Part of the device name (default: the most recent).")] = None,
     db: Db = None,
 ) -> None:
-    """Plot stored results as PNGs: heatmap by two tunables, all kernels of a bench run, scaling with size."""
+    """Plot stored results as PNGs: heatmap by two tunables, all kernels of a bench run, scaling with size.
+
+    \b
+    Examples:
+      autotune report --out plots/
+      autotune report --out plots/ --kernel smem_pad --size 4096 --device H100
+    """
     kern = resolve_kernel(kernel)  # before opening the database: a typo must not create one
     dt = get_dtype(dtype).name
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))

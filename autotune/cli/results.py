@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 
 from autotune.errors import GPUUnavailableError, NotTunedError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
+from autotune.measure.figures import unit
 from . import app
+from .output import Column, Format, FormatOption, WideOption, emit, rate
 from ._common import (open_store, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
                       shape_args)
 
@@ -20,20 +21,29 @@ if TYPE_CHECKING:
     from autotune.store.records import BestRecord
 
 
-@app.command()
+@app.command(short_help="Show the stored best config for a problem.")
 @handle_errors
 def best(
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dims: Dims = None,
     kernel: KernelRef = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d",
+    device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="ORDINAL|NAME",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
     dtype: DType = "float32",
     db: Db = None,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
-    """Show the stored best config for a problem (and kernel, device, dtype). Without ``--kernel``,
-    every kernel whose dims the options give: ``--size`` alone shows transposes of size x size
-    and matrix products of size^3."""
+    """Show the stored best config for a problem (and kernel, device, dtype). Without --kernel,
+    every kernel whose dims the options give: --size alone shows transposes of size x size
+    and matrix products of size^3.
+
+    \b
+    Examples:
+      autotune best --size 4096
+      autotune best --kernel smem_pad --rows 8192 --cols 4096 --dtype float16
+      autotune best --kernel matmul_reg --size 4096 --format json
+    """
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
     dt = get_dtype(dtype)
@@ -54,36 +64,57 @@ def best(
         raise NotTunedError(f"nothing is tuned for {kernel or 'any kernel'} {shown} {dt.name}{where}; run: autotune "
                             f"search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}")
     current.sort(key=lambda b: (len(b.dims), b.shape, b.time_ms))
-    out.print(best_table(current, f"best configs for {shown} {dt.name}"))
+    emit_bests(current, f"best configs for {shown} {dt.name}", fmt, wide)
 
 
-@app.command("list")
+@app.command("list", short_help="List everything tuned in the database.")
 @handle_errors
-def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
+def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: FormatOption = Format.table,
+          wide: WideOption = False) -> None:
     """List everything tuned in the database (of a kernel, and dims); stale results are marked with
-    why, results of kernels this autotune does not know with "?" (give their file with --kernel)."""
+    why, results of kernels this autotune does not know with "?" (give their file with --kernel).
+
+    \b
+    Examples:
+      autotune list
+      autotune list --kernel smem_pad --wide
+      autotune list --format csv > tuned.csv
+    """
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
     found = open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
+        if fmt is not Format.table:
+            emit(out, [], best_columns([], {}), fmt)
+            return
         out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel
-                  else f"nothing is tuned for {kernel}")
+                  else f"nothing is tuned for {kernel}", markup=False)
         return
     marks = ["?" if not v.known else "" if v.reason is None else f"yes ({v.reason})"
              for v in stale.partition(found, kernels, stale.current_nvcc()).verdicts]
-    out.print(best_table(found, f"{len(found)} tuned keys", stale=marks))
+    emit_bests(found, f"{len(found)} tuned key{'s' if len(found) != 1 else ''}", fmt, wide, stale=marks)
 
 
-@app.command()
-def kernels() -> None:
-    """List the kernel catalog and the default config of each kernel."""
-    table = Table(title="kernels")
-    for col in ("kernel", "what it is", "default config", "source"):
-        table.add_column(col)
-    for k in KERNELS.values():
-        table.add_row(k.name, k.summary, k.default_config().key, str(k.path))
-    out.print(table)
+@app.command(short_help="List the kernel catalog with default configs.")
+def kernels(fmt: FormatOption = Format.table, wide: WideOption = False) -> None:
+    """List the kernel catalog: each kernel's dims, what it is, and its default config (--wide:
+    its dtypes, tunables and source too).
+
+    \b
+    Examples:
+      autotune kernels
+      autotune kernels --wide
+      autotune kernels --format json
+    """
+    columns = [Column("kernel", "kernel", lambda k: k.name), Column("dims", "dims", lambda k: ",".join(k.dims)),
+               Column("objective", "objective", unit),
+               Column("about", "summary", lambda k: k.summary, long=True, breaks=" "),
+               Column("default", "default_config", lambda k: k.default_config().key, long=True),
+               Column("tunables", "tunables", lambda k: list(k.tunables), text=",".join, long=True, wide=True),
+               Column("dtypes", "dtypes", lambda k: list(k.dtypes), text=",".join, long=True, wide=True),
+               Column("source", "source", lambda k: str(k.path), long=True, wide=True, breaks="/")]
+    emit(out, list(KERNELS.values()), columns, fmt, wide=wide, title=f"{len(KERNELS)} catalog kernels")
 
 
 def _kernels(kernel: str | None) -> dict[str, Any]:
@@ -107,24 +138,61 @@ def _device_filter(device: str | None) -> str | None:
                                   "pass part of the device name instead") from None
 
 
-def best_table(records: list[BestRecord], title: str, stale: list[str] | None = None) -> Table:
-    """A table of stored bests (with a ``stale`` column when ``stale`` marks are given). A result
-    shows GFLOP/s where it has them, else GB/s with % of memcpy and of copy; the time always."""
-    table = Table(title=title)
-    flops = ("GFLOP/s",) if any(b.gflops is not None for b in records) else ()
-    numeric = ("median ms", *flops, "GB/s", "% memcpy", "% copy", "spread %", "regs", "smem B")
-    for col in ("device", "kernel", "shape", "dtype", "config", *numeric, "tie group", "tuned") + \
-            (("stale",) if stale else ()):
-        table.add_column(col, justify="right" if col in numeric else "left", no_wrap=col in ("config", "stale"))
-    for i, b in enumerate(records):
-        gbps = (b.pooled_gbps or b.gbps) if b.gflops is None else None
-        pct = None if gbps is None else 100 * gbps / b.memcpy_gbps if b.memcpy_gbps else b.pct_memcpy
-        cells = [b.device_name, b.kernel, b.display, b.dtype, b.config.key, f"{b.time_ms:.4f}",
-                 *((f"{b.pooled_gflops:.0f}" if b.gflops is not None else "",) if flops else ()),
-                 "" if gbps is None else f"{gbps:.0f}", "" if pct is None else f"{pct:.1f}",
-                 f"{100 * gbps / b.copy_gbps:.1f}" if gbps is not None and b.copy_gbps else "",
-                 f"{100 * b.spread:.2f}" if b.spread is not None else "", str(b.registers),
-                 str(b.shared_bytes), " | ".join(t for t in b.tie_group if t != b.config.key),
-                 f"{b.updated_at:%Y-%m-%d %H:%M}"]
-        table.add_row(*cells, *((stale[i],) if stale else ()))
-    return table
+def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None) -> list[Column]:
+    """The columns of stored bests: kernel, shape, dtype, time and the headline figure (GFLOP/s
+    where a result has them, else GB/s) with % of memcpy in the row, the config on its own line;
+    the rest with --wide (and always in JSON/CSV). ``marks`` (by ``id()`` of the record): a
+    ``stale`` column."""
+    devices = {b.device_name for b in records}
+    columns = [
+        Column("device", "device", lambda b: b.device_name, long=True, wide=len(devices) <= 1),
+        Column("kernel", "kernel", lambda b: b.kernel),
+        Column("shape", "shape", lambda b: b.display),
+        Column("dtype", "dtype", lambda b: b.dtype),
+        Column("median ms", "median_ms", lambda b: b.time_ms, text=lambda v: f"{v:.4f}", right=True),
+        Column("figure", "figure", _figure, right=True, data=False),
+        Column("GFLOP/s", "gflops", lambda b: b.pooled_gflops, table=False),
+        Column("GB/s", "gbps", _gbps, table=False),
+        Column("% memcpy", "pct_memcpy", _pct_memcpy, text=lambda v: f"{v:.1f}", right=True,
+               wide=not any(_pct_memcpy(b) is not None for b in records)),
+        Column("% copy", "pct_copy", lambda b: 100 * g / b.copy_gbps if (g := _gbps(b)) and b.copy_gbps else None,
+               text=lambda v: f"{v:.1f}", right=True, wide=True),
+        Column("spread %", "spread_pct", lambda b: None if b.spread is None else 100 * b.spread,
+               text=lambda v: f"{v:.2f}", right=True, wide=True),
+        Column("regs", "registers", lambda b: b.registers, right=True, wide=True),
+        Column("smem B", "shared_bytes", lambda b: b.shared_bytes, right=True, wide=True),
+        Column("tuned", "tuned_at", lambda b: f"{b.updated_at:%Y-%m-%d %H:%M}", wide=True),
+        Column("config", "config", lambda b: b.config.key, long=True),
+        Column("tie group", "tie_group", lambda b: [t for t in b.tie_group if t != b.config.key] or None,
+               text=" | ".join, long=True, wide=True, breaks=", |"),
+    ]
+    if marks is not None:
+        columns.append(Column("stale", "stale", lambda b: marks.get(id(b)) or None, long=True, breaks=" "))
+    return columns
+
+
+def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, stale: list[str] | None = None) -> None:
+    """Print stored bests (:func:`best_columns`); with ``stale``, each record's mark (``""``:
+    current) in a ``stale`` column. One device for all of them is named in the title instead."""
+    marks = None if stale is None else {id(b): mark for b, mark in zip(records, stale)}
+    devices = {b.device_name for b in records}
+    if len(devices) == 1 and fmt is Format.table and not wide:
+        title += f" on {next(iter(devices))}"
+    emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title)
+
+
+def _figure(b: BestRecord) -> str:
+    """``24447 GFLOP/s`` or ``2800 GB/s`` (the re-timed figure where there is one)."""
+    if b.gflops is not None:
+        return f"{rate(b.pooled_gflops)} GFLOP/s"
+    gbps = _gbps(b)
+    return "" if gbps is None else f"{rate(gbps)} GB/s"
+
+
+def _gbps(b: BestRecord) -> float | None:
+    return (b.pooled_gbps or b.gbps) if b.gflops is None else None
+
+
+def _pct_memcpy(b: BestRecord) -> float | None:
+    gbps = _gbps(b)
+    return None if gbps is None else 100 * gbps / b.memcpy_gbps if b.memcpy_gbps else b.pct_memcpy

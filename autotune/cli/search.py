@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.markup import escape
 
 from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import resolve_kernel
@@ -24,16 +25,19 @@ from autotune.search.workers import parse_devices
 from . import app
 from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK,
                       err, handle_errors, out, parse_dims, parse_float, parse_int)
-from .search_many import print_reports, worker_progress
+from .output import Format, FormatOption, WideOption
+from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
+from .search_tables import print_tables, top_rows
 
 TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
                                              help="Kill a trial (each measured in a child process) after "
                                                   "this many seconds and store it as timeout.")]
-DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ordinal, or several (0,1) or all: "
-                                                               "one worker per GPU, one study (GPUs of one model).")]
+DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
+                                         help="CUDA device ordinal, or several (0,1) or all: "
+                                              "one worker per GPU, one study (GPUs of one model).")]
 
 
-@app.command()
+@app.command(short_help="Search a kernel's config space for one problem and dtype.")
 @handle_errors
 def search(
     kernel: Kernel = "smem_pad",
@@ -41,29 +45,39 @@ def search(
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
     dtype: DType = "float32",
-    trials: Annotated[int, typer.Option("--trials", "-n", parser=parse_int,
+    trials: Annotated[int, typer.Option("--trials", parser=parse_int, metavar="N",
                                         help="Configs to measure (>= 1; fewer if the space runs out); "
                                              "the kernel's default is measured first.")] = 100,
-    timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
+    timeout: Annotated[Optional[float], typer.Option(parser=parse_float, metavar="S",
                                                      help="Start no trial after this many seconds.")] = None,
-    seed: Annotated[Optional[int], typer.Option(parser=parse_int,
+    seed: Annotated[Optional[int], typer.Option(parser=parse_int, metavar="N",
                                                 help="Seed of the sampler and of the random inputs.")] = None,
-    sampler: Annotated[str, typer.Option(help=f"Sampler: {', '.join(SAMPLERS)}.")] = "tpe",
+    sampler: Annotated[str, typer.Option(metavar="|".join(SAMPLERS), help=f"Sampler: {', '.join(SAMPLERS)}.")] = "tpe",
     resume: Annotated[bool, typer.Option("--resume", help="Continue this key's existing study.")] = False,
     space: SpaceFile = None,
     repeats: Repeats = 50,
-    top: Annotated[int, typer.Option(parser=parse_int, help="Rows of the final table.")] = 10,
+    top: Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rows of the final table.")] = 10,
     top_k: TopK = 5,
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
-    op: Annotated[Optional[str], typer.Option("--op", help="Search an operation instead of one kernel: every "
-                                                           "catalog kernel computing it (transpose), the "
-                                                           "trials shared by successive halving; replaces "
-                                                           "--kernel.")] = None,
+    op: Annotated[Optional[str], typer.Option(
+        "--op", metavar="OP", help="Search an operation instead of one kernel: every catalog kernel computing it "
+                                   "(transpose), the trials shared by successive halving; replaces --kernel.")] = None,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Search a kernel's config space on one GPU (or several of one model) for one problem and
-    dtype; store every trial."""
+    dtype; store every trial. With --format json or csv the results go to stdout and the
+    progress to stderr.
+
+    \b
+    Examples:
+      autotune search --kernel smem_pad --size 4096 --trials 100
+      autotune search --kernel matmul_reg --m 4096 --n 2048 --k 1024
+      autotune search --kernel my_kernel.toml --dims n=1048576 --device 0,1
+      autotune search --op transpose --rows 8192 --cols 4096 --trials 200
+    """
     check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
     ordinals = parse_devices(device)
     if op is not None:
@@ -72,18 +86,18 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, trials=trials, timeout=timeout, seed=seed,
-               sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, fmt, wide, trials=trials, timeout=timeout,
+               seed=seed, sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
                trial_timeout=trial_timeout)
         return
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    _run(kern, problem, dtype, ordinals, top, trials=trials, timeout=timeout, seed=seed, sampler=sampler,
+    _run(kern, problem, dtype, ordinals, top, fmt, wide, trials=trials, timeout=timeout, seed=seed, sampler=sampler,
          resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
          trial_timeout=trial_timeout)
 
 
-@app.command()
+@app.command(short_help="Measure every valid config of a kernel's space.")
 @handle_errors
 def sweep(
     kernel: Kernel = "smem_pad",
@@ -97,36 +111,47 @@ def sweep(
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
 ) -> None:
     """Measure every valid config of a kernel's space (the exhaustive grid), stored like search
-    trials in the key's study (configs it already measured are not measured again)."""
+    trials in the key's study (configs it already measured are not measured again).
+
+    \b
+    Examples:
+      autotune sweep --kernel smem_pad --size 2048
+      autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
+    """
     check_options(1, None, "grid", repeats, top_k, rounds, trial_timeout)
     if device < 0:
         parse_devices(str(device))
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(kern, problem, dtype, [device], count, trials=count, timeout=None, seed=0, sampler="grid", resume=True,
-         space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, [device], count, fmt, wide, trials=count, timeout=None, seed=0, sampler="grid",
+         resume=True, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
 
 
-def _run(kern, problem, dtype, ordinals, top, **options) -> None:
-    """Tune with progress; on Ctrl-C print the best so far and re-raise."""
+def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options) -> None:
+    """Tune with progress; on Ctrl-C print the best so far and re-raise. Progress and text go
+    to stdout with a table, to stderr with JSON or CSV (stdout is then the data alone)."""
+    say = out if fmt is Format.table else err
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     dt = get_dtype(dtype)
     kern.check_dtype(dt)
     started: list[Started] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(),
+               TimeElapsedColumn(),
                TextColumn("{task.fields[best]}"))
-    with Progress(*columns, console=out, transient=False) as progress:
+    with Progress(*columns, console=say, transient=False) as progress:
         task, on_report = None, None
 
         def on_start(s: Started) -> None:
             nonlocal task, on_report
             started.append(s)
-            _print_header(s, kern, problem, dt, ordinals)
+            _print_header(say, s, kern, problem, dt, ordinals)
             if s.bench is not None:
                 task = progress.add_task("configs", total=options["trials"], best="")
             else:
@@ -134,7 +159,8 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
 
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
-            text = f"best {headline(kern, problem, dt, best[1])} {best[0].key}" if best else "no valid config yet"
+            text = (best_text(say, "configs", headline(kern, problem, dt, best[1]), best[0].key) if best
+                    else "no valid config yet")
             progress.update(task, completed=result.measured_count, best=text)  # configs measured
 
         try:
@@ -143,22 +169,22 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
                           on_report=lambda rep: on_report(rep) if on_report else None, **options)
         except KeyboardInterrupt:
             if started:
-                _print_best_so_far(started[0].store, started[0].key, kern)
+                _print_best_so_far(say, started[0].store, started[0].key, kern)
             raise
     if result.reports:
-        print_reports(result.reports)
+        print_reports(result.reports, say)
         if result.retimings:
-            out.print(f"re-timing the top {len(result.retimings)} configs of the study on GPU {ordinals[0]} only")
-    _print_result(result, started[0].store, kern, top, summary=len(ordinals) == 1)
+            say.print(f"re-timing the top {len(result.retimings)} configs of the study on GPU {ordinals[0]} only")
+    _print_result(say, result, started[0].store, kern, top, fmt, wide, summary=len(ordinals) == 1)
 
 
-def _print_header(s: Started, kern, problem, dt, ordinals) -> None:
+def _print_header(say, s: Started, kern, problem, dt, ordinals) -> None:
     key, d = s.key, s.key.device
     where = (f"on {d.name} (device {ordinals[0]}" if s.bench is not None else
              f"on {len(ordinals)} x {d.name} (devices {','.join(map(str, ordinals))}")
-    out.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
-              f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
-              f"{_space_size(s.space)} in {s.space.path}"
+    say.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
+              f"{d.arch}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
+              f"{_space_size(s.space)} in {escape(str(Path(s.space.path).resolve()))}"
               + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else ""))
     b = s.bench
     if b is None:
@@ -166,7 +192,7 @@ def _print_header(s: Started, kern, problem, dt, ordinals) -> None:
     bounds = [f"device-to-device memcpy: {b.memcpy_gbps:.0f} GB/s"] if b.memcpy_gbps else []
     if b.copy_gbps:
         bounds.append(f"{kern.objective.bound_kernel} bound: {b.copy_gbps:.0f} GB/s")
-    out.print("; ".join([*bounds, f"figure: {unit(kern)}", f"L2: {b.l2_mode} buffers"]))
+    say.print("; ".join([*bounds, f"figure: {unit(kern)}", f"L2: {b.l2_mode} buffers"]))
 
 
 HEADER_COUNT = 10_000
@@ -182,91 +208,69 @@ def _space_size(space) -> str:
     return f"over {HEADER_COUNT:,} valid configs ({space.raw_size:,} combinations before constraints)"
 
 
-def _print_result(result: SearchResult, store, kern, top: int, summary: bool = True) -> None:
-    """The run's outcome counts, failures, the top configs of the study, the re-timing and
-    the stored best."""
+def _print_result(say, result: SearchResult, store, kern, top: int, fmt: Format, wide: bool,
+                  summary: bool = True) -> None:
+    """The run's outcome counts and failures (on ``say``), the top configs of the study and
+    the re-timing (:mod:`.search_tables`, on stdout), and the stored best."""
     counts: dict[str, int] = {}
     for o in result.outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     if summary:
-        out.print(f"stopped: {result.stopped}; this run measured {result.measured_count} config"
+        say.print(f"stopped: {result.stopped}; this run measured {result.measured_count} config"
                   f"{'s' if result.measured_count != 1 else ''}: "
                   + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                   + " (repeats and constraint breakers are not measured and not counted)" * bool(
                       counts.get("duplicate") or counts.get("constraint")))
     if result.whole_space:
-        out.print("  the trials covered the space: every valid config measured in the space's order, "
+        say.print("  the trials covered the space: every valid config measured in the space's order, "
                   + ("each GPU its share of it first" if result.reports else "the default first")
                   + " (the sampler was not asked)")
     if summary and result.early_stopped:
-        out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
+        say.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
                   "(early stop)")
     for o in result.outcomes:
         if o.status not in ("ok", "constraint", "duplicate"):
-            out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
+            say.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: t.median_ms)
-    has = {f: any(getattr(t, f) is not None for t in records) for f in ("gflops", "gbps", "pct_memcpy", "pct_copy")}
-    names = {"gflops": "GFLOP/s", "gbps": "GB/s", "pct_memcpy": "% memcpy", "pct_copy": "% bound kernel"}
-    shown = [f for f in names if has[f]]
-    table = Table(title=f"top {min(top, len(records))} configs of the study")
-    for col in ("#", "config", "median ms", "min..max ms", *(names[f] for f in shown), "regs", "smem B", "occupancy"):
-        table.add_column(col, justify="left" if col == "config" else "right", no_wrap=col == "config")
-    for i, t in enumerate(records[:top], 1):
-        cells = [_cell(getattr(t, f), ".1f" if f.startswith("pct") else ".0f") for f in shown]
-        table.add_row(str(i), t.config.key, f"{t.median_ms:.4f}", f"{t.min_ms:.4f}..{t.max_ms:.4f}", *cells,
-                      str(t.registers), str(t.shared_bytes),
-                      "" if t.occupancy is None else f"{100 * t.occupancy:.0f} %")
-    out.print(table)
-    if result.decision is not None:
-        out.print(_retiming_table(result, kern))
+    rows = top_rows(records[:top], result, kern)
+    key = result.key
+    document = {"kernel": key.kernel, "dims": dict(key.dims), "dtype": key.dtype, "device": key.device.name,
+                "stopped": result.stopped, "measured": result.measured_count, "outcomes": counts}
+    if fmt is Format.json:
+        best = store.best(key)
+        document["best"] = None if best is None else {"config": best.config.key, "ms": best.time_ms,
+                                                      "figure": figure(kern, dict(key.dims), key.dtype, best.time_ms),
+                                                      "unit": unit(kern), "tie_group": list(best.tie_group)}
+    say.print()
+    print_tables(out, rows, result, kern, fmt, wide, document)
     if result.clock_warning:
         err.print(f"warning: GPU clocks moved during the search: {result.clock_warning}")
-    _print_best(store, result.key, kern, "best")
+    say.print()
+    _print_best(say, store, result.key, kern, "best")
     spent = result.phase_totals or phases.totals(t.phases for rep in result.reports if rep.search_id is not None
                                                  for t in store.trials(rep.search_id))
     if spent:
-        out.print(f"where the time went: {phases.describe(spent)}")
+        say.print(f"where the time went: {phases.describe(spent)}")
 
 
-def _cell(value, fmt: str) -> str:
-    return "" if value is None else format(value, fmt)
-
-
-def _retiming_table(result: SearchResult, kern) -> Table:
-    d, key = result.decision, result.key
-    dims = dict(key.dims)
-    rounds = len(d.winner.round_medians_ms)
-    tie = "" if d.winner is d.fastest else f" (tied with the fastest, {d.fastest.config.key}; rule: fewer threads)"
-    table = Table(title=f"re-timing of the top {len(result.retimings)} configs, interleaved over {rounds} rounds: "
-                        f"winner {d.winner.config.key}{tie}")
-    for col in ("config", "pooled ms", unit(kern), "spread %", "rounds (ms)", "tie group"):
-        table.add_column(col, justify="left" if col in ("config", "rounds (ms)") else "right", no_wrap=True)
-    for r in sorted(result.retimings, key=lambda r: r.pooled_median_ms):
-        table.add_row(r.config.key, f"{r.pooled_median_ms:.4f}",
-                      f"{figure(kern, dims, key.dtype, r.pooled_median_ms):.4g}",
-                      f"{100 * r.spread:.2f}", " ".join(f"{m:.4f}" for m in r.round_medians_ms),
-                      ("winner" if r is d.winner else "yes") if r in d.tie_group else "")
-    return table
-
-
-def _print_best_so_far(store, key, kern) -> None:
+def _print_best_so_far(say, store, key, kern) -> None:
     """The stored best after an interrupt; a database that cannot be read then is said, not
     raised (the interrupt is what the command ends with)."""
     try:
-        _print_best(store, key, kern, "best so far")
+        _print_best(say, store, key, kern, "best so far")
     except StoreError as exc:
         err.print(f"best so far: unknown ({exc})", markup=False, soft_wrap=True)
 
 
-def _print_best(store, key, kern, label: str) -> None:
+def _print_best(say, store, key, kern, label: str) -> None:
     best = store.best(key)
     if best is None:
-        out.print(f"{label}: no config of this key passed verification yet")
+        say.print(f"{label}: no config of this key passed verification yet")
         return
     ms = best.pooled_median_ms or best.median_ms
     how = f"pooled over {best.rounds} rounds" if best.pooled_median_ms else "single measurement"
     figure_text = headline(kern, dict(key.dims), key.dtype, ms)
     if best.memcpy_gbps and kern.objective.bytes:
         figure_text += f"  {100 * figure(kern, dict(key.dims), key.dtype, ms) / best.memcpy_gbps:.1f}% of memcpy"
-    out.print(f"{label}: {best.config.key}  {figure_text} ({ms:.4f} ms, {how})"
+    say.print(f"{label}: {best.config.key}  {figure_text} ({ms:.4f} ms, {how})"
               + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))

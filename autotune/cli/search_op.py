@@ -3,7 +3,6 @@ line per kernel searched and the ranking of the kernels' stored bests."""
 
 from __future__ import annotations
 
-from rich.table import Table
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
@@ -12,11 +11,14 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.measure.figures import headline
 from autotune.kernel.ops import op_kernels
 from autotune.search.op import Standing, tune_op
-from ._common import out, parse_dims
+from ._common import err, out, parse_dims
+from .output import Column, Format, emit, rate
 
 
-def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, **options) -> None:
-    """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking.
+def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, fmt: Format = Format.table,
+           wide: bool = False, **options) -> None:
+    """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking
+    (``fmt``: a table, or JSON/CSV on stdout with the progress lines on stderr).
 
     Raises:
         InvalidInputError: unknown op or dtype, bad dims, several devices.
@@ -29,28 +31,32 @@ def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype:
     if len(ordinals) != 1:
         raise InvalidInputError(f"--device {','.join(map(str, ordinals))} is not allowed with --op; give one GPU")
     problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
-    out.print(f"[bold]--op {op}[/] {format_shape(tuple(problem.items()))} {dt.name} on device {ordinals[0]}: "
+    say = out if fmt is Format.table else err
+    say.print(f"[bold]--op {op}[/] {format_shape(tuple(problem.items()))} {dt.name} on device {ordinals[0]}: "
               f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options['trials']} configs shared "
               "by successive halving")
 
     def on_kernel(number: int, s: Standing) -> None:
         figure = _figure(s, problem, dt.name)
-        out.print(f"  round {number}: {s.kernel}: {s.measured} configs measured so far; best {figure}", markup=False)
+        say.print(f"  round {number}: {s.kernel}: {s.measured} configs measured so far; best {figure}", markup=False)
 
     result = tune_op(op, problem, dt.name, device=ordinals[0], on_kernel=on_kernel, **options)
-    table = Table(title=f"{op} {format_shape(tuple(problem.items()))} {dt.name}: the kernels' stored bests")
-    for col in ("#", "kernel", "config", "ms", "GB/s", "% memcpy", "configs measured"):
-        table.add_column(col, justify="left" if col in ("kernel", "config") else "right", no_wrap=True)
-    for i, s in enumerate(result.standings, 1):
-        b = s.best
-        table.add_row(str(i), s.kernel, b.config.key if b else "none passed", f"{s.time_ms:.4f}" if b else "",
-                      f"{_gbps(s, problem, dt.name):.0f}" if b else "", _pct(s, problem, dt.name), str(s.measured))
-    out.print(table)
+    columns = [Column("#", "rank", lambda r: r[0], right=True), Column("kernel", "kernel", lambda r: r[1].kernel),
+               Column("ms", "ms", lambda r: r[1].time_ms if r[1].best else None, text=lambda v: f"{v:.4f}", right=True),
+               Column("GB/s", "gbps", lambda r: _gbps(r[1], problem, dt.name) if r[1].best else None, text=rate,
+                      right=True),
+               Column("% memcpy", "pct_memcpy", lambda r: float(p) if (p := _pct(r[1], problem, dt.name)) else None,
+                      text=lambda v: f"{v:.1f}", right=True),
+               Column("measured", "configs_measured", lambda r: r[1].measured, right=True),
+               Column("config", "config", lambda r: r[1].best.config.key if r[1].best else "none passed", long=True)]
+    say.print()
+    emit(out, list(enumerate(result.standings, 1)), columns, fmt, wide=wide,
+         title=f"{op} {format_shape(tuple(problem.items()))} {dt.name}: the kernels' stored bests")
     best = result.best
     if best is None:
-        out.print(f"op best: none; no config of any {op} kernel passed verification")
+        say.print(f"op best: none; no config of any {op} kernel passed verification")
     else:
-        out.print(f"op best: {best.kernel} {best.best.config.key}  {_figure(best, problem, dt.name)}")
+        say.print(f"op best: {best.kernel} {best.best.config.key}  {_figure(best, problem, dt.name)}")
 
 
 def _gbps(s: Standing, problem, dtype: str) -> float:

@@ -15,19 +15,19 @@ from . import app
 from ._common import open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
 
 
-@app.command("export")
+@app.command("export", short_help="Write tuned configs to JSON or a C/C++ header.")
 @handle_errors
 def export(
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
                                                      help="JSON file to write (replaced whole if it exists).")] = None,
-    header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False,
+    header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False, metavar="FILE.h",
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
                                                         "selection function (replaced whole if it exists).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d",
+    device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
                                                   help="Part of the device name (default: all).")] = None,
     include_stale: Annotated[bool, typer.Option("--include-stale",
                                                 help="Also write stale results (another kernel source or "
@@ -35,7 +35,14 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale), or one kernel's to a C/C++ header (--header)."""
+    ones only with --include-stale), or one kernel's to a C/C++ header (--header).
+
+    \b
+    Examples:
+      autotune export --out tuned.json
+      autotune export --out h100.json --device H100 --kernel smem_pad
+      autotune export --header smem_pad_tuned.h --kernel smem_pad
+    """
     if (out_path is None) == (header is None):
         raise InvalidInputError("give --out FILE.json or --header FILE.h (one of them)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
@@ -77,17 +84,23 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
         err.print(f"nothing is tuned for {kern.name}; the header selects its default config only", markup=False)
 
 
-@app.command("import")
+@app.command("import", short_help="Add the results of an exported JSON file.")
 @handle_errors
 def import_(
-    path: Annotated[Path, typer.Argument(dir_okay=False,
+    path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json",
                                          help="A file written by autotune export.")],
     kernel: Annotated[Optional[list[str]], typer.Option(
-        "--kernel", "-k", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
+        "--kernel", metavar="KERNEL_FILE", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
                                "(repeatable); the catalog's kernels are always known.")] = None,
     db: Db = None,
 ) -> None:
-    """Add the results of an exported JSON file to the database (duplicates are skipped)."""
+    """Add the results of an exported JSON file to the database (duplicates are skipped).
+
+    \b
+    Examples:
+      autotune import tuned.json
+      autotune import tuned.json --kernel my_kernel.toml
+    """
     kernels = [resolve_kernel(value) for value in kernel or ()]
     from autotune.store.share import import_results, read_results
 

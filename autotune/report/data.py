@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from autotune.errors import NotTunedError
+from autotune.errors import AutotuneError, NotTunedError
 from autotune.report.bench import BenchLine
 from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
 from autotune.store.records import BestRecord
@@ -107,6 +107,9 @@ class Heatmap:
         tried: every pair with a trial, ok or failed (tried but absent from ``cells``: all failed).
         other_macros: the macros the best is taken over.
         figure: what the cells hold.
+        excluded: pairs not tried that no config of the kernel's search space has (its
+            constraints exclude them: e.g. TILE_DIM * BLOCK_ROWS over 1024 threads); empty where
+            the space is too large to tell (:data:`EXCLUDED_LIMIT`).
     """
 
     device: str
@@ -125,6 +128,7 @@ class Heatmap:
     ok_trials: int
     failed_trials: int
     figure: Figure
+    excluded: frozenset[tuple[int, int]] = frozenset()
 
     @property
     def best(self) -> tuple[tuple[int, int], float]:
@@ -171,10 +175,36 @@ def heatmap_data(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtyp
         if cell not in fastest or t["median_ms"] < fastest[cell]["median_ms"]:
             fastest[cell] = t
     tried = frozenset((int(t["macros"][x_macro]), int(t["macros"][y_macro])) for t in trials)
-    return Heatmap(device_name, k.name, source_hash, dims, dtype, x_macro, y_macro,
-                   tuple(sorted(tried_values[x_macro])), tuple(sorted(tried_values[y_macro])),
+    xs, ys = tuple(sorted(tried_values[x_macro])), tuple(sorted(tried_values[y_macro]))
+    return Heatmap(device_name, k.name, source_hash, dims, dtype, x_macro, y_macro, xs, ys,
                    {c: t[figure.field] for c, t in fastest.items()}, {c: t["config_key"] for c, t in fastest.items()},
-                   tried, tuple(sorted(set(tried_values) - {x_macro, y_macro})), len(ok), len(trials) - len(ok), figure)
+                   tried, tuple(sorted(set(tried_values) - {x_macro, y_macro})), len(ok), len(trials) - len(ok), figure,
+                   excluded_cells(k, x_macro, y_macro, {(x, y) for x in xs for y in ys} - tried))
+
+
+EXCLUDED_LIMIT = 200_000
+"""Most valid configs walked to tell which heatmap cells the constraints exclude."""
+
+
+def excluded_cells(kernel: Any, x_macro: str, y_macro: str, cells: set[tuple[int, int]]) -> frozenset:
+    """Those of ``cells`` (pairs of values of ``x_macro`` and ``y_macro``) that no valid config
+    of ``kernel``'s search space has: its constraints exclude them. A pair with a value outside
+    the space is not judged; nothing is when the space has over :data:`EXCLUDED_LIMIT` valid
+    configs and some pair was not yet seen."""
+    try:
+        space = kernel.space()
+    except AutotuneError:  # a kernel file whose space cannot be read now: nothing to tell
+        return frozenset()
+    values = dict(space.params)
+    if x_macro not in values or y_macro not in values:
+        return frozenset()
+    wanted = {(x, y) for x, y in cells if x in values[x_macro] and y in values[y_macro]}
+    for number, config in enumerate(space.iter_configs()):
+        if not wanted or number >= EXCLUDED_LIMIT:
+            return frozenset()
+        m = config.as_dict()
+        wanted.discard((m[x_macro], m[y_macro]))
+    return frozenset(wanted)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ importing autotune never imports matplotlib.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from autotune.store.repository import Store
 __all__ = [
     "MissingData", "Heatmap", "BenchData", "ScalingPoint", "Scaling", "Report",
     "heatmap_data", "bench_data", "scaling_data", "largest_shape",
-    "plot_heatmap", "plot_kernels", "plot_scaling", "write_report",
+    "plot_heatmap", "plot_kernels", "plot_scaling", "write_report", "heatmap_title",
     "DPI", "FIGSIZE",
 ]
 
@@ -77,6 +78,12 @@ def _check_out_dir(out_dir: Path) -> Path:
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidInputError(f"--out {out_dir} is a file; give a directory")
     return out_dir
+
+
+TITLE_CHARS = 70
+"""A title line wraps after this many characters (11 pt over a 9-inch figure with its colour bar)."""
+NOTE_CHARS = 125
+"""A footnote line (8 pt across the figure) wraps after this many characters."""
 
 
 def _value_label(value: float) -> str:
@@ -120,22 +127,38 @@ def plot_heatmap(store: Store, out_dir: Path, kernel: Any, dims: Mapping[str, in
     for x, y in data.tried - data.cells.keys():
         ax.text(data.xs.index(x), data.ys.index(y), "failed", ha="center", va="center",
                 fontsize=size - 2, color="0.45", style="italic")
+    for x, y in data.excluded:  # no config of the space has this pair: hatched, unlike a cell not tried
+        ax.add_patch(Rectangle((data.xs.index(x) - 0.5, data.ys.index(y) - 0.5), 1, 1, facecolor="0.94",
+                               edgecolor="0.72", hatch="///", linewidth=0))
     (bx, by), best = data.best
     ax.add_patch(Rectangle((data.xs.index(bx) - 0.5, data.ys.index(by) - 0.5), 1, 1,
                            fill=False, edgecolor="red", linewidth=2.5))
-    over = f"each cell: the fastest over {', '.join(data.other_macros)}" if data.other_macros else "one config per cell"
-    ax.set_title(f"{data.kernel} {format_shape(data.dims)} {data.dtype} on {data.device}\n"
-                 f"{data.figure.label} by {data.x_macro} and {data.y_macro} ({over})", fontsize=12)
+    ax.set_title(heatmap_title(data), fontsize=11)
     bar = fig.colorbar(im, ax=ax)
     bar.set_label(data.figure.label)
     best_key = data.configs[(bx, by)]
-    fig.supxlabel(f"red box: the best, {_value_label(best)} {data.figure.unit} ({best_key}); blank: not tried; "
-                  f"'failed': no ok trial\n{data.ok_trials} ok and {data.failed_trials} failed trials; kernel source "
-                  f"{data.source_hash[:12]}", fontsize=8, color="0.3")
+    hatched = "hatched: excluded by the space's constraints; " if data.excluded else ""
+    note = (f"red box: the best, {_value_label(best)} {data.figure.unit} ({best_key}); {hatched}blank: not tried; "
+            f"'failed': no ok trial. {data.ok_trials} ok and {data.failed_trials} failed trials; kernel source "
+            f"{data.source_hash[:12]}")
+    fig.supxlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)), fontsize=8, color="0.3")
     return _save(fig, Path(out_dir) / f"heatmap_{data.kernel}_{format_shape(data.dims)}_{dtype}.png")
 
 
+def heatmap_title(data: Heatmap) -> str:
+    """The heatmap's title: what, where, the axes, and what each cell is the best over (the
+    kernel's other tunables, wrapped at :data:`TITLE_CHARS` so that none is cut off)."""
+    over = (f"each cell: the fastest over {', '.join(data.other_macros)}" if data.other_macros
+            else "one config per cell")
+    return "\n".join([f"{data.kernel} {format_shape(data.dims)} {data.dtype} on {data.device}",
+                      f"{data.figure.label} by {data.x_macro} and {data.y_macro}", *textwrap.wrap(over, TITLE_CHARS)])
+
+
 _COLOURS = {"default": "#4C72B0", "tuned": "#DD8452", "default=tuned": "#55A868", "cpu": "#8C8C8C"}
+
+
+TINY = 0.02
+"""A bar under this fraction of the axis is annotated with an arrow (the CPU's, beside a GPU's)."""
 
 
 def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dtype: str, device: str | None = None,
@@ -161,6 +184,7 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
     width = 0.4
     labels, top = [], 0.0
     failed = False
+    heights: list[tuple[float, float]] = []  # every bar; those too low to see on the linear axis get an arrow
 
     def bar(x, line: BenchLine, colour: str, w: float) -> None:
         nonlocal top, failed
@@ -170,6 +194,7 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
             ax.text(x, 0, "failed", rotation=90, ha="center", va="bottom", fontsize=8, color="#C44E52")
             return
         ax.bar(x, value, w, color=colour, edgecolor="white", zorder=2)
+        heights.append((x, value))
         ax.annotate(_value_label(value), (x, value), xytext=(0, 2), textcoords="offset points",
                     ha="center", va="bottom", fontsize=8, zorder=3,
                     bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
@@ -201,6 +226,13 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
                         label=f"{name}: {_value_label(value)} {unit}") for name, value, colour, style in refs]
     top = max([top, *(value for _, value, _, _ in refs)]) or 1.0
     ax.set_ylim(0, top * 1.08)
+    tallest = max((value for _, value in heights), default=0.0)
+    for x, value in heights:
+        if value < TINY * top:  # a sliver on the linear axis: an arrow points at it, with its ratio
+            ax.annotate(f"bar too low to see:\n{tallest / value:,.0f}x below\nthe tallest bar", (x, value),
+                        xytext=(x, 0.2 * top), textcoords="data", ha="center", va="bottom", fontsize=8,
+                        color="0.25", arrowprops={"arrowstyle": "->", "color": "0.4", "linewidth": 1,
+                                                  "shrinkB": 12})
     ax.set_ylabel(label)
     ax.set_xlabel("kernel")
     ax.grid(axis="y", color="0.9")
@@ -224,9 +256,14 @@ def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: s
     """Write ``scaling_<kernel>_<dtype>.png`` into ``out_dir``; returns its path.
 
     Raises:
-        MissingData: nothing is tuned for that kernel and dtype.
+        MissingData: nothing is tuned for that kernel and dtype, or only one shape.
     """
     data = scaling_data(store, kernel, dtype, device)
+    if len(data.points) < 2:
+        only = data.points[0]
+        raise MissingData(f"one tuned shape of {data.kernel} {data.dtype}{on(device)} ({format_shape(only.dims)}): "
+                          f"a scaling plot needs two or more; run {search_hint(kernel_of(kernel), None, dtype)} "
+                          "for another size")
     from matplotlib.ticker import FuncFormatter
 
     fig = _figure("scaling")

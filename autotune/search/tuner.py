@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError, StoreError, TrialFailed
 from autotune.store.key import TuningKey
+from autotune.store.study_labels import label_study
 from autotune.kernel.dims import format_shape
 from autotune.measure.measurement import Measurement
 from autotune.measure.nvml import clock_warning
@@ -154,7 +155,8 @@ def _search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, 
     from autotune.store.study_storage import HEARTBEAT_S
 
     storage = store.optuna_storage()
-    study = _open_study(store, key, _sampler(sampler, space, seed), resume, storage)
+    study = label_study(_open_study(store, key, _sampler(sampler, space, seed), resume, storage), key, sampler,
+                        store.errors)
     store.fail_trials_dead_before_heartbeat(storage, key.study_name)
     start_clocks = clocks() if clocks else None
     search_id = store.start_search(key, study_name=key.study_name, sampler=sampler, seed=seed,

@@ -1,0 +1,69 @@
+"""``autotune info``: where the results database is, and what this installation measures with."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from autotune.store.location import default_url, sqlite_path
+from . import app
+from ._common import Db, handle_errors, out
+from .output import Format, FormatOption, print_pairs
+
+
+@app.command(short_help="Where the database is; versions of CUDA, nvcc; the GPUs.")
+@handle_errors
+def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
+    """Print the results database's URL and file, autotune's version and its libraries', PyCUDA,
+    the CUDA driver and runtime, nvcc, and the GPUs. Creates nothing (not the database, not
+    its folder); touches the GPU only to list it.
+
+    \b
+    Examples:
+      autotune info
+      autotune info --format json
+      optuna-dashboard "$(autotune info --format json | jq -r .database.url)"
+    """
+    from autotune.measure.installation import describe
+
+    database = _database(db)
+    found = describe()
+    if fmt is not Format.table:  # CSV has no shape for nested data: JSON for both
+        out.print(json.dumps({"database": database, **found.as_dict()}, indent=2), markup=False, soft_wrap=True)
+        return
+    file = database["file"]
+    where = ("" if file is None else
+             f" ({'exists' if database['exists'] else 'not created yet: the first search creates it'})")
+    pairs = [("database", database["url"] + ("" if file else f"  ({database['source']})"), "/ "),
+             *([("file", f"{file}{where}", "/ ")] if file else []),
+             ("autotune", f"{found.autotune} (Python {found.python})"),
+             ("libraries", ", ".join(f"{k} {v or 'missing'}" for k, v in found.libraries.items())),
+             ("PyCUDA", found.pycuda or "not installed"),
+             ("CUDA driver", (found.cuda_driver or "none")
+              + (f", runtime {found.cuda_runtime}" if found.cuda_runtime else "")),
+             ("nvcc", found.nvcc or "not on PATH")]
+    pairs += [(f"GPU {g.ordinal}", f"{g.name}, sm_{g.compute_capability.replace('.', '')}, {g.memory_gib:g} GiB")
+              for g in found.gpus] or [("GPU", "none found")]
+    pairs += [("note", n) for n in found.notes]
+    print_pairs(out, pairs)
+
+
+def _database(db: str | None) -> dict:
+    """The URL the commands would use (``--db``, ``$AUTOTUNE_DB``, else the default file),
+    its password masked, and the SQLite file it names with whether it exists."""
+    source = "--db" if db else "AUTOTUNE_DB" if os.environ.get("AUTOTUNE_DB") else "default"
+    url = db or os.environ.get("AUTOTUNE_DB") or default_url(create=False)
+    file = sqlite_path(url)
+    return {"url": _masked(url), "source": source, "file": None if file is None else str(Path(file).resolve()),
+            "exists": None if file is None else Path(file).is_file()}
+
+
+def _masked(url: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url

@@ -1,0 +1,203 @@
+"""How commands print records: a table that fits the terminal, JSON or CSV (``--format``).
+
+A table never shrinks or ellipsises a cell. Short columns (names, times, figures) share a row;
+long values (configs, paths, descriptions) get a labelled line of their own under it, wrapped
+only at their separators (``,`` of a config, spaces of a text), so that a config reads whole at
+80 columns. Columns marked ``wide`` are shown with ``--wide`` only. When the short columns do
+not fit the width even so, every record becomes a block of ``name  value`` lines.
+
+JSON and CSV always carry every column, with raw values (numbers as numbers, ``null``/empty
+for what a record lacks), keyed by :attr:`Column.key`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "labelled", "print_pairs", "rate", "table_lines",
+           "to_json"]
+
+
+class Format(str, Enum):
+    """``--format``: a table for people, JSON or CSV for scripts."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="table|json|csv", case_sensitive=False,
+                                              help="Output format: a table for people, or JSON or CSV (every "
+                                                   "column, raw values) for scripts.")]
+WideOption = Annotated[bool, typer.Option("--wide", help="Show every column in the table (JSON and CSV always "
+                                                         "have them all).")]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One field of a record.
+
+    ``get`` returns the raw value (``None`` when the record lacks it); ``text`` formats it for the
+    table (default :func:`str`); ``long`` puts it on a line of its own, wrapped at ``breaks``;
+    ``wide`` shows it in the table with ``--wide`` only; ``table=False``: in JSON/CSV only,
+    ``data=False``: in the table only (a column combining others for people).
+    """
+
+    name: str
+    key: str
+    get: Callable[[Any], Any]
+    text: Callable[[Any], str] = str
+    long: bool = False
+    wide: bool = False
+    right: bool = False
+    breaks: str = ", "
+    table: bool = True
+    data: bool = True
+
+    def cell(self, record: Any) -> str:
+        value = self.get(record)
+        return "" if value is None or value == "" else self.text(value)
+
+
+def rate(value: float | None, unit: str = "") -> str:
+    """A figure of merit as every table prints it: GB/s and GFLOP/s as whole numbers
+    (``2800``, ``24447``), ms to 4 decimals, small rates (< 10) with 3 significant digits."""
+    if value is None:
+        return ""
+    if unit == "ms":
+        return f"{value:.4f}"
+    return f"{value:.0f}" if abs(value) >= 10 else f"{value:.3g}"
+
+
+def wrap(value: str, width: int, breaks: str = ", ") -> list[str]:
+    """``value`` cut into lines of at most ``width`` characters, only after one of ``breaks``
+    (a token longer than the width is cut where it must). With ``|`` among the breaks, a list
+    of ``a | b | c`` starts each member on a line of its own where they do not all fit."""
+    width = max(width, 8)
+    if "|" in breaks and len(value) > width:
+        members = value.split(" | ")
+        rest = breaks.replace("|", "")
+        return [line for i, m in enumerate(members)
+                for line in wrap(m + (" |" if i < len(members) - 1 else ""), width, rest or " ")]
+    tokens = re.findall(rf"[^{re.escape(breaks)}]*[{re.escape(breaks)}]*", value)
+    lines, line = [], ""
+    for token in (t for t in tokens if t):
+        if len(line) + len(token.rstrip()) > width and line:
+            lines.append(line.rstrip())
+            line = ""
+        while len(token.rstrip()) > width:
+            lines.append(token[:width])
+            token = token[width:]
+        line += token
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def table_lines(records: Sequence[Any], columns: Sequence[Column], width: int, *, wide: bool = False,
+                title: str = "") -> list[str]:
+    """The lines of a table of ``records`` at most ``width`` characters long."""
+    shown = [c for c in columns if c.table and (wide or not c.wide)]
+    short = [c for c in shown if not c.long]
+    long = [c for c in shown if c.long]
+    lines = wrap(title, width) if title else []
+    if not records:
+        return lines
+    cells = [[c.cell(r) for c in short] for r in records]
+    widths = [max(len(c.name), *(len(row[i]) for row in cells)) for i, c in enumerate(short)]
+    if sum(widths) + 2 * (len(widths) - 1) > width:
+        return lines + _blocks(records, shown, width)
+    label = max((len(c.name) for c in long), default=0)
+    lines.append(_row([c.name for c in short], short, widths))
+    lines.append("  ".join("-" * w for w in widths))
+    for record, row in zip(records, cells):
+        lines.append(_row(row, short, widths))
+        for c in long:
+            value = c.cell(record)
+            if value:
+                lines += labelled(c.name, value, label, width, c.breaks, indent=2)
+    return lines
+
+
+def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int]) -> str:
+    return "  ".join(cell.rjust(w) if c.right else cell.ljust(w)
+                     for cell, c, w in zip(cells, columns, widths)).rstrip()
+
+
+def labelled(name: str, value: str, label: int, width: int, breaks: str = " ", indent: int = 0,
+             gap: int = 2) -> list[str]:
+    """``name`` padded to ``label``, ``gap`` spaces, then ``value`` wrapped at ``breaks`` to fit
+    ``width``, its further lines aligned under its first."""
+    lead = " " * indent + name.ljust(label) + " " * gap
+    parts = wrap(value, width - len(lead), breaks)
+    return [lead + parts[0]] + [" " * len(lead) + part for part in parts[1:]]
+
+
+def _blocks(records: Sequence[Any], columns: Sequence[Column], width: int) -> list[str]:
+    """One block of ``name  value`` lines per record, a blank line between blocks."""
+    label = max(len(c.name) for c in columns)
+    lines: list[str] = []
+    for i, record in enumerate(records):
+        if i:
+            lines.append("")
+        for c in columns:
+            value = c.cell(record)
+            if value:
+                lines += labelled(c.name, value, label, width, c.breaks if c.long else " ", indent=0)
+    return lines
+
+
+def to_json(records: Sequence[Any], columns: Sequence[Column]) -> list[dict[str, Any]]:
+    """Every column of every record, raw values, keyed by :attr:`Column.key`."""
+    return [{c.key: c.get(r) for c in columns if c.data} for r in records]
+
+
+def to_csv(records: Sequence[Any], columns: Sequence[Column]) -> str:
+    """A header line of keys, then a line per record (``None`` as an empty field)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = [c for c in columns if c.data]
+    writer.writerow(c.key for c in columns)
+    for r in records:
+        writer.writerow("" if (v := c.get(r)) is None else _csv_value(v) for c in columns)
+    return buffer.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+
+
+def emit(console, records: Sequence[Any], columns: Sequence[Column], fmt: Format = Format.table, *,
+         wide: bool = False, title: str = "", document: dict[str, Any] | None = None) -> None:
+    """Print ``records`` on ``console`` in ``fmt``. JSON is the list of records, or ``document``
+    with the records under ``"records"`` when one is given (a command's context: its key, ...)."""
+    if fmt is Format.json:
+        rows = to_json(records, columns)
+        body = rows if document is None else {**document, "records": rows}
+        console.print(json.dumps(body, indent=2, default=str), markup=False, highlight=False, soft_wrap=True)
+    elif fmt is Format.csv:
+        console.print(to_csv(records, columns), markup=False, highlight=False, soft_wrap=True, end="")
+    else:
+        lines = table_lines(records, columns, console.width, wide=wide, title=title)
+        for i, line in enumerate(lines):
+            style = "bold" if title and i == 0 else None
+            console.print(Text(line, style=style or ""), soft_wrap=True)
+
+
+def print_pairs(console, pairs: Sequence[tuple[str, ...]], breaks: str = " ") -> None:
+    """``name  value`` lines, the values aligned and wrapped under themselves at the width
+    (at ``breaks``, or a pair's own third item: ``"/"`` for a path)."""
+    label = max(len(pair[0]) for pair in pairs)
+    for name, value, *own in pairs:
+        for line in labelled(name, value, label, console.width, own[0] if own else breaks, indent=0):
+            console.print(Text(line), soft_wrap=True)

@@ -1,0 +1,99 @@
+"""What ``autotune search`` and ``sweep`` print when the trials are done: the study's top
+configs, the re-timing that crowned the winner, the stored best; as tables, JSON or CSV.
+
+CSV is the top configs, each with its re-timing where it had one (one table); JSON is a
+document with the key, the run's counts, the top configs, the re-timing and the stored best.
+"""
+
+from __future__ import annotations
+
+import json
+
+from autotune.measure.figures import figure, unit
+from autotune.search.outcome import SearchResult
+from .output import Column, Format, emit, rate
+
+__all__ = ["top_rows", "print_tables"]
+
+PCT = {"pct_memcpy": "% memcpy", "pct_copy": "% bound"}
+
+
+def top_rows(records, result: SearchResult, kern) -> list[dict]:
+    """The top configs (stored ``ok`` trials, fastest first) as dicts, each with its re-timing
+    (pooled ms, figure, spread, rounds, tie) where it was re-timed."""
+    d, dims, dtype = result.decision, dict(result.key.dims), result.key.dtype
+    retimed = {r.config.key: r for r in result.retimings}
+    rows = []
+    for rank, t in enumerate(records, 1):
+        r = retimed.get(t.config.key)
+        rows.append({"rank": rank, "config": t.config.key, "median_ms": t.median_ms, "min_ms": t.min_ms,
+                     "max_ms": t.max_ms, "gflops": t.gflops, "gbps": t.gbps, "pct_memcpy": t.pct_memcpy,
+                     "pct_copy": t.pct_copy, "registers": t.registers, "shared_bytes": t.shared_bytes,
+                     "occupancy": t.occupancy,
+                     "pooled_ms": r and r.pooled_median_ms,
+                     "pooled_figure": r and figure(kern, dims, dtype, r.pooled_median_ms),
+                     "spread_pct": r and 100 * r.spread, "rounds_ms": r and list(r.round_medians_ms),
+                     "tie": r and d and (("winner" if r is d.winner else "yes") if r in d.tie_group else "")})
+    return rows
+
+
+def _top_columns(rows: list[dict], kern) -> list[Column]:
+    get = lambda key: lambda row: row[key]  # noqa: E731
+    figure_key = "gflops" if kern.objective.flops else "gbps"
+    has = {k: any(row[k] is not None for row in rows) for k in ("gflops", "gbps", "pct_memcpy", "pct_copy")}
+    return [Column("#", "rank", get("rank"), right=True),
+            Column("median ms", "median_ms", get("median_ms"), text=lambda v: f"{v:.4f}", right=True),
+            Column("min ms", "min_ms", get("min_ms"), text=lambda v: f"{v:.4f}", right=True, wide=True),
+            Column("max ms", "max_ms", get("max_ms"), text=lambda v: f"{v:.4f}", right=True, wide=True),
+            *[Column(name, key, get(key), text=rate, right=True, wide=key != figure_key)
+              for key, name in (("gflops", "GFLOP/s"), ("gbps", "GB/s")) if has[key]],
+            *[Column(name, key, get(key), text=lambda v: f"{v:.1f}", right=True, wide=key == "pct_copy")
+              for key, name in PCT.items() if has[key]],
+            Column("regs", "registers", get("registers"), right=True),
+            Column("smem B", "shared_bytes", get("shared_bytes"), right=True, wide=True),
+            Column("occupancy", "occupancy", get("occupancy"), text=lambda v: f"{100 * v:.0f} %", right=True),
+            Column("config", "config", get("config"), long=True)]
+
+
+def _retiming_columns(kern) -> list[Column]:
+    get = lambda key: lambda row: row[key]  # noqa: E731
+    u = unit(kern)
+    return [Column("#", "rank", get("rank"), right=True),
+            Column("pooled ms", "pooled_ms", get("pooled_ms"), text=lambda v: f"{v:.4f}", right=True),
+            Column(u, "pooled_figure", get("pooled_figure"), text=lambda v: rate(v, u), right=True),
+            Column("spread %", "spread_pct", get("spread_pct"), text=lambda v: f"{v:.2f}", right=True),
+            Column("tie group", "tie", get("tie")),
+            Column("config", "config", get("config"), long=True),
+            Column("rounds ms", "rounds_ms", get("rounds_ms"), text=lambda v: " ".join(f"{m:.4f}" for m in v),
+                   long=True, wide=True, breaks=" ")]
+
+
+def print_tables(console, rows: list[dict], result: SearchResult, kern, fmt: Format, wide: bool,
+                 document: dict) -> None:
+    """The top configs and the re-timing on ``console`` in ``fmt`` (JSON: ``document`` with
+    them added)."""
+    top = _top_columns(rows, kern)
+    if fmt is Format.csv:
+        extra = [c for c in _retiming_columns(kern) if c.key not in ("rank", "config")]
+        emit(console, rows, top + extra, fmt)
+        return
+    retimed = sorted((r for r in rows if r["pooled_ms"] is not None), key=lambda r: r["pooled_ms"])
+    if fmt is Format.json:
+        d = result.decision
+        document = {**document, "top": rows,
+                    "retiming": None if d is None else {"winner": d.winner.config.key, "fastest": d.fastest.config.key,
+                                                        "tie_group": [r.config.key for r in d.tie_group],
+                                                        "rounds": len(d.winner.round_medians_ms),
+                                                        "configs": retimed}}
+        console.print(json.dumps(document, indent=2, default=str), markup=False, highlight=False, soft_wrap=True)
+        return
+    emit(console, rows, top, fmt, wide=wide, title=f"top {len(rows)} configs of the study")
+    d = result.decision
+    if d is None:
+        return
+    tie = "" if d.winner is d.fastest else f" (tied with the fastest, {d.fastest.config.key}; rule: fewer threads)"
+    ranked = [{**r, "rank": i} for i, r in enumerate(retimed, 1)]
+    title = (f"re-timing of the top {len(result.retimings)} configs, interleaved over "
+             f"{len(d.winner.round_medians_ms)} rounds: winner {d.winner.config.key}{tie}")
+    console.print()
+    emit(console, ranked, _retiming_columns(kern), fmt, wide=wide, title=title)

@@ -1,0 +1,65 @@
+"""What optuna-dashboard shows of a study: a short label, the key's parts as user attrs to
+filter by, and the objective's name.
+
+The study's *name* stays the whole tuning key (:attr:`autotune.store.key.TuningKey.study_name`,
+130-140 characters): the name is how a search finds its study again, so a shorter name would
+orphan the studies of every existing database (and a new key part would need a migration of
+names). The dashboard's list shows that long name; the short ``label`` user attr (``smem_pad
+4096x4096 float32 on NVIDIA H100 80GB HBM3``) and the other attrs are on each study's page
+and in its user-attr filter.
+
+Source: Optuna's ``Study.set_user_attr`` and ``Study.set_metric_names`` (optuna-dashboard shows
+both; the metric name replaces "Objective 0").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ContextManager
+
+if TYPE_CHECKING:
+    import optuna
+
+    from autotune.store.key import TuningKey
+
+__all__ = ["METRIC_NAMES", "label_study", "study_attrs"]
+
+METRIC_NAMES = ["median ms"]
+"""The objective as the dashboard names it: the median time per launch of a config, ms."""
+
+
+def study_attrs(key: TuningKey, strategy: str | None = None) -> dict[str, Any]:
+    """The user attrs of ``key``'s study: ``label`` (kernel, shape, dtype, device), ``kernel``,
+    ``dims`` (``{"rows": 4096, "cols": 4096}``), ``shape``, ``dtype``, ``device`` (model name),
+    ``compute_capability``, ``nvcc`` and, where given, ``strategy`` (the sampler of the last
+    search that opened the study)."""
+    attrs = {"label": f"{key.kernel} {key.display} {key.dtype} on {key.device.name}", "kernel": key.kernel,
+             "dims": dict(key.dims), "shape": key.display, "dtype": key.dtype, "device": key.device.name,
+             "compute_capability": key.device.compute_capability, "nvcc": key.nvcc_version}
+    if strategy is not None:
+        attrs["strategy"] = strategy
+    return attrs
+
+
+def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None,
+                errors: Callable[[], ContextManager] = contextlib.nullcontext) -> optuna.Study:
+    """Give ``study`` the user attrs of :func:`study_attrs` and the objective's name
+    (:data:`METRIC_NAMES`), writing only what differs (several workers open one study); returns
+    ``study``, so that it wraps the call that opens it. ``errors``: the store's
+    :meth:`~autotune.store.repository.Store.errors`, turning a database error into one line.
+
+    Raises:
+        StoreError: (through ``errors``) the database refused the writes.
+    """
+    with errors():
+        current = study.user_attrs
+        for name, value in study_attrs(key, strategy).items():
+            if current.get(name) != value:
+                study.set_user_attr(name, value)
+        if study.metric_names != METRIC_NAMES:
+            with warnings.catch_warnings():  # "experimental" since Optuna 3.2, and what the dashboard reads
+                warnings.simplefilter("ignore", category=Warning)
+                study.set_metric_names(METRIC_NAMES)
+    return study

@@ -1,0 +1,247 @@
+"""The CLI as a person reads it: every command rendered at 80 and 120 columns (no ellipsised
+cell, every config whole, no line wider than the terminal), JSON/CSV for scripts, help text,
+--version, completion and ``autotune info``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from autotune.cli import ORDER, app
+from autotune.kernel.catalog import KERNELS
+
+from test_cli import fake_gpu  # noqa: F401  (the fixture)
+
+runner = CliRunner()
+WIDTHS = (80, 120)
+
+
+@pytest.fixture(autouse=True)
+def terminal(monkeypatch):
+    """Render as on a terminal of $COLUMNS columns (CliRunner's streams are not one: off a
+    terminal the CLI prints 220 columns and never breaks a line)."""
+    import autotune.cli._common as common
+
+    monkeypatch.setattr(common, "on_terminal", lambda stream: True)
+
+
+def render(width: int | None, *args, code: int = 0):
+    result = runner.invoke(app, [str(a) for a in args], env={"COLUMNS": str(width)} if width else {})
+    assert "Traceback" not in result.output, result.output
+    assert result.exit_code == code, result.output
+    return result
+
+
+def assert_reads(text: str, width: int, configs=()) -> None:
+    """No ellipsis, no line over ``width``, and each config whole: on one line where it fits,
+    else cut only after its commas on consecutive lines."""
+    lines = text.splitlines()
+    assert "…" not in text and "..." not in text.replace("[ARGS]...", ""), text
+    too_long = [line for line in lines if len(line) > width]
+    assert not too_long, f"{len(too_long[0])} > {width}: {too_long[0]!r}"
+    for key in configs:
+        if len(key) <= width - 12:
+            assert any(key in line for line in lines), f"{key} not on one line:\n{text}"
+        else:
+            assert key in "".join(line.strip() for line in lines), f"{key} not whole:\n{text}"
+            for item in key.split(","):  # cut at commas only: every NAME=VALUE whole on a line
+                assert any(re.search(rf"(^|[\s,]){re.escape(item)}(,|\s|$)", line) for line in lines), item
+
+
+def study_configs(db_url, kernel: str) -> list[str]:
+    from autotune.store.repository import Store
+
+    return sorted({b.config.key for b in Store(db_url).find_best(kernel=kernel)})
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_search_best_list_and_sweep_read_at_80_and_120_columns(fake_gpu, db_url, width):  # noqa: F811
+    r = render(width, "search", "--kernel", "smem_pad", "--size", 256, "--sampler", "grid", "--db", db_url)
+    top = re.findall(r"^  config\s+(\S+)$", r.stdout, re.M)
+    assert len(top) == 10 + 5 and all("TILE_DIM=" in c for c in top)  # 10 top configs, 5 re-timed
+    assert "top 10 configs of the study" in r.stdout and "re-timing of the top 5 configs" in r.stdout
+    assert_reads(r.stdout, width, top)
+    assert re.search(r"^ *1 +0\.\d{4} +2800 +93\.3 +20$", r.stdout, re.M), r.stdout  # GB/s whole
+    for args in (("best", "--size", 256), ("best", "--size", 256, "--wide"), ("list",), ("list", "--wide")):
+        r = render(width, *args, "--db", db_url)
+        assert_reads(r.stdout, width, study_configs(db_url, "smem_pad"))
+        assert "smem_pad" in r.stdout and "256x256" in r.stdout and "float32" in r.stdout
+    assert "regs" in r.stdout and "spread %" in r.stdout  # --wide shows the rest
+    r = render(width, "sweep", "--kernel", "smem", "--size", 128, "--db", db_url)
+    valid = int(re.search(r"(\d+)\s+valid\s+configs", r.stdout)[1])
+    assert f"top {valid} configs of the study" in r.stdout  # a sweep lists every config it measured
+    assert_reads(r.stdout, width, re.findall(r"^  config\s+(\S+)$", r.stdout, re.M))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_matmul_config_longer_than_the_terminal_wraps_at_its_commas(fake_gpu, db_url, width):  # noqa: F811
+    r = render(width, "search", "--kernel", "matmul_warp", "--size", 256, "--trials", 3, "--seed", 1,
+               "--db", db_url)
+    keys = study_configs(db_url, "matmul_warp")
+    assert keys and max(map(len, keys)) > 80
+    assert_reads(r.stdout, width, keys)
+    assert "e+" not in r.stdout  # GFLOP/s as whole numbers, in both tables
+    for args in (("best", "--kernel", "matmul_warp", "--size", 256), ("list", "--wide")):
+        assert_reads(render(width, *args, "--db", db_url).stdout, width, keys)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_kernels_shows_every_default_config_whole(width):
+    for args in ((), ("--wide",)):
+        r = render(width, "kernels", *args)
+        assert_reads(r.stdout, width, [k.default_config().key for k in KERNELS.values()])
+        assert all(k.summary.split()[0] in r.stdout for k in KERNELS.values())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_check_lists_failures_whole_and_registers_once(monkeypatch, width):
+    import autotune.cli.check as check
+    from autotune.measure.buildcheck import BuildFailure, BuildReport
+
+    kern = KERNELS["matmul_warp"]
+    configs = kern.space().configs()[:3]
+    reason = "ptxas error: Entry function uses too much shared data (0x12000 bytes, 0xc000 max) " * 2
+
+    def check_builds(k, dtypes, **options):
+        return BuildReport(kernel=k.name, arch="sm_90", configs=3, dtypes=("float32",), space_size=3,
+                           failures=[BuildFailure(c, "float32", "compile", reason.strip()) for c in configs[1:]],
+                           registers=(32, 32))
+
+    monkeypatch.setattr(check, "check_builds", check_builds)
+    monkeypatch.setattr(check, "check_file", lambda *a: None)
+    r = render(width, "check", "matmul_warp", "--dtype", "float32", code=2)
+    flat = " ".join(r.stdout.split())
+    assert "compiled 1 of 3 builds" in flat and "32 registers per thread" in flat and "32-32" not in flat
+    assert_reads(r.stdout, width, [c.key for c in configs[1:]])
+    assert "error: 2 of 3 builds of matmul_warp failed" in r.stderr
+    data = json.loads(render(width, "check", "matmul_warp", "--format", "json", code=2).stdout)
+    assert data["registers"] == [32, 32] and [f["config"] for f in data["records"]] == [c.key for c in configs[1:]]
+
+
+def test_json_and_csv_carry_every_column(fake_gpu, db_url):  # noqa: F811
+    r = render(None, "search", "--size", 64, "--sampler", "grid", "--format", "json", "--db", db_url)
+    doc = json.loads(r.stdout)  # stdout is the document alone: the progress went to stderr
+    assert doc["kernel"] == "smem_pad" and doc["dims"] == {"rows": 64, "cols": 64} and doc["stopped"] == "exhausted"
+    assert len(doc["top"]) == 10 and doc["retiming"]["winner"] == doc["best"]["config"]
+    assert "configs" in r.stderr
+    best = json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)
+    assert [b["config"] for b in best] == [doc["best"]["config"]]
+    assert {"device", "registers", "shared_bytes", "tie_group", "gbps", "pct_memcpy"} <= set(best[0])
+    rows = list(csv.DictReader(io.StringIO(render(None, "list", "--format", "csv", "--db", db_url).stdout)))
+    assert len(rows) == 1 and rows[0]["config"] == doc["best"]["config"] and rows[0]["stale"] == ""
+    rows = list(csv.DictReader(io.StringIO(render(None, "sweep", "--size", 64, "-f", "csv", "--db", db_url).stdout)))
+    assert len(rows) == 54 and sum(bool(row["pooled_ms"]) for row in rows) == 5  # every config of the grid
+    kernels = json.loads(render(None, "kernels", "--format", "json").stdout)
+    assert {k["kernel"] for k in kernels} == set(KERNELS) and all(k["default_config"] for k in kernels)
+
+
+def test_help_reads_plainly_with_an_example_for_every_command():
+    r = render(80, "--help")
+    listed = re.findall(r"^  (\w+) ", r.stdout.split("Commands:")[1], re.M)
+    assert listed == list(ORDER)
+    for name in listed:
+        for args in ([name, "--help"], ["db", "upgrade", "--help"], ["db", "current", "--help"]) if name == "db" \
+                else ([name, "--help"],):
+            text = render(80, *args).stdout
+            assert "Example" in text and "autotune " in text.split("Example")[1], args
+            assert not re.search(r"<(str|int|float|list\[str\])>", text), text
+            assert "``" not in text, text
+            assert_reads(text, 80)
+
+
+def test_the_short_options_that_looked_like_matmul_dims_are_gone(db_url):
+    r = render(None, "search", "-k", "smem_pad", "--size", 64, "--db", db_url, code=2)
+    assert "No such option: -k" in r.output
+    r = render(None, "search", "-n", "3", "--size", 64, "--db", db_url, code=2)
+    assert "No such option: -n" in r.output
+
+
+def test_version_and_completion():
+    from autotune import __version__
+
+    assert render(None, "--version").stdout == f"autotune {__version__}\n"
+    r = runner.invoke(app, ["--show-completion", "bash"], prog_name="autotune")
+    assert r.exit_code == 0 and "_AUTOTUNE_COMPLETE=complete_bash" in r.stdout, r.output
+    assert "complete -o default -F _autotune_completion autotune" in r.stdout
+    assert "--install-completion" in render(None, "--help").stdout
+
+
+def test_info_names_the_default_database_and_creates_nothing(monkeypatch, tmp_path):
+    import platformdirs
+
+    data = tmp_path / "data"
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(data))
+    monkeypatch.delenv("AUTOTUNE_DB", raising=False)
+    for width in WIDTHS:
+        r = render(width, "info")
+        assert_reads(r.stdout, width)
+        joined = "".join(line[13:] for line in r.stdout.splitlines())  # long paths wrap after a "/"
+        assert f"{data / 'autotune.db'} (not created yet" in joined
+        assert re.search(r"^nvcc +\S", r.stdout, re.M) and re.search(r"^GPU", r.stdout, re.M)
+    doc = json.loads(render(None, "info", "--format", "json").stdout)
+    assert doc["database"] == {"url": f"sqlite:///{data / 'autotune.db'}", "source": "default",
+                               "file": str(data / "autotune.db"), "exists": False}
+    assert doc["autotune"] and "optuna" in doc["libraries"]
+    assert not data.exists()
+    doc = json.loads(render(None, "info", "--format", "json", "--db", "postgresql://me:secret@host/db").stdout)
+    assert doc["database"]["url"] == "postgresql://me:***@host/db" and doc["database"]["file"] is None
+
+
+def test_db_upgrade_prints_the_url_not_a_repr(db_url, monkeypatch):
+    import autotune.cli._common as common
+
+    monkeypatch.setattr(common, "on_terminal", lambda stream: False)  # a log: one line, 220 columns
+    r = render(None, "db", "upgrade", "--db", db_url)
+    assert r.stdout.startswith(f"database {db_url} is at schema revision ") and "Store(" not in r.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_bench_reads_at_80_and_120_columns(fake_gpu, db_url, monkeypatch, width):  # noqa: F811
+    from autotune.measure import vendor
+
+    assert render(width, "search", "--kernel", "matmul_tiled", "--size", 256, "--sampler", "grid",
+                  "--db", db_url).exit_code == 0
+    monkeypatch.setattr(vendor, "vendor_matmul", lambda bench, libraries=vendor.LIBRARIES: vendor.VendorResult(
+        "cuBLAS via CuPy (cupy.matmul)", 2 * 256 ** 3 / 40000e9 * 1e3, 40000.0))
+    r = render(width, "bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
+    assert_reads(r.stdout, width, ["TILE_WIDTH=16", "TILE_WIDTH=32", "BLOCK_X=16,BLOCK_Y=16"])
+    assert re.search(r"^matmul_tiled \(tuned\) +0\.\d{4} +20000 +50\.0 ", r.stdout, re.M), r.stdout
+    doc = json.loads(render(width, "bench", "--kernel", "matmul_tiled", "--size", 256, "-f", "json",
+                            "--db", db_url).stdout)
+    assert doc["dims"] == {"m": 256, "n": 256, "k": 256} and doc["records"][-1]["gflops"] == 40000.0
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_transpose_bench_table_reads_at_80_and_120_columns(width):
+    from autotune.cli.bench import bench_columns
+    from autotune.cli.output import table_lines
+    from autotune.report.bench import BenchLine
+
+    key = KERNELS["smem_vec"].default_config().key
+    lines = [BenchLine("device-to-device memcpy", "memcpy", 0.0512, 2950.0, 100.0),
+             BenchLine("smem_vec", "kernel", 0.0531, 2840.0, 96.3, key, "default=tuned", 32, 16640, 0.75),
+             BenchLine("smem_unroll_pad", "kernel", None, None, config_key="BLOCK_ROWS=8,DIAGONAL=0,IPAD=1,"
+                       "TILE_DIM=32,UNROLL=2", source="default", note="out of resources: too many resources "
+                       "requested for launch (the default config needs 65 KiB of shared memory per block)"),
+             BenchLine("CPU (numpy.transpose)", "cpu", 41.2, 6.51, 0.2)]
+    for wide in (False, True):
+        text = "\n".join(table_lines(lines, bench_columns(lines, flops=False), width, wide=wide, title="bench"))
+        assert_reads(text, width, [key])
+        assert "out of resources" in text and "6.51" in text and "2840" in text
+
+
+def test_wrap_cuts_only_at_the_breaks_and_starts_each_tie_member_on_its_own_line():
+    from autotune.cli.output import wrap
+
+    a = "ASYNC=0,A_SMEM=0,BK=8,BM=128,BN=128,GROUP_M=8,MINB=1,STAGES=2,TM=16,TN=8,VEC=1,WM=128,WN=32"
+    b = "ASYNC=1,A_SMEM=0,BK=8,BM=64,BN=32,GROUP_M=1,MINB=1,STAGES=3,TM=4,TN=4,VEC=1,WM=32,WN=16"
+    assert wrap(f"{a} | {b}", 120, ", |") == [f"{a} |", b]
+    lines = wrap(f"{a} | {b}", 60, ", |")
+    assert all(len(line) <= 60 and line.endswith((",", "|")) for line in lines[:-1])
+    assert "".join(lines) == f"{a} |{b}" and lines[-1].endswith("WN=16")
+    assert wrap("short", 80) == ["short"] and wrap(a, 200) == [a]
