@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from autotune.store.location import default_url, sqlite_path
+from autotune.store.location import default_url, masked_url, sqlite_path
 from . import app
 from ._common import Db, handle_errors, out
 from .output import Format, FormatOption, print_pairs
@@ -55,15 +55,5 @@ def _database(db: str | None) -> dict:
     source = "--db" if db else "AUTOTUNE_DB" if os.environ.get("AUTOTUNE_DB") else "default"
     url = db or os.environ.get("AUTOTUNE_DB") or default_url(create=False)
     file = sqlite_path(url)
-    return {"url": _masked(url), "source": source, "file": None if file is None else str(Path(file).resolve()),
+    return {"url": masked_url(url), "source": source, "file": None if file is None else str(Path(file).resolve()),
             "exists": None if file is None else Path(file).is_file()}
-
-
-def _masked(url: str) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url

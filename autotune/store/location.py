@@ -54,3 +54,15 @@ def refuse_folder(database: str | Path) -> None:
     if Path(database).expanduser().is_dir():
         raise StoreError(f"results database {database} is a folder, not a database file; "
                          "give the path of a file with --db")
+
+
+def masked_url(url: str) -> str:
+    """``url`` with its password shown as ``***`` (SQLAlchemy's rendering); a string SQLAlchemy
+    cannot parse as a URL is returned as it is."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
