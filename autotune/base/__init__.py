@@ -1,0 +1,1 @@
+"""Ground floor: process-wide pieces every other floor may use (files, signals, caches)."""
