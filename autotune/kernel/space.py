@@ -26,7 +26,8 @@ from functools import cached_property
 from pathlib import Path
 
 from autotune.kernel.config import Config
-from autotune.errors import SearchSpaceError
+from autotune.base.files import read_text
+from autotune.errors import InvalidInputError, SearchSpaceError
 from autotune.kernel.expr import Expr, ExprError, parse_expr
 
 __all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE"]
@@ -220,9 +221,9 @@ def load_space(kernel, path: str | Path) -> SearchSpace:
         kernel = get_kernel(kernel)
     file = Path(path)
     try:
-        doc = tomllib.loads(file.read_text())
-    except OSError as exc:
-        raise SearchSpaceError(f"cannot read search space {file}: {exc.strerror}") from None
+        doc = tomllib.loads(read_text(file, "search space"))
+    except InvalidInputError as exc:
+        raise SearchSpaceError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SearchSpaceError(f"search space {file} is not valid TOML: {exc}") from None
     if doc.get("kernel", kernel.name) != kernel.name:
