@@ -119,7 +119,7 @@ BAD = [
     ((("name", "9lives"),), "name", "'9lives' is not allowed"),
     ((("name", 7),), "name", "7 is not allowed"),
     ((("source", DELETE),), "source", "missing"),
-    ((("source", "nope.cu"),), "source", "nope.cu does not exist"),
+    ((("source", "nope.cu"),), "source", "nope.cu: no such file"),
     ((("function", DELETE),), "function", "missing"),
     ((("function", "scale()"),), "function", "is not allowed"),
     ((("summary", ["a"]),), "summary", "is not allowed"),
