@@ -31,12 +31,12 @@ EXIT_INTERRUPTED = 130
 
 
 def open_store(db: str | None, **options):
-    """The results database (:class:`autotune.store.repository.Store`), imported here: the CLI
-    imports SQLAlchemy only when a command opens its store (a search does so while its
-    measuring child starts)."""
-    from autotune.store.repository import Store
+    """The results database, through the one door (:func:`autotune.store.opening.open_store`),
+    imported here: the CLI imports SQLAlchemy only when a command opens its store (a search
+    does so while its measuring child starts)."""
+    from autotune.store.opening import open_store as door
 
-    return Store(db, **options)
+    return door(db, **options)
 
 
 def parse_int(value: str) -> int:

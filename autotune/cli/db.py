@@ -23,6 +23,9 @@ def upgrade(db: Db = None) -> None:
 @db_app.command("current")
 @handle_errors
 def current(db: Db = None) -> None:
-    """Print the schema revision of the database."""
-    store = open_store(db, upgrade=False)
+    """Print the schema revision of the database (read only: a missing file is not created)."""
+    store = open_store(db, read_only=True)
+    if store.schema_state == "missing":
+        out.print(f"no database at {store.safe_url} (autotune db upgrade creates it)", markup=False)
+        return
     out.print(store.current_revision() or "empty (run: autotune db upgrade)")

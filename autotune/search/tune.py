@@ -142,6 +142,7 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
     from autotune.measure import benchmark, isolation, nvml
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
+    from autotune.store import opening
     from autotune.store.repository import Store
 
     opened: list[Store] = []
@@ -158,7 +159,7 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         child starts: after the precheck found the GPU, so a machine without one creates no
         database (in-process measuring: after the benchmark opened)."""
         stop.check()
-        store = Store(db)
+        store = opening.open_store(db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
 
@@ -220,12 +221,12 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     from autotune.search.retiming import retime_study
     from autotune.search.tuner import open_study
     from autotune.store.key import tuning_key
-    from autotune.store.repository import Store
+    from autotune.store import opening
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     infos = [device.query_device(o) for o in ordinals]
     workers.check_one_model(infos)
-    store = Store(db)  # after the GPUs: a machine without them must not create a database
+    store = opening.open_store(db)  # after the GPUs: a machine without them must not create a database
     stop.check()
     key = tuning_key(k, infos[0], d, dt.name)
     open_study(store, key, resume=resume)

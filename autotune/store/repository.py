@@ -12,7 +12,6 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Measurement
 from autotune.search.winner import Decision
-from autotune.store import best_sql, locking, rows, study_storage
+from autotune.store import best_sql, locking, opening, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
@@ -44,15 +43,21 @@ __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"
 class Store:
     """The results database at ``url`` (``None``: ``$AUTOTUNE_DB``, else :func:`default_url`).
 
+    Open it through :func:`autotune.store.opening.open_store`, the one door (this constructor
+    takes the same arguments and applies the same rules: the URL is resolved and checked by
+    :func:`~autotune.store.opening.resolve_url`, and a writable opening refuses another
+    application's database before anything is written: :func:`~autotune.store.opening.refuse_foreign`).
+
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
     a new, empty database just works.
 
     Raises:
-        StoreError: the URL is invalid, or the database cannot be opened or migrated.
+        StoreError: the URL is invalid, the database is another application's, or it cannot
+            be opened or migrated.
     """
 
     def __init__(self, url: str | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url(create=not read_only)
+        self.url: str = opening.resolve_url(url, create=not read_only)
         self.backup: str | None = None
         self.read_only = read_only
         self.schema_state: str | None = None
@@ -61,6 +66,7 @@ class Store:
             self._open_read_only()
             return
         schema.check_sqlite_path(self.url)
+        opening.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
         try:
             self.engine: Engine = create_engine(self.url)
         except (SQLAlchemyError, ImportError) as exc:

@@ -22,6 +22,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 import shutil
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -59,19 +60,14 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The revision of the database behind ``engine``; ``None`` if never migrated.
+    """The revision of the database behind ``engine``; ``None`` if never migrated
+    (:func:`stored_revision`: a version table of several rows is refused in one line, not
+    left to Alembic's ``CommandError``).
 
     Raises:
-        StoreError: the database cannot be read.
+        StoreError: the database cannot be read, or its version table holds several revisions.
     """
-    from alembic.runtime.migration import MigrationContext
-
-    try:
-        with engine.connect() as connection:
-            context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-            return context.get_current_revision()
-    except SQLAlchemyError as exc:
-        raise StoreError(f"results database {_safe(engine)}: {one_line(exc)}") from exc
+    return stored_revision(engine)
 
 
 def stored_revision(engine: Engine) -> str | None:
@@ -219,7 +215,9 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
         if not path.exists():
             return create_engine("sqlite://"), "missing"
         query = {**read_only_options(path), "uri": "true"}
-        return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
+        engine = create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query))
+        _given[engine] = parsed.render_as_string(hide_password=True)  # messages name the file as given
+        return engine, None
     if parsed.drivername.startswith("postgresql"):
         return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
     return create_engine(parsed), None
@@ -303,5 +301,10 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+_given: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
+
+
 def _safe(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    """The database's URL for a message, password masked: as the user gave it (not the
+    ``file:...?mode=ro`` URI a read-only engine opens)."""
+    return _given.get(engine) or engine.url.render_as_string(hide_password=True)
