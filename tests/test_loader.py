@@ -195,7 +195,7 @@ BAD = [
     ((("check", "reference", 3),), "[check] reference", "3 is not allowed"),
     ((("check", "compare", "fuzzy"),), "[check] compare", "'fuzzy' is not allowed; give exact, tolerance or"),
     ((("check", "compare", 1),), "[check] compare", "is not allowed"),
-    ((("check", "atol", -1.0),), "[check]", "atol and rtol must be >= 0"),
+    ((("check", "atol", -1.0),), "[check] atol", "-1.0 is not allowed; give a finite number >= 0"),
     ((("check", "rtol", "small"),), "[check] rtol", "'small' is not allowed; give a number >= 0"),
     ((("check", "reference", DELETE), ("check", "reference_kernel", "double_ref")), "[check.launch]",
      "missing; a reference kernel needs its own block and grid"),

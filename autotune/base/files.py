@@ -41,8 +41,13 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _named(what: str, path) -> str:
+    """``"kernel file /x/k.toml"``, or the path alone where ``what`` is empty."""
+    return f"{what} {path}" if what else str(path)
+
+
 def _reason(exc: OSError) -> str:
-    return "no such file" if exc.errno == errno.ENOENT else (exc.strerror or str(exc)).lower()
+    return "no such file" if exc.errno == errno.ENOENT else exc.strerror or str(exc)
 
 
 def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
@@ -57,17 +62,17 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
         with open(file, "rb", opener=_open_no_block) as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise InvalidInputError(f"cannot read {what} {file}: {_kind(info.st_mode)}; give a regular file")
+                raise InvalidInputError(f"cannot read {_named(what, file)}: {_kind(info.st_mode)}; give a regular file")
             if info.st_size > MAX_READ_BYTES:
-                raise InvalidInputError(f"cannot read {what} {file}: {info.st_size} bytes; allowed: at most "
+                raise InvalidInputError(f"cannot read {_named(what, file)}: {info.st_size} bytes; allowed: at most "
                                         f"{MAX_READ_BYTES} bytes")
             data = handle.read(MAX_READ_BYTES + 1)
     except IsADirectoryError:
-        raise InvalidInputError(f"cannot read {what} {file}: a folder; give a regular file") from None
+        raise InvalidInputError(f"cannot read {_named(what, file)}: a folder; give a regular file") from None
     except OSError as exc:
-        raise InvalidInputError(f"cannot read {what} {file}: {_reason(exc)}") from None
+        raise InvalidInputError(f"cannot read {_named(what, file)}: {_reason(exc)}") from None
     if len(data) > MAX_READ_BYTES:  # grew while read
-        raise InvalidInputError(f"cannot read {what} {file}: more than {MAX_READ_BYTES} bytes")
+        raise InvalidInputError(f"cannot read {_named(what, file)}: more than {MAX_READ_BYTES} bytes")
     return data
 
 
@@ -87,7 +92,7 @@ def read_text(path: str | os.PathLike[str], what: str = "file") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start}); "
+        raise InvalidInputError(f"cannot read {_named(what, path)}: not UTF-8 text (byte {exc.start}); "
                                 "give a UTF-8 text file") from None
 
 
@@ -107,13 +112,13 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
     except FileNotFoundError:
         info = None
     except OSError as exc:
-        raise InvalidInputError(f"cannot write {what} {target}: {_reason(exc)}") from None
+        raise InvalidInputError(f"cannot write {target} ({what}): {_reason(exc)}") from None
     if info is not None and not stat.S_ISREG(info.st_mode):
-        raise InvalidInputError(f"cannot write {what} {target}: it is {_kind(info.st_mode)}; give the path of a "
+        raise InvalidInputError(f"cannot write {target} ({what}): it is {_kind(info.st_mode)}; give the path of a "
                                 "regular file (it is replaced whole) or of a new one")
     folder = target.parent
     if not folder.is_dir():
-        raise InvalidInputError(f"cannot write {what} {target}: the folder {folder} does not exist")
+        raise InvalidInputError(f"cannot write {target} ({what}): the folder {folder} does not exist")
     return target
 
 
@@ -136,7 +141,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, what: str 
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InvalidInputError(f"cannot write {what} {target}: {_reason(exc)}") from None
+        raise InvalidInputError(f"cannot write {target} ({what}): {_reason(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -153,6 +158,6 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, what: str 
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise InvalidInputError(f"cannot write {what} {target}: {_reason(exc)}") from None
+            raise InvalidInputError(f"cannot write {target} ({what}): {_reason(exc)}") from None
         raise
     return target

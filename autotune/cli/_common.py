@@ -100,7 +100,13 @@ def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, r
         name, sep, value = item.partition("=")
         if not sep:
             raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
-        given[name.strip()] = _dim_value(f"--dims {name.strip()}", value.strip())
+        name = name.strip()
+        if not name.isidentifier() or not name.isascii():
+            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
+        if name in given:
+            raise InvalidInputError(f"dim {name} is given twice (--dims {name}={given[name]} and {name}={value.strip()}); "
+                                    "give each dim once")
+        given[name] = _dim_value(f"--dims {name}", value.strip())
     for flag, value in (("rows", rows), ("cols", cols), ("m", m), ("n", n), ("k", k)):
         if value is None:
             continue

@@ -12,7 +12,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.device import query_device
+from autotune.measure import device as gpus
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from ._common import open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, handle_errors, out, parse_dims, parse_int
@@ -40,7 +40,7 @@ def bench(
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
+    gpus.query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
     store = open_store(db)  # a database fault is said before a kernel is built or timed
     shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 

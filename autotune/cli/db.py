@@ -24,7 +24,7 @@ def upgrade(db: Db = None) -> None:
 @handle_errors
 def current(db: Db = None) -> None:
     """Print the schema revision of the database (read only: a missing file is not created)."""
-    store = open_store(db, read_only=True)
+    store = open_store(db, read_only=True, upgrade=False)  # any revision is printed, a newer one too
     if store.schema_state == "missing":
         out.print(f"no database at {store.safe_url} (autotune db upgrade creates it)", markup=False)
         return

@@ -64,7 +64,7 @@ def search(
 ) -> None:
     """Search a kernel's config space on one GPU (or several of one model) for one problem and
     dtype; store every trial."""
-    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout, seed)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op

@@ -8,6 +8,7 @@ the field and what is allowed. The same description can be built in Python with
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -244,8 +245,9 @@ def _check(r: _Reader, table: dict, names: set[str], args) -> Check:
     if kernel is not None and not isinstance(launch, dict):
         raise r.fail("[check.launch]", "missing; a reference kernel needs its own block and grid")
     tolerances = {k: r.get(table, k, f"[check] {k}", (int, float), 0.0, "a number >= 0") for k in ("atol", "rtol")}
-    if any(v < 0 for v in tolerances.values()):
-        raise r.fail("[check]", "atol and rtol must be >= 0")
+    for key, value in tolerances.items():  # NaN compares false: a NaN tolerance would pass any result
+        if not math.isfinite(value) or value < 0:
+            raise r.fail(f"[check] {key}", f"{value!r} is not allowed; give a finite number >= 0")
     return Check(reference, kernel, _launch(r, launch, "[check.launch]", names - set()) if kernel else None,
                  table.get("compare", "exact"), float(tolerances["atol"]), float(tolerances["rtol"]))
 

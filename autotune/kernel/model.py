@@ -304,7 +304,7 @@ def _inline(path: Path) -> str:
                                         "include is read relative to the including file (include the "
                                         "toolkit's headers with <...>)")
             seen.add(target)
-            return inline(target, f'#include "{m.group(1)}" of {file.name}:')
+            return inline(target, f'#include "{m.group(1)}" of {file.name}')
 
         return _PRAGMA_ONCE.sub("", _INCLUDE.sub(repl, read(file, what)))
 

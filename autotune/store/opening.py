@@ -157,7 +157,8 @@ def open_store(url: str | None = None, *, read_only: bool = False, upgrade: bool
         read_only: open for reading only: nothing is created, migrated, locked or written
             (:attr:`Store.schema_state` says what was found; ``"missing"``: no such file).
         upgrade: (writable opening) migrate the schema to the newest revision at once,
-            creating a new database; ``False`` leaves that to :meth:`Store.upgrade`.
+            creating a new database; ``False`` leaves that to :meth:`Store.upgrade`. (Read
+            only) ``False`` takes the schema as found: a newer revision is not refused.
 
     Raises:
         InvalidInputError: ``url`` is not a string.

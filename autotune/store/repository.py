@@ -49,7 +49,8 @@ class Store:
     application's database before anything is written: :func:`~autotune.store.opening.refuse_foreign`).
 
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
-    a new, empty database just works.
+    a new, empty database just works; ``read_only``: nothing is created, migrated or written,
+    and ``upgrade=False`` then takes the schema as found (a newer one is not refused).
 
     Raises:
         StoreError: the URL is invalid, the database is another application's, or it cannot
@@ -63,7 +64,7 @@ class Store:
         self.schema_state: str | None = None
         if read_only:
             schema.check_sqlite_path(self.url, read_only=True)
-            self._open_read_only()
+            self._open_read_only(judge=upgrade)
             return
         schema.check_sqlite_path(self.url)
         opening.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
@@ -82,7 +83,7 @@ class Store:
             with schema.init_lock(self.engine):
                 return schema.prepare(self.engine)
 
-    def _open_read_only(self) -> None:
+    def _open_read_only(self, judge: bool = True) -> None:
         """Open for reading only (``read_only=True``): no migration, lock file, backup or write;
         :attr:`schema_state` says what was found.
 
@@ -92,7 +93,9 @@ class Store:
         transaction ``READ ONLY``. A SQLite file that does not exist is not created:
         ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`). The
         revision is read without importing Alembic (:func:`autotune.store.schema.state`): a
-        process's first lookup pays for no migration machinery.
+        process's first lookup pays for no migration machinery. ``judge`` false (``upgrade=False``:
+        the schema taken as found, what ``autotune db current`` prints): the revision is not
+        judged, a newer one is not refused (``schema_state`` stays ``None``).
         """
         try:
             self.engine, self.schema_state = schema.read_only_engine(self.url)
@@ -101,7 +104,7 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             locking.configure_sqlite(self.engine, own_tables=False, read_only=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        if self.schema_state is None:
+        if self.schema_state is None and judge:
             with self.errors():
                 self.schema_state = locking.retrying(lambda: schema.state(self.engine))
 

@@ -246,7 +246,7 @@ def read_results(path: str | os.PathLike[str], kernels: Iterable[Any] = ()) -> R
     """
     name = str(path)
     check = Checker(name)
-    text = read_text(path, "results file")
+    text = read_text(path, "")
     try:
         document = json.loads(text, parse_constant=_parse_constant)
     except (ValueError, RecursionError) as exc:
