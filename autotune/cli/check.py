@@ -13,6 +13,7 @@ from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel, is_kernel_path
 from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Kernel
 from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.space import SAMPLE_WHOLE
 from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file
 from . import app
 from ._common import EXIT_ERROR, err, handle_errors, out, parse_int
@@ -58,20 +59,22 @@ def check(
         raise GPUUnavailableError("nvcc is not on PATH; autotune check builds with the CUDA toolkit's nvcc")
     check_file(k, dtypes[0], arch)
     where = kernel_file if is_kernel_path(kernel_file) else k.path
-    out.print(f"{k.name} ({where}): kernel file ok; {k.function} on dims {', '.join(k.dims)}, "
+    out.print(f"{k.name} ({where}): kernel file ok; source {k.source}; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
     report = check_builds(k, dtypes, arch=arch, space_path=space, jobs=jobs, sample=sample)
     seconds = time.monotonic() - started
     built = report.builds - len({(f.config, f.dtype) for f in report.failures if f.stage == "compile"})
     regs = f", {report.registers[0]}-{report.registers[1]} registers per thread" if report.registers else ""
-    of = f" (a sample of the space's {report.space_size})" if report.configs < report.space_size else ""
+    sampled = report.space_size is None or report.configs < report.space_size
+    total = f"more than {SAMPLE_WHOLE:,}" if report.space_size is None else report.space_size
+    of = f" (a sample of the space's {total})" if sampled else ""
     out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs{of} x {len(report.dtypes)} "
               f"dtype{'s' if len(report.dtypes) != 1 else ''}: {', '.join(report.dtypes)}) for {arch} in "
               f"{seconds:.1f} s{regs}; launch geometry checked at every dim = "
               f"{' and '.join(map(str, PROBE_SIZES))}", markup=False)
     if report.ok:
-        which = "every sampled config" if report.configs < report.space_size else "every config"
+        which = "every sampled config" if sampled else "every config"
         out.print(f"ok: {which} of {k.name} builds and can be launched", markup=False)
         return
     for failure in report.failures[:MAX_LISTED]:

@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from autotune.errors import KernelFileError, TrialFailed
+from autotune.base.files import read_text
+from autotune.errors import KernelFileError, SearchSpaceError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import COMPARES, Kernel
+from autotune.kernel.space import SAMPLE_WHOLE
 from autotune.measure.compile import compile_cubin
 
 __all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "PROBE_SIZES"]
@@ -65,7 +67,7 @@ class BuildReport:
 
     Attributes:
         configs: configs built (all of the space, or a sample); space_size: configs of the
-            space; dtypes: the dtypes built; builds: ``configs x dtypes``.
+            space (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`, not counted); dtypes: the dtypes built; builds: ``configs x dtypes``.
         failures: one per failed build, in the space's order.
         registers: ``(min, max)`` registers per thread over the builds that compiled.
     """
@@ -76,7 +78,7 @@ class BuildReport:
     dtypes: tuple[str, ...]
     failures: list[BuildFailure] = field(default_factory=list)
     registers: tuple[int, int] | None = None
-    space_size: int = 0
+    space_size: int | None = 0
 
 
     @property
@@ -105,13 +107,18 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
     """
     space = kernel.space(space_path)
     default = kernel.default_config()
+    size = space.count_within(SAMPLE_WHOLE)  # bounded: a space of 10^8 combinations is never enumerated
+    if sample is None and (size is None or size > SAMPLE_WHOLE):
+        raise SearchSpaceError(f"the space{f' in {space.path}' if space.path else ''} has more than {SAMPLE_WHOLE:,} "
+                               f"valid configs ({space.raw_size:,} combinations before its constraints); building "
+                               "them all is not allowed: give --sample N")
     configs = space.configs() if sample is None else space.sample(sample, (default,))
     jobs_list = [(c, d) for c in configs for d in dtypes]
     report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes),
-                         space_size=len(space.configs()))
+                         space_size=size if size is not None and size <= SAMPLE_WHOLE else None)
     done = 0
     # compile_cubin builds a temporary copy (includes inlined): name the user's file instead
-    inlined = kernel.source_text() != kernel.source.read_text()
+    inlined = kernel.source_text() != read_text(kernel.source, "source")
     source_name = f"{kernel.source.name} (includes inlined)" if inlined else kernel.source.name
 
     def build(job: tuple[Config, DType]) -> tuple[list[BuildFailure], int | None]:
