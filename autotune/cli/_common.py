@@ -55,9 +55,9 @@ def parse_float(value: str) -> float:
         raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
-Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True,
-                                           help="SQLAlchemy URL of the results database "
-                                                "(default: a SQLite file in the user data dir).")]
+Db = Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL of the results database (default: "
+                                                             "$AUTOTUNE_DB, else a SQLite file in the user data dir; "
+                                                             "resolved by autotune.store.opening).")]
 Kernel = Annotated[str, typer.Option("--kernel", "-k", help="A catalog kernel (autotune kernels) or the path of a "
                                                              "kernel file (.toml).")]
 Dims = Annotated[Optional[list[str]], typer.Option("--dims", help="The kernel's dims: name=value (repeatable or "
