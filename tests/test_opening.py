@@ -76,7 +76,7 @@ FOREIGN_COMMANDS = [["best", "--size", "64"], ["list"], ["db", "upgrade"], ["exp
 def test_another_applications_database_is_refused_and_left_as_it_was(backend, args, tmp_path):
     url, snapshot = backend
     _execute(url, "create table customers (id integer primary key, name text)",
-             "insert into customers (name) values ('ada')")
+             "insert into customers (id, name) values (1, 'ada')")
     before = snapshot()
     line = _one_error_line([a.format(tmp=tmp_path) for a in args] + ["--db", url])
     assert "is not an autotune database: it holds other tables (customers)" in line
