@@ -14,7 +14,7 @@ from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.space import SAMPLE_WHOLE
-from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file
+from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file, plan_builds
 from . import app
 from ._common import EXIT_ERROR, err, handle_errors, out, parse_int
 
@@ -57,12 +57,13 @@ def check(
         k.check_dtype(d)
     if shutil.which("nvcc") is None:
         raise GPUUnavailableError("nvcc is not on PATH; autotune check builds with the CUDA toolkit's nvcc")
+    plan = plan_builds(k, space, sample)  # the space first: a bad, empty or huge one is said before nvcc runs
     check_file(k, dtypes[0], arch)
     where = kernel_file if is_kernel_path(kernel_file) else k.path
     out.print(f"{k.name} ({where}): kernel file ok; source {k.source}; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
-    report = check_builds(k, dtypes, arch=arch, space_path=space, jobs=jobs, sample=sample)
+    report = check_builds(k, dtypes, arch=arch, jobs=jobs, plan=plan)
     seconds = time.monotonic() - started
     built = report.builds - len({(f.config, f.dtype) for f in report.failures if f.stage == "compile"})
     regs = f", {report.registers[0]}-{report.registers[1]} registers per thread" if report.registers else ""

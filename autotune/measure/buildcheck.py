@@ -36,7 +36,7 @@ from autotune.kernel.model import COMPARES, Kernel
 from autotune.kernel.space import SAMPLE_WHOLE
 from autotune.measure.compile import compile_cubin
 
-__all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "PROBE_SIZES"]
+__all__ = ["BuildFailure", "BuildReport", "BuildPlan", "check_file", "check_builds", "plan_builds", "PROBE_SIZES"]
 
 PROBE_SIZES = (1, 1000)
 """Every dim is set to each of these to evaluate the launch geometry."""
@@ -90,9 +90,39 @@ class BuildReport:
         return not self.failures
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """The configs :func:`check_builds` builds: ``configs`` of the space (all, or a sample), and
+    ``space_size`` (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`)."""
+
+    configs: tuple[Config, ...]
+    space_size: int | None
+
+
+def plan_builds(kernel: Kernel, space_path: str | None = None, sample: int | None = None) -> BuildPlan:
+    """The configs to build, chosen before anything is compiled: every config of ``kernel``'s
+    space (or of the file ``space_path``), or a sample of ``sample`` (the default, the corners
+    and evenly spaced ones: :meth:`~autotune.kernel.space.SearchSpace.sample`). Bounded: a
+    space of 10^8 combinations is never enumerated.
+
+    Raises:
+        SearchSpaceError: the space file is malformed or does not fit the kernel; no config
+            satisfies its constraints (or none was found in a bounded walk); more than
+            :data:`~autotune.kernel.space.SAMPLE_WHOLE` valid configs and no ``sample``.
+    """
+    space = kernel.space(space_path)
+    size = space.count_within(SAMPLE_WHOLE)
+    if sample is None and (size is None or size > SAMPLE_WHOLE):
+        raise SearchSpaceError(f"the space{f' in {space.path}' if space.path else ''} has more than {SAMPLE_WHOLE:,} "
+                               f"valid configs ({space.raw_size:,} combinations before its constraints); building "
+                               "them all is not allowed: give --sample N")
+    configs = space.configs() if sample is None else space.sample(sample, (kernel.default_config(),))
+    return BuildPlan(tuple(configs), size if size is not None and size <= SAMPLE_WHOLE else None)
+
+
 def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90", space_path: str | None = None,
                  jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
-                 sample: int | None = None) -> BuildReport:
+                 sample: int | None = None, plan: BuildPlan | None = None) -> BuildReport:
     """Build every config of ``kernel``'s space (or of the space file ``space_path``) for each
     of ``dtypes`` and check each build's entry points and launch geometry.
 
@@ -101,21 +131,17 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
         sample: build at most this many configs: the default, the corners and evenly spaced
             ones (:meth:`~autotune.kernel.space.SearchSpace.sample`), for spaces too large to
             build whole; ``None``: every config.
+        plan: the configs, chosen already (:func:`plan_builds`; ``space_path`` and ``sample``
+            are then not used).
 
     Raises:
-        SearchSpaceError: the space file is malformed or does not fit the kernel.
+        SearchSpaceError: as :func:`plan_builds`.
     """
-    space = kernel.space(space_path)
+    plan = plan or plan_builds(kernel, space_path, sample)
     default = kernel.default_config()
-    size = space.count_within(SAMPLE_WHOLE)  # bounded: a space of 10^8 combinations is never enumerated
-    if sample is None and (size is None or size > SAMPLE_WHOLE):
-        raise SearchSpaceError(f"the space{f' in {space.path}' if space.path else ''} has more than {SAMPLE_WHOLE:,} "
-                               f"valid configs ({space.raw_size:,} combinations before its constraints); building "
-                               "them all is not allowed: give --sample N")
-    configs = space.configs() if sample is None else space.sample(sample, (default,))
+    configs = list(plan.configs)
     jobs_list = [(c, d) for c in configs for d in dtypes]
-    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes),
-                         space_size=size if size is not None and size <= SAMPLE_WHOLE else None)
+    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes), space_size=plan.space_size)
     done = 0
     # compile_cubin builds a temporary copy (includes inlined): name the user's file instead
     inlined = kernel.source_text() != read_text(kernel.source, "source")
