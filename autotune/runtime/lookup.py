@@ -131,7 +131,8 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
             platformdirs default).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, dims that do not fit the kernel, bad device.
+        InvalidInputError: unknown kernel or dtype, a kernel or dtype that is neither (``None``, a
+            number), dims that do not fit the kernel, bad device.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
             GPU or PyCUDA.
         StoreError: the database cannot be reached or read, or is of a newer schema than
@@ -147,7 +148,7 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
     """
     if isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel
-    elif not isinstance(kernel, Kernel):
+    elif isinstance(kernel, (str, Path)) or not all(hasattr(kernel, a) for a in ("name", "source_hash", "spec_hash")):
         raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a kernel "
                                 "file's path or a Kernel")
     else:  # a kernel object: its identity, so an edited kernel file is another key
