@@ -181,3 +181,24 @@ def test_every_store_is_opened_through_the_door():
     readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if '"AUTOTUNE_DB"' in p.read_text() and p.name != "opening.py")
     assert readers == [], readers
+
+
+@pytest.mark.postgres
+def test_a_postgresql_schema_of_its_own_beside_another_applications_tables(pg_url):
+    """What docs/errors.md advises: autotune's tables in a schema of their own (the URL's
+    search_path), the other application's tables in public left alone."""
+    _execute(pg_url, "create table customers (id integer primary key)", "create schema autotune")
+    with pytest.raises(StoreError, match="holds other tables"):
+        open_store(pg_url)
+    store = open_store(pg_url + "?options=-csearch_path%3Dautotune")
+    assert store.current_revision() == HEAD_REVISION
+    store.optuna_storage().engine.dispose()
+    store.close()
+    reader = open_store(pg_url + "?options=-csearch_path%3Dautotune", read_only=True)
+    assert reader.schema_state == "current"
+    reader.close()
+    engine = sa.create_engine(pg_url, poolclass=sa.pool.NullPool)
+    inspector = sa.inspect(engine)
+    assert inspector.get_table_names(schema="public") == ["customers"]
+    assert {"autotune_best", "studies"} <= set(inspector.get_table_names(schema="autotune"))
+    engine.dispose()

@@ -219,7 +219,10 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
         _given[engine] = parsed.render_as_string(hide_password=True)  # messages name the file as given
         return engine, None
     if parsed.drivername.startswith("postgresql"):
-        return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
+        given = parsed.query.get("options", "")  # the URL's own (a search_path): kept, not replaced
+        given = " ".join(given) if isinstance(given, tuple) else given
+        options = f"{given} -c default_transaction_read_only=on".strip()
+        return create_engine(parsed.difference_update_query(["options"]), connect_args={"options": options}), None
     return create_engine(parsed), None
 
 
