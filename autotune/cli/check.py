@@ -68,7 +68,7 @@ def check(
     built = report.builds - len({(f.config, f.dtype) for f in report.failures if f.stage == "compile"})
     regs = f", {report.registers[0]}-{report.registers[1]} registers per thread" if report.registers else ""
     sampled = report.space_size is None or report.configs < report.space_size
-    total = f"more than {SAMPLE_WHOLE:,}" if report.space_size is None else report.space_size
+    total = f"more than {SAMPLE_WHOLE:,} or uncounted" if report.space_size is None else report.space_size
     of = f" (a sample of the space's {total})" if sampled else ""
     out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs{of} x {len(report.dtypes)} "
               f"dtype{'s' if len(report.dtypes) != 1 else ''}: {', '.join(report.dtypes)}) for {arch} in "

@@ -41,9 +41,11 @@ PRUNE_LIMIT = 100_000
 SAMPLE_WHOLE = 100_000
 """Spaces of at most this many valid configs are sampled from the whole list of them."""
 WALK_LIMIT = 2_000_000
-"""Most constraint checks spent looking for one config (the first valid config, or one of a
-sample): a space whose constraints leave none within them is refused (or the sample is
-smaller), never enumerated whole. At about a microsecond a check: a few seconds."""
+"""A space of at most this many combinations (of the values :meth:`SearchSpace.domains` leaves)
+is walked whole where needed; in a larger one, at most this many constraint checks are spent
+looking for one config (the first valid config, or one of a sample) or counting: a space whose
+constraints leave none within them is refused (or the sample is smaller), never enumerated
+whole. At about a microsecond a check: a few seconds."""
 
 
 class _OutOfSteps(Exception):
@@ -162,6 +164,11 @@ class SearchSpace:
         a walk over the others. An empty tuple: no config is valid."""
         return self._domains
 
+    @staticmethod
+    def _budget(domains: tuple[tuple[int, ...], ...], limit: int) -> list[int] | None:
+        """No budget for a walk of at most :data:`WALK_LIMIT` combinations (it ends), else ``limit`` checks."""
+        return None if math.prod(map(len, domains)) <= WALK_LIMIT else [limit]
+
     def _walk(self, domains: tuple[tuple[int, ...], ...], budget: list[int] | None = None,
               reverse: bool = False) -> Iterator[Config]:
         """The valid configs over ``domains`` in the space's order (``reverse``: last first);
@@ -203,7 +210,7 @@ class SearchSpace:
         """
         domains = tuple((fixed[n],) if fixed and n in fixed else d for (n, _), d in zip(self.params, self.domains()))
         try:
-            return next(self._walk(domains, [limit], reverse), None)
+            return next(self._walk(domains, self._budget(domains, limit), reverse), None)
         except _OutOfSteps:
             where = f" in {self.path}" if self.path else ""
             raise SearchSpaceError(
@@ -255,12 +262,14 @@ class SearchSpace:
 
 
     def count_within(self, limit: int) -> int | None:
-        """:meth:`count` (up to ``limit + 1``) in at most :data:`WALK_LIMIT` constraint checks;
-        ``None`` where they did not suffice (a huge space whose valid configs are sparse)."""
+        """:meth:`count` (up to ``limit + 1``): exact for a space of at most :data:`WALK_LIMIT`
+        combinations of its :meth:`domains`; in a larger one within :data:`WALK_LIMIT`
+        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse)."""
         if "_valid" in self.__dict__:
             return len(self._valid)
+        domains = self.domains()
         try:
-            return sum(1 for _ in itertools.islice(self._walk(self.domains(), [WALK_LIMIT]), limit + 1))
+            return sum(1 for _ in itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
         except _OutOfSteps:
             return None
 

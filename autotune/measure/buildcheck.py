@@ -33,7 +33,7 @@ from autotune.errors import KernelFileError, SearchSpaceError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import COMPARES, Kernel
-from autotune.kernel.space import SAMPLE_WHOLE
+from autotune.kernel.space import SAMPLE_WHOLE, WALK_LIMIT
 from autotune.measure.compile import compile_cubin
 
 __all__ = ["BuildFailure", "BuildReport", "BuildPlan", "check_file", "check_builds", "plan_builds", "PROBE_SIZES"]
@@ -93,7 +93,8 @@ class BuildReport:
 @dataclass(frozen=True)
 class BuildPlan:
     """The configs :func:`check_builds` builds: ``configs`` of the space (all, or a sample), and
-    ``space_size`` (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`)."""
+    ``space_size`` (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`, or too large to
+    count)."""
 
     configs: tuple[Config, ...]
     space_size: int | None
@@ -113,9 +114,11 @@ def plan_builds(kernel: Kernel, space_path: str | None = None, sample: int | Non
     space = kernel.space(space_path)
     size = space.count_within(SAMPLE_WHOLE)
     if sample is None and (size is None or size > SAMPLE_WHOLE):
-        raise SearchSpaceError(f"the space{f' in {space.path}' if space.path else ''} has more than {SAMPLE_WHOLE:,} "
-                               f"valid configs ({space.raw_size:,} combinations before its constraints); building "
-                               "them all is not allowed: give --sample N")
+        where = f" in {space.path}" if space.path else ""
+        what = f"has more than {SAMPLE_WHOLE:,} valid configs" if size is not None else \
+            f"is too large to count ({WALK_LIMIT:,} checks did not suffice)"
+        raise SearchSpaceError(f"the space{where} {what} ({space.raw_size:,} combinations before its constraints); "
+                               "building them all is not allowed: give --sample N")
     configs = space.configs() if sample is None else space.sample(sample, (kernel.default_config(),))
     return BuildPlan(tuple(configs), size if size is not None and size <= SAMPLE_WHOLE else None)
 
