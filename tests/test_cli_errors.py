@@ -169,7 +169,9 @@ CASES = [
     Case(S + ["--size", 64, "--repeats", 5], "--repeats 5 is not allowed; give 20 or more"),
     Case(S + ["--size", 64, "--bogus"], "No such option: --bogus"),
     Case(["best", "--size", 64], "the folder of database {tmp}/missing/db.sqlite does not exist", db="missing/db.sqlite"),
-    Case(["best", "--size", 64], "the folder of database {tmp}/ro/db.sqlite is read-only", read_only_folder, db="ro/db.sqlite"),
+    Case(["db", "upgrade"], "the folder of database {tmp}/ro/db.sqlite is read-only", read_only_folder,
+         db="ro/db.sqlite"),  # best reads a database on a read-only mount; nothing there: "nothing is tuned"
+    Case(["best", "--size", 64], "nothing is tuned for any kernel 64x64", read_only_folder, db="ro/db.sqlite"),
     Case(["best", "--size", 64], "file is not a database", not_a_database),
     Case(["best", "--size", 64], "has schema revision 'ffff_from_the_future', newer than this autotune knows",
          newer_schema),

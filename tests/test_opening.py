@@ -202,3 +202,10 @@ def test_a_postgresql_schema_of_its_own_beside_another_applications_tables(pg_ur
     assert inspector.get_table_names(schema="public") == ["customers"]
     assert {"autotune_best", "studies"} <= set(inspector.get_table_names(schema="autotune"))
     engine.dispose()
+
+
+@pytest.mark.parametrize("args", [["best", "--size", "64"], ["list"]], ids=["best", "list"])
+def test_reading_commands_create_no_database(args, tmp_path):
+    result = runner.invoke(app, args + ["--db", f"sqlite:///{tmp_path / 'new.db'}"])
+    assert result.exit_code == (2 if args[0] == "best" else 0) and "nothing is tuned" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []

@@ -39,6 +39,14 @@ def open_store(db: str | None, **options):
     return door(db, **options)
 
 
+def open_reader(db: str | None):
+    """The results database for reading best configs only (:func:`autotune.store.opening.open_reader`:
+    a missing one is not created)."""
+    from autotune.store.opening import open_reader as door
+
+    return door(db)
+
+
 def parse_int(value: str) -> int:
     """Parse an integer option, naming the value when it is not one."""
     try:

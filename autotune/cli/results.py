@@ -13,7 +13,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
 from . import app
-from ._common import (open_store, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
+from ._common import (open_reader, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
                       shape_args)
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def best(
     shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    found = [b for b in open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+    found = [b for b in open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     current, reasons, unknown = _judge(found, kernels)
     if reasons:
@@ -63,7 +63,7 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None) -> None:
     why, results of kernels this autotune does not know with "?" (give their file with --kernel)."""
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
-    found = open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
+    found = open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
         out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel

@@ -33,7 +33,7 @@ from autotune.store.location import default_url, sqlite_path
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["ENV", "open_store", "resolve_url", "given_url", "refuse_foreign", "foreign_tables", "OPTUNA_TABLES"]
+__all__ = ["ENV", "open_store", "open_reader", "resolve_url", "given_url", "refuse_foreign", "foreign_tables", "OPTUNA_TABLES"]
 
 ENV = "AUTOTUNE_DB"
 """Environment variable naming the results database's URL (the CLI's ``--db`` reads it too)."""
@@ -110,13 +110,14 @@ def foreign_tables(url: str) -> list[str]:
     file is created, nothing is written. ``[]`` for a SQLite file that does not exist.
 
     Raises:
-        StoreError: the database cannot be read (not a database, server down).
+        StoreError: the database cannot be read (a folder, not a database, server down).
     """
     from sqlalchemy import inspect
     from sqlalchemy.exc import SQLAlchemyError
 
     from autotune.store import schema
 
+    schema.check_sqlite_path(url, read_only=True)  # a folder is said as such, not as a disk I/O error
     try:
         engine, state = schema.read_only_engine(url)
     except (SQLAlchemyError, ImportError) as exc:
@@ -148,6 +149,25 @@ def refuse_foreign(url: str) -> None:
         shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise StoreError(f"{_masked(url)} is not an autotune database: it holds other tables ({shown}); "
                          "autotune writes only to a database of its own: give another --db (or AUTOTUNE_DB)")
+
+
+def open_reader(url: str | None = None) -> Store:
+    """The results database for a command that only reads best configs (``best``, ``list``):
+    opened read only, so that a missing database is not created (it holds nothing tuned) and
+    a command that answers "nothing is tuned" writes nothing; another application's database
+    is refused as by a writable opening; an older schema is migrated first (backed up), as a
+    writable opening does, since a read-only one cannot read it.
+
+    Raises:
+        InvalidInputError, StoreError: as :func:`open_store`.
+    """
+    resolved = resolve_url(url, create=False)
+    refuse_foreign(resolved)
+    store = open_store(resolved, read_only=True)
+    if store.schema_state == "older":
+        store.close()
+        store = open_store(resolved)
+    return store
 
 
 def open_store(url: str | None = None, *, read_only: bool = False, upgrade: bool = True) -> Store:

@@ -339,7 +339,10 @@ class Store:
         return found[0] if found else None
 
     def _bests(self, sql: str, params: Mapping[str, Any]) -> list[BestRecord]:
-        """The records of the best rows :mod:`autotune.store.best_sql` selects."""
+        """The records of the best rows :mod:`autotune.store.best_sql` selects (none from a
+        read-only opening of a missing database, or of one without autotune's tables)."""
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return []
         with self.session() as session:
             return [best_from_row(row) for row in session.execute(text(sql), params).mappings()]
 

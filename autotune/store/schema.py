@@ -272,8 +272,8 @@ _PG_LOCK_KEY = 0x6175746F74756E65  # "autotune"
 
 
 def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
-    """For a SQLite file URL: the path must not be a folder, and (unless ``read_only``) its
-    folder must exist and be writable, before anything is created.
+    """For a SQLite file URL: the path must not be a folder, its folder must exist (a typo in
+    ``--db``), and (unless ``read_only``) be writable, before anything is created.
 
     Raises:
         StoreError: a folder where the file should be; missing or read-only folder, naming it.
@@ -286,12 +286,12 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
             or parsed.database.startswith("file:"):
         return
     refuse_folder(parsed.database)
-    if read_only:
-        return
     folder = Path(parsed.database).expanduser().absolute().parent
     if not folder.is_dir():
         raise StoreError(f"the folder of database {parsed.database} does not exist: {folder}; "
                          "create it or give another --db")
+    if read_only:
+        return
     if not os.access(folder, os.W_OK):
         raise StoreError(f"the folder of database {parsed.database} is read-only: {folder}; "
                          "give a writable location with --db")
