@@ -134,7 +134,7 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
     import autotune.runtime.streams as streams_module
 
     monkeypatch.setattr(streams_module, "_raw_torch_stream", None)
-    from autotune.runtime.lookup import clear_cache
+    from autotune.base.caches import clear_cache
 
     clear_cache()
     return fake

@@ -124,7 +124,8 @@ def test_edited_space_file_is_used(tmp_path, fake_gpu, db_url):
 
 def test_db_upgrade_and_current(tmp_path):
     url = f"sqlite:///{tmp_path / 'new.db'}"
-    assert run("db", "current", "--db", url).output.strip().startswith("empty")
+    assert run("db", "current", "--db", url).output.strip().startswith("no database at")
+    assert not (tmp_path / "new.db").exists()  # read only: a missing file is not created
     r = run("db", "upgrade", "--db", url)
     from autotune.store.schema import head_revision
 

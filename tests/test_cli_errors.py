@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 import sqlite3
 import sys
 from dataclasses import dataclass, field
@@ -168,7 +169,9 @@ CASES = [
     Case(S + ["--size", 64, "--repeats", 5], "--repeats 5 is not allowed; give 20 or more"),
     Case(S + ["--size", 64, "--bogus"], "No such option: --bogus"),
     Case(["best", "--size", 64], "the folder of database {tmp}/missing/db.sqlite does not exist", db="missing/db.sqlite"),
-    Case(["best", "--size", 64], "the folder of database {tmp}/ro/db.sqlite is read-only", read_only_folder, db="ro/db.sqlite"),
+    Case(["db", "upgrade"], "the folder of database {tmp}/ro/db.sqlite is read-only", read_only_folder,
+         db="ro/db.sqlite"),  # best reads a database on a read-only mount; nothing there: "nothing is tuned"
+    Case(["best", "--size", 64], "nothing is tuned for any kernel 64x64", read_only_folder, db="ro/db.sqlite"),
     Case(["best", "--size", 64], "file is not a database", not_a_database),
     Case(["best", "--size", 64], "has schema revision 'ffff_from_the_future', newer than this autotune knows",
          newer_schema),
@@ -201,3 +204,239 @@ def test_bad_input(case, tmp_path, monkeypatch):
 
 def test_there_are_at_least_25_cases():
     assert len(CASES) >= 25
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 25 (bad input, round three): users' files, expressions, device files, databases of
+# other applications, library arguments. Every case: exit 2, one `error:` line, no traceback,
+# and nothing written anywhere under tmp_path (every file's bytes compared) nor to /dev/full.
+
+from kernel_files import catalog_doc, toml  # noqa: E402
+
+DEEP = "-" * 5000 + "1"
+
+
+def kernel_file(change=None, raw=None, extra=None):
+    """A setup writing ``{tmp}/k.toml`` (smem_pad's document as ``change(doc)`` left it, or the
+    TOML text ``raw(text)`` returns) and the files of ``extra`` ({name: bytes})."""
+    def setup(tmp, db, mp):
+        doc = catalog_doc("smem_pad")
+        doc["name"] = "mine"
+        if change:
+            change(doc, tmp)
+        text = toml(doc)
+        (tmp / "k.toml").write_bytes(raw(text).encode() if raw else text.encode())
+        for name, data in (extra or {}).items():
+            (tmp / name).write_bytes(data)
+    return setup
+
+
+def _set(path, value):
+    def change(doc, tmp):
+        *parents, last = path
+        node = doc
+        for p in parents:
+            node = node[p]
+        node[last] = value(tmp) if callable(value) else value
+    return change
+
+
+def _include(header):
+    cu = b'#include "' + header.encode() + b'"\n' + (Path(catalog_doc("smem_pad")["source"]).read_bytes())
+    return kernel_file(_set(("source",), "k.cu"), extra={"k.cu": cu})
+
+
+def _reference_module(tmp, db, mp):
+    kernel_file(_set(("check", "reference"), "ref.py:double"),
+                extra={"ref.py": b"raise RuntimeError('my module is broken')\n"})(tmp, db, mp)
+
+
+def foreign_db(tmp, db, mp):
+    con = sqlite3.connect(db)
+    con.execute("create table customers (id integer primary key, name text)")
+    con.execute("insert into customers values (1, 'ada')")
+    con.commit()
+    con.close()
+
+
+def two_revisions(tmp, db, mp):
+    tuned_db(tmp, db, mp)
+    con = sqlite3.connect(db)
+    con.execute("insert into autotune_alembic_version values ('0003')")
+    con.commit()
+    con.close()
+
+
+def fake_gpu(tmp, db, mp):
+    from workers import fake_device, fake_open_benchmark
+
+    mp.setattr(autotune.measure.benchmark, "open_benchmark", fake_open_benchmark)
+    mp.setattr(autotune.measure.device, "query_device", fake_device)
+
+
+def exported(tmp, db, mp):
+    tuned_db(tmp, db, mp)
+    from autotune.store.share import export_results
+
+    export_results(Store(f"sqlite:///{tmp / 'source.db'}"), tmp / "in.json")
+
+
+def overflowing_import(tmp, db, mp):
+    import json
+
+    exported(tmp, db, mp)
+    data = json.loads((tmp / "in.json").read_text())
+    data["exported_at"] = "9999-12-31T23:59:59-23:59"
+    (tmp / "in.json").write_text(json.dumps(data))
+
+
+def huge_space(constraint):
+    big = ('kernel = "smem_pad"\nconstraints = ["' + constraint + '"]\n[params]\n'
+           f"TILE_DIM = {list(range(1, 2001))}\nBLOCK_ROWS = {list(range(1, 2001))}\nIPAD = [0, 1, 2, 3, 4]\n"
+           "DIAGONAL = [0, 1, 2, 3, 4]\n")
+    return space_file(big)
+
+
+K, DB = ["check", "{tmp}/k.toml"], ["--db", "sqlite:///{db}"]
+ROUND3 = [  # (id, setup, args, message)
+    # 1. unreadable kernel files and sources
+    ("kernel file latin-1", lambda tmp, db, mp: (tmp / "k.toml").write_bytes("name = 'caf\xe9'".encode("latin-1")),
+     K, "cannot read kernel file {tmp}/k.toml: not UTF-8 text (byte 11)"),
+    ("kernel file latin-1 (best)", lambda tmp, db, mp: (tmp / "k.toml").write_bytes(b"name = 'caf\xe9'"),
+     ["best", "--kernel", "{tmp}/k.toml", "--size", "64", *DB], "not UTF-8 text"),
+    ("source binary", kernel_file(_set(("source",), "k.cu"), extra={"k.cu": bytes(range(256))}), K,
+     "kernel file {tmp}/k.toml: source: cannot read source {tmp}/k.cu: not UTF-8 text (byte 128)"),
+    ("source with NUL bytes", kernel_file(_set(("source",), "k.cu"), extra={"k.cu": b"__global__\0void k();"}), K,
+     "source {tmp}/k.cu: a binary file (it holds NUL bytes)"),
+    ("source is a folder", kernel_file(_set(("source",), lambda tmp: (tmp / "sub").mkdir() or "sub")), K,
+     "cannot read source {tmp}/sub: a folder; give a regular file"),
+    ("source is a device", kernel_file(_set(("source",), "/dev/zero")), K,
+     "cannot read source /dev/zero: a character device; give a regular file"),
+    ("source missing", kernel_file(_set(("source",), "nope.cu")), K, "cannot read source {tmp}/nope.cu: no such file"),
+    ("include missing", _include("nothere.cuh"), K,
+     '#include "nothere.cuh" of {tmp}/k.cu: {tmp}/nothere.cuh does not exist'),
+    ("include missing (best)", _include("nothere.cuh"), ["best", "--kernel", "{tmp}/k.toml", "--size", "64", *DB],
+     "nothere.cuh does not exist"),
+    ("include binary", lambda tmp, db, mp: (_include("bin.cuh")(tmp, db, mp), (tmp / "bin.cuh").write_bytes(b"\xff")),
+     K, 'cannot read #include "bin.cuh" of k.cu {tmp}/bin.cuh: not UTF-8 text'),
+    ("space file not UTF-8", lambda tmp, db, mp: (tmp / "space.toml").write_bytes(b"kernel = '\xff'"),
+     ["check", "smem_pad", "--space", "{tmp}/space.toml"], "search space {tmp}/space.toml: not UTF-8 text"),
+    # 2, 3. deep expressions and huge values
+    ("deep unary minus", kernel_file(_set(("launch", "grid"), [DEEP, 1, 1])), K, "is too long; allowed: at most 1000"),
+    ("deep not", kernel_file(_set(("space", "constraints"), ["not " * 3000 + "1"])), K, "is too long"),
+    ("sum of 100,000 terms", kernel_file(_set(("objective", "bytes"), "+".join(["rows"] * 100_000))), K,
+     "is too long"),
+    ("nested parentheses", kernel_file(_set(("launch", "grid"), ["(" * 5000 + "1" + ")" * 5000, 1, 1])), K,
+     "is too long"),
+    ("nested 300 deep", kernel_file(_set(("launch", "grid"), ["-" * 300 + "rows", 1, 1])), K,
+     "is nested too deep; allowed: at most 100 levels"),
+    ("huge grid", kernel_file(lambda doc, tmp: (_set(("launch", "grid"), ["*".join(["2**60"] * 20), 1, 1])(doc, tmp),
+                                                doc["space"].update(params={"TILE_DIM": [32], "BLOCK_ROWS": [8],
+                                                                            "IPAD": [1], "DIAGONAL": [0]}))),
+     K + ["--dtype", "float32"], "1 of 1 builds of mine failed"),
+    # 4. references that cannot be imported
+    ("reference :double", kernel_file(_set(("check", "reference"), ":double")), K,
+     "cannot load ':double': give module:function"),
+    ("reference ..:double", kernel_file(_set(("check", "reference"), "..:double")), K,
+     "cannot load '..:double': give module:function"),
+    ("reference raises", _reference_module, K,
+     "cannot load 'ref.py:double': importing it raised RuntimeError: my module is broken"),
+    ("reference is a folder", kernel_file(_set(("check", "reference"), lambda tmp: (tmp / "r.py").mkdir() or "r.py:f")),
+     K, "cannot read reference module {tmp}/r.py: a folder"),
+    # 5. import times out of range once in UTC
+    ("import exported_at overflows", overflowing_import, ["import", "{tmp}/in.json", *DB],
+     "exported_at is '9999-12-31T23:59:59-23:59', out of range once in UTC"),
+    # 6. broken URLs and version tables
+    ("postgres port abc", None, ["best", "--size", "64", "--db", "postgresql+psycopg://u:s3cret@h:abc/db"],
+     "invalid database URL 'postgresql+psycopg://u:***@h:abc/db': the port is not a number"),
+    ("two revisions (best)", two_revisions, ["best", "--size", "64", *DB], "holds several schema revisions"),
+    ("two revisions (db upgrade)", two_revisions, ["db", "upgrade", *DB], "holds several schema revisions"),
+    # 7. another application's database
+    ("foreign db (best)", foreign_db, ["best", "--size", "64", *DB], "is not an autotune database"),
+    ("foreign db (list)", foreign_db, ["list", *DB], "it holds other tables (customers)"),
+    ("foreign db (db upgrade)", foreign_db, ["db", "upgrade", *DB], "is not an autotune database"),
+    ("foreign db (import)", lambda tmp, db, mp: (exported(tmp, db, mp), db.unlink(), foreign_db(tmp, db, mp)),
+     ["import", "{tmp}/in.json", *DB], "is not an autotune database"),
+    ("foreign db (search)", lambda tmp, db, mp: (fake_gpu(tmp, db, mp), foreign_db(tmp, db, mp)),
+     ["search", "--kernel", "smem_pad", "--size", "64", "--trials", "1", *DB], "is not an autotune database"),
+    # 8. exporting onto what is not a regular file
+    ("export --out /dev/full", tuned_db, ["export", "--out", "/dev/full", *DB],
+     "cannot write /dev/full (--out): it is a character device"),
+    ("export --header /dev/full", tuned_db, ["export", "--header", "/dev/full", "--kernel", "smem_pad", *DB],
+     "cannot write /dev/full (--header): it is a character device"),
+    ("export --out a FIFO", lambda tmp, db, mp: (tuned_db(tmp, db, mp), os.mkfifo(tmp / "fifo")),
+     ["export", "--out", "{tmp}/fifo", *DB], "cannot write {tmp}/fifo (--out): it is a FIFO"),
+    # 9. names with control characters
+    ("kernel name with a newline", kernel_file(_set(("name",), "x\n")), K,
+     "name: 'x\\n' is not allowed; give a name of letters, digits and _"),
+    ("dim name with a newline", kernel_file(_set(("problem", "dims"), ["rows\n", "cols"])), K,
+     "[problem] dims: 'rows\\n' is not allowed"),
+    ("macro name with a newline", kernel_file(raw=lambda t: t.replace("UNROLL = 1", '"UNROLL\\n" = 1')), K,
+     "[macros]: 'UNROLL\\n' is not allowed"),
+    ("--dims name with a control character", None, ["best", "--kernel", "smem_pad", "--dims", "rows\a=5,cols=5", *DB],
+     "--dims 'rows\\x07=5' is not allowed"),
+    # 10. NaN and infinite tolerances
+    ("atol nan", kernel_file(raw=lambda t: t.replace('compare = "exact"', 'compare = "tolerance"\natol = nan')), K,
+     "[check] atol: nan is not allowed; give a finite number >= 0"),
+    ("rtol inf", kernel_file(raw=lambda t: t.replace('compare = "exact"', 'compare = "tolerance"\nrtol = inf')), K,
+     "[check] rtol: inf is not allowed; give a finite number >= 0"),
+    # 11. spaces of 10^8 raw combinations
+    ("empty space of 10^8", huge_space("TILE_DIM * BLOCK_ROWS * IPAD * DIAGONAL < 0"),
+     ["check", "smem_pad", "--space", "{tmp}/space.toml"], "was found in 2,000,000 checks (100,000,000 combinations"),
+    ("empty space of 10^8 --sample", huge_space("TILE_DIM * BLOCK_ROWS * IPAD * DIAGONAL < 0"),
+     ["check", "smem_pad", "--space", "{tmp}/space.toml", "--sample", "5"], "was found in 2,000,000 checks"),
+    ("space of 10^8 without a valid value", huge_space("TILE_DIM > 5000"),
+     ["check", "smem_pad", "--space", "{tmp}/space.toml", "--sample", "5"], "satisfies its constraints"),
+    ("large space built whole", space_file(LARGE_SPACE), ["check", "smem_pad", "--space", "{tmp}/space.toml"],
+     "has more than 100,000 valid configs (100,000,000 combinations before its constraints); building them all "
+     "is not allowed: give --sample N"),
+    # 12. a dim given twice
+    ("dim twice", None, ["best", "--kernel", "smem_pad", "--dims", "rows=5,rows=1024,cols=1024", *DB],
+     "dim rows is given twice (--dims rows=5 and rows=1024)"),
+    # 13. options a library would refuse
+    ("seed -1", fake_gpu, S + ["--size", "64", "--seed", "-1", *DB], "--seed -1 is not allowed; give an integer 0..4294967295"),
+    ("seed 2**40", fake_gpu, S + ["--size", "64", "--seed", str(2**40), *DB], "--seed 1099511627776 is not allowed"),
+    ("timeout nan", fake_gpu, S + ["--size", "64", "--timeout", "nan", *DB], "--timeout nan is not allowed"),
+    ("timeout inf", fake_gpu, S + ["--size", "64", "--timeout", "inf", *DB], "--timeout inf is not allowed"),
+    # issue 28 item 8: check the environment before the database
+    ("bench without PyCUDA", no_pycuda, ["bench", "--size", "64", *DB], "PyCUDA is not installed"),
+]
+
+
+def _everything(tmp):
+    """Every file under ``tmp`` with its bytes (a FIFO by name), and /dev/full's identity."""
+    files = sorted((str(p.relative_to(tmp)), p.read_bytes() if p.is_file() else p.is_dir())
+                   for p in tmp.rglob("*")  # a reader of a WAL database may add the -shm index and an empty -wal
+                   if not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)
+                   and "cubins" not in p.parts)  # nvcc's cache (AUTOTUNE_CACHE_DIR): only "huge grid" builds
+    return files, os.stat("/dev/full").st_rdev
+
+
+@pytest.mark.parametrize(("setup", "args", "message"), [c[1:] for c in ROUND3], ids=[c[0] for c in ROUND3])
+def test_bad_input_round_three(setup, args, message, tmp_path, monkeypatch):
+    import time
+
+    db = tmp_path / "db.sqlite"
+    if setup:
+        setup(tmp_path, db, monkeypatch)
+    before = _everything(tmp_path)
+    started = time.monotonic()
+    result = runner.invoke(app, [a.format(tmp=tmp_path, db=db) for a in args])
+    output = result.output
+    assert result.exit_code == 2, output
+    assert "Traceback" not in output and result.exception is None or isinstance(result.exception, SystemExit), output
+    lines = output.strip().splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and len(errors[0]) < 400, output
+    others = [line for line in lines if not line.startswith("error:")]  # check: its header, each failed build
+    assert all("kernel file ok" in line or line.startswith(("compiled ", "  failed:"))
+               for line in others) and (not others or args[0] == "check"), output
+    if message:
+        assert message.format(tmp=tmp_path) in errors[0], output
+    assert "s3cret" not in output
+    assert _everything(tmp_path) == before, "a file was written"
+    assert time.monotonic() - started < 30
+
+
+def test_round_three_covers_every_cause():
+    assert len(ROUND3) >= 45

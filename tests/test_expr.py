@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from autotune.kernel.expr import Expr, ExprError, parse_expr
+from autotune.kernel.expr import Expr, ExprError, ExprRangeError, parse_expr
 
 ENV = {"rows": 1000, "cols": 3001, "TILE_DIM": 32, "BLOCK_ROWS": 8, "itemsize": 4, "zero": 0}
 
@@ -121,3 +121,44 @@ def test_expressions_are_values():
     a, b = parse_expr("rows + 1"), parse_expr(" rows + 1 ")
     assert a == b and hash(a) == hash(b) and str(a) == "rows + 1" and isinstance(a, Expr)
     assert parse_expr(32).text == "32" and parse_expr("rows + 2") != a
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("-" * 5000 + "1", "is too long; allowed: at most 1000 characters"),
+    ("not " * 3000 + "1", "is too long"),
+    ("+".join(["1"] * 100_000), "is too long"),
+    ("(" * 5000 + "1" + ")" * 5000, "is too long"),
+    ("-" * 300 + "1", "is nested too deep; allowed: at most 100 levels"),
+    ("not " * 200 + "1", "is nested too deep"),
+    ("+".join(["n"] * 300), "is nested too deep"),
+    ("max(" + ",".join(["n"] * 450) + ")", "is too large; allowed: at most 400"),
+    (str(2**200), "holds a number out of range; allowed: |value| < 2**128"),
+    ("(" * 250 + "1" + ")" * 250, "is not a valid expression"),  # Python's parser: too many nested parentheses
+])
+def test_expressions_are_bounded_when_parsed(text, message):
+    started = time.perf_counter()
+    with pytest.raises(ExprError) as info:
+        parse_expr(text)
+    said = str(info.value)
+    assert message in said and "\n" not in said and len(said) < 200, said
+    assert time.perf_counter() - started < 0.5
+
+
+def test_an_int_out_of_range_is_refused():
+    with pytest.raises(ExprError, match="an integer of 201 bits is not allowed"):
+        parse_expr(2**200)
+
+
+@pytest.mark.parametrize("text", ["*".join(["2**60"] * 20), "n * n * n * n * n", "-(2**64) * 2**64",
+                                  "cdiv(2**120, 1) * 2**10"])
+def test_values_are_bounded_when_evaluated(text):
+    expr = parse_expr(text)
+    with pytest.raises(ExprRangeError, match="out of range"):
+        expr({"n": 2**31})
+    assert not expr.holds({"n": 2**31})  # a constraint it breaks, as a division by zero
+
+
+def test_values_within_range_are_exact():
+    assert parse_expr("2**60 * 2**60 * 64")({}) == 2**126
+    assert parse_expr("rows * cols * itemsize")({"rows": 2**31 - 1, "cols": 2**31 - 1, "itemsize": 16}) \
+        == (2**31 - 1) ** 2 * 16

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.kernel.loader import kernel_from_dict, load_kernel
 from autotune.kernel.model import Array, Scalar
 
-from kernel_files import toml
+from kernel_files import catalog_doc, toml, write_kernel
 
 DELETE = object()
 
@@ -119,7 +120,7 @@ BAD = [
     ((("name", "9lives"),), "name", "'9lives' is not allowed"),
     ((("name", 7),), "name", "7 is not allowed"),
     ((("source", DELETE),), "source", "missing"),
-    ((("source", "nope.cu"),), "source", "nope.cu does not exist"),
+    ((("source", "nope.cu"),), "source", "nope.cu: no such file"),
     ((("function", DELETE),), "function", "missing"),
     ((("function", "scale()"),), "function", "is not allowed"),
     ((("summary", ["a"]),), "summary", "is not allowed"),
@@ -195,7 +196,7 @@ BAD = [
     ((("check", "reference", 3),), "[check] reference", "3 is not allowed"),
     ((("check", "compare", "fuzzy"),), "[check] compare", "'fuzzy' is not allowed; give exact, tolerance or"),
     ((("check", "compare", 1),), "[check] compare", "is not allowed"),
-    ((("check", "atol", -1.0),), "[check]", "atol and rtol must be >= 0"),
+    ((("check", "atol", -1.0),), "[check] atol", "-1.0 is not allowed; give a finite number >= 0"),
     ((("check", "rtol", "small"),), "[check] rtol", "'small' is not allowed; give a number >= 0"),
     ((("check", "reference", DELETE), ("check", "reference_kernel", "double_ref")), "[check.launch]",
      "missing; a reference kernel needs its own block and grid"),
@@ -247,3 +248,25 @@ def test_a_reference_kernel_and_its_launch(folder):
                                                                                      1e-6, 0.0, False)
     assert k.geometry(k.default_config(), {"n": 1000}, get_dtype("float32"), c.reference_launch) == \
         ((4, 1, 1), (256, 1, 1), 0)
+
+
+@pytest.mark.parametrize("path", [None, 42, ""])
+def test_load_kernel_refuses_what_is_not_a_path(path):
+    from autotune.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=f"load_kernel: path {path!r} is not allowed"):
+        load_kernel(path)
+
+
+def test_a_source_outside_the_kernel_files_folder_is_read_and_shown_resolved(tmp_path):
+    """Cause 14 of issue 25, decided: a source may live anywhere (shared sources, an absolute
+    path); it is resolved, so the path every message and ``check`` shows is where it is."""
+    shared = tmp_path / "shared" / "k.cu"
+    shared.parent.mkdir()
+    doc = catalog_doc("smem_pad")
+    shared.write_text("extern \"C\" __global__ void transpose_smem() {}\n")
+    doc.update(name="mine", source="../shared/k.cu")
+    kernel = load_kernel(write_kernel(tmp_path / "kernels" / "k.toml", doc))
+    assert kernel.source == shared.resolve() and ".." not in str(kernel.source)
+    doc["source"] = "/etc/hostname"  # a text file, but no kernel: nvcc is the judge of its contents
+    assert load_kernel(write_kernel(tmp_path / "kernels" / "k.toml", doc)).source == Path("/etc/hostname").resolve()

@@ -394,3 +394,36 @@ def test_a_changed_spec_makes_catalog_results_stale(store, db_url, device_info):
     put(store, device_info, (512, 512), 0, spec_hash="0" * 64)
     got = look(device_info, (512, 512), db_url)
     assert got.rung == "default" and got.note.endswith("skipped 1 stale result (1 kernel description changed)")
+
+
+# Issue 25, cause 13: library entry points raise the project's own errors, naming the argument,
+# before any database is opened.
+
+@pytest.mark.parametrize(("kernel", "dims", "dtype", "message"), [
+    (None, (64, 64), "float32", "kernel None is not allowed; give a catalog name"),
+    (42, (64, 64), "float32", "kernel 42 is not allowed"),
+    ("", (64, 64), "float32", "kernel '' is not allowed"),
+    ("smem_pad", (64, 64), None, "dtype None is not allowed; allowed: int8"),
+    ("smem_pad", (64, 64), object(), "dtype <object object at"),
+    ("smem_pad", None, "float32", "dims None are not allowed"),
+])
+def test_lookup_refuses_bad_arguments_naming_them(kernel, dims, dtype, message, device_info, tmp_path):
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    with pytest.raises(InvalidInputError, match=message.replace("(", r"\(")):
+        lookup(kernel, dims, dtype, device=device_info, db=url)
+    assert not (tmp_path / "never.db").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"seed": -1}, "--seed -1 is not allowed; give an integer 0..4294967295"),
+    ({"seed": 2**40}, "--seed 1099511627776 is not allowed"),
+    ({"seed": True}, "--seed True is not allowed"),
+    ({"timeout": float("nan")}, "--timeout nan is not allowed"),
+    ({"timeout": float("inf")}, "--timeout inf is not allowed"),
+])
+def test_tune_refuses_bad_options_before_anything_is_opened(options, message, tmp_path):
+    from autotune import tune
+
+    with pytest.raises(InvalidInputError, match=message):
+        tune("smem_pad", (64, 64), db=f"sqlite:///{tmp_path / 'never.db'}", **options)
+    assert list(tmp_path.iterdir()) == []

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from autotune.kernel.catalog import get_kernel
 from autotune import clear_cache, lookup
 from autotune.kernel.dims import make_dims
-from autotune.measure import benchmark
+from autotune.measure import benchmark, device
 from autotune.cli import app
 from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
@@ -40,6 +40,7 @@ def fake_gpu(monkeypatch, device_info):
         yield FakeMatmulBench(device_info, m, n, k, dtype, kernel)
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)  # bench asks before the database
     return opened
 
 

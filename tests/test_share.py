@@ -399,6 +399,11 @@ REFUSALS = [
     ("macro name", _entry(0, lambda e: _set(e, "config.-DEVIL", 1)), "results[0].config has the macro name '-DEVIL'"),
     ("stale extra macro", _edit(lambda d: _set(_stale(d), "config.WARPS", 2)), "config sets WARPS, not a macro"),
     ("tie group", _entry(0, lambda e: _set(e, "tie_group", "all")), "results[0].tie_group is a string"),
+    ("exported_at beyond year 9999 in UTC", _edit(lambda d: d.update(exported_at="9999-12-31T23:59:59-23:59")),
+     "exported_at is '9999-12-31T23:59:59-23:59', out of range once in UTC"),
+    ("tuned_at beyond year 9999 in UTC", _entry(0, lambda e: _set(e, "tuned_at", "9999-12-31T23:59:59-00:01")),
+     "results[0].tuned_at is '9999-12-31T23:59:59-00:01', out of range once in UTC"),
+    ("not utf-8", lambda p: p.write_bytes(b'{"format": "\xff"}'), "cannot read {file}: not UTF-8 text (byte 12)"),
 ]
 
 

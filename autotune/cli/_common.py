@@ -55,12 +55,20 @@ EXIT_INTERRUPTED = 130
 
 
 def open_store(db: str | None, **options):
-    """The results database (:class:`autotune.store.repository.Store`), imported here: the CLI
-    imports SQLAlchemy only when a command opens its store (a search does so while its
-    measuring child starts)."""
-    from autotune.store.repository import Store
+    """The results database, through the one door (:func:`autotune.store.opening.open_store`),
+    imported here: the CLI imports SQLAlchemy only when a command opens its store (a search
+    does so while its measuring child starts)."""
+    from autotune.store.opening import open_store as door
 
-    return Store(db, **options)
+    return door(db, **options)
+
+
+def open_reader(db: str | None):
+    """The results database for reading best configs only (:func:`autotune.store.opening.open_reader`:
+    a missing one is not created)."""
+    from autotune.store.opening import open_reader as door
+
+    return door(db)
 
 
 def parse_int(value: str) -> int:
@@ -79,9 +87,9 @@ def parse_float(value: str) -> float:
         raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
-Db = Annotated[Optional[str], typer.Option("--db", envvar="AUTOTUNE_DB", show_envvar=True, metavar="URL",
-                                           help="SQLAlchemy URL of the results database "
-                                                "(default: a SQLite file in the user data dir).")]
+Db = Annotated[Optional[str], typer.Option("--db", metavar="URL",
+                                           help="SQLAlchemy URL of the results database (default: "
+                                                "$AUTOTUNE_DB, else a SQLite file in the user data dir).")]
 Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL",
                                      help="A catalog kernel (autotune kernels) or the path of a kernel file (.toml).")]
 Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N",
@@ -129,7 +137,13 @@ def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, r
         name, sep, value = item.partition("=")
         if not sep:
             raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
-        given[name.strip()] = _dim_value(f"--dims {name.strip()}", value.strip())
+        name = name.strip()
+        if not name.isidentifier() or not name.isascii():
+            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
+        if name in given:
+            raise InvalidInputError(f"dim {name} is given twice (--dims {name}={given[name]} and {name}={value.strip()}); "
+                                    "give each dim once")
+        given[name] = _dim_value(f"--dims {name}", value.strip())
     for flag, value in (("rows", rows), ("cols", cols), ("m", m), ("n", n), ("k", k)):
         if value is None:
             continue

@@ -10,6 +10,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure import device as gpus
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
@@ -48,7 +49,8 @@ def bench(
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    store = open_store(db)  # a database fault is said before the GPU is touched
+    gpus.query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
+    store = open_store(db)  # a database fault is said before a kernel is built or timed
     shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 
     say = out if fmt is Format.table else err

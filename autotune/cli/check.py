@@ -13,7 +13,8 @@ from autotune.kernel.catalog import ALIASES, KERNELS, get_kernel, is_kernel_path
 from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Kernel
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file
+from autotune.kernel.space import SAMPLE_WHOLE
+from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file, plan_builds
 from . import app
 from .output import Column, Format, FormatOption, emit, labelled
 from ._common import EXIT_ERROR, err, handle_errors, out, parse_int
@@ -75,13 +76,14 @@ def check(
         k.check_dtype(d)
     if shutil.which("nvcc") is None:
         raise GPUUnavailableError("nvcc is not on PATH; autotune check builds with the CUDA toolkit's nvcc")
+    plan = plan_builds(k, space, sample)  # the space first: a bad, empty or huge one is said before nvcc runs
     check_file(k, dtypes[0], arch)
     where = kernel_file if is_kernel_path(kernel_file) else k.path
     say = out if fmt is Format.table else err
-    say.print(f"{k.name} ({where}): kernel file ok; {k.function} on dims {', '.join(k.dims)}, "
+    say.print(f"{k.name} ({where}): kernel file ok; source {k.source}; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
-    report = check_builds(k, dtypes, arch=arch, space_path=space, jobs=jobs, sample=sample)
+    report = check_builds(k, dtypes, arch=arch, jobs=jobs, plan=plan)
     seconds = time.monotonic() - started
     built = report.builds - len({(f.config, f.dtype) for f in report.failures if f.stage == "compile"})
     bad = len({(f.config, f.dtype) for f in report.failures})
@@ -104,13 +106,15 @@ def registers_text(registers: tuple[int, int] | None) -> str:
 
 def _print_report(k: Kernel, report, built: int, seconds: float, arch: str) -> None:
     regs = registers_text(report.registers)
-    of = f" (a sample of the space's {report.space_size})" if report.configs < report.space_size else ""
+    sampled = report.space_size is None or report.configs < report.space_size
+    total = f"more than {SAMPLE_WHOLE:,} or uncounted" if report.space_size is None else report.space_size
+    of = f" (a sample of the space's {total})" if sampled else ""
     out.print(f"compiled {built} of {report.builds} builds ({report.configs} configs{of} x {len(report.dtypes)} "
               f"dtype{'s' if len(report.dtypes) != 1 else ''}: {', '.join(report.dtypes)}) for {arch} in "
               f"{seconds:.1f} s{', ' + regs if regs else ''}; launch geometry checked at every dim = "
               f"{' and '.join(map(str, PROBE_SIZES))} and at each dim's largest", markup=False)
     if report.ok:
-        which = "every sampled config" if report.configs < report.space_size else "every config"
+        which = "every sampled config" if sampled else "every config"
         out.print(f"ok: {which} of {k.name} builds and can be launched", markup=False)
         return
     width = out.width if not out.soft_wrap else 10**6  # a log keeps each failure on one line to grep

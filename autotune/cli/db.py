@@ -32,11 +32,14 @@ def upgrade(db: Db = None) -> None:
 @db_app.command("current", short_help="Print the schema revision.")
 @handle_errors
 def current(db: Db = None) -> None:
-    """Print the schema revision of the database.
+    """Print the schema revision of the database (read only: a missing file is not created).
 
     \b
     Example:
       autotune db current --db sqlite:///results.db
     """
-    store = open_store(db, upgrade=False)
+    store = open_store(db, read_only=True, upgrade=False)  # any revision is printed, a newer one too
+    if store.schema_state == "missing":
+        out.print(f"no database at {store.safe_url} (autotune db upgrade creates it)", markup=False)
+        return
     out.print(store.current_revision() or "empty (run: autotune db upgrade)")

@@ -14,7 +14,7 @@ from autotune.store.key import format_shape
 from autotune.measure.figures import unit
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import (open_store, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
+from ._common import (open_reader, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
                       shape_args)
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def best(
     shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    found = [b for b in open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+    found = [b for b in open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     judged = stale.partition(found, kernels, stale.current_nvcc())
     current, unknown = judged.current, judged.unknown
@@ -82,7 +82,7 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: Forma
     """
     kernels = _kernels(kernel)
     shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
-    found = open_store(db).find_best(kernel=next(iter(kernels)) if kernel else None)
+    found = open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
         if fmt is not Format.table:

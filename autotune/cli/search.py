@@ -78,7 +78,7 @@ def search(
       autotune search --kernel my_kernel.toml --dims n=1048576 --device 0,1
       autotune search --op transpose --rows 8192 --cols 4096 --trials 200
     """
-    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout, seed)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.base.files import check_writable
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
@@ -46,6 +47,7 @@ def export(
     if (out_path is None) == (header is None):
         raise InvalidInputError("give --out FILE.json or --header FILE.h (one of them)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
+    check_writable(out_path or header, "--out" if header is None else "--header")  # a device node, a folder
     if header is not None:
         _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
                        db)

@@ -75,7 +75,12 @@ def get_dtype(name: str | np.dtype | DType) -> DType:
     """
     if isinstance(name, DType):
         return name
-    key = np.dtype(name).name if not isinstance(name, str) else name
+    if name is None or isinstance(name, bool):  # np.dtype(None) is float64: never a silent default
+        raise InvalidInputError(f"dtype {name!r} is not allowed; allowed: {', '.join(DTYPES)}")
+    try:
+        key = np.dtype(name).name if not isinstance(name, str) else name
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"dtype {name!r} is not allowed; allowed: {', '.join(DTYPES)}") from None
     try:
         return ARG_DTYPES[key]
     except KeyError:

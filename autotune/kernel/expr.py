@@ -9,6 +9,12 @@ against a whitelist, and evaluated by walking the tree:
 * integers (``True``/``False`` and floats are refused), names;
 * ``+ - * // % **``, unary ``-``, comparisons (chains too), ``and``/``or``/``not``;
 * ``cdiv(a, b)`` (ceiling division), ``min(a, b, ...)``, ``max(a, b, ...)``.
+
+Every expression is bounded, so that no input can make parsing or evaluating it slow, deep or
+huge: at most :data:`MAX_TEXT` characters, :data:`MAX_NODES` tree nodes and :data:`MAX_DEPTH`
+levels of nesting (checked without recursion, before the tree is built), and every value
+computed stays within ``±MAX_VALUE`` (:class:`ExprRangeError` otherwise). Messages quote at
+most :data:`SHOWN` characters of an expression.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Expr", "ExprError", "FUNCTIONS", "parse_expr"]
+__all__ = ["Expr", "ExprError", "ExprRangeError", "FUNCTIONS", "parse_expr", "MAX_TEXT", "MAX_NODES", "MAX_DEPTH",
+           "MAX_VALUE"]
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -30,10 +37,40 @@ _ALLOWED = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.Una
             ast.Call, ast.And, ast.Or, ast.Not, ast.USub, *_BINOPS, *_CMPOPS)
 _MAX_POWER = 64
 _MAX_POWER_BITS = 1024  # a power's result has at most about this many bits (nested powers stay cheap)
+MAX_TEXT = 1000
+"""Longest expression, characters (the catalog's longest is under 100)."""
+MAX_NODES = 400
+"""Most nodes of an expression's tree (names, numbers, operators)."""
+MAX_DEPTH = 100
+"""Deepest nesting of an expression's tree (parentheses, unary signs, ``not``, calls)."""
+MAX_VALUE = 2**128
+"""Bound of every value an expression computes (exclusive, either sign): far above any size
+or count a GPU has, and printed in 39 digits at most."""
+SHOWN = 60
+"""Characters of an expression quoted in a message (then ``...``)."""
 
 
 class ExprError(ValueError):
-    """An expression that cannot be parsed, uses what is not allowed, or names an unknown name."""
+    """An expression that cannot be parsed, uses what is not allowed, names an unknown name,
+    or is too long or deep (:data:`MAX_TEXT`, :data:`MAX_NODES`, :data:`MAX_DEPTH`)."""
+
+
+class ExprRangeError(ZeroDivisionError):
+    """A value out of ``±MAX_VALUE``, or a power out of range, while evaluating. A
+    :class:`ZeroDivisionError`, as a division by zero is: a value the expression has no
+    answer for with these names (:meth:`Expr.holds` is false; a launch geometry that cannot
+    be computed fails that config)."""
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message: its repr, cut to :data:`SHOWN` characters."""
+    return repr(text) if len(text) <= SHOWN else repr(text[:SHOWN]) + f"... ({len(text)} characters)"
+
+
+def _bounded(v):
+    if type(v) is int and not -MAX_VALUE < v < MAX_VALUE:
+        raise ExprRangeError("value out of range (|value| >= 2**128)")
+    return v
 
 
 def _build(node: ast.AST) -> Callable[[Mapping[str, int]], int | bool]:
@@ -45,22 +82,22 @@ def _build(node: ast.AST) -> Callable[[Mapping[str, int]], int | bool]:
         case ast.Constant(value=int() as v):
             return lambda env: v
         case ast.Name(id=name):
-            return lambda env: env[name]
+            return lambda env: _bounded(env[name])
         case ast.BinOp(left=l, op=ast.Pow(), right=r):
             fl, fr = _build(l), _build(r)
 
             def power(env):
                 base, exp = fl(env), fr(env)
                 if not 0 <= exp <= _MAX_POWER or abs(base).bit_length() * exp > _MAX_POWER_BITS:
-                    raise ZeroDivisionError("power out of range")
-                return base ** exp
+                    raise ExprRangeError("power out of range")
+                return _bounded(base ** exp)
             return power
         case ast.BinOp(left=l, op=op, right=r):
             fl, fr, f = _build(l), _build(r), _BINOPS[type(op)]
-            return lambda env: f(fl(env), fr(env))
+            return lambda env: _bounded(f(fl(env), fr(env)))
         case ast.UnaryOp(op=ast.USub(), operand=x):
             fx = _build(x)
-            return lambda env: -fx(env)
+            return lambda env: _bounded(-fx(env))
         case ast.UnaryOp(op=ast.Not(), operand=x):
             fx = _build(x)
             return lambda env: not fx(env)
@@ -83,27 +120,45 @@ def _build(node: ast.AST) -> Callable[[Mapping[str, int]], int | bool]:
         case ast.Call(func=ast.Name(id=name), args=args):
             fs, f = [_build(a) for a in args], FUNCTIONS[name][1]
             return lambda env: f(*(g(env) for g in fs))
-    raise ExprError(f"cannot evaluate {ast.unparse(node)!r}")  # unreachable after _check
+    raise ExprError(f"cannot evaluate {_shown(ast.unparse(node))}")  # unreachable after _check
+
+
+def _check_size(text: str, tree: ast.AST) -> None:
+    """Refuse a tree of more than :data:`MAX_NODES` nodes or :data:`MAX_DEPTH` levels (walked
+    with a stack, not recursion: the builder and ``ast.unparse`` recurse)."""
+    stack, nodes = [(tree, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            raise ExprError(f"{_shown(text)} is too large; allowed: at most {MAX_NODES} names, numbers and operators")
+        if depth > MAX_DEPTH:
+            raise ExprError(f"{_shown(text)} is nested too deep; allowed: at most {MAX_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _check(text: str, tree: ast.AST, names: frozenset[str] | None) -> None:
+    _check_size(text, tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and type(node.value) is not int:
-            raise ExprError(f"{text!r} uses {node.value!r}; only integer constants are allowed")
+            raise ExprError(f"{_shown(text)} uses {_shown(repr(node.value))[1:-1]}; only integer constants are allowed")
+        if isinstance(node, ast.Constant) and not -MAX_VALUE < node.value < MAX_VALUE:
+            raise ExprError(f"{_shown(text)} holds a number out of range; allowed: |value| < 2**128")
         if not isinstance(node, _ALLOWED):
-            raise ExprError(f"{text!r} uses {ast.unparse(node)!r}, which is not allowed; allowed: integers, "
+            raise ExprError(f"{_shown(text)} uses {_shown(ast.unparse(node))}, which is not allowed; allowed: integers, "
                             "names, + - * // % **, comparisons, and/or/not, cdiv(a, b), min(...), max(...)")
         if isinstance(node, ast.Call):
             fn = node.func.id if isinstance(node.func, ast.Name) else None
             if fn not in FUNCTIONS or node.keywords:
-                raise ExprError(f"{text!r} calls {ast.unparse(node.func)!r}; allowed: {', '.join(FUNCTIONS)}")
+                raise ExprError(f"{_shown(text)} calls {_shown(ast.unparse(node.func))}; allowed: {', '.join(FUNCTIONS)}")
             arity = FUNCTIONS[fn][0]
             if (arity is not None and len(node.args) != arity) or not node.args:
-                raise ExprError(f"{text!r}: {fn} takes {arity or '1 or more'} argument(s)")
+                raise ExprError(f"{_shown(text)}: {fn} takes {arity or '1 or more'} argument(s)")
     if names is not None:
         unknown = sorted(_read_names(tree) - names)
         if unknown:
-            raise ExprError(f"{text!r} names {', '.join(unknown)}; allowed names: {', '.join(sorted(names))}")
+            raise ExprError(f"{_shown(text)} names {_shown(', '.join(unknown))[1:-1]}; allowed names: "
+                            f"{', '.join(sorted(names))}")
 
 
 def _read_names(tree: ast.AST) -> frozenset[str]:
@@ -134,8 +189,9 @@ class Expr:
         """The value for ``env`` (name -> int). Booleans come back as 0 or 1.
 
         Raises:
-            ZeroDivisionError: a division or modulo by zero (or a power out of 0..64, or
-                whose result would have more than about 1024 bits).
+            ZeroDivisionError: a division or modulo by zero; :class:`ExprRangeError` (a
+                subclass) for a power out of 0..64 or whose result would have more than about
+                1024 bits, or any value out of ``±MAX_VALUE``.
             KeyError: a name missing from ``env``.
         """
         return int(self._fn(env))
@@ -163,14 +219,22 @@ def parse_expr(value: str | int, names: Iterable[str] | None = None) -> Expr:
         names: the names the expression may read (``None``: any).
 
     Raises:
-        ExprError: not valid syntax, a construct outside the whitelist, or an unknown name.
+        ExprError: not valid syntax, a construct outside the whitelist, an unknown name, or
+            beyond the bounds (:data:`MAX_TEXT`, :data:`MAX_NODES`, :data:`MAX_DEPTH`, an
+            integer out of ``±MAX_VALUE``).
     """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ExprError(f"{value!r} is not an integer expression; give an integer or a string")
+        raise ExprError(f"{_shown(repr(value))} is not an integer expression; give an integer or a string")
+    if isinstance(value, int) and not -MAX_VALUE < value < MAX_VALUE:
+        raise ExprError(f"an integer of {value.bit_length()} bits is not allowed; allowed: |value| < 2**128")
     text = str(value).strip()
+    if len(text) > MAX_TEXT:
+        raise ExprError(f"{_shown(text)} is too long; allowed: at most {MAX_TEXT} characters")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        raise ExprError(f"{text!r} is not a valid expression: {exc.msg}") from None
+        raise ExprError(f"{_shown(text)} is not a valid expression: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f"{_shown(text)} is nested too deep; allowed: at most {MAX_DEPTH} levels") from None
     _check(text, tree, None if names is None else frozenset(names))
     return Expr(text, tree)

@@ -8,12 +8,15 @@ the field and what is allowed. The same description can be built in Python with
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
 
-from autotune.errors import KernelFileError, SearchSpaceError
+from autotune.base.files import read_text
+from autotune.errors import InvalidInputError, KernelFileError, SearchSpaceError
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import ARG_DTYPES, DTYPES, get_dtype
 from autotune.kernel.expr import Expr, ExprError, parse_expr
@@ -22,8 +25,9 @@ from autotune.kernel.model import COMPARES, INITS, ROLES, SCALAR_TYPES, Array, C
 
 __all__ = ["load_kernel", "kernel_from_dict", "NAME"]
 
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-"""What a kernel, dimension, argument or macro name may be."""
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+"""What a kernel, dimension, argument or macro name may be (``\\Z``, not ``$``: ``$`` also
+matches before a final newline, and ``"x\\n"`` is no C identifier)."""
 _TOP = {"name", "summary", "source", "function", "problem", "args", "launch", "macros", "space", "check", "objective"}
 
 
@@ -31,13 +35,17 @@ def load_kernel(path: str | Path) -> Kernel:
     """Read the kernel file ``path``.
 
     Raises:
-        KernelFileError: unreadable file, invalid TOML, or an invalid field (named).
+        InvalidInputError: ``path`` is not a path.
+        KernelFileError: unreadable file (missing, a folder or device, not UTF-8), invalid
+            TOML, or an invalid field (named).
     """
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InvalidInputError(f"load_kernel: path {path!r} is not allowed; give the path of a kernel file (.toml)")
     file = Path(path)
     try:
-        doc = tomllib.loads(file.read_text())
-    except OSError as exc:
-        raise KernelFileError(f"cannot read kernel file {file}: {exc.strerror}") from None
+        doc = tomllib.loads(read_text(file, "kernel file"))
+    except InvalidInputError as exc:
+        raise KernelFileError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise KernelFileError(f"kernel file {file} is not valid TOML: {exc}") from None
     return kernel_from_dict(doc, file.resolve())
@@ -102,9 +110,7 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
         raise r.fail(unknown[0], f"unknown field; allowed: {', '.join(sorted(_TOP))}")
     name = r.name(r.get(doc, "name", "name", str, what="the kernel's name"), "name")
     folder = path.parent if path else (source_root or Path.cwd())
-    source = folder / r.get(doc, "source", "source", str, what="the .cu file, relative to this file")
-    if not source.is_file():
-        raise r.fail("source", f"{source} does not exist; give the .cu file, relative to this file")
+    source = _source(r, folder, r.get(doc, "source", "source", str, what="the .cu file, relative to this file"))
     problem = r.get(doc, "problem", "[problem]", dict, what="a table with dims")
     r.known(problem, ("dims", "dtypes", "dtype_macro", "max"), "[problem]")
     dims = tuple(r.name(d, "[problem] dims") for d in
@@ -161,7 +167,28 @@ def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path |
         summary=r.get(doc, "summary", "summary", str, "", "one line of text"), path=path,
         space_file=(folder / space["file"]) if isinstance(space.get("file"), str) else None)
     _check_space(r, kernel, space)
+    _read_source(r, kernel)
     return kernel
+
+
+def _source(r: _Reader, folder: Path, given: str) -> Path:
+    """The ``.cu`` file: relative to the kernel file's folder (or absolute), anywhere on the
+    machine (a source shared by several kernel files may sit elsewhere), resolved so that
+    ``autotune check`` and every message show where it really is. Read (with its includes)
+    once the kernel is built: :func:`_read_source`."""
+    if not given or "\0" in given:
+        raise r.fail("source", f"{given!r} is not allowed; give the .cu file, relative to this file")
+    return (folder / given).resolve()
+
+
+def _read_source(r: _Reader, kernel: Kernel) -> None:
+    """Read the source and its local includes now (:meth:`Kernel.source_hash`, kept for
+    later): a missing, binary, non-UTF-8 or non-regular source or include is refused here,
+    by the one reader of users' files (:mod:`autotune.base.files`), not later by nvcc."""
+    try:
+        _ = kernel.source_hash
+    except InvalidInputError as exc:
+        raise r.fail("source", str(exc)) from None
 
 
 def _args(r: _Reader, items: list, names: set[str], dtypes: tuple[str, ...]) -> tuple[Array | Scalar, ...]:
@@ -264,8 +291,9 @@ def _check(r: _Reader, table: dict, names: set[str], args) -> Check:
     if kernel is not None and not isinstance(launch, dict):
         raise r.fail("[check.launch]", "missing; a reference kernel needs its own block and grid")
     tolerances = {k: r.get(table, k, f"[check] {k}", (int, float), 0.0, "a number >= 0") for k in ("atol", "rtol")}
-    if any(v < 0 for v in tolerances.values()):
-        raise r.fail("[check]", "atol and rtol must be >= 0")
+    for key, value in tolerances.items():  # NaN compares false: a NaN tolerance would pass any result
+        if not math.isfinite(value) or value < 0:
+            raise r.fail(f"[check] {key}", f"{value!r} is not allowed; give a finite number >= 0")
     return Check(reference, kernel, _launch(r, launch, "[check.launch]", names - set()) if kernel else None,
                  table.get("compare", "exact"), float(tolerances["atol"]), float(tolerances["rtol"]))
 

@@ -299,16 +299,35 @@ class Kernel:
 
 
 def _inline(path: Path) -> str:
+    """The text of ``path`` with its local includes inlined once each.
+
+    Raises:
+        InvalidInputError: the source or an include is missing, not a regular file, binary
+            (NUL bytes) or not UTF-8 (the message names the file, and the including file).
+    """
+    from autotune.base.files import read_text
+
     seen: set[Path] = set()
 
-    def inline(file: Path) -> str:
+    def read(file: Path, what: str) -> str:
+        text = read_text(file, what)
+        if "\0" in text:
+            raise InvalidInputError(f"cannot read {what} {file}: a binary file (it holds NUL bytes); "
+                                    "give a text file")
+        return text
+
+    def inline(file: Path, what: str) -> str:
         def repl(m: re.Match[str]) -> str:
             target = (file.parent / m.group(1)).resolve()
             if target in seen:
                 return ""
+            if not target.exists():
+                raise InvalidInputError(f'#include "{m.group(1)}" of {file}: {target} does not exist; a quoted '
+                                        "include is read relative to the including file (include the "
+                                        "toolkit's headers with <...>)")
             seen.add(target)
-            return inline(target)
+            return inline(target, f'#include "{m.group(1)}" of {file.name}')
 
-        return _PRAGMA_ONCE.sub("", _INCLUDE.sub(repl, file.read_text()))
+        return _PRAGMA_ONCE.sub("", _INCLUDE.sub(repl, read(file, what)))
 
-    return inline(path)
+    return inline(path, "source")

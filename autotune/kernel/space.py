@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,13 +27,29 @@ from functools import cached_property
 from pathlib import Path
 
 from autotune.kernel.config import Config
-from autotune.errors import SearchSpaceError
+from autotune.base.files import read_text
+from autotune.errors import InvalidInputError, SearchSpaceError
 from autotune.kernel.expr import Expr, ExprError, parse_expr
 
-__all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE"]
+__all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE", "SAMPLE_WHOLE", "WALK_LIMIT", "PRUNE_LIMIT"]
 
 MAX_MACRO_VALUE = 4096
 """Largest value a macro may take in a space file (no kernel needs more; keeps nvcc sane)."""
+PRUNE_LIMIT = 100_000
+"""Most combinations of its own macros' values a constraint is tried on to prune their values
+(:meth:`SearchSpace.domains`); a constraint over more is checked only during the walk."""
+SAMPLE_WHOLE = 100_000
+"""Spaces of at most this many valid configs are sampled from the whole list of them."""
+WALK_LIMIT = 2_000_000
+"""A space of at most this many combinations (of the values :meth:`SearchSpace.domains` leaves)
+is walked whole where needed; in a larger one, at most this many constraint checks are spent
+looking for one config (the first valid config, or one of a sample) or counting: a space whose
+constraints leave none within them is refused (or the sample is smaller), never enumerated
+whole. At about a microsecond a check: a few seconds."""
+
+
+class _OutOfSteps(Exception):
+    """The walk spent its budget of constraint checks."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,53 @@ class SearchSpace:
 
     def iter_configs(self) -> Iterator[Config]:
         """The valid configs in the order of :meth:`configs`, one at a time: the first comes
-        at once however large the space (only the branches before it are expanded)."""
+        at once however large the space (only the branches before it are expanded, over the
+        values left by :meth:`domains`)."""
+        return self._walk(self.domains())
+
+    @cached_property
+    def _domains(self) -> tuple[tuple[int, ...], ...]:
+        domains = {n: list(values) for n, values in self.params}
+        changed = True
+        while changed:  # generalised arc consistency, each constraint over at most PRUNE_LIMIT combinations
+            changed = False
+            for tree in self._trees:
+                names = sorted(tree.names & domains.keys())
+                if math.prod(len(domains[n]) for n in names) > PRUNE_LIMIT:
+                    continue
+                supported: dict[str, set[int]] = {n: set() for n in names}
+                held = False
+                for values in itertools.product(*(domains[n] for n in names)):
+                    if tree.holds(dict(zip(names, values))):
+                        held = True
+                        for n, v in zip(names, values):
+                            supported[n].add(v)
+                if not held:  # no combination of its macros satisfies it: the space is empty
+                    return tuple(() for _ in self.params)
+                for n in names:
+                    kept = [v for v in domains[n] if v in supported[n]]
+                    if len(kept) < len(domains[n]):
+                        domains[n], changed = kept, True
+        return tuple(tuple(domains[n]) for n, _ in self.params)
+
+    def domains(self) -> tuple[tuple[int, ...], ...]:
+        """The values of each macro (in :attr:`params` order) that can be part of a valid
+        config as far as each constraint alone tells: a value no combination of a constraint's
+        own macros supports is dropped (arc consistency, for constraints over at most
+        :data:`PRUNE_LIMIT` combinations), so ``TILE_DIM > 5000`` empties the space without
+        a walk over the others. An empty tuple: no config is valid."""
+        return self._domains
+
+    @staticmethod
+    def _budget(domains: tuple[tuple[int, ...], ...], limit: int) -> list[int] | None:
+        """No budget for a walk of at most :data:`WALK_LIMIT` combinations (it ends), else ``limit`` checks."""
+        return None if math.prod(map(len, domains)) <= WALK_LIMIT else [limit]
+
+    def _walk(self, domains: tuple[tuple[int, ...], ...], budget: list[int] | None = None,
+              reverse: bool = False) -> Iterator[Config]:
+        """The valid configs over ``domains`` in the space's order (``reverse``: last first);
+        ``budget`` (a one-item list, decremented per constraint check): raise
+        :class:`_OutOfSteps` once spent."""
         names = [n for n, _ in self.params]
         depth_of = {n: i for i, n in enumerate(names)}
         checks: list[list[Expr]] = [[] for _ in names]
@@ -123,20 +186,43 @@ class SearchSpace:
                 yield Config.of(self.kernel, env)
                 return
             name, tests = names[depth], checks[depth]
-            for value in self.params[depth][1]:
+            for value in (reversed(domains[depth]) if reverse else domains[depth]):
                 env[name] = value
+                if budget is not None:
+                    budget[0] -= len(tests) + 1
+                    if budget[0] < 0:
+                        raise _OutOfSteps
                 if all(t.holds(env) for t in tests):
                     yield from expand(depth + 1)
             del env[name]
 
-        if names:
+        if names and all(domains):
             yield from expand(0)
+
+    def first(self, limit: int = WALK_LIMIT, *, fixed: dict[str, int] | None = None,
+              reverse: bool = False) -> Config | None:
+        """The first valid config (``reverse``: the last), with the macros of ``fixed`` at
+        those values; ``None`` where there is none.
+
+        Raises:
+            SearchSpaceError: none was found within ``limit`` constraint checks (the space is
+                neither shown empty nor shown to hold a config: the message says what to do).
+        """
+        domains = tuple((fixed[n],) if fixed and n in fixed else d for (n, _), d in zip(self.params, self.domains()))
+        try:
+            return next(self._walk(domains, self._budget(domains, limit), reverse), None)
+        except _OutOfSteps:
+            where = f" in {self.path}" if self.path else ""
+            raise SearchSpaceError(
+                f"no config of the space{where} satisfying its constraints was found in {limit:,} checks "
+                f"({self.raw_size:,} combinations before its constraints); narrow the ranges, or write the "
+                "constraints over fewer macros each (each is then applied to its macros' values alone)") from None
 
     def count(self, limit: int) -> int:
         """The number of valid configs, counting no further than ``limit + 1`` (so a result
         over ``limit`` means "more than ``limit``"): cheap for a space of any raw size whose
         constraints leave many configs valid."""
-        if "_valid" in self.__dict__ or self.raw_size <= limit:
+        if "_valid" in self.__dict__ or math.prod(map(len, self.domains())) <= limit:
             return len(self._valid)
         return sum(1 for _ in itertools.islice(self.iter_configs(), limit + 1))
 
@@ -146,7 +232,17 @@ class SearchSpace:
         where valid, the first and the last config, for each macro the first config holding
         each of its values (the corners of every listed value), then configs at evenly spaced
         positions. For checking a space too large to build whole (e.g. compiling it in CI).
+
+        A space of more than :data:`SAMPLE_WHOLE` valid configs is never built whole: the
+        first and last configs and the corners are found by bounded walks (:meth:`first`),
+        and the rest are drawn at random (seeded: the same sample every time), each
+        check of its constraints counted against :data:`WALK_LIMIT`.
         """
+        if self.first() is None:  # bounded: refused where it cannot be told
+            return []
+        size = self.count_within(SAMPLE_WHOLE)
+        if size is None or size > SAMPLE_WHOLE:
+            return self._sample_large(n, always)
         configs = self.configs()
         if len(configs) <= n:
             return configs
@@ -163,6 +259,45 @@ class SearchSpace:
         chosen.update(dict.fromkeys(configs[int(i * step)] for i in range(n)))
         order = {c: i for i, c in enumerate(configs)}
         return sorted(list(chosen)[:n], key=order.__getitem__)
+
+
+    def count_within(self, limit: int) -> int | None:
+        """:meth:`count` (up to ``limit + 1``): exact for a space of at most :data:`WALK_LIMIT`
+        combinations of its :meth:`domains`; in a larger one within :data:`WALK_LIMIT`
+        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse)."""
+        if "_valid" in self.__dict__:
+            return len(self._valid)
+        domains = self.domains()
+        try:
+            return sum(1 for _ in itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
+        except _OutOfSteps:
+            return None
+
+    def _sample_large(self, n: int, always: tuple[Config, ...]) -> list[Config]:
+        chosen = dict.fromkeys(c for c in always if not self.violations(c))
+        for reverse in (False, True):
+            found = self.first(reverse=reverse)
+            if found is not None:
+                chosen.setdefault(found)
+        domains = self.domains()
+        for (name, _), values in zip(self.params, domains):  # corners: the first config holding each value
+            for value in values:
+                if len(chosen) >= n or any(c.as_dict()[name] == value for c in chosen):
+                    continue
+                try:
+                    found = self.first(WALK_LIMIT // max(1, sum(map(len, domains))), fixed={name: value})
+                except SearchSpaceError:
+                    found = None
+                if found is not None:
+                    chosen.setdefault(found)
+        rng, steps = random.Random(0), WALK_LIMIT
+        while len(chosen) < n and steps > 0:
+            values = {name: rng.choice(d) for (name, _), d in zip(self.params, domains)}
+            steps -= len(self._trees) + 1
+            if all(t.holds(values) for t in self._trees):
+                chosen.setdefault(Config.of(self.kernel, values))
+        return sorted(list(chosen)[:n], key=lambda c: tuple(
+            d.index(c.as_dict()[name]) for (name, _), d in zip(self.params, domains)))
 
 
 def _check_values(name: str, values: object, where: str) -> None:
@@ -189,7 +324,7 @@ def space_of(kernel, params: object, constraints: object, where: str) -> SearchS
     space = SearchSpace(kernel.name, tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                                                   for k, v in params.items())),
                         tuple(constraints), where, kernel.tunables)
-    if next(space.iter_configs(), None) is None:
+    if space.first() is None:  # bounded: a huge space is never walked whole
         raise SearchSpaceError(f"no config in {where} satisfies its constraints")
     return space
 
@@ -215,9 +350,9 @@ def load_space(kernel, path: str | Path) -> SearchSpace:
     """
     file = Path(path)
     try:
-        doc = tomllib.loads(file.read_text())
-    except OSError as exc:
-        raise SearchSpaceError(f"cannot read search space {file}: {exc.strerror}") from None
+        doc = tomllib.loads(read_text(file, "search space"))
+    except InvalidInputError as exc:
+        raise SearchSpaceError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SearchSpaceError(f"search space {file} is not valid TOML: {exc}") from None
     if doc.get("kernel", kernel.name) != kernel.name:

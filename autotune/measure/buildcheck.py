@@ -34,15 +34,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from autotune.errors import KernelFileError, TrialFailed
+from autotune.base.files import read_text
+from autotune.errors import KernelFileError, SearchSpaceError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import COMPARES, Kernel
+from autotune.kernel.space import SAMPLE_WHOLE, WALK_LIMIT
 from autotune.measure.compile import compile_cubin
 from autotune.measure.shared_memory import block_limit
 
-__all__ = ["BuildFailure", "BuildReport", "check_file", "check_builds", "check_reference", "probe_dims",
-           "PROBE_SIZES", "FOOTPRINT_LIMIT", "REFERENCE_DIM"]
+__all__ = ["BuildFailure", "BuildReport", "BuildPlan", "check_file", "check_builds", "check_reference",
+           "plan_builds", "probe_dims", "PROBE_SIZES", "FOOTPRINT_LIMIT", "REFERENCE_DIM"]
 
 PROBE_SIZES = (1, 1000)
 """Every dim is set to each of these to evaluate the launch geometry (and see :func:`probe_dims`)."""
@@ -77,7 +79,7 @@ class BuildReport:
 
     Attributes:
         configs: configs built (all of the space, or a sample); space_size: configs of the
-            space; dtypes: the dtypes built; builds: ``configs x dtypes``.
+            space (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`, not counted); dtypes: the dtypes built; builds: ``configs x dtypes``.
         failures: one per failed build, in the space's order.
         registers: ``(min, max)`` registers per thread over the builds that compiled.
     """
@@ -88,7 +90,7 @@ class BuildReport:
     dtypes: tuple[str, ...]
     failures: list[BuildFailure] = field(default_factory=list)
     registers: tuple[int, int] | None = None
-    space_size: int = 0
+    space_size: int | None = 0
 
 
     @property
@@ -100,9 +102,42 @@ class BuildReport:
         return not self.failures
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """The configs :func:`check_builds` builds: ``configs`` of the space (all, or a sample), and
+    ``space_size`` (``None``: more than :data:`~autotune.kernel.space.SAMPLE_WHOLE`, or too large to
+    count)."""
+
+    configs: tuple[Config, ...]
+    space_size: int | None
+
+
+def plan_builds(kernel: Kernel, space_path: str | None = None, sample: int | None = None) -> BuildPlan:
+    """The configs to build, chosen before anything is compiled: every config of ``kernel``'s
+    space (or of the file ``space_path``), or a sample of ``sample`` (the default, the corners
+    and evenly spaced ones: :meth:`~autotune.kernel.space.SearchSpace.sample`). Bounded: a
+    space of 10^8 combinations is never enumerated.
+
+    Raises:
+        SearchSpaceError: the space file is malformed or does not fit the kernel; no config
+            satisfies its constraints (or none was found in a bounded walk); more than
+            :data:`~autotune.kernel.space.SAMPLE_WHOLE` valid configs and no ``sample``.
+    """
+    space = kernel.space(space_path)
+    size = space.count_within(SAMPLE_WHOLE)
+    if sample is None and (size is None or size > SAMPLE_WHOLE):
+        where = f" in {space.path}" if space.path else ""
+        what = f"has more than {SAMPLE_WHOLE:,} valid configs" if size is not None else \
+            f"is too large to count ({WALK_LIMIT:,} checks did not suffice)"
+        raise SearchSpaceError(f"the space{where} {what} ({space.raw_size:,} combinations before its constraints); "
+                               "building them all is not allowed: give --sample N")
+    configs = space.configs() if sample is None else space.sample(sample, (kernel.default_config(),))
+    return BuildPlan(tuple(configs), size if size is not None and size <= SAMPLE_WHOLE else None)
+
+
 def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90", space_path: str | None = None,
                  jobs: int | None = None, progress: Callable[[int, int], None] | None = None,
-                 sample: int | None = None) -> BuildReport:
+                 sample: int | None = None, plan: BuildPlan | None = None) -> BuildReport:
     """Build every config of ``kernel``'s space (or of the space file ``space_path``) for each
     of ``dtypes`` and check each build's entry points and launch geometry.
 
@@ -111,19 +146,20 @@ def check_builds(kernel: Kernel, dtypes: Sequence[DType], *, arch: str = "sm_90"
         sample: build at most this many configs: the default, the corners and evenly spaced
             ones (:meth:`~autotune.kernel.space.SearchSpace.sample`), for spaces too large to
             build whole; ``None``: every config.
+        plan: the configs, chosen already (:func:`plan_builds`; ``space_path`` and ``sample``
+            are then not used).
 
     Raises:
-        SearchSpaceError: the space file is malformed or does not fit the kernel.
+        SearchSpaceError: as :func:`plan_builds`.
     """
-    space = kernel.space(space_path)
+    plan = plan or plan_builds(kernel, space_path, sample)
     default = kernel.default_config()
-    configs = space.configs() if sample is None else space.sample(sample, (default,))
+    configs = list(plan.configs)
     jobs_list = [(c, d) for c in configs for d in dtypes]
-    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes),
-                         space_size=len(space.configs()))
+    report = BuildReport(kernel.name, arch, len(configs), tuple(d.name for d in dtypes), space_size=plan.space_size)
     done = 0
     # compile_cubin builds a temporary copy (includes inlined): name the user's file instead
-    inlined = kernel.source_text() != kernel.source.read_text()
+    inlined = kernel.source_text() != read_text(kernel.source, "source")
     source_name = f"{kernel.source.name} (includes inlined)" if inlined else kernel.source.name
 
     probes = {d.name: probe_dims(kernel, d) for d in dtypes}

@@ -48,8 +48,8 @@ from autotune.report.header_template import TEMPLATE
 
 __all__ = ["HeaderRecord", "render_header"]
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CC = re.compile(r"^(\d+)\.(\d+)$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CC = re.compile(r"(\d+)\.(\d+)\Z")
 
 
 @dataclass(frozen=True)

@@ -64,13 +64,19 @@ def _figure(kind: str):
 
 
 def _save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as PNG, creating its directory."""
+    """Write ``fig`` to ``path`` as PNG, creating its directory; whole or not at all, and
+    only over a regular file (:func:`autotune.base.files.write_atomically`)."""
+    import io
+
+    from autotune.base.files import write_atomically
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=DPI, format="png")
     except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    return path
+        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    png = io.BytesIO()
+    fig.savefig(png, dpi=DPI, format="png")
+    return write_atomically(path, png.getvalue(), "plot")
 
 
 def _check_out_dir(out_dir: Path) -> Path:

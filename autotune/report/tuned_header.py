@@ -8,12 +8,10 @@ written beside its final name and renamed over it, so it is never half written.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-from autotune.errors import InvalidInputError
+from autotune.base.files import write_atomically
 from autotune.kernel.model import Kernel
 from autotune.report.header import HeaderRecord, render_header
 from autotune.store import stale
@@ -57,19 +55,5 @@ def export_header(store, path: str | os.PathLike[str], kernel: Kernel, *, device
                   *([f"from {database}"] if database else [])]
     text = render_header(kernel.name, kernel.dims, kernel.tunables, kernel.default_config().as_dict(), records,
                          provenance=provenance)
-    _write_atomically(Path(path), text)
+    write_atomically(path, text, "header")
     return HeaderReport(len(records), len(left_out), stale.summary(left_out) if left_out else "")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None

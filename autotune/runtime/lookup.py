@@ -41,6 +41,7 @@ from autotune.kernel.model import Kernel
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.store import stale
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
+from autotune.store.opening import given_url
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQLite file
@@ -131,7 +132,8 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
             platformdirs default).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, dims that do not fit the kernel, bad device.
+        InvalidInputError: unknown kernel or dtype, a kernel or dtype that is neither (``None``, a
+            number), dims that do not fit the kernel, bad device.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
             GPU or PyCUDA.
         StoreError: the database cannot be reached or read, or is of a newer schema than
@@ -145,8 +147,11 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
         :func:`autotune.clear_cache`. Cold calls query the database (milliseconds); warm ones are one
         dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
-    if isinstance(kernel, (str, Path)):
+    if isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel
+    elif isinstance(kernel, (str, Path)) or not all(hasattr(kernel, a) for a in ("name", "source_hash", "spec_hash")):
+        raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a kernel "
+                                "file's path or a Kernel")
     else:  # a kernel object: its identity, so an edited kernel file is another key
         which = (kernel.name, kernel.source_hash, kernel.spec_hash)
     try:
@@ -156,7 +161,7 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
     except TypeError:
         raise InvalidInputError(f"dims {dims!r} are not allowed; give a mapping {{name: value}} or a tuple "
                                 "of integers in the kernel's dims order") from None
-    ck = (which, given, dtype, device, db or os.environ.get("AUTOTUNE_DB") or "")
+    ck = (which, given, dtype, device, given_url(db))
     with _lock:
         hit = _cache.get(ck)
     if hit is not None:
@@ -234,18 +239,14 @@ def _store(db: str) -> Reader:
     lookups. A SQLite file (or none yet) is read through the standard library
     (:class:`~autotune.store.reader.SqliteReader`: a first call imports no SQLAlchemy), any
     other database through :class:`~autotune.store.repository.Store`."""
-    from autotune.store.location import default_url, sqlite_path
+    from autotune.store.location import sqlite_path
+    from autotune.store.opening import open_store, resolve_url
     from autotune.store.reader import SqliteReader
 
     with _open_lock:
         if db not in _stores:
-            url = db or default_url(create=False)
-            if sqlite_path(url) is not None:
-                _stores[db] = SqliteReader(url)
-            else:
-                from autotune.store.repository import Store
-
-                _stores[db] = Store(url, read_only=True)
+            url = resolve_url(db or None, create=False)
+            _stores[db] = SqliteReader(url) if sqlite_path(url) is not None else open_store(url, read_only=True)
         return _stores[db]
 
 

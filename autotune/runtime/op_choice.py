@@ -26,6 +26,7 @@ import threading
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
+from autotune.store.opening import given_url
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
 __all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "BOTH_ODD_KERNEL",
@@ -148,7 +149,7 @@ def choose_transpose(rows: int, cols: int, dtype, device: int | None = None, db:
     for name, value in (("rows", rows), ("cols", cols)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidInputError(f"{name} {value!r} is not allowed; give an integer >= 1")
-    ck = (rows, cols, dtype, device, db or os.environ.get("AUTOTUNE_DB") or "")
+    ck = (rows, cols, dtype, device, given_url(db))
     with _lock:
         hit = _cache.get(ck)
     if hit is not None:

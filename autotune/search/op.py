@@ -126,7 +126,7 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 10
             a study that exists in the first round without ``resume``.
         GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
     """
-    from autotune.store.repository import Store
+    from autotune.store.opening import open_store
 
     if tune_kernel is None:
         from autotune.search.tune import tune as tune_kernel
@@ -143,7 +143,7 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 10
                                  resume=resume or number > 1 or name in keys, db=db, device=device, **options)
             keys[name] = result.key
             measured[name] += result.measured_count
-            store = store or Store(db)
+            store = store or open_store(db)
             if on_kernel:
                 on_kernel(number, Standing(name, result.key, store.best(result.key), measured[name]))
         ranked = [s.kernel for s in op_standings(store, {n: keys[n] for n in racing})]

@@ -41,21 +41,30 @@ class Started:
     shares: tuple[int, ...] = ()
 
 
+MAX_SEED = 2**32 - 1
+"""Largest seed: Optuna's samplers seed NumPy's ``RandomState``, which takes 0..2**32-1."""
+
+
 def check_options(trials: int, timeout: float | None, sampler: str, repeats: int, top_k: int, rounds: int,
-                  trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S) -> None:
+                  trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S, seed: int | None = None) -> None:
     """Refuse option values a search cannot take, naming the option.
 
     Raises:
-        InvalidInputError: ``--trials`` < 1, ``--timeout`` <= 0, unknown sampler, ``--repeats``
-            < 20, ``--top-k`` or ``--rounds`` < 1, ``--trial-timeout`` not a positive number.
+        InvalidInputError: ``--trials`` < 1, ``--timeout`` not a positive finite number,
+            unknown sampler, ``--repeats`` < 20, ``--top-k`` or ``--rounds`` < 1,
+            ``--trial-timeout`` not a positive number, ``--seed`` not an integer 0..2**32-1.
     """
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED):
+        raise InvalidInputError(f"--seed {seed!r} is not allowed; give an integer 0..{MAX_SEED}")
     if not (isinstance(trial_timeout, (int, float)) and not isinstance(trial_timeout, bool)
             and math.isfinite(trial_timeout) and trial_timeout > 0):
         raise InvalidInputError(f"--trial-timeout {trial_timeout!r} is not allowed; give a positive number of seconds")
     if trials < 1:
         raise InvalidInputError(f"--trials {trials} is not allowed; give 1 or more")
-    if timeout is not None and timeout <= 0:
-        raise InvalidInputError(f"--timeout {timeout:g} is not allowed; give a positive number of seconds")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+                                    and math.isfinite(timeout) and timeout > 0):
+        shown = f"{timeout:g}" if isinstance(timeout, (int, float)) else repr(timeout)
+        raise InvalidInputError(f"--timeout {shown} is not allowed; give a positive number of seconds")
     if sampler not in SAMPLERS:
         raise InvalidInputError(f"unknown sampler {sampler!r}; allowed: {', '.join(SAMPLERS)}")
     if repeats < 20:
@@ -105,7 +114,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, tria
         KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.base.signals`), after the
             trials so far were stored and the search marked ``interrupted``.
     """
-    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
+    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout, seed)
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
@@ -142,6 +151,7 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
     from autotune.measure import benchmark, isolation, nvml
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
+    from autotune.store import opening
     from autotune.store.repository import Store
 
     opened: list[Store] = []
@@ -158,7 +168,7 @@ def _tune_one(k, d, dt, ordinal, space_, on_start, on_trial, *, trials, timeout,
         child starts: after the precheck found the GPU, so a machine without one creates no
         database (in-process measuring: after the benchmark opened)."""
         stop.check()
-        store = Store(db)
+        store = opening.open_store(db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
 
@@ -220,12 +230,12 @@ def _tune_many(k, d, dt, ordinals, space_, on_start, on_report, *, trials, timeo
     from autotune.search.retiming import retime_study
     from autotune.search.tuner import open_study
     from autotune.store.key import tuning_key
-    from autotune.store.repository import Store
+    from autotune.store import opening
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     infos = [device.query_device(o) for o in ordinals]
     workers.check_one_model(infos)
-    store = Store(db)  # after the GPUs: a machine without them must not create a database
+    store = opening.open_store(db)  # after the GPUs: a machine without them must not create a database
     stop.check()
     key = tuning_key(k, infos[0], d, dt.name)
     open_study(store, key, resume=resume)

@@ -256,7 +256,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
     from autotune.measure.figures import headline
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
-    from autotune.store.repository import Store
+    from autotune.store.opening import open_store
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     kernel = resolve_kernel(plan.kernel)
@@ -264,7 +264,7 @@ def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_b
                                  trial_timeout=plan.trial_timeout, precheck=False, repeats=plan.repeats,
                                  seed=seed) as bench:  # the parent queried every GPU
         stop.check()
-        store = Store(plan.db)
+        store = open_store(plan.db)
         key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)
         events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
 

@@ -12,7 +12,6 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
-from autotune.store import best_sql, locking, rows, study_storage
+from autotune.store import best_sql, locking, opening, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
@@ -43,23 +42,31 @@ __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"
 class Store:
     """The results database at ``url`` (``None``: ``$AUTOTUNE_DB``, else :func:`default_url`).
 
+    Open it through :func:`autotune.store.opening.open_store`, the one door (this constructor
+    takes the same arguments and applies the same rules: the URL is resolved and checked by
+    :func:`~autotune.store.opening.resolve_url`, and a writable opening refuses another
+    application's database before anything is written: :func:`~autotune.store.opening.refuse_foreign`).
+
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
-    a new, empty database just works.
+    a new, empty database just works; ``read_only``: nothing is created, migrated or written,
+    and ``upgrade=False`` then takes the schema as found (a newer one is not refused).
 
     Raises:
-        StoreError: the URL is invalid, or the database cannot be opened or migrated.
+        StoreError: the URL is invalid, the database is another application's, or it cannot
+            be opened or migrated.
     """
 
     def __init__(self, url: str | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.url: str = url or os.environ.get("AUTOTUNE_DB") or default_url(create=not read_only)
+        self.url: str = opening.resolve_url(url, create=not read_only)
         self.backup: str | None = None
         self.read_only = read_only
         self.schema_state: str | None = None
         if read_only:
             schema.check_sqlite_path(self.url, read_only=True)
-            self._open_read_only()
+            self._open_read_only(judge=upgrade)
             return
         schema.check_sqlite_path(self.url)
+        opening.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
         try:
             self.engine: Engine = create_engine(self.url)
         except (SQLAlchemyError, ImportError) as exc:
@@ -75,7 +82,7 @@ class Store:
             with schema.init_lock(self.engine):
                 return schema.prepare(self.engine)
 
-    def _open_read_only(self) -> None:
+    def _open_read_only(self, judge: bool = True) -> None:
         """Open for reading only (``read_only=True``): no migration, lock file, backup or write;
         :attr:`schema_state` says what was found.
 
@@ -85,7 +92,9 @@ class Store:
         transaction ``READ ONLY``. A SQLite file that does not exist is not created:
         ``schema_state`` is ``"missing"`` (queries then fail with :class:`StoreError`). The
         revision is read without importing Alembic (:func:`autotune.store.schema.state`): a
-        process's first lookup pays for no migration machinery.
+        process's first lookup pays for no migration machinery. ``judge`` false (``upgrade=False``:
+        the schema taken as found, what ``autotune db current`` prints): the revision is not
+        judged, a newer one is not refused (``schema_state`` stays ``None``).
         """
         try:
             self.engine, self.schema_state = schema.read_only_engine(self.url)
@@ -94,7 +103,7 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             locking.configure_sqlite(self.engine, own_tables=False, read_only=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        if self.schema_state is None:
+        if self.schema_state is None and judge:
             with self.errors():
                 self.schema_state = locking.retrying(lambda: schema.state(self.engine))
 
@@ -329,7 +338,10 @@ class Store:
         return found[0] if found else None
 
     def _bests(self, sql: str, params: Mapping[str, Any]) -> list[BestRecord]:
-        """The records of the best rows :mod:`autotune.store.best_sql` selects."""
+        """The records of the best rows :mod:`autotune.store.best_sql` selects (none from a
+        read-only opening of a missing database, or of one without autotune's tables)."""
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return []
         with self.session() as session:
             return [best_from_row(row) for row in session.execute(text(sql), params).mappings()]
 

@@ -22,6 +22,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 import shutil
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -59,19 +60,14 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The revision of the database behind ``engine``; ``None`` if never migrated.
+    """The revision of the database behind ``engine``; ``None`` if never migrated
+    (:func:`stored_revision`: a version table of several rows is refused in one line, not
+    left to Alembic's ``CommandError``).
 
     Raises:
-        StoreError: the database cannot be read.
+        StoreError: the database cannot be read, or its version table holds several revisions.
     """
-    from alembic.runtime.migration import MigrationContext
-
-    try:
-        with engine.connect() as connection:
-            context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-            return context.get_current_revision()
-    except SQLAlchemyError as exc:
-        raise StoreError(f"results database {_safe(engine)}: {one_line(exc)}") from exc
+    return stored_revision(engine)
 
 
 def stored_revision(engine: Engine) -> str | None:
@@ -219,9 +215,14 @@ def read_only_engine(url: str) -> tuple[Engine, str | None]:
         if not path.exists():
             return create_engine("sqlite://"), "missing"
         query = {**read_only_options(path), "uri": "true"}
-        return create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query)), None
+        engine = create_engine(parsed.set(database=f"file:{quote(str(path))}", query=query))
+        _given[engine] = parsed.render_as_string(hide_password=True)  # messages name the file as given
+        return engine, None
     if parsed.drivername.startswith("postgresql"):
-        return create_engine(parsed, connect_args={"options": "-c default_transaction_read_only=on"}), None
+        given = parsed.query.get("options", "")  # the URL's own (a search_path): kept, not replaced
+        given = " ".join(given) if isinstance(given, tuple) else given
+        options = f"{given} -c default_transaction_read_only=on".strip()
+        return create_engine(parsed.difference_update_query(["options"]), connect_args={"options": options}), None
     return create_engine(parsed), None
 
 
@@ -271,8 +272,8 @@ _PG_LOCK_KEY = 0x6175746F74756E65  # "autotune"
 
 
 def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
-    """For a SQLite file URL: the path must not be a folder, and (unless ``read_only``) its
-    folder must exist and be writable, before anything is created.
+    """For a SQLite file URL: the path must not be a folder, its folder must exist (a typo in
+    ``--db``), and (unless ``read_only``) be writable, before anything is created.
 
     Raises:
         StoreError: a folder where the file should be; missing or read-only folder, naming it.
@@ -285,12 +286,12 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
             or parsed.database.startswith("file:"):
         return
     refuse_folder(parsed.database)
-    if read_only:
-        return
     folder = Path(parsed.database).expanduser().absolute().parent
     if not folder.is_dir():
         raise StoreError(f"the folder of database {parsed.database} does not exist: {folder}; "
                          "create it or give another --db")
+    if read_only:
+        return
     if not os.access(folder, os.W_OK):
         raise StoreError(f"the folder of database {parsed.database} is read-only: {folder}; "
                          "give a writable location with --db")
@@ -303,5 +304,10 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+_given: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
+
+
 def _safe(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    """The database's URL for a message, password masked: as the user gave it (not the
+    ``file:...?mode=ro`` URI a read-only engine opens)."""
+    return _given.get(engine) or engine.url.render_as_string(hide_password=True)

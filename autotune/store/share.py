@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from autotune.base.files import read_text, write_atomically
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.store import stale
@@ -212,34 +212,9 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
         text = json.dumps(document, indent=1, allow_nan=False) + "\n"
     except ValueError as exc:  # a NaN or infinity in the database
         raise InvalidInputError(f"cannot export: the database holds a value JSON cannot carry ({exc})") from None
-    _write_atomically(Path(path), text)
+    write_atomically(path, text, "results file")
     left_out = 0 if include_stale else len(reasons)
     return ExportReport(len(results), left_out, unchecked, stale.summary(reasons))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    folder = path.parent
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,12 +239,7 @@ def read_results(path: str | os.PathLike[str], kernels: Iterable[Any] = ()) -> R
     """
     name = str(path)
     check = Checker(name)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInputError(f"cannot read {name}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path, "")
     try:
         document = json.loads(text, parse_constant=_parse_constant)
     except (ValueError, RecursionError) as exc:

@@ -110,7 +110,11 @@ def moment(check: Checker, value: Any, where: str) -> datetime:
         raise check.fail(where, f"is {value!r}; it must be an ISO-8601 time") from None
     if parsed.tzinfo is None:
         raise check.fail(where, f"is {value!r}, without a time zone; give UTC, e.g. {value}Z")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-23:59 is in year 10000 in UTC
+        raise check.fail(where, f"is {value!r}, out of range once in UTC; give a time of years 1..9999 "
+                                "in UTC") from None
 
 
 def check_entry(check: Checker, item: Any, at: str, version: int, kernels: Mapping[str, Any],
