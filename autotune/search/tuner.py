@@ -79,9 +79,9 @@ class Instruments:
 
 class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
-    once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default, a
-    grid walks its share of the space first, and every worker skips configs another has
-    measured or is measuring. ``on_trial(outcome, result)`` is called after every trial.
+    once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
+    grid walks its share of the space first. Every search skips configs another process on
+    the study has measured or is measuring, and tells its strategy what they measured. ``on_trial(outcome, result)`` is called after every trial.
 
     Raises (from :meth:`run`):
         InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
@@ -183,7 +183,6 @@ class Tuner:
         """Measure batches until ``trials`` configs are measured, the timeout, or the end of the space."""
         result, options = self.result, self.options
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
-        shared = self.part[1] > 1
         pending: deque[Config] = deque()
         while True:
             if result.measured_count >= options.trials:
@@ -193,7 +192,7 @@ class Tuner:
                 result.stopped = "timeout"
                 return
             stop.check()
-            busy = self._refresh(study) if shared else set()
+            busy = self._refresh(study, shared=self.part[1] > 1)
             self._top_up(pending)
             if not pending:
                 result.stopped = "exhausted"
@@ -224,22 +223,27 @@ class Tuner:
             if self.tools.prefetch is not None:
                 self.tools.prefetch(batch)
 
-    def _refresh(self, study: StoredStudy) -> set[Config]:
-        """Several workers: tell the strategy what the others measured since; returns the
-        configs in flight in their trials."""
+    def _refresh(self, study: StoredStudy, shared: bool) -> set[Config]:
+        """Tell the strategy what other processes on the study (other GPUs' workers, a second
+        ``resume`` of the same search) measured since; returns, for a worker of several
+        (``shared``), the configs in flight in the trials of the others (a search alone takes
+        a RUNNING trial for one its own process left, and measures that config again). Optuna's
+        cached storage reads only the trials not finished at the last read."""
         for config, outcome in study.measured(self.result).items():
             if config not in self.seen:
                 self.seen[config] = outcome
                 self.strategy.tell(config, self.result.measured.get(config))
-        return study.in_flight()
+        return study.in_flight() if shared else set()
 
     def _check_dead(self, study: StoredStudy) -> None:
-        """Fail trials dead before their first heartbeat once a heartbeat interval (such a trial
-        is failed GRACE_S after it started, so this delays it by HEARTBEAT_S at most)."""
+        """Fail the trials of dead processes (heartbeat stopped, or none ever) once a heartbeat
+        interval: such a trial is failed GRACE_S after its last beat, so checking every
+        HEARTBEAT_S (not every trial: a read and a write lock each time) delays that by at
+        most HEARTBEAT_S."""
         from autotune.store.study_storage import HEARTBEAT_S
 
         if time.monotonic() - self._checked >= HEARTBEAT_S:
-            self.store.fail_trials_dead_before_heartbeat(study.storage, self.key.study_name)
+            study.fail_stale()
             self._checked = time.monotonic()
 
 
