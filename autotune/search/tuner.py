@@ -192,8 +192,10 @@ class Tuner:
                 result.stopped = "timeout"
                 return
             stop.check()
+            started = time.perf_counter()
             busy = self._refresh(study, shared=self.part[1] > 1)
             self._top_up(pending)
+            self._spent(started)
             if not pending:
                 result.stopped = "exhausted"
                 return
@@ -206,9 +208,16 @@ class Tuner:
             result.outcomes.append(outcome)
             if outcome.status == "ok":
                 result.measured[config] = outcome.measurement.median_ms
+            started = time.perf_counter()
             self.strategy.tell(config, outcome.measurement.median_ms if outcome.status == "ok" else None)
+            self._spent(started)
             if self.on_trial is not None:
                 self.on_trial(outcome, result)
+
+    def _spent(self, since: float) -> None:
+        """Add the time since ``since`` (``time.perf_counter``) to the search's ``propose`` total."""
+        spent = self.result.spent
+        spent["propose"] = spent.get("propose", 0.0) + (time.perf_counter() - since) * 1e3
 
     def _top_up(self, pending: deque) -> None:
         """Ask the strategy for batches until a whole batch waits behind the one measured now
