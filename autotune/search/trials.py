@@ -13,13 +13,13 @@ from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.measure.measurement import Measurement
 from autotune.search import stop
-from autotune.search.outcome import TrialOutcome
+from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
 
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["run_trial"]
+__all__ = ["run_trial", "what_was_kept"]
 
 
 def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Measurement], store: Store,
@@ -69,3 +69,17 @@ def _measure(config: Config, measure, store: Store, search_id: int, number: int,
     spent["store"] = (time.perf_counter() - started) * 1e3  # the whole write, its commit included
     flight["stored"] = True
     return outcome
+
+
+def what_was_kept(result: SearchResult, flight: dict) -> str:
+    """One clause for a search that lost its database: what this run stored, what it lost,
+    and how to go on."""
+    stored = len(result.outcomes) + bool(flight.get("stored"))
+    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
+    if flight.get("retime"):
+        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
+    elif "number" in flight and not flight.get("stored"):
+        what = "measured, not stored" if flight.get("measured") else "not measured"
+        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
+    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
+                   "(resume=True) to go on, measuring only what is missing")

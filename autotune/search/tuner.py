@@ -20,7 +20,7 @@
    fastest are re-timed interleaved over ``rounds`` rounds and the winner stored
    (:mod:`autotune.search.retiming`).
 
-The benchmark is injected (:class:`Instruments`): any ``measure(config) -> Measurement`` that
+The benchmark is injected (:class:`~autotune.search.instruments.Instruments`): any ``measure(config) -> Measurement`` that
 raises :class:`~autotune.errors.TrialFailed` for a failed config (the real one is
 :meth:`autotune.measure.benchmark.Benchmark.measure`; tests pass a fake timer).
 """
@@ -30,52 +30,25 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autotune.errors import StoreError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.measure.measurement import Measurement
 from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, retiming, stop
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
-from autotune.search.trials import run_trial
+from autotune.search.instruments import Instruments, Measure
+from autotune.search.trials import run_trial, what_was_kept
 from autotune.store.key import TuningKey
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
     from autotune.search.strategies import Strategy
     from autotune.store.repository import Store
 
-__all__ = ["Instruments", "Tuner", "search"]
-
-Measure = Callable[[Config], Measurement]
-
-
-@dataclass(frozen=True)
-class Instruments:
-    """What a search measures with, injected.
-
-    Attributes:
-        measure: ``measure(config) -> Measurement``; raises ``TrialFailed`` for a failed config.
-        retime: ``retime(configs, rounds) -> list[Retiming]``; ``None`` skips the re-timing.
-        clocks: reads the GPU clocks (:func:`autotune.measure.nvml.clock_state`), at start and end.
-        prefetch: called with each batch as it is proposed, before any config of it is
-            measured (the compile pool); ``None``: nothing ahead.
-        memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures of this run, GB/s.
-        l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
-    """
-
-    measure: Measure
-    retime: retiming.Retime | None = None
-    clocks: Callable[[], dict | None] | None = None
-    prefetch: Callable[[list[Config]], None] | None = None
-    memcpy_gbps: float | None = None
-    copy_gbps: float | None = None
-    l2_mode: str | None = None
-
+__all__ = ["Tuner", "search"]
 
 class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
@@ -146,7 +119,7 @@ class Tuner:
             status = result.stopped = "interrupted"
             raise
         except StoreError as exc:  # the database went away (or stayed locked) mid-search
-            raise StoreError(f"{exc}; {_what_was_kept(result, self.flight)}") from exc.__cause__ or exc
+            raise StoreError(f"{exc}; {what_was_kept(result, self.flight)}") from exc.__cause__ or exc
         finally:
             with stop.shielded():
                 end_clocks = tools.clocks() if tools.clocks else None
@@ -260,20 +233,6 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, o
            *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None, part: tuple[int, int] = (0, 1),
            **instruments) -> SearchResult:
     """One search with ``measure`` (``Tuner(...).run()``); ``instruments``: the other fields
-    of :class:`Instruments` (``retime``, ``clocks``, ``prefetch``, ...). Raises: see :class:`Tuner`."""
+    of :class:`~autotune.search.instruments.Instruments` (``retime``, ``clocks``, ``prefetch``, ...). Raises: see :class:`Tuner`."""
     tools = Instruments(measure, **instruments)
     return Tuner(key, space, store, options or SearchOptions(), tools, on_trial=on_trial, part=part).run()
-
-
-def _what_was_kept(result: SearchResult, flight: dict) -> str:
-    """One clause for a search that lost its database: what this run stored, what it lost,
-    and how to go on."""
-    stored = len(result.outcomes) + bool(flight.get("stored"))
-    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
-    if flight.get("retime"):
-        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
-    elif "number" in flight and not flight.get("stored"):
-        what = "measured, not stored" if flight.get("measured") else "not measured"
-        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
-    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
-                   "(resume=True) to go on, measuring only what is missing")
