@@ -167,3 +167,55 @@ def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_ba
                                  "--db", db_url])
     assert r.exit_code == 0, r.output
     assert seen[-1].strategy == "grid" and "strategy grid, batches of 1" in r.output  # tests: no compile workers
+
+
+def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_it(monkeypatch, device_info,
+                                                                                    db_url):
+    """The real wiring (autotune.tune -> search_on_gpu -> the compile pool and the Tuner):
+    the pool's feed gets the default from the start, then each batch as the strategy proposes
+    it, always before the GPU measures its configs. (That the pool builds what it is fed, in
+    order, is test_pipeline's and test_tune_ahead's.)"""
+    import contextlib
+
+    import autotune
+    from autotune.measure import benchmark, compile as compiling, pipeline
+
+    from fakes import fake_retime
+
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "2")
+    events = []
+    monkeypatch.setattr(pipeline, "helper_builds", lambda *a: [])
+    monkeypatch.setattr(compiling, "build_cubin", lambda kernel, config, dtype, arch: None)  # no nvcc
+    put = pipeline.Feed.put
+
+    def feed(self, configs):
+        configs = list(configs)
+        events.append(("feed", configs))
+        put(self, configs)
+
+    monkeypatch.setattr(pipeline.Feed, "put", feed)
+
+    class Bench:
+        device, memcpy_gbps, copy_gbps, l2_mode = device_info, 3000.0, None, "single"
+
+        def __init__(self):
+            self.timer, self.retime = FakeTimer(), fake_retime()
+
+        def measure(self, config):
+            events.append(("measure", config))
+            return self.timer(config)
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        events.append(("open", None))
+        yield Bench()
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    result = autotune.tune("smem_pad", {"rows": 64, "cols": 64}, trials=5, strategy="random", batch=2, seed=3,
+                           db=db_url)
+    measured = [c for kind, c in events if kind == "measure"]
+    assert result.measured_count == 5 == len(set(measured)) and measured[0] == DEFAULT
+    fed = [(i, c) for i, (kind, configs) in enumerate(events) if kind == "feed" for c in configs]
+    assert fed[0][1] == DEFAULT  # the default, from the start
+    for config in measured:
+        assert min(i for i, c in fed if c == config) < events.index(("measure", config))
