@@ -65,6 +65,7 @@ class StoredStudy:
         self._study_id = self.storage.get_study_id_from_name(key.study_name)
         self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
         self._beating: int | None = None
+        self._read: set[int] = set()  # trials measured() returned already
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -82,12 +83,15 @@ class StoredStudy:
         self.store.fail_trials_dead_before_heartbeat(self.storage, self.key.study_name)
 
     def measured(self, result: SearchResult) -> dict[Config, TrialOutcome]:
-        """Configs the study holds as measured (ok or failed), keyed by config; those ok go
-        into ``result.measured`` with their ms."""
+        """Configs the study holds as measured (ok or failed) in trials not returned by an
+        earlier call, keyed by config; those ok go into ``result.measured`` with their ms."""
         from optuna.trial import TrialState
 
         seen: dict[Config, TrialOutcome] = {}
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            if t.number in self._read:
+                continue
+            self._read.add(t.number)
             status = t.user_attrs.get("status")
             if status in (None, "interrupted", "lost", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
                 continue

@@ -207,7 +207,7 @@ class Tuner:
 
     def _refresh(self, study: StoredStudy, shared: bool) -> set[Config]:
         """Tell the strategy what other processes on the study (other GPUs' workers, a second
-        ``resume`` of the same search) measured since; returns, for a worker of several
+        ``resume`` of the same search) measured since the last read; returns, for a worker of several
         (``shared``), the configs in flight in the trials of the others (a search alone takes
         a RUNNING trial for one its own process left, and measures that config again). Optuna's
         cached storage reads only the trials not finished at the last read."""
@@ -232,7 +232,11 @@ class Tuner:
 def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, options: SearchOptions | None = None,
            *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None, part: tuple[int, int] = (0, 1),
            **instruments) -> SearchResult:
-    """One search with ``measure`` (``Tuner(...).run()``); ``instruments``: the other fields
-    of :class:`~autotune.search.instruments.Instruments` (``retime``, ``clocks``, ``prefetch``, ...). Raises: see :class:`Tuner`."""
+    """One search with ``measure`` (``Tuner(...).run()``); ``instruments``: the other fields of
+    :class:`~autotune.search.instruments.Instruments` (``retime``, ``clocks``, ``prefetch``...).
+
+    Raises:
+        See :class:`Tuner`.
+    """
     tools = Instruments(measure, **instruments)
     return Tuner(key, space, store, options or SearchOptions(), tools, on_trial=on_trial, part=part).run()
