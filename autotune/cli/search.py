@@ -52,7 +52,7 @@ def search(
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float,
                                                      help="Start no trial after this many seconds.")] = None,
     seed: Annotated[Optional[int], typer.Option(parser=parse_int,
-                                                help="Seed of the sampler and of the random inputs.")] = None,
+                                                help="Seed of the strategy and of the random inputs.")] = None,
     strategy: Annotated[Optional[str], typer.Option(
         "--strategy", help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); see "
                            "docs/search.md.")] = None,
