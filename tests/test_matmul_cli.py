@@ -103,7 +103,8 @@ def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args,
 def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
     key = tuning_key(kernel, device_info, (m, n, k), "float32")
     bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
-    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url), SearchOptions(trials=trials, seed=3))
+    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url),
+           SearchOptions(trials=trials, seed=3))
     return key
 
 
@@ -150,7 +151,8 @@ def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_
     from fakes import FakeTimer
 
     key = tuning_key("smem_pad", device_info, (256, 256), "float32")
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), SearchOptions(trials=3, seed=1))
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url),
+           SearchOptions(trials=3, seed=1))
     tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "old.json"
     export_results(Store(db_url), path)

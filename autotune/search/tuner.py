@@ -20,8 +20,9 @@
    fastest are re-timed interleaved over ``rounds`` rounds and the winner stored
    (:mod:`autotune.search.retiming`).
 
-The benchmark is injected (:class:`~autotune.search.instruments.Instruments`): any ``measure(config) -> Measurement`` that
-raises :class:`~autotune.errors.TrialFailed` for a failed config (the real one is
+The benchmark is injected (:class:`~autotune.search.instruments.Instruments`): any
+``measure(config) -> Measurement`` that raises :class:`~autotune.errors.TrialFailed` for a
+failed config (the real one is
 :meth:`autotune.measure.benchmark.Benchmark.measure`; tests pass a fake timer).
 """
 
@@ -54,7 +55,8 @@ class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
     once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
     grid walks its share of the space first. Every search skips configs another process on
-    the study has measured or is measuring, and tells its strategy what they measured. ``on_trial(outcome, result)`` is called after every trial.
+    the study has measured or is measuring, and tells its strategy what they measured.
+    ``on_trial(outcome, result)`` is called after every trial.
 
     Raises (from :meth:`run`):
         InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
