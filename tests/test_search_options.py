@@ -65,3 +65,11 @@ def test_batch_defaults_to_the_compile_workers(monkeypatch):
     assert SearchOptions().batch_size() == 6 and SearchOptions(batch=3).batch_size() == 3
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # compiling ahead off: one config at a time
     assert SearchOptions().batch_size() == 1
+
+
+def test_keywords_over_given_options_keep_the_same_sampler_object():
+    sampler = optuna.samplers.TPESampler(seed=1)
+    options = SearchOptions(strategy=sampler, trials=7)
+    changed = SearchOptions.of(options, trials=3, batch=2)
+    assert changed.strategy is sampler and (changed.trials, changed.batch) == (3, 2) and options.trials == 7
+    assert SearchOptions.of(options) == options

@@ -153,13 +153,11 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
             a study that exists in the first round without ``resume``.
         GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
     """
-    from dataclasses import asdict
-
     from autotune.search.options import SearchOptions
     from autotune.store.repository import Store
 
     if fields or options is None:
-        options = SearchOptions.of(**{**(asdict(options) if options else {}), **fields})
+        options = SearchOptions.of(options, **fields)
     if tune_kernel is None:
         from autotune.search.tune import tune as tune_kernel
     dt = get_dtype(dtype)

@@ -112,8 +112,9 @@ class SearchOptions:
                               "is not allowed; give a positive number of seconds")
 
     @classmethod
-    def of(cls, **given: Any) -> SearchOptions:
-        """Options from keywords, ``sampler=`` taken as the deprecated name of ``strategy``.
+    def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
+        """``options`` (default: the defaults) with the keywords ``given`` over them, ``sampler=``
+        taken as the deprecated name of ``strategy`` (what :func:`autotune.tune` takes).
 
         Raises:
             OptionError: a bad value; InvalidInputError: an unknown keyword.
@@ -125,7 +126,7 @@ class SearchOptions:
         unknown = sorted(set(given) - known)
         if unknown:
             raise InvalidInputError(f"unknown search option {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
-        return cls(**given)
+        return replace(options, **given) if options is not None else cls(**given)
 
     def replace(self, **changes: Any) -> SearchOptions:
         """A copy with ``changes`` (checked again)."""

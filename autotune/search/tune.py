@@ -11,8 +11,6 @@ that same function), then re-times the study's top configs once, on the first.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
-
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import make_dims
@@ -57,7 +55,7 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, opti
             trials so far were stored and the search marked ``interrupted``.
     """
     if fields or options is None:
-        options = SearchOptions.of(**{**(asdict(options) if options else {}), **fields})
+        options = SearchOptions.of(options, **fields)
     k, dt = resolve_kernel(kernel), get_dtype(dtype)
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
