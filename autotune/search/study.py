@@ -93,7 +93,7 @@ class StoredStudy:
                 continue
             self._read.add(t.number)
             status = t.user_attrs.get("status")
-            if status in (None, "interrupted", "lost", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
+            if status in (None, "interrupted", "lost", "duplicate") or "duplicate_of" in t.user_attrs:
                 continue
             config = Config.of(self.key.kernel, t.params)
             seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))

@@ -1,9 +1,10 @@
 """One search over several GPUs: a worker process per GPU, all on the key's one Optuna study.
 
-This is Optuna's distributed optimisation: every worker calls ``study.optimize`` (through
-:func:`autotune.tuner.search` with ``resume=True``) on the same study in the same RDB
-storage, so they share what is measured, whatever database the URL names (SQLite on one
-machine; PostgreSQL for several machines). Each worker binds its own CUDA context to its
+Every worker runs the one-GPU search (:func:`autotune.search.on_gpu.search_on_gpu`: its own
+compile pool, strategy and search loop, with ``resume=True``) on the same study in the same
+RDB storage, so they share what is measured, whatever database the URL names (SQLite on one
+machine; PostgreSQL for several machines): before each config a worker tells its strategy
+what the others measured, and skips configs in flight in their trials. Each worker binds its own CUDA context to its
 GPU (processes are started with ``spawn``: nothing CUDA is inherited), stores its own search
 row, recording which GPU it is, and sends its progress to the parent through a queue.
 
@@ -12,10 +13,10 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   timings of different models never mix in one study.
 - Trials: the ``--trials`` budget (configs measured) is split between the workers (``n // k``,
   the first ``n % k`` one more): each measures its share, a repeat of a config measured by
-  any worker costing nothing; each worker's sampler seed is ``seed + i``. A grid (``sweep``,
-  or a search whose trials cover the space: :func:`autotune.search.tune.whole_space`) gives
+  any worker costing nothing; each worker's strategy seed is ``seed + i``. A grid (``sweep``,
+  or a search whose trials cover the space: :func:`autotune.search.on_gpu.whole_space`) gives
   worker ``i`` of ``k`` the configs at positions ``i`` modulo ``k`` of the space's order first
-  (``part`` of :func:`autotune.search.tuner.search`): the workers measure disjoint configs
+  (``part`` of :class:`autotune.search.tuner.Tuner`): the workers measure disjoint configs
   (without it, two GPUs walking one order measured 43 of smem_pad's 54 configs twice).
 - SIGINT (Ctrl-C) or SIGTERM: the parent passes the signal on to every worker still running
   (each fails its measurement in flight, or starts no other, and marks its search
@@ -24,8 +25,8 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   comes during their start-up is kept pending, never lost nor a traceback.
 - Each worker measures in a child process of its own (:mod:`autotune.measure.isolation`): a
   config that crashes or hangs fails its trial (``crash``, ``timeout``) and that worker goes on.
-- A worker that dies leaves at most its trial in flight RUNNING; Optuna's heartbeat fails
-  it, and the other workers go on.
+- A worker that dies leaves at most its trial in flight RUNNING; the others fail it once its
+  heartbeat has stopped (Optuna's ``fail_stale_trials``, once a heartbeat interval) and go on.
 """
 
 from __future__ import annotations
