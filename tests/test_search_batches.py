@@ -219,3 +219,31 @@ def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_i
     assert fed[0][1] == DEFAULT  # the default, from the start
     for config in measured:
         assert min(i for i, c in fed if c == config) < events.index(("measure", config))
+
+
+def test_a_new_study_proposes_its_first_batch_before_it_is_open_and_measures_it_first(store, device_info):
+    """Tuner.early: the strategy and its first batch (the default first) before the study
+    exists, so that batch compiles while the measuring child starts; not for a resumed study,
+    transfer, a grid or a worker of several GPUs."""
+    from autotune.search.tuner import Tuner
+    from autotune.search.instruments import Instruments
+
+    options = SearchOptions(trials=7, strategy="tpe", seed=5, batch=3)
+    assert Tuner.early("smem_pad", SPACE, options.replace(resume=True)) is None
+    assert Tuner.early("smem_pad", SPACE, options.replace(strategy="transfer")) is None
+    assert Tuner.early("smem_pad", SPACE, options.replace(strategy="grid")) is None
+    assert Tuner.early("smem_pad", SPACE, options, part=(0, 2)) is None
+    early = Tuner.early("smem_pad", SPACE, options)
+    strategy, first = early
+    assert len(first) == 3 and first[0] == DEFAULT
+    events, timer = [], FakeTimer()
+
+    def measure(config):
+        events.append(("measure", config))
+        return timer(config)
+
+    tools = Instruments(measure, prefetch=lambda batch: events.append(("prefetch", list(batch))))
+    result = Tuner(key_of(device_info), SPACE, store, options, tools, early=early).run()
+    measured = [c for kind, c in events if kind == "measure"]
+    assert measured[:3] == first and len(set(measured)) == 7 == result.measured_count
+    assert not any(kind == "prefetch" and set(b) & set(first) for kind, b in events)  # handed over already

@@ -4,7 +4,8 @@ Both ``autotune.tune`` on one GPU and each worker of a search over several GPUs
 (:mod:`autotune.search.workers`) run :func:`search_on_gpu`:
 
 1. nvcc starts on every core before the measuring child exists (:mod:`autotune.measure.pipeline`:
-   the benchmark's helper kernels, the kernel's default config, and a grid's first batches);
+   the benchmark's helper kernels, the kernel's default config, and a grid's first batches,
+   or a new study's first batch of proposals: :meth:`~autotune.search.tuner.Tuner.early`);
 2. the benchmark opens in a child process (:mod:`autotune.measure.isolation`: a config that
    crashes or hangs fails its own trial), while this process opens the store;
 3. :class:`~autotune.search.tuner.Tuner` runs with the pool as its ``prefetch``: each batch
@@ -97,10 +98,17 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
     batch = options.batch_size()
     builds = contextlib.ExitStack()
     feed: list = []
+    early: list = []
 
     def start_compiling(device) -> None:
-        """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
-        feed.append(builds.enter_context(compile_pool(kernel, dtype, device.arch, space, options, batch))[0])
+        """nvcc on every core from before the measuring child exists (its helpers' kernels
+        first), with the strategy's first batch where it can propose before its study is open."""
+        pool = builds.enter_context(compile_pool(kernel, dtype, device.arch, space, options, batch))[0]
+        feed.append(pool)
+        first = Tuner.early(kernel.name, space, options, part) if pool is not None else None
+        if first is not None:
+            pool.put(first[1])
+            early.append(first)
 
     def open_store() -> None:
         """The store and Optuna's tables, opened while the measuring child starts: after the
@@ -126,7 +134,8 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
-        result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part).run()
+        result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
+                       early=early[0] if early else None).run()
         result.whole_space = whole
         return result
 

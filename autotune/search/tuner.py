@@ -69,7 +69,7 @@ class Tuner:
 
     def __init__(self, key: TuningKey, space: SearchSpace, store: Store, options: SearchOptions,
                  instruments: Instruments, *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-                 part: tuple[int, int] = (0, 1)) -> None:
+                 part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None) -> None:
         if options.strategy == "grid":
             proposals.check_grid(space)
         self.key, self.space, self.store, self.options, self.tools = key, space, store, options, instruments
@@ -80,6 +80,25 @@ class Tuner:
         self.seen: dict[Config, TrialOutcome] = {}  # measured in the study (ok or failed), by any worker
         self.flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
         self._checked = 0.0  # when trials dead before their first heartbeat were last looked for
+        self._early = early  # (strategy, its first batch) from early(), handed to prefetch already
+
+    @staticmethod
+    def early(kernel: str, space: SearchSpace, options: SearchOptions,
+              part: tuple[int, int] = (0, 1)) -> tuple[Strategy, list[Config]] | None:
+        """The strategy and its first batch (the default first), for a search that can
+        propose before its study is open: a new study (not ``resume``: it knows nothing yet)
+        on one GPU, with a strategy that reads nothing from the store (not ``transfer``) and
+        is not a grid (whose order is known anyway). So the first batch compiles while the
+        measuring child starts; pass the pair as ``early``. ``None`` for other searches."""
+        from autotune.search.strategies import make_strategy, needs_prior
+
+        if (options.resume or part != (0, 1) or needs_prior(options.strategy) or options.strategy == "grid"):
+            return None
+        strategy = make_strategy(options.strategy, space, options.seed)
+        default = proposals.default_config(kernel, space)
+        if default is not None:
+            strategy.enqueue([default], first=True)
+        return strategy, strategy.ask(options.batch_size())
 
     def run(self) -> SearchResult:
         """Search; returns the :class:`~autotune.search.outcome.SearchResult` (raises: class doc)."""
@@ -138,6 +157,11 @@ class Tuner:
         from autotune.search.strategies import make_strategy, needs_prior
         from autotune.search.strategies.simple import Grid
 
+        if self._early is not None:  # proposed before the study was open: a new study
+            strategy = self._early[0]
+            for c in self.seen:  # nothing, unless another process filled the new study meanwhile
+                strategy.tell(c, self.result.measured.get(c))
+            return strategy
         history = [(c, self.result.measured.get(c)) for c in self.seen]
         if needs_prior(self.options.strategy):
             from autotune.search.prior import other_shapes
@@ -158,7 +182,7 @@ class Tuner:
         """Measure batches until ``trials`` configs are measured, the timeout, or the end of the space."""
         result, options = self.result, self.options
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
-        pending: deque[Config] = deque()
+        pending: deque[Config] = deque(self._early[1] if self._early else ())
         while True:
             if result.measured_count >= options.trials:
                 result.stopped = "trials"
