@@ -86,6 +86,7 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
         As :func:`autotune.tune`.
     """
     from autotune.measure import benchmark, isolation, nvml
+    from autotune.measure.pipeline import workers
     from autotune.search.instruments import Instruments
     from autotune.search.tuner import Tuner
     from autotune.store.key import tuning_key
@@ -101,28 +102,31 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
     early: list = []
 
     def start_compiling(device) -> None:
-        """nvcc on every core from before the measuring child exists (its helpers' kernels
-        first), with the strategy's first batch where it can propose before its study is open."""
+        """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
         pool = builds.enter_context(compile_pool(kernel, dtype, device.arch, space, options, batch))[0]
         feed.append(pool)
-        first = Tuner.early(kernel.name, space, options, part) if pool is not None else None
-        if first is not None:
-            pool.put(first[1])
-            early.append(first)
+        if pool is not None and early:  # proposed already (measuring in this process: meanwhile came first)
+            pool.put(early[0][1])
 
-    def open_store() -> None:
-        """The store and Optuna's tables, opened while the measuring child starts: after the
-        precheck found the GPU, so a machine without one creates no database."""
+    def meanwhile() -> None:
+        """While the measuring child starts: open the store and Optuna's tables (after the
+        precheck found the GPU, so a machine without one creates no database), and let a
+        strategy that can propose before its study is open hand its first batch to the pool."""
         stop.check()
         store = Store(options.db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
+        first = Tuner.early(kernel.name, space, options, part) if workers() else None
+        if first is not None:
+            early.append(first)
+            if feed and feed[0] is not None:
+                feed[0].put(first[1])
 
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, kernel, dims, dtype,
                                          trial_timeout=options.trial_timeout, precheck=precheck,
                                          repeats=options.repeats, seed=options.seed,
                                          before=start_compiling if precheck else None,
-                                         meanwhile=open_store) as bench:
+                                         meanwhile=meanwhile) as bench:
         if not precheck:
             start_compiling(bench.device)
         stop.check()
