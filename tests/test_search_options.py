@@ -73,3 +73,12 @@ def test_keywords_over_given_options_keep_the_same_sampler_object():
     changed = SearchOptions.of(options, trials=3, batch=2)
     assert changed.strategy is sampler and (changed.trials, changed.batch) == (3, 2) and options.trials == 7
     assert SearchOptions.of(options) == options
+
+
+def test_a_strategy_whose_package_is_missing_is_refused_when_the_options_are_built(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(InvalidInputError, match="strategy 'gp' needs the package 'torch', which is not installed"):
+        SearchOptions(strategy="gp")

@@ -128,6 +128,7 @@ class Tuner:
                 self.seen = study.measured(result)
                 self.strategy = self._strategy()
                 self._loop(study)
+                study.fail_stale()  # also at the end: a short search may never reach a heartbeat interval
                 stop.check()  # a signal during the last trial's bookkeeping stops before the re-timing
                 self.flight.clear()
                 if tools.retime is not None and result.measured:

@@ -33,7 +33,7 @@ def _gp(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
 
     from autotune.search.strategies.sampled import Sampled
 
-    _needs("gp", "torch", "torch")
+    _needs("gp", *_PACKAGES["gp"])
     return Sampled(space, optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False), seed, history,
                    name="gp")
 
@@ -45,7 +45,7 @@ def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
 
     from autotune.search.strategies.sampled import Sampled
 
-    _needs("cmaes", "cmaes", "cmaes")
+    _needs("cmaes", *_PACKAGES["cmaes"])
     with warnings.catch_warnings():  # with_margin is "experimental" in Optuna's words
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
@@ -68,6 +68,10 @@ def _transfer(space: SearchSpace, seed: int | None, history: Iterable) -> Strate
     from autotune.search.strategies.transfer import Transfer
 
     return Transfer(space, seed, history)
+
+
+_PACKAGES = {"gp": ("torch", "torch"), "cmaes": ("cmaes", "cmaes")}
+"""Strategies that need a package besides Optuna: (module, package to install)."""
 
 
 def _needs(strategy: str, module: str, package: str) -> None:
@@ -93,6 +97,7 @@ def check_strategy(strategy: object) -> None:
 
     Raises:
         OptionError: naming the parameter ``strategy`` and the names allowed.
+        InvalidInputError: a strategy whose package is not installed (naming it).
     """
     from autotune.search.options import OptionError
 
@@ -100,6 +105,8 @@ def check_strategy(strategy: object) -> None:
         if strategy not in STRATEGIES:
             raise OptionError("strategy", strategy, f"is not known; allowed: {', '.join(STRATEGIES)} "
                                                     "(or an optuna sampler)")
+        if strategy in _PACKAGES:  # said before any GPU work, not when the search starts
+            _needs(strategy, *_PACKAGES[strategy])
         return
     import optuna
 
