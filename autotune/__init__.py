@@ -28,6 +28,7 @@ _NAMES = {
     "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.launch",
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
     "launcher": "autotune.runtime.launcher",
+    "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
 }
 
 __all__ = [*_NAMES, "__version__"]

@@ -17,10 +17,11 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.measure import phases
 from autotune.measure.figures import figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
-from autotune.search.proposals import check_grid
-from autotune.search.tune import Started, check_options, tune
+from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
-from autotune.search.tuner import SAMPLERS
+from autotune.search.proposals import check_grid
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
 from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK,
@@ -32,6 +33,10 @@ from .search_tables import print_tables, top_rows
 TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
                                              help="Kill a trial (each measured in a child process) after "
                                                   "this many seconds and store it as timeout.")]
+Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metavar="K",
+                                              help="Configs proposed at once, compiled on every core while the "
+                                                   "GPU measures the batch before (default: one per compile "
+                                                   "worker, AUTOTUNE_COMPILE_WORKERS or the CPU count).")]
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
                                          help="CUDA device ordinal, or several (0,1) or all: "
                                               "one worker per GPU, one study (GPUs of one model).")]
@@ -51,8 +56,13 @@ def search(
     timeout: Annotated[Optional[float], typer.Option(parser=parse_float, metavar="S",
                                                      help="Start no trial after this many seconds.")] = None,
     seed: Annotated[Optional[int], typer.Option(parser=parse_int, metavar="N",
-                                                help="Seed of the sampler and of the random inputs.")] = None,
-    sampler: Annotated[str, typer.Option(metavar="|".join(SAMPLERS), help=f"Sampler: {', '.join(SAMPLERS)}.")] = "tpe",
+                                                help="Seed of the strategy and of the random inputs.")] = None,
+    strategy: Annotated[Optional[str], typer.Option(
+        "--strategy", metavar="NAME", help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); see "
+                           "docs/search.md.")] = None,
+    sampler: Annotated[Optional[str], typer.Option("--sampler", hidden=True,
+                                                   help="Deprecated name of --strategy.")] = None,
+    batch: Batch = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue this key's existing study.")] = False,
     space: SpaceFile = None,
     repeats: Repeats = 50,
@@ -78,7 +88,12 @@ def search(
       autotune search --kernel my_kernel.toml --dims n=1048576 --device 0,1
       autotune search --op transpose --rows 8192 --cols 4096 --trials 200
     """
-    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout, seed)
+    if strategy is not None and sampler is not None and strategy != sampler:
+        raise InvalidInputError(f"--sampler {sampler} (the old name of --strategy) and --strategy {strategy} "
+                                "disagree; give --strategy only")
+    options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler or DEFAULT_STRATEGY,
+                       batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+                       trial_timeout=trial_timeout)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op
@@ -86,15 +101,11 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, fmt, wide, trials=trials, timeout=timeout,
-               seed=seed, sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-               trial_timeout=trial_timeout)
+        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, options, fmt, wide)
         return
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    _run(kern, problem, dtype, ordinals, top, fmt, wide, trials=trials, timeout=timeout, seed=seed, sampler=sampler,
-         resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-         trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, ordinals, top, options, fmt, wide)
 
 
 @app.command(short_help="Measure every valid config of a kernel's space.")
@@ -110,6 +121,7 @@ def sweep(
     top_k: TopK = 5,
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
+    batch: Batch = None,
     db: Db = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
@@ -122,17 +134,26 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
-    check_options(1, None, "grid", repeats, top_k, rounds, trial_timeout)
+    options = _options(seed=0, strategy="grid", batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
+                       rounds=rounds, db=db, trial_timeout=trial_timeout)
     if device < 0:
         parse_devices(str(device))
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(kern, problem, dtype, [device], count, fmt, wide, trials=count, timeout=None, seed=0, sampler="grid",
-         resume=True, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, [device], count, options.replace(trials=count), fmt, wide)
 
 
-def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options) -> None:
+def _options(**given) -> SearchOptions:
+    """The search's options, built once; a bad value is said with its flag (``--top-k 0 ...``)."""
+    try:
+        return SearchOptions(**given)
+    except OptionError as exc:
+        raise exc.as_flag() from None
+
+
+def _run(kern, problem, dtype, ordinals, top, options: SearchOptions, fmt: Format = Format.table,
+         wide: bool = False) -> None:
     """Tune with progress; on Ctrl-C print the best so far and re-raise. Progress and text go
     to stdout with a table, to stderr with JSON or CSV (stdout is then the data alone)."""
     say = out if fmt is Format.table else err
@@ -151,9 +172,9 @@ def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options
         def on_start(s: Started) -> None:
             nonlocal task, on_report
             started.append(s)
-            _print_header(say, s, kern, problem, dt, ordinals)
+            _print_header(say, s, kern, problem, dt, ordinals, options)
             if s.bench is not None:
-                task = progress.add_task("configs", total=options["trials"], best="")
+                task = progress.add_task("configs", total=options.trials, best="")
             else:
                 on_report = worker_progress(progress, ordinals, s.shares)
 
@@ -166,7 +187,7 @@ def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options
         try:
             result = tune(kern, problem, dt, device=ordinals if len(ordinals) > 1 else ordinals[0],
                           on_start=on_start, on_trial=on_trial,
-                          on_report=lambda rep: on_report(rep) if on_report else None, **options)
+                          on_report=lambda rep: on_report(rep) if on_report else None, options=options)
         except KeyboardInterrupt:
             if started:
                 _print_best_so_far(say, started[0].store, started[0].key, kern)
@@ -178,14 +199,15 @@ def _run(kern, problem, dtype, ordinals, top, fmt: Format, wide: bool, **options
     _print_result(say, result, started[0].store, kern, top, fmt, wide, summary=len(ordinals) == 1)
 
 
-def _print_header(say, s: Started, kern, problem, dt, ordinals) -> None:
+def _print_header(say, s: Started, kern, problem, dt, ordinals, options: SearchOptions) -> None:
     key, d = s.key, s.key.device
     where = (f"on {d.name} (device {ordinals[0]}" if s.bench is not None else
              f"on {len(ordinals)} x {d.name} (devices {','.join(map(str, ordinals))}")
     say.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
               f"{d.arch}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
               f"{_space_size(s.space)} in {escape(str(Path(s.space.path).resolve()))}"
-              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else ""))
+              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else "")
+              + f"; strategy {options.strategy_name}, batches of {s.batch}")
     b = s.bench
     if b is None:
         return
@@ -218,18 +240,16 @@ def _print_result(say, result: SearchResult, store, kern, top: int, fmt: Format,
     if summary:
         say.print(f"stopped: {result.stopped}; this run measured {result.measured_count} config"
                   f"{'s' if result.measured_count != 1 else ''}: "
-                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                  + " (repeats and constraint breakers are not measured and not counted)" * bool(
-                      counts.get("duplicate") or counts.get("constraint")))
+                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if result.whole_space:
         say.print("  the trials covered the space: every valid config measured in the space's order, "
                   + ("each GPU its share of it first" if result.reports else "the default first")
-                  + " (the sampler was not asked)")
+                  + " (the strategy was not asked)")
     if summary and result.early_stopped:
         say.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
                   "(early stop)")
     for o in result.outcomes:
-        if o.status not in ("ok", "constraint", "duplicate"):
+        if o.status != "ok":
             say.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: t.median_ms)
     rows = top_rows(records[:top], result, kern)

@@ -29,7 +29,7 @@ def worker_progress(progress, ordinals: list[int], shares) -> callable:
                 if rep.best is not None else "no valid config yet")
         if rep.state not in ("starting", "running", "done"):
             best = rep.state
-        measured = sum(n for s, n in rep.counts.items() if s not in ("constraint", "duplicate"))
+        measured = sum(rep.counts.values())  # every trial is a config measured
         progress.update(tasks[rep.ordinal], completed=measured, best=best, description=description)
 
     return on_report

@@ -15,8 +15,8 @@ from ._common import err, out, parse_dims
 from .output import Column, Format, emit, rate
 
 
-def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, fmt: Format = Format.table,
-           wide: bool = False, **options) -> None:
+def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, options,
+           fmt: Format = Format.table, wide: bool = False) -> None:
     """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking
     (``fmt``: a table, or JSON/CSV on stdout with the progress lines on stderr).
 
@@ -33,14 +33,14 @@ def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype:
     problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
     say = out if fmt is Format.table else err
     say.print(f"[bold]--op {op}[/] {format_shape(tuple(problem.items()))} {dt.name} on device {ordinals[0]}: "
-              f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options['trials']} configs shared "
-              "by successive halving")
+              f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options.trials} configs shared "
+              f"by successive halving; strategy {options.strategy_name}, batches of {options.batch_size()}")
 
     def on_kernel(number: int, s: Standing) -> None:
         figure = _figure(s, problem, dt.name)
         say.print(f"  round {number}: {s.kernel}: {s.measured} configs measured so far; best {figure}", markup=False)
 
-    result = tune_op(op, problem, dt.name, device=ordinals[0], on_kernel=on_kernel, **options)
+    result = tune_op(op, problem, dt.name, device=ordinals[0], options=options, on_kernel=on_kernel)
     columns = [Column("#", "rank", lambda r: r[0], right=True), Column("kernel", "kernel", lambda r: r[1].kernel),
                Column("ms", "ms", lambda r: r[1].time_ms if r[1].best else None, text=lambda v: f"{v:.4f}", right=True),
                Column("GB/s", "gbps", lambda r: _gbps(r[1], problem, dt.name) if r[1].best else None, text=rate,

@@ -21,7 +21,7 @@ import itertools
 import math
 import random
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -125,11 +125,17 @@ class SearchSpace:
     def _valid(self) -> tuple[Config, ...]:
         return tuple(self.iter_configs())
 
-    def iter_configs(self) -> Iterator[Config]:
+    def iter_configs(self, near: Mapping[str, int] | None = None) -> Iterator[Config]:
         """The valid configs in the order of :meth:`configs`, one at a time: the first comes
         at once however large the space (only the branches before it are expanded, over the
-        values left by :meth:`domains`)."""
-        return self._walk(self.domains())
+        values left by :meth:`domains`).
+
+        ``near`` (macro values, valid or not): each macro's values are tried in the order of
+        their distance from ``near``'s value instead, in positions of the macro's list (the
+        ordinal distance; ties: the earlier value), so the first config is a valid one close
+        to ``near``: the same depth-first walk, a constraint solver for a proposal that
+        breaks the constraints (:mod:`autotune.search.strategies`)."""
+        return self._walk(self.domains(), near=near)
 
     @cached_property
     def _domains(self) -> tuple[tuple[int, ...], ...]:
@@ -170,11 +176,15 @@ class SearchSpace:
         return None if math.prod(map(len, domains)) <= WALK_LIMIT else [limit]
 
     def _walk(self, domains: tuple[tuple[int, ...], ...], budget: list[int] | None = None,
-              reverse: bool = False) -> Iterator[Config]:
+              reverse: bool = False, near: Mapping[str, int] | None = None) -> Iterator[Config]:
         """The valid configs over ``domains`` in the space's order (``reverse``: last first);
         ``budget`` (a one-item list, decremented per constraint check): raise
-        :class:`_OutOfSteps` once spent."""
+        :class:`_OutOfSteps` once spent; ``near``: as in :meth:`iter_configs`."""
         names = [n for n, _ in self.params]
+        orders = [tuple(reversed(d)) if reverse else d for d in domains]
+        if near is not None:
+            orders = [o if name not in near or not o else _by_distance(o, near[name])
+                      for (name, _), o in zip(self.params, orders)]
         depth_of = {n: i for i, n in enumerate(names)}
         checks: list[list[Expr]] = [[] for _ in names]
         for tree in self._trees:  # each constraint at the depth where its last macro is set
@@ -186,7 +196,7 @@ class SearchSpace:
                 yield Config.of(self.kernel, env)
                 return
             name, tests = names[depth], checks[depth]
-            for value in (reversed(domains[depth]) if reverse else domains[depth]):
+            for value in orders[depth]:
                 env[name] = value
                 if budget is not None:
                     budget[0] -= len(tests) + 1
@@ -298,6 +308,13 @@ class SearchSpace:
                 chosen.setdefault(Config.of(self.kernel, values))
         return sorted(list(chosen)[:n], key=lambda c: tuple(
             d.index(c.as_dict()[name]) for (name, _), d in zip(self.params, domains)))
+
+
+def _by_distance(values: tuple[int, ...], value: int) -> list[int]:
+    """``values`` in the order of their position's distance from ``value``'s position (a value
+    not in the list: from that of the nearest value), ties the earlier first."""
+    at = values.index(value) if value in values else min(range(len(values)), key=lambda i: abs(values[i] - value))
+    return [values[i] for i in sorted(range(len(values)), key=lambda i: (abs(i - at), i))]
 
 
 def _check_values(name: str, values: object, where: str) -> None:

@@ -21,7 +21,6 @@ after tuning in the same process, to re-read the database).
 
 from __future__ import annotations
 
-import os
 import threading
 
 from autotune.base import caches

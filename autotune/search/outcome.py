@@ -1,5 +1,5 @@
 """What a search produced: one :class:`TrialOutcome` per Optuna trial and the
-:class:`SearchResult` of the run (:func:`autotune.search.tuner.search` fills them)."""
+:class:`SearchResult` of the run (:class:`autotune.search.tuner.Tuner` fills them)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ __all__ = ["TrialOutcome", "SearchResult"]
 
 @dataclass(frozen=True)
 class TrialOutcome:
-    """What happened to one Optuna trial of this search.
+    """What happened to one config this search measured (one trial of the key's study).
 
-    ``status`` is ``ok``, a :class:`TrialFailed` status, ``constraint`` (not measured:
-    breaks the space's constraints) or ``duplicate`` (not measured: see ``duplicate_of``).
+    ``status`` is ``ok`` or a :class:`TrialFailed` status: a strategy proposes only valid, new
+    configs, so nothing else becomes a trial (studies written before strategies also hold
+    ``constraint`` and ``duplicate`` trials, which a resumed search skips).
     ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
     ``store`` being the whole database write. An ``ok`` trial whose timing stopped early,
     being clearly slower than the best so far, has that note as its ``reason``
@@ -30,13 +31,12 @@ class TrialOutcome:
     status: str
     measurement: Measurement | None = None
     reason: str | None = None
-    duplicate_of: int | None = None
     phases: dict[str, float] | None = None
 
 
 @dataclass
 class SearchResult:
-    """Outcome of :func:`search`.
+    """Outcome of a search (:class:`autotune.search.tuner.Tuner`).
 
     Attributes:
         stopped: why the loop ended: ``trials`` (``n_trials`` configs measured), ``timeout``,
@@ -48,8 +48,10 @@ class SearchResult:
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
         reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
-        whole_space: the sampler was not asked: the trials covered the space, so every valid
-            config was measured in the grid's order (:func:`autotune.search.tune.whole_space`).
+        whole_space: the strategy was not asked: the trials covered the space, so every valid
+            config was measured in the grid's order (:func:`autotune.search.on_gpu.whole_space`).
+        spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
+            asks and tells, and reading what other processes measured).
     """
 
     key: TuningKey
@@ -62,11 +64,12 @@ class SearchResult:
     clock_warning: str | None = None
     reports: list = field(default_factory=list)
     whole_space: bool = False
+    spent: dict[str, float] = field(default_factory=dict)
 
     @property
     def measured_count(self) -> int:
-        """Configs this run measured (ok or failed; repeats and constraint breakers not)."""
-        return sum(o.status not in ("constraint", "duplicate") for o in self.outcomes)
+        """Configs this run measured (ok or failed): one per outcome."""
+        return len(self.outcomes)
 
     @property
     def early_stopped(self) -> int:
@@ -76,8 +79,9 @@ class SearchResult:
 
     @property
     def phase_totals(self) -> dict[str, float]:
-        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`)."""
-        return phases.totals(o.phases for o in self.outcomes)
+        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`),
+        then :attr:`spent` outside them."""
+        return {**phases.totals(o.phases for o in self.outcomes), **self.spent}
 
     @property
     def best(self) -> tuple[Config, float] | None:

@@ -4,7 +4,7 @@ Timings taken one config after another drift with the GPU's clocks and temperatu
 ``top_k`` fastest configs of a key are timed again in ``rounds`` rounds, every config once a
 round (the benchmark's ``retime``), and :func:`autotune.search.winner.choose` picks the winner
 from the pooled medians with its fixed tie rule. :func:`decide` is the step of one search
-(:func:`autotune.search.tuner.search`); :func:`retime_study` runs it once after several workers
+(:class:`autotune.search.tuner.Tuner`); :func:`retime_study` runs it once after several workers
 searched one key (:func:`autotune.search.tune.tune` with ``devices``).
 """
 

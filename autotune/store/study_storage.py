@@ -81,7 +81,7 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
     A live trial writes its first heartbeat as it starts. A process killed between
     creating its trial and that first write leaves a RUNNING trial without heartbeat,
     which Optuna's own stale-trial check (``fail_stale_trials``, run as each trial
-    starts) skips forever; :func:`autotune.search.tuner.search` calls this beside it.
+    starts) skips forever; :class:`autotune.search.tuner.Tuner` calls this beside it.
     """
     import datetime
 
