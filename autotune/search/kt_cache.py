@@ -85,7 +85,7 @@ def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLik
 def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: int = 0,
              strategy_options: Mapping[str, Any] | None = None) -> list[float]:
     """Run Kernel Tuner's ``strategy`` in simulation mode on the cache file ``path`` (written by
-    :func:`write_cache`) for ``max_fevals = budget`` evaluations; the best-so-far curve (ms)
+    :func:`write_cache`) for ``max_fevals = budget`` evaluations (``brute_force``: all); the best-so-far curve (ms)
     after each distinct config it evaluated, in its order (failed ones count; a config served
     again from the cache does not). Python's and NumPy's global generators are seeded with
     ``seed`` (Kernel Tuner's strategies draw from them) and ``seed`` is passed to ``tune_kernel``.
@@ -104,11 +104,14 @@ def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: 
     def recorded(p) -> bool:  # exactly the table's configs, failed ones included
         return cache_key(names, p) in keys
 
+    options = dict(strategy_options or {})
+    if strategy != "brute_force":  # the one strategy that takes no max_fevals (it visits all)
+        options["max_fevals"] = budget
     random.seed(seed)
     np.random.seed(seed)
     results, _ = kernel_tuner.tune_kernel(
         doc["kernel_name"], "", tuple(doc["problem_size"]), [], doc["tune_params"], restrictions=recorded,
-        strategy=strategy, strategy_options={**(strategy_options or {}), "max_fevals": budget},
+        strategy=strategy, strategy_options=options,
         cache=str(path), simulation_mode=True, quiet=True, seed=seed)
     seen, times = set(), []
     for r in results:
