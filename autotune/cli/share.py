@@ -24,6 +24,10 @@ def export(
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
                                                         "selection function (replaced whole if it exists).")] = None,
+    t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False,
+                                               help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
+                                                    "write with every trial, ok and failed, of the selected keys "
+                                                    "(replaced whole if it exists).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
@@ -35,9 +39,10 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale), or one kernel's to a C/C++ header (--header)."""
-    if (out_path is None) == (header is None):
-        raise InvalidInputError("give --out FILE.json or --header FILE.h (one of them)")
+    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), or one
+    kernel's bests to a C/C++ header (--header)."""
+    if sum(p is not None for p in (out_path, header, t4)) != 1:
+        raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json (one of them)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
     if header is not None:
         _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
@@ -45,12 +50,17 @@ def export(
         return
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
-    from autotune.store.share import export_results
+    if t4 is not None:
+        from autotune.store.t4 import export_t4 as write
+    else:
+        from autotune.store.share import export_results as write
 
-    report = export_results(open_store(db), out_path, kernel=kern, dims=shapes, device_name=device,
-                            include_stale=include_stale, nvcc_version=stale.current_nvcc())
+    target = t4 if t4 is not None else out_path
+    report = write(open_store(db), target, kernel=kern, dims=shapes, device_name=device,
+                   include_stale=include_stale, nvcc_version=stale.current_nvcc())
     count = report.exported
-    out.print(f"exported {count} result{'s' if count != 1 else ''} to {out_path}", markup=False)
+    what = "trial" if t4 is not None else "result"
+    out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
     if report.stale:
         err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
     if report.unchecked:
@@ -81,14 +91,20 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
 @handle_errors
 def import_(
     path: Annotated[Path, typer.Argument(dir_okay=False,
-                                         help="A file written by autotune export.")],
+                                         help="A file written by autotune export (--out or --t4; told apart by content).")],
     kernel: Annotated[Optional[list[str]], typer.Option(
         "--kernel", "-k", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
                                "(repeatable); the catalog's kernels are always known.")] = None,
     db: Db = None,
 ) -> None:
-    """Add the results of an exported JSON file to the database (duplicates are skipped)."""
+    """Add the results of an exported JSON file, or the trials of a T4 file, to the database
+    (duplicates are skipped)."""
     kernels = [resolve_kernel(value) for value in kernel or ()]
+    from autotune.store.t4_read import is_t4
+
+    if is_t4(path):
+        _import_t4(path, kernels, db)
+        return
     from autotune.store.share import import_results, read_results
 
     loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
@@ -97,6 +113,23 @@ def import_(
     if report.imported:
         line += f"; {report.best} became the best of their key"
     out.print(line, markup=False)
+    if report.stale:
+        out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
+                  "or macros): kept, but lookups use only current results", markup=False)
+
+
+def _import_t4(path: Path, kernels: list, db: str | None) -> None:
+    from autotune.store.t4_read import import_t4, read_t4
+
+    loaded = read_t4(path, kernels)  # the whole file is checked before the database is opened
+    report = import_t4(open_store(db), loaded)
+    line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
+    if report.best:
+        line += f"; an imported trial became the best of {report.best} key(s)"
+    out.print(line, markup=False)
+    if loaded.constraints:
+        out.print(f"left out {loaded.constraints} result(s) of invalidity 'constraints' (not trials in autotune)",
+                  markup=False)
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
