@@ -208,12 +208,19 @@ def _space(spec: Spec):
     return load_space(get_kernel(spec.kernel), SPACES / spec.space)
 
 
+DEFAULT_FIRST = " +default"
+"""Label suffix of a replay that measures the kernel's default first, as ``autotune search`` does."""
+
+
 def _ours(job):
-    spec, path, strategy, seed, budget = job
+    spec, path, label, seed, budget = job
+    from autotune.kernel.catalog import get_kernel
     from autotune.search.replay import replay
     from autotune.search.table import read_table
 
-    return replay(strategy, _space(spec), read_table(path), budget, seed=seed).curve
+    name = label.removesuffix(DEFAULT_FIRST)
+    first = [get_kernel(spec.kernel).default_config()] if label.endswith(DEFAULT_FIRST) else []
+    return replay(name, _space(spec), read_table(path), budget, seed=seed, first=first).curve
 
 
 def _kt(job):
@@ -229,12 +236,14 @@ def _kt(job):
 
 
 def our_strategies(chosen: list[str] | None) -> list[str]:
+    """Replay labels: each registry strategy (``transfer`` in (c) only), and the default one
+    again with the kernel's default measured first (what ``autotune search`` does)."""
     try:
-        from autotune.search.strategies import STRATEGIES
+        from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
     except ImportError:
         return []
-    names = [n for n in STRATEGIES if n != "transfer"]
-    return [n for n in names if n in chosen] if chosen is not None else names
+    names = [n for n in STRATEGIES if n != "transfer" and (chosen is None or n in chosen)]
+    return names + [DEFAULT_STRATEGY + DEFAULT_FIRST]
 
 
 def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: list[str] | None, workers: int) -> None:
@@ -365,7 +374,7 @@ def transfer(out, tables: dict) -> None:
                     f"shapes, nearest first: {hits[0] if hits else '>10'}")
             if have_transfer:
                 configs = {s: table_configs(loaded[s], _space(s)) for s in tuned}
-                history = [(configs[s][k], v) for s in tuned for k, v in loaded[s].items()]
+                history = [(configs[s][k], v, _distance(s, held), s.shape) for s in tuned for k, v in loaded[s].items()]
                 r = replay("transfer", space, table, 10, seed=0, history=history)
                 first = next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None)
                 line += f"; autotune transfer strategy: {first or '>10'}"

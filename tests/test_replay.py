@@ -110,6 +110,15 @@ def test_replay_counts_failed_configs_as_measured_and_skips_unrecorded_ones():
     assert list(r.curve) == sorted(r.curve, reverse=True)
 
 
+def test_configs_measured_first_count_and_are_told():
+    table = planted_table(failed=0)
+    configs = space().configs()
+    log = []
+    r = replay("list", space(), table, 3, factory=factory_of(configs, log), first=[configs[7]])
+    assert r.measured == (configs[7].key, configs[0].key, configs[1].key)
+    assert log[0] == (configs[7].key, table[configs[7].key])
+
+
 def test_replay_stops_when_the_strategy_is_exhausted_and_refuses_foreign_configs():
     table = planted_table()
     configs = space().configs()[:4]

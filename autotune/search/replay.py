@@ -49,15 +49,18 @@ def _default_factory(name: str, space, *, seed: int, history: Sequence):
 
 
 def replay(strategy: str, space, table: Mapping[str, float | None], budget: int, *, seed: int = 0,
-           batch: int = 1, history: Sequence = (), factory: Callable | None = None) -> Replay:
+           batch: int = 1, history: Sequence = (), first: Sequence = (), factory: Callable | None = None) -> Replay:
     """Run ``strategy`` (a registry name) on ``space`` (a
     :class:`~autotune.kernel.space.SearchSpace`) against ``table`` (config key -> median ms or
     ``None``) until ``budget`` configs are measured or the strategy has nothing left to ask.
 
     Args:
         batch: configs asked at once (``ask(batch)``), all told before the next ask.
-        history: ``(Config, ms | None)`` pairs known before the run (a transfer strategy's prior);
-            they are not counted as measured.
+        history: what is known before the run, as the registry takes it: ``(Config, ms | None)``
+            of this problem, ``(Config, ms | None, distance, shape)`` of other shapes (a transfer
+            strategy's prior); not counted as measured.
+        first: configs measured before the strategy is asked (counted, and told to it), as
+            ``autotune search`` measures the kernel's default first; those the table lacks are skipped.
         factory: ``factory(name, space, seed=, history=)`` building the strategy; default
             :func:`autotune.search.strategies.make_strategy`.
 
@@ -74,6 +77,10 @@ def replay(strategy: str, space, table: Mapping[str, float | None], budget: int,
     s = (factory or _default_factory)(strategy, space, seed=seed, history=tuple(history))
     measured: list[str] = []
     unrecorded = 0
+    for config in first:
+        if config.key in times and config.key not in measured and len(measured) < budget:
+            measured.append(config.key)
+            s.tell(config, times[config.key])
     while len(measured) < budget:
         proposals = s.ask(min(batch, budget - len(measured)))
         if not proposals:
