@@ -220,7 +220,10 @@ def _ours(job):
 
     name = label.removesuffix(DEFAULT_FIRST)
     first = [get_kernel(spec.kernel).default_config()] if label.endswith(DEFAULT_FIRST) else []
-    return replay(name, _space(spec), read_table(path), budget, seed=seed, first=first).curve
+    try:
+        return replay(name, _space(spec), read_table(path), budget, seed=seed, first=first).curve
+    except Exception as exc:  # e.g. a strategy whose package is missing here: reported, not fatal
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
 
 
 def _kt(job):
@@ -276,8 +279,12 @@ def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: li
             per = {}
             for (n, s), f in ours_jobs.items():
                 per.setdefault(("autotune", n), {b: [] for b in BUDGETS})
+                got = f.result()
+                if isinstance(got, str):
+                    log(out, f"  autotune {n} seed {s}: failed: {got}")
+                    continue
                 for b in BUDGETS:
-                    per[("autotune", n)][b].append(list(f.result())[:b])
+                    per[("autotune", n)][b].append(list(got)[:b])
             for (n, b, s), f in kt_jobs.items():
                 got = f.result()
                 per.setdefault(("kernel_tuner", n), {bb: [] for bb in BUDGETS})
