@@ -17,7 +17,8 @@
 (c) Transfer (CPU, with (b)): for each table group of several shapes, each shape held out in
     turn: configs measured until within 2 % of the held-out table's best, by (1) the bests of the
     other (tuned) shapes, nearest first by the lookup's log-distance, and (2) autotune's
-    ``transfer`` strategy given the other shapes' trials as history (where the registry has it);
+    ``transfer`` strategy given the other shapes' trials as history, the kernel's default measured
+    first as ``autotune search`` does (where the registry has it);
     beside the exact chance that 10 random configs get there.
 ``--record`` (GPU) measures the tables: ``autotune sweep`` of each table's space at its shape
 (``--top-k 1 --rounds 1``: every config measured once, no re-timing) into a fresh database, then
@@ -353,6 +354,7 @@ def _distance(a: Spec, b: Spec) -> float:
 
 
 def transfer(out, tables: dict) -> None:
+    from autotune.kernel.catalog import get_kernel
     from autotune.search.replay import replay
     from autotune.search.table import read_table, table_configs
 
@@ -382,7 +384,8 @@ def transfer(out, tables: dict) -> None:
             if have_transfer:
                 configs = {s: table_configs(loaded[s], _space(s)) for s in tuned}
                 history = [(configs[s][k], v, _distance(s, held), s.shape) for s in tuned for k, v in loaded[s].items()]
-                r = replay("transfer", space, table, 10, seed=0, history=history)
+                default = get_kernel(held.kernel).default_config()  # measured first, as autotune search does
+                r = replay("transfer", space, table, 10, seed=0, history=history, first=[default])
                 first = next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None)
                 line += f"; autotune transfer strategy: {first or '>10'}"
             log(out, line + f"; random: {100 * chance:.1f} % chance within 10 ({good} of {len(table)} configs qualify)")
