@@ -56,6 +56,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 SPACES = ROOT / "benchmarks" / "spaces"
 BUDGETS = (20, 50, 100)
 WITHIN = 0.02
+TRANSFER_SEEDS = 5
 KT_STRATEGIES = ("random_sample", "genetic_algorithm", "dual_annealing", "bayes_opt", "simulated_annealing",
                  "diff_evo", "pso", "firefly_algorithm", "greedy_ils", "mls", "basinhopping", "minimize")
 """Kernel Tuner 1.5.0 strategies that run in simulation mode on a budget of evaluations."""
@@ -385,9 +386,12 @@ def transfer(out, tables: dict) -> None:
                 configs = {s: table_configs(loaded[s], _space(s)) for s in tuned}
                 history = [(configs[s][k], v, _distance(s, held), s.shape) for s in tuned for k, v in loaded[s].items()]
                 default = get_kernel(held.kernel).default_config()  # measured first, as autotune search does
-                r = replay("transfer", space, table, 10, seed=0, history=history, first=[default])
-                first = next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None)
-                line += f"; autotune transfer strategy: {first or '>10'}"
+                counts = []
+                for seed in range(TRANSFER_SEEDS):
+                    r = replay("transfer", space, table, 10, seed=seed, history=history, first=[default])
+                    counts.append(next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None))
+                line += f"; autotune transfer strategy, seeds 0-{TRANSFER_SEEDS - 1}: " + ", ".join(
+                    str(c) if c else ">10" for c in counts)
             log(out, line + f"; random: {100 * chance:.1f} % chance within 10 ({good} of {len(table)} configs qualify)")
 
 
