@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from autotune.cli import app
@@ -16,7 +16,7 @@ from autotune.store.models import Trial
 from autotune.store.repository import Store
 from autotune.store.t4 import export_t4
 from autotune.store.t4_read import import_t4, is_t4, read_t4
-from test_share import A100, configs, key, measured, tune
+from test_share import A100, configs, key, tune
 
 runner = CliRunner()
 SCHEMA = Path("kernel_tuner/schema/T4/1.0.0/results-schema.json")
