@@ -414,7 +414,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20, help="seeds of each autotune strategy")
-    ap.add_argument("--kt-seeds", type=int, default=10, help="seeds of each Kernel Tuner strategy and budget")
+    ap.add_argument("--kt-seeds", type=int, default=30, help="seeds of each Kernel Tuner strategy and budget")
     ap.add_argument("--ours", nargs="*", default=None, help="autotune strategies to replay (default: all)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
