@@ -184,3 +184,35 @@ def test_kernel_tuner_reads_the_cache_file_and_its_simulation_replays_it(tmp_pat
         curve = simulate(path, "brute_force", len(table))
     best = min(v for v in table.values() if v is not None)
     assert len(curve) == len(table) and curve[-1] == best  # brute force visits all, the failed ones counted
+
+
+# --- a stored key as Kernel Tuner's cache file: autotune export --kt-cache -----------------------
+
+
+def test_export_kt_cache_writes_one_keys_trials_and_refuses_several(tmp_path):
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+    from autotune.store.repository import Store
+    from test_share import A100, configs, key, tune
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    store = Store(url)
+    c = configs()
+    tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0)])  # plus one failed trial (compile_error)
+    tune(store, key(device=A100), [(c[1], 1400.0)])
+    path = tmp_path / "kt.json"
+    run = CliRunner().invoke(app, ["export", "--kt-cache", str(path), "--kernel", "smem_pad", "--db", url])
+    assert run.exit_code == 2 and "2 stored keys of smem_pad match" in run.output and not path.exists()
+    run = CliRunner().invoke(app, ["export", "--kt-cache", str(path), "--kernel", "smem_pad", "--device", "H100",
+                                   "--db", url])
+    assert run.exit_code == 0, run.output
+    assert "wrote 3 config(s) (1 failed)" in run.output
+    doc = json.loads(path.read_text())
+    names = doc["tune_params_keys"]
+    first = store.key_trials(key())[0]
+    assert doc["cache"][cache_key(names, first.config.as_dict())]["time"] == first.median_ms
+    assert doc["device_name"] == key().device.name and doc["problem_size"] == [1024, 1024]
+    assert sum(e["time"] == FAILED for e in doc["cache"].values()) == 1
+    run = CliRunner().invoke(app, ["export", "--out", str(tmp_path / "x.json"), "--dtype", "float32", "--db", url])
+    assert run.exit_code == 2 and "--dtype applies to --t4 and --kt-cache only" in run.output

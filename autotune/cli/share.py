@@ -12,7 +12,8 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
+from ._common import (open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, SpaceFile, err, handle_errors,
+                      out, problem_dims)
 
 
 @app.command("export")
@@ -28,6 +29,13 @@ def export(
                                                help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
                                                     "write with every trial, ok and failed, of the selected keys "
                                                     "(replaced whole if it exists).")] = None,
+    kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False,
+                                                     help="Kernel Tuner cache file (JSON) to write with the trials "
+                                                          "of one key, for Kernel Tuner's simulation mode "
+                                                          "(tune_kernel(..., simulation_mode=True, cache=FILE)).")] = None,
+    space: SpaceFile = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Only keys of this element type "
+                                                                  "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
@@ -41,8 +49,13 @@ def export(
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
     ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), or one
     kernel's bests to a C/C++ header (--header)."""
-    if sum(p is not None for p in (out_path, header, t4)) != 1:
-        raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json (one of them)")
+    if sum(p is not None for p in (out_path, header, t4, kt_cache)) != 1:
+        raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json or --kt-cache FILE.json "
+                                "(one of them)")
+    if dtype is not None and t4 is None and kt_cache is None:
+        raise InvalidInputError("--dtype applies to --t4 and --kt-cache only")
+    if space is not None and kt_cache is None:
+        raise InvalidInputError("--space applies to --kt-cache only (the space the key was searched in)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
     if header is not None:
         _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
@@ -50,14 +63,18 @@ def export(
         return
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
+    if kt_cache is not None:
+        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db)
+        return
     if t4 is not None:
         from autotune.store.t4 import export_t4 as write
     else:
         from autotune.store.share import export_results as write
 
     target = t4 if t4 is not None else out_path
+    extra = {"dtype": dtype} if t4 is not None else {}
     report = write(open_store(db), target, kernel=kern, dims=shapes, device_name=device,
-                   include_stale=include_stale, nvcc_version=stale.current_nvcc())
+                   include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
     what = "trial" if t4 is not None else "result"
     out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
@@ -68,6 +85,21 @@ def export(
                   markup=False)
     if count == 0:
         err.print("nothing is tuned for those filters; the file holds no results")
+
+
+def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,
+                     include_stale: bool, db: str | None) -> None:
+    if kern is None:
+        raise InvalidInputError("--kt-cache needs --kernel: a Kernel Tuner cache holds one kernel's configs")
+    from autotune.kernel.space import load_space
+    from autotune.search.kt_cache import export_cache
+
+    chosen_space = load_space(kern, space) if space is not None else None
+    count, failed = export_cache(open_store(db), path, kernel=kern, space=chosen_space, dims=shapes,
+                                 device_name=device, dtype=dtype, include_stale=include_stale,
+                                 nvcc_version=stale.current_nvcc())
+    out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
+              "simulation mode", markup=False)
 
 
 def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None) -> None:

@@ -33,7 +33,7 @@ from autotune.errors import InvalidInputError
 from autotune.search.score import best_so_far
 from autotune.search.table import table_configs
 
-__all__ = ["FAILED", "write_cache", "simulate", "cache_key"]
+__all__ = ["FAILED", "write_cache", "export_cache", "simulate", "cache_key"]
 
 FAILED = "RuntimeFailedConfig"
 """The ``time`` of a failed config in the cache (one of ``kernel_tuner.util``'s error names)."""
@@ -80,6 +80,48 @@ def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLik
     except OSError as exc:
         raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
     return doc
+
+
+def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None, dims: Any = None,
+                 device_name: str | None = None, dtype: str | None = None, include_stale: bool = False,
+                 nvcc_version: str | None = None) -> tuple[int, int]:
+    """Write the trials of exactly one stored key (selected as by
+    :func:`autotune.store.t4.select_keys`: ``kernel``, ``dims``, ``device_name``, ``dtype``) as a
+    Kernel Tuner cache file at ``path`` (:func:`write_cache`): its table
+    (:func:`autotune.search.table.table_from_trials`) over ``space`` (a SearchSpace; default the
+    kernel's own), the device's name, the kernel's name and its dims as the problem size.
+    Returns (configs written, failed ones among them).
+
+    Raises:
+        InvalidInputError: no key or several keys match (the message lists them); a trial's
+            config is not in ``space`` (give the space file the search used); ``path`` cannot be
+            written.
+    """
+    from autotune.kernel.catalog import get_kernel
+    from autotune.search.table import table_from_trials
+    from autotune.store.records import trial_record
+    from autotune.store.t4 import key_trials, select_keys
+
+    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    chosen, _, _ = select_keys(store, kernel=k, dims=dims, device_name=device_name, include_stale=include_stale,
+                               nvcc_version=nvcc_version, dtype=dtype)
+    if len(chosen) != 1:
+        found = "; ".join(f"{r.device_name} {r.display} {r.dtype}" for r in chosen[:8]) or "none"
+        raise InvalidInputError(f"a Kernel Tuner cache holds one key; {len(chosen)} stored keys of {k.name} match "
+                                f"({found}): narrow them with --dims/--size, --dtype or --device")
+    record = chosen[0]
+    with store.session() as session:
+        _, trials = key_trials(session, record)
+        table = table_from_trials(trial_record(t, record.kernel) for t in trials)
+    space = space if space is not None else k.space()
+    try:
+        write_cache(table, space, path, kernel_name=k.name, device_name=record.device_name,
+                    problem_size=[v for _, v in record.dims])
+    except InvalidInputError as exc:
+        if "is not in the space" not in str(exc):
+            raise
+        raise InvalidInputError(f"{exc}; give the space file the search used (--space FILE)") from None
+    return len(table), sum(v is None for v in table.values())
 
 
 def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: int = 0,

@@ -42,7 +42,8 @@ from autotune.store.models import Search, Trial
 from autotune.store.repository import Store
 from autotune.store.share import ExportReport, _iso, _write_atomically, known_kernels
 
-__all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document"]
+__all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document", "select_keys",
+           "key_trials"]
 
 T4_VERSION = "1.0.0"
 """The T4 schema version written (and read)."""
@@ -105,24 +106,23 @@ def t4_document(keys: list[dict[str, Any]], results: list[dict[str, Any]]) -> di
             "results": results}
 
 
-def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
-              dims: Mapping[str, int] | str | list | None = None, device_name: str | None = None,
-              include_stale: bool = False, nvcc_version: str | None = None) -> ExportReport:
-    """Write every trial (ok and failed, of every search) of the keys selected as by
-    :func:`autotune.store.share.export_results` (``kernel``, ``dims``, ``device_name``; stale keys
-    only with ``include_stale``) to the T4 file ``path``, key by key, trials in stored order.
-    The file is replaced whole or not at all. ``ExportReport.exported`` counts trials.
+def select_keys(store: Store, *, kernel: Any = None, dims: Mapping[str, int] | str | list | None = None,
+                device_name: str | None = None, include_stale: bool = False,
+                nvcc_version: str | None = None, dtype: str | None = None) -> tuple[list, list[str], int]:
+    """The stored bests (:class:`~autotune.store.records.BestRecord`, one per key) selected as by
+    :func:`autotune.store.share.export_results` (and of ``dtype`` where given); with the stale reasons of those left out (or
+    kept, with ``include_stale``) and how many are of kernels this machine does not know.
 
     Raises:
-        InvalidInputError: unknown kernel; ``path`` cannot be written.
-        StoreError: the database cannot be read.
+        InvalidInputError: unknown kernel name.
     """
     from autotune.kernel.catalog import get_kernel
 
     k = get_kernel(kernel) if isinstance(kernel, str) else kernel
     kernels = known_kernels([k] if k is not None and not isinstance(kernel, str) else [])
     records = [r for one in (dims if isinstance(dims, list) else [dims])
-               for r in store.find_best(kernel=None if k is None else k.name, dims=one, device_name=device_name)]
+               for r in store.find_best(kernel=None if k is None else k.name, dims=one, device_name=device_name,
+                                        dtype=dtype)]
     reasons, chosen, unchecked = [], [], 0
     for record in records:
         current = kernels.get(record.kernel)
@@ -133,17 +133,40 @@ def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
                 continue
         unchecked += current is None
         chosen.append(record)
+    return chosen, reasons, unchecked
+
+
+def key_trials(session, record) -> tuple[Search, list[Trial]]:
+    """The search of ``record`` (a BestRecord) and every trial of every search of its key, in
+    stored order (``session``: an open :meth:`Store.session`)."""
+    best_search = session.get(Search, record.search_id)
+    same_key = select(Search.id).where(
+        Search.device_id == best_search.device_id, Search.kernel_id == best_search.kernel_id,
+        Search.dims == best_search.dims, Search.dtype == best_search.dtype,
+        Search.nvcc_version == best_search.nvcc_version, Search.compile_flags == best_search.compile_flags)
+    return best_search, list(session.scalars(select(Trial).where(Trial.search_id.in_(same_key)).order_by(Trial.id)))
+
+
+def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
+              dims: Mapping[str, int] | str | list | None = None, device_name: str | None = None,
+              include_stale: bool = False, nvcc_version: str | None = None, dtype: str | None = None) -> ExportReport:
+    """Write every trial (ok and failed, of every search) of the keys selected as by
+    :func:`autotune.store.share.export_results` (``kernel``, ``dims``, ``device_name``, and
+    ``dtype`` where given; stale keys only with ``include_stale``) to the T4 file ``path``, key by key, trials in stored order.
+    The file is replaced whole or not at all. ``ExportReport.exported`` counts trials.
+
+    Raises:
+        InvalidInputError: unknown kernel; ``path`` cannot be written.
+        StoreError: the database cannot be read.
+    """
+    chosen, reasons, unchecked = select_keys(store, kernel=kernel, dims=dims, device_name=device_name,
+                                             include_stale=include_stale, nvcc_version=nvcc_version, dtype=dtype)
     keys, results = [], []
     with store.session() as session:
         for record in chosen:
-            best_search = session.get(Search, record.search_id)
-            same_key = select(Search.id).where(
-                Search.device_id == best_search.device_id, Search.kernel_id == best_search.kernel_id,
-                Search.dims == best_search.dims, Search.dtype == best_search.dtype,
-                Search.nvcc_version == best_search.nvcc_version, Search.compile_flags == best_search.compile_flags)
-            trials = session.scalars(select(Trial).where(Trial.search_id.in_(same_key)).order_by(Trial.id)).all()
+            search, trials = key_trials(session, record)
             results += [_result(t, len(keys)) for t in trials]
-            keys.append(_key_of(best_search))
+            keys.append(_key_of(search))
     try:
         text = json.dumps(t4_document(keys, results), indent=1, allow_nan=False) + "\n"
     except ValueError as exc:
