@@ -164,7 +164,13 @@ CASES = [
     Case(S + ["--size", 64, "--trials", -3], "--trials -3 is not allowed"),
     Case(S + ["--size", 64, "--timeout", -1], "--timeout -1 is not allowed; give a positive number of seconds"),
     Case(S + ["--size", 64, "--timeout", "soon"], "'soon' is not a number"),
-    Case(S + ["--size", 64, "--sampler", "cmaes"], "unknown sampler 'cmaes'; allowed: tpe, random, grid"),
+    Case(S + ["--size", 64, "--strategy", "annealing"],
+         "--strategy 'annealing' is not known; allowed: tpe, random, grid, gp, cmaes, transfer"),
+    Case(S + ["--size", 64, "--sampler", "annealing"], "--strategy 'annealing' is not known"),  # the old name
+    Case(S + ["--size", 64, "--strategy", "tpe", "--sampler", "grid"], "--sampler grid (the old name of "
+         "--strategy) and --strategy tpe disagree; give --strategy only"),
+    Case(S + ["--size", 64, "--batch", 0], "--batch 0 is not allowed; give 1..1024 configs"),
+    Case(S + ["--size", 64, "--top-k", 0], "--top-k 0 is not allowed; give 1 or more"),
     Case(S + ["--size", 64, "--repeats", 5], "--repeats 5 is not allowed; give 20 or more"),
     Case(S + ["--size", 64, "--bogus"], "No such option: --bogus"),
     Case(["best", "--size", 64], "the folder of database {tmp}/missing/db.sqlite does not exist", db="missing/db.sqlite"),

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from autotune.cli import app
 from autotune.kernel.catalog import get_kernel
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -51,7 +52,8 @@ def tuned_db(db_url, device_info):
     """smem_pad tuned (fake timer, grid) at 1024^2 and 4096^2 float32."""
     for n in (1024, 4096):
         key = tuning_key("smem_pad", device_info, (n, n), "float32")
-        search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), n_trials=100, sampler="grid")
+        search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url),
+               SearchOptions(trials=100, strategy="grid"))
     return db_url
 
 

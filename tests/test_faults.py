@@ -28,6 +28,7 @@ from autotune.store import locking
 from autotune.cli import app
 from autotune.errors import StoreError
 from autotune.kernel.catalog import KERNELS
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -257,7 +258,7 @@ def test_a_postgres_server_gone_mid_search_stops_it_and_resume_goes_on(tmp_path)
 def _tuned(url: str) -> None:
     key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     store = Store(url)
-    search(key, KERNELS["smem_pad"].space(), FakeTimer(), store, n_trials=6, seed=1, sampler="random",
+    search(key, KERNELS["smem_pad"].space(), FakeTimer(), store, SearchOptions(trials=6, seed=1, strategy="random"),
            retime=fake_retime())
     store.close()
 

@@ -22,6 +22,7 @@ from autotune.store.key import tuning_key
 from autotune.store.share import export_results, import_results, read_results
 from autotune.store.repository import Store
 from autotune.store.schema import head_revision
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
 from fakes import FakeMatmulBench
@@ -102,7 +103,7 @@ def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args,
 def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
     key = tuning_key(kernel, device_info, (m, n, k), "float32")
     bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
-    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url), n_trials=trials, seed=3)
+    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url), SearchOptions(trials=trials, seed=3))
     return key
 
 
@@ -149,7 +150,7 @@ def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_
     from fakes import FakeTimer
 
     key = tuning_key("smem_pad", device_info, (256, 256), "float32")
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), n_trials=3, seed=1)
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), SearchOptions(trials=3, seed=1))
     tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "old.json"
     export_results(Store(db_url), path)
@@ -198,7 +199,7 @@ def test_a_database_of_revision_0003_upgrades_and_its_bench_run_gets_named_dims(
     assert con.execute("select dims from autotune_bench_runs").fetchall() == [("rows=64,cols=64",)]
     con.close()
     key = tuning_key("smem_pad", device_info, (64, 64), "float32")
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, n_trials=2, seed=1)
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, SearchOptions(trials=2, seed=1))
     assert store.best(key).dims == (("rows", 64), ("cols", 64))  # the old device row is reused
 
 

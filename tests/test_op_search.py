@@ -9,6 +9,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.runtime import op_choice
 from autotune.runtime.lookup import clear_cache
 from autotune.search.op import halving_plan, op_kernels, op_standings, split_budget, tune_op
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -33,12 +34,12 @@ class ScaledTimer(FakeTimer):
 
 def fake_tune(device_info, factors, calls):
     """A ``tune_kernel`` for tune_op: the real tuner (random sampler) on a scaled fake timer."""
-    def tune_kernel(kernel, dims, dtype, *, trials, seed, resume, db, device, **options):
-        calls.append((kernel.name, trials, resume))
+    def tune_kernel(kernel, dims, dtype, *, device, options):
+        calls.append((kernel.name, options.trials, options.resume))
         key = tuning_key(kernel, device_info, dims, dtype)
         timer = ScaledTimer(factors.get(kernel.name, 0.5))
-        return search(key, kernel.space(), timer, Store(db), n_trials=trials, seed=seed, sampler="random",
-                      resume=resume, memcpy_gbps=3000.0)
+        return search(key, kernel.space(), timer, Store(options.db), options.replace(strategy="random"),
+                      memcpy_gbps=3000.0)
     return tune_kernel
 
 

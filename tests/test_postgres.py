@@ -21,6 +21,7 @@ from autotune.store.key import tuning_key
 from autotune.store.models import Base
 from autotune.store.schema import head_revision
 from autotune.store.repository import Store
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
 from fakes import FakeTimer, fake_retime
@@ -74,8 +75,8 @@ def test_an_older_database_is_migrated_in_place_keeping_its_rows(pg_url):
 
 def test_best_and_lookup_read_a_search_stored_in_postgres(pg_url, device_info):
     key = tuning_key("smem_pad", device_info, (256, 256), "float32")
-    result = search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(pg_url), n_trials=30, seed=3,
-                    sampler="random", retime=fake_retime())
+    result = search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(pg_url),
+                    SearchOptions(trials=30, seed=3, strategy="random"), retime=fake_retime())
     best = Store(pg_url).best(key)
     assert best is not None and best.config == result.decision.winner.config and best.rounds == 5
 

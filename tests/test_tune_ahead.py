@@ -1,9 +1,9 @@
-"""A sampler's search over a space it will measure whole (at most --trials valid configs: the
-README main job's TPE over smem_pad's 54) compiles the space ahead on every core, the default
-first, as a grid does (autotune/search/tune.py ``_ahead``); a larger space is not compiled ahead.
-Either way the benchmark's helpers (the device comparison kernels, the bound kernel copy_row)
-are compiled first, before the measuring child needs them."""
+"""A search compiles ahead on every core from before its measuring child exists: the
+benchmark's helpers (the device comparison kernels, the bound kernel copy_row), the kernel's
+default, and a grid's first two batches in its order (autotune/search/on_gpu.py
+``compile_pool``); a search whose trials cover the space is a grid (``whole_space``)."""
 
+import itertools
 import shutil
 
 import pytest
@@ -11,36 +11,32 @@ import pytest
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure import device_compare
-from autotune.search.tune import _ahead
+from autotune.search.on_gpu import compile_pool, whole_space
+from autotune.search.options import SearchOptions
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_tpe_over_a_space_it_measures_whole_compiles_it_ahead(monkeypatch, tmp_path):
+def test_a_grid_compiles_its_first_batches_in_order_and_a_strategy_its_default(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "1")
     monkeypatch.setattr(device_compare, "_CUBINS", {})  # built once per process: an earlier test may have
     k, f32 = KERNELS["smem_pad"], get_dtype("float32")
-    valid = k.space().count(1000)
-    assert valid == 54
-    for trials in (1, valid - 1):
-        with _ahead("tpe", k, f32, "sm_90", k.space(), trials) as ahead:
-            assert ahead.wait(timeout=300)
-        assert (ahead.done, ahead.helpers) == ([], 2)
-    assert len(list(tmp_path.rglob("*.cubin"))) == 2  # the comparison kernels and copy_row
-    for trials in (valid, 100):
-        with _ahead("tpe", k, f32, "sm_90", k.space(), trials) as ahead:
-            assert ahead.wait(count=1, timeout=300)
-        assert ahead.done[0] == k.default_config()
+    space = k.space()
+    with compile_pool(k, f32, "sm_90", space, SearchOptions(strategy="tpe", trials=1), 2) as (_, ahead):
+        assert ahead.wait(count=1, timeout=300)  # one worker: the helpers ended before
+    assert (ahead.done, ahead.helpers) == ([k.default_config()], 2)
+    with compile_pool(k, f32, "sm_90", space, SearchOptions(strategy="grid"), 2) as (_, ahead):
+        assert ahead.wait(count=5, timeout=300)
+    order = [c for c in space.configs() if c != k.default_config()]
+    assert ahead.done == [k.default_config(), *itertools.islice(order, 4)]  # one worker: in order
+    assert len(list(tmp_path.rglob("*.cubin"))) == 2 + 5  # the comparison kernels, copy_row, 5 configs
 
 
 def test_a_search_the_trials_cover_measures_the_space_in_order():
     """TPE with trials >= the space's valid configs and no timeout measures every one in the
-    grid's order; a timeout, fewer trials or a grid keep the sampler asked for."""
-    from autotune.search.tune import whole_space
-
+    grid's order; a timeout, fewer trials or a grid keep the strategy asked for."""
     space = KERNELS["smem_pad"].space()
-    assert whole_space("tpe", space, 54, None) and whole_space("random", space, 100, None)
-    assert not whole_space("tpe", space, 53, None)
-    assert not whole_space("tpe", space, 100, 60.0)
-    assert not whole_space("grid", space, 100, None)
-
+    assert whole_space(SearchOptions(trials=54), space) and whole_space(SearchOptions(strategy="random"), space)
+    assert not whole_space(SearchOptions(trials=53), space)
+    assert not whole_space(SearchOptions(timeout=60.0), space)
+    assert not whole_space(SearchOptions(strategy="grid"), space)

@@ -5,10 +5,11 @@ import pytest
 
 from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
-from autotune.store.key import TuningKey, tuning_key
+from autotune.store.key import TuningKey
 from autotune.kernel.space import SearchSpace
 from autotune.store.repository import Store
 from autotune.search import tuner as tuner_module
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
@@ -34,7 +35,7 @@ def key(device_info) -> TuningKey:
 @pytest.mark.parametrize("sampler", ["grid", "tpe", "random"])
 def test_finds_the_fake_optimum_and_stores_it(store, key, sampler):
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=300, seed=3, sampler=sampler)
+    result = search(key, SPACE, timer, store, SearchOptions(trials=300, seed=3, strategy=sampler))
     valid = SPACE.configs()
     assert result.stopped == "exhausted"
     assert set(timer.calls) == set(valid) and len(timer.calls) == len(valid)  # each measured once
@@ -43,21 +44,23 @@ def test_finds_the_fake_optimum_and_stores_it(store, key, sampler):
     assert best.config == BEST and best.gbps == pytest.approx(timer.gbps(BEST))
 
 
-def test_duplicates_are_not_measured_again(store, key):
+def stored_trials(store, key):
+    return optuna.load_study(study_name=key.study_name, storage=store.optuna_storage()).trials
+
+
+def test_no_repeat_nor_constraint_breaker_is_proposed_measured_or_stored(store, key):
+    """Issue 22 target 4 and issue 28: a strategy proposes valid new configs only, so the
+    stored study holds one trial per measured config, nothing PRUNED, no copied duplicate."""
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=12, seed=0, sampler="random")
-    dups = [o for o in result.outcomes if o.status == "duplicate"]
-    assert dups, "a random search measuring 12 of 16 configs proposes some twice"
-    assert len(timer.calls) == 12 and result.stopped == "trials"  # --trials counts configs measured
-    assert len(timer.calls) == len(set(timer.calls))
-    for d in dups:
-        earlier = result.outcomes[d.duplicate_of]
-        assert earlier.config == d.config and earlier.status not in ("duplicate", "constraint")
-    stored = store.key_trials(key)
-    assert len(stored) == len(timer.calls)  # the DB holds measurements, not the skipped proposals
-    study = optuna.load_study(study_name=key.study_name, storage=store.optuna_storage())
-    for d in dups:  # in Optuna's study: status and duplicate_of only (each attribute is a transaction)
-        assert study.trials[d.number].user_attrs == {"status": "duplicate", "duplicate_of": d.duplicate_of}
+    result = search(key, SPACE, timer, store, SearchOptions(trials=12, seed=0, strategy="random", batch=5))
+    assert len(timer.calls) == 12 == len(set(timer.calls)) and result.stopped == "trials"
+    assert all(not SPACE.violations(c) for c in timer.calls)
+    assert [o.status for o in result.outcomes] == ["ok"] * 12
+    trials = stored_trials(store, key)
+    assert [t.state for t in trials] == [optuna.trial.TrialState.COMPLETE] * 12
+    assert [Config.of("smem_pad", t.params) for t in trials] == timer.calls
+    assert all(t.user_attrs == {"status": "ok"} for t in trials)
+    assert len(store.key_trials(key)) == 12
 
 
 def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval(store, key, monkeypatch):
@@ -75,23 +78,14 @@ def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval
         now[0] += study_storage.HEARTBEAT_S / 2  # two trials a heartbeat interval
         return fake(config)
 
-    result = search(key, SPACE, timer, store, n_trials=8, sampler="grid")
+    result = search(key, SPACE, timer, store, SearchOptions(trials=8, strategy="grid"))
     assert result.measured_count == 8
     assert len(calls) == 1 + 3  # the start; then trials 2, 4, 6 find an interval gone by (not 0..7)
 
 
-def test_constraint_breaking_proposals_are_never_measured(store, key):
-    timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=10, seed=5, sampler="random")
-    broken = [o for o in result.outcomes if o.status == "constraint"]
-    assert broken, "random proposals over 24 combinations include the 8 invalid ones"
-    assert len(timer.calls) == 10 == result.measured_count  # they cost nothing and do not count
-    assert all(SPACE.violations(o.config) and o.config not in timer.calls for o in broken)
-
-
 def test_grid_measures_exactly_the_valid_configs_in_order(store, key):
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid"))
     assert timer.calls == [DEFAULT] + [c for c in SPACE.configs() if c != DEFAULT]  # the default first
     assert [o.status for o in result.outcomes] == ["ok"] * len(SPACE.configs())
     assert result.stopped == "exhausted"
@@ -102,7 +96,7 @@ def test_failed_trials_are_recorded_and_never_best(store, key):
     failures = {BEST.key: "wrong_result", "BLOCK_ROWS=16,DIAGONAL=0,IPAD=1,TILE_DIM=64": "resources",
                 "BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16": "compile_error"}
     timer = FakeTimer(failures)
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid"))
     assert BEST not in result.measured and result.best[0] != BEST
     stored = {t.config.key: t for t in store.key_trials(key)}
     for config_key, status in failures.items():
@@ -115,19 +109,19 @@ def test_failed_trials_are_recorded_and_never_best(store, key):
 
 def test_when_every_config_fails_there_is_no_best(store, key):
     timer = FakeTimer({c.key: "compile_error" for c in SPACE.configs()})
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid")
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid"))
     assert result.best is None and result.stopped == "exhausted"
     assert store.best(key) is None
 
 
 def test_resume_continues_the_study_without_re_measuring(store, key):
     first = FakeTimer()
-    search(key, SPACE, first, store, n_trials=6, seed=1, sampler="random")
+    search(key, SPACE, first, store, SearchOptions(trials=6, seed=1, strategy="random"))
     assert 1 <= len(first.calls) <= 6
     with pytest.raises(InvalidInputError, match="--resume"):
-        search(key, SPACE, FakeTimer(), store, n_trials=5)
+        search(key, SPACE, FakeTimer(), store, SearchOptions(trials=5))
     second = FakeTimer()
-    result = search(key, SPACE, second, store, n_trials=300, seed=2, sampler="random", resume=True)
+    result = search(key, SPACE, second, store, SearchOptions(trials=300, seed=2, strategy="random", resume=True))
     assert not set(first.calls) & set(second.calls)
     assert set(first.calls) | set(second.calls) == set(SPACE.configs())
     assert set(result.measured) == set(SPACE.configs())  # earlier trials count in the study's best
@@ -136,9 +130,9 @@ def test_resume_continues_the_study_without_re_measuring(store, key):
 
 def test_a_failed_config_is_not_retried_on_resume(store, key):
     failures = {BEST.key: "wrong_result"}
-    search(key, SPACE, FakeTimer(failures), store, n_trials=100, sampler="grid")
+    search(key, SPACE, FakeTimer(failures), store, SearchOptions(trials=100, strategy="grid"))
     again = FakeTimer()
-    result = search(key, SPACE, again, store, n_trials=20, sampler="grid", resume=True)
+    result = search(key, SPACE, again, store, SearchOptions(trials=20, strategy="grid", resume=True))
     assert again.calls == [] and result.stopped == "exhausted"
 
 
@@ -160,7 +154,7 @@ def test_timeout_stops_starting_trials(store, key, cpu_load):
                 time.sleep(0.01)
         return timer(config)
 
-    result = search(key, SPACE, slow, store, n_trials=100, timeout=timeout, sampler="grid")
+    result = search(key, SPACE, slow, store, SearchOptions(trials=100, timeout=timeout, strategy="grid"))
     assert result.stopped == "timeout"
     assert 1 <= len(timer.calls) <= 2
 
@@ -174,31 +168,22 @@ def test_ctrl_c_marks_the_search_and_keeps_earlier_trials(store, key):
         return timer(config)
 
     with pytest.raises(KeyboardInterrupt):
-        search(key, SPACE, interrupted_on_third, store, n_trials=100, sampler="grid")
+        search(key, SPACE, interrupted_on_third, store, SearchOptions(trials=100, strategy="grid"))
     assert len(store.key_trials(key)) == 2
     from sqlalchemy import text
 
     with store.session() as s:
         assert s.execute(text("select status from autotune_searches")).scalar_one() == "interrupted"
     # the study can be resumed and the interrupted config is measured then
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", resume=True)
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid", resume=True))
     assert result.stopped == "exhausted" and len(set(timer.calls)) == len(SPACE.configs())
-
-
-@pytest.mark.parametrize("kwargs, message", [({"n_trials": 0}, "--trials 0"), ({"n_trials": -3}, "--trials -3"),
-                                             ({"n_trials": 5, "timeout": -1}, "--timeout -1"),
-                                             ({"n_trials": 5, "sampler": "cmaes"}, "unknown sampler 'cmaes'")])
-def test_bad_arguments(store, key, kwargs, message):
-    with pytest.raises(InvalidInputError, match=message):
-        search(key, SPACE, FakeTimer(), store, **kwargs)
 
 
 def test_retiming_picks_the_winner_by_rule_and_stores_the_tie_group(store, key):
     from fakes import fake_retime
 
     # 1 % tie band: the optimum and its neighbours within 1 % are equally fast after re-timing
-    result = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="grid",
-                    retime=fake_retime(noise=0.002, tie_band=0.06), top_k=5, rounds=4)
+    result = search(key, SPACE, FakeTimer(), store, SearchOptions(trials=100, strategy="grid", top_k=5, rounds=4), retime=fake_retime(noise=0.002, tie_band=0.06))
     d = result.decision
     assert d is not None and len(result.retimings) == 5
     assert len(d.tie_group) >= 2 and d.winner in d.tie_group
@@ -216,8 +201,7 @@ def test_two_searches_with_different_seeds_crown_the_same_config(tmp_path, key):
     winners = []
     for seed in (1, 2):
         s = Store(f"sqlite:///{tmp_path / f'seed{seed}.db'}")
-        search(key, SPACE, FakeTimer(), s, n_trials=100, seed=seed, sampler="tpe",
-                   retime=fake_retime(noise=0.002, tie_band=0.06), top_k=5, rounds=4)
+        search(key, SPACE, FakeTimer(), s, SearchOptions(trials=100, seed=seed, strategy="tpe", top_k=5, rounds=4), retime=fake_retime(noise=0.002, tie_band=0.06))
         winners.append(s.best(key).config)
     assert winners[0] == winners[1]
 
@@ -226,14 +210,14 @@ def test_no_retiming_without_a_valid_config(store, key):
     from fakes import fake_retime
 
     timer = FakeTimer({c.key: "compile_error" for c in SPACE.configs()})
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", retime=fake_retime())
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid"), retime=fake_retime())
     assert result.decision is None and store.best(key) is None
 
 
 def test_clocks_are_read_at_start_and_end_and_a_move_is_warned(store, key):
     readings = iter([{"sm_mhz": 1980, "mem_mhz": 2619, "throttle": []},
                      {"sm_mhz": 1980, "mem_mhz": 1593, "throttle": ["HwSlowdown"]}])
-    result = search(key, SPACE, FakeTimer(), store, n_trials=3, sampler="grid", clocks=lambda: next(readings))
+    result = search(key, SPACE, FakeTimer(), store, SearchOptions(trials=3, strategy="grid"), clocks=lambda: next(readings))
     assert "memory clock moved 2619 -> 1593 MHz" in result.clock_warning
     assert "HwSlowdown" in result.clock_warning
     from sqlalchemy import text
@@ -253,51 +237,41 @@ class NeedleTimer(FakeTimer):
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_the_default_is_measured_first_so_the_best_is_never_slower(store, key, sampler):
     timer = NeedleTimer()
-    result = search(key, SPACE, timer, store, n_trials=2, seed=0, sampler=sampler)
+    result = search(key, SPACE, timer, store, SearchOptions(trials=2, seed=0, strategy=sampler))
     assert timer.calls[0] == DEFAULT and len(timer.calls) == 2
     assert result.best[0] == DEFAULT and store.best(key).config == DEFAULT
 
 
 def test_a_resumed_study_measures_the_default_only_if_it_lacks_it(store, key):
-    search(key, SPACE, FakeTimer(), store, n_trials=1, seed=0, sampler="random")
+    search(key, SPACE, FakeTimer(), store, SearchOptions(trials=1, seed=0, strategy="random"))
     again = FakeTimer()
-    search(key, SPACE, again, store, n_trials=3, seed=1, sampler="random", resume=True)
+    search(key, SPACE, again, store, SearchOptions(trials=3, seed=1, strategy="random", resume=True))
     assert DEFAULT not in again.calls and len(again.calls) == 3
 
 
 def test_a_default_outside_the_space_is_not_measured(store, key):
     space = SearchSpace("smem_pad", (("BLOCK_ROWS", (4,)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)), ("TILE_DIM", (16, 32))))
     timer = FakeTimer()
-    result = search(key, space, timer, store, n_trials=10, sampler="tpe", seed=0)
+    result = search(key, space, timer, store, SearchOptions(trials=10, strategy="tpe", seed=0))
     assert DEFAULT not in timer.calls and result.stopped == "exhausted" and len(timer.calls) == 4
 
 
-def test_a_sampler_that_only_repeats_itself_falls_back_to_random_unmeasured_configs(store, key, monkeypatch):
-    """A sampler stuck on one config: after MAX_IDLE repeats in a row the search queues an
-    unmeasured config itself (random, fixed by the seed), so --trials N still measures N
-    configs and ends."""
-    import optuna
-
-    from autotune.search import proposals
-
+def test_a_sampler_that_only_repeats_itself_still_measures_new_valid_configs(store, key):
+    """A sampler stuck on one corner (the first value of every macro): every repeat is
+    solved to the nearest valid unknown config, so --trials N measures N distinct configs
+    and ends, and the stored study holds exactly those."""
     class Stuck(optuna.samplers.RandomSampler):
         def sample_independent(self, study, trial, name, distribution):
-            return distribution.choices[0]
+            return distribution.low
 
-    monkeypatch.setattr("autotune.search.tuner._sampler", lambda *a: Stuck())
     timer = FakeTimer()
-    result = search(key, SPACE, timer, store, n_trials=5, sampler="random", seed=7)
+    result = search(key, SPACE, timer, store, SearchOptions(trials=5, strategy=Stuck(), seed=7, batch=2))
     assert len(timer.calls) == 5 == len(set(timer.calls)) and result.stopped == "trials"
-    rest = [c for c in SPACE.configs() if c not in timer.calls[:2]]
-    assert set(timer.calls[2:]) <= set(rest) and timer.calls[2:] != rest[:3]  # not the space's first corner
-    again = FakeTimer()
-    other = tuning_key("smem_pad", key.device, (64, 64), "float32")
-    search(other, SPACE, again, store, n_trials=5, sampler="random", seed=7)
-    assert again.calls == timer.calls  # the same seed, the same fallback order
-    assert sum(o.status == "duplicate" for o in result.outcomes) <= 4 * proposals.MAX_IDLE
-
-    exhausted = search(key, SPACE, FakeTimer(), store, n_trials=100, sampler="random", resume=True)
+    assert timer.calls[0] == DEFAULT and all(not SPACE.violations(c) for c in timer.calls)
+    assert len(stored_trials(store, key)) == 5
+    exhausted = search(key, SPACE, FakeTimer(), store, SearchOptions(trials=100, strategy=Stuck(), resume=True))
     assert exhausted.stopped == "exhausted" and len(store.key_trials(key)) == len(SPACE.configs())
+    assert len(stored_trials(store, key)) == len(SPACE.configs())
 
 
 LARGE = SearchSpace("smem_pad", (("BLOCK_ROWS", tuple(range(1, 2001))), ("DIAGONAL", (0, 1, 2, 3, 4)),
@@ -311,7 +285,7 @@ def test_a_space_of_10_to_the_8_combinations_is_never_enumerated(store, key, sam
     without timing: nothing builds the whole list of valid configs."""
     monkeypatch.setattr(SearchSpace, "configs", lambda self: pytest.fail("search enumerated the space"))
     timer = FakeTimer()
-    result = search(key, LARGE, timer, store, n_trials=3, seed=0, sampler=sampler)
+    result = search(key, LARGE, timer, store, SearchOptions(trials=3, seed=0, strategy=sampler))
     assert timer.calls[0] == DEFAULT and len(timer.calls) == 3 and result.stopped == "trials"
 
 
@@ -320,7 +294,7 @@ def test_grid_refuses_a_space_over_its_limit_before_measuring(store, key):
 
     timer = FakeTimer()
     with pytest.raises(InvalidInputError, match=f"more than {GRID_LIMIT:,} valid configs"):
-        search(key, LARGE, timer, store, n_trials=10, sampler="grid")
+        search(key, LARGE, timer, store, SearchOptions(trials=10, strategy="grid"))
     assert timer.calls == [] and store.key_trials(key) == []
 
 
@@ -328,7 +302,7 @@ def test_each_trial_keeps_its_time_per_phase_and_the_run_sums_them(store, key):
     from fakes import PHASES_MS
 
     failures = {"BLOCK_ROWS=4,DIAGONAL=0,IPAD=1,TILE_DIM=16": "compile_error"}
-    result = search(key, SPACE, FakeTimer(failures), store, n_trials=4, sampler="grid")
+    result = search(key, SPACE, FakeTimer(failures), store, SearchOptions(trials=4, strategy="grid"))
     stored = {t.config: t for t in store.key_trials(key)}
     assert len(stored) == 4
     for o in result.outcomes:
@@ -373,7 +347,7 @@ def test_configs_stopped_early_are_measured_slower_noted_and_never_best(store, k
     from autotune.measure.timing import PROBE
 
     timer = ClockedTimer()
-    result = search(key, SPACE, timer, store, n_trials=100, sampler="grid", retime=fake_retime(), top_k=3, rounds=2)
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="grid", top_k=3, rounds=2), retime=fake_retime())
     stored = {t.config: t for t in store.key_trials(key)}
     early = {o.config for o in result.outcomes if o.reason and o.reason.startswith("timing stopped early")}
     assert early and result.early_stopped == len(early) < len(SPACE.configs())
@@ -407,30 +381,14 @@ def test_a_workers_walk_takes_its_share_first_then_the_others_from_the_far_end()
         Unmeasured(SPACE, {}, part=(2, 2))
 
 
-def test_a_config_in_flight_in_another_workers_trial_is_not_queued_again():
-    from autotune.search.proposals import enqueue
-
-    study = optuna.create_study()
-    study.enqueue_trial(DEFAULT.as_dict())
-    flight = study.ask()  # another worker took it from the queue: RUNNING
-    assert flight.params == {} and study.trials[0].state == optuna.trial.TrialState.RUNNING
-    assert enqueue(study, [DEFAULT], {}) == 1  # one worker alone: a RUNNING trial is its own, dead
-    study = optuna.create_study()
-    study.enqueue_trial(DEFAULT.as_dict())
-    study.ask()
-    assert enqueue(study, [DEFAULT, BEST], {}, running=True) == 1  # only BEST
-    assert [t.system_attrs["fixed_params"] for t in study.get_trials(states=(optuna.trial.TrialState.WAITING,))] \
-        == [BEST.as_dict()]
-
-
 def test_two_workers_of_a_grid_measure_their_shares_and_nothing_twice(store, key):
     """Worker 1 then worker 0 on one study (in turn here; at once on two GPUs: test_multi_gpu):
     each measures its share of the space's order, only worker 0 the default."""
     configs = SPACE.configs()
     share = [c for k, c in enumerate(configs) if k % 2 == 1 and c != DEFAULT]
     first, second = FakeTimer(), FakeTimer()
-    search(key, SPACE, first, store, n_trials=len(share), sampler="grid", part=(1, 2))
+    search(key, SPACE, first, store, SearchOptions(trials=len(share), strategy="grid"), part=(1, 2))
     assert first.calls == share
-    result = search(key, SPACE, second, store, n_trials=100, sampler="grid", resume=True, part=(0, 2))
+    result = search(key, SPACE, second, store, SearchOptions(trials=100, strategy="grid", resume=True), part=(0, 2))
     assert second.calls[0] == DEFAULT and not set(first.calls) & set(second.calls)
     assert sorted(first.calls + second.calls, key=configs.index) == configs and result.stopped == "exhausted"

@@ -36,6 +36,7 @@ from autotune.store import study_storage  # noqa: E402
 from autotune.measure.device import DeviceInfo  # noqa: E402
 from autotune.store.key import tuning_key  # noqa: E402
 from autotune.store.repository import Store  # noqa: E402
+from autotune.search.options import SearchOptions  # noqa: E402
 from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeTimer, fake_retime  # noqa: E402
 
@@ -66,8 +67,8 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
                          "config": outcome.config.key, "status": outcome.status})
         write_whole(out, reported)
 
-    search(key, get_kernel(kernel).space(), slow, Store(db), n_trials=int(n_trials), seed=int(seed), sampler=sampler,
-           resume=resume == "1", on_trial=on_trial)
+    options = SearchOptions(trials=int(n_trials), seed=int(seed), strategy=sampler, resume=resume == "1")
+    search(key, get_kernel(kernel).space(), slow, Store(db), options, on_trial=on_trial)
     write_whole(out, reported)
 
 

@@ -16,10 +16,11 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.measure import phases
 from autotune.measure.figures import figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
-from autotune.search.proposals import check_grid
-from autotune.search.tune import Started, check_options, tune
+from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
-from autotune.search.tuner import SAMPLERS
+from autotune.search.proposals import check_grid
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
 from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK,
@@ -29,6 +30,10 @@ from .search_many import print_reports, worker_progress
 TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
                                              help="Kill a trial (each measured in a child process) after "
                                                   "this many seconds and store it as timeout.")]
+Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metavar="K",
+                                              help="Configs proposed at once, compiled on every core while the "
+                                                   "GPU measures the batch before (default: one per compile "
+                                                   "worker, AUTOTUNE_COMPILE_WORKERS or the CPU count).")]
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", help="CUDA device ordinal, or several (0,1) or all: "
                                                                "one worker per GPU, one study (GPUs of one model).")]
 
@@ -48,7 +53,12 @@ def search(
                                                      help="Start no trial after this many seconds.")] = None,
     seed: Annotated[Optional[int], typer.Option(parser=parse_int,
                                                 help="Seed of the sampler and of the random inputs.")] = None,
-    sampler: Annotated[str, typer.Option(help=f"Sampler: {', '.join(SAMPLERS)}.")] = "tpe",
+    strategy: Annotated[Optional[str], typer.Option(
+        "--strategy", help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); see "
+                           "docs/search.md.")] = None,
+    sampler: Annotated[Optional[str], typer.Option("--sampler", hidden=True,
+                                                   help="Deprecated name of --strategy.")] = None,
+    batch: Batch = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue this key's existing study.")] = False,
     space: SpaceFile = None,
     repeats: Repeats = 50,
@@ -64,7 +74,12 @@ def search(
 ) -> None:
     """Search a kernel's config space on one GPU (or several of one model) for one problem and
     dtype; store every trial."""
-    check_options(trials, timeout, sampler, repeats, top_k, rounds, trial_timeout)
+    if strategy is not None and sampler is not None and strategy != sampler:
+        raise InvalidInputError(f"--sampler {sampler} (the old name of --strategy) and --strategy {strategy} "
+                                "disagree; give --strategy only")
+    options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler or DEFAULT_STRATEGY,
+                       batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+                       trial_timeout=trial_timeout)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op
@@ -72,15 +87,11 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, trials=trials, timeout=timeout, seed=seed,
-               sampler=sampler, resume=resume, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-               trial_timeout=trial_timeout)
+        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, options)
         return
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    _run(kern, problem, dtype, ordinals, top, trials=trials, timeout=timeout, seed=seed, sampler=sampler,
-         resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-         trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, ordinals, top, options)
 
 
 @app.command()
@@ -96,21 +107,30 @@ def sweep(
     top_k: TopK = 5,
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
+    batch: Batch = None,
     db: Db = None,
 ) -> None:
     """Measure every valid config of a kernel's space (the exhaustive grid), stored like search
     trials in the key's study (configs it already measured are not measured again)."""
-    check_options(1, None, "grid", repeats, top_k, rounds, trial_timeout)
+    options = _options(seed=0, strategy="grid", batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
+                       rounds=rounds, db=db, trial_timeout=trial_timeout)
     if device < 0:
         parse_devices(str(device))
     kern = resolve_kernel(kernel)
     problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
     count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(kern, problem, dtype, [device], count, trials=count, timeout=None, seed=0, sampler="grid", resume=True,
-         space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
+    _run(kern, problem, dtype, [device], count, options.replace(trials=count))
 
 
-def _run(kern, problem, dtype, ordinals, top, **options) -> None:
+def _options(**given) -> SearchOptions:
+    """The search's options, built once; a bad value is said with its flag (``--top-k 0 ...``)."""
+    try:
+        return SearchOptions(**given)
+    except OptionError as exc:
+        raise exc.as_flag() from None
+
+
+def _run(kern, problem, dtype, ordinals, top, options: SearchOptions) -> None:
     """Tune with progress; on Ctrl-C print the best so far and re-raise."""
     import optuna
 
@@ -126,9 +146,9 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
         def on_start(s: Started) -> None:
             nonlocal task, on_report
             started.append(s)
-            _print_header(s, kern, problem, dt, ordinals)
+            _print_header(s, kern, problem, dt, ordinals, options)
             if s.bench is not None:
-                task = progress.add_task("configs", total=options["trials"], best="")
+                task = progress.add_task("configs", total=options.trials, best="")
             else:
                 on_report = worker_progress(progress, ordinals, s.shares)
 
@@ -140,7 +160,7 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
         try:
             result = tune(kern, problem, dt, device=ordinals if len(ordinals) > 1 else ordinals[0],
                           on_start=on_start, on_trial=on_trial,
-                          on_report=lambda rep: on_report(rep) if on_report else None, **options)
+                          on_report=lambda rep: on_report(rep) if on_report else None, options=options)
         except KeyboardInterrupt:
             if started:
                 _print_best_so_far(started[0].store, started[0].key, kern)
@@ -152,14 +172,15 @@ def _run(kern, problem, dtype, ordinals, top, **options) -> None:
     _print_result(result, started[0].store, kern, top, summary=len(ordinals) == 1)
 
 
-def _print_header(s: Started, kern, problem, dt, ordinals) -> None:
+def _print_header(s: Started, kern, problem, dt, ordinals, options: SearchOptions) -> None:
     key, d = s.key, s.key.device
     where = (f"on {d.name} (device {ordinals[0]}" if s.bench is not None else
              f"on {len(ordinals)} x {d.name} (devices {','.join(map(str, ordinals))}")
     out.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
               f"sm_{d.compute_capability}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
               f"{_space_size(s.space)} in {s.space.path}"
-              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else ""))
+              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else "")
+              + f"; strategy {options.strategy_name}, batches of {s.batch}")
     b = s.bench
     if b is None:
         return
@@ -191,18 +212,16 @@ def _print_result(result: SearchResult, store, kern, top: int, summary: bool = T
     if summary:
         out.print(f"stopped: {result.stopped}; this run measured {result.measured_count} config"
                   f"{'s' if result.measured_count != 1 else ''}: "
-                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                  + " (repeats and constraint breakers are not measured and not counted)" * bool(
-                      counts.get("duplicate") or counts.get("constraint")))
+                  + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if result.whole_space:
         out.print("  the trials covered the space: every valid config measured in the space's order, "
                   + ("each GPU its share of it first" if result.reports else "the default first")
-                  + " (the sampler was not asked)")
+                  + " (the strategy was not asked)")
     if summary and result.early_stopped:
         out.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
                   "(early stop)")
     for o in result.outcomes:
-        if o.status not in ("ok", "constraint", "duplicate"):
+        if o.status != "ok":
             out.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: t.median_ms)
     has = {f: any(getattr(t, f) is not None for t in records) for f in ("gflops", "gbps", "pct_memcpy", "pct_copy")}

@@ -14,7 +14,7 @@ from autotune.search.op import Standing, op_kernels, tune_op
 from ._common import out, parse_dims
 
 
-def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, **options) -> None:
+def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, options) -> None:
     """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking.
 
     Raises:
@@ -29,14 +29,14 @@ def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype:
         raise InvalidInputError(f"--device {','.join(map(str, ordinals))} is not allowed with --op; give one GPU")
     problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
     out.print(f"[bold]--op {op}[/] {format_shape(tuple(problem.items()))} {dt.name} on device {ordinals[0]}: "
-              f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options['trials']} configs shared "
-              "by successive halving")
+              f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options.trials} configs shared "
+              f"by successive halving; strategy {options.strategy_name}, batches of {options.batch_size()}")
 
     def on_kernel(number: int, s: Standing) -> None:
         figure = _figure(s, problem, dt.name)
         out.print(f"  round {number}: {s.kernel}: {s.measured} configs measured so far; best {figure}", markup=False)
 
-    result = tune_op(op, problem, dt.name, device=ordinals[0], on_kernel=on_kernel, **options)
+    result = tune_op(op, problem, dt.name, device=ordinals[0], options=options, on_kernel=on_kernel)
     table = Table(title=f"{op} {format_shape(tuple(problem.items()))} {dt.name}: the kernels' stored bests")
     for col in ("#", "kernel", "config", "ms", "GB/s", "% memcpy", "configs measured"):
         table.add_column(col, justify="left" if col in ("kernel", "config") else "right", no_wrap=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -108,10 +108,18 @@ class SearchSpace:
     def _valid(self) -> tuple[Config, ...]:
         return tuple(self.iter_configs())
 
-    def iter_configs(self) -> Iterator[Config]:
+    def iter_configs(self, near: Mapping[str, int] | None = None) -> Iterator[Config]:
         """The valid configs in the order of :meth:`configs`, one at a time: the first comes
-        at once however large the space (only the branches before it are expanded)."""
+        at once however large the space (only the branches before it are expanded).
+
+        ``near`` (macro values, valid or not): each macro's values are tried in the order of
+        their distance from ``near``'s value instead, in positions of the macro's list (the
+        ordinal distance; ties: the earlier value), so the first config is a valid one close
+        to ``near``: the same depth-first walk, a constraint solver for a proposal that
+        breaks the constraints (:mod:`autotune.search.strategies`)."""
         names = [n for n, _ in self.params]
+        orders = [values if near is None or name not in near else _by_distance(values, near[name])
+                  for name, values in self.params]
         depth_of = {n: i for i, n in enumerate(names)}
         checks: list[list[Expr]] = [[] for _ in names]
         for tree in self._trees:  # each constraint at the depth where its last macro is set
@@ -123,7 +131,7 @@ class SearchSpace:
                 yield Config.of(self.kernel, env)
                 return
             name, tests = names[depth], checks[depth]
-            for value in self.params[depth][1]:
+            for value in orders[depth]:
                 env[name] = value
                 if all(t.holds(env) for t in tests):
                     yield from expand(depth + 1)
@@ -163,6 +171,13 @@ class SearchSpace:
         chosen.update(dict.fromkeys(configs[int(i * step)] for i in range(n)))
         order = {c: i for i, c in enumerate(configs)}
         return sorted(list(chosen)[:n], key=order.__getitem__)
+
+
+def _by_distance(values: tuple[int, ...], value: int) -> list[int]:
+    """``values`` in the order of their position's distance from ``value``'s position (a value
+    not in the list: from that of the nearest value), ties the earlier first."""
+    at = values.index(value) if value in values else min(range(len(values)), key=lambda i: abs(values[i] - value))
+    return [values[i] for i in sorted(range(len(values)), key=lambda i: (abs(i - at), i))]
 
 
 def _check_values(name: str, values: object, where: str) -> None:

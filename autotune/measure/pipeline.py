@@ -27,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["Ahead", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
+__all__ = ["Ahead", "Feed", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
@@ -88,6 +88,34 @@ class Ahead:
                                           self._fed and len(self.done) + self.helpers == self._queued, timeout)
 
 
+class Feed:
+    """Configs for :func:`compile_ahead` that arrive while it runs: a search's strategy
+    proposes a batch, :meth:`put` hands it to the pool (every core compiles it while the GPU
+    measures the batch before). Iterating blocks until a config is put or :meth:`close`
+    (which :func:`compile_ahead` calls on exit)."""
+
+    _END = object()
+
+    def __init__(self, configs: Iterable[Config] = ()) -> None:
+        import queue
+
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.put(configs)
+
+    def put(self, configs: Iterable[Config]) -> None:
+        """Compile ``configs`` next, in order (after those put before)."""
+        for config in configs:
+            self._queue.put(config)
+
+    def close(self) -> None:
+        """End the iteration (builds queued and not started are dropped by the pool's exit)."""
+        self._queue.put(self._END)
+
+    def __iter__(self) -> Iterator[Config]:
+        while (config := self._queue.get()) is not self._END:
+            yield config
+
+
 def helper_builds(kernel: Kernel, dtype: DType, arch: str) -> list[Callable[[], object]]:
     """The builds a benchmark of ``kernel`` needs besides its configs: the device comparison
     kernels (:mod:`autotune.measure.device_compare`) and the default config of the kernel's
@@ -108,7 +136,8 @@ def helper_builds(kernel: Kernel, dtype: DType, arch: str) -> list[Callable[[], 
 def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Config],
                   n_workers: int | None = None, first: Sequence[Callable[[], object]] = ()) -> Iterator[Ahead]:
     """Compile ``configs`` (in their order) for ``dtype`` and ``arch`` into the cubin cache in
-    the background while the block runs, on ``n_workers`` threads (default :func:`workers`),
+    the background while the block runs, on ``n_workers`` threads (default :func:`workers`)
+    (``configs`` may be a :class:`Feed` that a search fills as it goes),
     at most :data:`AHEAD` per worker queued; ``first``: other builds (:func:`helper_builds`)
     started before them. On exit, builds not started are dropped and those running are
     waited for (an nvcc run lasts seconds at most).
@@ -156,6 +185,8 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
         yield ahead
     finally:
         stop.set()
+        if isinstance(configs, Feed):
+            configs.close()  # a feeder waiting for the next config wakes and sees stop
         slots.release()  # a feeder waiting for a slot wakes and sees stop
         feeder.join()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQ
 
     Reader = SqliteReader | Store
 
-__all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache"]
+__all__ = ["LaunchConfig", "RUNGS", "lookup", "clear_cache", "shape_distance"]
 
 RUNGS = ("exact", "nearest_shape", "same_arch", "default")
 MAX_CACHED = 65536
@@ -290,9 +290,15 @@ def _differs(info: DeviceInfo, r: BestRecord) -> str:
 
 def _distance(r: BestRecord, want: Dims) -> float:
     """Log-distance of ``r``'s dims from ``want`` (same names: a result of other dims names has
-    another spec hash, so it is stale), rounded so equal ratios tie exactly."""
-    tuned = dict(r.dims)
-    return round(math.sqrt(sum(math.log(tuned[name] / value) ** 2 for name, value in want)), 9)
+    another spec hash, so it is stale)."""
+    return shape_distance(r.dims, want)
+
+
+def shape_distance(tuned: Dims, want: Dims) -> float:
+    """The ladder's distance between two shapes of one kernel (same dims names), ``(name,
+    value)`` pairs: ``sqrt(sum of ln(tuned/want)^2)``, rounded so equal ratios tie exactly."""
+    have = dict(tuned)
+    return round(math.sqrt(sum(math.log(have[name] / value) ** 2 for name, value in want)), 9)
 
 
 def _shape_rank(r: BestRecord, want: Dims) -> tuple:

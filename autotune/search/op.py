@@ -126,50 +126,56 @@ def op_standings(store, keys: Mapping[str, object]) -> list[Standing]:
     return sorted(standings, key=lambda s: (s.time_ms, s.kernel))
 
 
-def tune_op(op: str, dims, dtype="float32", *, device: int = 0, trials: int = 100, seed: int | None = None,
-            resume: bool = False, db: str | None = None, tune_kernel: Callable | None = None,
-            on_kernel: Callable[[int, Standing], None] | None = None, **options) -> OpResult:
-    """Search every catalog kernel computing ``op`` for ``dims`` and ``dtype``, sharing ``trials``
-    by successive halving (module doc); every trial and each kernel's best are stored.
+def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tune_kernel: Callable | None = None,
+            on_kernel: Callable[[int, Standing], None] | None = None, **fields) -> OpResult:
+    """Search every catalog kernel computing ``op`` for ``dims`` and ``dtype``, sharing
+    ``options.trials`` by successive halving (module doc); every trial and each kernel's best
+    are stored.
 
     Args:
         op: an operation of :data:`OPS` (``"transpose"``).
         dims: its dims (``{"rows": R, "cols": C}`` or ``(R, C)``).
-        device: one CUDA ordinal; ``seed``: seeds every kernel's sampler and inputs.
-        resume: continue existing studies in the first round (later rounds always continue
-            the studies of the first).
-        tune_kernel: ``tune_kernel(kernel, dims, dtype, trials=, seed=, resume=, db=, device=,
-            **options)`` returning a :class:`~autotune.search.outcome.SearchResult` (default
-            :func:`autotune.search.tune.tune`; tests pass one on a fake device).
+        device: one CUDA ordinal.
+        options: the :class:`~autotune.search.options.SearchOptions` of every kernel's search
+            (``trials``: the op's whole budget; ``seed`` seeds every kernel's strategy and
+            inputs; ``resume``: continue existing studies in the first round, later rounds
+            always continue those of the first); ``fields``: the same as keywords.
+        tune_kernel: ``tune_kernel(kernel, dims, dtype, device=, options=)`` returning a
+            :class:`~autotune.search.outcome.SearchResult` (default :func:`autotune.search.tune.tune`;
+            tests pass one on a fake device).
         on_kernel: called with the round number (1, 2, ...) and a kernel's standing after each search.
-        options: passed on to ``tune_kernel`` (sampler, repeats, top_k, rounds, trial_timeout...).
 
     Returns:
         The :class:`OpResult`.
 
     Raises:
-        InvalidInputError: unknown op, a dtype none of its kernels takes, bad dims, trials < 1,
+        InvalidInputError: unknown op, a dtype none of its kernels takes, bad dims or options,
             a study that exists in the first round without ``resume``.
         GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
     """
+    from dataclasses import asdict
+
+    from autotune.search.options import SearchOptions
     from autotune.store.repository import Store
 
+    if fields or options is None:
+        options = SearchOptions.of(**{**(asdict(options) if options else {}), **fields})
     if tune_kernel is None:
         from autotune.search.tune import tune as tune_kernel
     dt = get_dtype(dtype)
     kernels = {k.name: k for k in op_kernels(op, dt)}
-    plan = halving_plan(len(kernels), trials)
+    plan = halving_plan(len(kernels), options.trials)
     racing, keys, measured, rounds = list(kernels), {}, dict.fromkeys(kernels, 0), []
     store = None
     for number, budget in enumerate(plan, 1):
         shares = split_budget(budget, racing)
         rounds.append(shares)
         for name, share in shares.items():
-            result = tune_kernel(kernels[name], dims, dt.name, trials=share, seed=seed,
-                                 resume=resume or number > 1 or name in keys, db=db, device=device, **options)
+            mine = options.replace(trials=share, resume=options.resume or number > 1 or name in keys)
+            result = tune_kernel(kernels[name], dims, dt.name, device=device, options=mine)
             keys[name] = result.key
             measured[name] += result.measured_count
-            store = store or Store(db)
+            store = store or Store(options.db)
             if on_kernel:
                 on_kernel(number, Standing(name, result.key, store.best(result.key), measured[name]))
         ranked = [s.kernel for s in op_standings(store, {n: keys[n] for n in racing})]

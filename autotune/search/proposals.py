@@ -1,44 +1,28 @@
-"""What a search measures besides the sampler's own proposals, and how it knows it is done.
+"""What a search measures besides its strategy's own proposals, and the walk of a space.
 
-- The kernel's default config is queued first in every study that has not measured it
-  (``Study.enqueue_trial``), so a stored best is never slower than the default beyond the
-  noise: a short TPE search cannot miss it.
-- ``grid`` queues, after the default, the first valid config not measured in the space's
-  order, one at a time (after each trial the next), and refuses a space of more than
-  :data:`GRID_LIMIT` valid configs at once.
-- A sampler that keeps proposing configs already measured (or breaking the constraints) costs
-  no measurement, but could spin for ever on a nearly measured space: after
-  :data:`MAX_IDLE` such proposals in a row the search queues an unmeasured config itself: a
-  random one (seeded, :class:`Shuffled`) where the space has at most :data:`GRID_LIMIT` valid
-  configs, else the first in the space's order; when there is none the space is exhausted.
-  (In a tightly constrained space, such as matmul_warp's 22,944 valid of 1.3 million
-  combinations, TPE and random mostly propose constraint breakers: the search then behaves
-  like a random search over the valid configs, not like a walk from the space's first corner.)
-
-Nothing here enumerates a whole space up front: :class:`Unmeasured` walks
-:meth:`~autotune.kernel.space.SearchSpace.iter_configs` lazily, so a space of 10^8 raw
-combinations starts measuring at once.
+- The kernel's default config (:func:`default_config`) is measured first in every study that
+  has not measured it, so a stored best is never slower than the default beyond the noise: a
+  short search cannot miss it (:class:`autotune.search.tuner.Tuner` queues it).
+- A grid (:class:`autotune.search.strategies.simple.Grid`) walks the valid configs in the
+  space's order, lazily (:class:`Unmeasured`: a space of 10^8 raw combinations starts
+  measuring at once), and refuses a space of more than :data:`GRID_LIMIT` valid configs
+  (:func:`check_grid`).
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 
-__all__ = ["GRID_LIMIT", "MAX_IDLE", "Shuffled", "Unmeasured", "check_grid", "default_config", "enqueue", "taken"]
+__all__ = ["GRID_LIMIT", "Unmeasured", "check_grid", "default_config"]
 
 GRID_LIMIT = 100_000
 """Most valid configs a grid search (``autotune sweep``) measures; a larger space is refused."""
-
-MAX_IDLE = 20
-"""Proposals in a row that measure nothing (repeats, constraint breakers) after which the
-search picks the next unmeasured config itself."""
-
 
 def check_grid(space: SearchSpace) -> int:
     """The number of valid configs of ``space``, for a grid search over all of them; counts
@@ -66,38 +50,6 @@ def default_config(kernel: str, space: SearchSpace) -> Config | None:
     except InvalidInputError:  # a kernel of another process, not loaded here
         return None
     return None if space.violations(config) else config
-
-
-def taken(study, running: bool = False) -> set[tuple]:
-    """The macros (``Config.macros``) of the configs queued in the study's waiting trials
-    and, ``running``, of those in flight in its running trials (of any worker)."""
-    from optuna.trial import TrialState
-
-    states = (TrialState.WAITING, TrialState.RUNNING) if running else (TrialState.WAITING,)
-    held = set()
-    for t in study.get_trials(deepcopy=False, states=states):
-        held.add(tuple(sorted(t.system_attrs.get("fixed_params", {}).items())))
-        if t.state == TrialState.RUNNING:
-            held.add(tuple(sorted(t.params.items())))
-    return held
-
-
-def enqueue(study, configs: Iterable[Config], seen: Mapping[Config, object], running: bool = False,
-            held: set[tuple] | None = None) -> int:
-    """Queue (``Study.enqueue_trial``) each of ``configs`` the study has neither measured
-    (``seen``) nor queued yet, in order; returns how many were queued. ``running``: nor one
-    in flight in a trial of another worker on the study (several GPUs: a worker's next config
-    may have been taken from the queue by another; a trial left RUNNING by a dead worker
-    holds its config back until Optuna's heartbeat fails it). ``held``: :func:`taken`, read
-    once by a caller that tries several configs in turn (it is updated with those queued)."""
-    held = taken(study, running) if held is None else held
-    n = 0
-    for config in configs:
-        if config not in seen and config.macros not in held:
-            study.enqueue_trial(config.as_dict())
-            held.add(config.macros)
-            n += 1
-    return n
 
 
 class Unmeasured:
@@ -138,29 +90,3 @@ class Unmeasured:
             if self._next is None:
                 return None
         return self._next
-
-
-class Shuffled:
-    """The valid configs of ``space`` not in ``seen``, in a random order fixed by ``seed``
-    (the space is enumerated once, at the first :meth:`peek`); a space of more than
-    :data:`GRID_LIMIT` valid configs is walked in its own order instead (:class:`Unmeasured`)."""
-
-    def __init__(self, space: SearchSpace, seen: Mapping[Config, object], seed: int | None) -> None:
-        self._space, self._seen, self._seed = space, seen, seed
-        self._order: list[Config] | None = None
-        self._walk: Unmeasured | None = None
-
-    def peek(self) -> Config | None:
-        """An unmeasured valid config (``None``: every valid config is measured)."""
-        if self._order is None and self._walk is None:
-            if self._space.count(GRID_LIMIT) > GRID_LIMIT:
-                self._walk = Unmeasured(self._space, self._seen)
-            else:
-                self._order = self._space.configs()
-                random.Random(self._seed).shuffle(self._order)
-                self._order.reverse()  # popped from the end
-        if self._walk is not None:
-            return self._walk.peek()
-        while self._order and self._order[-1] in self._seen:
-            self._order.pop()
-        return self._order[-1] if self._order else None

@@ -35,12 +35,13 @@ import os
 import queue
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.search import stop
+from autotune.search.options import SearchOptions
 
 __all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
 
@@ -50,18 +51,14 @@ JOIN_S = 60
 
 @dataclass(frozen=True)
 class Plan:
-    """What every worker searches: the arguments of ``autotune search`` besides the device."""
+    """What every worker searches: the kernel (a catalog name or the path of a kernel file,
+    which each worker loads), its dims and dtype, and the search's options (the whole budget:
+    each worker takes its share of ``trials``, ``seed + i``, and ``resume``)."""
 
-    kernel: str  # a catalog name or the path of a kernel file (each worker loads it)
+    kernel: str
     dims: tuple[tuple[str, int], ...]
     dtype: str
-    space: str | None
-    db: str | None
-    repeats: int
-    seed: int | None
-    sampler: str
-    timeout: float | None
-    trial_timeout: float = 60.0  # seconds one trial may take (autotune.measure.isolation)
+    options: SearchOptions
 
 
 @dataclass
@@ -145,8 +142,7 @@ def split_trials(n_trials: int, workers: int) -> list[int]:
     return [n_trials // workers + (i < n_trials % workers) for i in range(workers)]
 
 
-def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
-                on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
+def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
     """Run one worker per GPU in ``ordinals`` until all have ended; ``on_report`` is called
     with a worker's report whenever it changes. The GPU benchmark is
     :func:`autotune.measure.benchmark.open_benchmark` as it is when this is called (tests replace it).
@@ -156,16 +152,16 @@ def run_workers(plan: Plan, ordinals: list[int], n_trials: int,
     """
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
-    reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(n_trials, len(ordinals)))}
+    reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(plan.options.trials, len(ordinals)))}
     procs = {}
     # deferred: a KeyboardInterrupt must never cut a start() or a read of the queue half-way
     with stop.deferred():
         try:
             for i, o in enumerate(ordinals):
-                seed = None if plan.seed is None else plan.seed + i
+                seed = None if plan.options.seed is None else plan.options.seed + i
+                mine = replace(plan, options=plan.options.replace(trials=reports[o].trials, seed=seed, resume=True))
                 # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
-                procs[o] = context.Process(target=_worker, args=(plan, o, reports[o].trials, seed,
-                                                                 benchmark.open_benchmark, events,
+                procs[o] = context.Process(target=_worker, args=(mine, o, benchmark.open_benchmark, events,
                                                                  (i, len(ordinals))), daemon=False)
                 with stop.blocked():  # the worker inherits them blocked until its handlers are in place
                     procs[o].start()
@@ -224,10 +220,10 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
     on_report(r)
 
 
-def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events,
-            part: tuple[int, int] = (0, 1)) -> None:
+def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int] = (0, 1)) -> None:
     """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study, as
-    worker ``part = (i, n)`` of n.
+    worker ``part = (i, n)`` of n (:func:`autotune.search.on_gpu.search_on_gpu`, as on one GPU,
+    without the re-timing).
 
     SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
     handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
@@ -237,7 +233,7 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
     try:
         with stop.deferred():
             stop.unblock()
-            _search_on(plan, ordinal, n_trials, seed, open_benchmark, events, part)
+            _search_on(plan, ordinal, open_benchmark, events, part)
     except KeyboardInterrupt:
         events.put(("interrupted", ordinal, {}))
     except AutotuneError as exc:
@@ -246,39 +242,29 @@ def _worker(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benc
         events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
 
 
-def _search_on(plan: Plan, ordinal: int, n_trials: int, seed: int | None, open_benchmark, events,
-               part: tuple[int, int]) -> None:
+def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int]) -> None:
     import optuna
 
     from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
-    from autotune.measure import isolation, nvml
     from autotune.measure.figures import headline
-    from autotune.search.tuner import search
-    from autotune.store.key import tuning_key
-    from autotune.store.repository import Store
+    from autotune.search.on_gpu import search_on_gpu
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
     kernel = resolve_kernel(plan.kernel)
-    with isolation.open_isolated(open_benchmark, ordinal, kernel, plan.dims, get_dtype(plan.dtype),
-                                 trial_timeout=plan.trial_timeout, precheck=False, repeats=plan.repeats,
-                                 seed=seed) as bench:  # the parent queried every GPU
-        stop.check()
-        store = Store(plan.db)
-        key = tuning_key(kernel, bench.device, plan.dims, plan.dtype)
-        events.put(("start", ordinal, {"name": bench.device.name, "uuid": bench.device.uuid}))
 
-        def on_trial(outcome, result) -> None:
-            best = result.best
-            events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
-                                           "best": headline(kernel, dict(plan.dims), plan.dtype, best[1])
-                                           if best else None,
-                                           "best_config": best[0].key if best else None}))
+    def on_start(started) -> None:
+        events.put(("start", ordinal, {"name": started.bench.device.name, "uuid": started.bench.device.uuid}))
 
-        space = kernel.space(plan.space)
-        result = search(key, space, bench.measure, store, n_trials=n_trials, timeout=plan.timeout,
-                        seed=seed, sampler=plan.sampler, resume=True, memcpy_gbps=bench.memcpy_gbps,
-                        copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
-                        clocks=lambda: nvml.clock_state(bench.device.pci_bus_id), retime=None, on_trial=on_trial,
-                        part=part)
-        events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))
+    def on_trial(outcome, result) -> None:
+        best = result.best
+        events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
+                                       "best": headline(kernel, dict(plan.dims), plan.dtype, best[1])
+                                       if best else None,
+                                       "best_config": best[0].key if best else None}))
+
+    space = kernel.space(plan.options.space)
+    result = search_on_gpu(kernel, plan.dims, get_dtype(plan.dtype), ordinal, space, plan.options, part=part,
+                           open_benchmark=open_benchmark, precheck=False, retime=False, on_start=on_start,
+                           on_trial=on_trial)  # the parent queried every GPU
+    events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))

@@ -1,0 +1,152 @@
+"""A search on one GPU: the benchmark in its measuring child, the compile pool, the store, the loop.
+
+Both ``autotune.tune`` on one GPU and each worker of a search over several GPUs
+(:mod:`autotune.search.workers`) run :func:`search_on_gpu`:
+
+1. nvcc starts on every core before the measuring child exists (:mod:`autotune.measure.pipeline`:
+   the benchmark's helper kernels, the kernel's default config, and a grid's first batches);
+2. the benchmark opens in a child process (:mod:`autotune.measure.isolation`: a config that
+   crashes or hangs fails its own trial), while this process opens the store;
+3. :class:`~autotune.search.tuner.Tuner` runs with the pool as its ``prefetch``: each batch
+   the strategy proposes compiles while the GPU measures the batch before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autotune.errors import AutotuneError, TrialFailed
+from autotune.search import stop
+from autotune.search.options import SearchOptions
+from autotune.search.outcome import SearchResult, TrialOutcome
+
+__all__ = ["Started", "compile_pool", "search_on_gpu", "whole_space"]
+
+
+@dataclass
+class Started:
+    """What a search is about, given to ``on_start`` before its first trial: the key, the
+    open store, the space, and (one GPU) the benchmark with its bounds, or (several) the GPU
+    ordinals and each worker's trial budget."""
+
+    key: object
+    store: object
+    space: object
+    bench: object = None
+    ordinals: tuple[int, ...] = ()
+    shares: tuple[int, ...] = ()
+    batch: int = 1
+
+
+def whole_space(options: SearchOptions, space) -> bool:
+    """Whether a search with ``options`` measures every valid config of ``space`` anyway: its
+    ``trials`` cover the space and no ``timeout`` can cut it short. Such a search (the README's
+    main job: TPE, 100 trials, smem_pad's 54 configs) measures them in the grid's order, the
+    default first, instead of asking its strategy: every config is measured and the winner is
+    the re-timing's either way."""
+    from autotune.search.proposals import GRID_LIMIT
+
+    limit = min(options.trials, GRID_LIMIT)
+    return options.strategy != "grid" and options.timeout is None and space.count(limit) <= limit
+
+
+def retime_or_error(retime):
+    """``retime``, a failure of which (a config that crashed or hung its measuring process
+    this time) ends the search with one error line instead of a traceback."""
+    def run(configs, rounds):
+        try:
+            return retime(configs, rounds)
+        except TrialFailed as failure:
+            raise AutotuneError(f"the re-timing of the top {len(configs)} configs failed: {failure.status}: "
+                                f"{failure.reason}; every trial of the search is stored, and the key's best is "
+                                "its fastest single measurement") from None
+    return run
+
+
+def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptions, *,
+                  part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
+                  on_start: Callable[[Started], None] | None = None,
+                  on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
+    """Search ``kernel`` (a :class:`~autotune.kernel.model.Kernel`) for ``dims`` and ``dtype``
+    (a :class:`~autotune.kernel.dtypes.DType`) on GPU ``ordinal`` (module doc).
+
+    Args:
+        part: worker ``(i, n)`` of a search over several GPUs (:class:`~autotune.search.tuner.Tuner`).
+        open_benchmark: opens the benchmark (default :func:`autotune.measure.benchmark.open_benchmark`).
+        precheck: query the GPU here first, and start compiling before the measuring child
+            starts (a worker, whose parent queried its GPUs, passes ``False``: it starts
+            compiling once the child has opened the GPU).
+        retime: re-time the top configs at the end (the workers of several GPUs leave it to the parent).
+
+    Raises:
+        As :func:`autotune.tune`.
+    """
+    from autotune.measure import benchmark, isolation, nvml
+    from autotune.search.tuner import Instruments, Tuner
+    from autotune.store.key import tuning_key
+    from autotune.store.repository import Store
+
+    opened: list[Store] = []
+    whole = whole_space(options, space)
+    if whole:
+        options = options.replace(strategy="grid")
+    batch = options.batch_size()
+    builds = contextlib.ExitStack()
+    feed: list = []
+
+    def start_compiling(device) -> None:
+        """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
+        feed.append(builds.enter_context(compile_pool(kernel, dtype, device.arch, space, options, batch))[0])
+
+    def open_store() -> None:
+        """The store and Optuna's tables, opened while the measuring child starts: after the
+        precheck found the GPU, so a machine without one creates no database."""
+        stop.check()
+        store = Store(options.db)
+        opened.append(store)
+        store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
+
+    with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, kernel, dims, dtype,
+                                         trial_timeout=options.trial_timeout, precheck=precheck,
+                                         repeats=options.repeats, seed=options.seed,
+                                         before=start_compiling if precheck else None,
+                                         meanwhile=open_store) as bench:
+        if not precheck:
+            start_compiling(bench.device)
+        stop.check()
+        store = opened[0]
+        key = tuning_key(kernel, bench.device, dims, dtype.name)
+        if on_start:
+            on_start(Started(key, store, space, bench, batch=batch))
+        tools = Instruments(bench.measure, retime=retime_or_error(bench.retime) if retime else None,
+                            clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
+                            prefetch=feed[0].put if feed and feed[0] is not None else None,
+                            memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
+        result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part).run()
+        result.whole_space = whole
+        return result
+
+
+@contextlib.contextmanager
+def compile_pool(kernel, dtype, arch: str, space, options: SearchOptions, batch: int):
+    """The compile pool of a search (:func:`autotune.measure.pipeline.compile_ahead` over a
+    :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
+    where compiling ahead is off): the benchmark's helpers first, then the default config and,
+    for a grid, its first two batches in the space's order; the search puts each batch as it
+    is proposed."""
+    from autotune.measure.pipeline import Feed, compile_ahead, helper_builds, workers
+    from autotune.search.proposals import default_config
+
+    if workers() == 0:
+        yield None, None
+        return
+    default = default_config(kernel.name, space)
+    first = [default] if default else []
+    if options.strategy == "grid":
+        first += itertools.islice((c for c in space.iter_configs() if c != default), 2 * batch)
+    feed = Feed(first)
+    with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch)) as ahead:
+        yield feed, ahead

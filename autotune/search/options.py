@@ -1,0 +1,145 @@
+"""The options of one search, gathered into one frozen value checked once where it is built.
+
+:class:`SearchOptions` is built once at the edge (the CLI from its flags, :func:`autotune.tune`
+from its keywords) and handed down whole: the search loop (:class:`autotune.search.tuner.Tuner`),
+the workers of several GPUs and the op search read its fields, and never check them again.
+Messages name the parameter (``trials 0 is not allowed``); the CLI says its flag instead
+(:data:`FLAGS`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from autotune.errors import InvalidInputError
+from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
+
+__all__ = ["SearchOptions", "OptionError", "FLAGS"]
+
+FLAGS = {"trials": "--trials", "timeout": "--timeout", "seed": "--seed", "strategy": "--strategy",
+         "batch": "--batch", "resume": "--resume", "space": "--space", "repeats": "--repeats",
+         "top_k": "--top-k", "rounds": "--rounds", "trial_timeout": "--trial-timeout", "db": "--db"}
+"""Each field's command-line flag (``autotune search``), for the CLI's messages."""
+
+
+class OptionError(InvalidInputError):
+    """A search option outside what is allowed: ``param`` names the field, ``text`` the rest
+    of the message after ``<param> <value>``."""
+
+    def __init__(self, param: str, value: Any, text: str) -> None:
+        self.param, self.value, self.text = param, value, text
+        super().__init__(f"{param} {_show(value)} {text}")
+
+    def as_flag(self) -> InvalidInputError:
+        """The same refusal naming the command-line flag (``--top-k 0 ...``)."""
+        return InvalidInputError(f"{FLAGS.get(self.param, self.param)} {_show(self.value)} {self.text}")
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else (repr(value) if isinstance(value, str) else str(value))
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _seconds(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How one search runs (module doc). Frozen and hashable; :meth:`replace` gives a copy.
+
+    Attributes:
+        trials: configs to measure (>= 1; fewer when the space runs out). A config is
+            measured once per study: repeats and constraint breakers are never proposed.
+        timeout: seconds after which no new config starts measuring (``None``: no limit).
+        seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
+        strategy: a name of :data:`autotune.search.strategies.STRATEGIES` (``tpe``, ``random``,
+            ``grid``, ``gp``, ``cmaes``, ``transfer``) or an ``optuna.samplers.BaseSampler``.
+        batch: configs the strategy proposes at once, compiled on every core while the GPU
+            measures the batch before (``None``: :func:`autotune.measure.pipeline.workers`, the
+            compile workers, at least 1).
+        resume: continue the key's existing study instead of refusing to touch it.
+        space: a space TOML file instead of the kernel's own space (``None``).
+        repeats: timed samples per config (>= 20).
+        top_k, rounds: the fastest configs re-timed interleaved after the trials, over how many rounds (>= 1).
+        trial_timeout: seconds one trial may take before its measuring process is killed (> 0).
+        db: results database URL (``None``: ``AUTOTUNE_DB`` or the platformdirs default).
+
+    Raises:
+        OptionError: (an :class:`~autotune.errors.InvalidInputError`) naming the first field
+            outside what is allowed, and what is.
+    """
+
+    trials: int = 100
+    timeout: float | None = None
+    seed: int | None = None
+    strategy: Any = "tpe"
+    batch: int | None = None
+    resume: bool = False
+    space: str | None = None
+    repeats: int = 50
+    top_k: int = 5
+    rounds: int = 5
+    trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
+    db: str | None = None
+
+    def __post_init__(self) -> None:
+        from autotune.search.strategies import check_strategy
+
+        if not _int(self.trials) or self.trials < 1:
+            raise OptionError("trials", self.trials, "is not allowed; give 1 or more")
+        if self.timeout is not None and not _seconds(self.timeout):
+            raise OptionError("timeout", self.timeout, "is not allowed; give a positive number of seconds")
+        if self.seed is not None and not _int(self.seed):
+            raise OptionError("seed", self.seed, "is not allowed; give an integer")
+        check_strategy(self.strategy)
+        if self.batch is not None and (not _int(self.batch) or not 1 <= self.batch <= 1024):
+            raise OptionError("batch", self.batch, "is not allowed; give 1..1024 configs")
+        if not _int(self.repeats) or self.repeats < 20:
+            raise OptionError("repeats", self.repeats, "is not allowed; give 20 or more")
+        for name in ("top_k", "rounds"):
+            value = getattr(self, name)
+            if not _int(value) or value < 1:
+                raise OptionError(name, value, "is not allowed; give 1 or more")
+        if not _seconds(self.trial_timeout):
+            raise OptionError("trial_timeout", self.trial_timeout,
+                              "is not allowed; give a positive number of seconds")
+
+    @classmethod
+    def of(cls, **given: Any) -> SearchOptions:
+        """Options from keywords, ``sampler=`` taken as the deprecated name of ``strategy``.
+
+        Raises:
+            OptionError: a bad value; InvalidInputError: an unknown keyword.
+        """
+        if "sampler" in given:
+            sampler = given.pop("sampler")
+            given.setdefault("strategy", sampler)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise InvalidInputError(f"unknown search option {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
+        return cls(**given)
+
+    def replace(self, **changes: Any) -> SearchOptions:
+        """A copy with ``changes`` (checked again)."""
+        return replace(self, **changes)
+
+    @property
+    def strategy_name(self) -> str:
+        """The strategy's name, or the class name of a sampler given instead (stored with the search)."""
+        return self.strategy if isinstance(self.strategy, str) else type(self.strategy).__name__
+
+    def batch_size(self) -> int:
+        """:attr:`batch`, or the compile workers (:func:`autotune.measure.pipeline.workers`), at least 1."""
+        if self.batch is not None:
+            return self.batch
+        from autotune.measure.pipeline import workers
+
+        return max(1, workers())

@@ -1,0 +1,92 @@
+"""Any Optuna sampler as a strategy: an in-memory study over the macros' positions.
+
+Each macro is an integer parameter ``0 .. len(values) - 1`` (its ordinal: the position of the
+value in the space's list, which is sorted), so TPE, GP and CMA-ES see the order of the
+values, not unordered categories. The study lives in memory (Optuna's ``InMemoryStorage``):
+no database, so a replay drives thousands of ask/tell calls on the CPU.
+
+A proposal the sampler makes that breaks the constraints, or that is known already, costs
+nothing: its in-memory trial is failed (Optuna's TPE and GP then ignore it) and the strategy
+proposes instead the nearest valid unknown config (each macro tried in order of its ordinal
+distance from the proposal: :meth:`autotune.kernel.space.SearchSpace.iter_configs` with
+``near``), enqueued into the in-memory study as a fixed trial, so the model sees what is
+measured. A config told without having been asked (history, another worker's) is added as a
+finished trial. Failed configs are failed trials, which Optuna's samplers leave out of their
+models.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+
+from autotune.kernel.config import Config
+from autotune.kernel.space import SearchSpace
+from autotune.search.strategies.base import Strategy
+
+__all__ = ["Sampled"]
+
+
+class Sampled(Strategy):
+    """A strategy over ``sampler`` (an ``optuna.samplers.BaseSampler``), see the module doc."""
+
+    def __init__(self, space: SearchSpace, sampler, seed: int | None = None, history: Iterable = (),
+                 name: str | None = None) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        self.name = name or type(sampler).__name__
+        self._values = {n: v for n, v in space.params}
+        self._dists = {n: optuna.distributions.IntDistribution(0, len(v) - 1) for n, v in space.params}
+        self._study = optuna.create_study(sampler=sampler, direction="minimize")
+        self._trials: dict[Config, object] = {}  # asked, in flight in the in-memory study
+        super().__init__(space, seed, history)
+
+    def _ordinals(self, config: Config) -> dict[str, int]:
+        return {n: self._values[n].index(v) for n, v in config.macros}
+
+    def _fixed(self, config: Config):
+        """An in-memory trial holding ``config`` (enqueued, then asked)."""
+        self._study.enqueue_trial(self._ordinals(config))
+        return self._ask()
+
+    def _ask(self):
+        with warnings.catch_warnings():  # e.g. TPE's multivariate mode, "experimental"
+            warnings.simplefilter("ignore")
+            return self._study.ask(self._dists)
+
+    def _propose(self, k: int) -> list[Config]:
+        from optuna.trial import TrialState
+
+        out: list[Config] = []
+        while len(out) < k:
+            trial = self._ask()
+            point = {n: self._values[n][i] for n, i in trial.params.items()}
+            config = Config.of(self.space.kernel, point)
+            if self.known(config) or config in out or self.space.violations(config):
+                self._study.tell(trial, state=TrialState.FAIL)  # not measured, not an observation
+                config = self.nearest_unknown(point, set(out))
+                if config is None:
+                    break
+                trial = self._fixed(config)
+            self._trials[config] = trial
+            out.append(config)
+        return out
+
+    def _asked(self, config: Config) -> None:
+        self._trials[config] = self._fixed(config)
+
+    def _observe(self, config: Config, ms: float | None) -> None:
+        import optuna
+        from optuna.trial import TrialState
+
+        trial = self._trials.pop(config, None)
+        if trial is not None:
+            if ms is None:
+                self._study.tell(trial, state=TrialState.FAIL)
+            else:
+                self._study.tell(trial, ms)
+            return
+        state = TrialState.FAIL if ms is None else TrialState.COMPLETE
+        self._study.add_trial(optuna.trial.create_trial(state=state, value=ms, params=self._ordinals(config),
+                                                        distributions=self._dists))

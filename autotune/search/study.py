@@ -1,0 +1,161 @@
+"""The key's Optuna study in the results database: the record of every config a search measured.
+
+One study per :class:`~autotune.store.key.TuningKey` (``key.study_name``) in Optuna's RDB
+storage, beside autotune's tables (:meth:`autotune.store.repository.Store.optuna_storage`), so
+``resume`` continues it, several workers (one per GPU) share it and optuna-dashboard shows it.
+
+The strategy's model lives in memory (:mod:`autotune.search.strategies`); this study only
+records. A config is written as a trial when it starts measuring (RUNNING, its parameters
+fixed, a heartbeat every :data:`~autotune.store.study_storage.HEARTBEAT_S` s from a thread of
+this module), then told COMPLETE with its median ms, or FAIL with its status and reason as user
+attributes. Proposals that break the constraints or repeat a config are never written: they
+never reach this module. Each macro is a categorical parameter over its values, as searches
+before strategies wrote them (``suggest_categorical``), so an old study resumes as it was: its
+COMPLETE and FAIL trials are read back as measured (its PRUNED constraint breakers and
+``duplicate`` trials are skipped), and its WAITING trials (configs an old grid queued) stay
+waiting: they are never taken.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.config import Config
+from autotune.kernel.dims import format_shape
+from autotune.kernel.space import SearchSpace
+from autotune.search.outcome import SearchResult, TrialOutcome
+from autotune.store.key import TuningKey
+
+if TYPE_CHECKING:
+    from autotune.store.repository import Store
+
+__all__ = ["StoredStudy", "open_study"]
+
+
+def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None):
+    """Create the key's Optuna study, or with ``resume`` load the existing one, and return it.
+
+    Raises:
+        InvalidInputError: the study exists and ``resume`` is false.
+        StoreError: the database cannot be used.
+    """
+    import optuna
+
+    with store.errors():  # DuplicatedStudyError is raised from the database's IntegrityError
+        try:
+            return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
+                                       direction="minimize", load_if_exists=resume)
+        except optuna.exceptions.DuplicatedStudyError:
+            raise InvalidInputError(
+                f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
+                "already; pass resume (--resume) to continue it") from None
+
+
+class StoredStudy:
+    """The key's study (module doc), opened for one search; call :meth:`close` at its end."""
+
+    def __init__(self, store: Store, key: TuningKey, space: SearchSpace, *, resume: bool) -> None:
+        import optuna
+
+        self.store, self.key = store, key
+        self.storage = store.optuna_storage()
+        self.study = open_study(store, key, resume=resume, storage=self.storage)
+        self._study_id = self.storage.get_study_id_from_name(key.study_name)
+        self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
+        self._beating: int | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def fail_stale(self) -> None:
+        """Fail the trials of dead workers: those whose heartbeat stopped (Optuna's
+        ``fail_stale_trials``) and those that died before their first heartbeat."""
+        import warnings
+
+        import optuna
+
+        with warnings.catch_warnings():  # "experimental" in Optuna's words since 2.9
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(self.study)
+        self.store.fail_trials_dead_before_heartbeat(self.storage, self.key.study_name)
+
+    def measured(self, result: SearchResult) -> dict[Config, TrialOutcome]:
+        """Configs the study holds as measured (ok or failed), keyed by config; those ok go
+        into ``result.measured`` with their ms."""
+        from optuna.trial import TrialState
+
+        seen: dict[Config, TrialOutcome] = {}
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+            status = t.user_attrs.get("status")
+            if status is None or status in ("interrupted", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
+                continue
+            config = Config.of(self.key.kernel, t.params)
+            seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
+            if status == "ok":
+                result.measured[config] = min(t.value, result.measured.get(config, t.value))
+        return seen
+
+    def in_flight(self) -> set[Config]:
+        """Configs in RUNNING trials (of other workers on the study)."""
+        from optuna.trial import TrialState
+
+        return {Config.of(self.key.kernel, t.params)
+                for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if t.params}
+
+    def start(self, config: Config) -> tuple[int, int]:
+        """Write ``config`` as a RUNNING trial and beat its heart; returns ``(trial id, number)``."""
+        from optuna.trial import TrialState, create_trial
+
+        template = create_trial(state=TrialState.RUNNING, params=config.as_dict(), distributions=self._dists)
+        trial_id = self.storage.create_new_trial(self._study_id, template_trial=template)
+        self.storage.record_heartbeat(trial_id)
+        with self._lock:
+            self._beating = trial_id
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name="optuna-heartbeat", daemon=True)
+            self._thread.start()
+        return trial_id, self.storage.get_trial_number_from_id(trial_id)
+
+    def finish(self, trial_id: int, outcome: TrialOutcome) -> None:
+        """Tell the trial its outcome: COMPLETE with the median ms, or FAIL; the status (and
+        reason) as user attributes."""
+        from optuna.trial import TrialState
+
+        self._stop_beating(trial_id)
+        self.storage.set_trial_user_attr(trial_id, "status", outcome.status)
+        if outcome.reason:
+            self.storage.set_trial_user_attr(trial_id, "reason", outcome.reason)
+        if outcome.status == "ok":
+            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [outcome.measurement.median_ms])
+        else:
+            self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
+
+    def abandon(self, trial_id: int, status: str) -> None:
+        """Fail a trial whose measurement was cut (``status``: ``interrupted``, ``error``)."""
+        from optuna.trial import TrialState
+
+        self._stop_beating(trial_id)
+        self.storage.set_trial_user_attr(trial_id, "status", status)
+        self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
+
+    def close(self) -> None:
+        """Stop the heartbeat thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _stop_beating(self, trial_id: int) -> None:
+        with self._lock:
+            if self._beating == trial_id:
+                self._beating = None
+
+    def _beat(self) -> None:
+        from autotune.store.study_storage import HEARTBEAT_S
+
+        while not self._stop.wait(HEARTBEAT_S):
+            with self._lock:
+                trial_id = self._beating
+                if trial_id is not None:
+                    self.storage.record_heartbeat(trial_id)  # a lost database: dropped (study_storage)

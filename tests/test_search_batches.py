@@ -1,0 +1,125 @@
+"""The search loop's batches: each batch goes to the compile pool before the GPU measures the
+batch before it; a study written by the search of before strategies resumes; ``transfer``
+measures the nearest tuned shapes' bests right after the default."""
+
+import optuna
+import pytest
+
+from autotune.kernel.config import Config
+from autotune.kernel.space import SearchSpace
+from autotune.search.options import SearchOptions
+from autotune.search.tuner import search
+from autotune.store.key import TuningKey
+from autotune.store.repository import Store
+
+from fakes import FakeTimer
+
+SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)),
+                                 ("TILE_DIM", (16, 32, 64))),
+                    ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
+DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32})
+
+
+@pytest.fixture
+def store(db_url) -> Store:
+    return Store(db_url)
+
+
+def key_of(device_info, rows=1024, cols=1024) -> TuningKey:
+    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", rows), ("cols", cols)), "float32",
+                     "13.0.88", "-O3 -arch=sm_90")
+
+
+@pytest.mark.parametrize("strategy", ["grid", "tpe", "random"])
+def test_the_next_batch_is_handed_to_the_compile_pool_before_the_gpu_measures_this_one(store, device_info,
+                                                                                       strategy):
+    events, timer = [], FakeTimer()
+
+    def measure(config):
+        events.append(("measure", config))
+        return timer(config)
+
+    result = search(key_of(device_info), SPACE, measure, store,
+                    SearchOptions(trials=11, strategy=strategy, seed=2, batch=3),
+                    prefetch=lambda batch: events.append(("prefetch", list(batch))))
+    batches = [b for kind, b in events if kind == "prefetch"]
+    measured = [c for kind, c in events if kind == "measure"]
+    assert [len(b) for b in batches] == [3, 3, 3, 2] and measured == [c for b in batches for c in b]
+    assert measured[0] == DEFAULT and len(set(measured)) == 11 == result.measured_count
+    for i, batch in enumerate(batches[:-1]):  # batch i+1 is compiling before batch i's first config measures
+        assert events.index(("prefetch", batches[i + 1])) < events.index(("measure", batch[0]))
+    for c in measured:  # and every config is handed over before it is measured
+        at = next(k for k, e in enumerate(events) if e[0] == "prefetch" and c in e[1])
+        assert at < events.index(("measure", c))
+
+
+def old_study(store: Store, key: TuningKey, measured: dict[Config, float | None]) -> None:
+    """A study as the search before strategies wrote it: ``suggest_categorical`` trials, a
+    PRUNED constraint breaker, a COMPLETE ``duplicate`` with a copied value, a WAITING
+    trial a grid queued, and the ok and failed configs."""
+    study = optuna.create_study(study_name=key.study_name, storage=store.optuna_storage(), direction="minimize")
+    items = list(measured.items())
+
+    def objective(trial):
+        config, ms = items.pop(0) if items else (DEFAULT, None)
+        for n, v in SPACE.params:
+            trial.suggest_categorical(n, list(v))
+        trial.set_user_attr("status", "ok" if ms is not None else "compile_error")
+        if ms is None:
+            trial.set_user_attr("reason", "planted")
+            raise RuntimeError("failed")
+        return ms
+
+    for config in measured:
+        study.enqueue_trial(config.as_dict())
+    study.optimize(objective, n_trials=len(measured), catch=(RuntimeError,))
+    first = next(iter(measured))
+    study.enqueue_trial(first.as_dict())  # a repeat, stored as a copy: status duplicate
+    dup = study.ask({n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in SPACE.params})
+    dup.set_user_attr("status", "duplicate")
+    dup.set_user_attr("duplicate_of", 0)
+    study.tell(dup, measured[first])
+    broken = {"BLOCK_ROWS": 32, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64}
+    study.enqueue_trial(broken)
+    pruned = study.ask({n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in SPACE.params})
+    pruned.set_user_attr("status", "constraint")
+    study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
+    study.enqueue_trial(SPACE.configs()[-1].as_dict())  # left WAITING by an interrupted grid
+
+
+def test_a_study_written_before_strategies_resumes_without_measuring_its_configs_again(store, device_info):
+    key = key_of(device_info)
+    configs = SPACE.configs()
+    earlier = {DEFAULT: 0.02, configs[0]: 0.03, configs[1]: None}
+    old_study(store, key, earlier)
+    timer = FakeTimer()
+    result = search(key, SPACE, timer, store, SearchOptions(trials=100, strategy="tpe", seed=0, resume=True, batch=4))
+    assert result.stopped == "exhausted"
+    assert set(timer.calls) == set(configs) - set(earlier) and len(timer.calls) == len(set(timer.calls))
+    assert result.measured[DEFAULT] == 0.02 and configs[1] not in result.measured
+    trials = optuna.load_study(study_name=key.study_name, storage=store.optuna_storage()).trials
+    assert len(trials) == 6 + len(timer.calls)  # the old ones kept as they were, one new trial per config
+
+
+def test_transfer_measures_the_nearest_tuned_shapes_best_right_after_the_default(store, device_info):
+    """Two shapes tuned (grid) with the best planted at a different config each; a new
+    shape nearer the first measures the default, then the first shape's best, then the other's."""
+    from fakes import fake_retime
+
+    class Planted(FakeTimer):
+        def __init__(self, best):
+            super().__init__()
+            self.best = best
+
+        def gbps(self, config):
+            return 2900.0 if config == self.best else 1000.0 + 10 * SPACE.configs().index(config)
+
+    configs = SPACE.configs()
+    near_best, far_best = configs[2], configs[9]
+    for (rows, cols), best in (((2048, 2048), near_best), ((256, 256), far_best)):
+        search(key_of(device_info, rows, cols), SPACE, Planted(best), store,
+               SearchOptions(trials=100, strategy="grid"), retime=fake_retime())
+    timer = FakeTimer()
+    search(key_of(device_info, 3000, 3000), SPACE, timer, store, SearchOptions(trials=4, strategy="transfer", seed=0,
+                                                                               batch=2))
+    assert timer.calls[:3] == [DEFAULT, near_best, far_best]

@@ -1,0 +1,67 @@
+"""SearchOptions: one frozen value, checked once where it is built, messages naming the parameter."""
+
+import optuna
+import pytest
+
+from autotune.errors import InvalidInputError
+from autotune.search.options import OptionError, SearchOptions
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"trials": 0}, "trials 0 is not allowed; give 1 or more"),
+    ({"trials": -3}, "trials -3 is not allowed"),
+    ({"trials": 2.5}, "trials 2.5 is not allowed"),
+    ({"timeout": -1.0}, "timeout -1 is not allowed; give a positive number of seconds"),
+    ({"timeout": float("nan")}, "timeout nan is not allowed"),
+    ({"seed": "x"}, "seed 'x' is not allowed; give an integer"),
+    ({"strategy": "annealing"}, "strategy 'annealing' is not known; allowed: tpe, random, grid, gp, cmaes, transfer"),
+    ({"strategy": 3}, "strategy 3 (int) is not allowed"),
+    ({"batch": 0}, "batch 0 is not allowed; give 1..1024 configs"),
+    ({"repeats": 19}, "repeats 19 is not allowed; give 20 or more"),
+    ({"top_k": 0}, "top_k 0 is not allowed; give 1 or more"),
+    ({"rounds": -1}, "rounds -1 is not allowed"),
+    ({"trial_timeout": 0}, "trial_timeout 0 is not allowed; give a positive number of seconds"),
+    ({"trial_timeout": float("inf")}, "trial_timeout inf is not allowed"),
+])
+def test_a_bad_value_is_refused_naming_the_parameter(given, message):
+    with pytest.raises(OptionError) as caught:
+        SearchOptions(**given)
+    assert str(caught.value).startswith(message)
+    assert isinstance(caught.value, InvalidInputError)
+    param = message.split(" ")[0]
+    assert str(caught.value.as_flag()) == str(caught.value).replace(param, "--" + param.replace("_", "-"), 1)
+
+
+def test_the_cli_flag_replaces_the_parameter_name():
+    with pytest.raises(OptionError) as caught:
+        SearchOptions(top_k=0)
+    assert str(caught.value.as_flag()) == "--top-k 0 is not allowed; give 1 or more"
+
+
+def test_options_are_frozen_hashable_and_replaced_with_a_new_check():
+    options = SearchOptions(trials=10, strategy="random", batch=4)
+    assert hash(options) == hash(SearchOptions(trials=10, strategy="random", batch=4))
+    with pytest.raises(AttributeError):
+        options.trials = 5  # type: ignore[misc]
+    assert options.replace(trials=3).trials == 3 and options.trials == 10
+    with pytest.raises(OptionError, match="trials 0"):
+        options.replace(trials=0)
+
+
+def test_sampler_is_the_deprecated_name_of_strategy_and_unknown_keywords_are_refused():
+    assert SearchOptions.of(sampler="grid").strategy == "grid"
+    assert SearchOptions.of(trials=3).strategy == "tpe"
+    with pytest.raises(InvalidInputError, match="unknown search option 'n_trials'"):
+        SearchOptions.of(n_trials=3)
+
+
+def test_an_optuna_sampler_is_a_strategy_and_named_by_its_class():
+    options = SearchOptions(strategy=optuna.samplers.RandomSampler(seed=1))
+    assert options.strategy_name == "RandomSampler"
+
+
+def test_batch_defaults_to_the_compile_workers(monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "6")
+    assert SearchOptions().batch_size() == 6 and SearchOptions(batch=3).batch_size() == 3
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # compiling ahead off: one config at a time
+    assert SearchOptions().batch_size() == 1
