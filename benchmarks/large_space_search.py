@@ -278,12 +278,12 @@ def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: li
             ours_jobs = {(n, s): pool.submit(_ours, (spec, path, n, s, max(BUDGETS))) for n in names for s in range(seeds)}
             kt_jobs = {(n, b, s): pool.submit(_kt, (cache, n, s, b)) for n in KT_STRATEGIES for b in BUDGETS
                        for s in range(kt_seeds)}
-            per = {}
+            per, failures = {}, {}
             for (n, s), f in ours_jobs.items():
                 per.setdefault(("autotune", n), {b: [] for b in BUDGETS})
                 got = f.result()
                 if isinstance(got, str):
-                    log(out, f"  autotune {n} seed {s}: failed: {got}")
+                    failures.setdefault(("autotune", n), []).append(got)
                     continue
                 for b in BUDGETS:
                     per[("autotune", n)][b].append(list(got)[:b])
@@ -291,9 +291,11 @@ def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: li
                 got = f.result()
                 per.setdefault(("kernel_tuner", n), {bb: [] for bb in BUDGETS})
                 if isinstance(got, str):
-                    log(out, f"  kernel_tuner {n} budget {b} seed {s}: failed: {got}")
+                    failures.setdefault(("kernel_tuner", n), []).append(got)
                 elif got:
                     per[("kernel_tuner", n)][b].append(got)
+            for (tool, n), errors in failures.items():
+                log(out, f"  {tool} {n}: {len(errors)} run(s) failed, e.g. {errors[0]}")
             log(out, f"{'tool':13s} {'strategy':20s} " + " ".join(f"P@{b:<4d} best%@{b:<4d}" for b in BUDGETS))
             for (tool, n), by_budget in per.items():
                 cells = []
