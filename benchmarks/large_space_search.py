@@ -394,7 +394,10 @@ def transfer(out, tables: dict) -> None:
                     counts.append(next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None))
                 line += f"; autotune transfer strategy, seeds 0-{TRANSFER_SEEDS - 1}: " + ", ".join(
                     str(c) if c else ">10" for c in counts)
-            log(out, line + f"; random: {100 * chance:.1f} % chance within 10 ({good} of {len(table)} configs qualify)")
+            default_ms = table.get(get_kernel(held.kernel).default_config().key)
+            default = "failed or not in the table" if default_ms is None else f"{100 * min(ok) / default_ms:.1f} %"
+            log(out, line + f"; random: {100 * chance:.1f} % chance within 10 ({good} of {len(table)} configs qualify); "
+                            f"the default alone: {default} of the best")
 
 
 def _registry_has(name: str) -> bool:
