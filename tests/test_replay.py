@@ -184,6 +184,10 @@ def test_kernel_tuner_reads_the_cache_file_and_its_simulation_replays_it(tmp_pat
         curve = simulate(path, "brute_force", len(table))
     best = min(v for v in table.values() if v is not None)
     assert len(curve) == len(table) and curve[-1] == best  # brute force visits all, the failed ones counted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs = [simulate(path, "random_sample", 7, seed=s) for s in (0, 0, 1)]
+    assert [len(r) for r in runs] == [7, 7, 7] and runs[0] == runs[1]  # max_fevals = budget; seeded
 
 
 # --- a stored key as Kernel Tuner's cache file: autotune export --kt-cache -----------------------
