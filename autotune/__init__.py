@@ -26,6 +26,7 @@ _NAMES = {
     "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
     "clear_cache": "autotune.runtime.lookup", "compiled": "autotune.runtime.launch",
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
+    "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
 }
 
 __all__ = [*_NAMES, "__version__"]

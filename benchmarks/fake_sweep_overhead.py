@@ -11,7 +11,7 @@ cache, timed three ways:
 - where it went, from inside (this script is the process that runs the CLI, its functions
   wrapped): importing the CLI, opening the measuring child (spawn + its imports + the fake
   GPU), opening the store (migrations), opening Optuna's storage and the study, the trial loop
-  (``Study.optimize``), the time inside ``measure`` (the pipe round trip to the child), the
+  (``Tuner._loop``), the time inside ``measure`` (the pipe round trip to the child), the
   re-timing and the rest;
 - bookkeeping per trial: (trial loop - measure) / Optuna trials (duplicates proposed by TPE
   are trials too), and SQL statements and commits per trial on every engine.
@@ -54,13 +54,12 @@ def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
     import autotune.cli  # noqa: F401  (the CLI's imports, timed)
 
     t_import = time.perf_counter() - t0
-    import optuna
     import sqlalchemy
     from sqlalchemy import event
 
     import workers
     from autotune.measure import isolation
-    from autotune.search import retiming, tuner
+    from autotune.search import retiming, study, trials, tuner
     from autotune.store import repository
 
     spent: dict[str, float] = {"import": t_import}
@@ -83,8 +82,8 @@ def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
     timed(isolation.IsolatedBenchmark, "retime", "retime")
     timed(repository.Store, "__init__", "open store (migrations)")
     timed(repository.Store, "optuna_storage", "open Optuna storage")
-    timed(tuner, "_open_study", "open study")
-    timed(optuna.study.Study, "optimize", "trial loop")
+    timed(study, "open_study", "open study")
+    timed(tuner.Tuner, "_loop", "trial loop")
     timed(retiming, "decide", "decide (interleaved re-timing, best stored)")
 
     def _maybe(*a):
@@ -98,13 +97,13 @@ def child(out: str, args: list[str], root: Path, gpu: bool = False) -> None:
     def _commit(*_a):
         counts["commit"] += 1
 
-    original_run_trial = optuna.study._optimize._run_trial
+    original_run_trial = trials.run_trial
 
     def run_trial(*a, **k):
         counts["trials"] += 1
         return original_run_trial(*a, **k)
 
-    optuna.study._optimize._run_trial = run_trial
+    tuner.run_trial = run_trial
     code = 0
     try:
         if gpu:
@@ -165,7 +164,7 @@ def report(name: str, runs: list[dict]) -> list[str]:
     lines.append("inside: " + "; ".join(parts))
     trials = runs[0]["counts"]["trials"]
     loop = med(r["spent"].get("trial loop", 0.0) - r["spent"].get("measure (pipe round trip)", 0.0) for r in runs)
-    lines.append(f"Optuna trials {trials}; bookkeeping per trial (trial loop - measure) {1e3 * loop / trials:.1f} ms; "
+    lines.append(f"trials {trials}; bookkeeping per trial (trial loop - measure) {1e3 * loop / trials:.1f} ms; "
                  f"SQL statements per trial {runs[0]['counts']['sql'] / trials:.1f}, commits per trial "
                  f"{runs[0]['counts']['commit'] / trials:.1f} (whole run: {runs[0]['counts']['sql']} statements, "
                  f"{runs[0]['counts']['commit']} commits)")

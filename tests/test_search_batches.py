@@ -123,3 +123,47 @@ def test_transfer_measures_the_nearest_tuned_shapes_best_right_after_the_default
     search(key_of(device_info, 3000, 3000), SPACE, timer, store, SearchOptions(trials=4, strategy="transfer", seed=0,
                                                                                batch=2))
     assert timer.calls[:3] == [DEFAULT, near_best, far_best]
+
+
+def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_batch(monkeypatch, device_info,
+                                                                                    db_url):
+    """``--strategy`` and ``--batch`` reach the search as one SearchOptions; ``--sampler`` is
+    the old name of ``--strategy``; the header says both."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from fakes import fake_retime
+
+    from autotune.cli import app
+    from autotune.measure import benchmark
+    from autotune.search import tuner
+
+    class Bench:
+        device, memcpy_gbps, copy_gbps, l2_mode = device_info, 3000.0, None, "single"
+
+        def __init__(self):
+            self.measure, self.retime = FakeTimer(), fake_retime()
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+        yield Bench()
+
+    seen = []
+    original = tuner.Tuner.__init__
+
+    def spy(self, key, space, store, options, instruments, **kw):
+        seen.append(options)
+        original(self, key, space, store, options, instruments, **kw)
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    monkeypatch.setattr(tuner.Tuner, "__init__", spy)
+    r = CliRunner().invoke(app, ["search", "--size", "64", "--trials", "5", "--strategy", "random", "--batch", "3",
+                                 "--seed", "4", "--db", db_url])
+    assert r.exit_code == 0, r.output
+    assert "strategy random, batches of 3" in r.output and "measured 5 configs: 5 ok" in r.output
+    assert seen == [SearchOptions(trials=5, strategy="random", batch=3, seed=4, db=db_url)]
+    r = CliRunner().invoke(app, ["search", "--size", "64", "--trials", "2", "--sampler", "grid", "--resume",
+                                 "--db", db_url])
+    assert r.exit_code == 0, r.output
+    assert seen[-1].strategy == "grid" and "strategy grid, batches of 1" in r.output  # tests: no compile workers

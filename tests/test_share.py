@@ -486,6 +486,7 @@ def as_version_1(data: dict) -> dict:
 def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp_path):
     # copy_row: a 0.1 kernel whose description is unchanged (issue 14 gave every transpose a row pitch)
     from autotune.kernel.dtypes import get_dtype
+    from autotune.search.options import SearchOptions
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
     from autotune.store.share import MATMUL_0_1, SPEC_HASHES_0_1
@@ -494,10 +495,10 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
 
     old = Store(db_url)
     search(tuning_key("copy_row", device_info, (256, 512), "float32"), get_kernel("copy_row").space(), FakeTimer(), old,
-           n_trials=3, seed=1)
+           SearchOptions(trials=3, seed=1))
     bench = FakeMatmulBench(device_info, 128, 64, 32, get_dtype("float32"))
     search(tuning_key("matmul_tiled", device_info, (128, 64, 32), "float32"), get_kernel("matmul_tiled").space(),
-           bench.measure, old, n_trials=3, seed=1)
+           bench.measure, old, SearchOptions(trials=3, seed=1))
     path = tmp_path / "v1.json"
     export_results(old, path)
     v2 = json.loads(path.read_text())

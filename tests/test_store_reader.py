@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from autotune.errors import StoreError
 from autotune.kernel.catalog import get_kernel
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store import best_sql, schema
 from autotune.store.key import tuning_key
@@ -41,7 +42,7 @@ def url(tmp_path) -> str:
 def _tune(url, device, shape, dtype="float32", kernel="smem_pad", retimed=True):
     key = tuning_key(kernel, device, shape, dtype)
     store = Store(url)
-    search(key, get_kernel(kernel).space(), FakeTimer(), store, n_trials=5, seed=1, sampler="random",
+    search(key, get_kernel(kernel).space(), FakeTimer(), store, SearchOptions(trials=5, seed=1, strategy="random"),
            retime=fake_retime(tie_band=0.5) if retimed else None)
     store.close()
     return key

@@ -149,3 +149,20 @@ def test_a_missing_package_is_said_naming_it(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cmaes" else real(name, *a))
     with pytest.raises(InvalidInputError, match="strategy 'cmaes' needs the package 'cmaes'"):
         make_strategy("cmaes", SPACE)
+
+
+def test_a_failed_config_counts_in_the_model_as_twice_the_slowest_time_so_far():
+    """So that TPE, GP and CMA-ES steer away from where configs fail; before any time is
+    known, a failure is a failed in-memory trial (left out of the model)."""
+    from optuna.trial import TrialState
+
+    s = make_strategy("tpe", SPACE, 0)
+    first, second, third = s.ask(3)
+    s.tell(first, None)
+    s.tell(second, 0.5)
+    s.tell(third, None)
+    values = {n: v for n, v in SPACE.params}
+    complete = {Config.of("smem_pad", {n: values[n][i] for n, i in t.params.items()}): t.value
+                for t in s._study.trials if t.state == TrialState.COMPLETE}
+    assert complete == {second: 0.5, third: 1.0}  # first: a FAIL trial, as are raw proposals solved elsewhere
+    assert s.told == {first: None, second: 0.5, third: None} and s.best == (second, 0.5)

@@ -16,6 +16,7 @@ from autotune.kernel.catalog import get_kernel
 from autotune.store.key import tuning_key
 from autotune.measure.measurement import Measurement
 from autotune.store.repository import Store
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
 from fakes import OPTIMUM, FakeTimer
@@ -44,7 +45,7 @@ def pcie(device_info):
 
 def tune(db_url, device_info, shape=(512, 512), dtype="float32"):
     key = tuning_key("smem_pad", device_info, shape, dtype)
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), n_trials=200, sampler="grid")
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), SearchOptions(trials=200, strategy="grid"))
     return key
 
 

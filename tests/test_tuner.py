@@ -312,7 +312,8 @@ def test_each_trial_keeps_its_time_per_phase_and_the_run_sums_them(store, key):
         assert {k: v for k, v in kept.items() if k != "store"} == expected
         assert {k: v for k, v in o.phases.items() if k != "store"} == expected
     totals = result.phase_totals
-    assert list(totals) == ["compile", "load", "verify", "time", "store"]
+    assert list(totals) == ["compile", "load", "verify", "time", "store", "propose"]  # propose: outside trials
+    assert totals["propose"] == result.spent["propose"] > 0
     assert totals["compile"] == pytest.approx(4 * PHASES_MS["compile"]) and totals["time"] == pytest.approx(
         3 * PHASES_MS["time"])
     assert totals["store"] == pytest.approx(sum(o.phases["store"] for o in result.outcomes))

@@ -85,7 +85,8 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
         As :func:`autotune.tune`.
     """
     from autotune.measure import benchmark, isolation, nvml
-    from autotune.search.tuner import Instruments, Tuner
+    from autotune.search.instruments import Instruments
+    from autotune.search.tuner import Tuner
     from autotune.store.key import tuning_key
     from autotune.store.repository import Store
 

@@ -49,8 +49,10 @@ class SearchResult:
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
         reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
-        whole_space: the sampler was not asked: the trials covered the space, so every valid
-            config was measured in the grid's order (:func:`autotune.search.tune.whole_space`).
+        whole_space: the strategy was not asked: the trials covered the space, so every valid
+            config was measured in the grid's order (:func:`autotune.search.on_gpu.whole_space`).
+        spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
+            asks and tells, and reading what other processes measured).
     """
 
     key: TuningKey
@@ -63,6 +65,7 @@ class SearchResult:
     clock_warning: str | None = None
     reports: list = field(default_factory=list)
     whole_space: bool = False
+    spent: dict[str, float] = field(default_factory=dict)
 
     @property
     def measured_count(self) -> int:
@@ -77,8 +80,9 @@ class SearchResult:
 
     @property
     def phase_totals(self) -> dict[str, float]:
-        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`)."""
-        return phases.totals(o.phases for o in self.outcomes)
+        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`),
+        then :attr:`spent` outside them."""
+        return {**phases.totals(o.phases for o in self.outcomes), **self.spent}
 
     @property
     def best(self) -> tuple[Config, float] | None:

@@ -89,7 +89,7 @@ class StoredStudy:
         seen: dict[Config, TrialOutcome] = {}
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
             status = t.user_attrs.get("status")
-            if status is None or status in ("interrupted", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
+            if status in (None, "interrupted", "lost", "duplicate") or t.user_attrs.get("duplicate_of") is not None:
                 continue
             config = Config.of(self.key.kernel, t.params)
             seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
@@ -133,7 +133,8 @@ class StoredStudy:
             self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
 
     def abandon(self, trial_id: int, status: str) -> None:
-        """Fail a trial whose measurement was cut (``status``: ``interrupted``, ``error``)."""
+        """Fail a trial that was cut (``status``: ``interrupted`` by a signal, or ``lost``: the
+        database or the measuring process failed); its config counts as not measured."""
         from optuna.trial import TrialState
 
         self._stop_beating(trial_id)

@@ -9,17 +9,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from autotune.errors import StoreError, TrialFailed
+from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.measure.measurement import Measurement
 from autotune.search import stop
-from autotune.search.outcome import TrialOutcome
+from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
 
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["run_trial"]
+__all__ = ["run_trial", "what_was_kept"]
 
 
 def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Measurement], store: Store,
@@ -38,6 +38,19 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
     flight.clear()
     flight.update(number=number, config=config)
     try:
+        outcome = _measure(config, measure, store, search_id, number, flight)
+        study.finish(trial_id, outcome)
+    except BaseException as exc:  # a signal, a lost database, a measuring process that could not go on
+        with stop.shielded(), contextlib.suppress(Exception):  # the database may be the fault
+            study.abandon(trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "lost")
+        raise
+    flight.clear()
+    return outcome
+
+
+def _measure(config: Config, measure, store: Store, search_id: int, number: int, flight: dict) -> TrialOutcome:
+    """Measure ``config`` and store it as trial ``number`` of search ``search_id``."""
+    try:
         with stop.interruptible():  # a signal fails the trial in flight at once (nothing is half-written)
             m = measure(config)
     except TrialFailed as failure:
@@ -46,10 +59,6 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
         started = time.perf_counter()
         store.record_trial(search_id, number, config, status=failure.status, reason=failure.reason, phases=spent)
         outcome = TrialOutcome(number, config, failure.status, reason=failure.reason, phases=spent)
-    except BaseException as exc:  # a signal, or the measuring process could not go on
-        with stop.shielded(), contextlib.suppress(StoreError, Exception):
-            study.abandon(trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
-        raise
     else:
         flight["measured"] = True
         spent = dict(m.phases or {})
@@ -59,6 +68,18 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
         outcome = TrialOutcome(number, config, "ok", measurement=m, reason=early, phases=spent)
     spent["store"] = (time.perf_counter() - started) * 1e3  # the whole write, its commit included
     flight["stored"] = True
-    study.finish(trial_id, outcome)
-    flight.clear()
     return outcome
+
+
+def what_was_kept(result: SearchResult, flight: dict) -> str:
+    """One clause for a search that lost its database: what this run stored, what it lost,
+    and how to go on."""
+    stored = len(result.outcomes) + bool(flight.get("stored"))
+    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
+    if flight.get("retime"):
+        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
+    elif "number" in flight and not flight.get("stored"):
+        what = "measured, not stored" if flight.get("measured") else "not measured"
+        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
+    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
+                   "(resume=True) to go on, measuring only what is missing")

@@ -20,7 +20,7 @@
    fastest are re-timed interleaved over ``rounds`` rounds and the winner stored
    (:mod:`autotune.search.retiming`).
 
-The benchmark is injected (:class:`Instruments`): any ``measure(config) -> Measurement`` that
+The benchmark is injected (:class:`~autotune.search.instruments.Instruments`): any ``measure(config) -> Measurement`` that
 raises :class:`~autotune.errors.TrialFailed` for a failed config (the real one is
 :meth:`autotune.measure.benchmark.Benchmark.measure`; tests pass a fake timer).
 """
@@ -30,58 +30,31 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autotune.errors import StoreError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.measure.measurement import Measurement
 from autotune.measure.nvml import clock_warning
 from autotune.search import proposals, retiming, stop
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
-from autotune.search.trials import run_trial
+from autotune.search.instruments import Instruments, Measure
+from autotune.search.trials import run_trial, what_was_kept
 from autotune.store.key import TuningKey
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported when a search opens it
     from autotune.search.strategies import Strategy
     from autotune.store.repository import Store
 
-__all__ = ["Instruments", "Tuner", "search"]
-
-Measure = Callable[[Config], Measurement]
-
-
-@dataclass(frozen=True)
-class Instruments:
-    """What a search measures with, injected.
-
-    Attributes:
-        measure: ``measure(config) -> Measurement``; raises ``TrialFailed`` for a failed config.
-        retime: ``retime(configs, rounds) -> list[Retiming]``; ``None`` skips the re-timing.
-        clocks: reads the GPU clocks (:func:`autotune.measure.nvml.clock_state`), at start and end.
-        prefetch: called with each batch as it is proposed, before any config of it is
-            measured (the compile pool); ``None``: nothing ahead.
-        memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures of this run, GB/s.
-        l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
-    """
-
-    measure: Measure
-    retime: retiming.Retime | None = None
-    clocks: Callable[[], dict | None] | None = None
-    prefetch: Callable[[list[Config]], None] | None = None
-    memcpy_gbps: float | None = None
-    copy_gbps: float | None = None
-    l2_mode: str | None = None
-
+__all__ = ["Tuner", "search"]
 
 class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
-    once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default, a
-    grid walks its share of the space first, and every worker skips configs another has
-    measured or is measuring. ``on_trial(outcome, result)`` is called after every trial.
+    once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
+    grid walks its share of the space first. Every search skips configs another process on
+    the study has measured or is measuring, and tells its strategy what they measured. ``on_trial(outcome, result)`` is called after every trial.
 
     Raises (from :meth:`run`):
         InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
@@ -146,7 +119,7 @@ class Tuner:
             status = result.stopped = "interrupted"
             raise
         except StoreError as exc:  # the database went away (or stayed locked) mid-search
-            raise StoreError(f"{exc}; {_what_was_kept(result, self.flight)}") from exc.__cause__ or exc
+            raise StoreError(f"{exc}; {what_was_kept(result, self.flight)}") from exc.__cause__ or exc
         finally:
             with stop.shielded():
                 end_clocks = tools.clocks() if tools.clocks else None
@@ -183,7 +156,6 @@ class Tuner:
         """Measure batches until ``trials`` configs are measured, the timeout, or the end of the space."""
         result, options = self.result, self.options
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
-        shared = self.part[1] > 1
         pending: deque[Config] = deque()
         while True:
             if result.measured_count >= options.trials:
@@ -193,8 +165,10 @@ class Tuner:
                 result.stopped = "timeout"
                 return
             stop.check()
-            busy = self._refresh(study) if shared else set()
+            started = time.perf_counter()
+            busy = self._refresh(study, shared=self.part[1] > 1)
             self._top_up(pending)
+            self._spent(started)
             if not pending:
                 result.stopped = "exhausted"
                 return
@@ -207,9 +181,16 @@ class Tuner:
             result.outcomes.append(outcome)
             if outcome.status == "ok":
                 result.measured[config] = outcome.measurement.median_ms
+            started = time.perf_counter()
             self.strategy.tell(config, outcome.measurement.median_ms if outcome.status == "ok" else None)
+            self._spent(started)
             if self.on_trial is not None:
                 self.on_trial(outcome, result)
+
+    def _spent(self, since: float) -> None:
+        """Add the time since ``since`` (``time.perf_counter``) to the search's ``propose`` total."""
+        spent = self.result.spent
+        spent["propose"] = spent.get("propose", 0.0) + (time.perf_counter() - since) * 1e3
 
     def _top_up(self, pending: deque) -> None:
         """Ask the strategy for batches until a whole batch waits behind the one measured now
@@ -224,22 +205,27 @@ class Tuner:
             if self.tools.prefetch is not None:
                 self.tools.prefetch(batch)
 
-    def _refresh(self, study: StoredStudy) -> set[Config]:
-        """Several workers: tell the strategy what the others measured since; returns the
-        configs in flight in their trials."""
+    def _refresh(self, study: StoredStudy, shared: bool) -> set[Config]:
+        """Tell the strategy what other processes on the study (other GPUs' workers, a second
+        ``resume`` of the same search) measured since; returns, for a worker of several
+        (``shared``), the configs in flight in the trials of the others (a search alone takes
+        a RUNNING trial for one its own process left, and measures that config again). Optuna's
+        cached storage reads only the trials not finished at the last read."""
         for config, outcome in study.measured(self.result).items():
             if config not in self.seen:
                 self.seen[config] = outcome
                 self.strategy.tell(config, self.result.measured.get(config))
-        return study.in_flight()
+        return study.in_flight() if shared else set()
 
     def _check_dead(self, study: StoredStudy) -> None:
-        """Fail trials dead before their first heartbeat once a heartbeat interval (such a trial
-        is failed GRACE_S after it started, so this delays it by HEARTBEAT_S at most)."""
+        """Fail the trials of dead processes (heartbeat stopped, or none ever) once a heartbeat
+        interval: such a trial is failed GRACE_S after its last beat, so checking every
+        HEARTBEAT_S (not every trial: a read and a write lock each time) delays that by at
+        most HEARTBEAT_S."""
         from autotune.store.study_storage import HEARTBEAT_S
 
         if time.monotonic() - self._checked >= HEARTBEAT_S:
-            self.store.fail_trials_dead_before_heartbeat(study.storage, self.key.study_name)
+            study.fail_stale()
             self._checked = time.monotonic()
 
 
@@ -247,20 +233,6 @@ def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, o
            *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None, part: tuple[int, int] = (0, 1),
            **instruments) -> SearchResult:
     """One search with ``measure`` (``Tuner(...).run()``); ``instruments``: the other fields
-    of :class:`Instruments` (``retime``, ``clocks``, ``prefetch``, ...). Raises: see :class:`Tuner`."""
+    of :class:`~autotune.search.instruments.Instruments` (``retime``, ``clocks``, ``prefetch``, ...). Raises: see :class:`Tuner`."""
     tools = Instruments(measure, **instruments)
     return Tuner(key, space, store, options or SearchOptions(), tools, on_trial=on_trial, part=part).run()
-
-
-def _what_was_kept(result: SearchResult, flight: dict) -> str:
-    """One clause for a search that lost its database: what this run stored, what it lost,
-    and how to go on."""
-    stored = len(result.outcomes) + bool(flight.get("stored"))
-    text = f"the search stopped: {stored} trial{'s' if stored != 1 else ''} of this run stored"
-    if flight.get("retime"):
-        text += "; lost: the re-timing (the key's best is the fastest single measurement)"
-    elif "number" in flight and not flight.get("stored"):
-        what = "measured, not stored" if flight.get("measured") else "not measured"
-        text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
-    return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
-                   "(resume=True) to go on, measuring only what is missing")

@@ -1,5 +1,6 @@
 """A short real search on the GPU (``autotune.tune``) writes a best that `best`, `lookup`,
-`autotune.compiled` and `transpose` use."""
+`autotune.compiled` and `transpose` use; a batched TPE search measures distinct valid configs,
+the default first, each one a trial of the stored study."""
 
 import numpy as np
 import pytest
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.gpu
 def test_short_search_then_best_lookup_and_transpose(tmp_path):
     db = f"sqlite:///{tmp_path / 'gpu.db'}"
     seen = []
-    result = autotune.tune("smem_pad", {"rows": 1000, "cols": 3001}, "float32", device=0, trials=6, sampler="grid",
-                           repeats=20, db=db, on_trial=lambda outcome, _: seen.append(outcome.status))
+    options = autotune.SearchOptions(trials=6, strategy="grid", repeats=20, db=db)
+    result = autotune.tune("smem_pad", {"rows": 1000, "cols": 3001}, "float32", device=0, options=options,
+                           on_trial=lambda outcome, _: seen.append(outcome.status))
     assert seen == ["ok"] * 6 and len(result.measured) == 6 and result.decision is not None
     best = result.decision.winner.config
 
@@ -41,3 +43,23 @@ def test_short_search_then_best_lookup_and_transpose(tmp_path):
         for dtype in (np.float64, np.int8, np.float16):
             b = (np.random.default_rng(1).standard_normal((33, 70)) * 50).astype(dtype)
             np.testing.assert_array_equal(transpose(gpuarray.to_gpu(b), db=db).get(), b.T)
+
+
+def test_a_batched_tpe_search_compiles_ahead_and_stores_one_trial_per_config(tmp_path, monkeypatch):
+    import optuna
+
+    from autotune.kernel.catalog import KERNELS
+
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "cubins"))  # every config compiled by this search
+    db = f"sqlite:///{tmp_path / 'tpe.db'}"
+    result = autotune.tune("matmul_warp", {"m": 1024, "n": 1024, "k": 1024}, "float32", device=0, trials=12,
+                           strategy="tpe", batch=4, seed=1, repeats=20, db=db)
+    configs = [o.config for o in result.outcomes]
+    space = KERNELS["matmul_warp"].space()
+    assert len(configs) == 12 == len(set(configs)) and result.stopped == "trials"
+    assert configs[0] == KERNELS["matmul_warp"].default_config()
+    assert all(not space.violations(c) for c in configs)
+    assert any(o.status == "ok" for o in result.outcomes) and result.decision is not None
+    trials = optuna.load_study(study_name=result.key.study_name, storage=db).trials
+    assert len(trials) == 12 and {t.user_attrs["status"] for t in trials} == {o.status for o in result.outcomes}
+    assert "propose" in result.phase_totals

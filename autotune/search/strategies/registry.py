@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 
 from autotune.errors import InvalidInputError
@@ -26,7 +27,8 @@ def _tpe(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
 
 
 def _gp(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
-    """Optuna's GPSampler: Bayesian optimisation with a Gaussian process (needs PyTorch)."""
+    """Optuna's GPSampler: Bayesian optimisation with a Gaussian process and log expected
+    improvement (needs PyTorch: ``pip install torch``; not in an extra, being large)."""
     import optuna
 
     from autotune.search.strategies.sampled import Sampled
@@ -38,13 +40,15 @@ def _gp(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
 
 def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
     """Optuna's CmaEsSampler: CMA-ES (Hansen, 2016) with margin for integer parameters
-    (Hamano et al., GECCO 2022); needs the ``cmaes`` package."""
+    (Hamano et al., GECCO 2022); needs the ``cmaes`` package (``pip install 'cuda-autotune[strategies]'``)."""
     import optuna
 
     from autotune.search.strategies.sampled import Sampled
 
     _needs("cmaes", "cmaes", "cmaes")
-    sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
+    with warnings.catch_warnings():  # with_margin is "experimental" in Optuna's words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
     return Sampled(space, sampler, seed, history, name="cmaes")
 
 

@@ -11,8 +11,13 @@ proposes instead the nearest valid unknown config (each macro tried in order of 
 distance from the proposal: :meth:`autotune.kernel.space.SearchSpace.iter_configs` with
 ``near``), enqueued into the in-memory study as a fixed trial, so the model sees what is
 measured. A config told without having been asked (history, another worker's) is added as a
-finished trial. Failed configs are failed trials, which Optuna's samplers leave out of their
-models.
+finished trial.
+
+A failed config (compile error, over the device's limits, wrong result, crash) is told to the
+model as :data:`FAILED_PENALTY` times the slowest time told so far, so that the model ranks it
+with the worst and steers away from where configs fail (a failed Optuna trial would be left
+out of the model, which would keep proposing its neighbours). Before any time is known, a
+failure is a failed in-memory trial.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies.base import Strategy
 
-__all__ = ["Sampled"]
+__all__ = ["Sampled", "FAILED_PENALTY"]
+
+FAILED_PENALTY = 2.0
+"""A failed config counts, in the model, as this many times the slowest config told so far."""
 
 
 class Sampled(Strategy):
@@ -76,17 +84,28 @@ class Sampled(Strategy):
     def _asked(self, config: Config) -> None:
         self._trials[config] = self._fixed(config)
 
+    def _value(self, ms: float | None) -> float | None:
+        """What the model is told for a config of ``ms`` (``None``: failed; see the module doc);
+        ``None``: a failed trial."""
+        if ms is not None:
+            return ms
+        worst = max((t for t in self.told.values() if t is not None), default=None)
+        return None if worst is None else FAILED_PENALTY * worst
+
     def _observe(self, config: Config, ms: float | None) -> None:
         import optuna
         from optuna.trial import TrialState
 
+        value = self._value(ms)
         trial = self._trials.pop(config, None)
         if trial is not None:
-            if ms is None:
+            if value is None:
                 self._study.tell(trial, state=TrialState.FAIL)
             else:
-                self._study.tell(trial, ms)
+                self._study.tell(trial, value)
             return
-        state = TrialState.FAIL if ms is None else TrialState.COMPLETE
-        self._study.add_trial(optuna.trial.create_trial(state=state, value=ms, params=self._ordinals(config),
+        if self.space.violations(config):  # a config of an older space (a resumed study): not in the model
+            return
+        state = TrialState.FAIL if value is None else TrialState.COMPLETE
+        self._study.add_trial(optuna.trial.create_trial(state=state, value=value, params=self._ordinals(config),
                                                         distributions=self._dists))

@@ -3,7 +3,6 @@ over the valid configs)."""
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Iterable
 
@@ -67,9 +66,9 @@ class Random(Strategy):
 
     def _propose(self, k: int) -> list[Config]:
         if self._order is None and not self._large:
-            listed = list(itertools.islice(self.space.iter_configs(), GRID_LIMIT + 1))  # one walk at most
-            self._large = len(listed) > GRID_LIMIT
-            if not self._large:
+            self._large = self.space.count(GRID_LIMIT) > GRID_LIMIT
+            if not self._large:  # the space keeps its list: the next strategy on it (a replay) reuses it
+                listed = self.space.configs()
                 self._rng.shuffle(listed)
                 self._order = listed[::-1]  # popped from the end
         out: list[Config] = []

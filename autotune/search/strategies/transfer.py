@@ -84,8 +84,9 @@ class Transfer(Sampled):
                                                                 distributions=self._dists))
                 added += 1
 
-    def _observe(self, config: Config, ms: float | None) -> None:
-        if ms is not None and ms > 0:
-            self._anchor = self._anchor or ms
-            ms = math.log(ms / self._anchor)
-        super()._observe(config, ms)
+    def _value(self, ms: float | None) -> float | None:
+        value = super()._value(ms)  # ms, or the failure's penalty in ms
+        if value is None or value <= 0:
+            return value
+        self._anchor = self._anchor or value
+        return math.log(value / self._anchor)
