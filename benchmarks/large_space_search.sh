@@ -8,6 +8,8 @@
 #        ((b) autotune's and Kernel Tuner's strategies replayed on the tables and scored, (c) transfer);
 #        needs Kernel Tuner: pip install -e '.[interchange]' (kernel_tuner 1.5.0; its wheel is in
 #        ../shared/device/wheels/ for the GPU machine)
+# The replay reads tables from benchmarks/results (--results DIR for others, e.g. --results "$OUT"
+# right after a --record run on the GPU machine).
 # Output: $OUT (or benchmarks/results)/<date>_<gpu>_large_space_search* and ..._table_<kernel>_<shape>_<dtype>.csv
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
