@@ -14,10 +14,10 @@
     by autotune's nvcc path, verified, and timed interleaved over 7 rounds with CUDA events
     (PyCUDA; autotune.measure's re-timing), GB/s of the pooled median.
 (e) Efficiency: a space of 1,080 valid configs (benchmarks/spaces/smem_vec_1080.toml, 4096^2
-    float32) measured once by a grid search bounded in time; then TPE (Optuna's TPESampler,
-    autotune's sampler, several seeds) and random orders replayed against that measured table
-    (a surrogate: no kernel runs during the replay) the way autotune searches (the default
-    first; constraint breakers and repeats not counted); configs measured until the best so far
+    float32) measured once by a grid search bounded in time; then the ``tpe`` and ``random``
+    strategies of autotune.search.strategies (several seeds) replayed against that measured table
+    by autotune.search.replay (a surrogate: no kernel runs during the replay; the replay of
+    benchmarks/large_space_search.py too) the way autotune searches (the default first); configs measured until the best so far
     is within 2 % (and 1 %, 0 %) of the table's best, and the best-so-far curves as CSV (PNG with
     matplotlib); each sampler also without the default first (where the default is near the
     best, measuring it first finds it at once and says nothing of the sampler).
@@ -34,7 +34,6 @@ import argparse
 import concurrent.futures
 import csv
 import json
-import math
 import os
 import re
 import sqlite3
@@ -165,58 +164,18 @@ THRESHOLDS = (0.02, 0.01, 0.0)
 
 def replay(method: str, seed: int, table: dict[str, float | None], budget: int,
            default_first: bool = True) -> list[float]:
-    """Best-so-far median ms after each config measured, for ``method`` (``tpe`` or ``random``)
-    replayed on ``table``: the default first (``default_first``), as autotune does; a config
-    outside the table (breaks a constraint, or was not measured) or seen before is not counted."""
-    import optuna
-
+    """Best-so-far median ms after each config measured, for ``method`` (a strategy of
+    ``autotune.search.strategies``: ``tpe``, ``random``, ...) replayed on ``table`` by
+    :func:`autotune.search.replay.replay` (the library's replay, shared with
+    benchmarks/large_space_search.py): the kernel's default measured first when
+    ``default_first``, as autotune searches."""
     from autotune.kernel.catalog import get_kernel
-    from autotune.kernel.config import Config
     from autotune.kernel.space import load_space
+    from autotune.search.replay import replay as replay_table
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     k = get_kernel("smem_vec")
-    space = load_space(k, LARGE_SPACE)
-    default = k.default_config()
-    rng = np.random.default_rng(seed)
-    order = [default.key] * default_first + list(rng.permutation(sorted(table)))
-    order = list(dict.fromkeys(key for key in order if key in table))
-    best, curve, seen = math.inf, [], set()
-
-    def measure(key: str) -> float | None:
-        nonlocal best
-        seen.add(key)
-        ms = table[key]
-        best = min(best, ms) if ms is not None else best
-        curve.append(best)
-        return ms
-
-    if method == "random":
-        for key in order[:budget]:  # (the default first, then) a random order
-            measure(key)
-        return curve
-    state = optuna.trial.TrialState
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed), direction="minimize")
-    if default_first:
-        study.enqueue_trial(default.as_dict())
-    idle = 0
-    while len(curve) < min(budget, len(table)):
-        trial = study.ask()
-        key = Config.of("smem_vec", {n: trial.suggest_categorical(n, list(v)) for n, v in space.params}).key
-        if key not in table:  # breaks a constraint (or was not measured): pruned, not counted
-            study.tell(trial, state=state.PRUNED)
-        elif key in seen:  # told its earlier outcome, not counted
-            study.tell(trial, table[key], state=state.COMPLETE) if table[key] is not None else \
-                study.tell(trial, state=state.FAIL)
-        else:
-            idle = -1
-            ms = measure(key)
-            study.tell(trial, ms, state=state.COMPLETE) if ms is not None else study.tell(trial, state=state.FAIL)
-        idle += 1
-        if idle >= 20:  # autotune's proposals.MAX_IDLE: queue an unmeasured config
-            study.enqueue_trial(params_of(next(key for key in order if key not in seen)))
-            idle = 0
-    return curve
+    first = [k.default_config()] if default_first else []
+    return list(replay_table(method, load_space(k, LARGE_SPACE), table, budget, seed=seed, first=first).curve)
 
 
 def until_within(curve: list[float], best: float, within: float) -> int | None:

@@ -13,7 +13,8 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims
+from ._common import (open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, SpaceFile, err, handle_errors,
+                      out, problem_dims)
 
 
 @app.command("export", short_help="Write tuned configs to JSON or a C/C++ header.")
@@ -25,6 +26,17 @@ def export(
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
                                                         "selection function (replaced whole if it exists).")] = None,
+    t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False,
+                                               help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
+                                                    "write with every trial, ok and failed, of the selected keys "
+                                                    "(replaced whole if it exists).")] = None,
+    kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False,
+                                                     help="Kernel Tuner cache file (JSON) to write with the trials "
+                                                          "of one key, for Kernel Tuner's simulation mode "
+                                                          "(tune_kernel(..., simulation_mode=True, cache=FILE)).")] = None,
+    space: SpaceFile = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Only keys of this element type "
+                                                                  "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,
     size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
@@ -36,30 +48,48 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale), or one kernel's to a C/C++ header (--header).
+    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), or one
+    kernel's bests to a C/C++ header (--header).
 
     \b
     Examples:
       autotune export --out tuned.json
       autotune export --out h100.json --device H100 --kernel smem_pad
       autotune export --header smem_pad_tuned.h --kernel smem_pad
+      autotune export --t4 trials.json --kernel smem_pad
     """
-    if (out_path is None) == (header is None):
-        raise InvalidInputError("give --out FILE.json or --header FILE.h (one of them)")
+    if sum(p is not None for p in (out_path, header, t4, kt_cache)) != 1:
+        raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json or --kt-cache FILE.json "
+                                "(one of them)")
+    if dtype is not None and t4 is None and kt_cache is None:
+        raise InvalidInputError("--dtype applies to --t4 and --kt-cache only")
+    if space is not None and kt_cache is None:
+        raise InvalidInputError("--space applies to --kt-cache only (the space the key was searched in)")
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
-    check_writable(out_path or header, "--out" if header is None else "--header")  # a device node, a folder
+    target, flag = next((p, f) for p, f in ((out_path, "--out"), (header, "--header"), (t4, "--t4"),
+                                             (kt_cache, "--kt-cache")) if p is not None)
+    check_writable(target, flag)  # a device node, a folder
     if header is not None:
         _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
                        db)
         return
     shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
     shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
-    from autotune.store.share import export_results
+    if kt_cache is not None:
+        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db)
+        return
+    if t4 is not None:
+        from autotune.store.t4 import export_t4 as write
+    else:
+        from autotune.store.share import export_results as write
 
-    report = export_results(open_store(db), out_path, kernel=kern, dims=shapes, device_name=device,
-                            include_stale=include_stale, nvcc_version=stale.current_nvcc())
+    target = t4 if t4 is not None else out_path
+    extra = {"dtype": dtype} if t4 is not None else {}
+    report = write(open_store(db), target, kernel=kern, dims=shapes, device_name=device,
+                   include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
-    out.print(f"exported {count} result{'s' if count != 1 else ''} to {out_path}", markup=False)
+    what = "trial" if t4 is not None else "result"
+    out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
     if report.stale:
         err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
     if report.unchecked:
@@ -67,6 +97,21 @@ def export(
                   markup=False)
     if count == 0:
         err.print("nothing is tuned for those filters; the file holds no results")
+
+
+def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,
+                     include_stale: bool, db: str | None) -> None:
+    if kern is None:
+        raise InvalidInputError("--kt-cache needs --kernel: a Kernel Tuner cache holds one kernel's configs")
+    from autotune.kernel.space import load_space
+    from autotune.search.kt_cache import export_cache
+
+    chosen_space = load_space(kern, space) if space is not None else None
+    count, failed = export_cache(open_store(db), path, kernel=kern, space=chosen_space, dims=shapes,
+                                 device_name=device, dtype=dtype, include_stale=include_stale,
+                                 nvcc_version=stale.current_nvcc())
+    out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
+              "simulation mode", markup=False)
 
 
 def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None) -> None:
@@ -90,20 +135,27 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
 @handle_errors
 def import_(
     path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json",
-                                         help="A file written by autotune export.")],
+                                         help="A file written by autotune export (--out or --t4; told apart by content).")],
     kernel: Annotated[Optional[list[str]], typer.Option(
         "--kernel", metavar="KERNEL_FILE", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
                                "(repeatable); the catalog's kernels are always known.")] = None,
     db: Db = None,
 ) -> None:
-    """Add the results of an exported JSON file to the database (duplicates are skipped).
+    """Add the results of an exported JSON file, or the trials of a T4 file, to the database
+    (duplicates are skipped).
 
     \b
     Examples:
       autotune import tuned.json
       autotune import tuned.json --kernel my_kernel.toml
+      autotune import trials_t4.json
     """
     kernels = [resolve_kernel(value) for value in kernel or ()]
+    from autotune.store.t4_read import is_t4
+
+    if is_t4(path):
+        _import_t4(path, kernels, db)
+        return
     from autotune.store.share import import_results, read_results
 
     loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
@@ -112,6 +164,23 @@ def import_(
     if report.imported:
         line += f"; {report.best} became the best of their key"
     out.print(line, markup=False)
+    if report.stale:
+        out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
+                  "or macros): kept, but lookups use only current results", markup=False)
+
+
+def _import_t4(path: Path, kernels: list, db: str | None) -> None:
+    from autotune.store.t4_read import import_t4, read_t4
+
+    loaded = read_t4(path, kernels)  # the whole file is checked before the database is opened
+    report = import_t4(open_store(db), loaded)
+    line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
+    if report.best:
+        line += f"; an imported trial became the best of {report.best} key(s)"
+    out.print(line, markup=False)
+    if loaded.constraints:
+        out.print(f"left out {loaded.constraints} result(s) of invalidity 'constraints' (not trials in autotune)",
+                  markup=False)
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)

@@ -1,0 +1,166 @@
+"""Kernel Tuner's cache file, written from a recorded table, and its simulation mode run on it.
+
+Kernel Tuner (van Werkhoven, "Kernel Tuner: A search-optimizing GPU code auto-tuner", FGCS
+2019) replays a cache file in its simulation mode (``tune_kernel(..., simulation_mode=True,
+cache=FILE)``, ``kernel_tuner.runners.simulation``), so that its strategies run on a space
+measured before without a GPU. The file (``kernel_tuner.util.process_cache``/``read_cache``) is
+JSON::
+
+    {"device_name": ..., "kernel_name": ..., "problem_size": [...], "tune_params_keys": [...],
+     "tune_params": {name: [values]}, "objective": "time",
+     "cache": {"v1,v2,...": {name: value, ..., "time": ms, "times": [ms], "compile_time": 0, ...}}}
+
+with one entry per config, keyed by its values joined by commas in ``tune_params_keys`` order;
+a failed config has ``"time": "RuntimeFailedConfig"`` (or ``CompilationFailedConfig``), which
+Kernel Tuner reads as an error, never a best. In simulation mode every config that passes the
+restrictions must be in the cache: :func:`simulate` therefore restricts Kernel Tuner's space to
+exactly the table's configs, failed ones included (they cost an evaluation, as in our replay).
+
+Kernel Tuner is not a dependency of autotune (extra ``[interchange]``): :func:`write_cache`
+needs only JSON; :func:`simulate` imports ``kernel_tuner`` when called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autotune.base.files import write_atomically
+from autotune.errors import InvalidInputError
+from autotune.search.score import best_so_far
+from autotune.search.table import table_configs
+
+__all__ = ["FAILED", "write_cache", "export_cache", "simulate", "cache_key"]
+
+FAILED = "RuntimeFailedConfig"
+"""The ``time`` of a failed config in the cache (one of ``kernel_tuner.util``'s error names)."""
+
+
+def cache_key(names: Sequence[str], params: Mapping[str, int]) -> str:
+    """Kernel Tuner's cache key of a config: its values in ``names`` order joined by commas."""
+    return ",".join(str(params[n]) for n in names)
+
+
+def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLike[str], *,
+                kernel_name: str | None = None, device_name: str = "autotune table",
+                problem_size: Sequence[int] = (1,)) -> dict[str, Any]:
+    """Write ``table`` (config key -> median ms, ``None`` = failed) of ``space`` (a
+    :class:`~autotune.kernel.space.SearchSpace`) as a Kernel Tuner cache file at ``path`` (a
+    ``.json`` name: Kernel Tuner appends ``.json`` otherwise); returns the document written.
+
+    ``tune_params`` are the space's params (macro -> list of values, macros sorted by name);
+    each entry holds its macros, ``time`` (ms; :data:`FAILED` for a failed config), ``times``
+    (``[ms]``: the table holds one median per config) and zero compile, verification and
+    benchmark times (the table does not record them, so the simulation's budget must be in
+    evaluations, ``max_fevals``, not in time).
+
+    Raises:
+        InvalidInputError: a key of the table is not a valid config of the space; ``path``
+            cannot be written.
+    """
+    names = [n for n, _ in space.params]
+    configs = table_configs(table, space)
+    cache = {}
+    for key, config in configs.items():
+        params = config.as_dict()
+        ms = table[key]
+        cache[cache_key(names, params)] = {
+            **params, "time": FAILED if ms is None else float(ms), "times": [] if ms is None else [float(ms)],
+            "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0,
+            "strategy_time": 0.0, "framework_time": 0.0, "timestamp": "",
+        }
+    doc = {"device_name": device_name, "kernel_name": kernel_name or space.kernel,
+           "problem_size": list(problem_size), "tune_params_keys": names,
+           "tune_params": {n: list(v) for n, v in space.params}, "objective": "time", "cache": cache}
+    write_atomically(path, json.dumps(doc, indent=1) + "\n", "Kernel Tuner cache file")
+    return doc
+
+
+def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None, dims: Any = None,
+                 device_name: str | None = None, dtype: str | None = None, include_stale: bool = False,
+                 nvcc_version: str | None = None) -> tuple[int, int]:
+    """Write the trials of exactly one stored key (selected as by
+    :func:`autotune.store.t4.select_keys`: ``kernel``, ``dims``, ``device_name``, ``dtype``) as a
+    Kernel Tuner cache file at ``path`` (:func:`write_cache`): its table
+    (:func:`autotune.search.table.table_from_trials`) over ``space`` (a SearchSpace; default the
+    kernel's own), the device's name, the kernel's name and its dims as the problem size.
+    Returns (configs written, failed ones among them).
+
+    Raises:
+        InvalidInputError: no key or several keys match (the message lists them); a trial's
+            config is not in ``space`` (give the space file the search used); ``path`` cannot be
+            written.
+    """
+    from autotune.kernel.catalog import get_kernel
+    from autotune.search.table import table_from_trials
+    from autotune.store.records import trial_record
+    from autotune.store.t4 import key_trials, select_keys
+
+    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    chosen, _, _ = select_keys(store, kernel=k, dims=dims, device_name=device_name, include_stale=include_stale,
+                               nvcc_version=nvcc_version, dtype=dtype)
+    if len(chosen) != 1:
+        found = "; ".join(f"{r.device_name} {r.display} {r.dtype}" for r in chosen[:8]) or "none"
+        raise InvalidInputError(f"a Kernel Tuner cache holds one key; {len(chosen)} stored keys of {k.name} match "
+                                f"({found}): narrow them with --dims/--size, --dtype or --device")
+    record = chosen[0]
+    with store.session() as session:
+        _, trials = key_trials(session, record)
+        table = table_from_trials(trial_record(t, record.kernel) for t in trials)
+    space = space if space is not None else k.space()
+    try:
+        write_cache(table, space, path, kernel_name=k.name, device_name=record.device_name,
+                    problem_size=[v for _, v in record.dims])
+    except InvalidInputError as exc:
+        if "is not in the space" not in str(exc):
+            raise
+        raise InvalidInputError(f"{exc}; give the space file the search used (--space FILE)") from None
+    return len(table), sum(v is None for v in table.values())
+
+
+def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: int = 0,
+             strategy_options: Mapping[str, Any] | None = None) -> list[float]:
+    """Run Kernel Tuner's ``strategy`` in simulation mode on the cache file ``path`` (written by
+    :func:`write_cache`) for ``max_fevals = budget`` evaluations (``brute_force``: all); the best-so-far curve (ms)
+    after each distinct config it evaluated, in its order (failed ones count; a config served
+    again from the cache does not). Python's and NumPy's global generators are seeded with
+    ``seed`` (Kernel Tuner's strategies draw from them) and ``seed`` is passed to ``tune_kernel``.
+
+    Raises:
+        ModuleNotFoundError: Kernel Tuner is not installed (``pip install 'cuda-autotune[interchange]'``).
+    """
+    import numpy as np
+    import kernel_tuner
+
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    names = doc["tune_params_keys"]
+    keys = set(doc["cache"])
+    worst = max(e["time"] for e in doc["cache"].values() if not isinstance(e["time"], str))
+
+    def recorded(p) -> bool:  # exactly the table's configs, failed ones included
+        return cache_key(names, p) in keys
+
+    options = dict(strategy_options or {})
+    if strategy != "brute_force":  # the one strategy that takes no max_fevals (it visits all)
+        options["max_fevals"] = budget
+    random.seed(seed)
+    np.random.seed(seed)
+    results, _ = kernel_tuner.tune_kernel(
+        doc["kernel_name"], "", tuple(doc["problem_size"]), [], doc["tune_params"], restrictions=recorded,
+        strategy=strategy, strategy_options=options,
+        cache=str(path), simulation_mode=True, quiet=True, seed=seed)
+    seen, times = set(), []
+    for r in results:
+        if not r:
+            continue
+        key = cache_key(names, r)
+        if key in seen:
+            continue
+        seen.add(key)
+        t = r.get("time")
+        times.append(t if isinstance(t, (int, float)) and "__error__" not in r else None)
+    return best_so_far(times[:budget], worst)

@@ -1,0 +1,176 @@
+"""Every stored trial of a selection of keys in the T4 results format of Kernel Tuner and KTT.
+
+T4 ("Open Autotuning Results Schema", version 1.0.0; its JSON schema ships with Kernel Tuner as
+``kernel_tuner/schema/T4/1.0.0/results-schema.json``) is a list of evaluated configurations::
+
+    {"schema_version": "1.0.0",
+     "metadata": {"timeunit": "milliseconds", "autotune": {...}},
+     "results": [{"timestamp": "...", "configuration": {"TILE_DIM": 32, ...},
+                  "objectives": ["time"], "invalidity": "correct", "correctness": 1,
+                  "times": {"compilation_time": 812.0, "validation": 3.1, "framework": 0.4, "runtimes": []},
+                  "measurements": [{"name": "time", "value": 0.0489, "unit": "ms"}, ...],
+                  "autotune": {"key": 0, "status": "ok", "reason": null}}, ...]}
+
+T4 has no place for what a result was measured on: autotune's key (device model, kernel and
+its hashes, dims, dtype, nvcc, compile flags) goes in ``metadata.autotune.keys`` and each result
+names its key by index (``results[i].autotune.key``), with autotune's own status and reason;
+both are properties the schema allows and other readers ignore. Mapping of statuses:
+``ok`` -> ``correct``, ``compile_error`` -> ``compile``, ``wrong_result`` -> ``correctness``
+(``correctness`` 0), ``timeout`` -> ``timeout``, ``resources``/``launch_error``/``crash`` ->
+``runtime``. Measurements: ``time`` (the median, ms: the objective), ``min_ms``, ``max_ms``,
+``gbps`` (GB/s), ``gflops`` (GFLOP/s), ``pct_memcpy``, ``pct_copy`` (%), ``occupancy``,
+``registers``, ``shared_bytes`` (B), ``launches``, where stored. ``times`` come from the
+trial's phases (ms); ``runtimes`` stays empty (autotune keeps the median, not each run).
+
+Reading and importing such a file: :mod:`autotune.store.t4_read`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from autotune.errors import InvalidInputError
+from autotune.store import stale
+from autotune.store.models import Search, Trial
+from autotune.store.repository import Store
+from autotune.base.files import write_atomically
+from autotune.store.share import ExportReport, _iso, known_kernels
+
+__all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document", "select_keys",
+           "key_trials"]
+
+T4_VERSION = "1.0.0"
+"""The T4 schema version written (and read)."""
+FORMAT = "autotune-t4"
+"""``metadata.autotune.format`` of a T4 file written by autotune."""
+INVALIDITY = {"ok": "correct", "compile_error": "compile", "wrong_result": "correctness", "timeout": "timeout",
+              "resources": "runtime", "launch_error": "runtime", "crash": "runtime"}
+"""T4 ``invalidity`` of each trial status."""
+MEASUREMENTS = (("median_ms", "time", "ms"), ("min_ms", "min_ms", "ms"), ("max_ms", "max_ms", "ms"),
+                ("gbps", "gbps", "GB/s"), ("gflops", "gflops", "GFLOP/s"), ("pct_memcpy", "pct_memcpy", "%"),
+                ("pct_copy", "pct_copy", "%"), ("occupancy", "occupancy", ""), ("registers", "registers", ""),
+                ("shared_bytes", "shared_bytes", "B"), ("launches", "launches", ""))
+"""(trial column, T4 measurement name, unit) of each measured figure."""
+
+
+def _key_of(search: Search) -> dict[str, Any]:
+    d, k = search.device, search.kernel
+    return {"device": {"name": d.name, "compute_capability": d.compute_capability, "sm_count": d.sm_count,
+                       "total_memory": d.total_memory, "driver_version": d.driver_version,
+                       "cuda_version": d.cuda_version},
+            "kernel": {"name": k.name, "source_hash": k.source_hash, "spec_hash": k.spec_hash},
+            "dims": search.dims, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
+            "compile_flags": search.compile_flags}
+
+
+def _times(phases: Mapping[str, float] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"runtimes": []}
+    if phases:
+        for name, field in (("compile", "compilation_time"), ("verify", "validation")):
+            if name in phases:
+                out[field] = float(phases[name])
+        rest = [phases[n] for n in ("load", "store") if n in phases]
+        if rest:
+            out["framework"] = float(sum(rest))
+    return out
+
+
+def _result(trial: Trial, key_index: int) -> dict[str, Any]:
+    return {
+        "timestamp": _iso(trial.created_at),
+        "configuration": dict(sorted(trial.macros.items())),
+        "objectives": ["time"],
+        "times": _times(trial.phases),
+        "invalidity": INVALIDITY[trial.status],
+        "correctness": 0 if trial.status == "wrong_result" else 1,
+        "measurements": [{"name": name, "value": getattr(trial, column), "unit": unit}
+                         for column, name, unit in MEASUREMENTS if getattr(trial, column) is not None],
+        "autotune": {"key": key_index, "status": trial.status, "reason": trial.reason},
+    }
+
+
+def t4_document(keys: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The T4 document of ``keys`` (``metadata.autotune.keys``) and ``results`` (T4 entries)."""
+    from autotune import __version__
+
+    return {"schema_version": T4_VERSION,
+            "metadata": {"timeunit": "milliseconds",
+                         "autotune": {"format": FORMAT, "autotune_version": __version__,
+                                      "exported_at": _iso(datetime.now(UTC)), "keys": keys}},
+            "results": results}
+
+
+def select_keys(store: Store, *, kernel: Any = None, dims: Mapping[str, int] | str | list | None = None,
+                device_name: str | None = None, include_stale: bool = False,
+                nvcc_version: str | None = None, dtype: str | None = None) -> tuple[list, list[str], int]:
+    """The stored bests (:class:`~autotune.store.records.BestRecord`, one per key) selected as by
+    :func:`autotune.store.share.export_results` (and of ``dtype`` where given); with the stale reasons of those left out (or
+    kept, with ``include_stale``) and how many are of kernels this machine does not know.
+
+    Raises:
+        InvalidInputError: unknown kernel name.
+    """
+    from autotune.kernel.catalog import get_kernel
+
+    k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+    kernels = known_kernels([k] if k is not None and not isinstance(kernel, str) else [])
+    records = [r for one in (dims if isinstance(dims, list) else [dims])
+               for r in store.find_best(kernel=None if k is None else k.name, dims=one, device_name=device_name,
+                                        dtype=dtype)]
+    reasons, chosen, unchecked = [], [], 0
+    for record in records:
+        current = kernels.get(record.kernel)
+        reason = None if current is None else stale.stale_reason(record, current, nvcc_version)
+        if reason is not None:
+            reasons.append(reason)
+            if not include_stale:
+                continue
+        unchecked += current is None
+        chosen.append(record)
+    return chosen, reasons, unchecked
+
+
+def key_trials(session, record) -> tuple[Search, list[Trial]]:
+    """The search of ``record`` (a BestRecord) and every trial of every search of its key, in
+    stored order (``session``: an open :meth:`Store.session`)."""
+    best_search = session.get(Search, record.search_id)
+    same_key = select(Search.id).where(
+        Search.device_id == best_search.device_id, Search.kernel_id == best_search.kernel_id,
+        Search.dims == best_search.dims, Search.dtype == best_search.dtype,
+        Search.nvcc_version == best_search.nvcc_version, Search.compile_flags == best_search.compile_flags)
+    return best_search, list(session.scalars(select(Trial).where(Trial.search_id.in_(same_key)).order_by(Trial.id)))
+
+
+def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
+              dims: Mapping[str, int] | str | list | None = None, device_name: str | None = None,
+              include_stale: bool = False, nvcc_version: str | None = None, dtype: str | None = None) -> ExportReport:
+    """Write every trial (ok and failed, of every search) of the keys selected as by
+    :func:`autotune.store.share.export_results` (``kernel``, ``dims``, ``device_name``, and
+    ``dtype`` where given; stale keys only with ``include_stale``) to the T4 file ``path``, key by key, trials in stored order.
+    The file is replaced whole or not at all. ``ExportReport.exported`` counts trials.
+
+    Raises:
+        InvalidInputError: unknown kernel; ``path`` cannot be written.
+        StoreError: the database cannot be read.
+    """
+    chosen, reasons, unchecked = select_keys(store, kernel=kernel, dims=dims, device_name=device_name,
+                                             include_stale=include_stale, nvcc_version=nvcc_version, dtype=dtype)
+    keys, results = [], []
+    with store.session() as session:
+        for record in chosen:
+            search, trials = key_trials(session, record)
+            results += [_result(t, len(keys)) for t in trials]
+            keys.append(_key_of(search))
+    try:
+        text = json.dumps(t4_document(keys, results), indent=1, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise InvalidInputError(f"cannot export: the database holds a value JSON cannot carry ({exc})") from None
+    write_atomically(Path(path), text, "T4 file")
+    return ExportReport(len(results), 0 if include_stale else len(reasons), unchecked, stale.summary(reasons))

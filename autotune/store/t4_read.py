@@ -1,0 +1,265 @@
+"""Reading a T4 results file (:mod:`autotune.store.t4`) and importing its trials.
+
+``autotune import FILE`` tells a T4 file from autotune's own export by its content
+(:func:`is_t4`: a ``schema_version`` string and a ``results`` list, no ``format`` of autotune's
+own). The whole file is validated before the database is opened (every message names the file,
+the entry and the field, and ends "nothing was imported"); then every trial is written in one
+transaction, or none.
+
+Each key of ``metadata.autotune.keys`` gets one finished search (sampler ``import``, study
+``import:<file name>``) holding its trials not already stored: a trial whose key already has a
+trial of the same config and status is skipped. An ``ok`` trial becomes its key's best where
+there is none or it is faster. Results of invalidity ``constraints`` are not trials (autotune
+never measures a constraint breaker) and are left out. A T4 file without
+``metadata.autotune`` (written by Kernel Tuner or KTT) does not say which GPU, kernel, shape and
+dtype it measured, so it is refused with a message saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.config import Config
+from autotune.kernel.dtypes import DTYPES
+from autotune.store import stale
+from autotune.store.models import TRIAL_STATUSES, Search, Trial
+from autotune.store.repository import Store
+from autotune.store.rows import device_row, kernel_row, update_best
+from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, known_kernels
+from autotune.store.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
+from autotune.store.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
+
+__all__ = ["T4File", "T4Trial", "is_t4", "read_t4", "import_t4"]
+
+_STATUS_OF = {"correct": "ok", "compile": "compile_error", "runtime": "launch_error", "correctness": "wrong_result",
+              "timeout": "timeout"}
+_INT_COLUMNS = {"registers", "shared_bytes", "launches"}
+
+
+@dataclass(frozen=True)
+class T4Trial:
+    """One validated trial of a T4 file: the index of its key, its config, status, reason,
+    measured columns (``None`` where absent; all ``None`` for a failed trial), phases (ms) and time."""
+
+    key: int
+    config: Config
+    status: str
+    reason: str | None
+    measured: dict[str, Any]
+    phases: dict[str, float] | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class T4File:
+    """A T4 file read by :func:`read_t4`: its keys (validated dicts, ``dims`` parsed), trials,
+    ``constraints`` results left out, and per key whether it is stale on this machine."""
+
+    path: str
+    keys: tuple[dict[str, Any], ...]
+    trials: tuple[T4Trial, ...]
+    constraints: int
+    stale: tuple[bool, ...]
+
+
+def is_t4(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a T4 results document (False for anything else, unreadable included)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return (isinstance(doc, dict) and doc.get("format") != OWN_FORMAT
+            and isinstance(doc.get("schema_version"), str) and isinstance(doc.get("results"), list))
+
+
+def _key(check: Checker, raw: Any, where: str, kernels: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    raw = check.obj(raw, where)
+    dev = check.obj(check.get(raw, "device", where), f"{where}.device")
+    device = {f: check.string(check.get(dev, f, f"{where}.device"), f"{where}.device.{f}", max_len=255)
+              for f in ("name", "compute_capability", "driver_version", "cuda_version")}
+    device["sm_count"] = check.integer(check.get(dev, "sm_count", f"{where}.device"), f"{where}.device.sm_count")
+    device["total_memory"] = check.integer(check.get(dev, "total_memory", f"{where}.device"),
+                                           f"{where}.device.total_memory", high=BIGINT_MAX)
+    kern = check.obj(check.get(raw, "kernel", where), f"{where}.kernel")
+    name = check.string(check.get(kern, "name", f"{where}.kernel"), f"{where}.kernel.name", max_len=255)
+    if name not in kernels:
+        raise check.fail(f"{where}.kernel.name", f"is not usable: unknown kernel {name!r}; allowed: the catalog's "
+                                                 "kernels, or a kernel whose file is given with --kernel")
+    hashes = {h: check.string(check.get(kern, h, f"{where}.kernel"), f"{where}.kernel.{h}", max_len=64, empty=True)
+              for h in ("source_hash", "spec_hash")}
+    dims = _dims(check, check.get(raw, "dims", where), f"{where}.dims")
+    kernel = kernels[name]
+    current = (hashes["source_hash"], hashes["spec_hash"]) == (kernel.source_hash, kernel.spec_hash)
+    if current and tuple(n for n, _ in dims) != tuple(kernel.dims):
+        raise check.fail(f"{where}.dims", f"does not fit kernel {name}: it has the dims {', '.join(kernel.dims)}")
+    dtype = check.string(check.get(raw, "dtype", where), f"{where}.dtype", max_len=32)
+    if dtype not in DTYPES:
+        raise check.fail(f"{where}.dtype", f"is {dtype!r}; allowed: {', '.join(DTYPES)}")
+    key = {"device": device, "kernel": name, **hashes, "dims": dims, "dtype": dtype,
+           "nvcc_version": check.string(check.get(raw, "nvcc_version", where), f"{where}.nvcc_version", max_len=64),
+           "compile_flags": check.string(check.get(raw, "compile_flags", where), f"{where}.compile_flags",
+                                         max_len=1024, empty=True), "current": current}
+    return key, kernel
+
+
+def _measured(check: Checker, raw: Any, where: str) -> dict[str, Any]:
+    items = raw if isinstance(raw, list) else None
+    if items is None:
+        raise check.fail(where, f"is {describe(raw)}; it must be a list")
+    columns = {name: (column, unit) for column, name, unit in MEASUREMENTS}
+    out: dict[str, Any] = {column: None for column, _, _ in MEASUREMENTS}
+    for j, m in enumerate(items):
+        at = f"{where}[{j}]"
+        m = check.obj(m, at)
+        name = check.get(m, "name", at)
+        if name not in columns:
+            continue  # another tool's figure: not a column of ours
+        column, unit = columns[name]
+        if unit == "ms" and m.get("unit", "ms") not in ("ms", ""):
+            raise check.fail(f"{at}.unit", f"is {m.get('unit')!r}; autotune reads times in ms")
+        value = check.get(m, "value", at)
+        out[column] = (check.integer(value, f"{at}.value", low=0) if column in _INT_COLUMNS
+                       else check.number(value, f"{at}.value", positive=column.endswith("_ms")))
+    return out
+
+
+def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallback: datetime) -> T4Trial | None:
+    raw = check.obj(raw, at)
+    invalidity = check.get(raw, "invalidity", at)
+    if invalidity not in (*_STATUS_OF, "constraints"):
+        raise check.fail(f"{at}.invalidity", f"is {describe(invalidity)}; allowed: "
+                                             f"{', '.join((*_STATUS_OF, 'constraints'))}")
+    if invalidity == "constraints":
+        return None
+    ours = check.obj(check.get(raw, "autotune", at, optional=True) or {}, f"{at}.autotune")
+    index = check.integer(check.get(ours, "key", f"{at}.autotune", optional=True) or 0, f"{at}.autotune.key",
+                          low=0, high=len(keys) - 1)
+    status = ours.get("status") or _STATUS_OF[invalidity]
+    if status not in TRIAL_STATUSES or INVALIDITY[status] != invalidity:
+        raise check.fail(f"{at}.autotune.status", f"is {describe(status)}; with invalidity {invalidity!r} it must be "
+                                                  f"one of {', '.join(s for s, v in INVALIDITY.items() if v == invalidity)}")
+    reason = ours.get("reason") if status != "ok" else None
+    reason = check.string(reason, f"{at}.autotune.reason", max_len=10_000) if reason is not None else (
+        None if status == "ok" else f"T4 invalidity {invalidity!r}")
+    key = keys[index]
+    config = _config(check, check.get(raw, "configuration", at), f"{at}.configuration", key["kernel"],
+                     kernels[index], current=key["current"])
+    measured = _measured(check, check.get(raw, "measurements", at, optional=status != "ok") or [],
+                         f"{at}.measurements")
+    if status == "ok" and measured["median_ms"] is None:
+        raise check.fail(f"{at}.measurements", "has no 'time' (the median, ms) for a correct result")
+    if status != "ok":
+        measured = {column: None for column in measured}
+    times = check.obj(check.get(raw, "times", at), f"{at}.times")
+    phases = {ph: check.number(times[f], f"{at}.times.{f}", positive=False)
+              for ph, f in (("compile", "compilation_time"), ("verify", "validation")) if f in times} or None
+    stamp = check.get(raw, "timestamp", at, optional=True)
+    created = moment(check, stamp, f"{at}.timestamp") if stamp else fallback
+    return T4Trial(index, config, status, reason, measured, phases, created)
+
+
+def read_t4(path: str | os.PathLike[str], kernels=()) -> T4File:
+    """Read and validate a T4 file written by :func:`autotune.store.t4.export_t4`.
+
+    Raises:
+        InvalidInputError: unreadable, not JSON, another T4 version, no ``metadata.autotune``
+            key list, or an invalid entry (the message names the entry and field).
+    """
+    name = str(path)
+    check = Checker(name)
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"cannot read {name}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"cannot read {name} as JSON: {getattr(exc, 'strerror', None) or exc}") from None
+    doc = check.obj(doc, "the document")
+    if doc.get("schema_version") != T4_VERSION:
+        raise check.fail("schema_version", f"is {describe(doc.get('schema_version'))}; autotune reads T4 {T4_VERSION}")
+    ours = (doc.get("metadata") or {}).get("autotune") if isinstance(doc.get("metadata"), dict) else None
+    if not isinstance(ours, dict) or ours.get("format") != FORMAT:
+        raise check.fail("metadata.autotune", "is missing: a T4 file of another tool does not say which GPU, kernel, "
+                                              "dims and dtype it measured, so autotune cannot key its results")
+    known = known_kernels(kernels)
+    raw_keys = check.get(ours, "keys", "metadata.autotune")
+    if not isinstance(raw_keys, list):
+        raise check.fail("metadata.autotune.keys", f"is {describe(raw_keys)}; it must be a list")
+    checked = [_key(check, k, f"metadata.autotune.keys[{i}]", known) for i, k in enumerate(raw_keys)]
+    keys, kerns = [k for k, _ in checked], [k for _, k in checked]
+    results = check.get(doc, "results", "")
+    if not isinstance(results, list):
+        raise check.fail("results", f"is {describe(results)}; it must be a list")
+    if results and not keys:
+        raise check.fail("metadata.autotune.keys", "is empty, but the file holds results")
+    fallback = moment(check, check.get(ours, "exported_at", "metadata.autotune"), "metadata.autotune.exported_at")
+    trials = [_trial(check, r, f"results[{i}]", keys, kerns, fallback) for i, r in enumerate(results)]
+    flags = tuple(stale.stale_reason(_Probe(k, kern), kern, None) is not None for k, kern in checked)
+    return T4File(name, tuple(keys), tuple(t for t in trials if t is not None), sum(t is None for t in trials), flags)
+
+
+class _Probe:
+    """What :func:`autotune.store.stale.stale_reason` reads of a key. Its macros are taken as the
+    kernel's: every config of a current key was checked to be exactly that (``_config``)."""
+
+    def __init__(self, key: dict[str, Any], kernel: Any) -> None:
+        self.source_hash, self.spec_hash = key["source_hash"], key["spec_hash"]
+        self.nvcc_version, self.compile_flags = key["nvcc_version"], key["compile_flags"]
+        self.compute_capability = key["device"]["compute_capability"]
+        self.config = Config.of(kernel.name, {name: 0 for name in kernel.tunables})
+
+
+def import_t4(store: Store, loaded: T4File) -> ImportReport:
+    """Write the trials of ``loaded`` (:func:`read_t4`) into ``store`` in one transaction (module
+    docstring). ``ImportReport.stale`` counts imported trials of keys stale on this machine.
+
+    Raises:
+        StoreError: the database cannot be written; nothing is written.
+    """
+    from autotune.store.key import dims_key
+
+    study = f"import:{Path(loaded.path).name}"[:1024]
+    imported = skipped = stale_count = best = 0
+    with store.session() as session:
+        for index, key in enumerate(loaded.keys):
+            mine = [t for t in loaded.trials if t.key == index]
+            if not mine:
+                continue
+            device = device_row(session, key["device"])
+            kernel = kernel_row(session, key["kernel"], key["source_hash"], key["spec_hash"])
+            session.flush()
+            shape = {"dims": dims_key(key["dims"]), "dtype": key["dtype"], "nvcc_version": key["nvcc_version"],
+                     "compile_flags": key["compile_flags"]}
+            stored = set(session.execute(
+                select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
+                .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
+                       *(getattr(Search, f) == v for f, v in shape.items()))).all())
+            fresh = [t for t in mine if (t.config.key, t.status) not in stored]
+            skipped += len(mine) - len(fresh)
+            if not fresh:
+                continue
+            stamps = [t.created_at for t in fresh]
+            search = Search(device=device, kernel=kernel, **shape, study_name=study, sampler="import", seed=None,
+                            started_at=min(stamps), finished_at=max(stamps), status="finished")
+            session.add(search)
+            became = False
+            for number, t in enumerate(fresh):
+                trial = Trial(search=search, number=number, config_key=t.config.key, macros=t.config.as_dict(),
+                              status=t.status, reason=t.reason, phases=t.phases, created_at=t.created_at,
+                              **t.measured)
+                session.add(trial)
+                session.flush()
+                stored.add((t.config.key, t.status))
+                if t.status == "ok":
+                    became = update_best(session, search, trial) or became
+            best += became
+            imported += len(fresh)
+            stale_count += len(fresh) * loaded.stale[index]
+    return ImportReport(imported=imported, skipped=skipped, stale=stale_count, best=best)
