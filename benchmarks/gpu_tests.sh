@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The `gpu` tests on the GPU machine, several pytest processes at once (one GPU, shared), each
+# group's log kept: bash benchmarks/gpu_tests.sh GROUP... where a GROUP is pytest arguments in
+# one word, ':' between them, e.g. tests/gpu/test_gpu_search.py or
+# tests/gpu/test_gpu_kernels.py:-k:skinny. Groups run 4 at a time (GPU_TEST_JOBS).
+# Output: $OUT (or benchmarks/results)/<date>_<gpu>_gpu_tests.txt, the groups' logs one after another.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/gpu_info.sh"
+dest=${OUT:-$here/results}
+mkdir -p "$dest"
+logs=$(mktemp -d)
+i=0
+for group in "$@"; do
+  i=$((i + 1))
+  ( IFS=':' read -r -a args <<< "$group"
+    python3 -m pytest -q -m gpu -p no:cacheprovider "${args[@]}" > "$logs/$(printf %02d $i).log" 2>&1
+    echo "exit $? for: ${args[*]}" >> "$logs/$(printf %02d $i).log" ) &
+  while [ "$(jobs -r | wc -l)" -ge "${GPU_TEST_JOBS:-4}" ]; do wait -n; done
+done
+wait
+out="$dest/${day}_${tag}_gpu_tests.txt"
+{ echo "# gpu tests, $(date -u '+%F %H:%M') UTC, $tag"; for f in "$logs"/*.log; do echo; echo "## $(tail -n 1 "$f")"; cat "$f"; done; } > "$out"
+grep -h -E '^exit |passed|failed|error' "$logs"/*.log
