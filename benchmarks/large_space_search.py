@@ -78,8 +78,15 @@ class Spec:
         return "x".join(str(v) for _, v in self.dims)
 
     @property
+    def kernel_name(self) -> str:
+        """The kernel's name (a user kernel is given by the path of its kernel file)."""
+        from autotune.kernel.catalog import resolve_kernel
+
+        return resolve_kernel(self.kernel).name if self.kernel.endswith(".toml") else self.kernel
+
+    @property
     def name(self) -> str:
-        return f"{self.kernel}_{self.shape}_{self.dtype}"
+        return f"{self.kernel_name}_{self.shape}_{self.dtype}"
 
 
 def _spec(kernel, space, dtype, group, **dims) -> Spec:
@@ -89,12 +96,12 @@ def _spec(kernel, space, dtype, group, **dims) -> Spec:
 TABLES = (
     _spec("smem_vec", "smem_vec_1080.toml", "float32", "smem_vec", rows=4096, cols=4096),
     _spec("smem_vec", "smem_vec_1080.toml", "float32", "smem_vec", rows=2048, cols=2048),
-    _spec("smem_vec", "smem_vec_1080.toml", "float32", "smem_vec", rows=8192, cols=8192),
-    _spec("smem_vec", "smem_vec_1080.toml", "float32", "smem_vec", rows=16384, cols=2048),
-    _spec("matmul_warp", "matmul_warp_1232.toml", "float32", "matmul_warp", m=4096, n=4096, k=4096),
-    _spec("matmul_warp", "matmul_warp_1232.toml", "float32", "matmul_warp", m=2048, n=2048, k=2048),
-    _spec("matmul_warp", "matmul_warp_1232.toml", "float32", "matmul_warp", m=3333, n=2222, k=1111),
-    _spec("matmul_warp", "matmul_warp_1232.toml", "float32", "matmul_warp", m=8192, n=4096, k=2048),
+    _spec("smem_vec", "smem_vec_1080.toml", "float32", "smem_vec", rows=6144, cols=3072),
+    _spec("matmul_warp", "matmul_warp_1332.toml", "float32", "matmul_warp", m=2048, n=2048, k=2048),
+    _spec("matmul_warp", "matmul_warp_1332.toml", "float32", "matmul_warp", m=1024, n=1024, k=1024),
+    _spec("matmul_warp", "matmul_warp_1332.toml", "float32", "matmul_warp", m=3333, n=2222, k=1111),
+    # a user kernel: the README's example reduction over a widened space of 1,024 configs
+    _spec("examples/reduction/reduce.toml", "reduce_sum_1024.toml", "float32", "reduce_sum", n=67108864),
 )
 """The tables ``--record`` measures and the replay reads (the first of each group is scored in (b)
 at least; every table found is scored)."""
@@ -203,11 +210,18 @@ def find_tables(results: Path) -> dict[Spec, Path]:
     return found
 
 
+def _kernel(spec: Spec):
+    from autotune.kernel.catalog import resolve_kernel
+
+    return resolve_kernel(ROOT / spec.kernel if spec.kernel.endswith(".toml") else spec.kernel)
+
+
 def _space(spec: Spec):
-    from autotune.kernel.catalog import get_kernel
+    from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.space import load_space
 
-    return load_space(get_kernel(spec.kernel), SPACES / spec.space)
+    return load_space(resolve_kernel(ROOT / spec.kernel if spec.kernel.endswith('.toml') else spec.kernel),
+                      SPACES / spec.space)
 
 
 DEFAULT_FIRST = " +default"
@@ -216,12 +230,11 @@ DEFAULT_FIRST = " +default"
 
 def _ours(job):
     spec, path, label, seed, budget = job
-    from autotune.kernel.catalog import get_kernel
     from autotune.search.replay import replay
     from autotune.search.table import read_table
 
     name = label.removesuffix(DEFAULT_FIRST)
-    first = [get_kernel(spec.kernel).default_config()] if label.endswith(DEFAULT_FIRST) else []
+    first = [_kernel(spec).default_config()] if label.endswith(DEFAULT_FIRST) else []
     try:
         return replay(name, _space(spec), read_table(path), budget, seed=seed, first=first).curve
     except Exception as exc:  # e.g. a strategy whose package is missing here: reported, not fatal
@@ -274,7 +287,7 @@ def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: li
             log(out, f"\n## {spec.name}: {path.name}: {len(table)} configs, {len(table) - len(ok)} failed, best "
                      f"{ok[0]:.4f} ms; within 2 %: {sum(v <= ok[0] * (1 + WITHIN) for v in ok)} configs")
             cache = scratch / f"{spec.name}.json"
-            write_cache(table, space, cache, kernel_name=spec.kernel, problem_size=[v for _, v in spec.dims])
+            write_cache(table, space, cache, kernel_name=spec.kernel_name, problem_size=[v for _, v in spec.dims])
             ours_jobs = {(n, s): pool.submit(_ours, (spec, path, n, s, max(BUDGETS))) for n in names for s in range(seeds)}
             kt_jobs = {(n, b, s): pool.submit(_kt, (cache, n, s, b)) for n in KT_STRATEGIES for b in BUDGETS
                        for s in range(kt_seeds)}
@@ -357,7 +370,6 @@ def _distance(a: Spec, b: Spec) -> float:
 
 
 def transfer(out, tables: dict) -> None:
-    from autotune.kernel.catalog import get_kernel
     from autotune.search.replay import replay
     from autotune.search.table import read_table, table_configs
 
@@ -387,14 +399,14 @@ def transfer(out, tables: dict) -> None:
             if have_transfer:
                 configs = {s: table_configs(loaded[s], _space(s)) for s in tuned}
                 history = [(configs[s][k], v, _distance(s, held), s.shape) for s in tuned for k, v in loaded[s].items()]
-                default = get_kernel(held.kernel).default_config()  # measured first, as autotune search does
+                default = _kernel(held).default_config()  # measured first, as autotune search does
                 counts = []
                 for seed in range(TRANSFER_SEEDS):
                     r = replay("transfer", space, table, 10, seed=seed, history=history, first=[default])
                     counts.append(next((i + 1 for i, ms in enumerate(r.curve) if ms <= target), None))
                 line += f"; autotune transfer strategy, seeds 0-{TRANSFER_SEEDS - 1}: " + ", ".join(
                     str(c) if c else ">10" for c in counts)
-            default_ms = table.get(get_kernel(held.kernel).default_config().key)
+            default_ms = table.get(_kernel(held).default_config().key)
             default = "failed or not in the table" if default_ms is None else f"{100 * min(ok) / default_ms:.1f} %"
             log(out, line + f"; random: {100 * chance:.1f} % chance within 10 ({good} of {len(table)} configs qualify); "
                             f"the default alone: {default} of the best")

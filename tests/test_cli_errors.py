@@ -446,3 +446,21 @@ def test_bad_input_round_three(setup, args, message, tmp_path, monkeypatch):
 
 def test_round_three_covers_every_cause():
     assert len(ROUND3) >= 45
+
+
+@pytest.mark.parametrize("args", [
+    ["export", "--out", "{tmp}/tuned.json"],
+    ["export", "--header", "{tmp}/tuned.h", "--kernel", "smem_pad"],
+    ["export", "--t4", "{tmp}/trials.json"],
+    ["export", "--kt-cache", "{tmp}/cache.json", "--kernel", "smem_pad"],
+    ["report", "--out", "{tmp}/plots"],
+], ids=["out", "header", "t4", "kt-cache", "report"])
+def test_export_and_report_of_a_missing_database_create_nothing(args, tmp_path):
+    """Issue 28 item 8: a command that reads stored results and fails on a missing database
+    says so in one line, exit 2, and leaves no file behind (no database, no output)."""
+    db = tmp_path / "missing.db"
+    result = runner.invoke(app, [a.format(tmp=tmp_path) for a in args] + ["--db", f"sqlite:///{db}"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: no results database at "), result.output
+    assert sorted(tmp_path.iterdir()) == []

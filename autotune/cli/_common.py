@@ -63,6 +63,14 @@ def open_store(db: str | None, **options):
     return door(db, **options)
 
 
+def open_existing(db: str | None):
+    """The results database for ``export`` and ``report``, refused where it does not exist
+    (:func:`autotune.store.opening.open_existing`): a failing command creates none."""
+    from autotune.store.opening import open_existing as door
+
+    return door(db)
+
+
 def open_reader(db: str | None):
     """The results database for reading best configs only (:func:`autotune.store.opening.open_reader`:
     a missing one is not created)."""

@@ -10,7 +10,7 @@ import typer
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from . import app
-from ._common import open_store, Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
+from ._common import open_existing, Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
 
 
 @app.command(short_help="Plot stored results as PNGs.")
@@ -39,7 +39,7 @@ def report(
     given = parse_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
     from autotune.report.plots import write_report
 
-    done = write_report(open_store(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device)
+    done = write_report(open_existing(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device)
     for note in done.skipped:
         err.print(f"skipped: {note}", markup=False, soft_wrap=True)
     for path in done.written:

@@ -13,7 +13,7 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import (open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, SpaceFile, err, handle_errors,
+from ._common import (open_existing, open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, SpaceFile, err, handle_errors,
                       out, problem_dims)
 
 
@@ -85,7 +85,7 @@ def export(
 
     target = t4 if t4 is not None else out_path
     extra = {"dtype": dtype} if t4 is not None else {}
-    report = write(open_store(db), target, kernel=kern, dims=shapes, device_name=device,
+    report = write(open_existing(db), target, kernel=kern, dims=shapes, device_name=device,
                    include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
     what = "trial" if t4 is not None else "result"
@@ -107,7 +107,7 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
     from autotune.search.kt_cache import export_cache
 
     chosen_space = load_space(kern, space) if space is not None else None
-    count, failed = export_cache(open_store(db), path, kernel=kern, space=chosen_space, dims=shapes,
+    count, failed = export_cache(open_existing(db), path, kernel=kern, space=chosen_space, dims=shapes,
                                  device_name=device, dtype=dtype, include_stale=include_stale,
                                  nvcc_version=stale.current_nvcc())
     out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
@@ -120,7 +120,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
     if shaped or include_stale:
         flag = "--include-stale" if include_stale else "--dims/--size"
         raise InvalidInputError(f"{flag} does not apply to --header: it holds every fresh shape tuned for the kernel")
-    store = open_store(db)
+    store = open_existing(db)
     report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
                            database=store.safe_url)
     n = report.entries

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from autotune.errors import InvalidInputError, StoreError
+from autotune.errors import InvalidInputError, NotTunedError, StoreError
 from autotune.store.location import default_url, sqlite_path
 
 if TYPE_CHECKING:
@@ -168,6 +168,24 @@ def open_reader(url: str | None = None) -> Store:
         store.close()
         store = open_store(resolved)
     return store
+
+
+def open_existing(url: str | None = None) -> Store:
+    """The results database for a command that reads stored results and writes files from them
+    (``export``, ``report``): a SQLite file that does not exist holds nothing and is refused,
+    not created, so that such a command that fails writes nothing; any other URL is opened as
+    by :func:`open_store`.
+
+    Raises:
+        NotTunedError: the SQLite file does not exist.
+        InvalidInputError, StoreError: as :func:`open_store`.
+    """
+    resolved = resolve_url(url, create=False)
+    path = sqlite_path(resolved)
+    if path is not None and not path.exists():
+        raise NotTunedError(f"no results database at {path}: nothing is tuned there yet (run autotune search "
+                            "first, or give --db)")
+    return open_store(resolved)
 
 
 def open_store(url: str | None = None, *, read_only: bool = False, upgrade: bool = True) -> Store:
