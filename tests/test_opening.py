@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from autotune.cli import app
 from autotune.errors import InvalidInputError, StoreError
-from autotune.store import opening
-from autotune.store.opening import foreign_tables, open_store, resolve_url
+from autotune.store import urls
+from autotune.store.opening import open_store
+from autotune.store.urls import foreign_tables, resolve_url
 from autotune.store.revisions import HEAD_REVISION
 
 runner = CliRunner()
@@ -139,13 +140,13 @@ def test_a_url_that_is_not_a_string_names_the_argument():
 
 
 def test_the_default_is_resolved_in_one_place(tmp_path, monkeypatch):
-    monkeypatch.setenv(opening.ENV, f"sqlite:///{tmp_path / 'env.db'}")
+    monkeypatch.setenv(urls.ENV, f"sqlite:///{tmp_path / 'env.db'}")
     assert resolve_url() == f"sqlite:///{tmp_path / 'env.db'}"
     assert resolve_url("sqlite:///given.db") == "sqlite:///given.db"
-    assert opening.given_url() == f"sqlite:///{tmp_path / 'env.db'}"
-    monkeypatch.delenv(opening.ENV)
-    monkeypatch.setattr(opening, "default_url", lambda create=True: f"sqlite:///{tmp_path / 'default.db'}")
-    assert resolve_url() == f"sqlite:///{tmp_path / 'default.db'}" and opening.given_url() == ""
+    assert urls.given_url() == f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.delenv(urls.ENV)
+    monkeypatch.setattr(urls, "default_url", lambda create=True: f"sqlite:///{tmp_path / 'default.db'}")
+    assert resolve_url() == f"sqlite:///{tmp_path / 'default.db'}" and urls.given_url() == ""
 
 
 def test_read_only_creates_nothing(tmp_path):
@@ -179,7 +180,7 @@ def test_every_store_is_opened_through_the_door():
                       if re.search(r"(?<![\w.\"])Store\(", p.read_text()) and p.name not in ("opening.py",))
     assert builders == [], builders
     readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
-                     if '"AUTOTUNE_DB"' in p.read_text() and p.name != "opening.py")
+                     if '"AUTOTUNE_DB"' in p.read_text() and p.name != "urls.py")
     assert readers == [], readers
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import optuna
 
 from autotune.kernel.catalog import get_kernel
+from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
@@ -17,7 +18,7 @@ from fakes import FakeTimer
 def test_a_searched_study_carries_its_label_attrs_and_metric_name(db_url, device_info):
     store = Store(db_url)
     key = tuning_key("smem_pad", device_info, (256, 128), "float32")
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, n_trials=2, seed=1, sampler="random")
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, SearchOptions(trials=2, seed=1, strategy="random"))
     study = optuna.load_study(study_name=key.study_name, storage=store.optuna_storage())
     assert study.study_name == key.study_name and len(study.study_name) > 100  # the name is the key, unchanged
     assert study.metric_names == METRIC_NAMES == ["median ms"]
@@ -29,7 +30,7 @@ def test_a_searched_study_carries_its_label_attrs_and_metric_name(db_url, device
     summary = next(s for s in optuna.get_all_study_summaries(store.optuna_storage()) if s.study_name == key.study_name)
     assert summary.user_attrs["label"] == "smem_pad 256x128 float32 on NVIDIA H100 80GB HBM3"
 
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, n_trials=1, seed=2, sampler="tpe", resume=True)
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), store, SearchOptions(trials=1, seed=2, strategy="tpe", resume=True))
     assert optuna.load_study(study_name=key.study_name, storage=store.optuna_storage()).user_attrs["strategy"] == "tpe"
 
 

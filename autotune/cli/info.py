@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from autotune.store.location import default_url, masked_url, sqlite_path
+from autotune.store.location import masked_url, sqlite_path
+from autotune.store.urls import ENV, given_url, resolve_url
 from . import app
 from ._common import Db, handle_errors, out
 from .output import Format, FormatOption, print_pairs
@@ -52,8 +52,8 @@ def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
 def _database(db: str | None) -> dict:
     """The URL the commands would use (``--db``, ``$AUTOTUNE_DB``, else the default file),
     its password masked, and the SQLite file it names with whether it exists."""
-    source = "--db" if db else "AUTOTUNE_DB" if os.environ.get("AUTOTUNE_DB") else "default"
-    url = db or os.environ.get("AUTOTUNE_DB") or default_url(create=False)
+    source = "--db" if db else ENV if given_url() else "default"
+    url = resolve_url(db, create=False)
     file = sqlite_path(url)
     return {"url": masked_url(url), "source": source, "file": None if file is None else str(Path(file).resolve()),
             "exists": None if file is None else Path(file).is_file()}

@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+import math
+
 import operator
 from collections.abc import Mapping, Sequence
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["Dims", "MAX_DIM", "make_dims", "dims_key", "parse_dims_key", "format_shape"]
+__all__ = ["Dims", "MAX_DIM", "make_dims", "dims_key", "parse_dims_key", "format_shape", "shape_distance"]
 
 Dims = tuple[tuple[str, int], ...]
 MAX_DIM = 2**31 - 1
@@ -109,3 +111,10 @@ class NamedDims:
             if n == name:
                 return value
         raise KeyError(f"no dimension {name!r}; the dims are {', '.join(n for n, _ in self.dims)}")
+
+
+def shape_distance(tuned, want) -> float:
+    """The ladder's distance between two shapes of one kernel (same dims names), ``(name,
+    value)`` pairs: ``sqrt(sum of ln(tuned/want)^2)``, rounded so equal ratios tie exactly."""
+    have = dict(tuned)
+    return round(math.sqrt(sum(math.log(have[name] / value) ** 2 for name, value in want)), 9)

@@ -35,12 +35,13 @@ from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.config import Config
+from autotune.kernel.dims import shape_distance
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Kernel
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.store import stale
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
-from autotune.store.opening import given_url
+from autotune.store.urls import given_url
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQLite file
@@ -50,7 +51,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQ
 
     Reader = SqliteReader | Store
 
-__all__ = ["LaunchConfig", "RUNGS", "lookup", "shape_distance"]
+__all__ = ["LaunchConfig", "RUNGS", "lookup"]
 
 
 RUNGS = ("exact", "nearest_shape", "same_arch", "default")
@@ -239,7 +240,8 @@ def _store(db: str) -> Reader:
     (:class:`~autotune.store.reader.SqliteReader`: a first call imports no SQLAlchemy), any
     other database through :class:`~autotune.store.repository.Store`."""
     from autotune.store.location import sqlite_path
-    from autotune.store.opening import open_store, resolve_url
+    from autotune.store.opening import open_store
+    from autotune.store.urls import resolve_url
     from autotune.store.reader import SqliteReader
 
     with _open_lock:
@@ -287,13 +289,6 @@ def _distance(r: BestRecord, want: Dims) -> float:
     """Log-distance of ``r``'s dims from ``want`` (same names: a result of other dims names has
     another spec hash, so it is stale)."""
     return shape_distance(r.dims, want)
-
-
-def shape_distance(tuned: Dims, want: Dims) -> float:
-    """The ladder's distance between two shapes of one kernel (same dims names), ``(name,
-    value)`` pairs: ``sqrt(sum of ln(tuned/want)^2)``, rounded so equal ratios tie exactly."""
-    have = dict(tuned)
-    return round(math.sqrt(sum(math.log(have[name] / value) ** 2 for name, value in want)), 9)
 
 
 def _shape_rank(r: BestRecord, want: Dims) -> tuple:

@@ -25,7 +25,7 @@ import threading
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
-from autotune.store.opening import given_url
+from autotune.store.urls import given_url
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
 __all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "BOTH_ODD_KERNEL",

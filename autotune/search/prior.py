@@ -1,6 +1,6 @@
 """What a search of a new shape can know before it starts: the trials of the kernel's other
 shapes on the same device model (the ``transfer`` strategy's history), with the lookup
-ladder's shape distance (:func:`autotune.runtime.lookup.shape_distance`)."""
+ladder's shape distance (:func:`autotune.kernel.dims.shape_distance`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def other_shapes(store: Store, key: TuningKey) -> list[Known]:
     flags: :meth:`~autotune.store.repository.Store.key_trials` of the key at those dims), as
     :class:`~autotune.search.strategies.base.Known` with the shapes' distance; nearest first.
     Reads the stored bests once, then each such shape's trials once."""
-    from autotune.runtime.lookup import shape_distance
+    from autotune.kernel.dims import shape_distance
 
     names = [n for n, _ in key.dims]
     out: list[Known] = []

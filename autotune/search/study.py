@@ -95,6 +95,8 @@ class StoredStudy:
             status = t.user_attrs.get("status")
             if status in (None, "interrupted", "lost", "duplicate") or "duplicate_of" in t.user_attrs:
                 continue
+            if status == "ok" and (t.state != TrialState.COMPLETE or t.value is None):
+                continue  # its process died between the result and Optuna's tell (failed by heartbeat): not measured
             config = Config.of(self.key.kernel, t.params)
             seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
             if status == "ok":

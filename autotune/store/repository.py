@@ -26,7 +26,7 @@ from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
-from autotune.store import best_sql, locking, opening, rows, study_storage
+from autotune.store import best_sql, locking, rows, study_storage, urls
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
@@ -44,8 +44,8 @@ class Store:
 
     Open it through :func:`autotune.store.opening.open_store`, the one door (this constructor
     takes the same arguments and applies the same rules: the URL is resolved and checked by
-    :func:`~autotune.store.opening.resolve_url`, and a writable opening refuses another
-    application's database before anything is written: :func:`~autotune.store.opening.refuse_foreign`).
+    :func:`~autotune.store.urls.resolve_url`, and a writable opening refuses another
+    application's database before anything is written: :func:`~autotune.store.urls.refuse_foreign`).
 
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
     a new, empty database just works; ``read_only``: nothing is created, migrated or written,
@@ -57,7 +57,7 @@ class Store:
     """
 
     def __init__(self, url: str | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.url: str = opening.resolve_url(url, create=not read_only)
+        self.url: str = urls.resolve_url(url, create=not read_only)
         self.backup: str | None = None
         self.read_only = read_only
         self.schema_state: str | None = None
@@ -66,7 +66,7 @@ class Store:
             self._open_read_only(judge=upgrade)
             return
         schema.check_sqlite_path(self.url)
-        opening.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
+        urls.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
         try:
             self.engine: Engine = create_engine(self.url)
         except (SQLAlchemyError, ImportError) as exc:
