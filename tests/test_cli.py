@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.dims import make_dims
-from autotune.measure import benchmark
+from autotune.measure import benchmark, device
 from autotune.cli import app
 from autotune.store.repository import Store
 
@@ -36,6 +36,7 @@ def fake_gpu(monkeypatch, device_info):
                else FakeBench(device_info, FakeTimer()))
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)  # bench asks before the database
     return opened
 
 

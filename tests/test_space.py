@@ -69,7 +69,7 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
 
 def test_shipped_spaces_stay_small_enough_to_compile_in_ci():
     small = [k for k in KERNELS.values() if k.name not in LARGE]
-    assert sum(len(k.space().configs()) for k in small) <= 480  # 476 today: CI compiles each one
+    assert sum(len(k.space().configs()) for k in small) <= 500  # 494 today (skinny added 18): CI compiles each one
     assert all(len(KERNELS[name].space().configs()) >= 1000 for name in LARGE)  # sampled (tests/test_compile.py)
 
 

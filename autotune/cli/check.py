@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import shutil
 import time
 from typing import Annotated, Optional
@@ -80,7 +82,7 @@ def check(
     check_file(k, dtypes[0], arch)
     where = kernel_file if is_kernel_path(kernel_file) else k.path
     say = out if fmt is Format.table else err
-    say.print(f"{k.name} ({where}): kernel file ok; source {k.source}; {k.function} on dims {', '.join(k.dims)}, "
+    say.print(f"{k.name} ({where}): kernel file ok; source {_shown(k.source)}; {k.function} on dims {', '.join(k.dims)}, "
               f"tunables {', '.join(k.tunables)}", markup=False)
     started = time.monotonic()
     report = check_builds(k, dtypes, arch=arch, jobs=jobs, plan=plan)
@@ -158,3 +160,10 @@ def _load(kernel_file: str) -> Kernel:
     if (k.name in KERNELS or k.name in ALIASES) and (catalog is None or catalog.path != k.path):
         raise KernelFileError(f"kernel file {k.path}: name: {k.name!r} is a catalog kernel's name; choose another")
     return k
+
+
+def _shown(path) -> str:
+    """``path`` relative to the working folder where it lies below it, else absolute: where the
+    source really is (it may sit outside the kernel file's folder), short where it can be."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative

@@ -26,16 +26,16 @@ def export(
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
                                                         "selection function (replaced whole if it exists).")] = None,
-    t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False,
+    t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False, metavar="FILE.json",
                                                help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
                                                     "write with every trial, ok and failed, of the selected keys "
                                                     "(replaced whole if it exists).")] = None,
-    kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False,
+    kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False, metavar="FILE.json",
                                                      help="Kernel Tuner cache file (JSON) to write with the trials "
                                                           "of one key, for Kernel Tuner's simulation mode "
-                                                          "(tune_kernel(..., simulation_mode=True, cache=FILE)).")] = None,
+                                                          "(tune_kernel with simulation_mode=True and cache=FILE).")] = None,
     space: SpaceFile = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Only keys of this element type "
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", help="Only keys of this element type "
                                                                   "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
     dims: Dims = None,

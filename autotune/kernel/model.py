@@ -322,9 +322,8 @@ def _inline(path: Path) -> str:
             if target in seen:
                 return ""
             if not target.exists():
-                raise InvalidInputError(f'#include "{m.group(1)}" of {file}: {target} does not exist; a quoted '
-                                        "include is read relative to the including file (include the "
-                                        "toolkit's headers with <...>)")
+                raise InvalidInputError(f'#include "{m.group(1)}" of {file.name}: {target} does not exist (a quoted '
+                                        "include is read beside the including file; the toolkit's with <...>)")
             seen.add(target)
             return inline(target, f'#include "{m.group(1)}" of {file.name}')
 
