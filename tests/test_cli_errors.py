@@ -320,7 +320,7 @@ ROUND3 = [  # (id, setup, args, message)
      "cannot read source /dev/zero: a character device; give a regular file"),
     ("source missing", kernel_file(_set(("source",), "nope.cu")), K, "cannot read source {tmp}/nope.cu: no such file"),
     ("include missing", _include("nothere.cuh"), K,
-     '#include "nothere.cuh" of {tmp}/k.cu: {tmp}/nothere.cuh does not exist'),
+     '#include "nothere.cuh" of k.cu: {tmp}/nothere.cuh does not exist'),
     ("include missing (best)", _include("nothere.cuh"), ["best", "--kernel", "{tmp}/k.toml", "--size", "64", *DB],
      "nothere.cuh does not exist"),
     ("include binary", lambda tmp, db, mp: (_include("bin.cuh")(tmp, db, mp), (tmp / "bin.cuh").write_bytes(b"\xff")),
