@@ -95,6 +95,7 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
     (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "no trials of matmul_tiled"),
 ])
 def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args, message):
+    Store(db_url).close()  # an existing, empty database (report refuses a missing one before its own checks)
     r = run(*args, "--db", db_url)
     assert r.exit_code == 2, r.output
     assert r.output.startswith("error: ") and message in r.output and r.output.count("\n") == 1
