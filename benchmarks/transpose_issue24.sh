@@ -7,14 +7,20 @@
 #   bash benchmarks/transpose_issue24.sh heldout    # shapes the rule was not made from: its pick against the others
 #   bash benchmarks/transpose_issue24.sh explore    # skinny's whole space where it trails PyTorch or its best
 #   bash benchmarks/transpose_issue24.sh peers      # the table (no database: every line a default config)
+#   bash benchmarks/transpose_issue24.sh tuned      # op searches (`autotune search --op transpose`, 30 configs) of
+#                                                   # six shapes, then their peers table at the default and tuned
+#   bash benchmarks/transpose_issue24.sh ncu        # Nsight Compute counters of one launch per class, beside the
+#                                                   # aligned case and PyTorch's strided copy of the same shape
 # Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
 set -euo pipefail
 step=$1
+run=${AUTOTUNE:-autotune}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/gpu_info.sh"
 file=${day}_${tag}
 dest=${OUT:-$here/results}
 mkdir -p "$dest"
+header() { echo "# $*"; echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  driver: $driver  $(nvcc --version | tail -1)"; }
 ua() { python3 "$here/unaligned_transpose.py" --repeats 30 "$@"; }
 skinny_configs() {
   for kib in 4 8 16; do for t in 128 256 512; do for s in 0 1; do
@@ -61,8 +67,64 @@ explore)
   ;;
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases odd \
-    --cases skinny --cases batched --kernel skinny --kernel smem_vec --kernel smem_vec_realign 2>&1 \
-    | tee "$dest/${file}_transpose_vs_peers_issue24.md"
+    --cases skinny --cases batched --cases small --kernel skinny --kernel smem_vec --kernel smem_vec_realign \
+    --kernel naive_col 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24.md"
   ;;
-*) echo "usage: $0 sweep|heldout|explore|peers" >&2; exit 2 ;;
+tuned)
+  db=$(mktemp -d)/tuned.db
+  {
+    echo "# autotune search --op transpose --trials 30 of each shape into one database (its default strategy and batches)"
+    for case in 12345x6789:float32 4099x2053:float16 10007x10009:uint8 9x200003:float64 65536x33:float32 \
+                33x65536:float32; do
+      shape=${case%%:*} dtype=${case##*:}
+      $run search --op transpose --rows "${shape%%x*}" --cols "${shape##*x}" --dtype "$dtype" --trials 30 \
+        --db "sqlite:///$db" 2>&1 | tail -12
+    done
+  } 2>&1 | tee "$dest/${file}_transpose_op_search_issue24.txt"
+  {
+    for pair in "float32 12345x6789,65536x33,33x65536" "float16 4099x2053" "bfloat16 4099x2053" "uint8 10007x10009" \
+                "float64 9x200003"; do
+      set -- $pair
+      echo "## default choice (empty database)"
+      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --dtypes "$1" --sizes "$2"
+      echo "## op-tuned (the database of the searches above)"
+      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
+    done
+  } 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24_tuned.md"
+  ;;
+ncu)
+  metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+  metrics=$metrics,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed
+  metrics=$metrics,l1tex__throughput.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed
+  metrics=$metrics,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+  metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+  for s in long_scoreboard barrier mio_throttle short_scoreboard lg_throttle; do
+    metrics=$metrics,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
+  done
+  db="sqlite:///$(mktemp -d)/none.db"
+  one() {  # shape dtype kernel: one launch of autotune.transpose(x, kernel=) ("rule": the rule's choice;
+           # "strided": PyTorch's copy into rows one element longer; "torch": x.mT.contiguous())
+    echo "## $1 $2 $3"
+    ncu --metrics "$metrics" -k regex:"transpose_|elementwise" -c 1 python3 -c "
+import torch, autotune
+shape = tuple(map(int, '$1'.split('x')))
+x = torch.empty(shape, dtype=getattr(torch, '$2'), device='cuda')  # no fill: the first kernel is the one measured
+if '$3' == 'strided':
+    y = torch.empty((*shape[:-1], shape[-1] + 1), dtype=x.dtype, device='cuda'); y[..., :shape[-1]].copy_(x)
+elif '$3' == 'torch':
+    x.mT.contiguous()
+else:
+    autotune.transpose(x, kernel=None if '$3' == 'rule' else '$3', db='$db')
+torch.cuda.synchronize()" 2>&1 | grep -E "Context [0-9]|^    [a-z0-9_]+__"
+  }
+  {
+    header "ncu: one launch per class (cold L2, ncu's clocks), the kernel of autotune.transpose at default configs"
+    one 12288x6784 float32 smem_vec; one 12345x6789 float32 smem_vec; one 12345x6789 float32 smem_vec_realign
+    one 12345x6789 float32 strided; one 12345x6789 float64 smem_vec_realign; one 12345x6789 float16 smem_pad
+    one 12345x6789 float16 smem_vec; one 10007x10009 uint8 smem_bytes; one 16384x16384 float32 smem_vec
+    one 65536x33 float32 smem_vec_realign; one 33x65536 float32 smem_vec_realign; one 9x200003 float64 skinny
+    one 9x200003 float64 torch; one 1000x33x65 float32 naive_col; one 1000x33x65 float32 torch
+  } > "$dest/${file}_transpose_ncu_issue24.txt" 2>&1
+  ;;
+*) echo "usage: $0 sweep|heldout|explore|peers|tuned|ncu" >&2; exit 2 ;;
 esac

@@ -71,6 +71,10 @@ CASE_SETS = {
     # batches of small, odd and skinny matrices
     "batched": [("float32", (64, 512, 512)), ("float32", (37, 513, 771)), ("float16", (256, 127, 129)),
                 ("int8", (64, 7, 16411)), ("float32", (16, 4096, 33)), ("float32", (1000, 33, 65))],
+    # small matrices, single and in batches (L2-resident but for the last, 172 MB)
+    "small": [("float32", (1000, 33, 65)), ("float32", (4096, 16, 16)), ("float32", (100, 100)),
+              ("float32", (150, 150)), ("float64", (2000, 20, 30)), ("float64", (1000, 33, 65)),
+              ("float16", (1000, 33, 65)), ("int8", (1000, 33, 65)), ("float32", (20000, 33, 65))],
 }
 """``--cases NAME``: (dtype, shape) lists of issue 24's classes, beside the default every-dtype table."""
 
@@ -125,13 +129,14 @@ def _bytes(torch, t):
 
 def _forced(autotune, x, y, db, name):
     """``autotune.transpose(x, kernel=name)``, or ``None`` where the kernel cannot move ``x``: an item
-    size it takes no dtype of, or a batch when it takes no batch stride."""
-    from autotune.kernel.catalog import KERNELS
+    size it takes no dtype of, a batch when it takes no batch stride, a shape over its ``[problem] max``."""
+    from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
     from autotune.runtime.op_choice import takes_views
 
-    k = KERNELS[name]
-    if x.element_size() not in {get_dtype(d).itemsize for d in k.dtypes} or (x.dim() > 2 and not takes_views(k)):
+    k = resolve_kernel(name)  # a catalog name or a kernel file
+    if (x.element_size() not in {get_dtype(d).itemsize for d in k.dtypes} or (x.dim() > 2 and not takes_views(k))
+            or x.shape[-2] > k.largest("rows") or x.shape[-1] > k.largest("cols")):
         return None
     return lambda: autotune.transpose(x, kernel=name, out=y, db=db)
 

@@ -6,6 +6,7 @@ import pytest
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
+from autotune.kernel.dtypes import get_dtype
 from autotune.runtime import op_choice
 from autotune.base.caches import clear_cache
 from autotune.kernel.ops import op_kernels
@@ -118,13 +119,15 @@ def test_rule_without_stored_results(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
     for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
                                       (4096, 4100, "int8", "smem_bytes"), (4096, 4112, "int8", "smem_vec"),
-                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "smem_vec"),
+                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "naive_col"),
+                                      (33, 65, "float32", "naive_col"), (100, 100, "float64", "naive_col"),
+                                      (101, 100, "float32", "smem_vec_realign"), (64, 128, "float16", "smem_vec"),
                                       (8192, 8192, "complex128", "naive_col"), (5000, 7001, "complex128", "naive_col"),
                                       (7, 1000003, "int8", "skinny"), (65536, 33, "float16", "skinny"),
                                       (9, 200003, "float64", "skinny"), (65536, 33, "float32", "smem_vec_realign"),
                                       (63, 4096, "int8", "skinny"), (48, 1 << 20, "uint8", "smem_vec"),
                                       (64, 8, "int8", "skinny"), (16, 4096, "int8", "smem_vec"),
-                                      (12345, 6789, "float32", "smem_vec"), (4099, 2053, "float16", "smem_pad"),
+                                      (12345, 6789, "float32", "smem_pad"), (4099, 2053, "float16", "smem_pad"),
                                       (5000, 7001, "float16", "smem_vec_realign"),
                                       (12345, 6789, "float64", "smem_vec_realign")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
@@ -133,6 +136,20 @@ def test_rule_without_stored_results(device_info, tmp_path):
     for rows, cols in [(1, 5000), (5000, 1), (1, 1)]:
         assert op_choice.choose_transpose(rows, cols, "int8", device=device_info, db=db)[:2] == ("copy", None)
     assert not (tmp_path / "none.db").exists()  # read-only: nothing created
+
+
+def test_rows_misaligned_on_both_sides_take_the_rules_config_where_nothing_is_tuned(device_info, tmp_path):
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    for rows, cols, dtype, macros in [(12345, 6789, "float32", {"TILE_DIM": 64, "BLOCK_ROWS": 16}),
+                                      (4099, 2053, "float16", {"TILE_DIM": 64, "BLOCK_ROWS": 8})]:
+        name, chosen, _ = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
+        assert name == "smem_pad" and chosen.rung == "default" and "the rule's config" in chosen.note
+        assert {k: chosen.config[k] for k in macros} == macros and chosen.config == op_choice.rule_config(
+            rows, cols, get_dtype(dtype).itemsize)
+        assert KERNELS["smem_pad"].space().violations(chosen.config) == []  # a config of its space
+    # one side aligned, 8-byte elements, the aligned and small classes: the kernel file's default
+    for rows, cols, itemsize in [(5000, 7001, 4), (12345, 6789, 8), (8192, 8192, 4), (33, 65, 4), (12345, 6789, 1)]:
+        assert op_choice.rule_config(rows, cols, itemsize) is None
 
 
 def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatch):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims, format_shape, make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.model import Array, Kernel
@@ -95,7 +96,7 @@ class Launcher:
                       self.kernel.name)
 
 
-def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launcher:
+def compiled(kernel, dims, dtype="float32", *, db: str | None = None, default: Config | None = None) -> Launcher:
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
@@ -103,6 +104,9 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
         dims: its named dims: a mapping ``{"n": 1048576}``, pairs, or values in its order.
         dtype: the problem's dtype (NumPy dtype or name).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
+        default: the config to launch where nothing is tuned (the ``default`` rung of
+            :func:`autotune.lookup`) instead of the kernel file's default, e.g. the transpose rule's
+            config for a class of shapes (:func:`autotune.runtime.op_choice.rule_config`).
 
     Raises:
         InvalidInputError: unknown kernel or dtype, bad dims.
@@ -113,11 +117,11 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None) -> Launche
     k.check_dtype(dt)
     d = make_dims(k.dims, dims, f"kernel {k.name}")
     k.check_dims(dict(d))
-    key = (driver.current_context(), id(k), d, dt.name, db)
+    key = (driver.current_context(), id(k), d, dt.name, db, default)
     with _lock:
         found = _launchers.get(key)
     if found is None:
-        found = _build(k, d, dt, db)
+        found = _build(k, d, dt, db, default)
         with _lock:
             found = _launchers.setdefault(key, found)
     return found
@@ -132,7 +136,7 @@ def clear_launchers() -> None:
 caches.register("launchers", clear_launchers)
 
 
-def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
+def _build(k: Kernel, d: Dims, dt, db: str | None, default: Config | None = None) -> Launcher:
     from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
     from autotune.measure.buffers import scalar_values
@@ -140,6 +144,8 @@ def _build(k: Kernel, d: Dims, dt, db: str | None) -> Launcher:
 
     device = current_device()
     chosen = lookup(k, d, dt.name, device=device, db=db)
+    if default is not None and chosen.rung == "default" and default != chosen.config:
+        chosen = replace(chosen, config=default, note=f"{chosen.note}; the rule's config {default.key} instead")
     config = chosen.config
     env = k.env(dict(d), dt, config)
     grid, block, shared = k.geometry(config, dict(d), dt)

@@ -22,15 +22,29 @@ after tuning in the same process, to re-read the database).
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.store.urls import given_url
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-__all__ = ["ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "BOTH_ODD_KERNEL",
+__all__ = ["BOTH_ODD_CONFIG", "rule_config", "SMALL_KERNEL", "SMALL_MAX", "ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL", "SKINNY_LINE", "BOTH_ODD_KERNEL",
            "rule_kernel", "choose_transpose", "takes_views",
            "transpose_kernel_for", "clear_choices"]
+
+SMALL_KERNEL = "naive_col"
+"""The rule's kernel for small matrices of 2- to 8-byte elements, both sides at most :data:`SMALL_MAX`
+(a batch of them above all): column reads, row writes, no shared memory. A 33 x 65 matrix fills 26 %
+of two 64 x 64 tiles, and a matrix of a few KiB stays in the caches between a column read and the
+next, as in PyTorch's elementwise copy. H100, ratio to PyTorch's ``x.mT.contiguous()`` at default
+configs, L2-resident batches (``..._2026-11-24_..._transpose_small_batches.md``): float32 1000 x 33 x 65
+0.88 (the rule's smem_vec 0.61), 4096 x 16 x 16 0.87 (0.44), 100 x 100 0.99 (0.93), 150 x 150 0.98
+(0.77); float64 2000 x 20 x 30 1.07, 1000 x 33 x 65 0.97; float16 1000 x 33 x 65 0.75 (smem_pad
+0.66). 1-byte elements keep :data:`SKINNY_KERNEL` (int8 1000 x 33 x 65: skinny 0.91, naive_col 0.81);
+float16 256 x 127 x 129 stays with the tiles (smem_pad 2.58, naive_col 2.36), hence 100."""
+
+SMALL_MAX = 100
 
 ALIGNED_KERNEL = "smem_vec"
 """The rule's kernel when both row lengths are multiples of 16 bytes."""
@@ -77,19 +91,28 @@ rows of 128 bytes or more the square tiles are (float32 65536 x 33: smem_vec_rea
 
 SKINNY_LINE = 128
 
-BOTH_ODD_KERNEL = {2: "smem_pad", 4: "smem_vec"}
+BOTH_ODD_KERNEL = {2: "smem_pad", 4: "smem_pad"}
 """The rule's kernel per item size when neither ``rows`` nor ``cols`` is a multiple of 16 / itemsize
-(rows misaligned on both sides; the other item sizes take :data:`UNALIGNED_KERNEL`). H100, % of
-memcpy at default configs (``..._2026-11-24_..._transpose_odd_rows_sweep.txt``, ``..._heldout.txt``,
-``..._transpose_vs_peers_issue24_rule1.md``). 4-byte elements: smem_vec's coalesced element path is
-ahead of smem_vec_realign on all 9 shapes: float32 12345x6789 68.1 (smem_vec_realign 63.8, smem_pad
-60.0), 4093x4099 78.5 (75.0), 3001x7919 74.2 (69.5), 4099x2053 83.7 (79.4), 2047x8191 77.8 (73.8);
-held out 6007x3001 77.4 (72.6, 68.0), 999x12347 74.2 (68.4), 7777x5555 70.8 (67.6), 1001x30001 67.0
-(61.5). 2-byte elements: the classic smem_pad 32x8 against smem_vec_realign, float16 12345x6789 54.2
-(63.1), 4093x4099 67.5 (65.7), 3001x7919 59.4 (61.2), 4099x2053 78.5 (68.7), 2047x8191 61.7 (62.2);
-peers table bfloat16 4099x2053 68.7 (54.0), float16 3001x7919 61.1 (62.4), batches 37x513x771 83.6
-(66.3), 256x127x129 67.1 (43.6): ahead on 5 of 9, by 6 points on average. 8-byte elements: the two
-are level (within 1.2 points), so :data:`UNALIGNED_KERNEL` stays."""
+(rows misaligned on both sides; the other item sizes take :data:`UNALIGNED_KERNEL`), launched with
+:data:`BOTH_ODD_CONFIG` where nothing is tuned (:func:`rule_config`): the classic padded tile, but
+64 x 64. H100, % of memcpy, every config verified and timed in one run
+(``benchmarks/results/2026-11-24_NVIDIA_H100_80GB_HBM3_transpose_odd_configs.txt``), 4 shapes the
+rule was made from and 4 held out (6007x3001, 999x12347, 7777x5555, 1001x30001). 4-byte elements:
+smem_pad TILE_DIM=64, BLOCK_ROWS=16 was ahead of smem_vec's element path (the rule before) on all 8,
+by 1.5 to 10 points: float32 12345x6789 75.5 (smem_vec 68.7), 4093x4099 86.7 (76.9), 3001x7919 79.7
+(74.1), 4099x2053 89.5 (83.1); held out 85.3 (76.1), 76.4 (73.8), 78.6 (70.7), 68.6 (67.1). An op
+search of 30 configs at 12345x6789 stored the same config (76.8 % in the peers table;
+``..._transpose_op_search_issue24.txt``). 2-byte elements: TILE_DIM=64, BLOCK_ROWS=8 was ahead of the
+classic 32 x 8 (the rule before) on 7 of 8 float16 shapes: 60.7 (54.1), 70.5 (67.2), 64.6 (59.4),
+80.7 (79.0); held out 68.6 (65.2), 67.3 (63.2), 62.7 (56.7), 54.7 (49.5). 8-byte elements: smem_pad
+64 x 16 and smem_vec_realign are level (float64 12345x6789 87.2 against 86.4, 6007x3001 92.3 against
+91.4), so :data:`UNALIGNED_KERNEL` stays. ncu (``..._transpose_ncu_issue24.txt``): smem_vec's element
+path ran with 61 % of warps active (48 registers a thread, those of its vector path) and DRAM at 62 %
+of peak, its stalls on global loads; the 64 x 16 tile keeps 2 blocks of 1024 threads on each SM."""
+
+BOTH_ODD_CONFIG = {2: {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64},
+                   4: {"BLOCK_ROWS": 16, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64}}
+"""The config :data:`BOTH_ODD_KERNEL` is launched with where nothing is tuned, per item size."""
 
 MAX_CACHED = 65536
 _lock = threading.Lock()
@@ -98,7 +121,8 @@ _cache: dict[tuple, tuple] = {}
 
 def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     """The rule's ``(kernel, why)`` without a stored result: ``copy`` for one row or column,
-    :data:`WIDE_KERNEL` for 16-byte elements, :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
+    :data:`WIDE_KERNEL` for 16-byte elements, :data:`SMALL_KERNEL` for a small matrix of 2- to 8-byte
+    elements (both sides at most :data:`SMALL_MAX`), :data:`ALIGNED_KERNEL` when ``rows`` and ``cols``
     are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides),
     :data:`SKINNY_KERNEL` for a side of fewer than :data:`SKINNY_LINE` bytes, :data:`BOTH_ODD_KERNEL`
     of the item size when neither is a multiple, else :data:`UNALIGNED_KERNEL` of the item size."""
@@ -106,6 +130,8 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
     if itemsize >= 16:
         return WIDE_KERNEL, f"rule: {itemsize}-byte elements are moved one per thread, column reads, row writes"
+    if itemsize >= 2 and rows <= SMALL_MAX and cols <= SMALL_MAX:
+        return SMALL_KERNEL, f"rule: {rows} x {cols} is small (sides <= {SMALL_MAX}): column reads, row writes"
     vec = max(1, 16 // itemsize)
     if rows % vec == 0 and cols % vec == 0:
         return ALIGNED_KERNEL, f"rule: rows and cols are multiples of {vec} elements (16-byte rows)"
@@ -115,6 +141,19 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     if rows % vec and cols % vec and itemsize in BOTH_ODD_KERNEL:
         return BOTH_ODD_KERNEL[itemsize], f"rule: neither rows {rows} nor cols {cols} is a multiple of {vec} elements"
     return UNALIGNED_KERNEL[itemsize], f"rule: rows {rows} or cols {cols} not a multiple of {vec} elements"
+
+
+def rule_config(rows: int, cols: int, itemsize: int):
+    """The :class:`~autotune.kernel.config.Config` the rule's kernel is launched with where nothing is
+    tuned, when the rule has one for the shape's class (:data:`BOTH_ODD_CONFIG`: rows misaligned on
+    both sides, 2- and 4-byte elements); else ``None`` (the kernel file's default)."""
+    from autotune.kernel.config import Config
+
+    kernel, _ = rule_kernel(rows, cols, itemsize)
+    vec = max(1, 16 // itemsize)
+    if itemsize in BOTH_ODD_CONFIG and kernel == BOTH_ODD_KERNEL[itemsize] and rows % vec and cols % vec:
+        return Config.of(kernel, BOTH_ODD_CONFIG[itemsize])
+    return None
 
 
 def clear_choices() -> None:
@@ -178,6 +217,9 @@ def _choose(rows: int, cols: int, dtype, device, db):
         return name, answers[name], (f"stored op best: the fastest of {len(exact)} kernel"
                                      f"{'s' if len(exact) > 1 else ''} tuned for this exact key ({ms:.4f} ms)")
     chosen = answers[kernel]
+    config = rule_config(rows, cols, dt.itemsize)
+    if config is not None and chosen.rung == "default" and config != chosen.config:
+        chosen = replace(chosen, config=config, note=f"{chosen.note}; the rule's config {config.key} instead")
     return kernel, chosen, f"{why}; no kernel tuned for this exact key; config: {chosen.rung} ({chosen.note})"
 
 

@@ -142,13 +142,15 @@ def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose
     from autotune.runtime.launch import compiled
 
     dt: DType = DTYPES.get(v.type_name) or word_dtype(v.itemsize)
-    why = None
+    why = default = None
     if kernel is None:
         from autotune.measure.device import current_device
-        from autotune.runtime.op_choice import transpose_kernel_for
+        from autotune.runtime.op_choice import rule_config, transpose_kernel_for
 
         kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=views, device=current_device(), db=db)
-    launcher = compiled(_kernel(kernel), (lay.rows, lay.cols), dt, db=db)
+        default = rule_config(lay.rows, lay.cols, dt.itemsize)
+        default = default if default is not None and default.kernel == kernel else None
+    launcher = compiled(_kernel(kernel), (lay.rows, lay.cols), dt, db=db, default=default)
     note = launcher.chosen.note
     if dt.name != v.type_name:
         note = f"{v.type_name} moved as {v.itemsize}-byte words with the config of {dt.name}: {note}"

@@ -63,11 +63,11 @@ def test_pycuda_gpuarrays(dtype, tmp_path):
 def test_a_dtype_moved_as_words_says_whose_config_it_uses(tmp_path):
     torch = pytest.importorskip("torch")
     db = f"sqlite:///{tmp_path / 'none.db'}"
-    x = torch.zeros((64, 96), dtype=torch.bfloat16, device="cuda")
+    x = torch.zeros((64, 160), dtype=torch.bfloat16, device="cuda")  # not small (sides <= 100 take naive_col)
     chosen = transpose_plan(x, db=db).launcher.chosen
     assert chosen.rung == "default" and chosen.note.startswith("bfloat16 moved as 2-byte words with the config of "
-                                                               "float16: nothing tuned for smem_vec 64x96 float16")
-    assert transpose_plan(x.float(), db=db).launcher.chosen.note.startswith("nothing tuned for smem_vec 64x96 float32")
+                                                               "float16: nothing tuned for smem_vec 64x160 float16")
+    assert transpose_plan(x.float(), db=db).launcher.chosen.note.startswith("nothing tuned for smem_vec 64x160 float32")
 
 
 def test_without_kernel_the_shape_picks_it_and_views_get_a_pitched_one(tmp_path):
