@@ -34,6 +34,8 @@ std::barrier<> *bar;
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
+// dynamic shared memory (kernels/dynamic_shared.cuh): one static buffer, as large as sm_90 allows
+#define DYNAMIC_SHARED(name) alignas(16) static unsigned char name[232448]
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 #ifdef NBYTES

@@ -50,7 +50,7 @@ def extreme_configs(kernel):
     """The configs of the kernel's space with the smallest and the largest block tile."""
     configs = KERNELS[kernel].space().configs()
     size = lambda c: (math.prod(before.tile_shape(kernel, c.as_dict())), c["TILE_DIM"],  # noqa: E731
-                      before.static_shared_bytes(kernel, c.as_dict(), 8), c.key)
+                      before.shared_bytes(kernel, c.as_dict(), 8), c.key)
     return min(configs, key=size), max(configs, key=size)
 
 
@@ -95,7 +95,7 @@ def test_kernel_is_exact_float32(device, kernel, shape):
             bench.early = EarlyStop()  # each config timed in full: no early stop against the others
             m = bench.measure(config)  # raises TrialFailed on any mismatch
             assert m.median_ms > 0 and m.min_ms <= m.median_ms <= m.max_ms and m.launches >= 20
-            assert m.shared_bytes == before.static_shared_bytes(kernel, config.as_dict(), 4)
+            assert m.shared_bytes == before.shared_bytes(kernel, config.as_dict(), 4)  # static + dynamic
             assert m.gbps == pytest.approx(2 * shape[0] * shape[1] * 4 / (m.median_ms * 1e-3) / 1e9)
             assert m.gflops is None and m.pct_memcpy is None and m.pct_copy is None  # bounds off
 
