@@ -52,12 +52,22 @@ def test_every_config_of_the_shipped_space_compiles(kernel):
         assert res["registers"] > 0, (config, dt.name)
         if kernel in before.DEFAULTS:  # the catalog before the kernel model: the same shared memory
             assert res["shared_bytes"] == before.static_shared_bytes(kernel, config.as_dict(), 4), config
+        elif kernel in DYNAMIC:  # its tile is dynamic shared memory: none static
+            assert res["shared_bytes"] == 0, (config, dt.name)
+        elif kernel in NO_SHARED:
+            assert res["shared_bytes"] == 0, (config, dt.name)
         else:
             assert 0 < res["shared_bytes"] <= 48 * 1024, (config, dt.name)
 
 
+DYNAMIC = {"smem_aligned_out"}
+"""Kernels added since the kernel model whose tiles are dynamic shared memory ([launch] shared)."""
+NO_SHARED = {"naive_flat"}
+"""Kernels added since the kernel model that use no shared memory."""
+
+
 # Static shared memory of each kernel's default config, per byte of element.
-DEFAULT_SHARED_PER_BYTE = {"smem": 32 * 32, "smem_pad": 32 * 33, "smem_unroll_pad": 2 * 32 * 33, "smem_vec": 64 * 65,
+DEFAULT_SHARED_PER_BYTE = {"smem_vec": 64 * 65,  # smem, smem_pad, smem_unroll_pad: dynamic tiles (none static)
                            "matmul_tiled": 2 * 16 * 16, "matmul_reg": 16 * 65 + 16 * 64,
                            "matmul_warp": 2 * 8 * (128 + 128),  # STAGES x BK x (BM + BN), A unpadded
                            }
@@ -81,8 +91,8 @@ def default_shared(name: str, itemsize: int) -> int:
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
-    assert len(kernels) == (18 if dtype in ("float32", "float64") else 12 if dtype == "complex128"
-                            else 15 if d.itemsize <= 2 else 14)
+    assert len(kernels) == (20 if dtype in ("float32", "float64") else 14 if dtype == "complex128"
+                            else 17 if d.itemsize <= 2 else 16)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
     for k, res in zip(kernels, results, strict=True):
@@ -111,13 +121,22 @@ def test_a_compile_error_is_a_failed_trial_with_the_compiler_message():
 
 
 def test_too_much_static_shared_memory_is_a_compile_error():
-    big = Config.of("smem_pad", {"TILE_DIM": 128, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})
+    big = Config.of("smem_vec", {**KERNELS["smem_vec"].defaults, "TILE_DIM": 128, "BLOCK_ROWS": 8})
     with pytest.raises(TrialFailed) as info:
-        compile_cubin(big, get_dtype("float64"))  # 128 * 129 * 8 B > 48 KiB
-    assert info.value.status == "compile_error"
-    unrolled = Config.of("smem_unroll_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "UNROLL": 8, "DIAGONAL": 0})
-    with pytest.raises(TrialFailed):
-        compile_cubin(unrolled, get_dtype("float64"))  # 8 * 32 * 33 * 8 B > 48 KiB
+        compile_cubin(big, get_dtype("float64"))  # 128 * 129 * 8 B of static tile > 48 KiB
+    assert info.value.status == "compile_error" and "too much shared data" in info.value.reason
+
+
+def test_tiles_of_smem_cu_are_dynamic_shared_memory_above_48_kib():
+    # issue 24: smem.cu's tiles are launched as dynamic shared memory, so a 128 x 128 tile compiles
+    # (no static shared memory) and its launch asks for the opt-in above 48 KiB
+    for config, dtype, tile in ((Config.of("smem_pad", {"TILE_DIM": 128, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0}),
+                                 "float64", 128 * 129 * 8),
+                                (Config.of("smem_unroll_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "UNROLL": 8,
+                                                               "DIAGONAL": 0}), "float64", 8 * 32 * 33 * 8)):
+        assert compile_cubin(config, get_dtype(dtype))["shared_bytes"] == 0
+        _, _, shared = KERNELS[config.kernel].geometry(config, {"rows": 1000, "cols": 1000}, get_dtype(dtype))
+        assert shared == tile > 48 * 1024
 
 
 @pytest.mark.parametrize("kernel, macros, message", [
@@ -183,16 +202,16 @@ def test_a_users_kernel_compiles_through_kernel(tmp_path):
 
     from kernel_files import catalog_doc, write_kernel
 
-    doc = catalog_doc("smem_pad")
+    doc = catalog_doc("smem_vec")  # its tile is static shared memory of elem_t: the element size shows
     doc["problem"]["dtype_macro"] = "VALUE_T"
     k = load_kernel(write_kernel(tmp_path / "mine.toml", {**doc, "name": "my_pad"}))
     opts = nvcc_options(k, k.default_config(), get_dtype("float64"))
     assert opts[-2:] == ["-DVALUE_T=double", "-O3"]
     # the dtype reaches the source only through its dtype macro: common.cuh reads ELEM_T (float if unset)
-    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 32 * 33 * 4
+    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 64 * 65 * 4
     doc["problem"]["dtype_macro"] = "ELEM_T"
     k = load_kernel(write_kernel(tmp_path / "mine.toml", {**doc, "name": "my_pad"}))
-    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 32 * 33 * 8
+    assert compile_cubin(k.default_config(), get_dtype("float64"), kernel=k)["shared_bytes"] == 64 * 65 * 8
     with pytest.raises(InvalidInputError, match="unknown kernel 'my_pad'"):  # its config alone names no known kernel
         compile_cubin(k.default_config(), get_dtype("float64"))
 

@@ -19,11 +19,14 @@ from autotune.resources import data_dir
 
 from kernel_files import catalog_doc, write_kernel
 
-CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign", "smem_bytes", "skinny"])
+CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign", "smem_bytes", "skinny", "smem_aligned_out",
+                  "naive_flat"])
 """The 15 kernels of the catalog before the kernel model, and those added as kernel files since."""
 REALIGN = "smem_vec_realign"
 BYTES = "smem_bytes"
 SKINNY = "skinny"
+ALIGNED = "smem_aligned_out"
+FLAT = "naive_flat"
 NEW = {"matmul_warp"}
 MOVES = sorted(before.MOVES)
 ITEMSIZE_DTYPES = [get_dtype(d) for d in ("int8", "float16", "float32", "float64")]
@@ -51,7 +54,7 @@ def user_registry(monkeypatch):
 
 
 def test_the_catalog_kernels_load_from_their_files():
-    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 19
+    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 21
     folder = data_dir("kernels").resolve()
     for name, k in KERNELS.items():
         assert isinstance(k, Kernel) and k.name == name and k.path == folder / f"{name}.toml"
@@ -66,6 +69,15 @@ def test_the_catalog_kernels_load_from_their_files():
         if name == REALIGN:
             assert (k.source.name, k.function, k.dims) == ("vec_realign.cu", "transpose_vec_realign", ("rows", "cols"))
             assert k.dtypes == tuple(d for d in DTYPES if d != "complex128")  # 16-byte elements: smem_vec
+            assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
+            continue
+        if name == FLAT:  # every dtype, no tiles
+            assert (k.source.name, k.function, k.dims) == ("flat.cu", "transpose_flat", ("rows", "cols"))
+            assert k.dtypes == tuple(DTYPES) and k.signature == "PPiiqq" and dict(k.fixed) == {}
+            continue
+        if name == ALIGNED:  # every dtype (16-byte elements as two 8-byte parts, like smem.cu)
+            assert (k.source.name, k.function, k.dims) == ("aligned_out.cu", "transpose_aligned_out", ("rows", "cols"))
+            assert k.dtypes == tuple(DTYPES)
             assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
         if name == SKINNY:  # every dtype of 1 to 8 bytes
@@ -104,11 +116,11 @@ def test_source_hashes_are_the_ones_before_the_kernel_model():
     # issue 14: 16-byte elements, row pitch and batches (smem.cu, vec.cu), then row pitch and batches in
     # naive.cu, whose shared direct.cuh copy.cu includes too: their stored results are stale
     changed = ("smem.cu", "vec.cu", "naive.cu", "copy.cu")
-    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY}):
+    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY, ALIGNED, FLAT}):
         same = k.source_hash[:12] == before.SOURCE_HASHES[k.source.name]
         assert len(k.source_hash) == 64 and same == (k.source.name not in changed), k.name
     assert KERNELS["smem"].source_hash == KERNELS["smem_pad"].source_hash == KERNELS["smem_unroll_pad"].source_hash
-    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY}}) == len(before.SOURCE_HASHES)
+    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY, ALIGNED, FLAT}}) == len(before.SOURCE_HASHES)
 
 
 def test_sources_are_inlined_once():
@@ -134,7 +146,7 @@ def test_spec_hashes_tell_kernels_of_one_source_apart(tmp_path):
 def test_checks_and_objectives():
     for name, k in KERNELS.items():
         c, o = k.check_spec, k.objective
-        if name in before.MOVES or name in (REALIGN, BYTES, SKINNY):
+        if name in before.MOVES or name in (REALIGN, BYTES, SKINNY, ALIGNED, FLAT):
             op = before.MOVES[name][2] if name in before.MOVES else "transpose"
             assert (c.reference, c.compare) == (f"autotune.kernel.references:{op}", "exact")
             assert str(o.bytes) == "2 * rows * cols * itemsize" and o.flops is None
@@ -225,7 +237,7 @@ def test_every_config_launches_as_before_the_kernel_model(kernel):
         dims = dict(zip(k.dims, (rows, cols, 77)))
         got = k.geometry(config, dims, dt)
         want = (before.grid(kernel, config.as_dict(), rows, cols), before.block(kernel, config.as_dict(), dt.itemsize),
-                0)
+                before.dynamic_shared_bytes(kernel, config.as_dict(), min(dt.itemsize, 8)))
         assert got == want, (config, rows, cols, dt.name)
 
 
@@ -235,7 +247,8 @@ def test_every_config_launches_as_before_the_kernel_model(kernel):
 def test_one_block_per_tile(kernel, rows, cols, tile, blocks):
     vector = 4 if kernel == "smem_vec" else 1  # 16-byte vectors of 4-byte elements
     c = cfg(kernel, TILE_DIM=tile, BLOCK_ROWS=1)
-    assert geometry(kernel, c, rows, cols) == ((blocks, 1, 1), (tile // vector, 1, 1), 0)
+    shared = before.dynamic_shared_bytes(kernel, c.as_dict(), 4)  # the tiles of smem.cu's kernels
+    assert geometry(kernel, c, rows, cols) == ((blocks, 1, 1), (tile // vector, 1, 1), shared)
 
 
 @pytest.mark.parametrize("kernel, unroll, rows, cols, tiles", [
@@ -247,7 +260,9 @@ def test_one_block_per_tile(kernel, rows, cols, tile, blocks):
     ("smem_unroll_pad", 4, 1, 100000, (1, 782)),
 ])
 def test_one_block_per_unroll_tiles(kernel, unroll, rows, cols, tiles):
-    assert geometry(kernel, cfg(kernel, UNROLL=unroll), rows, cols) == ((tiles[0] * tiles[1], 1, 1), (32, 8, 1), 0)
+    c = cfg(kernel, UNROLL=unroll)
+    shared = before.dynamic_shared_bytes(kernel, c.as_dict(), 4)
+    assert geometry(kernel, c, rows, cols) == ((tiles[0] * tiles[1], 1, 1), (32, 8, 1), shared)
 
 
 @pytest.mark.parametrize("dtype, threads_x", [("int8", 4), ("float16", 8), ("float32", 16), ("float64", 32)])

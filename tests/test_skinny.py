@@ -1,7 +1,7 @@
 """kernels/skinny.cu (skinny) run on the CPU.
 
 The .cu text is compiled as C++ with the CUDA keywords defined away (tests/cuda_on_cpu.py, with the
-main of test_bytes_realign.py): each thread of a block is a std::thread, blocks run one after
+main of tests/transposes_on_cpu.py): each thread of a block is a std::thread, blocks run one after
 another with the grid and block of the kernel file's [launch]. Every item size the kernel takes (1,
 2, 4 and 8 bytes) runs on skinny shapes both ways (n short rows: the input is the rows side; n short
 columns: the output is), short sides odd, even, 1 and up to 64 and above (several bands of rows),
@@ -14,15 +14,11 @@ untouched, and every matrix is compared bit for bit with NumPy's transpose. The 
 same in tests/gpu/test_gpu_skinny.py.
 """
 
-import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pytest
 
-from cuda_on_cpu import Harness
-from test_bytes_realign import _MAIN
+from transposes_on_cpu import transpose_failures
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -30,7 +26,6 @@ from autotune.kernel.dtypes import get_dtype
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
 KERNEL = KERNELS["skinny"]
-_WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 SHAPES = [(1, 1), (3, 5), (7, 1001), (1001, 7), (2, 300), (300, 2), (33, 517), (517, 33), (1, 700), (700, 1),
           (64, 129), (129, 64), (65, 70), (70, 65), (100, 3)]
 """Short sides 1, 2, 3, 7, 33 (odd: every row a new offset mod 16), 64 (a whole band), 65 and 70 (two
@@ -65,50 +60,5 @@ def test_a_skinny_shape_is_one_band_and_its_chunks():
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
 def test_skinny_transpose_is_exact_for_every_item_size_shape_pointer_offset_view_and_batch(tmp_path, itemsize):
-    harness = Harness(tmp_path, _MAIN)
-    dtype = get_dtype({1: "int8", 2: "float16", 4: "float32", 8: "float64"}[itemsize])
-    rng = np.random.default_rng(itemsize)
-    offsets = [(i, o) for i, o in OFFSETS if i % itemsize == 0 and o % itemsize == 0]
-    cases = []
-    for rows, cols in SHAPES:
-        views = [(ioff, ooff, 0, 1, 0) for ioff, ooff in offsets]
-        views += [(*offsets[(k + 1) % len(offsets)], *v) for k, v in enumerate(VIEWS)]
-        for ioff, ooff, pad, batch, gap in views:
-            ld, stride = cols + pad, rows * (cols + pad) + gap
-            span = (batch - 1) * stride + (rows - 1) * ld + cols
-            src = rng.integers(0, 256, span * itemsize, dtype=np.uint8)
-            stem = tmp_path / f"case_{len(cases)}"
-            src.tofile(f"{stem}.in")
-            cases.append((rows, cols, ioff, ooff, pad, batch, gap, src, stem))
-
-    def run(job):
-        i, config = job
-        d = tmp_path / str(i)
-        macros = {**KERNEL.macros(config, dtype), KERNEL.dtype_macro: _WORDS[itemsize], "ENTRY": KERNEL.function}
-        failed = harness.build(d, KERNEL.source_text(), macros)
-        if failed:
-            return f"{config}: {failed}"
-        _, block, _ = KERNEL.geometry(config, {"rows": 1, "cols": 1}, dtype)
-        args = [str(block[0]), str(block[1])]
-        for rows, cols, ioff, ooff, pad, batch, gap, _, stem in cases:
-            grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dtype)
-            args += [rows, cols, grid[0], ioff, ooff, pad, batch, gap, f"{stem}.in", f"{stem}.{i}.out"]
-        failed = harness.run(d, args)
-        if failed:
-            return f"{config}: {failed}"
-        for rows, cols, ioff, ooff, pad, batch, gap, src, stem in cases:
-            got = np.fromfile(f"{stem}.{i}.out", dtype=np.uint8)
-            el = src.view(f"V{itemsize}")
-            ld, stride = cols + pad, rows * (cols + pad) + gap
-            view = np.lib.stride_tricks.as_strided(el, (batch, rows, cols), (stride * itemsize, ld * itemsize,
-                                                                              itemsize), writeable=False)
-            want = np.ascontiguousarray(view.transpose(0, 2, 1)).view(np.uint8).ravel()
-            if not np.array_equal(got, want):
-                wrong = np.flatnonzero(got != want)
-                return (f"{config}: {rows}x{cols} offsets ({ioff}, {ooff}), pad {pad}, batch {batch}, gap {gap}: "
-                        f"{wrong.size} wrong bytes, first at {wrong[0]} (matrix {wrong[0] // (rows * cols * itemsize)})")
-        return None
-
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        failures = [f for f in pool.map(run, enumerate(configs())) if f]
+    failures = transpose_failures(tmp_path, KERNEL, itemsize, configs(), SHAPES, OFFSETS, VIEWS)
     assert not failures, "\n".join(failures)

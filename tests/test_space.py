@@ -56,10 +56,18 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
         for dtype in k.dtypes:
             dt = get_dtype(dtype)
             grid, block, shared = k.geometry(c, dict.fromkeys(k.dims, 8192), dt)
-            assert math.prod(block) <= 1024 and shared == 0 and all(g >= 1 for g in grid)
+            assert math.prod(block) <= 1024 and all(g >= 1 for g in grid)
             assert math.prod(block) >= 32 or dt.itemsize < 8  # a warp at least (vectors of small elements: fewer)
-            if kernel in before.DEFAULTS:
-                assert before.static_shared_bytes(kernel, c.as_dict(), min(dt.itemsize, 8)) <= 48 * 1024  # 16 B: 8 B parts
+            part = min(dt.itemsize, 8)  # 16 B: 8 B parts
+            if kernel == "smem_aligned_out":  # its tile: TILE_DIM + one 32-byte sector of rows, padded by IPAD
+                tile = (c["TILE_DIM"] + 32 // dt.itemsize) * (c["TILE_DIM"] + c["IPAD"]) * part
+                assert shared == tile <= 227 * 1024
+            else:
+                assert shared == (before.dynamic_shared_bytes(kernel, c.as_dict(), part) if kernel in before.DEFAULTS
+                                  else 0)
+            if kernel in before.DEFAULTS:  # static within 48 KiB; dynamic tiles within sm_90's 227 KiB
+                assert before.static_shared_bytes(kernel, c.as_dict(), part) <= 48 * 1024
+                assert before.shared_bytes(kernel, c.as_dict(), part) <= 227 * 1024
         if kernel in before.MOVES:
             assert c["TILE_DIM"] % c["BLOCK_ROWS"] == 0
             assert c.as_dict().get("UNROLL", 1) >= 1 and c.as_dict().get("DIAGONAL", 0) in (0, 1)
@@ -69,7 +77,8 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
 
 def test_shipped_spaces_stay_small_enough_to_compile_in_ci():
     small = [k for k in KERNELS.values() if k.name not in LARGE]
-    assert sum(len(k.space().configs()) for k in small) <= 500  # 494 today (skinny added 18): CI compiles each one
+    # 522 today (skinny added 18, smem_aligned_out 16, naive_flat 12): CI compiles each one
+    assert sum(len(k.space().configs()) for k in small) <= 530
     assert all(len(KERNELS[name].space().configs()) >= 1000 for name in LARGE)  # sampled (tests/test_compile.py)
 
 

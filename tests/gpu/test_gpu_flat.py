@@ -1,0 +1,40 @@
+"""naive_flat (kernels/flat.cu) is bit-exact on the GPU for every dtype, on small shapes, shapes odd on
+both sides, even, one row or column and a few tiles, at its default and its largest block, at every
+config of its space, and through autotune.transpose on PyTorch views and batches (against torch). The
+CPU runs the same kernel in tests/test_flat.py."""
+
+import pytest
+
+from autotune.kernel.catalog import KERNELS
+from autotune.kernel.config import Config
+from autotune.measure.device import open_device
+from gpu_transposes import check_exact, check_views_and_batches
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = KERNELS["naive_flat"]
+SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (16, 16), (9, 20003), (127, 1031), (1031, 127), (4093, 4099)]
+
+
+@pytest.fixture(scope="module")
+def device():
+    with open_device(0) as info:
+        yield info
+
+
+@pytest.mark.parametrize("dtype", KERNEL.dtypes)
+def test_exact_for_every_dtype_and_shape(device, dtype):
+    largest = Config.of(KERNEL.name, {"THREADS": 512, "ELEMS": 8})
+    check_exact(device, KERNEL, dtype, SHAPES, [KERNEL.default_config(), largest], seed=3)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "complex128"])
+def test_every_config_of_the_space_is_exact(device, dtype):
+    check_exact(device, KERNEL, dtype, [(1001, 3001)], KERNEL.space().configs(), seed=4)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "bfloat16", "float32", "float64", "complex128"])
+def test_views_and_batches_match_torch(dtype, tmp_path):
+    """autotune.transpose(x, kernel="naive_flat") on odd views and batches (a matrix per blockIdx.z)."""
+    torch = pytest.importorskip("torch")
+    check_views_and_batches(torch, "naive_flat", dtype, f"sqlite:///{tmp_path / 'none.db'}")
