@@ -9,6 +9,18 @@
 #   bash benchmarks/transpose_issue24.sh peers      # the table (no database: every line a default config)
 #   bash benchmarks/transpose_issue24.sh tuned      # op searches (`autotune search --op transpose`, 30 configs) of
 #                                                   # six shapes, then their peers table at the default and tuned
+#   bash benchmarks/transpose_issue24.sh wide       # 128 x 128 smem_pad tiles (dynamic shared memory) against the
+                                                   # rule's 64 x 64 on rows odd on both sides, 8 shapes x 4 dtypes
+#   bash benchmarks/transpose_issue24.sh aligned    # smem_aligned_out (output segments on sector boundaries) against
+                                                   # smem_pad and the rule's kernels, odd rows on both sides
+#   bash benchmarks/transpose_issue24.sh one_side   # smem_aligned_out where rows are misaligned on one side only,
+                                                   # and for 16-byte elements, against the rule's kernels
+#   bash benchmarks/transpose_issue24.sh untuned    # op searches (26 configs) of 2 shapes the rule was made from and 4
+                                                   # held out, then the peers table at the default choice and op-tuned
+#   bash benchmarks/transpose_issue24.sh half       # smem_pad configs for 2-byte rows odd on both sides (diagonal order,
+                                                   # padding), 8 shapes
+#   bash benchmarks/transpose_issue24.sh flat       # naive_flat (a copy over the flattened output) beside the rule,
+                                                   # PyTorch and naive_col on the small, skinny and batched cases
 #   bash benchmarks/transpose_issue24.sh ncu        # Nsight Compute counters of one launch per class, beside the
 #                                                   # aligned case and PyTorch's strided copy of the same shape
 # Output: $OUT (if set) or benchmarks/results/, file names carry the date and the GPU.
@@ -68,6 +80,7 @@ explore)
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases odd \
     --cases skinny --cases batched --cases small --kernel skinny --kernel smem_vec --kernel smem_vec_realign \
+    --kernel smem_aligned_out \
     --kernel naive_col 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24.md"
   ;;
 tuned)
@@ -91,6 +104,90 @@ tuned)
       python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
     done
   } 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24_tuned.md"
+  ;;
+untuned)
+  db=$(mktemp -d)/tuned.db
+  {
+    header "autotune search --op transpose --trials 26 into one database; made the rule: 12345x6789 float32," \
+           "4099x2053 float16; held out: 7777x5555 and 7001x5000 float32, 999x12347 float64, 1001x30001 float16"
+    for case in 12345x6789:float32 4099x2053:float16 7777x5555:float32 7001x5000:float32 999x12347:float64 \
+                1001x30001:float16; do
+      shape=${case%%:*} dtype=${case##*:}
+      $run search --op transpose --rows "${shape%%x*}" --cols "${shape##*x}" --dtype "$dtype" --trials 26 \
+        --db "sqlite:///$db" 2>&1 | tail -6
+    done
+  } 2>&1 | tee "$dest/${file}_transpose_op_search_untuned.txt"
+  {
+    header "the default choice (empty database) against op-tuned (the searches above), same run"
+    for pair in "float32 12345x6789,7777x5555,7001x5000" "float16 4099x2053,1001x30001" "float64 999x12347"; do
+      set -- $pair
+      echo "## default choice (empty database)"
+      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --dtypes "$1" --sizes "$2"
+      echo "## op-tuned (the database of the searches above)"
+      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
+    done
+  } 2>&1 | tee "$dest/${file}_transpose_vs_peers_untuned.md"
+  ;;
+wide)
+  {
+    header "smem_pad 128 x 128 tiles (dynamic shared memory above 48 KiB) against 64 x 64, rows odd on both sides;" \
+           "4 shapes the rule was made from, 4 held out (6007x3001 ...), then aligned 8192^2"
+    ua --shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347 \
+      --shape 7777x5555 --shape 1001x30001 --dtype float32 --dtype float16 --dtype float64 \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
+      --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8 --config smem_pad:TILE_DIM=128,BLOCK_ROWS=4 \
+      --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8,IPAD=2 --config smem_vec_realign
+    ua --shape 10007x10009 --shape 3001x7919 --dtype uint8 --config smem_bytes --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
+      --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8,IPAD=4 --config smem_pad:TILE_DIM=128,BLOCK_ROWS=4,IPAD=4
+    ua --shape 8192x8192 --dtype float32 --dtype float64 --config smem_vec --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
+      --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8
+  } 2>&1 | tee "$dest/${file}_transpose_wide_tiles.txt"
+  ;;
+aligned)
+  odd="--shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347"
+  odd="$odd --shape 7777x5555 --shape 1001x30001"
+  {
+    header "smem_aligned_out (output row segments on 32-byte sector boundaries) against smem_pad 64 x 64 (the rule" \
+           "for 2 and 4 bytes) and smem_vec_realign (8 bytes), rows odd on both sides; 6007x3001 ... held out"
+    ua $odd --dtype float32 --dtype float16 --dtype float64 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 --config smem_vec_realign --config smem_aligned_out \
+      --config smem_aligned_out:BLOCK_ROWS=8 --config smem_aligned_out:BLOCK_ROWS=8,IPAD=2 \
+      --config smem_aligned_out:TILE_DIM=32,BLOCK_ROWS=8
+    ua --shape 10007x10009 --shape 3001x7919 --shape 4099x2053 --dtype uint8 --config smem_bytes \
+      --config smem_aligned_out --config smem_aligned_out:TILE_DIM=128,BLOCK_ROWS=8,IPAD=2 \
+      --config smem_aligned_out:TILE_DIM=128,BLOCK_ROWS=4,IPAD=2 --config smem_aligned_out:BLOCK_ROWS=8,IPAD=2
+    ua --shape 5000x7001 --shape 7001x5000 --shape 2047x8191 --shape 65536x33 --shape 33x65536 --dtype float32 \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 --config smem_vec_realign --config smem_vec --config smem_aligned_out
+  } 2>&1 | tee "$dest/${file}_transpose_aligned_out.txt"
+  ;;
+flat)
+  python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases skinny \
+    --cases batched --cases small --kernel naive_flat --kernel naive_col --kernel skinny 2>&1 \
+    | tee "$dest/${file}_transpose_vs_peers_flat.md"
+  ;;
+half)
+  {
+    header "smem_pad configs for float16 rows odd on both sides: the rule's 64 x 8 against the diagonal order and" \
+           "IPAD=2 (1001x30001's op search stored 32 x 8, DIAGONAL=1, IPAD=2); 6007x3001 ... held out"
+    ua --shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347 \
+      --shape 7777x5555 --shape 1001x30001 --dtype float16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1,IPAD=2 \
+      --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,DIAGONAL=1,IPAD=2 --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,DIAGONAL=1 \
+      --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,IPAD=2 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16,DIAGONAL=1,IPAD=2
+  } 2>&1 | tee "$dest/${file}_transpose_half_configs.txt"
+  ;;
+one_side)
+  {
+    header "smem_aligned_out where only one side's rows are misaligned (7001x5000: the output's; 5000x7001: the" \
+           "input's) and for complex128 (naive_col: the rule), against the rule's kernels"
+    ua --shape 7001x5000 --shape 5000x7001 --shape 8191x2048 --shape 2048x8191 --shape 30001x1000 --dtype float32 \
+      --dtype float64 --config smem_vec_realign --config smem_vec --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
+      --config smem_aligned_out --config smem_aligned_out:TILE_DIM=64,BLOCK_ROWS=16
+    ua --shape 33x65536 --shape 65x65536 --shape 129x65536 --shape 257x30001 --dtype float32 --config smem_vec_realign \
+      --config smem_vec --config smem_aligned_out --config skinny
+    ua --shape 12345x6789 --shape 4093x4099 --shape 8192x8192 --dtype complex128 --config naive_col \
+      --config smem_aligned_out --config smem_aligned_out:TILE_DIM=64,BLOCK_ROWS=16 --config smem_pad
+  } 2>&1 | tee "$dest/${file}_transpose_aligned_out_one_side.txt"
   ;;
 ncu)
   metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
@@ -117,14 +214,16 @@ else:
     autotune.transpose(x, kernel=None if '$3' == 'rule' else '$3', db='$db')
 torch.cuda.synchronize()" 2>&1 | grep -E "Context [0-9]|^    [a-z0-9_]+__"
   }
+  # NCU_CASES="SHAPE:DTYPE:KERNEL ..." measures those instead, into ..._transpose_ncu_${NCU_TAG}.txt
+  cases=${NCU_CASES:-"12288x6784:float32:smem_vec 12345x6789:float32:smem_vec 12345x6789:float32:smem_vec_realign
+    12345x6789:float32:strided 12345x6789:float64:smem_vec_realign 12345x6789:float16:smem_pad
+    12345x6789:float16:smem_vec 10007x10009:uint8:smem_bytes 16384x16384:float32:smem_vec
+    65536x33:float32:smem_vec_realign 33x65536:float32:smem_vec_realign 9x200003:float64:skinny
+    9x200003:float64:torch 1000x33x65:float32:naive_col 1000x33x65:float32:torch"}
   {
     header "ncu: one launch per class (cold L2, ncu's clocks), the kernel of autotune.transpose at default configs"
-    one 12288x6784 float32 smem_vec; one 12345x6789 float32 smem_vec; one 12345x6789 float32 smem_vec_realign
-    one 12345x6789 float32 strided; one 12345x6789 float64 smem_vec_realign; one 12345x6789 float16 smem_pad
-    one 12345x6789 float16 smem_vec; one 10007x10009 uint8 smem_bytes; one 16384x16384 float32 smem_vec
-    one 65536x33 float32 smem_vec_realign; one 33x65536 float32 smem_vec_realign; one 9x200003 float64 skinny
-    one 9x200003 float64 torch; one 1000x33x65 float32 naive_col; one 1000x33x65 float32 torch
-  } > "$dest/${file}_transpose_ncu_issue24.txt" 2>&1
+    for c in $cases; do IFS=: read -r shape dtype kernel <<< "$c"; one "$shape" "$dtype" "$kernel"; done
+  } > "$dest/${file}_transpose_ncu_${NCU_TAG:-issue24}.txt" 2>&1
   ;;
-*) echo "usage: $0 sweep|heldout|explore|peers|tuned|ncu" >&2; exit 2 ;;
+*) echo "usage: $0 sweep|heldout|explore|peers|tuned|untuned|wide|aligned|one_side|half|flat|ncu" >&2; exit 2 ;;
 esac

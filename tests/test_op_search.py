@@ -11,15 +11,14 @@ from autotune.runtime import op_choice
 from autotune.base.caches import clear_cache
 from autotune.kernel.ops import op_kernels
 from autotune.search.op import halving_plan, op_standings, split_budget, tune_op
-from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.repository import Store
 
 from fakes import FakeTimer
 
-TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_row", "skinny", "smem", "smem_bytes", "smem_pad",
-              "smem_unroll_pad", "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
+TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_flat", "naive_row", "skinny", "smem", "smem_aligned_out",
+              "smem_bytes", "smem_pad", "smem_unroll_pad", "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
 WIDE_TRANSPOSES = [k for k in TRANSPOSES if k != "smem_bytes"]  # for 4- and 8-byte elements: smem_bytes takes 1 and 2
 
 
@@ -89,7 +88,7 @@ def test_op_search_finds_the_fastest_kernel_by_halving_and_stores_it(db_url, dev
     times = [s.time_ms for s in result.standings]
     assert times == sorted(times)
     # every kernel raced the first round; the racing set halves; the winner raced every round
-    assert sorted(result.rounds[0]) == WIDE_TRANSPOSES and [len(r) for r in result.rounds] == [12, 6, 3, 2, 1]
+    assert sorted(result.rounds[0]) == WIDE_TRANSPOSES and [len(r) for r in result.rounds] == [14, 7, 4, 2, 1]
     assert all("smem_vec_realign" in r for r in result.rounds)
     assert sum(sum(r.values()) for r in result.rounds) == 60
     assert all(s.measured >= 1 for s in result.standings)
@@ -98,7 +97,7 @@ def test_op_search_finds_the_fastest_kernel_by_halving_and_stores_it(db_url, dev
     first = {}
     for name, _, resume in calls:
         first.setdefault(name, resume)
-    assert not any(first.values()) and all(resume for name, _, resume in calls[12:])
+    assert not any(first.values()) and all(resume for name, _, resume in calls[14:])
     # the op best survives a restart: a fresh Store ranks the stored bests the same
     again = op_standings(Store(db_url), {s.kernel: s.key for s in result.standings})
     assert [s.kernel for s in again] == [s.kernel for s in result.standings]
@@ -119,17 +118,19 @@ def test_rule_without_stored_results(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
     for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
                                       (4096, 4100, "int8", "smem_bytes"), (4096, 4112, "int8", "smem_vec"),
-                                      (3001, 7919, "float64", "smem_vec_realign"), (64, 8, "float16", "naive_col"),
-                                      (33, 65, "float32", "naive_col"), (100, 100, "float64", "naive_col"),
+                                      (3001, 7919, "float64", "smem_aligned_out"), (64, 8, "float16", "naive_flat"),
+                                      (33, 65, "float32", "naive_flat"), (100, 100, "float64", "naive_flat"),
                                       (101, 100, "float32", "smem_vec_realign"), (64, 128, "float16", "smem_vec"),
                                       (8192, 8192, "complex128", "naive_col"), (5000, 7001, "complex128", "naive_col"),
                                       (7, 1000003, "int8", "skinny"), (65536, 33, "float16", "skinny"),
-                                      (9, 200003, "float64", "skinny"), (65536, 33, "float32", "smem_vec_realign"),
+                                      (9, 200003, "float64", "naive_flat"), (200003, 9, "float64", "skinny"),
+                                      (7, 1000003, "float32", "naive_flat"), (7, 1000003, "float16", "skinny"), (65536, 33, "float32", "smem_vec_realign"),
                                       (63, 4096, "int8", "skinny"), (48, 1 << 20, "uint8", "smem_vec"),
-                                      (64, 8, "int8", "skinny"), (16, 4096, "int8", "smem_vec"),
-                                      (12345, 6789, "float32", "smem_pad"), (4099, 2053, "float16", "smem_pad"),
-                                      (5000, 7001, "float16", "smem_vec_realign"),
-                                      (12345, 6789, "float64", "smem_vec_realign")]:
+                                      (64, 8, "int8", "naive_flat"), (64, 101, "int8", "skinny"), (16, 4096, "int8", "smem_vec"),
+                                      (12345, 6789, "float32", "smem_aligned_out"), (4099, 2053, "float16", "smem_pad"),
+                                      (5000, 7001, "float16", "smem_vec_realign"), (7001, 5000, "float64", "smem_aligned_out"), (7001, 5000, "float32", "smem_aligned_out"),
+                                      (129, 65536, "float32", "smem_aligned_out"), (65, 65536, "float32", "smem_vec_realign"),
+                                      (12345, 6789, "float64", "smem_aligned_out")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
         assert name == kernel and config.rung == "default" and config.config.kernel == kernel, (rows, cols, dtype)
         assert why.startswith("rule:") and "no kernel tuned for this exact key" in why
@@ -140,16 +141,23 @@ def test_rule_without_stored_results(device_info, tmp_path):
 
 def test_rows_misaligned_on_both_sides_take_the_rules_config_where_nothing_is_tuned(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
-    for rows, cols, dtype, macros in [(12345, 6789, "float32", {"TILE_DIM": 64, "BLOCK_ROWS": 16}),
-                                      (4099, 2053, "float16", {"TILE_DIM": 64, "BLOCK_ROWS": 8})]:
+    for rows, cols, dtype, macros in [(4099, 2053, "float16", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "DIAGONAL": 0}),
+                                      (12345, 6789, "int16", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "DIAGONAL": 0}),
+                                      (4093, 4099, "float16", {"DIAGONAL": 0}),  # square: row order
+                                      (1001, 30001, "float16", {"TILE_DIM": 64, "DIAGONAL": 1}),  # wide: diagonal
+                                      (3001, 6002, "float16", {"DIAGONAL": 1}), (3001, 6001, "float16", {"DIAGONAL": 0})]:
         name, chosen, _ = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
         assert name == "smem_pad" and chosen.rung == "default" and "the rule's config" in chosen.note
         assert {k: chosen.config[k] for k in macros} == macros and chosen.config == op_choice.rule_config(
             rows, cols, get_dtype(dtype).itemsize)
         assert KERNELS["smem_pad"].space().violations(chosen.config) == []  # a config of its space
-    # one side aligned, 8-byte elements, the aligned and small classes: the kernel file's default
-    for rows, cols, itemsize in [(5000, 7001, 4), (12345, 6789, 8), (8192, 8192, 4), (33, 65, 4), (12345, 6789, 1)]:
+    # 4- and 8-byte elements (smem_aligned_out), one side aligned, the aligned and small classes: the
+    # kernel file's default
+    for rows, cols, itemsize in [(12345, 6789, 4), (5000, 7001, 4), (12345, 6789, 8), (8192, 8192, 4), (33, 65, 4),
+                                 (12345, 6789, 1)]:
         assert op_choice.rule_config(rows, cols, itemsize) is None
+    name, chosen, _ = op_choice.choose_transpose(12345, 6789, "float32", device=device_info, db=db)
+    assert name == "smem_aligned_out" and chosen.config == KERNELS[name].default_config()
 
 
 def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatch):
@@ -158,7 +166,7 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
     assert result.best.kernel == "smem_pad"  # the rule would say smem_vec_realign
     name, config, why = op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)
     assert name == "smem_pad" and config.rung == "exact" and config.config == result.best.best.config
-    assert why.startswith("stored op best: the fastest of 12 kernels tuned for this exact key")
+    assert why.startswith("stored op best: the fastest of 14 kernels tuned for this exact key")
     # another shape: nothing exact, the rule's kernel with its config from the nearest tuned shape
     name, config, why = op_choice.choose_transpose(5000, 7003, "float32", device=device_info, db=db_url)
     assert name == "smem_vec_realign" and config.rung == "nearest_shape"
@@ -257,12 +265,13 @@ def test_cli_search_op_ranks_every_transpose_and_names_the_op_best(fake_gpu, db_
 
     from autotune.cli import app
 
-    r = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--trials", "21",
+    r = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--trials", "25",
                                  "--seed", "1", "--db", db_url])
     assert r.exit_code == 0 and "Traceback" not in r.output, r.output
-    assert "--op transpose 300x301 float32 on device 0: 12 kernels" in r.output
-    assert sorted(set(fake_gpu)) == WIDE_TRANSPOSES and len(fake_gpu) == 12 + 6 + 3  # rounds of 12, 6 and 3 kernels
-    assert r.output.count("round 1: ") == 12 and r.output.count("round 3: ") == 3
+    assert "--op transpose 300x301 float32 on device 0: 14 kernels" in r.output
+    # rounds of 14, 7 and 4 kernels (halving_plan(14, 25) == [14, 7, 4])
+    assert sorted(set(fake_gpu)) == WIDE_TRANSPOSES and len(fake_gpu) == 14 + 7 + 4  # a search per kernel a round
+    assert r.output.count("round 1: ") == 14 and r.output.count("round 3: ") == 4
     assert all(name in r.output for name in WIDE_TRANSPOSES) and "op best: " in r.output
     again = CliRunner().invoke(app, ["search", "--op", "transpose", "--rows", "300", "--cols", "301", "--db", db_url])
     assert again.exit_code == 2 and "--resume" in again.output

@@ -63,7 +63,7 @@ def test_pycuda_gpuarrays(dtype, tmp_path):
 def test_a_dtype_moved_as_words_says_whose_config_it_uses(tmp_path):
     torch = pytest.importorskip("torch")
     db = f"sqlite:///{tmp_path / 'none.db'}"
-    x = torch.zeros((64, 160), dtype=torch.bfloat16, device="cuda")  # not small (sides <= 100 take naive_col)
+    x = torch.zeros((64, 160), dtype=torch.bfloat16, device="cuda")  # not small (sides <= 100 take naive_flat)
     chosen = transpose_plan(x, db=db).launcher.chosen
     assert chosen.rung == "default" and chosen.note.startswith("bfloat16 moved as 2-byte words with the config of "
                                                                "float16: nothing tuned for smem_vec 64x160 float16")
