@@ -47,10 +47,11 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
             arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
             for the shape (:func:`autotune.runtime.op_choice.transpose_kernel_for`): the op
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
-            (``smem_vec`` when rows are 16-byte aligned, otherwise ``smem_bytes`` for 1-byte
-            and ``smem_vec_realign`` for 2- to 8-byte elements; ``naive_col`` for 16-byte
-            elements: :data:`autotune.runtime.op_choice.UNALIGNED_KERNEL`). Views and batches need a kernel that takes
-            ``ld`` and ``batch_stride``: every catalog transpose does.
+            (:func:`autotune.runtime.op_choice.rule_kernel`: by row alignment, element size and
+            shape, e.g. ``smem_vec`` for 16-byte-aligned rows, ``smem_aligned_out`` for 4- and
+            8-byte elements whose output rows are not, ``naive_flat`` for small matrices; the
+            list with its measurements is docs/transpose.md). Views and batches need a kernel that
+            takes ``ld`` and ``batch_stride``: every catalog transpose does.
         db: results database URL (see :func:`autotune.lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).
