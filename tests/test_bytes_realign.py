@@ -18,27 +18,13 @@ import shutil
 
 import pytest
 
-from transposes_on_cpu import transpose_failures
+from transposes_on_cpu import BYTE_OFFSETS, BYTE_SHAPES, BYTE_VIEWS, transpose_failures
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
 KERNEL = KERNELS["smem_bytes"]
-
-SHAPES = [(1, 1), (1, 300), (300, 1), (3, 5), (5, 3), (33, 17), (17, 33), (64, 64), (67, 131), (131, 67),
-          (128, 128), (129, 257), (200, 7)]
-"""Rows starting at every offset mod 4 and 16 (odd and prime lengths), 1 x N and N x 1, one element,
-tiles larger than the matrix, exact tiles (64, 128: 128-byte tiles of int8 / float16), partial ones."""
-OFFSETS = [(0, 0), (1, 0), (0, 3), (2, 14), (15, 15), (6, 9), (13, 4), (8, 8), (14, 2), (4, 10)]
-"""Input and output pointers, bytes past a 16-byte boundary; those the item size divides are run."""
-VIEWS = [(1, 1, 0), (3, 1, 0), (5, 1, 0), (0, 2, 0), (0, 3, 0), (0, 2, 3), (0, 3, 7), (1, 3, 0), (3, 2, 5),
-         (5, 3, 1)]
-"""(row pitch - cols, matrices, elements between matrices) beyond the contiguous (0, 1, 0): pitched
-views whose rows' offset mod 4 steps by odd amounts (1, 3, 5 elements a row), contiguous batches,
-batches with gaps (odd: the matrices start at different offsets mod 4), pitched batches with and
-without gaps. Each shape runs each at one pointer offset (OFFSETS in turn)."""
-
 
 def configs():
     """The default and corners: the small tile with the fewest rows per block, streaming and the
@@ -56,5 +42,5 @@ def test_the_configs_are_in_the_space():
 
 @pytest.mark.parametrize("itemsize", [1, 2])
 def test_byte_transpose_is_exact_for_every_item_size_shape_pointer_offset_view_and_batch(tmp_path, itemsize):
-    failures = transpose_failures(tmp_path, KERNEL, itemsize, configs(), SHAPES, OFFSETS, VIEWS)
+    failures = transpose_failures(tmp_path, KERNEL, itemsize, configs(), BYTE_SHAPES, BYTE_OFFSETS, BYTE_VIEWS)
     assert not failures, "\n".join(failures)

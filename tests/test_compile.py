@@ -83,6 +83,11 @@ def default_shared(name: str, itemsize: int) -> int:
     if name == "smem_bytes":  # TILE_BYTES=64: 64 / itemsize rows of NW = 16 words, 32 / NW words of skew per 4 / itemsize rows
         side, words = 64 // itemsize, 16
         return side * words * 4 + side // (4 // itemsize) * (32 // words) * 4
+    if name == "smem_bytes_aligned_out":  # 128-byte tiles, OUT_ALIGN=32: rows of NW + 1 = 33 window words for
+        side, words = 128 // itemsize, 33  # 128 + 32 bytes of rows; columns of TS words, TS = 1 + groups + 1 at least
+        rows, groups = side + 32 // itemsize, (128 + 32) // 4
+        ts = next(t for t in range(groups + 2, groups + 40) if (4 // itemsize * t) % 32 == 32 // (4 // itemsize))
+        return (rows * words + side * ts) * 4
     # 16-byte elements pass through shared memory as two 8-byte parts (kernels/words.cuh)
     return DEFAULT_SHARED_PER_BYTE.get(name, 0) * min(itemsize, 8)
 
@@ -92,7 +97,7 @@ def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
     assert len(kernels) == (20 if dtype in ("float32", "float64") else 14 if dtype == "complex128"
-                            else 17 if d.itemsize <= 2 else 16)
+                            else 18 if d.itemsize <= 2 else 16)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = list(pool.map(lambda k: compile_cubin(k.default_config(), d, kernel=k), kernels))
     for k, res in zip(kernels, results, strict=True):

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not 
 KERNEL = KERNELS["naive_flat"]
 SHAPES = [(1, 1), (3, 5), (33, 65), (65, 33), (1, 300), (300, 1), (16, 16), (9, 401), (100, 37)]
 OFFSETS = [(0, 0), (4, 12), (8, 8), (2, 14), (1, 3)]
-VIEWS = [(3, 1, 0), (0, 2, 0), (0, 3, 5), (1, 2, 3)]
+VIEWS = [(3, 1, 0), (0, 2, 0), (0, 3, 5), (1, 2, 3), (0, 7, 0), (2, 5, 3)]
+"""(row pitch - cols, matrices, elements between matrices): pitched views, contiguous batches and
+batches with gaps, up to 7 matrices (one per blockIdx.z)."""
 
 
 def configs():

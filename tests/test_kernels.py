@@ -20,10 +20,11 @@ from autotune.resources import data_dir
 from kernel_files import catalog_doc, write_kernel
 
 CATALOG = sorted([*before.DEFAULTS, "matmul_warp", "smem_vec_realign", "smem_bytes", "skinny", "smem_aligned_out",
-                  "naive_flat"])
+                  "naive_flat", "smem_bytes_aligned_out"])
 """The 15 kernels of the catalog before the kernel model, and those added as kernel files since."""
 REALIGN = "smem_vec_realign"
 BYTES = "smem_bytes"
+BYTES_OUT = "smem_bytes_aligned_out"
 SKINNY = "skinny"
 ALIGNED = "smem_aligned_out"
 FLAT = "naive_flat"
@@ -54,7 +55,7 @@ def user_registry(monkeypatch):
 
 
 def test_the_catalog_kernels_load_from_their_files():
-    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 21
+    assert sorted(KERNELS) == CATALOG and len(KERNELS) == 22
     folder = data_dir("kernels").resolve()
     for name, k in KERNELS.items():
         assert isinstance(k, Kernel) and k.name == name and k.path == folder / f"{name}.toml"
@@ -85,9 +86,9 @@ def test_the_catalog_kernels_load_from_their_files():
             assert k.dtypes == tuple(d for d in DTYPES if DTYPES[d].itemsize <= 8)
             assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
-        if name == BYTES:  # every 1- and 2-byte dtype of the catalog
-            assert (k.source.name, k.function, k.dims) == ("bytes_realign.cu", "transpose_bytes_realign",
-                                                           ("rows", "cols"))
+        if name in (BYTES, BYTES_OUT):  # every 1- and 2-byte dtype of the catalog
+            source = "bytes_realign" if name == BYTES else "bytes_aligned_out"
+            assert (k.source.name, k.function, k.dims) == (f"{source}.cu", f"transpose_{source}", ("rows", "cols"))
             assert k.dtypes == tuple(d for d in DTYPES if DTYPES[d].itemsize <= 2)
             assert k.signature == "PPiiqq" and dict(k.fixed) == {"UNROLL": 1}  # with row pitch and batch stride
             continue
@@ -116,11 +117,11 @@ def test_source_hashes_are_the_ones_before_the_kernel_model():
     # issue 14: 16-byte elements, row pitch and batches (smem.cu, vec.cu), then row pitch and batches in
     # naive.cu, whose shared direct.cuh copy.cu includes too: their stored results are stale
     changed = ("smem.cu", "vec.cu", "naive.cu", "copy.cu")
-    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY, ALIGNED, FLAT}):
+    for k in (k for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, BYTES_OUT, SKINNY, ALIGNED, FLAT}):
         same = k.source_hash[:12] == before.SOURCE_HASHES[k.source.name]
         assert len(k.source_hash) == 64 and same == (k.source.name not in changed), k.name
     assert KERNELS["smem"].source_hash == KERNELS["smem_pad"].source_hash == KERNELS["smem_unroll_pad"].source_hash
-    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, SKINNY, ALIGNED, FLAT}}) == len(before.SOURCE_HASHES)
+    assert len({k.source_hash for k in KERNELS.values() if k.name not in NEW | {REALIGN, BYTES, BYTES_OUT, SKINNY, ALIGNED, FLAT}}) == len(before.SOURCE_HASHES)
 
 
 def test_sources_are_inlined_once():
@@ -146,7 +147,7 @@ def test_spec_hashes_tell_kernels_of_one_source_apart(tmp_path):
 def test_checks_and_objectives():
     for name, k in KERNELS.items():
         c, o = k.check_spec, k.objective
-        if name in before.MOVES or name in (REALIGN, BYTES, SKINNY, ALIGNED, FLAT):
+        if name in before.MOVES or name in (REALIGN, BYTES, BYTES_OUT, SKINNY, ALIGNED, FLAT):
             op = before.MOVES[name][2] if name in before.MOVES else "transpose"
             assert (c.reference, c.compare) == (f"autotune.kernel.references:{op}", "exact")
             assert str(o.bytes) == "2 * rows * cols * itemsize" and o.flops is None

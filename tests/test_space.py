@@ -77,7 +77,7 @@ def test_shipped_spaces_load_and_hold_the_default(kernel):
 
 def test_shipped_spaces_stay_small_enough_to_compile_in_ci():
     small = [k for k in KERNELS.values() if k.name not in LARGE]
-    # 522 today (skinny added 18, smem_aligned_out 16, naive_flat 12): CI compiles each one
+    # 530 today (skinny added 18, smem_aligned_out 16, naive_flat 12, smem_bytes_aligned_out 8): CI compiles each one
     assert sum(len(k.space().configs()) for k in small) <= 530
     assert all(len(KERNELS[name].space().configs()) >= 1000 for name in LARGE)  # sampled (tests/test_compile.py)
 
