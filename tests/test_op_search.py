@@ -18,8 +18,8 @@ from autotune.store.repository import Store
 from fakes import FakeTimer
 
 TRANSPOSES = ["diagonal_col", "diagonal_row", "naive_col", "naive_flat", "naive_row", "skinny", "smem", "smem_aligned_out",
-              "smem_bytes", "smem_pad", "smem_unroll_pad", "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
-WIDE_TRANSPOSES = [k for k in TRANSPOSES if k != "smem_bytes"]  # for 4- and 8-byte elements: smem_bytes takes 1 and 2
+              "smem_bytes", "smem_bytes_aligned_out", "smem_pad", "smem_unroll_pad", "smem_vec", "smem_vec_realign", "unroll_col", "unroll_row"]
+WIDE_TRANSPOSES = [k for k in TRANSPOSES if not k.startswith("smem_bytes")]  # 4 and 8 bytes: the byte kernels take 1 and 2
 
 
 class ScaledTimer(FakeTimer):
@@ -117,7 +117,7 @@ def test_a_second_op_search_needs_resume_and_then_continues(db_url, device_info)
 def test_rule_without_stored_results(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"  # no database: every lookup answers the default rung
     for rows, cols, dtype, kernel in [(8192, 8192, "float32", "smem_vec"), (5000, 7001, "float32", "smem_vec_realign"),
-                                      (4096, 4100, "int8", "smem_bytes"), (4096, 4112, "int8", "smem_vec"),
+                                      (4096, 4100, "int8", "smem_bytes_aligned_out"), (1024, 1001, "int8", "smem_bytes"), (4096, 4112, "int8", "smem_vec"),
                                       (3001, 7919, "float64", "smem_aligned_out"), (64, 8, "float16", "naive_flat"),
                                       (33, 65, "float32", "naive_flat"), (100, 100, "float64", "naive_flat"),
                                       (101, 100, "float32", "smem_vec_realign"), (64, 128, "float16", "smem_vec"),
@@ -127,8 +127,8 @@ def test_rule_without_stored_results(device_info, tmp_path):
                                       (7, 1000003, "float32", "naive_flat"), (7, 1000003, "float16", "skinny"), (65536, 33, "float32", "smem_vec_realign"),
                                       (63, 4096, "int8", "skinny"), (48, 1 << 20, "uint8", "smem_vec"),
                                       (64, 8, "int8", "naive_flat"), (64, 101, "int8", "skinny"), (16, 4096, "int8", "smem_vec"),
-                                      (12345, 6789, "float32", "smem_aligned_out"), (4099, 2053, "float16", "smem_pad"),
-                                      (5000, 7001, "float16", "smem_vec_realign"), (7001, 5000, "float64", "smem_aligned_out"), (7001, 5000, "float32", "smem_aligned_out"),
+                                      (12345, 6789, "float32", "smem_aligned_out"), (4099, 2053, "float16", "smem_pad"), (513, 771, "int8", "smem_pad"),
+                                      (5000, 7001, "float16", "smem_bytes_aligned_out"), (7001, 5000, "float64", "smem_aligned_out"), (7001, 5000, "float32", "smem_aligned_out"),
                                       (129, 65536, "float32", "smem_aligned_out"), (65, 65536, "float32", "smem_vec_realign"),
                                       (12345, 6789, "float64", "smem_aligned_out")]:
         name, config, why = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
@@ -139,20 +139,47 @@ def test_rule_without_stored_results(device_info, tmp_path):
     assert not (tmp_path / "none.db").exists()  # read-only: nothing created
 
 
-def test_rows_misaligned_on_both_sides_take_the_rules_config_where_nothing_is_tuned(device_info, tmp_path):
+def test_small_rows_misaligned_on_both_sides_take_the_padded_tiles_config(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
     for rows, cols, dtype, macros in [(4099, 2053, "float16", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "DIAGONAL": 0}),
-                                      (12345, 6789, "int16", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "DIAGONAL": 0}),
-                                      (4093, 4099, "float16", {"DIAGONAL": 0}),  # square: row order
-                                      (1001, 30001, "float16", {"TILE_DIM": 64, "DIAGONAL": 1}),  # wide: diagonal
-                                      (3001, 6002, "float16", {"DIAGONAL": 1}), (3001, 6001, "float16", {"DIAGONAL": 0})]:
+                                      (1001, 3001, "int16", {"TILE_DIM": 64, "BLOCK_ROWS": 8, "DIAGONAL": 1}),
+                                      (513, 771, "int8", {"TILE_DIM": 64, "DIAGONAL": 0}),  # square-ish: row order
+                                      (1001, 2002, "uint8", {"DIAGONAL": 1}), (1001, 2001, "uint8", {"DIAGONAL": 0})]:
         name, chosen, _ = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
+        assert rows * cols * get_dtype(dtype).itemsize < op_choice.BYTES_MIN[get_dtype(dtype).itemsize]
         assert name == "smem_pad" and chosen.rung == "default" and "the rule's config" in chosen.note
         assert {k: chosen.config[k] for k in macros} == macros and chosen.config == op_choice.rule_config(
             rows, cols, get_dtype(dtype).itemsize)
         assert KERNELS["smem_pad"].space().violations(chosen.config) == []  # a config of its space
-    # 4- and 8-byte elements (smem_aligned_out), one side aligned, the aligned and small classes: the
-    # kernel file's default
+
+
+def test_large_one_and_two_byte_matrices_take_the_byte_kernel_at_the_rules_config(device_info, tmp_path):
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    wide = {"BLOCK_ROWS": 8, "OUT_ALIGN": 32, "TILE_BYTES": 128}  # 2 bytes
+    small = {"BLOCK_ROWS": 16, "OUT_ALIGN": 4, "TILE_BYTES": 64}  # 1 byte, 4 to 20 MiB
+    for rows, cols, dtype, macros in [(3001, 5003, "float16", wide), (12345, 6789, "int16", wide),
+                                      (7001, 5000, "float16", wide), (4096, 4100, "int8", small),
+                                      (2049, 3001, "uint8", small), (3001, 7919, "uint8", None),
+                                      (5000, 7001, "int8", None), (7001, 5000, "uint8", None)]:
+        name, chosen, _ = op_choice.choose_transpose(rows, cols, dtype, device=device_info, db=db)
+        assert name == "smem_bytes_aligned_out" and chosen.rung == "default", (rows, cols, dtype)
+        assert chosen.config == (op_choice.rule_config(rows, cols, get_dtype(dtype).itemsize)
+                                 or KERNELS[name].default_config())
+        assert chosen.config.as_dict() == (macros or KERNELS[name].defaults), (rows, cols, dtype)
+        assert KERNELS[name].space().violations(chosen.config) == []  # a config of its space
+    assert op_choice.BYTES_CONFIG == {1: small, 2: wide}
+    # the edges: 4 MiB of 1-byte and 24 MiB of 2-byte elements are the first the byte kernel takes; from
+    # 20 MiB of 1-byte elements it runs at its default
+    assert [op_choice.rule_kernel(1024, c, 1)[0] for c in (4095, 4097)] == ["smem_bytes", "smem_bytes_aligned_out"]
+    assert [op_choice.rule_kernel(3072, c, 2)[0] for c in (4095, 4097)] == ["smem_vec_realign",
+                                                                           "smem_bytes_aligned_out"]
+    assert op_choice.rule_config(4096, 5119, 1).as_dict() == small and op_choice.rule_config(4096, 5121, 1) is None
+
+
+def test_the_other_classes_keep_the_kernel_files_default(device_info, tmp_path):
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    # 4- and 8-byte elements (smem_aligned_out), one side aligned, the aligned and small classes, 1-byte
+    # elements from 20 MiB: the kernel file's default
     for rows, cols, itemsize in [(12345, 6789, 4), (5000, 7001, 4), (12345, 6789, 8), (8192, 8192, 4), (33, 65, 4),
                                  (12345, 6789, 1)]:
         assert op_choice.rule_config(rows, cols, itemsize) is None
@@ -179,13 +206,15 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
 def test_transpose_without_kernel_takes_the_choice_unless_a_view_needs_a_pitched_kernel(device_info, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
     pick = op_choice.transpose_kernel_for
-    for views in (False, True):  # smem_vec_realign reads row-pitched views and batches
-        assert pick(5000, 7001, "float16", views=views, device=device_info, db=db)[0] == "smem_vec_realign"
+    for views in (False, True):  # both read row-pitched views and batches
+        assert pick(5000, 7001, "float16", views=views, device=device_info, db=db)[0] == "smem_bytes_aligned_out"
+        assert pick(5000, 7001, "float32", views=views, device=device_info, db=db)[0] == "smem_vec_realign"
     assert pick(8192, 8192, "float32", views=True, device=device_info, db=db)[0] == "smem_vec"
     name, why = pick(1, 5000, "int8", views=True, device=device_info, db=db)  # a strided row: no plain copy
     assert name == "smem_vec" and "not contiguous" in why
     assert op_choice.takes_views(KERNELS["smem_pad"]) and op_choice.takes_views(KERNELS["smem_vec_realign"])
-    assert op_choice.takes_views(KERNELS["smem_bytes"])  # reads row-pitched views and batches
+    assert op_choice.takes_views(KERNELS["smem_bytes"])  # read row-pitched views and batches
+    assert op_choice.takes_views(KERNELS["smem_bytes_aligned_out"])
     assert pick(5000, 7001, "complex128", views=False, device=device_info, db=db)[0] == "naive_col"
     assert pick(5000, 7001, "complex128", views=True, device=device_info, db=db)[0] == "naive_col"  # pitched
     assert op_choice.takes_views(KERNELS["naive_col"]) and not op_choice.takes_views(KERNELS["copy_row"])

@@ -31,14 +31,14 @@ from autotune.store.urls import given_url
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
 from autotune.runtime.transpose_rule import (  # the rule, re-exported: op_choice.rule_kernel etc.
-    ALIGNED_KERNEL, BOTH_ODD_CONFIG, BOTH_ODD_KERNEL, DIAGONAL_RATIO, OUT_ODD_KERNEL, OUT_ODD_MIN_ROWS,
-    SHORT_OUTPUT_KERNEL, SKINNY_KERNEL, SKINNY_LINE, SMALL_KERNEL, SMALL_MAX, UNALIGNED_KERNEL, WIDE_KERNEL,
+    ALIGNED_KERNEL, BOTH_ODD_CONFIG, BOTH_ODD_KERNEL, BYTES_CONFIG, BYTES_KERNEL, BYTES_LARGE, BYTES_MIN,
+    DIAGONAL_RATIO, OUT_ODD_KERNEL, OUT_ODD_MIN_ROWS, SHORT_OUTPUT_KERNEL, SKINNY_KERNEL, SKINNY_LINE, SMALL_KERNEL, SMALL_MAX, UNALIGNED_KERNEL, WIDE_KERNEL,
     rule_config, rule_kernel)
 
 __all__ = ["choose_transpose", "takes_views", "transpose_kernel_for", "clear_choices", "rule_kernel", "rule_config",
            "SMALL_KERNEL", "SMALL_MAX", "ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL",
-           "SKINNY_LINE", "SHORT_OUTPUT_KERNEL", "OUT_ODD_KERNEL", "OUT_ODD_MIN_ROWS", "BOTH_ODD_KERNEL",
-           "BOTH_ODD_CONFIG", "DIAGONAL_RATIO"]
+           "SKINNY_LINE", "SHORT_OUTPUT_KERNEL", "OUT_ODD_KERNEL", "OUT_ODD_MIN_ROWS", "BYTES_KERNEL", "BYTES_MIN",
+           "BYTES_LARGE", "BYTES_CONFIG", "BOTH_ODD_KERNEL", "BOTH_ODD_CONFIG", "DIAGONAL_RATIO"]
 
 MAX_CACHED = 65536
 _lock = threading.Lock()

@@ -2,8 +2,8 @@
 matrix of ``itemsize``-byte elements when nothing is tuned for its exact key.
 
 :func:`rule_kernel` checks, in order: one row or column (a copy), 16-byte elements, small matrices,
-16-byte-aligned rows, skinny shapes, misaligned output rows, rows odd on both sides, the rest by
-element size. Each constant below carries the H100 measurements it was chosen on
+16-byte-aligned rows, skinny shapes, misaligned output rows (4 and 8 bytes), large matrices of 1 and 2
+bytes, rows odd on both sides, the rest by element size. Each constant below carries the H100 measurements it was chosen on
 (``benchmarks/results/``; docs/transpose.md puts them side by side).
 :mod:`autotune.runtime.op_choice` asks the database first and falls back to this rule.
 """
@@ -11,8 +11,9 @@ element size. Each constant below carries the H100 measurements it was chosen on
 from __future__ import annotations
 
 __all__ = ["SMALL_KERNEL", "SMALL_MAX", "ALIGNED_KERNEL", "UNALIGNED_KERNEL", "WIDE_KERNEL", "SKINNY_KERNEL",
-           "SKINNY_LINE", "SHORT_OUTPUT_KERNEL", "OUT_ODD_KERNEL", "OUT_ODD_MIN_ROWS", "BOTH_ODD_KERNEL",
-           "BOTH_ODD_CONFIG", "DIAGONAL_RATIO", "rule_kernel", "rule_config"]
+           "SKINNY_LINE", "SHORT_OUTPUT_KERNEL", "OUT_ODD_KERNEL", "OUT_ODD_MIN_ROWS", "BYTES_KERNEL", "BYTES_MIN",
+           "BYTES_LARGE", "BYTES_CONFIG", "BOTH_ODD_KERNEL", "BOTH_ODD_CONFIG", "DIAGONAL_RATIO", "rule_kernel",
+           "rule_config"]
 
 SMALL_KERNEL = "naive_flat"
 """The rule's kernel for small matrices, both sides at most :data:`SMALL_MAX` (a batch of them above
@@ -111,16 +112,69 @@ shifted back by up to a sector, so a few rows leave most of the last tile row em
 (``..._transpose_aligned_out_short_rows.txt``): 33 x 65536 67.5 (smem_vec_realign 76.7), 65 x 65536 66.8
 (67.6), 129 x 65536 68.4 (54.0), 257 x 30001 87.5 (65.6)."""
 
-BOTH_ODD_KERNEL = {2: "smem_pad"}
-"""The rule's kernel per item size when neither ``rows`` nor ``cols`` is a multiple of 16 / itemsize
-and :data:`OUT_ODD_KERNEL` has none (1-byte elements take :data:`UNALIGNED_KERNEL`), launched with
-:data:`BOTH_ODD_CONFIG` where nothing is tuned. 2-byte elements gain nothing from smem_aligned_out's
-skew: at its best config it read 59 to 71 % of memcpy on the 8 float16 shapes
-(``..._transpose_aligned_out.txt``), smem_pad 64 x 8 as launched here 59 to 79 (``..._half_configs.txt``): TILE_DIM=64, BLOCK_ROWS=8 was ahead of the classic 32 x 8 on 7 of 8
-float16 shapes (``..._transpose_odd_configs.txt``): 60.7 (54.1), 70.5 (67.2), 64.6 (59.4), 80.7 (79.0);
-held out 68.6 (65.2), 67.3 (63.2), 62.7 (56.7), 54.7 (49.5)."""
+BYTES_KERNEL = "smem_bytes_aligned_out"
+"""The rule's kernel for 1- and 2-byte elements whose rows are not 16-byte aligned (on either side), in a
+matrix of at least :data:`BYTES_MIN` bytes: kernels/bytes_aligned_out.cu, whole aligned 4-byte words on
+both sides and every output row segment starting on a word or a 32-byte sector, launched at
+:data:`BYTES_CONFIG`. smem_bytes, which realigns each output row from wherever it starts, issued about 170
+instructions per 4-byte word (ncu: 85 % of issue slots busy at 31 % of DRAM bandwidth,
+``benchmarks/results/2026-11-24_NVIDIA_H100_80GB_HBM3_transpose_ncu_issue24.txt``); this one about 80
+(``..._transpose_ncu_bytes.txt``).
 
-BOTH_ODD_CONFIG = {2: {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64}}
+H100, % of memcpy, each config verified and timed in one run, argument sets rotated over 4x the L2 (no
+cache credit; ``..._transpose_bytes_diagonal.txt`` for this kernel, ``..._transpose_bytes_aligned_out.txt``
+for the kernels before, in brackets: smem_bytes for uint8; smem_pad 64 x 8 in the rule's row or
+diagonal order for float16 odd on both sides, smem_vec_realign where one side is). Both sides odd, the 4
+shapes the rule was made from then 4 held out (6007x3001, 999x12347, 7777x5555, 1001x30001) and
+10007x10009: uint8 12345x6789 80.8 (45.2), 4093x4099 79.2 (59.3), 3001x7919 80.3 (51.7), 4099x2053 84.3
+(68.8); held out 80.5 (55.1), 71.9 (57.3), 80.6 (45.1), 65.7 (38.6); 78.5 (40.6). float16 83.3 (59.2),
+86.1 (67.5), 83.5 (64.6), 83.9 (74.6); held out 83.6 (65.8), 81.7 (77.8), 84.5 (61.1), 75.6 (71.4); 83.5
+(56.7). One side odd: uint8 5000x7001 78.5 (62.1), 7001x5000 81.4 (45.9); float16 84.1 (79.8), 84.6
+(65.3)."""
+
+BYTES_MIN = {1: 4 << 20, 2: 24 << 20}
+"""The fewest bytes of a matrix (``rows * cols * itemsize``) for which :data:`BYTES_KERNEL` is the rule, per
+item size. Below, a matrix transposed again and again stays in the L2 between calls (50 MiB on the H100),
+and there the kernel's 3 passes and its extra rows (a tile loads 32 / itemsize rows more than it stores)
+cost more than its aligned stores save. H100, both sides odd, one argument set timed back to back
+(``..._transpose_bytes_warm_l2.txt``), % of memcpy, this kernel as the rule launches it
+(:data:`BYTES_CONFIG`, :data:`BYTES_LARGE`) against smem_pad 64 x 8: float16 513x771 38.9 against 82.0, 1001x1999 65.8 against 98.4, 2049x3001 52.4 against 74.7,
+4099x2053 (16.1 MiB) 59.4 against 71.0; 3001x5003 (28.6 MiB) 83.5 against 68.1, 4093x4099 87.3 against
+72.0, 6007x3001 85.1 against 68.7, 3001x7919 85.0 against 64.9. uint8 against smem_pad 64 x 8 (smem_bytes
+in brackets): 513x771 56.0 against 84.5 (71.4), 1001x1999 (1.9 MiB) 102.2 against 102.0 (83.3);
+2049x3001 (5.9 MiB) 65.4 against 55.1 (49.1), 4099x2053 67.5 against 50.8 (46.5), 3001x5003 62.3 against
+44.4 (40.9), 4093x4099 63.9 against 44.6 (42.2), 3001x7919 75.6 against 48.7 (52.0)."""
+
+BYTES_LARGE = 20 << 20
+"""From this many bytes a matrix of 1-byte elements no longer stays in the L2 between calls, and
+:data:`BYTES_KERNEL` takes its kernel file's default (128-byte tiles, output rows on 32-byte sectors)
+instead of :data:`BYTES_CONFIG`'s 64-byte tiles with output rows on words: uint8 3001x7919 (22.7 MiB, back
+to back) 75.6 against 63.2, where 4093x4099 (16.0 MiB) read 55.4 against 63.9
+(``..._transpose_bytes_warm_l2.txt``); 10007x10009 (rotated) 78.6 against 52.3
+(``..._transpose_bytes_aligned_out.txt``)."""
+
+BYTES_CONFIG = {1: {"BLOCK_ROWS": 16, "OUT_ALIGN": 4, "TILE_BYTES": 64},
+                2: {"BLOCK_ROWS": 8, "OUT_ALIGN": 32, "TILE_BYTES": 128}}
+"""The config :data:`BYTES_KERNEL` is launched with where nothing is tuned, per item size (1-byte
+elements from :data:`BYTES_LARGE` bytes: the kernel file's default). 2-byte elements: 8 block rows, ahead
+of 16 on all 11 odd float16 shapes rotated (75.6 to 86.1 % of memcpy against 65.5 to 77.5,
+``..._transpose_bytes_diagonal.txt``) and on the 4 large ones back to back (83.5 to 87.3 against 71.6
+to 78.4); 1-byte elements at 128-byte tiles and 8 block rows spill registers. 1-byte elements below
+:data:`BYTES_LARGE`: 64-byte tiles with output rows on words, ahead of the default on the 4 shapes
+from 5.9 to 16 MiB back to back (62.3 to 67.5 against 53.9 to 58.9, ``..._transpose_bytes_warm_l2.txt``)."""
+
+BOTH_ODD_KERNEL = {1: "smem_pad", 2: "smem_pad"}
+"""The rule's kernel per item size when neither ``rows`` nor ``cols`` is a multiple of 16 / itemsize,
+and neither :data:`OUT_ODD_KERNEL` nor :data:`BYTES_KERNEL` takes the shape (a matrix below
+:data:`BYTES_MIN`), launched with :data:`BOTH_ODD_CONFIG` where nothing is tuned: the padded tile, whose
+element-wise moves cost little where the matrix stays in the L2 (see :data:`BYTES_MIN`'s figures). 2-byte
+elements, rotated: TILE_DIM=64, BLOCK_ROWS=8 was ahead of the classic 32 x 8 on 7 of 8 float16 shapes
+(``..._transpose_odd_configs.txt``): 60.7 (54.1), 70.5 (67.2), 64.6 (59.4), 80.7 (79.0); held out 68.6
+(65.2), 67.3 (63.2), 62.7 (56.7), 54.7 (49.5). 1-byte elements, back to back: uint8 513x771 84.5 (smem_bytes
+71.4), 1001x1999 102.0 (83.3)."""
+
+BOTH_ODD_CONFIG = {1: {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64},
+                   2: {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 64}}
 """The config :data:`BOTH_ODD_KERNEL` is launched with where nothing is tuned, per item size (others:
 the kernel file's default), with ``DIAGONAL=1`` where ``cols >= DIAGONAL_RATIO * rows``."""
 
@@ -139,8 +193,9 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     are multiples of ``16 // itemsize`` elements (16-byte vectors on both sides),
     :data:`SHORT_OUTPUT_KERNEL` (4- and 8-byte elements, ``rows`` the short side) or else
     :data:`SKINNY_KERNEL` for a side of fewer than :data:`SKINNY_LINE` bytes, :data:`OUT_ODD_KERNEL` of
-    the item size when ``rows`` is not a multiple (the output's rows misaligned), :data:`BOTH_ODD_KERNEL`
-    of the item size when neither is, else :data:`UNALIGNED_KERNEL` of the item size."""
+    the item size when ``rows`` is not a multiple (the output's rows misaligned), :data:`BYTES_KERNEL` for
+    1- and 2-byte elements in a matrix of :data:`BYTES_MIN` bytes or more, :data:`BOTH_ODD_KERNEL` of the
+    item size when neither is a multiple, else :data:`UNALIGNED_KERNEL` of the item size."""
     if rows == 1 or cols == 1:
         return "copy", f"{rows} x {cols}: a transpose of one row or column is a copy of its bytes"
     if itemsize >= 16:
@@ -159,6 +214,9 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
     if rows % vec and rows >= OUT_ODD_MIN_ROWS and itemsize in OUT_ODD_KERNEL:
         return OUT_ODD_KERNEL[itemsize], (f"rule: rows {rows} is not a multiple of {vec} elements: output row "
                                           f"segments skewed onto 32-byte sectors")
+    if itemsize in BYTES_MIN and rows * cols * itemsize >= BYTES_MIN[itemsize]:
+        return BYTES_KERNEL, (f"rule: {itemsize}-byte rows not 16-byte aligned in {rows} x {cols}, "
+                              f"{rows * cols * itemsize / 2**20:.1f} MiB: output rows from aligned words")
     if rows % vec and cols % vec and itemsize in BOTH_ODD_KERNEL:
         return BOTH_ODD_KERNEL[itemsize], f"rule: neither rows {rows} nor cols {cols} is a multiple of {vec} elements"
     return UNALIGNED_KERNEL[itemsize], f"rule: rows {rows} or cols {cols} not a multiple of {vec} elements"
@@ -166,13 +224,16 @@ def rule_kernel(rows: int, cols: int, itemsize: int) -> tuple[str, str]:
 
 def rule_config(rows: int, cols: int, itemsize: int):
     """The :class:`~autotune.kernel.config.Config` the rule's kernel is launched with where nothing is
-    tuned, when the rule has one for the shape's class (:data:`BOTH_ODD_CONFIG`: rows misaligned on
-    both sides, 2-byte elements; diagonal order where ``cols >= DIAGONAL_RATIO * rows``); else ``None``
-    (the kernel file's default)."""
+    tuned, when the rule has one for the shape's class: :data:`BYTES_CONFIG` (but 1-byte elements from
+    :data:`BYTES_LARGE` bytes), :data:`BOTH_ODD_CONFIG` (diagonal order where ``cols >= DIAGONAL_RATIO *
+    rows``); else ``None`` (the kernel file's default)."""
     from autotune.kernel.config import Config
 
     kernel, _ = rule_kernel(rows, cols, itemsize)
     vec = max(1, 16 // itemsize)
+    if kernel == BYTES_KERNEL:
+        large = itemsize == 1 and rows * cols >= BYTES_LARGE
+        return None if large else Config.of(kernel, BYTES_CONFIG[itemsize])
     if itemsize in BOTH_ODD_CONFIG and kernel == BOTH_ODD_KERNEL[itemsize] and rows % vec and cols % vec:
         return Config.of(kernel, {**BOTH_ODD_CONFIG[itemsize], "DIAGONAL": int(cols >= DIAGONAL_RATIO * rows)})
     return None

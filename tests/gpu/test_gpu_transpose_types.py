@@ -88,9 +88,9 @@ def test_without_kernel_the_shape_picks_it_and_views_get_a_pitched_one(tmp_path)
     batch = torch.stack([x, x.flip(0)])  # and batches, one matrix per blockIdx.z
     assert transpose_plan(batch, db=db).launcher.kernel.name == "smem_vec_realign"
     assert torch.equal(transpose(batch, db=db), batch.mT.contiguous())
-    b = torch.randint(-128, 128, (3, 500, 701), dtype=torch.int8, device="cuda")  # 1-byte: words realigned
+    b = torch.randint(-128, 128, (3, 500, 701), dtype=torch.int8, device="cuda")  # 1-byte, small: the padded tile
     for v in (b, b[1], b[:, 2:, 1:700]):
-        assert transpose_plan(v, db=db).launcher.kernel.name == "smem_bytes", v.shape
+        assert transpose_plan(v, db=db).launcher.kernel.name == "smem_pad", v.shape
         assert torch.equal(transpose(v, db=db), v.mT.contiguous()), v.shape
     aligned = x[:496, :696].contiguous()  # both multiples of 8 two-byte elements: 16-byte rows
     assert transpose_plan(aligned, db=db).launcher.kernel.name == "smem_vec"
