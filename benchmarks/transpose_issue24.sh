@@ -19,6 +19,11 @@
                                                    # held out, then the peers table at the default choice and op-tuned
 #   bash benchmarks/transpose_issue24.sh half       # smem_pad configs for 2-byte rows odd on both sides (diagonal order,
                                                    # padding), 8 shapes
+#   bash benchmarks/transpose_issue24.sh bytes      # smem_bytes_aligned_out (every config) against smem_bytes and the
+                                                   # rule's kernels for 1- and 2-byte elements, odd, one-side, aligned;
+                                                   # then its configs in row and diagonal order
+#   bash benchmarks/transpose_issue24.sh warm       # 1- and 2-byte configs timed back to back on one argument set
+                                                   # (L2-warm up to ~24 MiB), 0.4 to 45 MiB (warm_l2_transpose.py)
 #   bash benchmarks/transpose_issue24.sh flat       # naive_flat (a copy over the flattened output) beside the rule,
                                                    # PyTorch and naive_col on the small, skinny and batched cases
 #   bash benchmarks/transpose_issue24.sh ncu        # Nsight Compute counters of one launch per class, beside the
@@ -34,6 +39,9 @@ dest=${OUT:-$here/results}
 mkdir -p "$dest"
 header() { echo "# $*"; echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  driver: $driver  $(nvcc --version | tail -1)"; }
 ua() { python3 "$here/unaligned_transpose.py" --repeats 30 "$@"; }
+# rows odd on both sides: 4 shapes the rule was made from, 4 held out (6007x3001 ...)
+ODD="--shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347
+  --shape 7777x5555 --shape 1001x30001"
 skinny_configs() {
   for kib in 4 8 16; do for t in 128 256 512; do for s in 0 1; do
     echo --config "skinny:BLOCK_KIB=$kib,THREADS=$t,STREAMING=$s"; done; done; done
@@ -80,7 +88,7 @@ explore)
 peers)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases odd \
     --cases skinny --cases batched --cases small --kernel skinny --kernel smem_vec --kernel smem_vec_realign \
-    --kernel smem_aligned_out \
+    --kernel smem_aligned_out --kernel smem_bytes --kernel smem_bytes_aligned_out --kernel naive_flat \
     --kernel naive_col 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24.md"
   ;;
 tuned)
@@ -132,9 +140,7 @@ wide)
   {
     header "smem_pad 128 x 128 tiles (dynamic shared memory above 48 KiB) against 64 x 64, rows odd on both sides;" \
            "4 shapes the rule was made from, 4 held out (6007x3001 ...), then aligned 8192^2"
-    ua --shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347 \
-      --shape 7777x5555 --shape 1001x30001 --dtype float32 --dtype float16 --dtype float64 \
-      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
+    ua $ODD --dtype float32 --dtype float16 --dtype float64 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
       --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8 --config smem_pad:TILE_DIM=128,BLOCK_ROWS=4 \
       --config smem_pad:TILE_DIM=128,BLOCK_ROWS=8,IPAD=2 --config smem_vec_realign
     ua --shape 10007x10009 --shape 3001x7919 --dtype uint8 --config smem_bytes --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
@@ -144,12 +150,10 @@ wide)
   } 2>&1 | tee "$dest/${file}_transpose_wide_tiles.txt"
   ;;
 aligned)
-  odd="--shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347"
-  odd="$odd --shape 7777x5555 --shape 1001x30001"
   {
     header "smem_aligned_out (output row segments on 32-byte sector boundaries) against smem_pad 64 x 64 (the rule" \
            "for 2 and 4 bytes) and smem_vec_realign (8 bytes), rows odd on both sides; 6007x3001 ... held out"
-    ua $odd --dtype float32 --dtype float16 --dtype float64 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
+    ua $ODD --dtype float32 --dtype float16 --dtype float64 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 \
       --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 --config smem_vec_realign --config smem_aligned_out \
       --config smem_aligned_out:BLOCK_ROWS=8 --config smem_aligned_out:BLOCK_ROWS=8,IPAD=2 \
       --config smem_aligned_out:TILE_DIM=32,BLOCK_ROWS=8
@@ -160,6 +164,42 @@ aligned)
       --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16 --config smem_vec_realign --config smem_vec --config smem_aligned_out
   } 2>&1 | tee "$dest/${file}_transpose_aligned_out.txt"
   ;;
+bytes)
+  all="--config smem_bytes_aligned_out"
+  for t in 64 128; do for b in 8 16; do for a in 4 32; do
+    all="$all --config smem_bytes_aligned_out:TILE_BYTES=$t,BLOCK_ROWS=$b,OUT_ALIGN=$a"; done; done; done
+  {
+    header "smem_bytes_aligned_out (output rows from 4-byte words or 32-byte sectors, every config) against smem_bytes" \
+           "and smem_pad (the rule's kernels), 1- and 2-byte elements; rows odd on both sides (6007x3001 ... held" \
+           "out), on one side, aligned, and skinny"
+    ua $ODD --shape 10007x10009 --dtype uint8 --dtype float16 $all --config smem_bytes \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1
+    ua --shape 5000x7001 --shape 7001x5000 --shape 8192x8192 --shape 7x1000003 --shape 65536x33 --dtype uint8 \
+      --dtype float16 $all --config smem_bytes --config smem_vec_realign --config smem_vec --config skinny
+  } 2>&1 | tee "$dest/${file}_transpose_bytes_aligned_out.txt"
+  b=smem_bytes_aligned_out
+  {
+    echo "# smem_bytes_aligned_out in row and diagonal order (DIAGONAL=1), sector-aligned output (OUT_ALIGN=32)," \
+         "128-byte tiles at BLOCK_ROWS 16 and 8, 64-byte at 16; uint8 and float16"
+    ua $ODD --shape 10007x10009 --shape 5000x7001 --shape 7001x5000 --dtype uint8 --dtype float16 \
+      --config $b:BLOCK_ROWS=16 --config $b:BLOCK_ROWS=16,DIAGONAL=1 --config $b:BLOCK_ROWS=8 \
+      --config $b:BLOCK_ROWS=8,DIAGONAL=1 --config $b:BLOCK_ROWS=16,TILE_BYTES=64 \
+      --config $b:BLOCK_ROWS=16,TILE_BYTES=64,DIAGONAL=1
+  } 2>&1 | tee "$dest/${file}_transpose_bytes_diagonal.txt"
+  ;;
+warm)
+  b=smem_bytes_aligned_out
+  sizes="--shape 513x771 --shape 1001x1999 --shape 2049x3001 --shape 4099x2053 --shape 3001x5003 --shape 4093x4099"
+  {
+    python3 "$here/warm_l2_transpose.py" $sizes --shape 6007x3001 --shape 3001x7919 --dtype float16 \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1 \
+      --config smem_vec_realign --config $b:BLOCK_ROWS=8 --config $b:BLOCK_ROWS=8,OUT_ALIGN=4 --config $b \
+      --config $b:TILE_BYTES=64,OUT_ALIGN=4
+    python3 "$here/warm_l2_transpose.py" $sizes --shape 3001x7919 --dtype uint8 --config smem_bytes \
+      --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 --config $b --config $b:OUT_ALIGN=4 --config $b:TILE_BYTES=64 \
+      --config $b:TILE_BYTES=64,OUT_ALIGN=4
+  } 2>&1 | tee "$dest/${file}_transpose_bytes_warm_l2.txt"
+  ;;
 flat)
   python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --cases skinny \
     --cases batched --cases small --kernel naive_flat --kernel naive_col --kernel skinny 2>&1 \
@@ -169,8 +209,7 @@ half)
   {
     header "smem_pad configs for float16 rows odd on both sides: the rule's 64 x 8 against the diagonal order and" \
            "IPAD=2 (1001x30001's op search stored 32 x 8, DIAGONAL=1, IPAD=2); 6007x3001 ... held out"
-    ua --shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347 \
-      --shape 7777x5555 --shape 1001x30001 --dtype float16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
+    ua $ODD --dtype float16 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8 \
       --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=8,DIAGONAL=1,IPAD=2 \
       --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,DIAGONAL=1,IPAD=2 --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,DIAGONAL=1 \
       --config smem_pad:TILE_DIM=32,BLOCK_ROWS=8,IPAD=2 --config smem_pad:TILE_DIM=64,BLOCK_ROWS=16,DIAGONAL=1,IPAD=2
@@ -225,5 +264,5 @@ torch.cuda.synchronize()" 2>&1 | grep -E "Context [0-9]|^    [a-z0-9_]+__"
     for c in $cases; do IFS=: read -r shape dtype kernel <<< "$c"; one "$shape" "$dtype" "$kernel"; done
   } > "$dest/${file}_transpose_ncu_${NCU_TAG:-issue24}.txt" 2>&1
   ;;
-*) echo "usage: $0 sweep|heldout|explore|peers|tuned|untuned|wide|aligned|one_side|half|flat|ncu" >&2; exit 2 ;;
+*) echo "usage: $0 sweep|heldout|explore|peers|tuned|untuned|wide|aligned|one_side|half|bytes|warm|flat|ncu" >&2; exit 2 ;;
 esac
