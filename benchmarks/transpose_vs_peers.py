@@ -79,9 +79,10 @@ CASE_SETS = {
 """``--cases NAME``: (dtype, shape) lists of issue 24's classes, beside the default every-dtype table."""
 
 
-def _timer(torch):
-    """``per_launch_ms(fn, launches)``: GPU time per call of ``fn``, with the batch queued behind a
-    GPU sleep that outlasts the time Python takes to queue it (measured, times 1.5)."""
+def gpu_timer(torch):
+    """``per_launch_ms(fn, launches)``: GPU time per call of ``fn`` (ms, the median over BATCHES batches),
+    with the batch queued behind a GPU sleep that outlasts the time Python takes to queue it (measured,
+    times 1.5). Also used by benchmarks/warm_l2_transpose.py."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     torch.cuda._sleep(10**8)
@@ -186,7 +187,7 @@ def run(cases, db_tuned, kernels=()) -> None:
     from autotune.runtime.transpose import transpose_plan
 
     db_classic = f"sqlite:///{tempfile.mkdtemp()}/empty.db"
-    per_launch_ms = _timer(torch)
+    per_launch_ms = gpu_timer(torch)
     for dtype, shape in cases:
         x = _random(torch, shape, dtype)
         ref = x.mT.contiguous()

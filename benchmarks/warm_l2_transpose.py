@@ -7,8 +7,9 @@ the same tensor again and again (and benchmarks/transpose_vs_peers.py, which tim
 ``autotune.transpose`` that way) sees the other regime: a matrix of up to about half the L2 stays in
 it between launches. This script times that regime: each config launched through
 :func:`autotune.runtime.launch.compiled` (its kernel file's launch, the config as the default rung of
-an empty database) on one input and one output, the batch of launches queued behind a GPU sleep that
-outlasts the time Python takes to queue it; the median over 7 batches, per launch. Every config's
+an empty database) on one input and one output, timed as transpose_vs_peers.py times (the batch of
+launches queued behind a GPU sleep that outlasts the time Python takes to queue it; the median over 7
+batches, per launch). Every config's
 output is compared bit for bit with PyTorch's transpose first. Run on the GPU machine:
 
     python benchmarks/warm_l2_transpose.py --shape 4099x2053 --dtype float16 --config smem_pad \
@@ -17,41 +18,13 @@ output is compared bit for bit with PyTorch's transpose first. Run on the GPU ma
 
 import argparse
 import datetime
-import statistics
 import tempfile
-import time
 
 import torch
 
 from autotune.runtime.launch import compiled
+from transpose_vs_peers import BATCHES, gpu_timer
 from unaligned_transpose import parse_config
-
-BATCHES = 7
-
-
-def per_launch_ms(fn, launches: int) -> float:
-    """GPU time per call of ``fn`` (ms): batches of ``launches`` calls queued behind a GPU sleep."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(10**8)
-    end.record()
-    end.synchronize()
-    cycles_per_ms = 10**8 / start.elapsed_time(end)
-    t = time.perf_counter()
-    for _ in range(launches):
-        fn()
-    queue_ms = (time.perf_counter() - t) * 1e3
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(BATCHES):
-        torch.cuda._sleep(int(1.5 * queue_ms * cycles_per_ms) + 10**6)
-        start.record()
-        for _ in range(launches):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / launches)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -62,6 +35,7 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=50)
     args = ap.parse_args()
     configs = [parse_config(c) for c in args.config]
+    per_launch_ms = gpu_timer(torch)
     db = f"sqlite:///{tempfile.mkdtemp()}/none.db"  # empty: each config is the launch's default rung
     print(f"# {torch.cuda.get_device_name()}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; one argument "
           f"set, L2-warm where it fits; median of {BATCHES} batches of {args.launches}; % of memcpy; x torch")

@@ -37,7 +37,7 @@
 // 1- and 2-byte dtype); any rows x cols >= 1; DIAGONAL=1 takes the tiles in diagonal order.
 // Method: the sector-aligned output tile of aligned_out.cu with the word moves and byte-permute
 // block transpose of bytes_realign.cu; the column-major staging is ours.
-#include "side_tile.cuh"
+#include "byte_words.cuh"
 
 #ifndef TILE_BYTES
 #define TILE_BYTES 128
@@ -61,15 +61,6 @@
 
 namespace {
 
-typedef unsigned int word32;
-template <int N> struct elem_word;
-template <> struct elem_word<1> { typedef unsigned char type; };
-template <> struct elem_word<2> { typedef unsigned short type; };
-static_assert(sizeof(elem_t) == 1 || sizeof(elem_t) == 2, "smem_bytes_aligned_out moves 1- and 2-byte elements");
-typedef elem_word<sizeof(elem_t)>::type word_t;
-
-constexpr unsigned ES = sizeof(word_t);          // bytes per element
-constexpr unsigned K = 4 / ES;                   // elements per word
 constexpr unsigned NW = TILE_BYTES / 4;          // words per tile row
 constexpr unsigned SIDE = TILE_BYTES / ES;       // tile side, elements
 constexpr unsigned LR = SIDE + OUT_ALIGN / ES;   // input rows a tile loads
@@ -109,22 +100,6 @@ __device__ __forceinline__ word32 load_window(const unsigned char *first, unsign
             v |= (word32)*reinterpret_cast<const word_t *>(first + b) << (8 * e);
     }
     return v;
-}
-
-// a[m]: word w of rows K g + m -> o[e]: rows K g .. K g + K - 1 of column K w + e.
-__device__ __forceinline__ void transpose_block(const word32 (&a)[K], word32 (&o)[K])
-{
-    if constexpr (K == 4) {
-        const word32 t0 = __byte_perm(a[0], a[1], 0x5140), t1 = __byte_perm(a[0], a[1], 0x7362);
-        const word32 t2 = __byte_perm(a[2], a[3], 0x5140), t3 = __byte_perm(a[2], a[3], 0x7362);
-        o[0] = __byte_perm(t0, t2, 0x5410);
-        o[1] = __byte_perm(t0, t2, 0x7632);
-        o[2] = __byte_perm(t1, t3, 0x5410);
-        o[3] = __byte_perm(t1, t3, 0x7632);
-    } else {
-        o[0] = __byte_perm(a[0], a[1], 0x5410);
-        o[1] = __byte_perm(a[0], a[1], 0x7632);
-    }
 }
 
 // One tile. INTERIOR: every input row the tile loads is inside the matrix, every window word inside

@@ -52,7 +52,7 @@
 // Elements are moved as raw bytes (bit-exact for every 1- and 2-byte dtype); any rows x
 // cols >= 1 (edge tiles bounds-checked); STREAMING=1 uses evict-first cache hints;
 // DIAGONAL=1 takes the tiles in diagonal order (common.cuh's order for a SIDE x SIDE tile).
-#include "side_tile.cuh"
+#include "byte_words.cuh"
 
 #ifndef TILE_BYTES
 #define TILE_BYTES 128
@@ -76,15 +76,6 @@
 
 namespace {
 
-typedef unsigned int word32;
-template <int N> struct elem_word;
-template <> struct elem_word<1> { typedef unsigned char type; };
-template <> struct elem_word<2> { typedef unsigned short type; };
-static_assert(sizeof(elem_t) == 1 || sizeof(elem_t) == 2, "smem_bytes moves 1- and 2-byte elements");
-typedef elem_word<sizeof(elem_t)>::type word_t;
-
-constexpr unsigned ES = sizeof(word_t);               // bytes per element
-constexpr unsigned K = 4 / ES;                        // elements per word, tile rows per block transposed
 constexpr unsigned NW = TILE_BYTES / 4;               // words per tile row: lanes per tile row
 constexpr unsigned SIDE = TILE_BYTES / ES;            // tile side, elements
 constexpr unsigned SKEW = 32 / NW;                    // padding words per K tile rows
@@ -137,23 +128,6 @@ __device__ __forceinline__ word32 load_window(const unsigned char *first, unsign
             v |= (word32)*reinterpret_cast<const word_t *>(first + b) << (8 * e);
     }
     return v;
-}
-
-// The K x K block of elements a[m] (word of tile row K x + m) transposed: o[e] is the word of
-// output row K w + e, element m from a[m].
-__device__ __forceinline__ void transpose_block(const word32 (&a)[K], word32 (&o)[K])
-{
-    if constexpr (K == 4) {
-        const word32 t0 = __byte_perm(a[0], a[1], 0x5140), t1 = __byte_perm(a[0], a[1], 0x7362);
-        const word32 t2 = __byte_perm(a[2], a[3], 0x5140), t3 = __byte_perm(a[2], a[3], 0x7362);
-        o[0] = __byte_perm(t0, t2, 0x5410);
-        o[1] = __byte_perm(t0, t2, 0x7632);
-        o[2] = __byte_perm(t1, t3, 0x5410);
-        o[3] = __byte_perm(t1, t3, 0x7632);
-    } else {
-        o[0] = __byte_perm(a[0], a[1], 0x5410);
-        o[1] = __byte_perm(a[0], a[1], 0x7632);
-    }
 }
 
 }  // namespace

@@ -1,18 +1,9 @@
-"""kernels/bytes_aligned_out.cu (smem_bytes_aligned_out) run on the CPU.
-
-The .cu text is compiled as C++ with the CUDA keywords defined away (tests/cuda_on_cpu.py): each
-thread of a block is a std::thread, a std::barrier is __syncthreads and carries the warp
-shuffles (the emulated intrinsics are checked in test_cuda_on_cpu.py), blocks run one after
-another with the grid and block of the kernel file's [launch].
-Every item size the kernel takes (1 and 2) runs on shapes whose rows start anywhere relative to
-4 and 16 bytes (odd, prime, 1 x N, N x 1, tiles larger and smaller than the matrix) with input
-and output pointers 0..15 bytes off a 16-byte boundary, as row-pitched views (ld > cols) and
-batches (one matrix per blockIdx.z, with and without gaps between them), under the address and
-UB sanitizers where g++ has them: the input is allocated as exactly the view's span, first to
-last element (a read past its end fails the run), with the bytes between two matrices' spans
-poisoned for the address sanitizer; the output has guard bytes on both sides that must stay
-untouched, and every matrix of the output is compared bit for bit with NumPy's transpose. The device runs the same in tests/gpu/test_gpu_bytes_aligned_out.py.
-"""
+"""kernels/bytes_aligned_out.cu (smem_bytes_aligned_out) run on the CPU (tests/transposes_on_cpu.py), on
+the cases of the byte transposes (BYTE_SHAPES, BYTE_OFFSETS, BYTE_VIEWS: rows starting anywhere
+relative to 4 and 16 bytes, pointers 0 to 15 bytes off, row-pitched views, batches with and without
+gaps) and a shape with interior tiles, under the address and UB sanitizers where g++ has them: the input
+exactly the view's span, guard bytes around the output, every matrix bit for bit against NumPy. The
+device runs the same in tests/gpu/test_gpu_bytes_aligned_out.py."""
 
 import shutil
 
