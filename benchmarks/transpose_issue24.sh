@@ -42,6 +42,16 @@ ua() { python3 "$here/unaligned_transpose.py" --repeats 30 "$@"; }
 # rows odd on both sides: 4 shapes the rule was made from, 4 held out (6007x3001 ...)
 ODD="--shape 12345x6789 --shape 4093x4099 --shape 3001x7919 --shape 4099x2053 --shape 6007x3001 --shape 999x12347
   --shape 7777x5555 --shape 1001x30001"
+default_and_tuned() {  # DB "DTYPE SIZES"...: the peers table with no database, then with the op searches in DB
+  local db=$1 pair; shift
+  for pair in "$@"; do
+    set -- $pair
+    echo "## default choice (empty database)"
+    python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --dtypes "$1" --sizes "$2"
+    echo "## op-tuned (the database of the searches above)"
+    python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
+  done
+}
 skinny_configs() {
   for kib in 4 8 16; do for t in 128 256 512; do for s in 0 1; do
     echo --config "skinny:BLOCK_KIB=$kib,THREADS=$t,STREAMING=$s"; done; done; done
@@ -103,14 +113,8 @@ tuned)
     done
   } 2>&1 | tee "$dest/${file}_transpose_op_search_issue24.txt"
   {
-    for pair in "float32 12345x6789,65536x33,33x65536" "float16 4099x2053" "bfloat16 4099x2053" "uint8 10007x10009" \
-                "float64 9x200003"; do
-      set -- $pair
-      echo "## default choice (empty database)"
-      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --dtypes "$1" --sizes "$2"
-      echo "## op-tuned (the database of the searches above)"
-      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
-    done
+    default_and_tuned "$db" "float32 12345x6789,65536x33,33x65536" "float16 4099x2053" "bfloat16 4099x2053" \
+      "uint8 10007x10009" "float64 9x200003"
   } 2>&1 | tee "$dest/${file}_transpose_vs_peers_issue24_tuned.md"
   ;;
 untuned)
@@ -127,13 +131,7 @@ untuned)
   } 2>&1 | tee "$dest/${file}_transpose_op_search_untuned.txt"
   {
     header "the default choice (empty database) against op-tuned (the searches above), same run"
-    for pair in "float32 12345x6789,7777x5555,7001x5000" "float16 4099x2053,1001x30001" "float64 999x12347"; do
-      set -- $pair
-      echo "## default choice (empty database)"
-      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$(mktemp -d)/none.db" --only table --dtypes "$1" --sizes "$2"
-      echo "## op-tuned (the database of the searches above)"
-      python3 "$here/transpose_vs_peers.py" --db "sqlite:///$db" --only table --dtypes "$1" --sizes "$2"
-    done
+    default_and_tuned "$db" "float32 12345x6789,7777x5555,7001x5000" "float16 4099x2053,1001x30001" "float64 999x12347"
   } 2>&1 | tee "$dest/${file}_transpose_vs_peers_untuned.md"
   ;;
 wide)

@@ -7,19 +7,12 @@ import pytest
 
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
-from autotune.measure.device import open_device
 from gpu_transposes import check_exact, check_views_and_batches
 
 pytestmark = pytest.mark.gpu
 
 KERNEL = KERNELS["smem_aligned_out"]
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (127, 1031), (1031, 127), (64, 64), (4093, 4099)]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
 
 
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)

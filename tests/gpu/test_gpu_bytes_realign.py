@@ -13,19 +13,12 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import open_device
 
 pytestmark = pytest.mark.gpu
 
 KERNEL = KERNELS["smem_bytes"]
 SHAPES = [(1, 1), (1, 300), (300, 1), (33, 17), (67, 131), (129, 257), (64, 64), (128, 128), (1000, 1003),
           (2003, 1999), (3001, 7919), (5000, 7001)]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
 
 
 def configs():

@@ -26,12 +26,6 @@ SHAPES = [(64, 64, 64), (128, 128, 1), (33, 65, 17), (257, 129, 1031), (1, 1000,
           (1031, 33, 2)]
 
 
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
-
-
 @contextlib.contextmanager
 def benchmark(device, name, shape, dtype="float32", **options):
     bench = Benchmark(device, KERNELS[name], shape, get_dtype(dtype), **{"repeats": 20, "seed": sum(shape), **options})

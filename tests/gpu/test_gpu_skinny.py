@@ -12,19 +12,12 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import open_device
 
 pytestmark = pytest.mark.gpu
 
 KERNEL = KERNELS["skinny"]
 SHAPES = [(1, 1), (3, 5), (7, 1001), (1001, 7), (33, 517), (517, 33), (64, 129), (65, 4097), (4097, 65),
           (300, 301), (7, 1000003), (65536, 33), (33, 65536)]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
 
 
 def configs():

@@ -9,18 +9,11 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import open_device
 
 pytestmark = pytest.mark.gpu
 
 KERNEL = KERNELS["smem_vec_realign"]
 SHAPES = [(1, 1), (1, 1001), (1001, 1), (7, 13), (127, 1031), (257, 509), (64, 64), (1000, 1003), (2003, 1999)]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
 
 
 def configs():
