@@ -17,7 +17,7 @@ from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import Benchmark, open_benchmark
 from autotune.measure.compile import build_cubin
-from autotune.measure.device import open_device, query_device
+from autotune.measure.device import query_device
 from autotune.measure.timing import EarlyStop
 
 from kernel_files import catalog_doc, write_kernel
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.gpu
 MOVES = sorted(before.MOVES)
 """The transposes and copies (the matrix products: test_gpu_matmul.py)."""
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (32, 32), (33, 65), (127, 1031), (1024, 512), (2048, 2048)]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with open_device(0) as info:
-        yield info
 
 
 @contextlib.contextmanager
@@ -132,11 +126,16 @@ def test_a_block_over_the_device_limit_is_a_resources_failure(device):
     assert info.value.status == "resources" and "threads per block" in info.value.reason
 
 
-def test_a_grid_over_the_device_limit_is_a_resources_failure(device):
-    # matmul_naive's grid is (cdiv(n, BLOCK_X), cdiv(m, BLOCK_Y)): y over 65535 blocks
-    with benchmark(device, "matmul_naive", {"m": 65536 * 16 + 1, "n": 1, "k": 1}) as bench:
+def test_a_grid_over_the_device_limit_is_a_resources_failure(device, tmp_path):
+    # matmul_naive's grid is (cdiv(n, BLOCK_X), cdiv(m, BLOCK_Y)): y over 65535 blocks. The catalog's
+    # kernel file declares m's largest ([problem] max), which refuses such dims before any trial; a
+    # user's copy without it reaches the launch, whose grid the device refuses
+    doc = catalog_doc("matmul_naive")
+    del doc["problem"]["max"]
+    kernel = load_kernel(write_kernel(tmp_path / "naive_no_max.toml", {**doc, "name": "naive_no_max"}))
+    with benchmark(device, kernel, {"m": 65536 * 16 + 1, "n": 1, "k": 1}) as bench:
         with pytest.raises(TrialFailed) as info:
-            bench.measure(KERNELS["matmul_naive"].default_config())
+            bench.measure(kernel.default_config())
     assert info.value.status == "resources" and "y=65537 > 65535" in info.value.reason
 
 
