@@ -90,7 +90,10 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
 
 
 class KernelLauncher:
-    """A kernel's tuned launch, dispatched on the arrays' shapes and dtypes (see module doc).
+    """A kernel's tuned launch, dispatched on the arrays' shapes and dtypes: the first call of a
+    shape checks every array, solves the dims, looks the config up and loads it (milliseconds);
+    later calls of that shape are a dict lookup and one ``cuLaunchKernel`` (module
+    ``autotune.runtime.launcher``).
 
     Made by [`launcher`][autotune.runtime.launcher.launcher]. Thread-safe: each thread gets its own prepared launches.
     """
@@ -163,7 +166,8 @@ class KernelLauncher:
         the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new.
 
         Raises:
-            InvalidInputError, AutotuneError: as a call.
+            InvalidInputError: as a call.
+            AutotuneError: as a call.
         """
         return self._lookup(arrays)[0]
 

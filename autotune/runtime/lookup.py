@@ -153,9 +153,9 @@ def lookup(kernel: str | Path | Kernel, dims: Mapping[str, int] | Sequence[int] 
 
     Returns:
         A [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig]; the same object for the same
-        arguments until [`clear_cache`][autotune.base.caches.clear_cache]. Cold calls query the
-        database (milliseconds); warm ones are one dict lookup under a lock (about a
-        microsecond, ``benchmarks/lookup_latency.py``).
+            arguments until [`clear_cache`][autotune.base.caches.clear_cache]. Cold calls query
+            the database (milliseconds); warm ones are one dict lookup under a lock (about a
+            microsecond, ``benchmarks/lookup_latency.py``).
     """
     if isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel

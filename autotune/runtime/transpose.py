@@ -73,8 +73,8 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
     ``cuMemcpyDtoDAsync`` (its transpose keeps the element order): no kernel.
 
     Returns:
-        ``out`` if given, else a new array: a PyTorch tensor on the same device for a
-        PyTorch input, CuPy for CuPy, a PyCUDA GPUArray otherwise.
+        ``out`` if given, else a new array of the input's kind (a PyTorch tensor on the same
+            device for a PyTorch input, CuPy for CuPy, a PyCUDA GPUArray otherwise).
 
     Raises:
         InvalidInputError: not a device array, fewer than 2 dims, empty, elements of another

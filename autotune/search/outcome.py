@@ -40,6 +40,8 @@ class SearchResult:
     [`tune`][autotune.search.tune.tune] returns.
 
     Attributes:
+        key: the tuning key searched (kernel, device, dims, dtype, toolchain).
+        search_id: the search's row in the database (``autotune_searches``).
         stopped: why the loop ended: ``trials`` (``n_trials`` configs measured), ``timeout``,
             ``exhausted`` (every valid config measured) or ``interrupted``.
         outcomes: the trials of this run, in order.
