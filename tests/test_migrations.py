@@ -25,7 +25,8 @@ from autotune.store.models import Base
 from autotune.store.repository import Store
 
 OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best",
-              "autotune_bench_runs", "autotune_bench_rows"}
+              "autotune_bench_runs", "autotune_bench_rows", "autotune_workloads", "autotune_workload_calls",
+              "autotune_workload_tunings", "autotune_workload_results"}
 VERSION_TABLE = "autotune_alembic_version"
 
 
@@ -480,4 +481,4 @@ def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_with
         columns = {col["name"] for col in sa.inspect(c).get_columns("autotune_trials")}
         assert "phases" not in columns and "status" in columns
     engine.dispose()
-    assert Store(url).current_revision() == head_revision() == "0007"
+    assert Store(url).current_revision() == head_revision()  # 0006 -> 0007 -> ... the newest
