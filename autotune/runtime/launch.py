@@ -27,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
 from autotune.kernel.problem import Problem
-from autotune.runtime import driver
+from autotune.runtime import driver, recording
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from autotune.kernel.dtypes import DType
+    from autotune.measure.device import DeviceInfo
     from autotune.runtime.lookup import LaunchConfig
 
 __all__ = ["Launcher", "compiled", "clear_launchers"]
@@ -63,6 +64,8 @@ class Launcher:
         module: the driver's module handle (likewise).
         expected: ``(name, shape, dtype, written)`` of each array argument, in order.
         scalars: the ctypes value of each scalar argument, by name (from the dims).
+        device: the identity of the device it was loaded for (``None``: not known; what a
+            recording counts its launches under, :mod:`autotune.runtime.recording`).
     """
 
     problem: Problem
@@ -74,6 +77,7 @@ class Launcher:
     module: int
     expected: list[tuple[str, tuple[int, ...], DType, bool]]
     scalars: dict[str, Any]
+    device: DeviceInfo | None = None
 
     @property
     def kernel(self) -> Kernel:
@@ -119,6 +123,9 @@ class Launcher:
         argv = (ctypes.c_void_p * len(params))(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in params])
         driver.launch(self.function, self.grid, self.block, self.shared, stream_handle(stream, arrays[0]), argv,
                       self.kernel.name)
+
+
+recording.register_method(Launcher, "__call__", recording.launcher_call)  # counted while a recording is active
 
 
 def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
@@ -167,6 +174,7 @@ def _build(problem: Problem, db: str | None, default: Config | None = None) -> L
     from autotune.measure.buffers import scalar_values
     from autotune.runtime.lookup import lookup
 
+    recording.from_environment()  # AUTOTUNE_RECORD: the first cold launch starts it
     k, dt = problem.kernel, problem.dtype
     device = current_device()
     chosen = lookup(problem, device=device, db=db)
@@ -194,7 +202,7 @@ def _build(problem: Problem, db: str | None, default: Config | None = None) -> L
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
     scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
-    return Launcher(problem, chosen, grid, block, shared, function, module, expected, scalars)
+    return Launcher(problem, chosen, grid, block, shared, function, module, expected, scalars, device)
 
 
 def _opt_in(function: int, shared: int, device, config) -> None:
