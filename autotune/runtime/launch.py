@@ -130,7 +130,8 @@ recording.register_method(Launcher, "__call__", recording.launcher_call)  # coun
 
 def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
              dtype: DTypeLike | DType = "float32", *, db: str | None = None,
-             default: Config | None = None) -> Launcher:
+             default: Config | None = None, bundle: str | Path | None = None,
+             allow_same_arch: bool | None = None) -> Launcher:
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
@@ -142,18 +143,27 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
         default: the config to launch where nothing is tuned (the ``default`` rung of
             [`lookup`][autotune.runtime.lookup.lookup]) instead of the kernel file's default, e.g.
             the transpose rule's config for a class of shapes (``autotune.runtime.op_choice.rule_config``).
+        bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``) to take
+            the config from instead of the database (default ``AUTOTUNE_BUNDLE``, if set;
+            ``autotune.runtime.bundle``).
+        allow_same_arch: use a bundle made for another device model, driver or nvcc of this
+            compute capability, at the ``same_arch`` rung (default ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad dims.
+        InvalidInputError: unknown kernel or dtype, bad dims; a bundle that cannot be read or
+            used here (``autotune.runtime.bundle.BundleError``, naming the file and what is wrong).
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
+    from autotune.runtime.bundle import given_bundle
+
     problem = Problem.of(kernel, dims, dtype)
-    key = (driver.current_context(), problem, db, default)
+    bundle = given_bundle(bundle)
+    key = (driver.current_context(), problem, db, default, bundle, allow_same_arch)
     with _lock:
         found = _launchers.get(key)
     if found is None:
-        found = _build(problem, db, default)
+        found = _build(problem, db, default, bundle, allow_same_arch)
         with _lock:
             found = _launchers.setdefault(key, found)
     return found
@@ -168,7 +178,8 @@ def clear_launchers() -> None:
 caches.register("launchers", clear_launchers)
 
 
-def _build(problem: Problem, db: str | None, default: Config | None = None) -> Launcher:
+def _build(problem: Problem, db: str | None, default: Config | None = None, bundle: str | None = None,
+           allow_same_arch: bool | None = None) -> Launcher:
     from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
     from autotune.measure.buffers import scalar_values
@@ -177,7 +188,14 @@ def _build(problem: Problem, db: str | None, default: Config | None = None) -> L
     recording.from_environment()  # AUTOTUNE_RECORD: the first cold launch starts it
     k, dt = problem.kernel, problem.dtype
     device = current_device()
-    chosen = lookup(problem, device=device, db=db)
+    if bundle is not None:  # the bundle decides, not a database
+        from autotune.measure.toolchain import Toolchain
+        from autotune.runtime.bundle import allowed_same_arch, bundle_config, read_bundle
+
+        chosen = bundle_config(read_bundle(bundle), problem, device, Toolchain.of(device.arch),
+                               allowed_same_arch(allow_same_arch))
+    else:
+        chosen = lookup(problem, device=device, db=db)
     if default is not None and chosen.rung == "default" and default != chosen.config:
         chosen = replace(chosen, config=default, note=f"{chosen.note}; the rule's config {default.key} instead")
     config = chosen.config

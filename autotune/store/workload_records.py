@@ -8,7 +8,7 @@ and the GPU time of the sampled ones. :mod:`autotune.store.workloads` reads and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from autotune.errors import InvalidInputError
@@ -16,7 +16,7 @@ from autotune.kernel.dims import Dims, format_shape
 from autotune.measure.device import DeviceInfo
 
 __all__ = ["MAX_NAME", "check_name", "CallCount", "RecordedProblem", "WorkloadSummary", "ProblemResult",
-           "TuningRecord", "device_model"]
+           "TuningRecord", "device_model", "merged", "recorded_device"]
 
 MAX_NAME = 100
 """Most characters of a workload's name."""
@@ -111,8 +111,10 @@ class RecordedProblem:
 
     @property
     def ident(self) -> tuple:
-        """What tells problems of one device model apart: kernel identity, dims, dtype."""
-        return (self.kernel, self.source_hash, self.spec_hash, self.dims, self.dtype)
+        """What tells the problems of a workload apart: the kernel's name, the dims, the dtype
+        (counts recorded before and after an edit of the kernel are one problem: the current
+        kernel is the one tuned)."""
+        return (self.kernel, self.dims, self.dtype)
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,8 @@ class ProblemResult:
 
     @property
     def ident(self) -> tuple:
-        return (self.kernel, self.source_hash, self.spec_hash, self.dims, self.dtype)
+        """As :attr:`RecordedProblem.ident`: kernel name, dims, dtype."""
+        return (self.kernel, self.dims, self.dtype)
 
     @property
     def label(self) -> str:
@@ -191,3 +194,33 @@ class TuningRecord:
     def spent_s(self) -> float:
         """GPU seconds its problems used so far (all runs)."""
         return sum(r.spent_s for r in self.results)
+
+
+def merged(problems: list[RecordedProblem]) -> list[RecordedProblem]:
+    """``problems`` with the counts of one problem recorded on several device models summed
+    (the device of the one with most GPU time kept), largest GPU time first."""
+    out: dict[tuple, RecordedProblem] = {}
+    for p in problems:
+        have = out.get(p.ident)
+        if have is None:
+            out[p.ident] = p
+            continue
+        keep = have if (have.gpu_ms or 0.0) >= (p.gpu_ms or 0.0) else p
+        out[p.ident] = replace(keep, calls=have.calls + p.calls, sampled=have.sampled + p.sampled,
+                               sampled_ms=have.sampled_ms + p.sampled_ms, runs=max(have.runs, p.runs))
+    return sorted(out.values(), key=lambda p: (p.gpu_ms is None, -(p.gpu_ms or 0.0), -p.calls, p.label))
+
+
+def recorded_device(problems: list[RecordedProblem]) -> DeviceInfo:
+    """The device model most of the recorded GPU time ran on (by calls where nothing was timed).
+
+    Raises:
+        InvalidInputError: nothing was recorded.
+    """
+    if not problems:
+        raise InvalidInputError("the workload holds no launches")
+    time: dict[DeviceInfo, tuple[float, int]] = {}
+    for p in problems:
+        ms, calls = time.get(p.device, (0.0, 0))
+        time[p.device] = (ms + (p.gpu_ms or 0.0), calls + p.calls)
+    return max(time, key=lambda d: (time[d], d.name))

@@ -83,7 +83,11 @@ def _workload(session, name: str) -> Workload:
 
 
 def list_workloads(store) -> list[WorkloadSummary]:
-    """Every workload, by name: its problems, calls, sampled GPU time, devices, runs."""
+    """Every workload, by name: its problems, calls, sampled GPU time, devices, runs (none
+    where the database does not exist yet)."""
+    if getattr(store, "schema_state", None) in ("missing", "empty"):
+        return []
+
     def attempt() -> list[WorkloadSummary]:
         with store.session() as session:
             names = list(session.scalars(select(Workload.name).order_by(Workload.name)))
@@ -98,8 +102,7 @@ def list_workloads(store) -> list[WorkloadSummary]:
             times = [p.gpu_ms for p in problems if p.gpu_ms is not None]
             out.append(WorkloadSummary(name, len(problems), sum(p.calls for p in problems),
                                        sum(times) if times else None,
-                                       tuple(sorted({p.device.name for p in problems})), runs or 0,
-                                       last.replace(tzinfo=last.tzinfo or None) if last else None))
+                                       tuple(sorted({p.device.name for p in problems})), runs or 0, last))
         return out
 
     return locking.retrying(attempt)
@@ -114,6 +117,8 @@ def workload_problems(store, name: str) -> list[RecordedProblem]:
         InvalidInputError: a bad name.
     """
     check_name(name, "workload")
+    if getattr(store, "schema_state", None) in ("missing", "empty"):
+        raise MissingWorkload(f"workload {name!r} does not exist; {store.safe_url} holds no recording")
 
     def attempt() -> list[RecordedProblem]:
         with store.session() as session:
