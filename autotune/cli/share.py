@@ -24,7 +24,7 @@ def export(
     workload: Annotated[Optional[str], typer.Argument(
         metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
         show_default=False)] = None,
-    bundle: Annotated[Optional[Path], typer.Option("--bundle", file_okay=False, metavar="DIR",
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
                                                    help="Write workload NAME's bundle to the folder DIR: every "
                                                         "problem's chosen config with its provenance, as JSON and a "
                                                         "C header per kernel, read by autotune.launcher(..., "
