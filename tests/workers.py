@@ -17,6 +17,8 @@ with exit code 3) or ``hang`` (never returns); each first leaves ``fault-<kind>`
 measuring process's pid, and
 every measurement appends ``<config key> <pid>`` to ``pids`` in the marker folder. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
 long the store (and Optuna's engine) wait for a locked SQLite database.
+``$AUTOTUNE_FAKE_BENCH=any`` measures any kernel's problem on the landscape of
+``fakes.FakeAnyBench`` (a workload's problems) and marks ``problem-<gpu>-<kernel>-<dims>``.
 """
 
 from __future__ import annotations
@@ -195,6 +197,12 @@ def fake_open_benchmark(ordinal, problem, **options):
     mark(f"open-{ordinal}")
     if held("open"):
         hold(ordinal)
+    if os.environ.get("AUTOTUNE_FAKE_BENCH") == "any":  # any kernel's landscape (a workload's problems)
+        from fakes import FakeAnyBench
+
+        mark(f"problem-{ordinal}-{problem.kernel.name}-{'x'.join(str(v) for _, v in problem.dims)}")
+        yield FakeAnyBench(device, problem)
+        return
     yield FakeBench(device)
 
 
