@@ -33,6 +33,7 @@ def tuned_once(tmp_path_factory):
     """The test workload recorded and tuned once for the module (fake GPU): the database file
     and the results by problem."""
     from autotune.measure.device import DeviceInfo
+    from autotune.search.options import SearchOptions
     from autotune.workload.tune import tune_workload
 
     device = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
@@ -45,7 +46,7 @@ def tuned_once(tmp_path_factory):
         mp.setenv("AUTOTUNE_COMPILE_WORKERS", "0")
         record_app(mp, device, url)
         fake_gpu(mp, device)
-        outcome = tune_workload("app", budget_s=60, db=url, max_trials=5)
+        outcome = tune_workload("app", budget_s=60, db=url, max_trials=5, options=SearchOptions(seed=0))
     autotune.clear_cache()
     return folder / "tuned.db", {r.label: r for r in outcome.tuning.results}
 

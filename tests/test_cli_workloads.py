@@ -59,7 +59,7 @@ def test_plan_shows_each_problem_and_plots_its_share(monkeypatch, device_info, d
 def test_tune_prints_the_measured_workload_before_and_after(monkeypatch, device_info, db_url, tmp_path):
     record_app(monkeypatch, device_info, db_url)
     fake_gpu(monkeypatch, device_info)
-    r = run("tune", "app", "--budget", "1m", "--max-trials", 4, "--db", db_url)
+    r = run("tune", "app", "--budget", "1m", "--max-trials", 4, "--seed", 0, "--db", db_url)
     assert r.exit_code == 0, r.output
     assert "tuning workload app: 3 problems, 3 worth a search; budget 1m00s of GPU time on 1 GPU" in r.output
     assert "GPU 0: histogram256 100000 uint8: search" in r.output
@@ -99,7 +99,7 @@ def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_ur
     env = {**os.environ, "AUTOTUNE_FAKE_GPUS": f"{device_info.name},{device_info.name}", "AUTOTUNE_FAKE_BENCH": "any",
            "AUTOTUNE_FAKE_MARKS": str(marks), "AUTOTUNE_DB": db_url}
     done = subprocess.run([sys.executable, str(WORKERS), "cli", "0", "tune", "app", "--budget", "1m", "--device",
-                           "all", "--max-trials", "3", "--db", db_url, "--format", "json"],
+                           "all", "--max-trials", "3", "--seed", "0", "--db", db_url, "--format", "json"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

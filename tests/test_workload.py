@@ -10,7 +10,12 @@ import pytest
 from autotune.errors import InvalidInputError
 from autotune.workload.budget import FLOOR_S, allocate, format_seconds, parse_budget
 
+from autotune.search.options import SearchOptions
+
 from workload_fixtures import fake_gpu, record_app
+
+SEEDED = SearchOptions(seed=0)
+"""Every tuning of these tests: its strategies' proposals the same from run to run."""
 
 
 @pytest.mark.parametrize("text, seconds", [("600", 600.0), ("90s", 90.0), ("10m", 600.0), ("1.5h", 5400.0),
@@ -79,7 +84,7 @@ def test_tuning_measures_the_workload_at_the_default_and_tuned_configs(monkeypat
     record_app(monkeypatch, device_info, db_url)
     benches = fake_gpu(monkeypatch, device_info)
     events = []
-    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=6,
+    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=6, options=SEEDED,
                             on_progress=lambda p: events.append((p.event, p.result.label, p.budget_s > 0)))
     results = {r.label: r for r in outcome.tuning.results}
     assert [e for e in events if e[0] == "start"] == [("start", "histogram256 100000 uint8", True),
@@ -121,7 +126,7 @@ def test_a_failing_problem_is_a_row_with_its_reason_and_the_rest_go_on(monkeypat
     space = KERNELS["smem_vec"].space()
     failures = {c.key: "wrong_result" for c in space.configs()}  # every config of smem_vec computes wrong
     fake_gpu(monkeypatch, device_info, failures)
-    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=4)
+    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=4, options=SEEDED)
     results = {r.label: r for r in outcome.tuning.results}
     vec = results["smem_vec 100x64 float32"]
     assert vec.status == "failed" and vec.reason.startswith("no config ran: 4 of 4 trials wrong_result (first: planted failure of")
@@ -149,7 +154,7 @@ def test_an_interrupted_tuning_keeps_what_was_measured_and_resumes(monkeypatch, 
 
     monkeypatch.setattr("autotune.workload.tune.run_job", second_interrupted)
     with pytest.raises(KeyboardInterrupt):
-        tune_workload("app", budget_s=60, db=db_url, max_trials=3)
+        tune_workload("app", budget_s=60, db=db_url, max_trials=3, options=SEEDED)
     store = open_reader(db_url)
     first = latest_tuning(store, "app")
     store.close()
@@ -158,9 +163,9 @@ def test_an_interrupted_tuning_keeps_what_was_measured_and_resumes(monkeypatch, 
                                                             ("histogram256 1000 uint8", "interrupted"),
                                                             ("smem_vec 100x64 float32", "pending")]
     ran.clear()
-    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=3)
+    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=3, options=SEEDED)
     assert outcome.resumed and outcome.tuning.id == first.id and outcome.tuning.status == "finished"
-    assert ran == ["histogram256 1000 uint8", "smem_vec 100x64 float32"]  # the tuned one is not searched again
+    assert sorted(ran) == ["histogram256 1000 uint8", "smem_vec 100x64 float32"]  # the tuned one is not searched again
     spent = {r.label: r.spent_s for r in outcome.tuning.results}
     assert spent["histogram256 1000 uint8"] >= 3.0  # its first run's seconds count
     assert {r.status for r in outcome.tuning.results} == {"tuned"}
@@ -187,7 +192,9 @@ def test_the_default_is_kept_where_it_re_times_faster_than_the_winner(monkeypatc
         return out
 
     monkeypatch.setattr(FakeAnyBench, "retime", retime)
-    outcome = tune_workload("app", budget_s=30, db=db_url, max_trials=5)
+    from autotune.search.options import SearchOptions
+
+    outcome = tune_workload("app", budget_s=30, db=db_url, max_trials=12, options=SearchOptions(seed=0))
     (r,) = outcome.tuning.results
     k = r.kernel
     assert r.status == "tuned" and r.reason.startswith("the default re-timed 11.1% faster than the search's winner")
@@ -199,3 +206,31 @@ def test_the_default_is_kept_where_it_re_times_faster_than_the_winner(monkeypatc
     assert k == kernel.name
     chosen = lookup(kernel, r.dims, "uint8", device=device_info, db=db_url)
     assert chosen.rung == "exact" and chosen.config == kernel.default_config() and r.config_key == chosen.config.key
+
+
+def test_a_search_cut_by_a_signal_is_resumed_where_it_stopped(monkeypatch, device_info, db_url):
+    from autotune.workload.tune import tune_workload
+
+    from fakes import FakeAnyBench
+
+    record_app(monkeypatch, device_info, db_url, calls=(3, 2, 0))
+    fake_gpu(monkeypatch, device_info)
+    real, seen = FakeAnyBench.measure, []
+
+    def measure(self, config):  # a signal during the 3rd measurement of the second problem
+        seen.append(self.problem.dims)
+        if self.problem.dims == (("n", 1000),) and seen.count(self.problem.dims) == 3 and not getattr(
+                FakeAnyBench, "cut", False):
+            FakeAnyBench.cut = True
+            raise KeyboardInterrupt
+        return real(self, config)
+
+    monkeypatch.setattr(FakeAnyBench, "measure", measure)
+    monkeypatch.setattr(FakeAnyBench, "cut", False, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        tune_workload("app", budget_s=60, db=db_url, max_trials=5, options=SEEDED)
+    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=5, options=SEEDED)
+    results = {r.label: r for r in outcome.tuning.results}
+    small = results["histogram256 1000 uint8"]
+    assert outcome.resumed and small.status == "tuned" and small.trials == 2 + 5  # 2 kept, then 5 more
+    assert results["histogram256 100000 uint8"].trials == 5  # not searched again

@@ -196,9 +196,9 @@ def tune(
     except OptionError as exc:
         raise exc.as_flag() from None
     ordinals = parse_devices(device)
-    import logging
+    from autotune.search.study import quiet_optuna
 
-    logging.getLogger("optuna").setLevel(logging.WARNING)  # the progress lines below say what happens
+    quiet_optuna()  # the progress lines below say what happens
 
     def on_plan(rows, resumed) -> None:
         worth = sum(r.tunable for r in rows)
@@ -262,8 +262,9 @@ def print_outcome(outcome, fmt: Format, wide: bool) -> None:
                f"{sum(r.status == 'failed' for r in t.results)} of {len(t.results)} problems")
     if fmt is not Format.table:
         return
+    runs = f"; {format_seconds(t.wall_s)} over every run of this tuning" if outcome.resumed else ""
     out.print(f"spent {format_seconds(t.spent_s)} of GPU time of {format_seconds(t.budget_s)} in "
-              f"{format_seconds(outcome.wall_s)} on {t.gpus} GPU{'s' * (t.gpus > 1)}", markup=False)
+              f"{format_seconds(outcome.wall_s)} on {t.gpus} GPU{'s' * (t.gpus > 1)}{runs}", markup=False)
     if default is not None:
         out.print(f"workload GPU time over its recorded calls, measured: default configs {default:.4g} ms, tuned "
                   f"{tuned:.4g} ms ({100 * (1 - tuned / default):.1f} % less, {default / tuned:.2f}x)",

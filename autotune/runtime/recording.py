@@ -169,7 +169,7 @@ class Recording:
                                         "active in this process; stop it first")
             _active = self
             for p in list(_live):
-                p.go = self.wrap_go(p)
+                p.go = self._wrap_go(p)
             for cls, attribute, factory in _methods:
                 setattr(cls, attribute, factory(cls.__dict__[attribute], self))
         _hook_exit()
@@ -216,7 +216,7 @@ class Recording:
             self._slots.append(slot)
         return slot
 
-    def shared_slot(self, problem, device) -> _Slot:
+    def _shared_slot(self, problem, device) -> _Slot:
         """The one slot of ``problem`` on ``device`` for launches shared between threads
         (`Launcher`, transposes): counted under its lock."""
         key = (problem, device)
@@ -228,7 +228,7 @@ class Recording:
                     slot = self._by_problem[key] = self._slot(problem, device)
         return slot
 
-    def wrap_go(self, p) -> Callable:
+    def _wrap_go(self, p) -> Callable:
         """A counting ``go(pointers, stream)`` for the `PackedLaunch` ``p`` (one per thread, so
         its count needs no lock): its own slot, the sampled call timed."""
         go = p.raw_go
@@ -250,7 +250,7 @@ class Recording:
             sample(go, (pointers, stream), stream, slot)
         return recorded
 
-    def count(self, launch: Callable, args: tuple, stream: Callable[[], int], slot: _Slot) -> Any:
+    def _count(self, launch: Callable, args: tuple, stream: Callable[[], int], slot: _Slot) -> Any:
         """Count one call of ``launch(*args)`` in ``slot`` (under its lock) and run it, timed
         if it is the one sampled (``stream()`` gives its stream then)."""
         with slot.lock:
@@ -450,7 +450,7 @@ def track(p) -> None:
     with _lock:
         _live.add(p)
         if _active is not None:
-            p.go = _active.wrap_go(p)
+            p.go = _active._wrap_go(p)
 
 
 def register_method(cls: type, attribute: str, factory: Callable[[Callable, Recording], Callable]) -> None:
@@ -472,8 +472,8 @@ def launcher_call(original: Callable, recording: Recording) -> Callable:
     def __call__(self, *arrays, stream=None):
         if self.device is None or not arrays:
             return original(self, *arrays, stream=stream)
-        slot = recording.shared_slot(self.problem, self.device)
-        return recording.count(lambda: original(self, *arrays, stream=stream), (),
+        slot = recording._shared_slot(self.problem, self.device)
+        return recording._count(lambda: original(self, *arrays, stream=stream), (),
                                lambda: stream_handle(stream, arrays[0]), slot)
     return __call__
 
@@ -484,8 +484,8 @@ def transpose_call(original: Callable, recording: Recording) -> Callable:
         launcher = self.launcher
         if launcher.device is None:
             return original(self, out, src, ld, batch, batch_stride, stream)
-        slot = recording.shared_slot(launcher.problem, launcher.device)
-        return recording.count(original, (self, out, src, ld, batch, batch_stride, stream), lambda: stream, slot)
+        slot = recording._shared_slot(launcher.problem, launcher.device)
+        return recording._count(original, (self, out, src, ld, batch, batch_stride, stream), lambda: stream, slot)
     return __call__
 
 

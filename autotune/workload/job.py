@@ -93,7 +93,7 @@ def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) 
     SIGTERM (:mod:`autotune.base.signals`) end it with status ``interrupted`` (what was
     measured is stored): the caller then stops."""
     started = time.monotonic()
-    result = replace(job.result, gpu_ordinal=ordinal, strategy=job.strategy, budget_s=job.budget_s)
+    result = replace(job.result, gpu_ordinal=ordinal, strategy=job.strategy, budget_s=job.budget_s, reason=None)
     try:
         problem = job.ref.resolve()
         if job.budget_s > 0:
@@ -117,8 +117,10 @@ def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, res
                                   resume=True)  # trials: the tuning's cap (TRIALS unless given)
     space = problem.kernel.space(options.space)
 
+    def on_trial(outcome, found) -> None:  # counted as they come: an interrupted search keeps its count
+        result.trials += 1
+
     def on_end(started, found) -> None:
-        result.trials += len(found.outcomes)
         winner = found.decision.winner.config if found.decision else (found.best[0] if found.best else None)
         if winner is None:
             result.status, result.reason = "failed", _failure_reason(found.outcomes)
@@ -127,7 +129,8 @@ def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, res
         if result.status != "failed":
             result.status = "tuned"
 
-    search_on_gpu(problem, ordinal, space, options, open_benchmark=open_benchmark, precheck=precheck, on_end=on_end)
+    search_on_gpu(problem, ordinal, space, options, open_benchmark=open_benchmark, precheck=precheck,
+                  on_trial=on_trial, on_end=on_end)
 
 
 def _compare(bench, problem, winner: Config, result: ProblemResult, store, key) -> None:

@@ -11,6 +11,7 @@ model, else ``tpe``) and its budget (:func:`autotune.workload.budget.allocate`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -103,8 +104,11 @@ def _resolve(p: RecordedProblem) -> tuple[Problem | None, str]:
         else "its kernel changed since it was recorded: the current one is tuned"
 
 
-def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo, db: str | None) -> list[PlanRow]:
+def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo, db: str | None,
+              resumed: Collection[tuple] = ()) -> list[PlanRow]:
     """A row per problem (budgets 0: :func:`rebudget` sets them), largest expected saving first.
+    A problem of ``resumed`` (identities whose search a signal interrupted) is planned as it was
+    before that search began: the best its partial study stored does not make it ``exact``.
 
     Raises:
         GPUUnavailableError: no nvcc (the key of a lookup holds its version).
@@ -125,10 +129,13 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
             continue
         chosen = lookup(problem, device=device, db=db)
         key = TuningKey.of(problem, device, toolchain)
-        observed, transfer = ([], False) if chosen.rung == "exact" else observed_gains(store, key)
-        gain, why = expected_gain(chosen.rung, observed)
+        again = p.ident in resumed
+        observed, transfer = ([], False) if chosen.rung == "exact" and not again else observed_gains(store, key)
+        gain, why = expected_gain("default" if again else chosen.rung, observed)
         saving = (p.gpu_ms or 0.0) * gain
-        if chosen.rung == "exact":
+        if again:
+            note = note or "its interrupted search is resumed"
+        elif chosen.rung == "exact":
             note = note or "tuned already: measured only"
         elif p.gpu_ms is None:
             note = note or "no call was timed (a graph capture?): no saving to expect"

@@ -125,12 +125,11 @@ def _stop(procs, events, take, signum: int) -> None:
 def _worker(ordinal: int, inbox, events, open_benchmark) -> None:
     """Body of one GPU's worker: run each job sent until ``None`` (or a signal: the job in
     flight ends ``interrupted`` and is reported)."""
-    import logging
-
+    from autotune.search.study import quiet_optuna
     from autotune.workload.job import run_job
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger("optuna").setLevel(logging.ERROR)  # the parent shows the progress
+    quiet_optuna()  # the parent shows the progress
     try:
         with stop.deferred():
             stop.unblock()

@@ -130,6 +130,9 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
             tuning, resumed = open_tuning(store, name, infos[0], budget_s, len(ordinals),
                                           [_result_of(r) for r in rows])
             results = {r.ident: r for r in tuning.results}
+            interrupted = {r.ident for r in tuning.results if r.status == "interrupted"}
+            if interrupted:  # their partial bests are not what they were planned on
+                rows = plan_rows(store, problems, infos[0], store.url, resumed=interrupted)
             for r in rows:  # a kernel that cannot be loaded any more: its row says so
                 if r.problem is None and results[r.recorded.ident].status == "pending":
                     results[r.recorded.ident] = _result_of(r)
