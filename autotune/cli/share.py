@@ -15,19 +15,20 @@ from autotune.store import stale
 from . import app
 from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, out
 from .shape import Shape, shape_options
+from .workloads import WorkloadName
 
 
 @app.command("export", short_help="Write tuned configs to JSON, a C/C++ header or a workload's bundle.")
 @handle_errors
 @shape_options
 def export(
-    workload: Annotated[Optional[str], typer.Argument(
-        metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
+    workload: Annotated[Optional[WorkloadName], typer.Argument(
+        parser=WorkloadName, metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
         show_default=False)] = None,
     bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
                                                    help="Write workload NAME's bundle to the folder DIR: every "
                                                         "problem's chosen config with its provenance, as JSON and a "
-                                                        "C header per kernel, read by autotune.launcher(..., "
+                                                        "C header per kernel, read by autotune.launcher(kernel, "
                                                         "bundle=DIR) or AUTOTUNE_BUNDLE without a database.")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
                                                      help="JSON file to write (replaced whole if it exists).")] = None,

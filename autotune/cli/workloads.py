@@ -15,8 +15,15 @@ from . import app
 from ._common import Db, Repeats, err, handle_errors, out, parse_float, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit
 
-Name = Annotated[str, typer.Argument(metavar="NAME", help="The workload: the name it was recorded under "
-                                                          "(autotune.record(NAME) or AUTOTUNE_RECORD=NAME).")]
+class WorkloadName(str):
+    """A workload's name (``--help`` shows this type as ``<name>``)."""
+
+
+WorkloadName.__name__ = "name"
+
+Name = Annotated[WorkloadName, typer.Argument(parser=WorkloadName, metavar="NAME",
+                                              help="The workload: the name it was recorded under "
+                                                   "(autotune.record(NAME) or AUTOTUNE_RECORD=NAME).")]
 Budget = Annotated[str, typer.Option("--budget", "-b", metavar="DURATION",
                                      help="GPU time to spend, summed over the GPUs: 600, 90s, 10m, 1.5h.")]
 

@@ -65,7 +65,7 @@ class Launcher:
         expected: ``(name, shape, dtype, written)`` of each array argument, in order.
         scalars: the ctypes value of each scalar argument, by name (from the dims).
         device: the identity of the device it was loaded for (``None``: not known; what a
-            recording counts its launches under, :mod:`autotune.runtime.recording`).
+            recording counts its launches under, `autotune.runtime.recording`).
     """
 
     problem: Problem

@@ -370,7 +370,7 @@ class Recording:
 
     def flush(self, wait: bool = False) -> int:
         """Write what was counted since the last batch as one batch (one transaction); the
-        flusher calls this every :data:`FLUSH_S` seconds, and ``stop()`` once more with
+        flusher calls this every ``flush_s`` seconds, and ``stop()`` once more with
         ``wait`` (every pending sample read back first). A batch that fails to be written is
         sent again, unchanged, by the next flush. Returns the rows written.
 
