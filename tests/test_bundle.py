@@ -231,3 +231,31 @@ def test_eight_processes_pick_the_same_config_as_autotune_best_from_the_database
     want = {label: [config, "exact"] for label, config in best.items()}
     assert all(p == {"db": want, "bundle": want} for p in picked), picked
     assert {label: r.config_key for label, r in tuned.items()} == best
+
+
+def test_autotune_bundle_shows_and_checks_a_bundle_against_this_machine(tuned, db_url, tmp_path, monkeypatch,
+                                                                         device_info):
+    from autotune.measure import device
+
+    folder = tmp_path / "deploy"
+    assert export(db_url, folder).exit_code == 0
+    monkeypatch.setattr(device, "query_device", lambda ordinal: dataclasses.replace(device_info, ordinal=ordinal))
+    r = runner.invoke(app, ["bundle", str(folder)])
+    assert r.exit_code == 0, r.output
+    assert f"bundle {folder / 'bundle.json'}: workload 'app', 3 problems, made" in r.output
+    assert "usable on NVIDIA H100 80GB HBM3 (GPU 0)" in r.output and "histogram256" in r.output
+    doc = json.loads(runner.invoke(app, ["bundle", str(folder), "--format", "json"]).output)
+    assert {e["rung"] for e in doc["records"]} == {"exact"} and doc["workload"] == "app"
+    other = dataclasses.replace(device_info, name="NVIDIA H200", total_memory=150_000_000_000)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: other)
+    r = runner.invoke(app, ["bundle", str(folder)])
+    assert r.exit_code == 2 and r.output.startswith(f"error: bundle {folder / 'bundle.json'} was made for another "
+                                                    "GPU model") and len(r.output.strip().splitlines()) == 1
+    r = runner.invoke(app, ["bundle", str(folder), "--allow-same-arch"])
+    assert r.exit_code == 0 and "usable on NVIDIA H200 (GPU 0) at the same_arch rung: GPU model" in r.output
+    file = folder / "bundle.json"
+    file.write_text(file.read_text()[:100])
+    r = runner.invoke(app, ["bundle", str(folder)])
+    assert r.exit_code == 2 and r.output.startswith(f"error: bundle {file}: is not valid JSON (truncated or corrupt")
+    r = runner.invoke(app, ["bundle", str(tmp_path / "nowhere")])
+    assert r.exit_code == 2 and "error: bundle" in r.output and "No such file or directory" in r.output

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 ORDER = ("search", "sweep", "workloads", "plan", "tune", "best", "list", "kernels", "check", "bench", "report",
-         "export", "import", "info", "db")
+         "export", "bundle", "import", "info", "db")
 """``autotune --help`` lists the commands in the order of the work: tune (one problem, or a
 recorded workload), read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""

@@ -279,3 +279,81 @@ def print_outcome(outcome, fmt: Format, wide: bool) -> None:
     slower = [r.label for r in t.results if r.default_ms and r.tuned_ms and r.tuned_ms > r.default_ms * 1.01]
     if slower:
         err.print(f"slower than the default by more than 1 %: {', '.join(slower)}", markup=False, soft_wrap=True)
+
+
+@app.command("bundle", short_help="Show a deployment bundle and check it against this machine.")
+@handle_errors
+def bundle_(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The bundle's folder (or its bundle.json).")],
+    device: Annotated[Optional[int], typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
+                                                  help="Check it against this GPU (default: GPU 0 where there is "
+                                                       "one).")] = None,
+    allow_same_arch: Annotated[bool, typer.Option("--allow-same-arch",
+                                                  help="Accept another GPU model, driver or nvcc of the same compute "
+                                                       "capability (the same_arch rung).")] = False,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
+) -> None:
+    """Show what a bundle (autotune export NAME --bundle DIR) holds: its provenance and every
+    problem's config and rung; and check it as a launch would where it runs: against the GPU
+    (model, driver, compute capability), nvcc, and the current source of each of its kernels
+    (the catalog's, or the kernel file it was exported from). A bundle that cannot be used here
+    is one error line naming the file and what differs, exit 2.
+
+    \b
+    Examples:
+      autotune bundle deploy/app
+      autotune bundle deploy/app --device 1 --allow-same-arch
+    """
+    from autotune.errors import AutotuneError, GPUUnavailableError
+    from autotune.kernel.catalog import KERNELS, resolve_kernel
+    from autotune.runtime.bundle import BundleError, check_kernel, read_bundle
+
+    b = read_bundle(folder)
+    refs = {e.kernel: e.kernel_ref for e in b.entries.values()}
+    unchecked = []
+    for name, ref in sorted(refs.items()):
+        where = name if name in KERNELS else ref
+        try:
+            kernel = resolve_kernel(where) if where else None
+        except AutotuneError:
+            kernel = None
+        if kernel is None or kernel.name != name:
+            unchecked.append(name)
+            continue
+        check_kernel(b, kernel)
+    checked = "not checked against a GPU"
+    try:
+        from autotune.measure.device import query_device
+        from autotune.measure.toolchain import Toolchain
+        from autotune.runtime.bundle import device_differences
+
+        info = query_device(device if device is not None else 0)
+        differs = device_differences(b, info, Toolchain.of(info.arch), allow_same_arch)
+        checked = f"usable on {info.name} (GPU {info.ordinal})" + (f" at the same_arch rung: {differs}" if differs
+                                                                    else "")
+    except GPUUnavailableError as exc:
+        if device is not None:
+            raise
+        checked = f"not checked against a GPU ({exc})"
+    except BundleError:
+        raise
+    d = b.device
+    document = {"bundle": str(b.path), "workload": b.workload, "device": d.name, "driver_version": d.driver_version,
+                "nvcc_version": b.nvcc_version, "created": b.created, "check": checked}
+    if fmt is Format.table:
+        out.print(f"bundle {b.path}: workload {b.workload!r}, {len(b.entries)} problems, made {b.created} for "
+                  f"{d.name} (sm_{d.compute_capability.replace('.', '')}, driver {d.driver_version}, CUDA "
+                  f"{d.cuda_version}), nvcc {b.nvcc_version}", markup=False, soft_wrap=True)
+        out.print(checked, markup=False, soft_wrap=True)
+        if unchecked:
+            err.print(f"kernels not checked (neither in the catalog nor at the file they were exported from): "
+                      f"{', '.join(unchecked)}", markup=False, soft_wrap=True)
+    columns = [Column("kernel", "kernel", lambda e: e.kernel),
+               Column("shape", "shape", lambda e: "x".join(str(v) for _, v in e.dims)),
+               Column("dtype", "dtype", lambda e: e.dtype), Column("rung", "rung", lambda e: e.rung),
+               Column("default ms", "default_ms", lambda e: e.default_ms, _ms, right=True),
+               Column("tuned ms", "tuned_ms", lambda e: e.tuned_ms, _ms, right=True),
+               Column("config", "config", lambda e: ",".join(f"{k}={v}" for k, v in sorted(e.macros.items())),
+                      long=True)]
+    emit(out, list(b.entries.values()), columns, fmt, wide=wide, document=document)

@@ -113,7 +113,8 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         k = problem.kernel
         chosen = lookup(problem, device=device, db=store.url)
         r = measured.get(p.ident)
-        entries.append({"kernel": k.name, "source_hash": k.source_hash, "spec_hash": k.spec_hash,
+        entries.append({"kernel": k.name, "kernel_ref": p.kernel_ref or k.name, "source_hash": k.source_hash,
+                        "spec_hash": k.spec_hash,
                         "dims": dict(problem.dims), "dtype": problem.dtype.name, "config": chosen.config.as_dict(),
                         "rung": chosen.rung, "note": chosen.note, "median_ms": chosen.median_ms,
                         "default_ms": r.default_ms if r else None, "tuned_ms": r.tuned_ms if r else None,

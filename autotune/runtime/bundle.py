@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from autotune.runtime.lookup import LaunchConfig
 
 __all__ = ["FORMAT", "VERSION", "FILE", "ENV", "ALLOW_ENV", "BundleError", "BundleEntry", "Bundle", "read_bundle",
-           "bundle_config", "given_bundle", "allowed_same_arch", "check_kernel"]
+           "bundle_config", "given_bundle", "allowed_same_arch", "check_kernel", "device_differences"]
 
 FORMAT = "autotune-bundle"
 """The ``format`` field of every bundle."""
@@ -82,6 +82,7 @@ class BundleEntry:
     median_ms: float | None = None
     default_ms: float | None = None
     tuned_ms: float | None = None
+    kernel_ref: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ def _entry(e: Any) -> BundleEntry:
     if not all(v is None or isinstance(v, (int, float)) for v in figures.values()):
         raise TypeError("median_ms, default_ms and tuned_ms must be numbers")
     return BundleEntry(str(e["kernel"]), str(e["source_hash"]), str(e["spec_hash"]), pairs, str(e["dtype"]),
-                       dict(macros), rung, **figures)
+                       dict(macros), rung, **figures, kernel_ref=str(e.get("kernel_ref", "")))
 
 
 def given_bundle(bundle: str | os.PathLike[str] | None) -> str | None:
@@ -260,6 +261,26 @@ def check_kernel(bundle: Bundle, kernel) -> None:
                       f"({there[:12]} there, {here[:12]} here); export the bundle again after tuning this one")
 
 
+def device_differences(bundle: Bundle, device: DeviceInfo, toolchain: Toolchain, allow_same_arch: bool = False
+                       ) -> str:
+    """What differs between where ``bundle`` was made and ``device`` with ``toolchain``
+    (``""``: nothing), where it may be used there.
+
+    Raises:
+        BundleError: another compute capability; another device model, driver or nvcc without
+            ``allow_same_arch`` (one line naming the file and what differs).
+    """
+    differs = _differs(bundle, device, toolchain)
+    if bundle.device.compute_capability != device.compute_capability:
+        raise BundleError(f"bundle {bundle.path} was made for {bundle.device.name} (compute capability "
+                          f"{bundle.device.compute_capability}); this GPU is {device.name} (compute capability "
+                          f"{device.compute_capability}): its configs cannot be used here")
+    if differs and not allow_same_arch:
+        raise BundleError(f"bundle {bundle.path} was made for another {'; '.join(differs)}; export one on this "
+                          f"machine, or allow it at the same_arch rung (allow_same_arch=True, {ALLOW_ENV}=same_arch)")
+    return "; ".join(differs)
+
+
 def bundle_config(bundle: Bundle, problem: Problem, device: DeviceInfo, toolchain: Toolchain,
                   allow_same_arch: bool = False) -> LaunchConfig:
     """The config ``bundle`` gives ``problem`` on ``device`` built with ``toolchain`` (module doc).
@@ -274,13 +295,7 @@ def bundle_config(bundle: Bundle, problem: Problem, device: DeviceInfo, toolchai
     k = problem.kernel
     check_kernel(bundle, k)
     differs = _differs(bundle, device, toolchain)
-    if bundle.device.compute_capability != device.compute_capability:
-        raise BundleError(f"bundle {bundle.path} was made for {bundle.device.name} (compute capability "
-                          f"{bundle.device.compute_capability}); this GPU is {device.name} (compute capability "
-                          f"{device.compute_capability}): its configs cannot be used here")
-    if differs and not allow_same_arch:
-        raise BundleError(f"bundle {bundle.path} was made for another {'; '.join(differs)}; export one on this "
-                          f"machine, or allow it at the same_arch rung (allow_same_arch=True, {ALLOW_ENV}=same_arch)")
+    device_differences(bundle, device, toolchain, allow_same_arch)
     e = bundle.entry(k.name, problem.dims, problem.dtype.name)
     if e is None:
         return LaunchConfig(k.default_config(), "default", rung="default",
