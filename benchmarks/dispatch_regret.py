@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from autotune.kernel.catalog import resolve_kernel  # noqa: E402
 from autotune.kernel.config import Config  # noqa: E402
 from autotune.store.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
-                                     shape_order, summarize, tables_from_trials)
+                                     regret_weights, shape_order, summarize, tables_from_trials)
 
 FIELDS = ("role", "dims", "config", "status", "median_ms", "trial_id")
 """Columns of a trials CSV: role (train / held_out), dims (m=..,n=..), config key, status, median ms."""
@@ -84,14 +84,6 @@ def held_out_shapes(ranges: list[tuple[int, int]], count: int, avoid: set, multi
 
 
 # --- the GPU part -------------------------------------------------------------------------
-
-def _regret_weights(tables, default, dims) -> dict:
-    rows = leave_one_out(tables, default, dims)
-    known = [r.dispatch_regret for r in rows if r.dispatch_regret is not None and not math.isinf(r.dispatch_regret)]
-    worst = max(known, default=0.0)
-    return {r.shape: (worst if r.dispatch_regret is None or math.isinf(r.dispatch_regret) else r.dispatch_regret)
-            for r in rows}
-
 
 class FakeBench:
     """A stand-in for the GPU (``--fake``, a CPU dry run of the recorder's logic): a smooth,
@@ -265,7 +257,7 @@ def _record(rec, args, kernel, ranges, plan, plan_path, default, deadline, say):
     train = [tuple(s) for s in plan["train"]]
     while len(train) < args.train and time.monotonic() < deadline:
         tables = rec.tables(train)
-        weights = _regret_weights(tables, default, kernel.dims) if len(tables) >= 3 else {}
+        weights = regret_weights(leave_one_out(tables, default, kernel.dims)) if len(tables) >= 3 else {}
         shape = next_shapes(ranges, train, 1, weights=weights, multiple=args.multiple)[0]
         first = list(build_dispatch(tables, default, kernel.dims).configs) if tables else []
         got = rec.search(shape, strategy, trials, first, train)

@@ -3,7 +3,8 @@
 # call of under 10 minutes (run it again with the files it left to go on where a budget ran out).
 #   bash benchmarks/dispatch_regret.sh [record|fill]   (OUT: where the files go; DISPATCH_PREV: a
 #   folder holding a previous run's files; DISPATCH_ARGS: more options for every step, e.g.
-#   "--fake --train 3 --held-out 2" for a dry run of the script without a GPU)
+#   "--fake --train 3 --held-out 2" for a dry run of the script without a GPU; DISPATCH_KERNELS:
+#   which steps, default "transpose softmax matmul")
 # The declared ranges (log-uniform shapes; 12 training, 20 held-out):
 #   smem_pad      rows, cols in 128..8192, any integer; a whole sweep (54 configs) per shape
 #   softmax_rows  rows in 128..8192, cols in 32..4096, any integer; a whole sweep (57 configs)
@@ -40,7 +41,8 @@ step() {  # one kernel; the database is copied out after each, so a cut-off call
   tar czf "$out/extras.tgz" -C "$work" $(cd "$work" && ls *_plan.json *.log 2>/dev/null)
 }
 
-if [ "$phase" = record ] && [ -z "${DISPATCH_ARGS:-}" ]; then
+kernels=${DISPATCH_KERNELS:-transpose softmax matmul}
+if [ "$phase" = record ] && [ -z "${DISPATCH_ARGS:-}" ] && [[ " $kernels " == *" matmul "* ]]; then
   python3 - > "$work/precompile.log" 2>&1 <<'PY' &
 import concurrent.futures as cf, time
 from autotune.errors import AutotuneError, TrialFailed
@@ -61,14 +63,16 @@ with cf.ThreadPoolExecutor(12) as pool:
 print(f"precompiled {len(configs)} matmul_warp configs in {time.time() - t0:.0f} s")
 PY
 fi
-if [ "$phase" = record ]; then
-  step "${transpose[@]}" --seconds "${TRANSPOSE_S:-80}"
-  step "${softmax[@]}" --seconds "${SOFTMAX_S:-80}"
-  cat "$work/precompile.log" 2>/dev/null | tee -a "$log"
-  step "${matmul[@]}" --seconds "${MATMUL_S:-230}"
-else
-  for k in transpose softmax matmul; do
-    declare -n args=$k
-    step "${args[@]:0:2}" --seconds 120
-  done
-fi
+declare -A budget=([transpose]="${TRANSPOSE_S:-80}" [softmax]="${SOFTMAX_S:-80}" [matmul]="${MATMUL_S:-230}")
+run_kernel() {
+  local -n args=$1
+  if [ "$phase" = record ]; then
+    [ "$1" = matmul ] && cat "$work/precompile.log" 2>/dev/null | tee -a "$log"
+    step "${args[@]}" --seconds "${budget[$1]}"
+  else
+    step "${args[@]:0:2}" --seconds "${budget[$1]}"
+  fi
+}
+for k in $kernels; do
+  run_kernel "$k"
+done

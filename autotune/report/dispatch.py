@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from autotune.kernel.model import Kernel
 from autotune.store import stale
 from autotune.store.dispatch import (Dispatch, HeldOut, ShapeTable, Summary, build_dispatch, leave_one_out,
-                                     next_shapes, summarize, tables_from_trials)
+                                     next_shapes, regret_weights, summarize,
+                                     tables_from_trials)
 
 __all__ = ["DispatchReport", "dispatch_reports", "stored_tables"]
 
@@ -88,15 +89,6 @@ class DispatchReport:
     default_summary: Summary | None
     worst: list[HeldOut]
     suggested: list[tuple[int, ...]]
-
-
-def regret_weights(rows: list[HeldOut]) -> dict[tuple[int, ...], float]:
-    """Each held-out shape's dispatch regret, for :func:`~autotune.store.dispatch.next_shapes`'s
-    weights; a shape whose pick was not measured there counts as the worst one measured."""
-    known = [r.dispatch_regret for r in rows if r.dispatch_regret is not None and r.dispatch_regret != float("inf")]
-    worst = max(known, default=0.0)
-    return {r.shape: (worst if r.dispatch_regret is None or r.dispatch_regret == float("inf") else r.dispatch_regret)
-            for r in rows}
 
 
 def dispatch_reports(store, kernel: Kernel, *, dtype: str | None = None, device_name: str | None = None,

@@ -20,9 +20,9 @@ TEMPLATE = """\
  *   rung (may be NULL): AUTOTUNE_RUNG_EXACT, _DISPATCH, _SAME_ARCH or _DEFAULT.
  *   m: {P}_NUM_MACROS ints, m[{P}_MACRO_<NAME>] is macro NAME's value.
  * Ladder: this device model (same name and compute capability), exact shape, else its dispatch
- * (a few configs and a rule: the k nearest tuned shapes by log-distance over the dims, each
- * config scored by its log regret there weighted 1/(distance + eps); the default unless another
- * config scores lower by more than the margin; autotune/store/dispatch.py), or, for records
+ * (a few configs and a rule: the k nearest tuned shapes by log-distance over the dims; among the
+ * configs faster than the default by more than the margin at each of them, the least log regret
+ * there weighted 1/(distance + eps); none: the default; autotune/store/dispatch.py), or, for records
  * without a dispatch, the nearest shape; else another device of the same compute capability,
  * nearest shape; else the kernel's default. Only configs of the asked dtype are used.
  * Example: long long dims[{P}_NUM_DIMS] = {{{dims_example}}};
@@ -140,8 +140,9 @@ static inline double {p}_log_distance(const long long *want, const long long *tu
 /* The dispatch's config for dims: the rule of autotune/store/dispatch.py, step for step. */
 static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long long *dims)
 {{
-    double distance[{P}_DISPATCH_MAX_SHAPES], score[{P}_DISPATCH_MAX_CONFIGS], weights = 0.0;
-    int used[{P}_DISPATCH_MAX_SHAPES], s, c, r, best = 0;
+    double distance[{P}_DISPATCH_MAX_SHAPES], score[{P}_DISPATCH_MAX_CONFIGS];
+    int used[{P}_DISPATCH_MAX_SHAPES], near[{P}_DISPATCH_MAX_SHAPES], n = 0, s, c, r, best = 0;
+    const double *regret = {p}_dispatch_regrets + d->first_regret;
     for (s = 0; s < d->num_shapes; ++s) {{
         distance[s] = {p}_log_distance(dims, {p}_dispatch_shapes[d->first_shape + s]);
         used[s] = 0;
@@ -155,16 +156,19 @@ static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long lon
             if (!used[s] && (pick < 0 || distance[s] < distance[pick] - 1e-9))
                 pick = s;
         used[pick] = 1;
+        near[n++] = pick;
         w = 1.0 / (distance[pick] + d->eps);
-        weights += w;
         for (c = 0; c < d->num_configs; ++c)
-            score[c] += w * {p}_dispatch_regrets[d->first_regret + pick * d->num_configs + c];
+            score[c] += w * regret[pick * d->num_configs + c];
     }}
-    for (c = 1; c < d->num_configs; ++c)
-        if (score[c] < score[best] - 1e-12)
+    for (c = 1; c < d->num_configs; ++c) {{
+        int beats = 1; /* faster than the default at every one of the nearest shapes, beyond the noise */
+        for (r = 0; r < n; ++r)
+            if (!(regret[near[r] * d->num_configs + c] < regret[near[r] * d->num_configs] - d->margin_log))
+                beats = 0;
+        if (beats && (best == 0 || score[c] < score[best] - 1e-12))
             best = c;
-    if (best != 0 && !((score[0] - score[best]) / weights > d->margin_log))
-        best = 0;
+    }}
     return {p}_dispatch_configs[d->first_config + best];
 }}
 
