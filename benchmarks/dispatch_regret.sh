@@ -4,7 +4,8 @@
 #   bash benchmarks/dispatch_regret.sh [record|fill]   (OUT: where the files go; DISPATCH_PREV: a
 #   folder holding a previous run's files; DISPATCH_ARGS: more options for every step, e.g.
 #   "--fake --train 3 --held-out 2" for a dry run of the script without a GPU; DISPATCH_KERNELS:
-#   which steps, default "transpose softmax matmul")
+#   which steps, default "transpose softmax matmul"; DISPATCH_PRECOMPILE=0: no background build
+#   of every matmul_warp config)
 # The declared ranges (log-uniform shapes; 12 training, 20 held-out):
 #   smem_pad      rows, cols in 128..8192, any integer; a whole sweep (54 configs) per shape
 #   softmax_rows  rows in 128..8192, cols in 32..4096, any integer; a whole sweep (57 configs)
@@ -42,7 +43,8 @@ step() {  # one kernel; the database is copied out after each, so a cut-off call
 }
 
 kernels=${DISPATCH_KERNELS:-transpose softmax matmul}
-if [ "$phase" = record ] && [ -z "${DISPATCH_ARGS:-}" ] && [[ " $kernels " == *" matmul "* ]]; then
+if [ "$phase" = record ] && [ -z "${DISPATCH_ARGS:-}" ] && [[ " $kernels " == *" matmul "* ]] \
+   && [ "${DISPATCH_PRECOMPILE:-1}" = 1 ]; then
   python3 - > "$work/precompile.log" 2>&1 <<'PY' &
 import concurrent.futures as cf, time
 from autotune.errors import AutotuneError, TrialFailed

@@ -16,9 +16,11 @@ from autotune.store import stale
 from . import app
 from ._common import Db, Device, DType, err, handle_errors, open_reader, out, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs
+from .check import _PathOrName
 from .results import _device_filter
 
-KernelArg = Annotated[str, typer.Argument(metavar="KERNEL", help="A catalog kernel or the path of a kernel file (.toml).")]
+KernelArg = Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL",
+                                                  help="A catalog kernel or the path of a kernel file (.toml).")]
 
 
 def _pct(value: float | None) -> str:
@@ -195,9 +197,9 @@ def parse_ranges(text: str, dims) -> dict[str, tuple[int, int]]:
 @handle_errors
 def tune_shapes_command(
     kernel: KernelArg,
-    dims_range: Annotated[str, typer.Option("--dims-range", metavar="DIM=LOW:HIGH,...",
-                                            help="The range to cover, every dim: e.g. m=256:2048,n=256:2048,"
-                                                 "k=256:2048.")],
+    dims_range: Annotated[str, typer.Option("--dims-range", metavar="RANGES",
+                                            help="The range to cover, DIM=LOW:HIGH for every dim, comma "
+                                                 "separated: e.g. m=256:2048,n=256:2048,k=256:2048.")],
     count: Annotated[int, typer.Option("--count", parser=parse_int, metavar="N", help="Shapes to tune.")] = 8,
     multiple: Annotated[int, typer.Option("--multiple", parser=parse_int, metavar="M",
                                           help="Every dim a multiple of M.")] = 1,
@@ -223,8 +225,9 @@ def tune_shapes_command(
 
     \b
     Examples:
-      autotune tune-shapes matmul_warp --dims-range m=256:2048,n=256:2048,k=256:2048 --count 8 --multiple 32
-      autotune tune-shapes smem_pad --dims-range rows=128:8192,cols=128:8192 --count 12
+      autotune tune-shapes smem_pad --dims-range rows=128:8192,cols=128:8192
+      autotune tune-shapes matmul_reg --dims-range m=512:4096,n=512:4096,k=64:512
+      autotune tune-shapes smem_pad --count 4 --dims-range rows=64:512,cols=64:512
     """
     from autotune.search.options import OptionError, SearchOptions
     from autotune.search.shapes import tune_shapes
