@@ -228,9 +228,10 @@ def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch")
     fresh, skipped = _fresh(store, k, key)
     want = key.dims
     if shape_rung == "dispatch":
-        d = _dispatch(store, db, k, key)
-        if d.shapes:
-            return _dispatch_answer(d, key, skipped)
+        if any(_same_device(info, r) for r in fresh):  # else no trial of this model to learn from: no query
+            d = _dispatch(store, db, k, key)
+            if d.shapes:
+                return _dispatch_answer(d, key, skipped)
         others = list(fresh)  # none of this device model: every usable result is another device's
     else:
         mine = [r for r in fresh if _same_device(info, r)]
