@@ -199,10 +199,11 @@ def _entry(e: Any) -> BundleEntry:
     if not isinstance(macros, dict) or not all(isinstance(k, str) and type(v) is int for k, v in macros.items()):
         raise TypeError("config must be an object of macro: integer")
     rung = e.get("rung", "exact")
-    from autotune.runtime.lookup import RUNGS
+    from autotune.runtime.lookup import RUNGS, SHAPE_RUNGS
 
-    if rung not in RUNGS:
-        raise ValueError(f"rung {rung!r}; allowed: {', '.join(RUNGS)}")
+    allowed = (*RUNGS, *(r for r in SHAPE_RUNGS if r not in RUNGS))
+    if rung not in allowed:
+        raise ValueError(f"rung {rung!r}; allowed: {', '.join(allowed)}")
     figures = {k: e.get(k) for k in ("median_ms", "default_ms", "tuned_ms")}
     if not all(v is None or isinstance(v, (int, float)) for v in figures.values()):
         raise TypeError("median_ms, default_ms and tuned_ms must be numbers")

@@ -8,10 +8,10 @@ A heuristic of this project (issue 34), from what the database holds:
   over the :data:`SHAPES` nearest of them, of ``1 - best / default``, each shape's best time
   against the time its search measured for the kernel's default config (every study
   measures the default first); with none of those: :data:`PRIOR_GAIN`;
-* a problem the runtime answers with another shape's or another device's tuned config
-  (``nearest_shape``, ``same_arch``) gains :data:`REUSED_FACTOR` of that: part of the gain
-  is had already (or, as issue 34 measured, the guess may be worse than the default: the
-  search finds out).
+* a problem the runtime answers from other shapes' or another device's tuned results
+  (``dispatch``, ``nearest_shape``, ``same_arch``) gains :data:`REUSED_FACTOR` of that: part
+  of the gain is had already (or, as issue 34 measured of ``nearest_shape``, the guess may be
+  worse than the default: the search finds out).
 """
 
 from __future__ import annotations
@@ -70,6 +70,6 @@ def expected_gain(rung: str, observed: list[float]) -> tuple[float, str]:
         base, why = statistics.median(observed), f"median of {len(observed)} tuned shape{'s' * (len(observed) > 1)}"
     else:
         base, why = PRIOR_GAIN, "assumed: no shape tuned here"
-    if rung in ("nearest_shape", "same_arch"):
+    if rung in ("dispatch", "nearest_shape", "same_arch"):
         return base * REUSED_FACTOR, f"{why}, x{REUSED_FACTOR:g} ({rung})"
     return base, why
