@@ -17,7 +17,6 @@ dtype it measured, so it is refused with a message saying so.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,11 +32,11 @@ from autotune.store import stale
 from autotune.store.models import TRIAL_STATUSES, Search, Trial
 from autotune.store.repository import Store
 from autotune.store.rows import device_row, kernel_row, update_best
-from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, known_kernels
+from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, ResultsFile, known_kernels, load_document, results_of
 from autotune.store.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
 from autotune.store.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
 
-__all__ = ["T4File", "T4Trial", "is_t4", "read_t4", "import_t4"]
+__all__ = ["T4File", "T4Trial", "is_t4", "is_t4_document", "read_t4", "t4_of", "read_import", "import_t4"]
 
 _STATUS_OF = {"correct": "ok", "compile": "compile_error", "runtime": "launch_error", "correctness": "wrong_result",
               "timeout": "timeout"}
@@ -71,13 +70,34 @@ class T4File:
 
 
 def is_t4(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` holds a T4 results document (False for anything else, unreadable included)."""
+    """Whether ``path`` holds a T4 results document (False for anything else, unreadable
+    included). Read through the one reader of users' files: a folder, device, FIFO or a file
+    over 16 MiB is not read (False)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return is_t4_document(load_document(path))
+    except InvalidInputError:
         return False
+
+
+def is_t4_document(doc: Any) -> bool:
+    """Whether the parsed JSON ``doc`` is a T4 results document: a ``schema_version`` string and
+    a ``results`` list, no ``format`` of autotune's own export."""
     return (isinstance(doc, dict) and doc.get("format") != OWN_FORMAT
             and isinstance(doc.get("schema_version"), str) and isinstance(doc.get("results"), list))
+
+
+def read_import(path: str | os.PathLike[str], kernels=()) -> ResultsFile | T4File:
+    """Read the file ``path`` to import once (:func:`autotune.store.share.load_document`) and
+    validate it whole as what its content says it is: a T4 file (:func:`is_t4_document`) or
+    autotune's own export (:func:`autotune.store.share.results_of`).
+
+    Raises:
+        InvalidInputError: unreadable, not JSON, or invalid as either (naming the file and field).
+    """
+    doc = load_document(path)
+    if is_t4_document(doc):
+        return t4_of(str(path), doc, kernels)
+    return results_of(str(path), doc, kernels)
 
 
 def _key(check: Checker, raw: Any, where: str, kernels: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -119,7 +139,7 @@ def _measured(check: Checker, raw: Any, where: str) -> dict[str, Any]:
     for j, m in enumerate(items):
         at = f"{where}[{j}]"
         m = check.obj(m, at)
-        name = check.get(m, "name", at)
+        name = check.string(check.get(m, "name", at), f"{at}.name", max_len=255)
         if name not in columns:
             continue  # another tool's figure: not a column of ours
         column, unit = columns[name]
@@ -173,14 +193,17 @@ def read_t4(path: str | os.PathLike[str], kernels=()) -> T4File:
         InvalidInputError: unreadable, not JSON, another T4 version, no ``metadata.autotune``
             key list, or an invalid entry (the message names the entry and field).
     """
-    name = str(path)
+    return t4_of(str(path), load_document(path), kernels)
+
+
+def t4_of(name: str, doc: Any, kernels=()) -> T4File:
+    """The :class:`T4File` of ``doc`` (the parsed JSON of the file ``name``), validated as
+    :func:`read_t4` says.
+
+    Raises:
+        InvalidInputError: as :func:`read_t4`.
+    """
     check = Checker(name)
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(f"cannot read {name}: no such file") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"cannot read {name} as JSON: {getattr(exc, 'strerror', None) or exc}") from None
     doc = check.obj(doc, "the document")
     if doc.get("schema_version") != T4_VERSION:
         raise check.fail("schema_version", f"is {describe(doc.get('schema_version'))}; autotune reads T4 {T4_VERSION}")
@@ -241,7 +264,11 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
                 select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
                 .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
                        *(getattr(Search, f) == v for f, v in shape.items()))).all())
-            fresh = [t for t in mine if (t.config.key, t.status) not in stored]
+            fresh = []
+            for t in mine:  # one pass: a result given twice in the file is stored once
+                if (t.config.key, t.status) not in stored:
+                    stored.add((t.config.key, t.status))
+                    fresh.append(t)
             skipped += len(mine) - len(fresh)
             if not fresh:
                 continue
@@ -256,7 +283,6 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
                               **t.measured)
                 session.add(trial)
                 session.flush()
-                stored.add((t.config.key, t.status))
                 if t.status == "ok":
                     became = update_best(session, search, trial) or became
             best += became
