@@ -43,7 +43,7 @@ DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
 
 
 @app.command(short_help="Search a kernel's config space for one problem and dtype.")
-@handle_errors
+@handle_errors(interrupted="trials so far are stored")
 def search(
     kernel: Kernel = "smem_pad",
     device: DeviceSpec = "0",
@@ -109,7 +109,7 @@ def search(
 
 
 @app.command(short_help="Measure every valid config of a kernel's space.")
-@handle_errors
+@handle_errors(interrupted="trials so far are stored")
 def sweep(
     kernel: Kernel = "smem_pad",
     device: Device = 0,
