@@ -29,6 +29,7 @@ _NAMES = {
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
     "launcher": "autotune.runtime.launcher",
     "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
+    "Problem": "autotune.kernel.problem",
 }
 
 __all__ = [*_NAMES, "__version__"]

@@ -19,6 +19,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from autotune.errors import TrialFailed
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -77,7 +78,7 @@ def main() -> None:
                         if dtype not in k.dtypes:
                             continue
                         if k.name not in benches:
-                            benches[k.name] = Benchmark(device, k, {"rows": rows, "cols": cols}, get_dtype(dtype),
+                            benches[k.name] = Benchmark(device, Problem.of(k, {"rows": rows, "cols": cols}, get_dtype(dtype)),
                                                         repeats=args.repeats, seed=0)
                         try:
                             m = benches[k.name].measure(config)

@@ -63,12 +63,14 @@ def test_compiled_refuses_bad_input_before_touching_cuda():
 def test_a_launcher_checks_its_arrays_against_the_kernels_arguments():
     from autotune.kernel.catalog import KERNELS
     from autotune.kernel.dtypes import get_dtype
+    from autotune.kernel.problem import Problem
     from autotune.runtime.launch import Launcher
 
     k, dt = KERNELS["matmul_tiled"], get_dtype("float32")
     env = k.env({"m": 2, "n": 3, "k": 5}, dt)
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
-    launch = Launcher(k, (("m", 2), ("n", 3), ("k", 5)), dt, None, (1, 1, 1), (16, 16, 1), 0, 0, 0, expected, {})
+    launch = Launcher(Problem.of(k, (("m", 2), ("n", 3), ("k", 5)), dt), None, (1, 1, 1), (16, 16, 1), 0, 0, 0,
+                      expected, {})
     c, a, b = Exported((2, 3)), Exported((2, 5)), Exported((5, 3))
     with pytest.raises(InvalidInputError, match=r"matmul_tiled takes 3 arrays \(C, A, B\); got 2"):
         launch(c, a)

@@ -4,15 +4,16 @@ inputs and repeats, without bounds of its own, and freed."""
 
 from types import SimpleNamespace
 
-from autotune.kernel.catalog import KERNELS
+from autotune.kernel.problem import Problem
 from autotune.measure.bounds import Bounds
 
 
 class FakeBench:
     made: list = []
 
-    def __init__(self, device, kernel, dims, dtype, *, warmup=2, repeats=20, bounds=True, inputs=None):
-        self.device, self.kernel, self.dims, self.dtype = device, kernel, dims, dtype
+    def __init__(self, device, problem, *, warmup=2, repeats=20, bounds=True, inputs=None):
+        self.device, self.problem = device, problem
+        self.kernel, self.dims, self.dtype = problem.kernel, problem.dims, problem.dtype
         self.warmup, self.repeats, self.bounds_enabled, self.inputs = warmup, repeats, bounds, inputs
         self.freed = False
         FakeBench.made.append(self)
@@ -26,17 +27,17 @@ class FakeBench:
 
 def test_the_bound_kernel_is_measured_by_a_benchmark_of_the_same_class():
     FakeBench.made.clear()
-    bench = FakeBench("dev", KERNELS["smem_pad"], {"rows": 64, "cols": 64}, "float32", warmup=3, repeats=21,
+    bench = FakeBench("dev", Problem.of("smem_pad", {"rows": 64, "cols": 64}, "float32"), warmup=3, repeats=21,
                       inputs="inputs")
     bounds = Bounds(bench)
     assert bounds.kernel_gbps == 123.0 and bounds.kernel_gbps == 123.0  # measured once
     other = FakeBench.made[1:]
     assert len(other) == 1 and other[0].kernel.name == "copy_row"
     assert (other[0].device, other[0].dims, other[0].dtype, other[0].warmup, other[0].repeats, other[0].inputs) == (
-        "dev", bench.dims, "float32", 3, 21, "inputs")
+        "dev", bench.dims, bench.dtype, 3, 21, "inputs")
     assert other[0].bounds_enabled is False and other[0].freed
 
 
 def test_no_bound_kernel_when_disabled():
-    bench = FakeBench("dev", KERNELS["smem_pad"], {"rows": 64, "cols": 64}, "float32")
+    bench = FakeBench("dev", Problem.of("smem_pad", {"rows": 64, "cols": 64}, "float32"))
     assert Bounds(bench, enabled=False).kernel_gbps is None

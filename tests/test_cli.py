@@ -7,7 +7,6 @@ import pytest
 from typer.testing import CliRunner
 
 from autotune.kernel.catalog import get_kernel
-from autotune.kernel.dims import make_dims
 from autotune.measure import benchmark, device
 from autotune.cli import app
 from autotune.store.repository import Store
@@ -29,10 +28,10 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, kernel, dims, dtype, **options):
-        d = dict(make_dims(kernel.dims, dims))
+    def open_benchmark(ordinal, problem, **options):
+        d, dtype = problem.values, problem.dtype
         opened.append((ordinal, *d.values(), dtype.name, options))
-        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype, kernel) if "k" in d
+        yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype, problem.kernel) if "k" in d
                else FakeBench(device_info, FakeTimer()))
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

@@ -19,6 +19,7 @@ import pytest
 import autotune
 from autotune.errors import AutotuneError, InvalidInputError, StoreError, TrialFailed
 from autotune.measure import benchmark, device
+from autotune.kernel.problem import Problem
 from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
@@ -27,6 +28,8 @@ from autotune.kernel.dtypes import get_dtype
 from fakes import OPTIMUM
 from signals import finish, repeat, start_cli, wait_for
 from workers import fake_device, fake_open_benchmark
+
+SMEM_PAD_64 = Problem.of("smem_pad", (("rows", 64), ("cols", 64)), "float32")
 
 BEST = ",".join(f"{k}={v}" for k, v in sorted(OPTIMUM.items()))  # the fastest of the fake landscape
 EXITS = "BLOCK_ROWS=16,DIAGONAL=0,IPAD=2,TILE_DIM=32"
@@ -121,8 +124,8 @@ def test_a_re_timing_that_crashes_ends_the_search_with_one_error_and_every_trial
 def test_a_config_measured_in_the_child_comes_back_whole(faults):
     faults({})
     kernel, dtype = get_kernel("smem_pad"), get_dtype("float32")
-    with open_isolated(fake_open_benchmark, 0, kernel, (("rows", 64), ("cols", 64)), dtype, trial_timeout=30,
-                       repeats=50) as bench:
+    with open_isolated(fake_open_benchmark, 0, Problem.of(kernel, (("rows", 64), ("cols", 64)), dtype),
+                       trial_timeout=30, repeats=50) as bench:
         assert isinstance(bench, IsolatedBenchmark) and bench.device.uuid == "GPU-fake-0"
         assert (bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode) == (3000.0, 2900.0, "single")
         m = bench.measure(_config(BEST))
@@ -146,8 +149,7 @@ def test_the_caller_works_meanwhile_while_the_child_opens_the_gpu(faults, monkey
         seen.append("meanwhile")
         (marks / "release").touch()
 
-    with open_isolated(fake_open_benchmark, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                       get_dtype("float32"), trial_timeout=30, meanwhile=meanwhile) as bench:
+    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, trial_timeout=30, meanwhile=meanwhile) as bench:
         assert seen == ["meanwhile"] and bench.device.uuid == "GPU-fake-0"
         assert bench.measure(_config(BEST)).gbps == 2800.0
 
@@ -163,8 +165,7 @@ def test_an_error_meanwhile_kills_the_child_and_is_raised(faults, monkeypatch):
 
     pids_before = set(multiprocessing.active_children())
     with pytest.raises(StoreError, match="newer"):
-        with open_isolated(fake_open_benchmark, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                           get_dtype("float32"), meanwhile=meanwhile):
+        with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, meanwhile=meanwhile):
             pass
     assert set(multiprocessing.active_children()) <= pids_before  # the child was killed and reaped
 
@@ -176,8 +177,7 @@ def test_a_local_fake_is_measured_in_this_process(device_info):
     def opener(*args, **options):  # a closure cannot be sent to a child: used as it is
         yield "in-process"
 
-    with open_isolated(opener, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                       get_dtype("float32")) as bench:
+    with open_isolated(opener, 0, SMEM_PAD_64) as bench:
         assert bench == "in-process"
 
 
@@ -186,15 +186,13 @@ def test_an_error_opening_the_gpu_in_the_child_is_raised_in_the_parent(faults, m
     monkeypatch.setenv("AUTOTUNE_FAKE_GPUS", "NVIDIA H100 80GB HBM3")
     for precheck in (False, True):  # raised in the child, or by the check here before it starts
         with pytest.raises(InvalidInputError, match="--device 3 is out of range"):
-            with open_isolated(fake_open_benchmark, 3, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                               get_dtype("float32"), precheck=precheck):
+            with open_isolated(fake_open_benchmark, 3, SMEM_PAD_64, precheck=precheck):
                 pass
 
 
 def test_a_timeout_kills_the_child_and_the_next_request_starts_another(faults):
     faults({HANGS: "hang"})
-    with open_isolated(fake_open_benchmark, 0, get_kernel("smem_pad"), (("rows", 64), ("cols", 64)),
-                       get_dtype("float32"), trial_timeout=0.5) as bench:
+    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, trial_timeout=0.5) as bench:
         first = bench.pid
         with pytest.raises(TrialFailed) as failed:
             bench.measure(_config(HANGS))

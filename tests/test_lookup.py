@@ -241,7 +241,7 @@ def test_warm_lookup_does_not_touch_the_database(monkeypatch, store, db_url, dev
 
     for name in ("best", "find_best", "__init__"):
         monkeypatch.setattr(Store, name, refuse)
-    monkeypatch.setattr(tuned, "tuning_key", refuse)
+    monkeypatch.setattr(tuned.TuningKey, "of", refuse)
     assert look(device_info, (512, 512), db_url) is first
     assert look(device_info, (np.int64(512), 512), db_url) is first
     assert look(device_info, [512, 512], db_url, np.dtype("float32")) is second

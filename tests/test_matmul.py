@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.references import matmul, product_tolerance, relative_error, tolerance
@@ -131,9 +132,9 @@ def test_relative_error_of_an_all_zero_reference_is_the_absolute_error():
 def test_figures_of_merit():
     k, dims = KERNELS["matmul_reg"], {"m": 4096, "n": 4096, "k": 4096}
     assert unit(k) == "GFLOP/s" and unit(KERNELS["smem_pad"]) == "GB/s"
-    assert figure(k, dims, "float32", 10.0) == pytest.approx(2 * 4096**3 / 1e-2 / 1e9)
-    assert headline(k, dims, "float32", 10.0) == f"{2 * 4096**3 / 1e-2 / 1e9:.0f} GFLOP/s"
-    assert figure(KERNELS["smem_pad"], {"rows": 1024, "cols": 1024}, "float64", 1.0) == \
+    assert figure(Problem.of(k, dims, "float32"), 10.0) == pytest.approx(2 * 4096**3 / 1e-2 / 1e9)
+    assert headline(Problem.of(k, dims, "float32"), 10.0) == f"{2 * 4096**3 / 1e-2 / 1e9:.0f} GFLOP/s"
+    assert figure(Problem.of(KERNELS["smem_pad"], {"rows": 1024, "cols": 1024}, "float64"), 1.0) == \
         pytest.approx(2 * 1024 * 1024 * 8 / 1e-3 / 1e9)
 
 

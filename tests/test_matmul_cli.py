@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from autotune.kernel.catalog import get_kernel
 from autotune import clear_cache, lookup
-from autotune.kernel.dims import make_dims
 from autotune.measure import benchmark, device
 from autotune.cli import app
 from autotune.kernel.dtypes import get_dtype
@@ -35,10 +34,10 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, kernel, dims, dtype, **options):
-        m, n, k = (v for _, v in make_dims(kernel.dims, dims))
-        opened.append((m, n, k, dtype.name))
-        yield FakeMatmulBench(device_info, m, n, k, dtype, kernel)
+    def open_benchmark(ordinal, problem, **options):
+        m, n, k = problem.shape
+        opened.append((m, n, k, problem.dtype.name))
+        yield FakeMatmulBench(device_info, m, n, k, problem.dtype, problem.kernel)
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)  # bench asks before the database

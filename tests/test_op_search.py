@@ -281,8 +281,8 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, kernel, dims, dtype, **options):
-        opened.append(kernel.name)
+    def open_benchmark(ordinal, problem, **options):
+        opened.append(problem.kernel.name)
         yield FakeBench()
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

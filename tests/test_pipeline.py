@@ -46,20 +46,21 @@ def test_a_search_compiles_ahead_unless_turned_off(monkeypatch):
     from autotune.errors import InvalidInputError
     from autotune.measure.pipeline import workers
     from autotune.search.on_gpu import compile_pool
+    from autotune.kernel.problem import Problem
     from autotune.search.options import SearchOptions
 
     k, f32 = KERNELS["smem_pad"], get_dtype("float32")
     assert workers() == 0  # conftest: tests with fake GPUs run no nvcc in the background
-    with compile_pool(k, f32, "sm_90", k.space(), SearchOptions(strategy="grid"), 2) as pool:
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", k.space(), SearchOptions(strategy="grid"), 2) as pool:
         assert pool == (None, None)
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "1")
-    with compile_pool(k, f32, "sm_90", k.space(), SearchOptions(strategy="tpe"), 2) as (feed, ahead):
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", k.space(), SearchOptions(strategy="tpe"), 2) as (feed, ahead):
         assert ahead.wait(count=1, timeout=300)  # the default, before any batch is proposed
         feed.put([k.space().configs()[-1]])  # a batch the strategy proposed
         assert ahead.wait(count=2, timeout=300)
     assert ahead.helpers == 2  # the comparison kernels and the bound kernel
     assert ahead.done == [k.default_config(), k.space().configs()[-1]]
-    with compile_pool(k, f32, "sm_90", k.space(), SearchOptions(strategy="grid"), 2) as (feed, ahead):
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", k.space(), SearchOptions(strategy="grid"), 2) as (feed, ahead):
         assert ahead.wait(count=1, timeout=300)  # the first build ended; the rest are dropped on leaving
     assert ahead.done[0] == k.default_config()  # the default first, as the grid measures it
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "many")

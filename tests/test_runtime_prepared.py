@@ -5,6 +5,7 @@ import ctypes
 
 import pytest
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
@@ -40,7 +41,7 @@ def prepared(monkeypatch):
                "batch_stride": ctypes.c_int64(30000)}
     fake = FakeDriver(k)
     monkeypatch.setattr(driver, "libcuda", lambda: fake)
-    launcher = Launcher(k, dims, dt, None, grid, block, shared, 0xF00, 0xBA5, [], scalars)
+    launcher = Launcher(Problem.of(k, dims, dt), None, grid, block, shared, 0xF00, 0xBA5, [], scalars)
     return PreparedTranspose(launcher, 4), fake, grid, block
 
 

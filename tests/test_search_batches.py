@@ -146,7 +146,7 @@ def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_ba
             self.measure, self.retime = FakeTimer(), fake_retime()
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+    def open_benchmark(ordinal, problem, **options):
         yield Bench()
 
     seen = []
@@ -206,7 +206,7 @@ def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_i
             return self.timer(config)
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, kernel, dims, dtype, **options):
+    def open_benchmark(ordinal, problem, **options):
         events.append(("open", None))
         yield Bench()
 

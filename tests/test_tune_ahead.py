@@ -13,6 +13,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.measure import device_compare
 from autotune.search.on_gpu import compile_pool, whole_space
 from autotune.search.options import SearchOptions
+from autotune.kernel.problem import Problem
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -22,10 +23,10 @@ def test_a_grid_compiles_its_first_batches_in_order_and_a_strategy_its_default(m
     monkeypatch.setattr(device_compare, "_CUBINS", {})  # built once per process: an earlier test may have
     k, f32 = KERNELS["smem_pad"], get_dtype("float32")
     space = k.space()
-    with compile_pool(k, f32, "sm_90", space, SearchOptions(strategy="tpe", trials=1), 2) as (_, ahead):
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", space, SearchOptions(strategy="tpe", trials=1), 2) as (_, ahead):
         assert ahead.wait(count=1, timeout=300)  # one worker: the helpers ended before
     assert (ahead.done, ahead.helpers) == ([k.default_config()], 2)
-    with compile_pool(k, f32, "sm_90", space, SearchOptions(strategy="grid"), 2) as (_, ahead):
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", space, SearchOptions(strategy="grid"), 2) as (_, ahead):
         assert ahead.wait(count=5, timeout=300)
     order = [c for c in space.configs() if c != k.default_config()]
     assert ahead.done == [k.default_config(), *itertools.islice(order, 4)]  # one worker: in order

@@ -187,7 +187,7 @@ def fake_count() -> int:
 
 
 @contextlib.contextmanager
-def fake_open_benchmark(ordinal, rows, cols, dtype, depth=0, **options):
+def fake_open_benchmark(ordinal, problem, **options):
     """Stands in for :func:`autotune.measure.benchmark.open_benchmark` (module level: the workers of
     a search over several GPUs get it pickled)."""
     _test_settings()

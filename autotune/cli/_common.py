@@ -1,4 +1,4 @@
-"""What every command shares: consoles, option types, shape parsing, errors -> exit codes."""
+"""What every command shares: consoles, option types, errors -> exit codes (the shape options: :mod:`.shape`)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,12 @@ import functools
 import os
 import signal
 import sys
-from types import SimpleNamespace
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 
-from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.catalog import KERNELS
-from autotune.kernel.dims import MAX_DIM
+from autotune.errors import AutotuneError
 from autotune.kernel.dtypes import DTYPES
 from autotune.base import signals as stop
 
@@ -101,20 +98,6 @@ Db = Annotated[Optional[str], typer.Option("--db", metavar="URL",
                                                 "$AUTOTUNE_DB, else a SQLite file in the user data dir).")]
 Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL",
                                      help="A catalog kernel (autotune kernels) or the path of a kernel file (.toml).")]
-Dims = Annotated[Optional[list[str]], typer.Option("--dims", metavar="NAME=N",
-                                                   help="The kernel's dims: name=value (repeatable or "
-                                                        "comma-separated), e.g. --dims n=1048576.")]
-Size = Annotated[Optional[int], typer.Option("--size", parser=parse_int, metavar="N",
-                                             help="Every dim of the kernel (rows = cols; M = N = K).")]
-Rows = Annotated[Optional[int], typer.Option("--rows", parser=parse_int, metavar="N", help="Input rows (with --cols).")]
-Cols = Annotated[Optional[int], typer.Option("--cols", parser=parse_int, metavar="N",
-                                             help="Input columns (with --rows).")]
-M = Annotated[Optional[int], typer.Option("--m", parser=parse_int, metavar="N",
-                                          help="Matmul kernels: rows of A and C (with --n and --k).")]
-N = Annotated[Optional[int], typer.Option("--n", parser=parse_int, metavar="N",
-                                          help="Matmul kernels: columns of B and C (with --m and --k).")]
-K = Annotated[Optional[int], typer.Option("--k", parser=parse_int, metavar="N",
-                                          help="Matmul kernels: columns of A, rows of B (with --m and --n).")]
 DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", help=f"Element type: {', '.join(DTYPES)}.")]
 Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
                                      help="CUDA device ordinal.")]
@@ -127,109 +110,8 @@ TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N",
 Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rounds of that re-timing.")]
 
 
-def parse_dims(kernel, dims_option: list[str] | None, size: int | None = None, rows: int | None = None,
-               cols: int | None = None, m: int | None = None, n: int | None = None,
-               k: int | None = None) -> dict[str, int]:
-    """The named dims of the command line for ``kernel`` (a :class:`~autotune.kernel.model.Kernel`).
-
-    ``--dims name=value`` (repeatable, or comma-separated) names any of the kernel's dims;
-    ``--rows --cols --m --n --k`` are sugar setting the dim of that name; ``--size N`` sets
-    every dim not otherwise given.
-
-    Raises:
-        InvalidInputError: a malformed ``--dims``, a dim the kernel does not have, a value
-            out of range, a dim given twice, or one missing; naming the flag and what is allowed.
-    """
-    allowed = ", ".join(kernel.dims)
-    given: dict[str, int] = {}
-    for item in (p.strip() for opt in dims_option or () for p in opt.split(",")):
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
-        name = name.strip()
-        if not name.isidentifier() or not name.isascii():
-            raise InvalidInputError(f"--dims {item!r} is not allowed; give name=value with a name of {allowed}")
-        if name in given:
-            raise InvalidInputError(f"dim {name} is given twice (--dims {name}={given[name]} and {name}={value.strip()}); "
-                                    "give each dim once")
-        given[name] = _dim_value(f"--dims {name}", value.strip())
-    for flag, value in (("rows", rows), ("cols", cols), ("m", m), ("n", n), ("k", k)):
-        if value is None:
-            continue
-        if flag not in kernel.dims:
-            raise InvalidInputError(f"--{flag} is not a dim of kernel {kernel.name}; it takes {allowed}")
-        if flag in given:
-            raise InvalidInputError(f"dim {flag} is given twice (--{flag} and --dims)")
-        given[flag] = _dim_value(f"--{flag}", value)
-    unknown = sorted(set(given) - set(kernel.dims))
-    if unknown:
-        raise InvalidInputError(f"--dims {unknown[0]} is not a dim of kernel {kernel.name}; it takes {allowed}")
-    if size is not None:
-        side = _dim_value("--size", size)
-        if set(kernel.dims) <= set(given):
-            raise InvalidInputError(f"--size {side} sets no dim: the other options give every dim of kernel "
-                                    f"{kernel.name} ({allowed}); give either --size or those, not both")
-        given = {**{d: side for d in kernel.dims}, **given}
-    missing = [d for d in kernel.dims if d not in given]
-    if missing:
-        raise InvalidInputError(f"dim {missing[0]} is missing; kernel {kernel.name} takes {allowed}: give --dims "
-                                + ",".join(f"{d}=N" for d in kernel.dims) + " or --size N")
-    return {d: given[d] for d in kernel.dims}
-
-
-def _dim_value(flag: str, value) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{flag} {value!r} is not an integer") from None
-    if not 1 <= n <= MAX_DIM:
-        raise InvalidInputError(f"{flag} {n} is not allowed; give an integer 1..{MAX_DIM}")
-    return n
-
-
 KernelRef = Annotated[Optional[str], typer.Option(
     "--kernel", metavar="KERNEL", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
-
-SUGAR = ("rows", "cols", "m", "n", "k")
-"""Dims with an option of their own (``--rows`` ...): the catalog's transposes and matrix products."""
-
-
-def problem_dims(kernel: Any | None, dims: list[str] | None, size: int | None, rows: int | None, cols: int | None,
-                 m: int | None = None, n: int | None = None, k: int | None = None) -> list[dict[str, int]]:
-    """The dims a filtering command (best, list, export) asks for: those of ``kernel``
-    (:func:`parse_dims`), or, without a kernel, every distinct dims of the catalog kernels that
-    the sugar options fit (``--dims`` alone: exactly those names and values, any kernel).
-
-    Raises:
-        InvalidInputError: the options fit no kernel (the message of the first that refused for
-            another reason than a dimension it does not have).
-    """
-    if kernel is not None:
-        return [parse_dims(kernel, dims, size, rows, cols, m, n, k)]
-    if dims:
-        names = tuple(dict.fromkeys(item.split("=")[0].strip() for text in dims for item in text.split(",")))
-        return [parse_dims(SimpleNamespace(name="(any)", dims=names), dims, size, rows, cols, m, n, k)]
-    shapes: list[dict[str, int]] = []
-    errors: list[InvalidInputError] = []
-    for kernel in KERNELS.values():
-        try:
-            shape = parse_dims(kernel, None, size, rows, cols, m, n, k)
-        except InvalidInputError as exc:
-            errors.append(exc)
-            continue
-        if shape not in shapes:
-            shapes.append(shape)
-    if not shapes:
-        raise next((e for e in errors if "is not a dim of" not in str(e)), errors[0])
-    return shapes
-
-
-def shape_args(shape: dict[str, int]) -> str:
-    """The command-line options of ``shape``: ``--rows R --cols C``, or ``--dims n=N``."""
-    if all(name in SUGAR for name in shape):
-        return " ".join(f"--{name} {value}" for name, value in shape.items())
-    return "--dims " + ",".join(f"{name}={value}" for name, value in shape.items())
-
 
 def fail(exc: AutotuneError) -> typer.Exit:
     err.print(f"error: {exc}", markup=False, soft_wrap=True)

@@ -15,15 +15,15 @@ from autotune.measure import device as gpus
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import (open_store, K, M, N, Cols, Db, Device, Dims, DType, Rows, Size, err, handle_errors, on_interrupt, out,
-                      parse_dims, parse_int)
+from ._common import open_store, Db, Device, DType, err, handle_errors, on_interrupt, out, parse_int
+from .shape import Shape, shape_options
 
 
 @app.command(short_help="Time kernels at default and tuned configs against their bounds.")
 @handle_errors(interrupted="the bench run is not stored (a run is stored whole, at its end)")
+@shape_options
 def bench(
-    dims: Dims = None,
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    shape: Shape = Shape(),
     dtype: DType = "float32",
     device: Device = 0,
     kernel: Annotated[Optional[list[str]], typer.Option(
@@ -44,20 +44,20 @@ def bench(
       autotune bench --kernel matmul_reg --size 4096 --format json
     """
     dt = get_dtype(dtype)
-    kernels = _kernels(kernel, dt, dims, rows, cols, m, n, k)
-    problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
+    kernels = _kernels(kernel, dt, shape)
+    problem = shape.dims_for(kernels[0])
     if device < 0:
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
     gpus.query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
     store = open_store(db)  # a database fault is said before a kernel is built or timed
-    shape, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
+    shown, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 
     say = out if fmt is Format.table else err
 
     def opened(bench, nvcc):
-        say.print(f"bench {shape} ({key_text}) {dt.name} on {bench.device.name} "
+        say.print(f"bench {shown} ({key_text}) {dt.name} on {bench.device.name} "
                   f"(driver {bench.device.driver_version}, nvcc {nvcc})")
 
     lines, context = run_bench(device, kernels, problem, dt, store, repeats, on_open=opened)
@@ -66,7 +66,7 @@ def bench(
         run_id = store.save_bench_run(info, key_text, dt.name, context["nvcc"], context["memcpy_gbps"],
                                       context["l2_mode"], lines)
         on_interrupt(f"stored as bench run {run_id}")
-    title = f"{shape} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
+    title = f"{shown} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
     flops = any(kern.objective.flops for kern in kernels)
     if flops:
         title += " (GFLOP/s = 2*M*N*K / time)"
@@ -77,7 +77,7 @@ def bench(
     say.print(f"stored as bench run {run_id}")
 
 
-def _kernels(names: list[str] | None, dt, dims, rows, cols, m, n, k) -> list:
+def _kernels(names: list[str] | None, dt, shape: Shape) -> list:
     """The kernels to bench: those named (one kind of problem: the same dims), or every
     catalog kernel that takes ``dt`` with the dims the options name (rows/cols by default).
 
@@ -93,8 +93,8 @@ def _kernels(names: list[str] | None, dt, dims, rows, cols, m, n, k) -> list:
         for kern in kernels:
             kern.check_dtype(dt)
         return kernels
-    named = {d.partition("=")[0].strip() for opt in dims or () for d in opt.split(",")}
-    named |= {flag for flag, v in (("m", m), ("n", n), ("k", k)) if v is not None}
+    named = {d.partition("=")[0].strip() for opt in shape.dims or () for d in opt.split(",")}
+    named |= {flag for flag in ("m", "n", "k") if getattr(shape, flag) is not None}
     want = ("m", "n", "k") if named & {"m", "n", "k"} else ("rows", "cols")
     family = [kern for kern in KERNELS.values() if kern.dims == want]
     kernels = [kern for kern in family if dt.name in kern.dtypes]

@@ -11,17 +11,18 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from . import app
-from ._common import open_existing, Cols, Db, Dims, DType, K, Kernel, M, N, Rows, Size, err, handle_errors, out, parse_dims
+from ._common import open_existing, Db, DType, Kernel, err, handle_errors, out
+from .shape import Shape, shape_options
 
 
 @app.command(short_help="Plot stored results as PNGs.")
 @handle_errors(interrupted="no PNG is half written (each is written whole or not at all)")
+@shape_options
 def report(
     out_dir: Annotated[Path, typer.Option("--out", "-o", file_okay=False, metavar="DIR",
                                           help="Directory to write the PNG files to (created if missing).")],
     kernel: Kernel = "smem_pad",
-    dims: Dims = None,
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    shape: Shape = Shape(),
     dtype: DType = "float32",
     device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
                                                   help="Part of the device name (default: the most recent).")] = None,
@@ -41,8 +42,7 @@ def report(
     """
     kern = resolve_kernel(kernel)  # before opening the database: a typo must not create one
     dt = get_dtype(dtype).name
-    shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
-    given = parse_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
+    given = shape.dims_for(kern) if shape.given else None
     from autotune.report.plots import write_report
 
     done = write_report(open_existing(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device,

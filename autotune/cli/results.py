@@ -14,8 +14,8 @@ from autotune.store.key import format_shape
 from autotune.measure.figures import unit
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import (open_reader, Cols, Db, Dims, DType, K, KernelRef, M, N, Rows, Size, err, handle_errors, out, problem_dims,
-                      shape_args)
+from ._common import open_reader, Db, DType, KernelRef, err, handle_errors, out
+from .shape import DimsOption, Shape, shape_args, shape_options
 
 if TYPE_CHECKING:
     from autotune.store.records import BestRecord
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 @app.command(short_help="Show the stored best config for a problem.")
 @handle_errors
+@shape_options
 def best(
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
-    dims: Dims = None,
+    shape: Shape = Shape(),
     kernel: KernelRef = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="ORDINAL|NAME",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
@@ -49,13 +49,13 @@ def best(
       autotune best --kernel matmul_reg --size 4096 --format json
     """
     kernels = _kernels(kernel)
-    shapes = problem_dims(next(iter(kernels.values())) if kernel else None, dims, size, rows, cols, m, n, k)
+    shapes = shape.shapes(next(iter(kernels.values())) if kernel else None)
     dt = get_dtype(dtype)
     name = _device_filter(device)
     found = [b for b in open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     judged = stale.partition(found, kernels, stale.current_nvcc())
-    current, unknown = judged.current, judged.unknown
+    unknown = judged.unknown
     note = stale.left_out(judged.reasons, "shows them")
     shown_records = [v.record for v in judged.verdicts if v.current or (include_stale and v.reason is not None)]
     if unknown:
@@ -82,7 +82,7 @@ def best(
 
 @app.command("list", short_help="List everything tuned in the database.")
 @handle_errors
-def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: FormatOption = Format.table,
+def list_(kernel: KernelRef = None, dims: DimsOption = None, db: Db = None, fmt: FormatOption = Format.table,
           wide: WideOption = False) -> None:
     """List everything tuned in the database (of a kernel, and dims); stale results are marked with
     why, results of kernels this autotune does not know with "?" (give their file with --kernel).
@@ -94,7 +94,7 @@ def list_(kernel: KernelRef = None, dims: Dims = None, db: Db = None, fmt: Forma
       autotune list --format csv > tuned.csv
     """
     kernels = _kernels(kernel)
-    shapes = problem_dims(next(iter(kernels.values())), dims, None, None, None) if kernel and dims else None
+    shapes = Shape(tuple(dims)).shapes(next(iter(kernels.values()))) if kernel and dims else None
     found = open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:

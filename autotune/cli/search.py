@@ -13,7 +13,6 @@ from rich.markup import escape
 from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
-from autotune.kernel.dtypes import get_dtype
 from autotune.measure import phases
 from autotune.measure.figures import figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
@@ -24,11 +23,12 @@ from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
-from ._common import (Cols, Db, Device, Dims, DType, K, Kernel, M, N, Repeats, Rounds, Rows, Size, SpaceFile, TopK,
-                      err, handle_errors, out, parse_dims, parse_float, parse_int)
+from ._common import (Db, Device, DType, Kernel, Repeats, Rounds, SpaceFile, TopK, err, handle_errors, out, parse_float,
+                      parse_int)
 from .output import Format, FormatOption, WideOption
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
 from .search_tables import print_tables, top_rows
+from .shape import Shape, shape_options
 
 TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
                                              help="Kill a trial (each measured in a child process) after "
@@ -44,11 +44,11 @@ DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
 
 @app.command(short_help="Search a kernel's config space for one problem and dtype.")
 @handle_errors(interrupted="trials so far are stored")
+@shape_options
 def search(
     kernel: Kernel = "smem_pad",
     device: DeviceSpec = "0",
-    dims: Dims = None,
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    shape: Shape = Shape(),
     dtype: DType = "float32",
     trials: Annotated[int, typer.Option("--trials", parser=parse_int, metavar="N",
                                         help="Configs to measure (>= 1; fewer if the space runs out); "
@@ -101,20 +101,18 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, dims, size, rows, cols, m, n, k, dtype, options, fmt, wide)
+        run_op(op, ordinals, shape, dtype, options, fmt, wide)
         return
-    kern = resolve_kernel(kernel)
-    problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    _run(kern, problem, dtype, ordinals, top, options, fmt, wide)
+    _run(shape.problem(resolve_kernel(kernel), dtype), ordinals, top, options, fmt, wide)
 
 
 @app.command(short_help="Measure every valid config of a kernel's space.")
 @handle_errors(interrupted="trials so far are stored")
+@shape_options
 def sweep(
     kernel: Kernel = "smem_pad",
     device: Device = 0,
-    dims: Dims = None,
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    shape: Shape = Shape(),
     dtype: DType = "float32",
     space: SpaceFile = None,
     repeats: Repeats = 50,
@@ -138,10 +136,9 @@ def sweep(
                        rounds=rounds, db=db, trial_timeout=trial_timeout)
     if device < 0:
         parse_devices(str(device))
-    kern = resolve_kernel(kernel)
-    problem = parse_dims(kern, dims, size, rows, cols, m, n, k)
-    count = check_grid(kern.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(kern, problem, dtype, [device], count, options.replace(trials=count), fmt, wide)
+    problem = shape.problem(resolve_kernel(kernel), dtype)
+    count = check_grid(problem.kernel.space(space))  # a space over the grid's limit is refused before any GPU work
+    _run(problem, [device], count, options.replace(trials=count), fmt, wide)
 
 
 def _options(**given) -> SearchOptions:
@@ -152,16 +149,13 @@ def _options(**given) -> SearchOptions:
         raise exc.as_flag() from None
 
 
-def _run(kern, problem, dtype, ordinals, top, options: SearchOptions, fmt: Format = Format.table,
-         wide: bool = False) -> None:
+def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.table, wide: bool = False) -> None:
     """Tune with progress; on Ctrl-C print the best so far and re-raise. Progress and text go
     to stdout with a table, to stderr with JSON or CSV (stdout is then the data alone)."""
     say = out if fmt is Format.table else err
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    dt = get_dtype(dtype)
-    kern.check_dtype(dt)
     started: list[Started] = []
     columns = (TextColumn("{task.description}"), BarColumn(bar_width=BAR_WIDTH), MofNCompleteColumn(),
                TimeElapsedColumn(),
@@ -172,7 +166,7 @@ def _run(kern, problem, dtype, ordinals, top, options: SearchOptions, fmt: Forma
         def on_start(s: Started) -> None:
             nonlocal task, on_report
             started.append(s)
-            _print_header(say, s, kern, problem, dt, ordinals, options)
+            _print_header(say, s, problem, ordinals, options)
             if s.bench is not None:
                 task = progress.add_task("configs", total=options.trials, best="")
             else:
@@ -180,30 +174,30 @@ def _run(kern, problem, dtype, ordinals, top, options: SearchOptions, fmt: Forma
 
         def on_trial(outcome: TrialOutcome, result: SearchResult) -> None:
             best = result.best
-            text = (best_text(say, "configs", headline(kern, problem, dt, best[1]), best[0].key) if best
+            text = (best_text(say, "configs", headline(problem, best[1]), best[0].key) if best
                     else "no valid config yet")
             progress.update(task, completed=result.measured_count, best=text)  # configs measured
 
         try:
-            result = tune(kern, problem, dt, device=ordinals if len(ordinals) > 1 else ordinals[0],
+            result = tune(problem, device=ordinals if len(ordinals) > 1 else ordinals[0],
                           on_start=on_start, on_trial=on_trial,
                           on_report=lambda rep: on_report(rep) if on_report else None, options=options)
         except KeyboardInterrupt:
             if started:
-                _print_best_so_far(say, started[0].store, started[0].key, kern)
+                _print_best_so_far(say, started[0].store, started[0].key, problem)
             raise
     if result.reports:
         print_reports(result.reports, say)
         if result.retimings:
             say.print(f"re-timing the top {len(result.retimings)} configs of the study on GPU {ordinals[0]} only")
-    _print_result(say, result, started[0].store, kern, top, fmt, wide, summary=len(ordinals) == 1)
+    _print_result(say, result, started[0].store, problem, top, fmt, wide, summary=len(ordinals) == 1)
 
 
-def _print_header(say, s: Started, kern, problem, dt, ordinals, options: SearchOptions) -> None:
+def _print_header(say, s: Started, problem, ordinals, options: SearchOptions) -> None:
     key, d = s.key, s.key.device
     where = (f"on {d.name} (device {ordinals[0]}" if s.bench is not None else
              f"on {len(ordinals)} x {d.name} (devices {','.join(map(str, ordinals))}")
-    say.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {dt.name} {where}, "
+    say.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {key.dtype} {where}, "
               f"{d.arch}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
               f"{_space_size(s.space)} in {escape(str(Path(s.space.path).resolve()))}"
               + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else "")
@@ -213,8 +207,8 @@ def _print_header(say, s: Started, kern, problem, dt, ordinals, options: SearchO
         return
     bounds = [f"device-to-device memcpy: {b.memcpy_gbps:.0f} GB/s"] if b.memcpy_gbps else []
     if b.copy_gbps:
-        bounds.append(f"{kern.objective.bound_kernel} bound: {b.copy_gbps:.0f} GB/s")
-    say.print("; ".join([*bounds, f"figure: {unit(kern)}", f"L2: {b.l2_mode} buffers"]))
+        bounds.append(f"{problem.kernel.objective.bound_kernel} bound: {b.copy_gbps:.0f} GB/s")
+    say.print("; ".join([*bounds, f"figure: {unit(problem.kernel)}", f"L2: {b.l2_mode} buffers"]))
 
 
 HEADER_COUNT = 10_000
@@ -230,7 +224,7 @@ def _space_size(space) -> str:
     return f"over {HEADER_COUNT:,} valid configs ({space.raw_size:,} combinations before constraints)"
 
 
-def _print_result(say, result: SearchResult, store, kern, top: int, fmt: Format, wide: bool,
+def _print_result(say, result: SearchResult, store, problem, top: int, fmt: Format, wide: bool,
                   summary: bool = True) -> None:
     """The run's outcome counts and failures (on ``say``), the top configs of the study and
     the re-timing (:mod:`.search_tables`, on stdout), and the stored best."""
@@ -252,45 +246,46 @@ def _print_result(say, result: SearchResult, store, kern, top: int, fmt: Format,
         if o.status != "ok":
             say.print(f"  failed trial {o.number} {o.config.key}: {o.status}: {o.reason}", markup=False)
     records = sorted((t for t in store.key_trials(result.key) if t.status == "ok"), key=lambda t: t.median_ms)
-    rows = top_rows(records[:top], result, kern)
+    kern = problem.kernel
+    rows = top_rows(records[:top], result, problem)
     key = result.key
     document = {"kernel": key.kernel, "dims": dict(key.dims), "dtype": key.dtype, "device": key.device.name,
                 "stopped": result.stopped, "measured": result.measured_count, "outcomes": counts}
     if fmt is Format.json:
         best = store.best(key)
         document["best"] = None if best is None else {"config": best.config.key, "ms": best.time_ms,
-                                                      "figure": figure(kern, dict(key.dims), key.dtype, best.time_ms),
+                                                      "figure": figure(problem, best.time_ms),
                                                       "unit": unit(kern), "tie_group": list(best.tie_group)}
     say.print()
     print_tables(out, rows, result, kern, fmt, wide, document)
     if result.clock_warning:
         err.print(f"warning: GPU clocks moved during the search: {result.clock_warning}")
     say.print()
-    _print_best(say, store, result.key, kern, "best")
+    _print_best(say, store, result.key, problem, "best")
     spent = result.phase_totals or phases.totals(t.phases for rep in result.reports if rep.search_id is not None
                                                  for t in store.trials(rep.search_id))
     if spent:
         say.print(f"where the time went: {phases.describe(spent)}")
 
 
-def _print_best_so_far(say, store, key, kern) -> None:
+def _print_best_so_far(say, store, key, problem) -> None:
     """The stored best after an interrupt; a database that cannot be read then is said, not
     raised (the interrupt is what the command ends with)."""
     try:
-        _print_best(say, store, key, kern, "best so far")
+        _print_best(say, store, key, problem, "best so far")
     except StoreError as exc:
         err.print(f"best so far: unknown ({exc})", markup=False, soft_wrap=True)
 
 
-def _print_best(say, store, key, kern, label: str) -> None:
+def _print_best(say, store, key, problem, label: str) -> None:
     best = store.best(key)
     if best is None:
         say.print(f"{label}: no config of this key passed verification yet")
         return
     ms = best.pooled_median_ms or best.median_ms
     how = f"pooled over {best.rounds} rounds" if best.pooled_median_ms else "single measurement"
-    figure_text = headline(kern, dict(key.dims), key.dtype, ms)
-    if best.memcpy_gbps and kern.objective.bytes:
-        figure_text += f"  {100 * figure(kern, dict(key.dims), key.dtype, ms) / best.memcpy_gbps:.1f}% of memcpy"
+    figure_text = headline(problem, ms)
+    if best.memcpy_gbps and problem.kernel.objective.bytes:
+        figure_text += f"  {100 * figure(problem, ms) / best.memcpy_gbps:.1f}% of memcpy"
     say.print(f"{label}: {best.config.key}  {figure_text} ({ms:.4f} ms, {how})"
               + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))

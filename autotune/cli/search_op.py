@@ -8,14 +8,16 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.problem import Problem
 from autotune.measure.figures import headline
 from autotune.kernel.ops import op_kernels
 from autotune.search.op import Standing, tune_op
-from ._common import err, out, parse_dims
+from ._common import err, out
 from .output import Column, Format, emit, rate
+from .shape import Shape
 
 
-def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype: str, options,
+def run_op(op: str, ordinals: list[int], shape: Shape, dtype: str, options,
            fmt: Format = Format.table, wide: bool = False) -> None:
     """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking
     (``fmt``: a table, or JSON/CSV on stdout with the progress lines on stderr).
@@ -30,7 +32,7 @@ def run_op(op: str, ordinals: list[int], dims, size, rows, cols, m, n, k, dtype:
     kernels = op_kernels(op, dt)
     if len(ordinals) != 1:
         raise InvalidInputError(f"--device {','.join(map(str, ordinals))} is not allowed with --op; give one GPU")
-    problem = parse_dims(kernels[0], dims, size, rows, cols, m, n, k)
+    problem = shape.dims_for(kernels[0])
     say = out if fmt is Format.table else err
     say.print(f"[bold]--op {op}[/] {format_shape(tuple(problem.items()))} {dt.name} on device {ordinals[0]}: "
               f"{len(kernels)} kernels ({', '.join(x.name for x in kernels)}), {options.trials} configs shared "
@@ -74,5 +76,5 @@ def _figure(s: Standing, problem, dtype: str) -> str:
     if s.best is None:
         return "none yet (no config passed verification)"
     pct = _pct(s, problem, dtype)
-    return (f"{s.best.config.key} {headline(KERNELS[s.kernel], problem, dtype, s.time_ms)} ({s.time_ms:.4f} ms"
+    return (f"{s.best.config.key} {headline(Problem.of(KERNELS[s.kernel], problem, dtype), s.time_ms)} ({s.time_ms:.4f} ms"
             + (f", {pct}% of memcpy)" if pct else ")"))

@@ -18,10 +18,10 @@ __all__ = ["top_rows", "print_tables"]
 PCT = {"pct_memcpy": "% memcpy", "pct_copy": "% bound"}
 
 
-def top_rows(records, result: SearchResult, kern) -> list[dict]:
-    """The top configs (stored ``ok`` trials, fastest first) as dicts, each with its re-timing
-    (pooled ms, figure, spread, rounds, tie) where it was re-timed."""
-    d, dims, dtype = result.decision, dict(result.key.dims), result.key.dtype
+def top_rows(records, result: SearchResult, problem) -> list[dict]:
+    """The top configs (stored ``ok`` trials, fastest first) of ``problem`` as dicts, each with
+    its re-timing (pooled ms, figure, spread, rounds, tie) where it was re-timed."""
+    d = result.decision
     retimed = {r.config.key: r for r in result.retimings}
     rows = []
     for rank, t in enumerate(records, 1):
@@ -31,7 +31,7 @@ def top_rows(records, result: SearchResult, kern) -> list[dict]:
                      "pct_copy": t.pct_copy, "registers": t.registers, "shared_bytes": t.shared_bytes,
                      "occupancy": t.occupancy,
                      "pooled_ms": r and r.pooled_median_ms,
-                     "pooled_figure": r and figure(kern, dims, dtype, r.pooled_median_ms),
+                     "pooled_figure": r and figure(problem, r.pooled_median_ms),
                      "spread_pct": r and 100 * r.spread, "rounds_ms": r and list(r.round_medians_ms),
                      "tie": r and d and (("winner" if r is d.winner else "yes") if r in d.tie_group else "")})
     return rows

@@ -15,12 +15,13 @@ from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import (open_existing, open_store, Cols, Db, Dims, K, KernelRef, M, N, Rows, Size, SpaceFile, err, handle_errors, on_interrupt,
-                      out, problem_dims)
+from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, on_interrupt, out
+from .shape import Shape, shape_options
 
 
 @app.command("export", short_help="Write tuned configs to JSON or a C/C++ header.")
 @handle_errors(interrupted="no file is half written (the target is its old self or the whole new file)")
+@shape_options
 def export(
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
                                                      help="JSON file to write (replaced whole if it exists).")] = None,
@@ -40,8 +41,7 @@ def export(
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", help="Only keys of this element type "
                                                                   "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
-    dims: Dims = None,
-    size: Size = None, rows: Rows = None, cols: Cols = None, m: M = None, n: N = None, k: K = None,
+    shape: Shape = Shape(),
     device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
                                                   help="Part of the device name (default: all).")] = None,
     include_stale: Annotated[bool, typer.Option("--include-stale",
@@ -74,11 +74,9 @@ def export(
                                              (kt_cache, "--kt-cache")) if p is not None)
     check_writable(target, flag)  # a device node, a folder
     if header is not None:
-        _export_header(header, kern, device, include_stale, dims or any(v is not None for v in (size, rows, cols, m, n, k)),
-                       db)
+        _export_header(header, kern, device, include_stale, shape.given, db)
         return
-    shaped = dims or any(v is not None for v in (size, rows, cols, m, n, k))
-    shapes = problem_dims(kern, dims, size, rows, cols, m, n, k) if shaped else None
+    shapes = shape.shapes(kern) if shape.given else None
     if kt_cache is not None:
         _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db)
         return

@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, DType, get_dtype
 from autotune.kernel.expr import Expr
 
-__all__ = ["ROLES", "INITS", "SCALAR_TYPES", "COMPARES", "Array", "Scalar", "Launch", "Check", "Objective",
+__all__ = ["ROLES", "INITS", "SCALAR_TYPES", "COMPARES", "Array", "Scalar", "Launch", "Geometry", "Check", "Objective",
            "Kernel"]
 
 ROLES = ("in", "out", "inout", "scratch")
@@ -90,6 +92,26 @@ class Launch:
     block: tuple[Expr, Expr, Expr]
     grid: tuple[Expr, Expr, Expr]
     shared: Expr
+
+
+class Geometry(NamedTuple):
+    """A launch's geometry: ``grid`` (blocks along x, y, z), ``block`` (threads along x, y,
+    z) and ``shared`` (bytes of dynamic shared memory per block). A named tuple: it also
+    unpacks as ``grid, block, shared``."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return math.prod(self.block)
+
+    @property
+    def blocks(self) -> int:
+        """Blocks per grid."""
+        return math.prod(self.grid)
 
 
 @dataclass(frozen=True)
@@ -233,9 +255,9 @@ class Kernel:
         return {**dims, **self.fixed, **(config.as_dict() if config else {}), "itemsize": dtype.itemsize}
 
     def geometry(self, config: Config, dims: Mapping[str, int], dtype: DType,
-                 launch: Launch | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
-        """``(grid, block, dynamic shared bytes)`` of ``config`` on ``dims`` (of ``launch``,
-        default the kernel's own).
+                 launch: Launch | None = None) -> Geometry:
+        """The :class:`Geometry` (grid, block, dynamic shared bytes) of ``config`` on ``dims``
+        (of ``launch``, default the kernel's own).
 
         Raises:
             ZeroDivisionError: an expression divides by zero for this config.
@@ -244,7 +266,7 @@ class Kernel:
         env = self.env(dims, dtype, config)
         grid = tuple(e(env) for e in launch.grid)
         block = tuple(e(env) for e in launch.block)
-        return grid, block, launch.shared(env)  # type: ignore[return-value]
+        return Geometry(grid, block, launch.shared(env))  # type: ignore[arg-type]
 
     def figure(self, which: str, dims: Mapping[str, int], dtype: DType) -> int | None:
         """The objective's ``bytes`` or ``flops`` for ``dims`` (``None`` where not given)."""

@@ -38,9 +38,8 @@ import numpy as np
 
 from autotune.errors import InvalidInputError, TrialFailed
 from autotune.kernel.config import Config
-from autotune.kernel.dims import Dims, format_shape, make_dims
 from autotune.kernel.dtypes import DType
-from autotune.kernel.model import Kernel
+from autotune.kernel.problem import Problem
 from autotune.measure.bounds import Bounds
 from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.compile import CompiledKernel, Compiler
@@ -62,31 +61,29 @@ MAX_GRID = (2**31 - 1, 65535, 65535)
 """CUDA's limits of blocks per grid along x, y and z."""
 
 
-def check_fits(device: DeviceInfo, kernel: Kernel, dims: Dims, dtype: DType, free: int | None = None) -> int:
-    """Device bytes one argument set of ``kernel`` on ``dims`` takes (guards included).
+def check_fits(device: DeviceInfo, problem: Problem, free: int | None = None) -> int:
+    """Device bytes one argument set of ``problem`` takes (guards included).
 
     Raises:
         InvalidInputError: more than the device's memory (or 90 % of ``free`` bytes).
     """
-    need = ArgSet.footprint(array_layout(kernel, kernel.env(dict(dims), dtype), dtype))
+    need = ArgSet.footprint(array_layout(problem.kernel, problem.env(), problem.dtype))
     limit, what = (device.total_memory, f"{device.name} has") if free is None else (0.9 * free, "free:")
     if need > limit:
         have = device.total_memory if free is None else free
-        raise InvalidInputError(f"{kernel.name} {format_shape(dims)} {dtype.name} needs {need / 2**30:.1f} GiB "
-                                f"on the GPU; {what} {have / 2**30:.1f} GiB")
+        raise InvalidInputError(f"{problem.label} needs {need / 2**30:.1f} GiB on the GPU; "
+                                f"{what} {have / 2**30:.1f} GiB")
     return need
 
 
 class Benchmark:
-    """Verifies and times configs of one kernel for one device, dims and dtype.
+    """Verifies and times configs of one problem (kernel, dims, dtype) on one device.
 
     Must be used inside a current CUDA context (:func:`open_benchmark` gives one).
 
     Args:
         device: the current device.
-        kernel: the kernel (:mod:`autotune.kernel.model`).
-        dims: its named dimensions (a mapping, or values in the kernel's order).
-        dtype: the problem's element type (one of the kernel's dtypes).
+        problem: the :class:`~autotune.kernel.problem.Problem` (checked where it was built).
         warmup: launches before timing; repeats: timed samples (>= 20).
         seed: seed of the inputs (``None``: fresh entropy).
         bounds: measure the objective's bounds (memcpy, bound kernel); off for the bound
@@ -96,29 +93,25 @@ class Benchmark:
             values drawn once, not twice).
 
     Raises:
-        InvalidInputError: bad dims, dtype or repeats, or the arguments do not fit in free
-            device memory.
+        InvalidInputError: bad repeats, or the arguments do not fit in free device memory.
     """
 
-    def __init__(self, device: DeviceInfo, kernel: Kernel, dims: Mapping[str, int] | tuple, dtype: DType, *,
-                 warmup: int = 10, repeats: int = 50, seed: int | None = None, bounds: bool = True,
-                 inputs: Mapping[str, np.ndarray] | None = None) -> None:
+    def __init__(self, device: DeviceInfo, problem: Problem, *, warmup: int = 10, repeats: int = 50,
+                 seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
-        kernel.check_dtype(dtype)
-        self.dims = make_dims(kernel.dims, dims, f"kernel {kernel.name}")
-        kernel.check_dims(dict(self.dims))
         self.drv = cuda_driver()
-        self.device, self.kernel, self.dtype = device, kernel, dtype
+        self.problem = problem
+        self.device, self.kernel, self.dtype, self.dims = device, problem.kernel, problem.dtype, problem.dims
         self.warmup, self.repeats = warmup, repeats
-        self.dim_values = dict(self.dims)
-        env = kernel.env(self.dim_values, dtype)
+        self.dim_values = problem.values
+        env = problem.env()
+        kernel, dtype = problem.kernel, problem.dtype
         self.layout = array_layout(kernel, env, dtype)
         self.scalars = scalar_values(kernel, env)
-        self.bytes, self.flops = kernel.figure("bytes", self.dim_values, dtype), kernel.figure("flops", self.dim_values,
-                                                                                                 dtype)
+        self.bytes, self.flops = problem.figure("bytes"), problem.figure("flops")
         free, _ = self.drv.mem_get_info()
-        footprint = check_fits(device, kernel, self.dims, dtype, free)
+        footprint = check_fits(device, problem, free)
         self.rng = np.random.default_rng(seed)
         self.compiler = Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
@@ -198,7 +191,7 @@ class Benchmark:
                 an expression dividing by zero for this config).
         """
         try:
-            grid, block, shared = self.kernel.geometry(config, self.dim_values, self.dtype)
+            grid, block, shared = self.problem.geometry(config)
         except ZeroDivisionError:
             raise TrialFailed("resources", "the launch geometry divides by zero for this config") from None
         bad = [f"{n}={g} > {m}" for n, g, m in zip("xyz", grid, MAX_GRID) if g > m] + \
@@ -272,9 +265,9 @@ class Benchmark:
         if k.check_spec.reference is not None:
             return python_reference(k, self.layout, self.scalars, values)
         default = k.default_config()
-        grid, block, shared = k.geometry(default, self.dim_values, self.dtype, k.check_spec.reference_launch)
-        _, own_block, _ = k.geometry(default, self.dim_values, self.dtype)  # the cached module's occupancy is
-        compiled = self.compiler(default, self.dtype, math.prod(own_block), k)  # that of the kernel's own launch
+        grid, block, shared = self.problem.geometry(default, k.check_spec.reference_launch)
+        own = self.problem.geometry(default)  # the cached module's occupancy is that of the kernel's own launch
+        compiled = self.compiler(default, self.dtype, own.threads, k)
         args = ArgSet.allocate(self.drv, self.layout)
         try:
             return kernel_reference(self.drv, k, compiled, self.layout, args, self._params(args), grid, block,
@@ -336,18 +329,17 @@ class Benchmark:
 
 
 @contextlib.contextmanager
-def open_benchmark(ordinal: int, kernel: Kernel, dims, dtype: DType, **options) -> Iterator[Benchmark]:
-    """A :class:`Benchmark` of ``kernel`` on ``dims`` and ``dtype`` on device ``ordinal``, inside
-    its context, freed on exit; ``options`` go to the benchmark (warmup, repeats, seed).
+def open_benchmark(ordinal: int, problem: Problem, **options) -> Iterator[Benchmark]:
+    """A :class:`Benchmark` of ``problem`` on device ``ordinal``, inside its context, freed on
+    exit; ``options`` go to the benchmark (warmup, repeats, seed).
 
     Raises:
         GPUUnavailableError: no PyCUDA, driver or device.
-        InvalidInputError: ``ordinal`` out of range, bad dims or dtype, or too large for the GPU.
+        InvalidInputError: ``ordinal`` out of range, or the problem too large for the GPU.
     """
     with open_device(ordinal) as device:
-        kernel.check_dtype(dtype)
-        check_fits(device, kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
-        bench = Benchmark(device, kernel, dims, dtype, **options)
+        check_fits(device, problem)
+        bench = Benchmark(device, problem, **options)
         try:
             yield bench
         finally:

@@ -64,12 +64,12 @@ class Bounds:
         if name is None or not self.enabled:
             return None
         if self._kernel is None:
-            from autotune.kernel.catalog import get_kernel
+            from autotune.kernel.problem import Problem
 
-            bound = get_kernel(name)
+            problem = Problem.of(name, b.problem.dims, b.problem.dtype)
+            bound = problem.kernel
             # a benchmark of the measured one's own class: bounds.py does not import benchmark.py
-            other = type(b)(b.device, bound, b.dims, b.dtype, warmup=b.warmup, repeats=b.repeats, bounds=False,
-                              inputs=b.inputs)
+            other = type(b)(b.device, problem, warmup=b.warmup, repeats=b.repeats, bounds=False, inputs=b.inputs)
             try:
                 self._kernel = other.measure(bound.default_config()).gbps
             finally:

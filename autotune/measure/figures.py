@@ -6,10 +6,8 @@ counts bytes, else the time itself (ms).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from autotune.kernel.dtypes import DType, get_dtype
 from autotune.kernel.model import Kernel
+from autotune.kernel.problem import Problem
 
 __all__ = ["unit", "figure", "headline"]
 
@@ -19,17 +17,18 @@ def unit(kernel: Kernel) -> str:
     return "GFLOP/s" if kernel.objective.flops else "GB/s" if kernel.objective.bytes else "ms"
 
 
-def figure(kernel: Kernel, dims: Mapping[str, int], dtype: DType | str, ms: float) -> float:
-    """The headline figure of ``ms`` per launch on ``dims`` (higher is better except for ``ms``)."""
-    dt = get_dtype(dtype)
+def figure(problem: Problem, ms: float) -> float:
+    """The headline figure of ``ms`` per launch on ``problem``: GFLOP/s, GB/s, or the ms
+    itself (higher is better except for ``ms``)."""
+    kernel = problem.kernel
     which = "flops" if kernel.objective.flops else "bytes" if kernel.objective.bytes else None
     if which is None:
         return ms
-    return kernel.figure(which, dims, dt) / (ms * 1e-3) / 1e9
+    return problem.figure(which) / (ms * 1e-3) / 1e9
 
 
-def headline(kernel: Kernel, dims: Mapping[str, int], dtype: DType | str, ms: float) -> str:
+def headline(problem: Problem, ms: float) -> str:
     """``"2873 GB/s"``, ``"24447 GFLOP/s"`` or ``"0.1234 ms"``."""
-    u = unit(kernel)
-    value = figure(kernel, dims, dtype, ms)
+    u = unit(problem.kernel)
+    value = figure(problem, ms)
     return f"{value:.4f} ms" if u == "ms" else f"{value:.0f} {u}"

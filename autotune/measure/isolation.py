@@ -112,18 +112,16 @@ def _serve(bench, request) -> tuple:
     return "ok", result
 
 
-def _child(conn, opener, ordinal: int, kernel: str, dims, dtype: str, options: dict) -> None:
-    """Body of the measuring process: open the benchmark, send its header, answer requests
-    until the pipe closes or ``None`` comes."""
+def _child(conn, opener, ordinal: int, ref, options: dict) -> None:
+    """Body of the measuring process: resolve the problem (``ref``, a
+    :class:`~autotune.kernel.problem.ProblemRef`), open the benchmark, send its header, answer
+    requests until the pipe closes or ``None`` comes."""
     _die_with_parent()
     for s in stop.SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     stop.unblock()  # they came blocked (see IsolatedBenchmark._start); ignored from now on
-    from autotune.kernel.catalog import resolve_kernel
-    from autotune.kernel.dtypes import get_dtype
-
     try:
-        with opener(ordinal, resolve_kernel(kernel), dims, get_dtype(dtype), **options) as bench:
+        with opener(ordinal, ref.resolve(), **options) as bench:
             conn.send(("ready", _Header(bench.device, bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode)))
             while True:
                 try:
@@ -157,16 +155,16 @@ class IsolatedBenchmark:
     ``memcpy_gbps``, ``copy_gbps`` and ``l2_mode`` like :class:`~autotune.measure.benchmark.Benchmark`.
 
     Args:
-        opener: ``opener(ordinal, kernel, dims, dtype, **options)``, a context manager giving a
-            benchmark (module level: it is pickled to the child).
-        kernel: a catalog name or a kernel file's path (the child loads it); ``dtype``: its name.
+        opener: ``opener(ordinal, problem, **options)``, a context manager giving a benchmark
+            (module level: it is pickled to the child).
+        ref: the problem's :class:`~autotune.kernel.problem.ProblemRef` (the child resolves it).
         trial_timeout: seconds a ``measure`` may take (a ``retime`` of n configs over r rounds:
             ``n * r`` times that).
     """
 
-    def __init__(self, opener, ordinal: int, kernel: str, dims, dtype: str, options: dict,
-                 trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S, meanwhile=None) -> None:
-        self._args = (opener, ordinal, kernel, tuple(dict(dims).items()), dtype, options)
+    def __init__(self, opener, ordinal: int, ref, options: dict, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
+                 meanwhile=None) -> None:
+        self._args = (opener, ordinal, ref, options)
         self.trial_timeout = trial_timeout
         self._proc = self._conn = None
         self.restarts = 0
@@ -287,14 +285,14 @@ class IsolatedBenchmark:
 
 
 @contextlib.contextmanager
-def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
+def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
                   precheck: bool = True, before=None, meanwhile=None, **options) -> Iterator[object]:
-    """A benchmark of ``kernel`` measuring in a child process (:class:`IsolatedBenchmark`),
-    ended on exit. ``kernel`` is a :class:`~autotune.kernel.model.Kernel`, sent to the child as
-    its catalog name or file path; one that has neither (built in Python), an ``opener``
-    that cannot be pickled (a test's local fake), or a caller that may not start processes
-    (a daemonic process) is measured in this process, as
-    ``opener(ordinal, kernel, dims, dtype, **options)``, without a time limit.
+    """A benchmark of ``problem`` (a :class:`~autotune.kernel.problem.Problem`) measuring in a
+    child process (:class:`IsolatedBenchmark`), ended on exit. The problem is sent to the child
+    as its :attr:`~autotune.kernel.problem.Problem.ref` (the kernel's catalog name or file
+    path); one whose kernel has neither (built in Python), an ``opener`` that cannot be pickled
+    (a test's local fake), or a caller that may not start processes (a daemonic process) is
+    measured in this process, as ``opener(ordinal, problem, **options)``, without a time limit.
 
     ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
     and check that the problem fits its memory, so that these errors come at once (a caller
@@ -312,21 +310,19 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
     Raises:
         GPUUnavailableError: no PyCUDA, driver or device (here or in the child).
         InvalidInputError: ``ordinal`` out of range, the problem too large for the GPU, or
-            bad dims or options (from opening the benchmark in the child).
+            bad options (from opening the benchmark in the child).
         AutotuneError: the child ended or hung while opening the GPU.
     """
-    from autotune.kernel.catalog import KERNELS
-    from autotune.kernel.dims import make_dims
     from autotune.measure import device as devices
     from autotune.measure.benchmark import check_fits
 
-    spec = kernel.name if KERNELS.get(kernel.name) is kernel else (str(kernel.path) if kernel.path else None)
+    ref = problem.ref
     try:
         pickle.dumps((opener, options))
     except (pickle.PicklingError, AttributeError, TypeError):
-        spec = None
-    if spec is None or multiprocessing.current_process().daemon:
-        with opener(ordinal, kernel, dims, dtype, **options) as bench:
+        ref = None
+    if ref is None or multiprocessing.current_process().daemon:
+        with opener(ordinal, problem, **options) as bench:
             if meanwhile is not None:
                 meanwhile()
             if before is not None:
@@ -336,10 +332,10 @@ def open_isolated(opener, ordinal: int, kernel, dims, dtype, *, trial_timeout: f
     if precheck or before is not None:
         info = devices.query_device(ordinal)
         if precheck:
-            check_fits(info, kernel, make_dims(kernel.dims, dims, f"kernel {kernel.name}"), dtype)
+            check_fits(info, problem)
         if before is not None:
             before(info)
-    bench = IsolatedBenchmark(opener, ordinal, spec, dims, dtype.name, options, trial_timeout, meanwhile)
+    bench = IsolatedBenchmark(opener, ordinal, ref, options, trial_timeout, meanwhile)
     try:
         yield bench
     finally:

@@ -24,11 +24,13 @@ import numpy as np
 
 from autotune.errors import TrialFailed
 from autotune.kernel.model import Kernel
+from autotune.kernel.problem import Problem
 from autotune.measure import benchmark
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.buffers import host_values
 from autotune.measure.reference import python_reference
-from autotune.store.key import TuningKey, tuning_key
+from autotune.measure.toolchain import Toolchain
+from autotune.store.key import TuningKey
 
 __all__ = ["BenchLine", "bound_lines", "kernel_lines", "run_bench"]
 
@@ -151,9 +153,12 @@ def run_bench(ordinal: int, kernels: Sequence[Kernel], dims, dtype, store,
         GPUUnavailableError, InvalidInputError: as ``open_benchmark``.
     """
     before, after, lines, context = [], [], [], {"memcpy_gbps": None, "l2_mode": "single"}
-    for i, k in enumerate(kernels):
-        with benchmark.open_benchmark(ordinal, k, dims, dtype, repeats=repeats) as bench:
-            key = tuning_key(k, bench.device, dims, dtype.name)
+    problems = [Problem.of(k, dims, dtype) for k in kernels]  # every kernel's dims and dtype checked before the GPU
+    toolchain = None
+    for i, problem in enumerate(problems):
+        with benchmark.open_benchmark(ordinal, problem, repeats=repeats) as bench:
+            toolchain = toolchain or Toolchain.of(bench.device.arch)
+            key = TuningKey.of(problem, bench.device, toolchain)
             if i == 0:
                 context.update(device=bench.device, nvcc=key.nvcc_version)
                 if on_open is not None:

@@ -20,11 +20,10 @@ from dataclasses import dataclass, replace
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
-from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.config import Config
-from autotune.kernel.dims import Dims, format_shape, make_dims
-from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
+from autotune.kernel.problem import Problem
 from autotune.runtime import driver
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
@@ -42,10 +41,11 @@ CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_
 
 @dataclass
 class Launcher:
-    """A loaded kernel with its tuned config for one context, dims and dtype.
+    """A loaded kernel with its tuned config for one context and problem.
 
     Attributes:
-        kernel: the kernel; ``dims``: its named dims; ``dtype``: the problem's DType;
+        problem: the :class:`~autotune.kernel.problem.Problem` (kernel, dims, dtype; also
+            :attr:`kernel`, :attr:`dims`, :attr:`dtype`);
             ``chosen``: the :class:`~autotune.runtime.lookup.LaunchConfig` used (config, rung, note).
         grid, block, shared: the launch geometry (blocks, threads, dynamic shared bytes).
         function, module: the driver's handles (valid in the context it was loaded in).
@@ -53,9 +53,7 @@ class Launcher:
         scalars: the ctypes value of each scalar argument, by name (from the dims).
     """
 
-    kernel: Kernel
-    dims: Dims
-    dtype: object
+    problem: Problem
     chosen: object
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -64,6 +62,21 @@ class Launcher:
     module: int
     expected: list[tuple[str, tuple[int, ...], object, bool]]
     scalars: dict
+
+    @property
+    def kernel(self) -> Kernel:
+        """The problem's kernel."""
+        return self.problem.kernel
+
+    @property
+    def dims(self) -> Dims:
+        """The problem's dims, ``(name, value)`` pairs."""
+        return self.problem.dims
+
+    @property
+    def dtype(self):
+        """The problem's :class:`~autotune.kernel.dtypes.DType`."""
+        return self.problem.dtype
 
     def __call__(self, *arrays, stream=None) -> None:
         """Launch on ``arrays``: one device array per array argument of the kernel, in order
@@ -96,11 +109,12 @@ class Launcher:
                       self.kernel.name)
 
 
-def compiled(kernel, dims, dtype="float32", *, db: str | None = None, default: Config | None = None) -> Launcher:
+def compiled(kernel, dims=None, dtype="float32", *, db: str | None = None, default: Config | None = None) -> Launcher:
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a :class:`Kernel`.
+        kernel: a catalog name, a path to a kernel file, or a :class:`Kernel`; or a whole
+            :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
         dims: its named dims: a mapping ``{"n": 1048576}``, pairs, or values in its order.
         dtype: the problem's dtype (NumPy dtype or name).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
@@ -113,15 +127,12 @@ def compiled(kernel, dims, dtype="float32", *, db: str | None = None, default: C
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
-    k, dt = resolve_kernel(kernel), get_dtype(dtype)
-    k.check_dtype(dt)
-    d = make_dims(k.dims, dims, f"kernel {k.name}")
-    k.check_dims(dict(d))
-    key = (driver.current_context(), id(k), d, dt.name, db, default)
+    problem = Problem.of(kernel, dims, dtype)
+    key = (driver.current_context(), problem, db, default)
     with _lock:
         found = _launchers.get(key)
     if found is None:
-        found = _build(k, d, dt, db, default)
+        found = _build(problem, db, default)
         with _lock:
             found = _launchers.setdefault(key, found)
     return found
@@ -136,23 +147,24 @@ def clear_launchers() -> None:
 caches.register("launchers", clear_launchers)
 
 
-def _build(k: Kernel, d: Dims, dt, db: str | None, default: Config | None = None) -> Launcher:
+def _build(problem: Problem, db: str | None, default: Config | None = None) -> Launcher:
     from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
     from autotune.measure.buffers import scalar_values
     from autotune.runtime.lookup import lookup
 
+    k, dt = problem.kernel, problem.dtype
     device = current_device()
-    chosen = lookup(k, d, dt.name, device=device, db=db)
+    chosen = lookup(problem, device=device, db=db)
     if default is not None and chosen.rung == "default" and default != chosen.config:
         chosen = replace(chosen, config=default, note=f"{chosen.note}; the rule's config {default.key} instead")
     config = chosen.config
-    env = k.env(dict(d), dt, config)
-    grid, block, shared = k.geometry(config, dict(d), dt)
+    env = problem.env(config)
+    grid, block, shared = problem.geometry(config)
     over = [f"{n}={g} > {m}" for n, g, m in zip("xyz", grid, MAX_GRID) if g > m] + \
         [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
     if over:
-        raise InvalidInputError(f"{k.name} at {format_shape(d)} cannot be launched with config {config}: grid "
+        raise InvalidInputError(f"{k.name} at {problem.display} cannot be launched with config {config}: grid "
                                 f"{grid} is not allowed ({', '.join(over)})")
     try:
         cubin, _, _ = build_cubin(k, config, dt, device.arch)
@@ -168,7 +180,7 @@ def _build(k: Kernel, d: Dims, dt, db: str | None, default: Config | None = None
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
     scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
-    return Launcher(k, d, dt, chosen, grid, block, shared, function, module, expected, scalars)
+    return Launcher(problem, chosen, grid, block, shared, function, module, expected, scalars)
 
 
 def _opt_in(function: int, shared: int, device, config) -> None:

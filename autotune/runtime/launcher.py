@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.problem import Problem
 from autotune.runtime import driver
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.packed import PackedLaunch
@@ -223,22 +224,23 @@ class KernelLauncher:
             raise InvalidInputError(f"the arrays are on devices {sorted(devices)}; {k.name} takes arrays on one device")
         shapes = [d.shape for d in described]
         dims = self.solver.solve(shapes)
+        problem = Problem.of(k, dims, dt)
         if kind == "torch":
             import torch
 
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
             with torch.cuda.device(arrays[0].device):
-                made = compiled(k, dims, dt, db=self.db)
+                made = compiled(problem, db=self.db)
         elif kind == "cupy":
             import cupy
 
             self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
             self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
             with cupy.cuda.Device(arrays[0].data.device_id):
-                made = compiled(k, dims, dt, db=self.db)
+                made = compiled(problem, db=self.db)
         else:
-            made = compiled(k, dims, dt, db=self.db)
+            made = compiled(problem, db=self.db)
         self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
         p = PackedLaunch(made)
         with self._lock:

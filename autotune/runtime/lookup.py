@@ -33,13 +33,13 @@ from pathlib import Path
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
-from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dims import shape_distance
-from autotune.kernel.dtypes import get_dtype
-from autotune.kernel.model import Kernel
+from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo, query_device
+from autotune.measure.toolchain import Toolchain
 from autotune.store import stale
+from autotune.kernel.model import Kernel
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.urls import given_url
 from typing import TYPE_CHECKING
@@ -117,12 +117,14 @@ def _clear_answers() -> None:
 caches.register("lookup", _clear_answers)
 
 
-def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: str | None = None) -> LaunchConfig:
+def lookup(kernel, dims=None, dtype="float32", *, device: int | DeviceInfo = 0,
+           db: str | None = None) -> LaunchConfig:
     """The config to launch ``kernel`` with for problem ``dims`` of ``dtype`` on ``device``.
 
     Args:
         kernel: a catalog name (``"smem_pad"``), a Kernel object (a user's kernel loaded from
-            its file, e.g. by :func:`autotune.kernel.catalog.resolve_kernel`), or a kernel file's path.
+            its file, e.g. by :func:`autotune.kernel.catalog.resolve_kernel`), or a kernel file's path;
+            or a whole :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
         dims: the problem: ``{name: value}`` over the kernel's dims (``{"n": 1048576}``), or
             the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
             catalog's matrix products), integers >= 1.
@@ -147,7 +149,9 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
         :func:`autotune.clear_cache`. Cold calls query the database (milliseconds); warm ones are one
         dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
     """
-    if isinstance(kernel, (str, Path)) and str(kernel):
+    if isinstance(kernel, Problem):
+        which, dims, dtype = Problem.of(kernel, dims), (), None
+    elif isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel
     elif isinstance(kernel, (str, Path)) or not all(hasattr(kernel, a) for a in ("name", "source_hash", "spec_hash")):
         raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a kernel "
@@ -175,9 +179,14 @@ def lookup(kernel, dims, dtype="float32", *, device: int | DeviceInfo = 0, db: s
 
 def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     """The cold path: climb the ladder against the database (one to three queries)."""
-    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
-    dt, info = get_dtype(dtype).name, _device(device)
-    key = tuning_key(k, info, dims, dt)
+    info = _device(device)
+    if isinstance(kernel, (Problem, str, Path, Kernel)):
+        problem = Problem.of(kernel, None if isinstance(kernel, Problem) else dims, dtype)
+        key = TuningKey.of(problem, info, Toolchain.of(info.arch))
+        k = problem.kernel
+    else:  # an object with a kernel's identity only (name, dims, hashes, default_config): a key by its fields
+        k, key = kernel, tuning_key(kernel, info, dims, dtype)
+    dt = key.dtype
     store = _store(db)
     unusable = _unusable(store)
     if unusable:

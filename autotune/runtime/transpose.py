@@ -17,6 +17,7 @@ from autotune.base import caches
 from autotune.errors import InvalidInputError
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES, DType, word_dtype
+from autotune.kernel.problem import Problem
 from autotune.runtime import driver
 from autotune.runtime.layout import Layout, layout_of
 from autotune.runtime.prepared import PreparedTranspose
@@ -151,7 +152,7 @@ def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose
         kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=views, device=current_device(), db=db)
         default = rule_config(lay.rows, lay.cols, dt.itemsize)
         default = default if default is not None and default.kernel == kernel else None
-    launcher = compiled(_kernel(kernel), (lay.rows, lay.cols), dt, db=db, default=default)
+    launcher = compiled(Problem.of(_kernel(kernel), (lay.rows, lay.cols), dt), db=db, default=default)
     note = launcher.chosen.note
     if dt.name != v.type_name:
         note = f"{v.type_name} moved as {v.itemsize}-byte words with the config of {dt.name}: {note}"

@@ -67,12 +67,11 @@ def retime_or_error(retime):
     return run
 
 
-def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptions, *,
+def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
                   on_start: Callable[[Started], None] | None = None,
                   on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
-    """Search ``kernel`` (a :class:`~autotune.kernel.model.Kernel`) for ``dims`` and ``dtype``
-    (a :class:`~autotune.kernel.dtypes.DType`) on GPU ``ordinal`` (module doc).
+    """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
 
     Args:
         part: worker ``(i, n)`` of a search over several GPUs (:class:`~autotune.search.tuner.Tuner`).
@@ -88,8 +87,9 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
     from autotune.measure import benchmark, isolation, nvml
     from autotune.measure.pipeline import workers
     from autotune.search.instruments import Instruments
+    from autotune.measure.toolchain import Toolchain
     from autotune.search.tuner import Tuner
-    from autotune.store.key import tuning_key
+    from autotune.store.key import TuningKey
     from autotune.store.opening import open_store
 
     opened: list = []
@@ -103,7 +103,7 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
 
     def start_compiling(device) -> None:
         """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
-        pool = builds.enter_context(compile_pool(kernel, dtype, device.arch, space, options, batch))[0]
+        pool = builds.enter_context(compile_pool(problem, device.arch, space, options, batch))[0]
         feed.append(pool)
         if pool is not None and early:  # proposed already (measuring in this process: meanwhile came first)
             pool.put(early[0][1])
@@ -116,13 +116,13 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
         store = open_store(options.db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
-        first = Tuner.early(kernel.name, space, options, part) if workers() else None
+        first = Tuner.early(problem.kernel.name, space, options, part) if workers() else None
         if first is not None:
             early.append(first)
             if feed and feed[0] is not None:
                 feed[0].put(first[1])
 
-    with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, kernel, dims, dtype,
+    with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
                                          trial_timeout=options.trial_timeout, precheck=precheck,
                                          repeats=options.repeats, seed=options.seed,
                                          before=start_compiling if precheck else None,
@@ -131,7 +131,7 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
             start_compiling(bench.device)
         stop.check()
         store = opened[0]
-        key = tuning_key(kernel, bench.device, dims, dtype.name)
+        key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
         if on_start:
             on_start(Started(key, store, space, bench, batch=batch))
         tools = Instruments(bench.measure, retime=retime_or_error(bench.retime) if retime else None,
@@ -145,8 +145,8 @@ def search_on_gpu(kernel, dims, dtype, ordinal: int, space, options: SearchOptio
 
 
 @contextlib.contextmanager
-def compile_pool(kernel, dtype, arch: str, space, options: SearchOptions, batch: int):
-    """The compile pool of a search (:func:`autotune.measure.pipeline.compile_ahead` over a
+def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int):
+    """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
     :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
     for a grid, its first two batches in the space's order; the search puts each batch as it
@@ -157,6 +157,7 @@ def compile_pool(kernel, dtype, arch: str, space, options: SearchOptions, batch:
     if workers() == 0:
         yield None, None
         return
+    kernel, dtype = problem.kernel, problem.dtype
     default = default_config(kernel.name, space)
     first = [default] if default else []
     if options.strategy == "grid":

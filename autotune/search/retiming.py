@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
-from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.problem import Problem
 from autotune.measure.measurement import Decision, Retiming
 from autotune.base import signals as stop
 from autotune.search.outcome import SearchResult
@@ -54,11 +54,11 @@ def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *
 def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
             rounds: int) -> Decision:
     """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
-    kernel, dtype, dims = get_kernel(key.kernel), get_dtype(key.dtype), dict(key.dims)
+    problem = key.problem or Problem.of(get_kernel(key.kernel), key.dims, key.dtype)  # (a key read back: by name)
     shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
     with stop.interruptible():  # measures only: a signal may cut it anywhere
         result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
-    decision = choose(result.retimings, threads=lambda c: math.prod(kernel.geometry(c, dims, dtype)[1]),
+    decision = choose(result.retimings, threads=lambda c: problem.geometry(c).threads,
                       shared_bytes=lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
     return decision

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.catalog import KERNELS, resolve_kernel
-from autotune.kernel.dims import make_dims
-from autotune.kernel.dtypes import get_dtype
+from autotune.kernel.problem import Problem
 from autotune.base import signals as stop
 from autotune.search.on_gpu import Started, retime_or_error, search_on_gpu, whole_space
 from autotune.search.options import SearchOptions
@@ -23,14 +21,15 @@ from autotune.search.outcome import SearchResult, TrialOutcome
 __all__ = ["Started", "tune", "whole_space"]
 
 
-def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, options: SearchOptions | None = None,
+def tune(kernel, dims=None, dtype="float32", *, device: int | Sequence[int] = 0, options: SearchOptions | None = None,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
          on_report: Callable | None = None, **fields) -> SearchResult:
     """Search ``kernel``'s space for ``dims`` and ``dtype``; store every trial and the winner.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
+        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`;
+            or a whole :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
         dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
         options: the search's :class:`~autotune.search.options.SearchOptions` (trials, timeout,
@@ -56,50 +55,52 @@ def tune(kernel, dims, dtype="float32", *, device: int | Sequence[int] = 0, opti
     """
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
-    k, dt = resolve_kernel(kernel), get_dtype(dtype)
-    k.check_dtype(dt)
-    d = make_dims(k.dims, dims, f"kernel {k.name}")
-    space_ = k.space(options.space)
+    problem = Problem.of(kernel, dims, dtype)
+    space_ = problem.kernel.space(options.space)
     ordinals = [device] if isinstance(device, int) else list(device)
     if not ordinals or any(not isinstance(o, int) or isinstance(o, bool) or o < 0 for o in ordinals):
         raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:
-            return search_on_gpu(k, d, dt, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial)
-        return _tune_many(k, d, dt, ordinals, space_, options, on_start, on_report)
+            return search_on_gpu(problem, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial)
+        return _tune_many(problem, ordinals, space_, options, on_start, on_report)
 
 
-def _tune_many(k, d, dt, ordinals, space_, options: SearchOptions, on_start, on_report) -> SearchResult:
+def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_start, on_report) -> SearchResult:
     import optuna
 
     from autotune.measure import benchmark, device, isolation
     from autotune.search import workers
     from autotune.search.retiming import retime_study
+    from autotune.measure.toolchain import Toolchain
     from autotune.search.study import open_study
-    from autotune.store.key import tuning_key
+    from autotune.store.key import TuningKey
     from autotune.store.opening import open_store
 
+    ref = problem.ref
+    if ref is None:
+        raise InvalidInputError(f"kernel {problem.kernel.name} has no kernel file, and a search over several GPUs "
+                                "loads it in each worker; load it from a file (autotune.load_kernel), or give one GPU")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     infos = [device.query_device(o) for o in ordinals]
     workers.check_one_model(infos)
     store = open_store(options.db)  # after the GPUs: a machine without them must not create a database
     stop.check()
-    key = tuning_key(k, infos[0], d, dt.name)
+    key = TuningKey.of(problem, infos[0], Toolchain.of(infos[0].arch))
     open_study(store, key, resume=options.resume)
     shares = workers.split_trials(options.trials, len(ordinals))
     if on_start:
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares), options.batch_size()))
-    name = k.name if k.name in KERNELS and KERNELS[k.name] is k else str(k.path)
     whole = whole_space(options, space_)
-    plan = workers.Plan(name, d, dt.name, options.replace(strategy="grid") if whole else options)
+    plan = workers.Plan(ref, options.replace(strategy="grid") if whole else options)
     reports = workers.run_workers(plan, ordinals, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:
         raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
-    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], k, d, dt, trial_timeout=options.trial_timeout,
+    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], problem, trial_timeout=options.trial_timeout,
                                  precheck=False, repeats=options.repeats, seed=options.seed) as bench:
         stop.check()
         result = retime_study(key, store, retime_or_error(bench.retime), search_id, top_k=options.top_k,

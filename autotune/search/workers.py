@@ -38,6 +38,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from autotune.kernel.problem import ProblemRef
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
 from autotune.errors import AutotuneError, InvalidInputError
@@ -52,13 +53,12 @@ JOIN_S = 60
 
 @dataclass(frozen=True)
 class Plan:
-    """What every worker searches: the kernel (a catalog name or the path of a kernel file,
-    which each worker loads), its dims and dtype, and the search's options (the whole budget:
-    each worker takes its share of ``trials``, ``seed + i``, and ``resume``)."""
+    """What every worker searches: the problem, as its
+    :class:`~autotune.kernel.problem.ProblemRef` (each worker resolves it, loading the kernel
+    file), and the search's options (the whole budget: each worker takes its share of
+    ``trials``, ``seed + i``, and ``resume``)."""
 
-    kernel: str
-    dims: tuple[tuple[str, int], ...]
-    dtype: str
+    problem: ProblemRef
     options: SearchOptions
 
 
@@ -246,13 +246,11 @@ def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, i
 def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int]) -> None:
     import optuna
 
-    from autotune.kernel.catalog import resolve_kernel
-    from autotune.kernel.dtypes import get_dtype
     from autotune.measure.figures import headline
     from autotune.search.on_gpu import search_on_gpu
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the parent shows the progress
-    kernel = resolve_kernel(plan.kernel)
+    problem = plan.problem.resolve()
 
     def on_start(started) -> None:
         events.put(("start", ordinal, {"name": started.bench.device.name, "uuid": started.bench.device.uuid}))
@@ -260,12 +258,12 @@ def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int
     def on_trial(outcome, result) -> None:
         best = result.best
         events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
-                                       "best": headline(kernel, dict(plan.dims), plan.dtype, best[1])
+                                       "best": headline(problem, best[1])
                                        if best else None,
                                        "best_config": best[0].key if best else None}))
 
-    space = kernel.space(plan.options.space)
-    result = search_on_gpu(kernel, plan.dims, get_dtype(plan.dtype), ordinal, space, plan.options, part=part,
+    space = problem.kernel.space(plan.options.space)
+    result = search_on_gpu(problem, ordinal, space, plan.options, part=part,
                            open_benchmark=open_benchmark, precheck=False, retime=False, on_start=on_start,
                            on_trial=on_trial)  # the parent queried every GPU
     events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))

@@ -18,10 +18,16 @@ records which GPU measured its trials.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from typing import TYPE_CHECKING
 
 from autotune.kernel.dims import Dims, NamedDims, dims_key, format_shape, make_dims, parse_dims_key
 from autotune.measure.device import DeviceInfo
+
+if TYPE_CHECKING:
+    from autotune.kernel.problem import Problem
+    from autotune.measure.toolchain import Toolchain
 
 __all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
@@ -41,6 +47,9 @@ class TuningKey(NamedDims):
         dtype: element type name, e.g. ``float32``.
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
+        problem: the :class:`~autotune.kernel.problem.Problem` the key was made of
+            (:meth:`of`), ``None`` for a key read back from stored text; not part of the
+            key's identity (equality, hash).
 
     Raises:
         ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
@@ -54,12 +63,24 @@ class TuningKey(NamedDims):
     dtype: str
     nvcc_version: str
     compile_flags: str
+    problem: Problem | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, problem: Problem, device: DeviceInfo, toolchain: Toolchain) -> TuningKey:
+        """The key of ``problem`` on ``device`` built with ``toolchain``: the kernel's name and
+        its current source and spec hashes, the dims and the dtype's name (runs nothing)."""
+        k = problem.kernel
+        return cls(device, k.name, k.source_hash, k.spec_hash, problem.dims, problem.dtype.name,
+                   toolchain.nvcc_version, toolchain.compile_flags, problem)
 
     def __post_init__(self) -> None:
         if (not isinstance(self.dims, tuple) or not self.dims
                 or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
                            for p in self.dims)):
             raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
+        p = self.problem
+        if p is not None and (p.dims, p.dtype.name, p.kernel.name) != (self.dims, self.dtype, self.kernel):
+            object.__setattr__(self, "problem", None)  # a copy with other dims (dataclasses.replace): not its problem
 
     @property
     def study_name(self) -> str:
@@ -75,7 +96,8 @@ class TuningKey(NamedDims):
 
 def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
     """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's
-    current source and spec hashes, and the current nvcc version and compile flags.
+    current source and spec hashes, and the current nvcc version and compile flags: a shorthand
+    of :meth:`TuningKey.of` (``Problem.of(kernel, dims, dtype)``, ``Toolchain.of(device.arch)``).
 
     Args:
         kernel: a :class:`~autotune.kernel.model.Kernel`, a catalog name or a kernel file's path
@@ -92,12 +114,14 @@ def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, d
     """
     from pathlib import Path
 
-    from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
     from autotune.kernel.model import Kernel
-    from autotune.measure.compile import compile_flags
-    from autotune.measure.device import nvcc_version
+    from autotune.kernel.problem import Problem
+    from autotune.measure.toolchain import Toolchain
 
-    k = resolve_kernel(kernel) if isinstance(kernel, (str, Path, Kernel)) else kernel
-    return TuningKey(device, k.name, k.source_hash, k.spec_hash, make_dims(k.dims, dims, f"kernel {k.name}"),
-                     get_dtype(dtype).name, nvcc_version(), compile_flags(device.arch))
+    toolchain = Toolchain.of(device.arch)
+    if isinstance(kernel, (str, Path, Kernel)):
+        return TuningKey.of(Problem.of(kernel, dims, dtype), device, toolchain)
+    return TuningKey(device, kernel.name, kernel.source_hash, kernel.spec_hash,
+                     make_dims(kernel.dims, dims, f"kernel {kernel.name}"), get_dtype(dtype).name,
+                     toolchain.nvcc_version, toolchain.compile_flags)

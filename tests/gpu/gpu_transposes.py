@@ -2,6 +2,7 @@
 test_gpu_flat.py): every config verified through the generic benchmark, and autotune.transpose on
 PyTorch views and batches against torch."""
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
 
@@ -10,7 +11,7 @@ def check_exact(device, kernel, dtype: str, shapes, configs, seed: int) -> None:
     """Verify each of ``configs`` of ``kernel`` on each ``(rows, cols)`` of ``shapes`` (bit for bit
     against NumPy, poisoned and guarded output); raises TrialFailed on any mismatch."""
     for rows, cols in shapes:
-        bench = Benchmark(device, kernel, {"rows": rows, "cols": cols}, get_dtype(dtype), warmup=1, repeats=20,
+        bench = Benchmark(device, Problem.of(kernel, {"rows": rows, "cols": cols}, get_dtype(dtype)), warmup=1, repeats=20,
                           seed=seed, bounds=False)
         try:
             for config in configs:

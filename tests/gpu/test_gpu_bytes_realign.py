@@ -9,6 +9,7 @@ PyTorch views (against torch). The CPU runs the same in tests/test_bytes_realign
 import numpy as np
 import pytest
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -32,7 +33,7 @@ def configs():
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)
 def test_exact_for_every_dtype_and_shape(device, dtype):
     for shape in SHAPES:
-        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
                           warmup=1, repeats=20, seed=3, bounds=False)
         try:
             for config in configs():
@@ -44,7 +45,7 @@ def test_exact_for_every_dtype_and_shape(device, dtype):
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_every_config_of_the_space_is_exact(device, dtype):
     for shape in [(67, 131), (1000, 1003)]:
-        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
                           warmup=1, repeats=20, seed=4, bounds=False)
         try:
             for config in KERNEL.space().configs():
@@ -60,7 +61,7 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
     dt = get_dtype(dtype)
     rng = np.random.default_rng(5)
     guard = 64
-    bench = Benchmark(device, KERNEL, {"rows": 8, "cols": 8}, dt, warmup=1, repeats=20, seed=0, bounds=False)
+    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
     try:
         for config in configs():
             compiled, _, block, shared = bench.compile(config)
@@ -100,7 +101,7 @@ def test_exact_on_pitched_views_and_batches(device, dtype):
     dt = get_dtype(dtype)
     rng = np.random.default_rng(6)
     guard, es = 64, dt.itemsize
-    bench = Benchmark(device, KERNEL, {"rows": 8, "cols": 8}, dt, warmup=1, repeats=20, seed=0, bounds=False)
+    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
     try:
         for config in configs():
             compiled, _, block, shared = bench.compile(config)

@@ -9,6 +9,7 @@ import pytest
 
 import autotune
 from autotune.errors import TrialFailed
+from autotune.kernel.problem import Problem
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
@@ -45,7 +46,7 @@ def bug(k, n):
 
 def test_each_fault_fails_its_trial_and_the_next_config_runs_in_a_fresh_context(tmp_path):
     k = load_kernel(write_kernel(tmp_path / "faulty.toml", FAULTY))
-    with open_isolated(open_benchmark, 0, k, {"n": N}, get_dtype("float32"), trial_timeout=TRIAL_TIMEOUT_S,
+    with open_isolated(open_benchmark, 0, Problem.of(k, {"n": N}, get_dtype("float32")), trial_timeout=TRIAL_TIMEOUT_S,
                        repeats=20, seed=0) as bench:
         assert bench.measure(bug(k, 0)).gbps > 0
         for n in (1, 2, 3):

@@ -11,6 +11,7 @@ import pytest
 
 import catalog_before as before
 from autotune.errors import InvalidInputError, TrialFailed
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, get_dtype
@@ -32,7 +33,7 @@ SHAPES = [(1, 1), (1, 1000), (1000, 1), (32, 32), (33, 65), (127, 1031), (1024, 
 @contextlib.contextmanager
 def benchmark(device, kernel, dims, dtype="float32", **options):
     """A benchmark without bounds (they are tested once, below), freed on exit."""
-    bench = Benchmark(device, KERNELS[kernel] if isinstance(kernel, str) else kernel, dims, get_dtype(dtype),
+    bench = Benchmark(device, Problem.of(KERNELS[kernel] if isinstance(kernel, str) else kernel, dims, get_dtype(dtype)),
                       **{"warmup": 1, "repeats": 20, "seed": 0, "bounds": False, **options})
     try:
         yield bench
@@ -140,14 +141,14 @@ def test_a_grid_over_the_device_limit_is_a_resources_failure(device, tmp_path):
 
 
 def test_memcpy_copy_and_bandwidth_figures_are_consistent(device):
-    with open_benchmark(0, KERNELS["smem_pad"], (4096, 4096), get_dtype("float32"), repeats=20) as bench:
+    with open_benchmark(0, Problem.of(KERNELS["smem_pad"], (4096, 4096), get_dtype("float32")), repeats=20) as bench:
         m = bench.measure(KERNELS["smem_pad"].default_config())
         assert bench.memcpy_gbps > 100 and bench.copy_gbps > 100 and bench.l2_mode == "single"
         assert m.gbps == pytest.approx(2 * 4096 * 4096 * 4 / (m.median_ms * 1e-3) / 1e9)
         assert m.pct_memcpy == pytest.approx(100 * m.gbps / bench.memcpy_gbps)
         assert m.pct_copy == pytest.approx(100 * m.gbps / bench.copy_gbps)
         assert m.registers > 0 and m.shared_bytes == 32 * 33 * 4 and m.launches >= 20 and 0 < m.occupancy <= 1
-    with open_benchmark(0, KERNELS["copy_row"], (1024, 1024), get_dtype("float32"), repeats=20) as bench:
+    with open_benchmark(0, Problem.of(KERNELS["copy_row"], (1024, 1024), get_dtype("float32")), repeats=20) as bench:
         m = bench.measure(KERNELS["copy_row"].default_config())  # its own bound: measured once, no recursion
         assert bench.l2_mode == "rotating" and len(bench.sets) > 1  # 8 MiB of arguments: under twice the L2
         assert m.pct_copy is not None and m.pct_memcpy is not None
@@ -163,10 +164,10 @@ def test_device_identity_and_ordinal_range():
 
 def test_a_shape_larger_than_the_gpu_is_refused(device):
     with pytest.raises(InvalidInputError, match="GiB on the GPU"):
-        Benchmark(device, KERNELS["smem_pad"], (2**20, 2**20), get_dtype("float64"))
+        Benchmark(device, Problem.of(KERNELS["smem_pad"], (2**20, 2**20), get_dtype("float64")))
     with pytest.raises(InvalidInputError, match="GiB on the GPU"):
-        with open_benchmark(0, KERNELS["matmul_reg"], (2**20, 2**20, 8), get_dtype("float64")):
+        with open_benchmark(0, Problem.of(KERNELS["matmul_reg"], (2**20, 2**20, 8), get_dtype("float64"))):
             pass
     with pytest.raises(InvalidInputError, match="does not support dtype 'int8'"):
-        with open_benchmark(0, KERNELS["matmul_reg"], (8, 8, 8), get_dtype("int8")):
+        with open_benchmark(0, Problem.of(KERNELS["matmul_reg"], (8, 8, 8), get_dtype("int8"))):
             pass

@@ -13,6 +13,7 @@ import catalog_before as before
 import autotune
 from autotune import clear_cache, lookup
 from autotune.errors import TrialFailed
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.references import product_tolerance, relative_error, tolerance
@@ -28,7 +29,7 @@ SHAPES = [(64, 64, 64), (128, 128, 1), (33, 65, 17), (257, 129, 1031), (1, 1000,
 
 @contextlib.contextmanager
 def benchmark(device, name, shape, dtype="float32", **options):
-    bench = Benchmark(device, KERNELS[name], shape, get_dtype(dtype), **{"repeats": 20, "seed": sum(shape), **options})
+    bench = Benchmark(device, Problem.of(KERNELS[name], shape, get_dtype(dtype)), **{"repeats": 20, "seed": sum(shape), **options})
     try:
         yield bench
     finally:

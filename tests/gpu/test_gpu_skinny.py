@@ -8,6 +8,7 @@ batches (against torch), also chosen by the rule. The CPU runs the same in tests
 import numpy as np
 import pytest
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -31,7 +32,7 @@ def configs():
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)
 def test_exact_for_every_dtype_and_shape(device, dtype):
     for shape in SHAPES:
-        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
                           warmup=1, repeats=20, seed=3, bounds=False)
         try:
             for config in configs():
@@ -43,7 +44,7 @@ def test_exact_for_every_dtype_and_shape(device, dtype):
 @pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
 def test_every_config_of_the_space_is_exact(device, dtype):
     for shape in [(7, 10007), (10007, 33)]:
-        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
                           warmup=1, repeats=20, seed=4, bounds=False)
         try:
             for config in KERNEL.space().configs():
@@ -61,7 +62,7 @@ def test_exact_with_offsets_pitched_views_and_batches(device, dtype):
     dt = get_dtype(dtype)
     rng = np.random.default_rng(6)
     guard, es = 64, dt.itemsize
-    bench = Benchmark(device, KERNEL, {"rows": 8, "cols": 8}, dt, warmup=1, repeats=20, seed=0, bounds=False)
+    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
     try:
         for config in configs():
             compiled, _, block, shared = bench.compile(config)

@@ -5,6 +5,7 @@ with input and output pointers off a 16-byte boundary (launched directly on offs
 import numpy as np
 import pytest
 
+from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -27,7 +28,7 @@ def configs():
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)  # every dtype but complex128 (smem_vec moves those)
 def test_exact_for_every_dtype_and_shape(device, dtype):
     for shape in SHAPES:
-        bench = Benchmark(device, KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype),
+        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
                           warmup=1, repeats=20, seed=3, bounds=False)
         try:
             for config in configs():
@@ -42,7 +43,7 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
 
     dt = get_dtype(dtype)
     rng = np.random.default_rng(5)
-    bench = Benchmark(device, KERNEL, {"rows": 8, "cols": 8}, dt, warmup=1, repeats=20, seed=0, bounds=False)
+    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
     try:
         for config in configs()[:3]:
             compiled, _, block, shared = bench.compile(config)
