@@ -191,3 +191,12 @@ def test_the_reader_test_catches_each_kind_of_call(tmp_path):
                       "    os.fdopen(3)\n    Path(p).open()\n    os.open(p, 0)\n")
     assert [(fn, call) for fn, call, _ in _file_calls(module)] == [
         ("f", "open"), ("f", "read_text"), ("f", "read_bytes"), ("f", "fdopen"), ("f", "open"), ("f", "open")]
+
+
+def test_a_path_holding_a_nul_byte_is_one_line_not_a_value_error(tmp_path):
+    """A TOML string may hold "\\u0000": open() and os.stat() raise ValueError on it."""
+    with pytest.raises(InvalidInputError, match=r"cannot read source 'a\\x00b.cu': the path holds a NUL byte"):
+        read_text("a\0b.cu", "source")
+    with pytest.raises(InvalidInputError, match="the path holds a NUL byte"):
+        write_atomically(tmp_path / "a\0b.json", "{}", "--out")
+    assert list(tmp_path.iterdir()) == []

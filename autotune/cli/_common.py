@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from autotune.errors import AutotuneError
+from autotune.kernel.arguments import check_db_arg
 from autotune.kernel.dtypes import DTYPES
 from autotune.base import signals as stop
 
@@ -58,6 +59,7 @@ def open_store(db: str | None, **options):
     does so while its measuring child starts)."""
     from autotune.store.opening import open_store as door
 
+    check_db_arg(db, "--db")
     return door(db, **options)
 
 
@@ -66,6 +68,7 @@ def open_existing(db: str | None):
     (:func:`autotune.store.opening.open_existing`): a failing command creates none."""
     from autotune.store.opening import open_existing as door
 
+    check_db_arg(db, "--db")
     return door(db)
 
 
@@ -74,6 +77,7 @@ def open_reader(db: str | None):
     a missing one is not created)."""
     from autotune.store.opening import open_reader as door
 
+    check_db_arg(db, "--db")
     return door(db)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
+from autotune.kernel.arguments import check_db_arg, shown
 from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
@@ -123,11 +124,18 @@ def compiled(kernel, dims=None, dtype="float32", *, db: str | None = None, defau
             config for a class of shapes (:func:`autotune.runtime.op_choice.rule_config`).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad dims.
+        InvalidInputError: unknown kernel or dtype, bad dims, ``db`` or ``default`` (a
+            ``default`` that is not a Config of the kernel's tunables), each checked before
+            anything is opened (:mod:`autotune.kernel.arguments`).
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
+    check_db_arg(db)
+    if default is not None and not isinstance(default, Config):
+        raise InvalidInputError(f"default {shown(default)} is not allowed; give a Config of the kernel, or None")
     problem = Problem.of(kernel, dims, dtype)
+    if default is not None:
+        problem.kernel.check(default)  # its macros are the kernel's tunables
     key = (driver.current_context(), problem, db, default)
     with _lock:
         found = _launchers.get(key)

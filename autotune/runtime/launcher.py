@@ -35,6 +35,7 @@ import threading
 from collections.abc import Mapping
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import check_db_arg, check_dims_arg, check_dtype_arg, check_flag_arg, check_kernel_arg
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
@@ -76,7 +77,9 @@ def launcher(kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, in
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
-            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays.
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; an argument of
+            another type or out of range (``dims`` not a mapping of integers, ``reset`` not a
+            bool), checked before the kernel file is read (:mod:`autotune.kernel.arguments`).
         KernelFileError: the kernel file is malformed.
     """
     return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset)
@@ -90,6 +93,11 @@ class KernelLauncher:
 
     def __init__(self, kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
                  reset: bool = False) -> None:
+        check_kernel_arg(kernel)  # every argument by type and range before the kernel file is read
+        check_dtype_arg(dtype, optional=True)
+        check_db_arg(db)
+        check_dims_arg(dims, "dims", optional=True, positional=False, empty=True)
+        check_flag_arg(reset, "reset")
         self.kernel = resolve_kernel(kernel)
         self.dtype = None if dtype is None else get_dtype(dtype)
         if self.dtype is not None:
@@ -121,6 +129,8 @@ class KernelLauncher:
             AutotuneError: the config does not build or fit this device, or the driver refused
                 the launch.
         """
+        if reset is not None and reset is not True and reset is not False:
+            check_flag_arg(reset, "reset")  # "no" is a truthy string: never a reset
         first = arrays[0] if arrays else None
         if type(first) is self._tensor:
             device = first.get_device()
