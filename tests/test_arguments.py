@@ -94,6 +94,7 @@ BAD_ARRAYS = [  # (array, what the message says) for the "a" of transpose and th
     (cai(typestr="<q17"), "['typestr']"), (cai(typestr=None), "['typestr']"), (cai(typestr="|O"), "['typestr']"),
     (cai(strides=(4,)), "['strides']"), (cai(strides="C"), "['strides']"), (cai(strides=(256.0, 4.0)), "['strides']"),
     (cai(mask=object()), "is a masked array"), (cai(version="3"), "['version']"),
+    (cai(strides=(2**62, 4)), "fits the 64-bit address space"), (cai(shape=(2**40, 2**40)), "fits the 64-bit"),
 ]
 BAD_KERNELS = [None, 42, 4.2, True, b"smem_pad", "", "   ", "smem\x00pad", "smem_pad\n", ["smem_pad"],
                {"name": "smem_pad"}, "k" * 5000 + ".toml", object()]
@@ -353,3 +354,14 @@ def test_nan_is_never_a_number_here():
         for value in (NAN, INF, -INF):
             expect(lambda: autotune.SearchOptions(**{field: value}), field)
     assert math.isnan(NAN)
+
+
+def test_search_options_refuse_unknown_names_and_misplaced_values_as_bad_input():
+    """A dataclass raises TypeError for these; SearchOptions says them like any bad value."""
+    for call, message in ((lambda: autotune.SearchOptions(bogus=1), "unexpected keyword argument 'bogus'"),
+                          (lambda: autotune.SearchOptions(5, trials=6), "multiple values for argument 'trials'"),
+                          (lambda: autotune.SearchOptions(*range(13)), "too many positional arguments"),
+                          (lambda: autotune.SearchOptions().replace(bogus=2), "unknown search option 'bogus'"),
+                          (lambda: autotune.SearchOptions().replace(trials=0), "trials 0 is not allowed")):
+        expect(call, message)
+    assert autotune.SearchOptions(trials=5).replace(trials=7).trials == 7

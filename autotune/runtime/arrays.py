@@ -10,6 +10,7 @@ through :mod:`autotune.runtime.views` instead.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,6 +124,12 @@ def read_interface(obj, what: str = "input", allowed: str = GPU_ARRAYS) -> Inter
         raise bad("strides", f"None or a tuple of {len(shape)} integers (bytes)")
     if cai.get("mask") is not None:
         raise InvalidInputError(f"{what} is a masked array; allowed: unmasked")
+    if 0 not in shape:  # the last byte it claims must be an address
+        steps = strides if strides is not None else [math.prod(shape[i + 1:]) * dtype.itemsize
+                                                     for i in range(len(shape))]
+        last = pointer + sum((n - 1) * abs(step) for n, step in zip(shape, steps)) + dtype.itemsize - 1
+        if last >= 2**64:
+            raise bad("shape", "an array that fits the 64-bit address space from its pointer (with its strides)")
     return Interface(pointer, tuple(shape), dtype, None if strides is None else tuple(strides), bool(data[1]))
 
 

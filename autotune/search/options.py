@@ -171,8 +171,8 @@ class SearchOptions:
         return replace(options, **given) if options is not None else cls(**given)
 
     def replace(self, **changes: Any) -> SearchOptions:
-        """A copy with ``changes`` (checked again)."""
-        return replace(self, **changes)
+        """A copy with ``changes`` (checked again; an unknown name is an InvalidInputError)."""
+        return SearchOptions.of(self, **changes)
 
     @property
     def strategy_name(self) -> str:
@@ -186,3 +186,27 @@ class SearchOptions:
         from autotune.measure.pipeline import workers
 
         return max(1, workers())
+
+
+def _bound(init):
+    """The dataclass's ``__init__``, its arguments bound first: an unknown keyword
+    (``SearchOptions(bogus=1)``), a field given twice or too many positional values is an
+    :class:`~autotune.errors.InvalidInputError` naming them, like a bad value, not a TypeError."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            known = ", ".join(f.name for f in fields(SearchOptions))
+            raise InvalidInputError(f"SearchOptions: {exc}; allowed: {known}") from None
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+SearchOptions.__init__ = _bound(SearchOptions.__init__)  # type: ignore[method-assign]
