@@ -151,6 +151,11 @@ def _measured(check: Checker, raw: Any, where: str) -> dict[str, Any]:
     return out
 
 
+def _absent(value: Any, default: Any) -> Any:
+    """``default`` where an optional field is absent (``None``); any other value as it is, to be checked."""
+    return default if value is None else value
+
+
 def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallback: datetime) -> T4Trial | None:
     raw = check.obj(raw, at)
     invalidity = check.get(raw, "invalidity", at)
@@ -159,10 +164,11 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
                                              f"{', '.join((*_STATUS_OF, 'constraints'))}")
     if invalidity == "constraints":
         return None
-    ours = check.obj(check.get(raw, "autotune", at, optional=True) or {}, f"{at}.autotune")
-    index = check.integer(check.get(ours, "key", f"{at}.autotune", optional=True) or 0, f"{at}.autotune.key",
+    ours = _absent(check.get(raw, "autotune", at, optional=True), {})  # (false, 0 or "" are not absent)
+    ours = check.obj(ours, f"{at}.autotune")
+    index = check.integer(_absent(check.get(ours, "key", f"{at}.autotune", optional=True), 0), f"{at}.autotune.key",
                           low=0, high=len(keys) - 1)
-    status = ours.get("status") or _STATUS_OF[invalidity]
+    status = _absent(ours.get("status"), _STATUS_OF[invalidity])
     if status not in TRIAL_STATUSES or INVALIDITY[status] != invalidity:
         raise check.fail(f"{at}.autotune.status", f"is {describe(status)}; with invalidity {invalidity!r} it must be "
                                                   f"one of {', '.join(s for s, v in INVALIDITY.items() if v == invalidity)}")
@@ -172,7 +178,7 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
     key = keys[index]
     config = _config(check, check.get(raw, "configuration", at), f"{at}.configuration", key["kernel"],
                      kernels[index], current=key["current"])
-    measured = _measured(check, check.get(raw, "measurements", at, optional=status != "ok") or [],
+    measured = _measured(check, _absent(check.get(raw, "measurements", at, optional=status != "ok"), []),
                          f"{at}.measurements")
     if status == "ok" and measured["median_ms"] is None:
         raise check.fail(f"{at}.measurements", "has no 'time' (the median, ms) for a correct result")
@@ -182,7 +188,7 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
     phases = {ph: check.number(times[f], f"{at}.times.{f}", positive=False)
               for ph, f in (("compile", "compilation_time"), ("verify", "validation")) if f in times} or None
     stamp = check.get(raw, "timestamp", at, optional=True)
-    created = moment(check, stamp, f"{at}.timestamp") if stamp else fallback
+    created = moment(check, stamp, f"{at}.timestamp") if stamp is not None else fallback
     return T4Trial(index, config, status, reason, measured, phases, created)
 
 
