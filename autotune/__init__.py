@@ -17,6 +17,7 @@ SQLAlchemy nor Optuna: each name below is imported when first used.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.3.0"
 
@@ -34,10 +35,33 @@ _NAMES = {
 
 __all__ = [*_NAMES, "__version__"]
 
+if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr__ imports each name
+    from autotune.base.caches import clear_cache
+    from autotune.errors import AutotuneError
+    from autotune.kernel.catalog import KERNELS, resolve_kernel
+    from autotune.kernel.config import Config
+    from autotune.kernel.dtypes import DTYPES
+    from autotune.kernel.loader import kernel_from_dict, load_kernel
+    from autotune.kernel.model import Kernel
+    from autotune.kernel.problem import Problem
+    from autotune.runtime.launch import compiled
+    from autotune.runtime.launcher import launcher
+    from autotune.runtime.lookup import LaunchConfig, lookup
+    from autotune.runtime.transpose import transpose
+    from autotune.search.options import SearchOptions
+    from autotune.search.strategies import STRATEGIES
+    from autotune.search.tune import tune
 
-def __getattr__(name: str):
-    if name in _NAMES:
-        value = getattr(importlib.import_module(_NAMES[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'autotune' has no attribute {name!r}")
+
+if not TYPE_CHECKING:  # hidden from checkers, which would otherwise accept any name as an attribute
+    def __getattr__(name: str) -> object:
+        if name in _NAMES:
+            value = getattr(importlib.import_module(_NAMES[name]), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'autotune' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's own names and every public one, imported or not (``dir(autotune)``, completion)."""
+    return sorted({*globals(), *__all__})

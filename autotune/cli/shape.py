@@ -1,11 +1,11 @@
 """The problem's shape on the command line: one group of options, parsed into one value.
 
 Every command that takes a problem's dims (search, sweep, bench, best, export, report) declares
-one parameter ``shape: Shape`` and the :func:`shape_options` decorator, which gives the command
+one parameter ``shape: Shape`` and the `shape_options` decorator, which gives the command
 the seven options ``--dims --size --rows --cols --m --n --k`` (in the help's "Problem" panel)
-and hands the command one :class:`Shape` built from them. The command then asks the value for
-the dims of a kernel (:meth:`Shape.dims_for`), a whole problem (:meth:`Shape.problem`), or the
-shapes a filter asks for (:meth:`Shape.shapes`).
+and hands the command one `Shape` built from them. The command then asks the value for
+the dims of a kernel (`Shape.dims_for`), a whole problem (`Shape.problem`), or the
+shapes a filter asks for (`Shape.shapes`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Shape:
         return bool(self.dims) or any(getattr(self, f.name) is not None for f in fields(self) if f.name != "dims")
 
     def dims_for(self, kernel) -> dict[str, int]:
-        """The named dims for ``kernel`` (a :class:`~autotune.kernel.model.Kernel`, or anything with
+        """The named dims for ``kernel`` (a [`Kernel`][autotune.kernel.model.Kernel], or anything with
         ``name`` and ``dims``), in its order.
 
         ``--dims name=value`` names any of the kernel's dims; ``--rows --cols --m --n --k`` set
@@ -123,10 +123,10 @@ class Shape:
         return {d: given[d] for d in kernel.dims}
 
     def problem(self, kernel, dtype):
-        """The :class:`~autotune.kernel.problem.Problem` of ``kernel`` (a Kernel) at these dims and ``dtype``.
+        """The [`Problem`][autotune.kernel.problem.Problem] of ``kernel`` (a Kernel) at these dims and ``dtype``.
 
         Raises:
-            InvalidInputError: as :meth:`dims_for`, and a dtype the kernel does not take.
+            InvalidInputError: as `dims_for`, and a dtype the kernel does not take.
         """
         from autotune.kernel.problem import Problem
 
@@ -134,7 +134,7 @@ class Shape:
 
     def shapes(self, kernel=None) -> list[dict[str, int]]:
         """The dims a filtering command (best, list, export) asks for: those of ``kernel``
-        (:meth:`dims_for`), or, without a kernel, every distinct dims of the catalog kernels that
+        (`dims_for`), or, without a kernel, every distinct dims of the catalog kernels that
         the options fit (``--dims`` alone: exactly those names and values, any kernel).
 
         Raises:
@@ -180,7 +180,7 @@ def shape_args(shape: dict[str, int]) -> str:
 
 def shape_options(command):
     """Give ``command`` the seven shape options in place of its ``shape: Shape`` parameter, and
-    call it with the :class:`Shape` they make (see module doc)."""
+    call it with the `Shape` they make (see module doc)."""
     signature = inspect.signature(command)
     hints = typing.get_type_hints(command, include_extras=True)
     params = []

@@ -69,7 +69,8 @@ class _Catalog(Mapping[str, Kernel]):
 
 
 KERNELS: Mapping[str, Kernel] = _Catalog()
-"""The catalog: name -> :class:`Kernel`."""
+"""The catalog: name -> [`Kernel`][autotune.kernel.model.Kernel], every ``kernels/*.toml``
+(``autotune kernels`` lists them), each file read on first use."""
 
 
 def get_kernel(name: str) -> Kernel:
@@ -97,7 +98,7 @@ def is_kernel_path(text: str) -> bool:
 
 
 def resolve_kernel(kernel: str | Path | Kernel) -> Kernel:
-    """A :class:`Kernel` from a catalog name, a path to a kernel file, or a Kernel.
+    """A [`Kernel`][autotune.kernel.model.Kernel] from a catalog name, a path to a kernel file, or a Kernel.
 
     Raises:
         InvalidInputError: unknown catalog name; not a name, path or Kernel.

@@ -50,6 +50,9 @@ DTYPES: dict[str, DType] = {
         DType("complex128", "double2", 16),
     )
 }
+"""The problem dtypes, by NumPy name: ``int8``, ``uint8``, ``int16``, ``float16``, ``int32``,
+``float32``, ``int64``, ``float64``, ``complex128``, each a [`DType`][autotune.kernel.dtypes.DType]
+(its C type is what the kernel's dtype macro, ``ELEM_T`` by default, is set to)."""
 
 WORD_DTYPES: dict[int, str] = {1: "uint8", 2: "float16", 4: "float32", 8: "float64", 16: "complex128"}
 """The canonical dtype of each element size (bytes): a transpose only moves elements, so an

@@ -13,6 +13,7 @@ import re
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from autotune.base.files import read_text
 from autotune.kernel.arguments import check_path_arg
@@ -94,12 +95,14 @@ class _Reader:
         return tuple(exprs + [parse_expr(1)] * (3 - len(exprs)))  # type: ignore[return-value]
 
 
-def kernel_from_dict(doc: dict, path: Path | None = None, *, source_root: Path | None = None) -> Kernel:
-    """Build a :class:`Kernel` from a kernel file's document (a dict).
+def kernel_from_dict(doc: dict[str, Any], path: Path | None = None, *, source_root: Path | None = None) -> Kernel:
+    """Build a [`Kernel`][autotune.kernel.model.Kernel] from a kernel file's document (a dict).
 
     Args:
+        doc: the document, shaped like the TOML file (``{"name": ..., "source": ..., "problem": {...}}``).
         path: the file it came from; ``source`` is resolved relative to its folder (else
             relative to ``source_root`` or the current directory).
+        source_root: the folder ``source`` is relative to when there is no ``path``.
 
     Raises:
         KernelFileError: an invalid field (named), or a space that does not fit the kernel.

@@ -27,12 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES, DType, get_dtype
 from autotune.kernel.expr import Expr
+
+if TYPE_CHECKING:
+    from autotune.kernel.space import SearchSpace
 
 __all__ = ["ROLES", "INITS", "SCALAR_TYPES", "COMPARES", "Array", "Scalar", "Launch", "Geometry", "Check", "Objective",
            "Kernel"]
@@ -190,6 +193,7 @@ class Kernel:
 
     @property
     def arrays(self) -> tuple[Array, ...]:
+        """The array arguments, in the kernel's order (scratch included)."""
         return tuple(a for a in self.args if isinstance(a, Array))
 
     @property
@@ -203,20 +207,21 @@ class Kernel:
         return "".join("P" if isinstance(a, Array) else SCALAR_TYPES[a.ctype] for a in self.args)
 
     def check_dtype(self, dtype: DType | str) -> None:
-        """Raise :class:`InvalidInputError` unless this kernel takes ``dtype``."""
+        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] unless this kernel takes ``dtype``."""
         name = get_dtype(dtype).name
         if name not in self.dtypes:
             raise InvalidInputError(f"kernel {self.name} does not support dtype {name!r}; "
                                     f"allowed: {', '.join(self.dtypes)}")
 
     def largest(self, dim: str) -> int:
-        """The largest value of ``dim`` (``[problem] max``, else :data:`~autotune.kernel.dims.MAX_DIM`)."""
+        """The largest value of ``dim`` (``[problem] max``, else ``MAX_DIM``, 2**31 - 1)."""
         from autotune.kernel.dims import MAX_DIM
 
         return self.max_dims.get(dim, MAX_DIM)
 
     def check_dims(self, dims: Mapping[str, int]) -> None:
-        """Raise :class:`InvalidInputError` naming the first dim over its ``[problem] max``."""
+        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] naming the first dim over its
+        ``[problem] max``."""
         for name, value in dims.items():
             if value > self.largest(name):
                 raise InvalidInputError(f"{name}={value} is over {self.name}'s largest {name} ({self.largest(name)}, "
@@ -227,8 +232,8 @@ class Kernel:
         return Config.of(self.name, dict(self.defaults))
 
     def check(self, config: Config) -> None:
-        """Raise :class:`InvalidInputError` unless ``config`` sets exactly this kernel's tunables
-        to non-negative integers."""
+        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] unless ``config`` sets
+        exactly this kernel's tunables to non-negative integers."""
         if config.kernel != self.name:
             raise InvalidInputError(f"config {config} is not for kernel {self.name!r}")
         names = {k for k, _ in config.macros}
@@ -244,7 +249,7 @@ class Kernel:
         then the dtype macro with the element's C type.
 
         Raises:
-            InvalidInputError: ``config`` does not fit this kernel (:meth:`check`).
+            InvalidInputError: ``config`` does not fit this kernel ([`check`][autotune.kernel.model.Kernel.check]).
         """
         self.check(config)
         values = {**config.as_dict(), **self.fixed}
@@ -256,7 +261,7 @@ class Kernel:
 
     def geometry(self, config: Config, dims: Mapping[str, int], dtype: DType,
                  launch: Launch | None = None) -> Geometry:
-        """The :class:`Geometry` (grid, block, dynamic shared bytes) of ``config`` on ``dims``
+        """The [`Geometry`][autotune.kernel.model.Geometry] (grid, block, dynamic shared bytes) of ``config`` on ``dims``
         (of ``launch``, default the kernel's own).
 
         Raises:
@@ -273,7 +278,7 @@ class Kernel:
         expr = getattr(self.objective, which)
         return None if expr is None else expr(self.env(dims, dtype))
 
-    def space(self, path: str | Path | None = None):
+    def space(self, path: str | Path | None = None) -> SearchSpace:
         """The search space: the file ``path`` (today's space format), else the kernel's own.
 
         Raises:
@@ -294,7 +299,7 @@ class Kernel:
 
     @cached_property
     def source_hash(self) -> str:
-        """SHA-256 (hex) of :meth:`source_text`."""
+        """SHA-256 (hex) of [`source_text`][autotune.kernel.model.Kernel.source_text]."""
         return hashlib.sha256(self.source_text().encode()).hexdigest()
 
     @cached_property

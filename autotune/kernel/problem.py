@@ -1,25 +1,27 @@
 """One problem: a kernel, its dims and a dtype, resolved and checked once, carried whole below.
 
-A :class:`Problem` is what a search measures, what a key is made of, what a lookup answers
+A `Problem` is what a search measures, what a key is made of, what a lookup answers
 and what a recording counts: ``smem_pad 8192x8192 float32``. It is built once at each edge
-(:func:`autotune.tune`, :func:`autotune.lookup`, :func:`autotune.compiled`, the launcher's cold
-path, :func:`autotune.transpose`, the command line's shape options) by :meth:`Problem.of`, which
-resolves the kernel (a catalog name, a kernel file's path, or a :class:`~autotune.kernel.model.Kernel`),
+([`tune`][autotune.tune], [`lookup`][autotune.lookup], [`compiled`][autotune.compiled], the launcher's cold
+path, [`transpose`][autotune.transpose], the command line's shape options) by `Problem.of`, which
+resolves the kernel (a catalog name, a kernel file's path, or a [`Kernel`][autotune.kernel.model.Kernel]),
 the dtype (a name or a NumPy dtype) and the dims (a mapping, pairs, or values in the kernel's
 order), and checks each once: the dtype is one the kernel takes, every dim is an integer in
 ``1 .. MAX_DIM`` and at most the kernel file's ``[problem] max``. Everything below
 (the key, the measuring child, the benchmark, the compile pool, the re-timing) takes the value
 and checks nothing again.
 
-A problem crosses a process boundary as its :class:`ProblemRef` (the kernel's catalog name
+A problem crosses a process boundary as its `ProblemRef` (the kernel's catalog name
 or file path, the dims and the dtype's name): the receiving process resolves it, reading the
 kernel file itself. A kernel built in Python (no file) is pickled whole.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.arguments import check_dims_arg, check_dtype_arg, check_kernel_arg
@@ -28,12 +30,15 @@ from autotune.kernel.dims import Dims, NamedDims, make_dims
 from autotune.kernel.dtypes import DType, get_dtype
 from autotune.kernel.model import Geometry, Kernel, Launch
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
 __all__ = ["Geometry", "Problem", "ProblemRef"]
 
 
 @dataclass(frozen=True)
 class ProblemRef:
-    """A :class:`Problem` as plain, picklable values: ``kernel`` a catalog name or the
+    """A `Problem` as plain, picklable values: ``kernel`` a catalog name or the
     absolute path of a kernel file, ``dims`` ``(name, value)`` pairs, ``dtype`` its name."""
 
     kernel: str
@@ -44,7 +49,7 @@ class ProblemRef:
         """The problem, its kernel resolved in this process (a file read where not read yet).
 
         Raises:
-            InvalidInputError, KernelFileError: as :meth:`Problem.of`.
+            InvalidInputError, KernelFileError: as `Problem.of`.
         """
         return Problem.of(self.kernel, self.dims, self.dtype)
 
@@ -52,13 +57,13 @@ class ProblemRef:
 @dataclass(frozen=True)
 class Problem(NamedDims):
     """A kernel, its dims and a dtype (module doc). Frozen and hashable: a cache key (the
-    kernel by identity, as :class:`~autotune.kernel.model.Kernel` compares).
+    kernel by identity, as [`Kernel`][autotune.kernel.model.Kernel] compares).
 
     Attributes:
-        kernel: the resolved :class:`~autotune.kernel.model.Kernel`.
+        kernel: the resolved [`Kernel`][autotune.kernel.model.Kernel].
         dims: ``(name, value)`` pairs in the kernel's declared order, e.g. ``(("rows", 8192),
-            ("cols", 8192))`` (also :attr:`shape`, :attr:`dims_key`, :attr:`display`).
-        dtype: the problem's :class:`~autotune.kernel.dtypes.DType`.
+            ("cols", 8192))`` (also `shape`, `dims_key`, `display`).
+        dtype: the problem's [`DType`][autotune.kernel.dtypes.DType].
     """
 
     kernel: Kernel
@@ -66,8 +71,9 @@ class Problem(NamedDims):
     dtype: DType
 
     @classmethod
-    def of(cls, kernel: str | Path | Kernel | Problem, dims=None, dtype: str | DType | object = "float32") -> Problem:
-        """Resolve and check a problem once (module doc); a :class:`Problem` is returned as is
+    def of(cls, kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
+           dtype: DTypeLike | DType = "float32") -> Problem:
+        """Resolve and check a problem once (module doc); a `Problem` is returned as is
         (``dims`` must then be ``None``: it holds its own).
 
         Args:
@@ -97,8 +103,8 @@ class Problem(NamedDims):
         k.check_dims(dict(d))
         return cls(k, d, dt)
 
-    def at(self, dims) -> Problem:
-        """The same kernel and dtype at other ``dims`` (checked as :meth:`of` checks them)."""
+    def at(self, dims: Mapping[str, int] | Sequence[int] | Dims) -> Problem:
+        """The same kernel and dtype at other ``dims`` (checked as `of` checks them)."""
         return Problem.of(self.kernel, dims, self.dtype)
 
     @property
@@ -113,7 +119,7 @@ class Problem(NamedDims):
 
     @property
     def ref(self) -> ProblemRef | None:
-        """The :class:`ProblemRef` another process resolves this problem from: the catalog
+        """The `ProblemRef` another process resolves this problem from: the catalog
         name of a catalog kernel, else the kernel file's path; ``None`` for a kernel built in
         Python (no file)."""
         from autotune.kernel.catalog import KERNELS
@@ -131,7 +137,7 @@ class Problem(NamedDims):
         return self.kernel.env(self.values, self.dtype, config)
 
     def geometry(self, config: Config, launch: Launch | None = None) -> Geometry:
-        """The :class:`Geometry` of ``config`` on this problem (of ``launch``, default the
+        """The `Geometry` of ``config`` on this problem (of ``launch``, default the
         kernel's own ``[launch]``).
 
         Raises:
@@ -144,7 +150,7 @@ class Problem(NamedDims):
         file gives none)."""
         return self.kernel.figure(which, self.values, self.dtype)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         ref = self.ref
         if ref is None:  # a kernel built in Python: pickled whole
             return (Problem, (self.kernel, self.dims, self.dtype))

@@ -1,8 +1,8 @@
 """The toolchain a binary is built with: nvcc's release and the compile flags for an arch.
 
-A :class:`Toolchain` is resolved once at an edge (a search, a lookup's cold path, a bench run)
-with :meth:`Toolchain.of`, which runs ``nvcc --version`` once, and handed to whatever needs
-it (:meth:`autotune.store.key.TuningKey.of`), which never runs nvcc itself.
+A `Toolchain` is resolved once at an edge (a search, a lookup's cold path, a bench run)
+with `Toolchain.of`, which runs ``nvcc --version`` once, and handed to whatever needs
+it ([`of`][autotune.store.key.TuningKey.of]), which never runs nvcc itself.
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
@@ -28,6 +31,12 @@ from autotune.kernel.problem import Problem
 from autotune.runtime import driver
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from autotune.kernel.dtypes import DType
+    from autotune.runtime.lookup import LaunchConfig
 
 __all__ = ["Launcher", "compiled", "clear_launchers"]
 
@@ -45,24 +54,27 @@ class Launcher:
     """A loaded kernel with its tuned config for one context and problem.
 
     Attributes:
-        problem: the :class:`~autotune.kernel.problem.Problem` (kernel, dims, dtype; also
-            :attr:`kernel`, :attr:`dims`, :attr:`dtype`);
-            ``chosen``: the :class:`~autotune.runtime.lookup.LaunchConfig` used (config, rung, note).
-        grid, block, shared: the launch geometry (blocks, threads, dynamic shared bytes).
-        function, module: the driver's handles (valid in the context it was loaded in).
+        problem: the [`Problem`][autotune.kernel.problem.Problem] (also its ``kernel``, ``dims``
+            and ``dtype`` as properties).
+        chosen: the [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig] used (config, rung, note).
+        grid: the launch's blocks per grid (x, y, z).
+        block: its threads per block (x, y, z).
+        shared: its dynamic shared memory, bytes.
+        function: the driver's function handle (valid in the context it was loaded in).
+        module: the driver's module handle (likewise).
         expected: ``(name, shape, dtype, written)`` of each array argument, in order.
         scalars: the ctypes value of each scalar argument, by name (from the dims).
     """
 
     problem: Problem
-    chosen: object
+    chosen: LaunchConfig
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     shared: int
     function: int
     module: int
-    expected: list[tuple[str, tuple[int, ...], object, bool]]
-    scalars: dict
+    expected: list[tuple[str, tuple[int, ...], DType, bool]]
+    scalars: dict[str, Any]
 
     @property
     def kernel(self) -> Kernel:
@@ -75,16 +87,16 @@ class Launcher:
         return self.problem.dims
 
     @property
-    def dtype(self):
-        """The problem's :class:`~autotune.kernel.dtypes.DType`."""
+    def dtype(self) -> DType:
+        """The problem's dtype."""
         return self.problem.dtype
 
-    def __call__(self, *arrays, stream=None) -> None:
+    def __call__(self, *arrays: Any, stream: Any = None) -> None:
         """Launch on ``arrays``: one device array per array argument of the kernel, in order
         (PyTorch, CuPy, PyCUDA or any ``__cuda_array_interface__``), C-contiguous, of the
         argument's shape and dtype. Scalars come from the dims. Every array is checked on every
         call (PyTorch tensors through their own attributes, others through the interface); for
-        many launches :func:`autotune.launcher` checks only what can change.
+        many launches [`launcher`][autotune.runtime.launcher.launcher] checks only what can change.
 
         Raises:
             InvalidInputError: wrong number of arrays, a shape, dtype or read-only output
@@ -110,23 +122,25 @@ class Launcher:
                       self.kernel.name)
 
 
-def compiled(kernel, dims=None, dtype="float32", *, db: str | None = None, default: Config | None = None) -> Launcher:
+def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
+             dtype: DTypeLike | DType = "float32", *, db: str | None = None,
+             default: Config | None = None) -> Launcher:
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a :class:`Kernel`; or a whole
-            :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
+        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel];
+            or a whole [`Problem`][autotune.kernel.problem.Problem] (then no ``dims`` and ``dtype``).
         dims: its named dims: a mapping ``{"n": 1048576}``, pairs, or values in its order.
         dtype: the problem's dtype (NumPy dtype or name).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
         default: the config to launch where nothing is tuned (the ``default`` rung of
-            :func:`autotune.lookup`) instead of the kernel file's default, e.g. the transpose rule's
-            config for a class of shapes (:func:`autotune.runtime.op_choice.rule_config`).
+            [`lookup`][autotune.runtime.lookup.lookup]) instead of the kernel file's default, e.g.
+            the transpose rule's config for a class of shapes (``autotune.runtime.op_choice.rule_config``).
 
     Raises:
         InvalidInputError: unknown kernel or dtype, bad dims, ``db`` or ``default`` (a
             ``default`` that is not a Config of the kernel's tunables), each checked before
-            anything is opened (:mod:`autotune.kernel.arguments`).
+            anything is opened (``autotune.kernel.arguments``).
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """

@@ -33,6 +33,8 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.arguments import check_db_arg, check_dims_arg, check_dtype_arg, check_flag_arg, check_kernel_arg
@@ -44,6 +46,12 @@ from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.packed import PackedLaunch
 from autotune.runtime.shapes import DimSolver
 from autotune.runtime.streams import cupy_stream, stream_handle, torch_stream_reader
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from autotune.kernel.dtypes import DType
+    from autotune.kernel.model import Kernel
 
 __all__ = ["KernelLauncher", "launcher", "MAX_PREPARED"]
 
@@ -62,12 +70,12 @@ def _flags_contiguous(a) -> bool:
     return a.flags.c_contiguous
 
 
-def launcher(kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
-             reset: bool = False) -> KernelLauncher:
+def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *, db: str | None = None,
+             dims: Mapping[str, int] | None = None, reset: bool = False) -> KernelLauncher:
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`.
+        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel].
         dtype: the problem's dtype (NumPy dtype or name); ``None``: read from the arrays (the
             first array argument of dtype ``"T"``).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
@@ -79,20 +87,23 @@ def launcher(kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, in
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
             ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; an argument of
             another type or out of range (``dims`` not a mapping of integers, ``reset`` not a
-            bool), checked before the kernel file is read (:mod:`autotune.kernel.arguments`).
+            bool), checked before the kernel file is read (``autotune.kernel.arguments``).
         KernelFileError: the kernel file is malformed.
     """
     return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset)
 
 
 class KernelLauncher:
-    """A kernel's tuned launch, dispatched on the arrays' shapes and dtypes (see module doc).
+    """A kernel's tuned launch, dispatched on the arrays' shapes and dtypes: the first call of a
+    shape checks every array, solves the dims, looks the config up and loads it (milliseconds);
+    later calls of that shape are a dict lookup and one ``cuLaunchKernel`` (module
+    ``autotune.runtime.launcher``).
 
-    Made by :func:`launcher`. Thread-safe: each thread gets its own prepared launches.
+    Made by [`launcher`][autotune.runtime.launcher.launcher]. Thread-safe: each thread gets its own prepared launches.
     """
 
-    def __init__(self, kernel, dtype=None, *, db: str | None = None, dims: Mapping[str, int] | None = None,
-                 reset: bool = False) -> None:
+    def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
+                 db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False) -> None:
         check_kernel_arg(kernel)  # every argument by type and range before the kernel file is read
         check_dtype_arg(dtype, optional=True)
         check_db_arg(db)
@@ -114,7 +125,7 @@ class KernelLauncher:
         self._cupy_contiguous = _flags_contiguous
         self._lock = threading.Lock()
 
-    def __call__(self, *arrays, stream=None, reset: bool | None = None) -> None:
+    def __call__(self, *arrays: Any, stream: Any = None, reset: bool | None = None) -> None:
         """Launch on ``arrays``: one device array per array argument of the kernel, in order
         (scratch included): PyTorch CUDA tensors, CuPy arrays, PyCUDA GPUArrays or any
         ``__cuda_array_interface__``, C-contiguous, on the device of the current CUDA context.
@@ -161,12 +172,13 @@ class KernelLauncher:
                 return
         self._other(arrays, stream, self.reset if reset is None else reset)
 
-    def prepared(self, *arrays) -> PackedLaunch:
+    def prepared(self, *arrays: Any) -> PackedLaunch:
         """The prepared launch a call on ``arrays`` uses (``.launcher.chosen``: the config and
         the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new.
 
         Raises:
-            InvalidInputError, AutotuneError: as a call.
+            InvalidInputError: as a call.
+            AutotuneError: as a call.
         """
         return self._lookup(arrays)[0]
 

@@ -47,6 +47,11 @@ from autotune.store.urls import given_url
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQLite file
+    from collections.abc import Sequence
+
+    from numpy.typing import DTypeLike
+
+    from autotune.kernel.dtypes import DType
     from autotune.store.reader import SqliteReader
     from autotune.store.records import BestRecord
     from autotune.store.repository import Store
@@ -73,7 +78,7 @@ class LaunchConfig:
             bytes objective).
         pct_memcpy: that bandwidth as % of that device's memcpy then (``None`` for default).
         note: one line saying what was found (and how many stale results were skipped).
-        rung: one of :data:`RUNGS`.
+        rung: one of ``RUNGS``: ``"exact"``, ``"nearest_shape"``, ``"same_arch"``, ``"default"``.
         tuned_shape: the values of the dims the used result was tuned for, in the kernel's
             dims order, e.g. ``(4096, 4096)`` or ``(M, N, K)`` (``None`` for default).
         tuned_device: name of the device it was tuned on (``None`` for default).
@@ -119,19 +124,22 @@ def _clear_answers() -> None:
 caches.register("lookup", _clear_answers)
 
 
-def lookup(kernel, dims=None, dtype="float32", *, device: int | DeviceInfo = 0,
+def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
+           dtype: DTypeLike | DType = "float32", *, device: int | DeviceInfo = 0,
            db: str | None = None) -> LaunchConfig:
     """The config to launch ``kernel`` with for problem ``dims`` of ``dtype`` on ``device``.
 
     Args:
         kernel: a catalog name (``"smem_pad"``), a Kernel object (a user's kernel loaded from
-            its file, e.g. by :func:`autotune.kernel.catalog.resolve_kernel`), or a kernel file's path;
-            or a whole :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
+            its file, e.g. by [`resolve_kernel`][autotune.kernel.catalog.resolve_kernel]), or a
+            kernel file's path; or a whole [`Problem`][autotune.kernel.problem.Problem] (then no
+            ``dims`` and ``dtype``).
         dims: the problem: ``{name: value}`` over the kernel's dims (``{"n": 1048576}``), or
             the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
             catalog's matrix products), integers >= 1.
         dtype: NumPy dtype or its name.
-        device: CUDA ordinal (queried through PyCUDA once per process) or a :class:`DeviceInfo`.
+        device: CUDA ordinal (queried through PyCUDA once per process) or a ``DeviceInfo``
+            (``autotune.measure.device``).
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
             platformdirs default).
 
@@ -147,9 +155,10 @@ def lookup(kernel, dims=None, dtype="float32", *, device: int | DeviceInfo = 0,
             about once as a ``RuntimeWarning``).
 
     Returns:
-        A :class:`LaunchConfig`; the same object for the same arguments until
-        :func:`autotune.clear_cache`. Cold calls query the database (milliseconds); warm ones are one
-        dict lookup under a lock (about a microsecond, ``benchmarks/lookup_latency.py``).
+        A [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig]; the same object for the same
+            arguments until [`clear_cache`][autotune.base.caches.clear_cache]. Cold calls query
+            the database (milliseconds); warm ones are one dict lookup under a lock (about a
+            microsecond, ``benchmarks/lookup_latency.py``).
     """
     # Arguments are checked before anything is opened; on this warm path only what a cached
     # answer could be mistaken for (True == 1, 0.0 == 0, "" for the default database): the

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
@@ -25,6 +27,9 @@ from autotune.runtime.prepared import PreparedTranspose
 from autotune.runtime.streams import stream_handle
 from autotune.runtime.views import View, view_of
 
+if TYPE_CHECKING:
+    from autotune.kernel.model import Kernel
+
 __all__ = ["transpose", "transpose_plan", "clear_prepared"]
 
 _prepared: dict[tuple, PreparedTranspose] = {}
@@ -33,7 +38,8 @@ _torch_devices: dict = {}  # CUDA ordinal -> torch.device
 _lock = threading.Lock()
 
 
-def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, stream=None):
+def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | None = None, out: Any = None,
+              stream: Any = None) -> Any:
     """Return ``a`` with its last two dims swapped, ``(..., rows, cols) -> (..., cols, rows)``,
     as a new C-contiguous array of ``a``'s kind, bit for bit.
 
@@ -44,33 +50,33 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
             GPUArray or any ``__cuda_array_interface__`` exporter, on the device of the
             current CUDA context. Views are read in place: columns adjacent (stride 1), rows
             any stride apart (a slice of rows or columns), leading dims folding into one batch
-            stride (:mod:`autotune.runtime.layout`). A batch is transposed in one launch.
+            stride (``autotune.runtime.layout``). A batch is transposed in one launch.
         kernel: a transpose of the catalog or a kernel file of one (dims ``rows, cols``,
             arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
-            for the shape (:func:`autotune.runtime.op_choice.transpose_kernel_for`): the op
+            for the shape (``autotune.runtime.op_choice.transpose_kernel_for``): the op
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
-            (:func:`autotune.runtime.op_choice.rule_kernel`: by row alignment, element size and
+            (``autotune.runtime.op_choice.rule_kernel``: by row alignment, element size and
             shape, e.g. ``smem_vec`` for 16-byte-aligned rows, ``smem_aligned_out`` for 4- and
             8-byte elements whose output rows are not, ``naive_flat`` for small matrices; the
             list with its measurements is docs/transpose.md). Views and batches need a kernel that
             takes ``ld`` and ``batch_stride``: every catalog transpose does.
-        db: results database URL (see :func:`autotune.lookup`).
+        db: results database URL (see [`lookup`][autotune.runtime.lookup.lookup]).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).
         stream: stream to launch on (default: the caller's current stream of ``a``'s library,
             e.g. ``torch.cuda.current_stream()``, so it works inside ``torch.cuda.graph``
             capture; the legacy default stream for PyCUDA arrays).
 
-    Elements are moved as words of their size: a dtype of the catalog (:data:`DTYPES`) uses
-    the config tuned for itself, any other (bool, bfloat16, float8, complex64, unsigned
-    ints) the config tuned for the canonical dtype of its size
-    (:data:`~autotune.kernel.dtypes.WORD_DTYPES`), as :func:`transpose_plan`'s ``chosen``
+    Elements are moved as words of their size: a dtype of the catalog
+    ([`DTYPES`][autotune.kernel.dtypes.DTYPES]) uses the config tuned for itself, any other
+    (bool, bfloat16, float8, complex64, unsigned ints) the config tuned for the canonical dtype
+    of its size (``autotune.kernel.dtypes.WORD_DTYPES``), as ``transpose_plan``'s ``chosen``
     says. A 1-row or 1-column input whose elements are contiguous is copied with
     ``cuMemcpyDtoDAsync`` (its transpose keeps the element order): no kernel.
 
     Returns:
-        ``out`` if given, else a new array: a PyTorch tensor on the same device for a
-        PyTorch input, CuPy for CuPy, a PyCUDA GPUArray otherwise.
+        ``out`` if given, else a new array of the input's kind (a PyTorch tensor on the same
+            device for a PyTorch input, CuPy for CuPy, a PyCUDA GPUArray otherwise).
 
     Raises:
         InvalidInputError: not a device array, fewer than 2 dims, empty, elements of another
@@ -107,7 +113,7 @@ def transpose(a, *, kernel: str | None = None, db: str | None = None, out=None, 
     return out
 
 
-def transpose_plan(a, *, kernel: str | None = None, db: str | None = None) -> PreparedTranspose:
+def transpose_plan(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | None = None) -> PreparedTranspose:
     """The prepared launch :func:`transpose` uses for ``a`` (its matrices' shape, layout and
     element type): ``.launcher.kernel`` is the kernel (chosen for the shape when ``kernel`` is
     ``None``), ``.launcher.chosen`` the :class:`~autotune.runtime.lookup.LaunchConfig` (config,

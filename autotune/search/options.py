@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
 
 __all__ = ["SearchOptions", "OptionError", "FLAGS"]
 
@@ -80,40 +83,44 @@ def _seconds(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """How one search runs (module doc). Frozen and hashable; :meth:`replace` gives a copy.
+    """How one search runs: built once where the search is asked for (the CLI's flags,
+    [`tune`][autotune.search.tune.tune]'s keywords) and checked there. Frozen and hashable;
+    [`replace`][autotune.search.options.SearchOptions.replace] gives a copy.
 
     Attributes:
-        trials: configs to measure (1 .. :data:`MAX_COUNT`; fewer when the space runs out). A config is
+        trials: configs to measure (1 .. ``MAX_COUNT``; fewer when the space runs out). A config is
             measured once per study: repeats and constraint breakers are never proposed.
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
-        strategy: a name of :data:`autotune.search.strategies.STRATEGIES` (``tpe``, ``random``,
-            ``grid``, ``gp``, ``cmaes``, ``transfer``) or an ``optuna.samplers.BaseSampler``.
+        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``tpe``,
+            ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``) or an
+            ``optuna.samplers.BaseSampler``.
         batch: configs the strategy proposes at once, compiled on every core while the GPU
-            measures the batch before (``None``: :func:`autotune.measure.pipeline.workers`, the
-            compile workers, at least 1).
+            measures the batch before (``None``: as many as the compile workers,
+            ``autotune.measure.pipeline.workers()``, at least 1).
         resume: continue the key's existing study instead of refusing to touch it.
         space: a space TOML file instead of the kernel's own space (``None``).
-        repeats: timed samples per config (20 .. :data:`MAX_REPEATS`).
-        top_k, rounds: the fastest configs re-timed interleaved after the trials, over how many
-            rounds (1 .. :data:`MAX_RETIMED`).
+        repeats: timed samples per config (20 .. ``MAX_REPEATS``).
+        top_k: how many of the fastest configs are re-timed, interleaved, after the trials
+            (1 .. ``MAX_RETIMED``).
+        rounds: over how many rounds they are re-timed (1 .. ``MAX_RETIMED``).
         trial_timeout: seconds one trial may take before its measuring process is killed (> 0).
         db: results database URL (``None``: ``AUTOTUNE_DB`` or the platformdirs default).
 
     Every field is checked by type and range where the value is built: integers are never
-    booleans, seconds are finite and at most :data:`MAX_SECONDS`, ``resume`` is a bool (``"no"``
+    booleans, seconds are finite and at most ``MAX_SECONDS``, ``resume`` is a bool (``"no"``
     is a truthy string), ``space`` a path and ``db`` a URL (non-empty strings without control
     characters: an empty ``db`` would silently mean the default).
 
     Raises:
-        OptionError: (an :class:`~autotune.errors.InvalidInputError`) naming the first field
-            outside what is allowed, and what is.
+        OptionError: (an [`InvalidInputError`][autotune.errors.InvalidInputError]) naming the
+            first field outside what is allowed, and what is.
     """
 
     trials: int = 100
     timeout: float | None = None
     seed: int | None = None
-    strategy: Any = "tpe"
+    strategy: str | BaseSampler = "tpe"
     batch: int | None = None
     resume: bool = False
     space: str | None = None
@@ -156,10 +163,11 @@ class SearchOptions:
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
         """``options`` (default: the defaults) with the keywords ``given`` over them, ``sampler=``
-        taken as the deprecated name of ``strategy`` (what :func:`autotune.tune` takes).
+        taken as the deprecated name of ``strategy`` (what [`tune`][autotune.search.tune.tune] takes).
 
         Raises:
-            OptionError: a bad value; InvalidInputError: an unknown keyword.
+            OptionError: a bad value.
+            InvalidInputError: an unknown keyword.
         """
         if "sampler" in given:
             sampler = given.pop("sampler")
@@ -180,7 +188,7 @@ class SearchOptions:
         return self.strategy if isinstance(self.strategy, str) else type(self.strategy).__name__
 
     def batch_size(self) -> int:
-        """:attr:`batch`, or the compile workers (:func:`autotune.measure.pipeline.workers`), at least 1."""
+        """``batch``, or the compile workers (``autotune.measure.pipeline.workers()``), at least 1."""
         if self.batch is not None:
             return self.batch
         from autotune.measure.pipeline import workers

@@ -17,13 +17,13 @@ __all__ = ["TrialOutcome", "SearchResult"]
 class TrialOutcome:
     """What happened to one config this search measured (one trial of the key's study).
 
-    ``status`` is ``ok`` or a :class:`TrialFailed` status: a strategy proposes only valid, new
+    ``status`` is ``ok`` or a ``TrialFailed`` status (``autotune.errors``): a strategy proposes only valid, new
     configs, so nothing else becomes a trial (studies written before strategies also hold
     ``constraint`` and ``duplicate`` trials, which a resumed search skips).
-    ``phases``: milliseconds per phase of a measured trial (:mod:`autotune.measure.phases`),
+    ``phases``: milliseconds per phase of a measured trial (``autotune.measure.phases``),
     ``store`` being the whole database write. An ``ok`` trial whose timing stopped early,
     being clearly slower than the best so far, has that note as its ``reason``
-    (:class:`autotune.measure.timing.EarlyStop`): measured and slower, never a failure.
+    (``autotune.measure.timing.EarlyStop``): measured and slower, never a failure.
     """
 
     number: int
@@ -36,9 +36,12 @@ class TrialOutcome:
 
 @dataclass
 class SearchResult:
-    """Outcome of a search (:class:`autotune.search.tuner.Tuner`).
+    """Outcome of a search (filled by ``autotune.search.tuner.Tuner``), what
+    [`tune`][autotune.search.tune.tune] returns.
 
     Attributes:
+        key: the tuning key searched (kernel, device, dims, dtype, toolchain).
+        search_id: the search's row in the database (``autotune_searches``).
         stopped: why the loop ended: ``trials`` (``n_trials`` configs measured), ``timeout``,
             ``exhausted`` (every valid config measured) or ``interrupted``.
         outcomes: the trials of this run, in order.
@@ -47,9 +50,9 @@ class SearchResult:
         decision: the re-timing's winner, fastest and tie group (``None``: not re-timed).
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
-        reports: one :class:`~autotune.search.workers.WorkerReport` per GPU of a search over several.
+        reports: one ``WorkerReport`` (``autotune.search.workers``) per GPU of a search over several.
         whole_space: the strategy was not asked: the trials covered the space, so every valid
-            config was measured in the grid's order (:func:`autotune.search.on_gpu.whole_space`).
+            config was measured in the grid's order (``autotune.search.on_gpu.whole_space``).
         spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
             asks and tells, and reading what other processes measured).
     """
@@ -79,8 +82,8 @@ class SearchResult:
 
     @property
     def phase_totals(self) -> dict[str, float]:
-        """Milliseconds per phase summed over this run's trials (:func:`autotune.measure.phases.totals`),
-        then :attr:`spent` outside them."""
+        """Milliseconds per phase summed over this run's trials (``autotune.measure.phases.totals``),
+        then ``spent`` outside them."""
         return {**phases.totals(o.phases for o in self.outcomes), **self.spent}
 
     @property

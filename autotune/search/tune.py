@@ -10,7 +10,10 @@ that same function), then re-times the study's top configs once, on the first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.arguments import check_callable_arg, check_ordinal_arg, shown
 from autotune.kernel.problem import Problem
@@ -19,41 +22,55 @@ from autotune.search.on_gpu import Started, retime_or_error, search_on_gpu, whol
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from autotune.kernel.dims import Dims
+    from autotune.kernel.dtypes import DType
+    from autotune.kernel.model import Kernel
+    from autotune.search.workers import WorkerReport
+
 __all__ = ["Started", "tune", "whole_space"]
 
 
-def tune(kernel, dims=None, dtype="float32", *, device: int | Sequence[int] = 0, options: SearchOptions | None = None,
+def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
+         dtype: DTypeLike | DType = "float32", *, device: int | Sequence[int] = 0,
+         options: SearchOptions | None = None,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-         on_report: Callable | None = None, **fields) -> SearchResult:
+         on_report: Callable[[WorkerReport], None] | None = None, **fields: Any) -> SearchResult:
     """Search ``kernel``'s space for ``dims`` and ``dtype``; store every trial and the winner.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a :class:`~autotune.kernel.model.Kernel`;
-            or a whole :class:`~autotune.kernel.problem.Problem` (then no ``dims`` and ``dtype``).
+        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel];
+            or a whole [`Problem`][autotune.kernel.problem.Problem] (then no ``dims`` and ``dtype``).
         dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
+        dtype: the problem's dtype: a NumPy dtype or its name (``"float32"``), one the kernel takes.
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
-        options: the search's :class:`~autotune.search.options.SearchOptions` (trials, timeout,
-            seed, strategy, batch, resume, space, repeats, top_k, rounds, trial_timeout, db);
-            ``fields``: the same as keywords (``trials=50, strategy="random"``), over ``options``
-            if both are given (``sampler=`` is the deprecated name of ``strategy``).
-        on_start, on_trial, on_report: progress callbacks (one GPU: ``on_trial`` after each
-            trial; several: ``on_report`` with a worker's report whenever it changes).
+        options: the search's [`SearchOptions`][autotune.search.options.SearchOptions] (trials,
+            timeout, seed, strategy, batch, resume, space, repeats, top_k, rounds, trial_timeout,
+            db); default: the defaults, with ``fields`` over them.
+        on_start: called once the search has started (its key, store and space), one GPU or several.
+        on_trial: called after each trial with its outcome and the result so far (one GPU).
+        on_report: called with a worker's report whenever it changes (several GPUs).
+        **fields: the fields of ``options`` as keywords (``trials=50, strategy="random"``), over
+            ``options`` if both are given (``sampler=`` is the deprecated name of ``strategy``).
 
     Returns:
-        The :class:`~autotune.search.outcome.SearchResult` (its ``key``, ``decision``...).
+        The search's [`SearchResult`][autotune.search.outcome.SearchResult] (its ``key``, ``decision``...).
 
     Raises:
-        InvalidInputError: bad kernel, dims, dtype, option (:class:`~autotune.search.options.OptionError`
-            names it), space or devices; ``options`` that is not a SearchOptions, a callback that
-            is not callable; the study exists and ``resume`` is false. Each argument is checked by
-            type and range before anything is read or opened (:mod:`autotune.kernel.arguments`).
+        InvalidInputError: bad kernel, dims, dtype, option
+            ([`OptionError`][autotune.search.options.OptionError] names it), space or devices;
+            ``options`` that is not a SearchOptions, a callback that is not callable; the study
+            exists and ``resume`` is false. Each argument is checked by type and range before
+            anything is read or opened (``autotune.kernel.arguments``).
         GPUUnavailableError: no GPU, PyCUDA or nvcc.
         StoreError: the database cannot be used.
         AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
             hung while opening the GPU; the re-timing's measuring process crashed or hung (the
             trials stay stored).
-        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (:mod:`autotune.base.signals`), after the
+        KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (``autotune.base.signals``), after the
             trials so far were stored and the search marked ``interrupted``.
     """
     # every argument by type and range first: nothing is read, opened or measured for a bad one

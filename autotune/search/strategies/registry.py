@@ -86,7 +86,7 @@ Factory = Callable[[SearchSpace, "int | None", Iterable], Strategy]
 
 STRATEGIES: Mapping[str, Factory] = {"tpe": _tpe, "random": _random, "grid": _grid, "gp": _gp, "cmaes": _cmaes,
                                      "transfer": _transfer}
-"""Strategy name -> ``factory(space, seed, history)``; :func:`make_strategy` also takes any
+"""Strategy name -> ``factory(space, seed, history)``; ``make_strategy`` also takes any
 Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid configs;
 ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals; ``transfer``: the
 bests of the nearest tuned shapes first, then TPE warm-started with their trials."""
