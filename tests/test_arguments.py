@@ -365,3 +365,30 @@ def test_search_options_refuse_unknown_names_and_misplaced_values_as_bad_input()
                           (lambda: autotune.SearchOptions().replace(trials=0), "trials 0 is not allowed")):
         expect(call, message)
     assert autotune.SearchOptions(trials=5).replace(trials=7).trials == 7
+
+
+def test_a_refusal_imports_neither_optuna_sqlalchemy_nor_pycuda():
+    """Before anything is imported for the work: a fresh process refuses bad arguments of every
+    function and has imported none of the heavy libraries."""
+    import subprocess
+    from pathlib import Path
+
+    code = """
+import sys, autotune
+from autotune.errors import InvalidInputError
+calls = [lambda: autotune.SearchOptions(strategy=5), lambda: autotune.SearchOptions(resume="no"),
+         lambda: autotune.tune("smem_pad", 5), lambda: autotune.tune("smem_pad", (64, 64), options={}),
+         lambda: autotune.lookup("smem_pad", (64, 64), device=-1), lambda: autotune.lookup("smem_pad", (64, 64), db=""),
+         lambda: autotune.compiled(None, (64, 64)), lambda: autotune.launcher(42),
+         lambda: autotune.launcher("smem_pad", dims="ab"), lambda: autotune.transpose(object()),
+         lambda: autotune.load_kernel(b"k.toml")]
+for call in calls:
+    try:
+        call()
+    except InvalidInputError:
+        continue
+    raise SystemExit(f"not refused: {call}")
+heavy = [m for m in ("optuna", "sqlalchemy", "pycuda", "torch", "cupy", "matplotlib") if m in sys.modules]
+assert not heavy, heavy
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
