@@ -422,7 +422,7 @@ def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
     assert (got.rung, got.config, got.gflops, got.tuned_dims) == ("exact", fast[2], 500.0,
                                                                  (("m", 128), ("n", 64), ("k", 32)))
     got = autotune.lookup("copy_row", (1024, 256), "float32", device=h100, db=url)
-    assert got.rung == "nearest_shape" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
+    assert got.rung == "dispatch" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
     autotune.clear_cache()
 
     r = CliRunner().invoke(app, ["best", "--rows", "512", "--cols", "256", "--db", url])

@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-ORDER = ("search", "sweep", "best", "list", "kernels", "check", "bench", "report", "export", "import", "info", "db")
+ORDER = ("search", "sweep", "tune-shapes", "best", "list", "dispatch", "kernels", "check", "bench", "report", "export",
+         "import", "info", "db")
 """``autotune --help`` lists the commands in the order of the work: tune, read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""
 
@@ -60,7 +61,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # each module registers its commands on app
-from . import bench, check, db, info, report, results, search, share  # noqa: E402
+from . import bench, check, db, dispatch, info, report, results, search, share  # noqa: E402
 
 __all__ = ["app", "main"]
 
