@@ -24,6 +24,15 @@ class _InWorkOrder(TyperGroup):
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
 
+    def get_params(self, ctx):
+        from .completion import guard
+
+        params = super().get_params(ctx)
+        for param in params:  # Typer adds it after the group is made: guarded where it is read
+            if param.name == "install_completion" and param.callback is not None:
+                param.callback = guard(param.callback)
+        return params
+
 
 # rich_markup_mode=None: usage errors print as one plain "Error: ..." line, not a box.
 app = typer.Typer(cls=_InWorkOrder, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,

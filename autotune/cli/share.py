@@ -7,19 +7,21 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.base import signals as stop
 from autotune.base.files import check_writable
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, out
+from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, on_interrupt, out
 from .shape import Shape, shape_options
 from .workloads import WorkloadName
 
 
 @app.command("export", short_help="Write tuned configs to JSON, a C/C++ header or a workload's bundle.")
-@handle_errors
+@handle_errors(interrupted="no file is half written (the target is its old self or the whole new file)")
 @shape_options
 def export(
     workload: Annotated[Optional[WorkloadName], typer.Argument(
@@ -80,6 +82,8 @@ def export(
         raise InvalidInputError("--dtype applies to --t4 and --kt-cache only")
     if space is not None and kt_cache is None:
         raise InvalidInputError("--space applies to --kt-cache only (the space the key was searched in)")
+    if dtype is not None:
+        dtype = problem_dtype(dtype).name  # before the database: --dtype float17 selects nothing, silently
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
     target, flag = next((p, f) for p, f in ((out_path, "--out"), (header, "--header"), (t4, "--t4"),
                                              (kt_cache, "--kt-cache")) if p is not None)
@@ -104,12 +108,13 @@ def export(
     what = "trial" if t4 is not None else "result"
     out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
     if report.stale:
-        err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
+        err.print(stale.left_out(report.reasons, "writes them too"), markup=False, soft_wrap=True)
     if report.unchecked:
         err.print(f"{report.unchecked} of them are of kernels this autotune does not know: written unchecked",
                   markup=False)
     if count == 0:
-        err.print("nothing is tuned for those filters; the file holds no results")
+        err.print(f"nothing {'current ' if report.stale else ''}is tuned for those filters; the file holds no "
+                  f"{what}s", markup=False)
 
 
 def _export_bundle(workload: str | None, bundle: Path | None, others: tuple, device: str | None,
@@ -163,14 +168,14 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
                            database=store.safe_url)
     n = report.entries
     out.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
-    if report.stale:
-        err.print(f"left out {report.stale_note}", markup=False, soft_wrap=True)
+    if report.stale:  # a header is compiled into a program: it never holds stale configs (no --include-stale)
+        err.print(f"left out {report.stale_note}; a header holds current results only", markup=False, soft_wrap=True)
     if n == 0:
         err.print(f"nothing is tuned for {kern.name}; the header selects its default config only", markup=False)
 
 
 @app.command("import", short_help="Add the results of an exported JSON file.")
-@handle_errors
+@handle_errors(interrupted="nothing was imported (an import is all or nothing)")
 def import_(
     path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json",
                                          help="A file written by autotune export (--out or --t4; told apart by content).")],
@@ -189,15 +194,14 @@ def import_(
       autotune import trials_t4.json
     """
     kernels = [resolve_kernel(value) for value in kernel or ()]
-    from autotune.store.t4_read import is_t4
+    from autotune.store.share import import_results
+    from autotune.store.t4_read import T4File, read_import
 
-    if is_t4(path):
-        _import_t4(path, kernels, db)
+    loaded = read_import(path, kernels)  # read once and checked whole before the database is opened
+    if isinstance(loaded, T4File):
+        _import_t4(loaded, db)
         return
-    from autotune.store.share import import_results, read_results
-
-    loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
-    report = import_results(open_store(db), loaded)
+    report = _written(lambda: import_results(open_store(db), loaded), "result(s)")
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
@@ -207,11 +211,21 @@ def import_(
                   "or macros): kept, but lookups use only current results", markup=False)
 
 
-def _import_t4(path: Path, kernels: list, db: str | None) -> None:
-    from autotune.store.t4_read import import_t4, read_t4
+def _written(write, what: str):
+    """``write()``'s import (one transaction), a signal during it acted on once it is done: until
+    then an interrupted import says nothing was imported; after, what it imported."""
+    with stop.deferred():
+        report = write()
+        on_interrupt(f"the import was done first: {report.imported} {what} imported, {report.skipped} "
+                     "already stored")
+    return report
 
-    loaded = read_t4(path, kernels)  # the whole file is checked before the database is opened
-    report = import_t4(open_store(db), loaded)
+
+def _import_t4(loaded, db: str | None) -> None:
+    from autotune.store.t4_read import import_t4
+
+    path = loaded.path
+    report = _written(lambda: import_t4(open_store(db), loaded), "trial(s)")
     line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
     if report.best:
         line += f"; an imported trial became the best of {report.best} key(s)"

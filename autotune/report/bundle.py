@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from autotune.base.files import write_atomically
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
@@ -152,10 +153,7 @@ def _write(target: Path, files: dict[str, str]) -> None:
         raise InvalidInputError(f"cannot write bundle {target}: {exc.strerror or exc}") from None
     try:
         for name, text in files.items():
-            with open(staging / name, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_atomically(staging / name, text, f"bundle file {name}")
         if not target.exists():
             os.rename(staging, target)
             return

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
+from autotune.kernel.arguments import check_bundle_args, check_db_arg, shown
 from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
@@ -150,14 +151,22 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
             compute capability, at the ``same_arch`` rung (default ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad dims; a bundle that cannot be read or
+        InvalidInputError: unknown kernel or dtype, bad dims, ``db`` or ``default`` (a
+            ``default`` that is not a Config of the kernel's tunables), each checked before
+            anything is opened (``autotune.kernel.arguments``); a bundle that cannot be read or
             used here (``autotune.runtime.bundle.BundleError``, naming the file and what is wrong).
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
     from autotune.runtime.bundle import given_bundle
 
+    check_db_arg(db)
+    check_bundle_args(bundle, allow_same_arch)
+    if default is not None and not isinstance(default, Config):
+        raise InvalidInputError(f"default {shown(default)} is not allowed; give a Config of the kernel, or None")
     problem = Problem.of(kernel, dims, dtype)
+    if default is not None:
+        problem.kernel.check(default)  # its macros are the kernel's tunables
     bundle = given_bundle(bundle)
     key = (driver.current_context(), problem, db, default, bundle, allow_same_arch)
     with _lock:

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import (check_bundle_args, check_db_arg, check_dims_arg, check_dtype_arg, check_flag_arg,
+                                       check_kernel_arg)
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
@@ -92,9 +94,11 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
-            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; a bundle that
-            cannot be read, or was made for another source of the kernel (``BundleError``:
-            one line naming the file and what is wrong).
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; an argument of
+            another type or out of range (``dims`` not a mapping of integers, ``reset`` not a
+            bool), checked before the kernel file is read (``autotune.kernel.arguments``); a
+            bundle that cannot be read, or was made for another source of the kernel
+            (``BundleError``: one line naming the file and what is wrong).
         KernelFileError: the kernel file is malformed.
     """
     return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, bundle=bundle,
@@ -115,6 +119,12 @@ class KernelLauncher:
                  bundle: str | Path | None = None, allow_same_arch: bool | None = None) -> None:
         from autotune.runtime.bundle import check_kernel, given_bundle, read_bundle
 
+        check_kernel_arg(kernel)  # every argument by type and range before the kernel file is read
+        check_dtype_arg(dtype, optional=True)
+        check_db_arg(db)
+        check_dims_arg(dims, "dims", optional=True, positional=False, empty=True)
+        check_flag_arg(reset, "reset")
+        check_bundle_args(bundle, allow_same_arch)
         self.kernel = resolve_kernel(kernel)
         self.bundle, self.allow_same_arch = given_bundle(bundle), allow_same_arch
         if self.bundle is not None:  # a bad bundle, or one of another source of this kernel: said now
@@ -149,6 +159,8 @@ class KernelLauncher:
             AutotuneError: the config does not build or fit this device, or the driver refused
                 the launch.
         """
+        if reset is not None and reset is not True and reset is not False:
+            check_flag_arg(reset, "reset")  # "no" is a truthy string: never a reset
         first = arrays[0] if arrays else None
         if type(first) is self._tensor:
             device = first.get_device()

@@ -39,6 +39,8 @@ from pathlib import Path
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import (check_db_arg, check_dims_arg, check_dtype_arg, check_kernel_arg,
+                                       check_ordinal_arg, shown)
 from autotune.kernel.config import Config
 from autotune.kernel.dims import shape_distance
 from autotune.kernel.problem import Problem
@@ -175,39 +177,67 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             the database (milliseconds); warm ones are one dict lookup under a lock (about a
             microsecond, ``benchmarks/lookup_latency.py``).
     """
+    # Arguments are checked before anything is opened; on this warm path only what a cached
+    # answer could be mistaken for (True == 1, 0.0 == 0, "" for the default database): the
+    # rest is checked by the cold path, whose refusals are never cached.
+    if type(device) is not int and type(device) is not DeviceInfo:
+        check_ordinal_arg(device, "device", also=(DeviceInfo,), also_text=" or a DeviceInfo")
+    if db is not None and (type(db) is not str or not db):
+        check_db_arg(db)
     if isinstance(kernel, Problem):
         which, dims, dtype = Problem.of(kernel, dims), (), None
     elif isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel
     elif isinstance(kernel, (str, Path)) or not all(hasattr(kernel, a) for a in ("name", "source_hash", "spec_hash")):
-        raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a kernel "
-                                "file's path or a Kernel")
+        check_kernel_arg(kernel, identity=True)
+        raise InvalidInputError(f"kernel {shown(kernel)} is not allowed; give a catalog name (e.g. 'smem_pad'), a "
+                                "kernel file's path or a Kernel")
     else:  # a kernel object: its identity, so an edited kernel file is another key
         which = (kernel.name, kernel.source_hash, kernel.spec_hash)
     try:
-        given = (("map", *sorted(dims.items())) if isinstance(dims, Mapping)
-                 else dims if type(dims) is tuple else tuple(dims))
+        if isinstance(dims, Mapping):
+            given, values = ("map", *sorted(dims.items())), dims.values()
+        else:
+            given = values = dims if type(dims) is tuple else tuple(dims)
         hash(given)
     except TypeError:
-        raise InvalidInputError(f"dims {dims!r} are not allowed; give a mapping {{name: value}} or a tuple "
+        check_dims_arg(dims)
+        raise InvalidInputError(f"dims {shown(dims)} are not allowed; give a mapping {{name: value}} or a tuple "
                                 "of integers in the kernel's dims order") from None
+    for v in values:
+        if type(v) is not int:  # NumPy integers pass; booleans, floats and strings do not
+            check_dims_arg(dims)
+            break
     ck = (which, given, dtype, device, given_url(db), shape_rung)
-    with _lock:
-        hit = _cache.get(ck)
+    try:
+        with _lock:
+            hit = _cache.get(ck)
+    except TypeError:  # an unhashable dtype or shape_rung (a list, a dict)
+        check_dtype_arg(dtype)
+        raise InvalidInputError(f"shape_rung {shown(shape_rung)} is not allowed; allowed: "
+                                f"{', '.join(SHAPE_RUNGS)}") from None
     if hit is not None:
         return hit
     if shape_rung not in SHAPE_RUNGS:
-        raise InvalidInputError(f"shape_rung {shape_rung!r} is not allowed; allowed: {', '.join(SHAPE_RUNGS)}")
-    answer = _resolve(kernel, dims, dtype, device, ck[-2], shape_rung)
+        raise InvalidInputError(f"shape_rung {shown(shape_rung)} is not allowed; allowed: {', '.join(SHAPE_RUNGS)}")
+    answer = _resolve(kernel, dims, dtype, device, ck[-2], shape_rung, db)
     with _lock:  # a racing cold call may have won: everyone gets the first answer stored
         if len(_cache) >= MAX_CACHED:
             _cache.clear()
         return _cache.setdefault(ck, answer)
 
 
-def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch") -> LaunchConfig:
-    """The cold path: climb the ladder against the database (a few queries; the trials of the
-    kernel's other shapes when its dispatch is not learned yet or the database changed)."""
+def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
+             given_db: str | None = None) -> LaunchConfig:
+    """The cold path: every argument checked (the device before PyCUDA is asked of it), then
+    climb the ladder against the database (a few queries; the trials of the kernel's other
+    shapes when its dispatch is not learned yet or the database changed)."""
+    check_ordinal_arg(device, "device", also=(DeviceInfo,), also_text=" or a DeviceInfo")
+    check_db_arg(given_db)
+    if not isinstance(kernel, Problem):
+        check_kernel_arg(kernel, identity=True)
+        check_dims_arg(dims)
+        check_dtype_arg(dtype)
     info = _device(device)
     if isinstance(kernel, (Problem, str, Path, Kernel)):
         problem = Problem.of(kernel, None if isinstance(kernel, Problem) else dims, dtype)
