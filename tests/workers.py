@@ -117,7 +117,8 @@ def hold(ordinal: int, step: str = "") -> None:
 
 class FakeBench:
     """What the CLI needs of :class:`autotune.measure.benchmark.Benchmark`, timed by the fake timer
-    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds; markers and holds: module doc)."""
+    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds, or GPU i the i-th of a comma
+    separated list; markers and holds: module doc)."""
 
     memcpy_gbps, copy_gbps, l2_mode = 3000.0, 2900.0, "single"
 
@@ -133,7 +134,8 @@ class FakeBench:
         planted_fault(config.key)
         if held("measure", self.count):
             hold(self.device.ordinal, "measure")
-        time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
+        delays = os.environ.get("AUTOTUNE_FAKE_DELAY", "0").split(",")  # one for all GPUs, or one each
+        time.sleep(float(delays[min(self.device.ordinal, len(delays) - 1)]))
         return self.timer(config)
 
     def retime(self, configs, rounds):

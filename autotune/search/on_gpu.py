@@ -70,7 +70,7 @@ def retime_or_error(retime):
 
 def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
-                  arch: str | None = None, fresh: bool | None = None,
+                  arch: str | None = None, fresh: bool | None = None, budget=None,
                   on_start: Callable[[Started], None] | None = None,
                   on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
     """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
@@ -85,6 +85,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         arch: the GPU's nvcc target (e.g. ``sm_90``) where the caller knows it without a precheck.
         fresh: the study holds no trial yet, so the strategy may propose its first batch before
             reading it (:meth:`~autotune.search.tuner.Tuner.early`; ``None``: a search alone, not ``resume``).
+        budget: the trial budget shared by the workers of several GPUs (:class:`~autotune.search.tuner.Tuner`).
 
     Raises:
         As :func:`autotune.tune`.
@@ -146,7 +147,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
-                       early=early[0] if early else None).run()
+                       early=early[0] if early else None, budget=budget).run()
         result.whole_space = whole
         return result
 

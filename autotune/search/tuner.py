@@ -61,7 +61,10 @@ class Tuner:
     measuring, and tells its strategy what they measured; a config is measured only by the
     process whose trial claimed it first (:meth:`StoredStudy.start`), so no two processes
     measure one config.
-    ``on_trial(outcome, result)`` is called after every trial.
+    ``on_trial(outcome, result)`` is called after every trial. ``budget``: the configs the
+    workers of one search may still measure, shared (:class:`~autotune.search.workers.SharedBudget`:
+    ``take()`` before each trial, ``False`` when none is left; ``give_back()``; ``left()``):
+    a worker measures while any is left, so the faster GPU measures more and all end together.
 
     Raises (from :meth:`run`):
         InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
@@ -74,11 +77,12 @@ class Tuner:
 
     def __init__(self, key: TuningKey, space: SearchSpace, store: Store, options: SearchOptions,
                  instruments: Instruments, *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-                 part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None) -> None:
+                 part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None,
+                 budget=None) -> None:
         if options.strategy == "grid":
             proposals.check_grid(space)
         self.key, self.space, self.store, self.options, self.tools = key, space, store, options, instruments
-        self.on_trial, self.part = on_trial, part
+        self.on_trial, self.part, self.budget = on_trial, part, budget
         self.batch = options.batch_size()
         self.result: SearchResult | None = None
         self.strategy: Strategy | None = None
@@ -195,7 +199,7 @@ class Tuner:
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
         pending: deque[Config] = deque(self._early[1] if self._early else ())
         while True:
-            if result.measured_count >= options.trials:
+            if result.measured_count >= options.trials or (self.budget is not None and self.budget.left() <= 0):
                 result.stopped = "trials"
                 return
             if deadline is not None and time.monotonic() >= deadline:
@@ -212,9 +216,14 @@ class Tuner:
             config = pending.popleft()
             if config in self.seen or config in busy:  # another process measured it, or measures it now
                 continue
+            if self.budget is not None and not self.budget.take():  # the other workers took the rest
+                result.stopped = "trials"
+                return
             self._check_dead(study)
             outcome = run_trial(study, config, self.tools.measure, self.store, result.search_id, self.flight)
             if outcome is None:  # another process claimed it an instant before (StoredStudy.start)
+                if self.budget is not None:
+                    self.budget.give_back()
                 continue
             self.seen[config] = outcome
             result.outcomes.append(outcome)
@@ -235,6 +244,8 @@ class Tuner:
         """Ask the strategy for batches until a whole batch waits behind the one measured now
         (at most the configs still to measure), and hand each to ``prefetch``."""
         room = self.options.trials - self.result.measured_count - len(pending)
+        if self.budget is not None:
+            room = min(room, self.budget.left() - len(pending))
         while len(pending) <= self.batch and room > 0:
             batch = self.strategy.ask(min(self.batch, room))
             if not batch:

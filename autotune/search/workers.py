@@ -11,11 +11,12 @@ row, recording which GPU it is, and sends its progress to the parent through a q
 - Devices: ``--device 0,1`` or ``all``; every GPU must be of one model (the key: name,
   compute capability, SMs, memory, driver, CUDA), else the search is refused naming them:
   timings of different models never mix in one study.
-- Trials: the ``--trials`` budget (configs measured) is split between the workers (``n // k``,
-  the first ``n % k`` one more): each measures its share, a repeat of a config measured by
-  any worker costing nothing; each worker's strategy seed is ``seed + i``. No config is
-  measured twice: a worker claims each config as it writes its trial
-  (:meth:`autotune.search.study.StoredStudy.start`).
+- Trials: the ``--trials`` budget (configs measured) is the workers' together
+  (:class:`SharedBudget`): each takes one before each config it measures, so a GPU that
+  measures faster measures more and all end together (at one speed: ``n // k`` each, the
+  shares the progress shows); a repeat of a config measured by any worker costs nothing;
+  each worker's strategy seed is ``seed + i``. No config is measured twice: a worker claims
+  each config as it writes its trial (:meth:`autotune.search.study.StoredStudy.start`).
 - One host's cores are shared (:func:`per_gpu`): each worker's compile pool gets ``cores / k``
   nvcc runs (at a lower priority than the measuring processes) and proposes ``batch / k``
   configs at a time, so the study keeps as many proposals in flight as one GPU would; each
@@ -52,7 +53,8 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.base import signals as stop
 from autotune.search.options import SearchOptions
 
-__all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "per_gpu", "run_workers", "split_trials"]
+__all__ = ["Plan", "SharedBudget", "WorkerReport", "check_one_model", "parse_devices", "per_gpu", "run_workers",
+           "split_trials"]
 
 JOIN_S = 60
 """Seconds the parent waits for interrupted workers before killing them."""
@@ -76,7 +78,8 @@ class Plan:
 
 @dataclass
 class WorkerReport:
-    """What one GPU's worker reported: ``state`` is ``starting``, ``running``, ``done``,
+    """What one GPU's worker reported (``trials``: its share of the budget, as it would measure
+    at the others' speed): ``state`` is ``starting``, ``running``, ``done``,
     ``interrupted``, ``error`` (``message`` says why) or ``died`` (no report; exit code in
     ``message``); ``counts`` its trials by outcome status; ``best`` its best figure so far
     (e.g. ``2873 GB/s``) and ``best_config`` that config."""
@@ -155,6 +158,34 @@ def split_trials(n_trials: int, workers: int) -> list[int]:
     return [n_trials // workers + (i < n_trials % workers) for i in range(workers)]
 
 
+class SharedBudget:
+    """The configs the workers of one search may still measure, in a ``multiprocessing.Value``
+    they all hold (passed to each worker as it is started).
+
+    ``take()`` one before measuring a config (``False``: none left), ``give_back()`` one not
+    used (its config was claimed elsewhere), ``left()`` those not taken."""
+
+    def __init__(self, value) -> None:
+        self._value = value
+
+    def left(self) -> int:
+        """Configs not taken yet."""
+        return self._value.value
+
+    def take(self) -> bool:
+        """Take one; ``False`` when none is left."""
+        with self._value.get_lock():
+            if self._value.value <= 0:
+                return False
+            self._value.value -= 1
+            return True
+
+    def give_back(self) -> None:
+        """Return one taken and not measured."""
+        with self._value.get_lock():
+            self._value.value += 1
+
+
 def per_gpu(options: SearchOptions, gpus: int) -> tuple[SearchOptions, int]:
     """What each of ``gpus`` workers on one host runs with: ``options`` with its share of the
     batch, and its share of the host's compile workers (:func:`autotune.measure.pipeline.workers`,
@@ -185,16 +216,17 @@ def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerRepo
     events = context.Queue()
     reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(plan.options.trials, len(ordinals)))}
     shared, compilers = per_gpu(plan.options, len(ordinals))
+    budget = SharedBudget(context.Value("i", plan.options.trials))
     procs = {}
     # deferred: a KeyboardInterrupt must never cut a start() or a read of the queue half-way
     with stop.deferred():
         try:
             for i, o in enumerate(ordinals):
                 seed = None if plan.options.seed is None else plan.options.seed + i
-                mine = replace(plan, options=shared.replace(trials=reports[o].trials, seed=seed, resume=True))
+                mine = replace(plan, options=shared.replace(seed=seed, resume=True))
                 # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
                 procs[o] = context.Process(target=_worker, args=(mine, o, benchmark.open_benchmark, events,
-                                                                 (i, len(ordinals)), compilers), daemon=False)
+                                                                 (i, len(ordinals)), compilers, budget), daemon=False)
                 with stop.blocked():  # the worker inherits them blocked until its handlers are in place
                     procs[o].start()
             while any(r.state in ("starting", "running") for r in reports.values()):
@@ -253,11 +285,11 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
 
 
 def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int] = (0, 1),
-            compilers: int | None = None) -> None:
+            compilers: int | None = None, budget: SharedBudget | None = None) -> None:
     """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study, as
     worker ``part = (i, n)`` of n (:func:`autotune.search.on_gpu.search_on_gpu`, as on one GPU,
     without the re-timing), compiling on ``compilers`` threads (its share of the host's:
-    :func:`per_gpu`; ``None``: as one GPU would).
+    :func:`per_gpu`; ``None``: as one GPU would), measuring while ``budget`` lasts.
 
     SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
     handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
@@ -271,7 +303,7 @@ def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, i
     try:
         with stop.deferred():
             stop.unblock()
-            _search_on(plan, ordinal, open_benchmark, events, part)
+            _search_on(plan, ordinal, open_benchmark, events, part, budget)
     except KeyboardInterrupt:
         events.put(("interrupted", ordinal, {}))
     except AutotuneError as exc:
@@ -280,7 +312,7 @@ def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, i
         events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
 
 
-def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int]) -> None:
+def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int], budget=None) -> None:
     import optuna
 
     from autotune.measure.figures import headline
@@ -302,5 +334,6 @@ def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int
     space = problem.kernel.space(plan.options.space)
     result = search_on_gpu(problem, ordinal, space, plan.options, part=part,
                            open_benchmark=open_benchmark, precheck=False, retime=False, arch=plan.arch,
-                           fresh=plan.fresh, on_start=on_start, on_trial=on_trial)  # the parent queried every GPU
+                           fresh=plan.fresh, budget=budget, on_start=on_start,
+                           on_trial=on_trial)  # the parent queried every GPU
     events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))
