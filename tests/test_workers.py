@@ -153,6 +153,20 @@ def test_bad_device_lists_are_one_line_errors(spec, count, message, monkeypatch,
     assert "Traceback" not in result.output and not db.exists()
 
 
+def test_each_gpu_of_a_host_gets_its_share_of_the_cores_and_of_the_batch(monkeypatch):
+    """Two workers with pools of the CPU count each ran twice as many nvcc as cores (issue 37);
+    k workers proposing batch/k at a time keep as many proposals in flight as one GPU."""
+    from autotune.search.options import SearchOptions
+
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "32")
+    options, compilers = multi_gpu.per_gpu(SearchOptions(), 2)
+    assert (options.batch, compilers) == (16, 16)
+    assert multi_gpu.per_gpu(SearchOptions(batch=12), 4)[0].batch == 3
+    assert multi_gpu.per_gpu(SearchOptions(batch=1), 2)[0].batch == 1  # at least one
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # off stays off
+    assert multi_gpu.per_gpu(SearchOptions(), 2) == (SearchOptions(batch=1), 0)
+
+
 def test_parse_devices_and_trial_shares():
     assert multi_gpu.parse_devices("1") == [1]  # a single ordinal needs no driver
     assert multi_gpu.parse_devices(" 2, 0 ", count=lambda: 3) == [2, 0]
