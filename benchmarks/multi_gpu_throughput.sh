@@ -80,7 +80,7 @@ PY
   echo "# autotune search on 1 GPU, then on $devices (issue 37 target: >= 1.8x the configs/s on 2 GPUs)"
   echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')  device: $gpu  driver $driver  $(nvcc --version 2>/dev/null | tail -1)"
   echo "# CPU cores: $(nproc)  compile workers: ${AUTOTUNE_COMPILE_WORKERS:-$(nproc)} (split between the GPUs)" \
-       " commit: $(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
+       " commit: ${COMMIT:-$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')}"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,uuid,pci.bus_id --format=csv,noheader | sed 's/^/# gpu: /'
   echo
   one gpu1 "${devices%%,*}" "$@"
