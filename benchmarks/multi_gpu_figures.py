@@ -11,6 +11,8 @@ the whole study:
   ``configs/s``: configs measured / span (the sustained rate, as issue 37 counts it);
 - ``start +s`` and ``end -s``: how long after the study's first trial a GPU's first began, and
   how long before the study's last ended its last (the start-up stagger and the tail);
+- the compile waits of each GPU's first 10 configs (start-up) and of the others, and how many
+  configs waited over 100 ms for nvcc;
 - per config, ms: the phases the measuring child timed (``compile``: waiting for nvcc or
   reading the cubin, ``load``, ``verify``, ``time``) and ``store`` (autotune's row), and
   ``other``: the GPU's span per config minus those (the strategy's asks and tells, reading
@@ -47,14 +49,18 @@ def figures(path: str) -> dict:
     out = {"configs": len(rows), "span_s": (last - first).total_seconds(), "gpus": {}}
     out["configs_per_s"] = out["configs"] / out["span_s"]
     for gpu in sorted({r[0] for r in rows}):
-        mine = [r for r in rows if r[0] == gpu]
+        mine = sorted((r for r in rows if r[0] == gpu), key=lambda r: r[2])
         start, end = min(_time(r[2]) for r in mine), max(_time(r[3]) for r in mine)
         span = (end - start).total_seconds()
         phases = {p: sum((json.loads(r[1]) or {}).get(p, 0.0) for r in mine if r[1]) / len(mine) for p in PHASES}
+        waits = [(json.loads(r[1]) or {}).get("compile", 0.0) if r[1] else 0.0 for r in mine]
         out["gpus"][gpu] = {
             "configs": len(mine), "span_s": span, "configs_per_s": len(mine) / span if span else 0.0,
             "start_after_s": (start - first).total_seconds(), "end_before_s": (last - end).total_seconds(),
             "ms_per_config": {**phases, "other": 1e3 * span / len(mine) - sum(phases.values())},
+            # where the compile waits fell: the first configs (start-up) or all along
+            "compile_first10_s": sum(waits[:10]) / 1e3, "compile_rest_s": sum(waits[10:]) / 1e3,
+            "waited_over_100ms": sum(w > 100 for w in waits),
         }
     return out
 
@@ -71,6 +77,10 @@ def describe(f: dict, label: str = "") -> str:
         lines.append(f"{gpu:>3} {g['configs']:>7} {g['span_s']:>7.1f} {g['configs_per_s']:>6.2f} "
                      f"{g['start_after_s']:>8.1f} {g['end_before_s']:>7.1f} |"
                      + "".join(f"{ms[p]:>8.1f}" for p in (*PHASES, "other")))
+    for gpu, g in f["gpus"].items():
+        lines.append(f"GPU {gpu} compile waits: {g['compile_first10_s']:.1f} s in its first 10 configs, "
+                     f"{g['compile_rest_s']:.1f} s in the other {g['configs'] - 10}; "
+                     f"{g['waited_over_100ms']} configs waited over 100 ms")
     return "\n".join(lines)
 
 

@@ -10,7 +10,10 @@
 # every config is compiled. AUTOTUNE="python3 -m autotune" selects how autotune is run
 # (on a machine without GPUs: AUTOTUNE="python3 tests/workers.py cli 0.05" with
 # AUTOTUNE_FAKE_GPUS naming two, to try the script itself).
-# Output: $OUT (if set) or benchmarks/results/, named <date>_<gpu>_multi_gpu_throughput.txt.
+# Output: $OUT (if set) or benchmarks/results/, named <date>_<gpu>_multi_gpu_throughput.txt;
+# KEEP_DB=1 also keeps each run's database there (..._gpu1.db, ..._gpus.db: every trial's phases).
+# For the several-GPU run only: MULTI_OPTIONS (e.g. "--batch 64": 32 per GPU) and
+# MULTI_COMPILE_WORKERS (the host's compile threads, split between the GPUs; default the CPU count).
 set -euo pipefail
 size=${1:-4096}
 trials=${2:-200}
@@ -29,14 +32,14 @@ out="$dest/${day}_${tag}_multi_gpu_throughput.txt"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-one() {  # one NAME DEVICES: a search from a fresh database and an empty cubin cache
+one() {  # one NAME DEVICES [search options]: a search from a fresh database and an empty cubin cache
   local name=$1 device=$2
   shift 2
   local db="$scratch/$name.db" log="$scratch/$name.log"
   export AUTOTUNE_CACHE_DIR="$scratch/cache_$name"
-  echo "## $name: $run search --kernel matmul_warp --size $size --trials $trials --device $device" \
-       "--strategy tpe --seed 1 $* --db <fresh>  (AUTOTUNE_CACHE_DIR empty)"
-  vmstat -n 1 > "$scratch/$name.vmstat" 2>/dev/null & local vm=$!
+  echo "## $name: ${AUTOTUNE_COMPILE_WORKERS:+AUTOTUNE_COMPILE_WORKERS=$AUTOTUNE_COMPILE_WORKERS }$run search" \
+       "--kernel matmul_warp --size $size --trials $trials --device $device --strategy tpe --seed 1 $* --db <fresh>" \
+       " (AUTOTUNE_CACHE_DIR empty)"
   local smi=""
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 > "$scratch/$name.smi" &
@@ -44,24 +47,25 @@ one() {  # one NAME DEVICES: a search from a fresh database and an empty cubin c
   fi
   local t0 t1
   t0=$(date +%s.%N)
-  $run search --kernel matmul_warp --size "$size" --trials "$trials" --device "$device" --strategy tpe --seed 1 \
-      "$@" --db "sqlite:///$db" 2>&1 | tee "$log" || echo "RESULT $name: the search failed"
+  { $run search --kernel matmul_warp --size "$size" --trials "$trials" --device "$device" --strategy tpe --seed 1 \
+      "$@" --db "sqlite:///$db" || echo "RESULT $name: the search failed"
+    times > "$scratch/$name.times"; } 2>&1 | tee "$log"
   t1=$(date +%s.%N)
-  kill "$vm" ${smi:+"$smi"} 2>/dev/null || true
-  wait "$vm" ${smi:+"$smi"} 2>/dev/null || true
+  [ -n "$smi" ] && { kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null || true; }
+  [ -n "${KEEP_DB:-}" ] && cp "$db" "$dest/${day}_${tag}_multi_gpu_throughput_$name.db"
   python3 "$here/multi_gpu_figures.py" "$db" "$name" | sed "s/^JSON /JSON $name /"
-  python3 - "$name" "$t0" "$t1" "$scratch/$name.vmstat" "$scratch/$name.smi" <<'PY'
-import sys
-name, t0, t1, vmstat, smi = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
-print(f"RESULT {name}: whole command {t1 - t0:.1f} s (process start, GPU start-up, bounds, compile, measure, "
-      "re-timing)")
-try:  # vmstat -n 1: us sy id wa st are the last five columns
-    rows = [l.split() for l in open(vmstat) if l.split() and l.split()[0].isdigit()][1:]
-    us, sy, idle = (sum(float(r[i]) for r in rows) / len(rows) for i in (-5, -4, -3))
-    print(f"RESULT {name}: CPU over the command: {us:.0f}% user, {sy:.0f}% system, {idle:.0f}% idle "
-          f"(mean of {len(rows)} one-second samples)")
-except (OSError, ValueError, ZeroDivisionError, IndexError):
-    print(f"RESULT {name}: CPU not sampled")
+  python3 - "$name" "$t0" "$t1" "$scratch/$name.times" "$scratch/$name.smi" "$(nproc)" <<'PY'
+import re, sys
+name, t0, t1, times, smi, cores = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+wall = t1 - t0
+print(f"RESULT {name}: whole command {wall:.1f} s (process start, GPU start-up, bounds, compile, measure, re-timing)")
+try:  # bash's `times`, second line: user and system CPU of every process the command waited for
+    secs = [int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", open(times).read().splitlines()[1])]
+    cpu = sum(secs)
+    print(f"RESULT {name}: CPU of the command's processes (the CLI, workers, measuring children, every nvcc): "
+          f"{cpu:.0f} s = {cpu / wall:.1f} cores busy on average of {cores}")
+except (OSError, IndexError, ValueError):
+    print(f"RESULT {name}: CPU not counted")
 try:
     per = {}
     for line in open(smi):
@@ -84,7 +88,7 @@ PY
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,uuid,pci.bus_id --format=csv,noheader | sed 's/^/# gpu: /'
   echo
   one gpu1 "${devices%%,*}" "$@"
-  one gpus "$devices" "$@"
+  AUTOTUNE_COMPILE_WORKERS=${MULTI_COMPILE_WORKERS:-${AUTOTUNE_COMPILE_WORKERS:-}} one gpus "$devices" "$@" ${MULTI_OPTIONS:-}
 } 2>&1 | tee "$out"
 python3 - "$out" <<'PY' | tee -a "$out"
 import json, sys
