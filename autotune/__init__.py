@@ -9,6 +9,7 @@ Public API (everything else is implementation)::
     f = autotune.compiled(kernel, {"n": 1 << 20}, "float32")   # then f(out, x, ...) on torch/CuPy arrays
     g = autotune.launcher(kernel)                               # any shape: g(out, x, ...), dims from the shapes
     xt = autotune.transpose(x)                                  # a tuned catalog transpose
+    with autotune.record("app"): ...                            # count every launch: a workload to tune
 
 ``import autotune`` touches neither CUDA nor the database, and imports neither PyCUDA,
 SQLAlchemy nor Optuna: each name below is imported when first used.
@@ -30,7 +31,7 @@ _NAMES = {
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
     "launcher": "autotune.runtime.launcher",
     "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
-    "Problem": "autotune.kernel.problem",
+    "Problem": "autotune.kernel.problem", "record": "autotune.runtime.recording",
 }
 
 __all__ = [*_NAMES, "__version__"]
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr_
     from autotune.runtime.launch import compiled
     from autotune.runtime.launcher import launcher
     from autotune.runtime.lookup import LaunchConfig, lookup
+    from autotune.runtime.recording import record
     from autotune.runtime.transpose import transpose
     from autotune.search.options import SearchOptions
     from autotune.search.strategies import STRATEGIES

@@ -53,7 +53,11 @@ def _admin_engine():
 
 
 def pytest_collection_modifyitems(config, items):
+    """Skip what this machine cannot run (module doc); under pytest-xdist (the README's command,
+    ``-n auto --dist loadgroup``) every ``gpu`` test goes to one worker, so no two share the GPU."""
     for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("gpu"))
         for mark, missing in (("gpu", _gpu_missing), ("postgres", _postgres_missing)):
             if mark in item.keywords:
                 reason = missing()
@@ -96,6 +100,48 @@ def _isolated_db(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
     monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "cubins"))  # nor the user's cubin cache
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
+
+
+_TEMPLATE: dict[str, str] = {}
+"""The migrated SQLite file of this test process (made once by the real migrations)."""
+
+
+@pytest.fixture(autouse=True)
+def _migrated_from_template(request, monkeypatch, tmp_path_factory):
+    """A new, empty SQLite database that a store migrates to head gets a copy of one migrated
+    template instead (SQLite's backup API), made once per test process by the real migrations:
+    every store test ran all of them on a fresh file, about a second each. Tests of the
+    migrations themselves (test_migrations.py, test_postgres.py) and any other revision than
+    head, or a database holding tables, take the real path."""
+    if request.module.__name__ in ("test_migrations", "test_postgres"):
+        yield
+        return
+    from autotune.store import schema
+
+    real = schema.upgrade
+
+    def upgrade(engine, revision: str = "head") -> None:
+        if revision != "head" or engine.dialect.name != "sqlite" or schema.current_revision(engine) is not None:
+            return real(engine, revision)
+        import sqlalchemy as sa
+
+        with engine.connect() as connection:
+            tables = sa.inspect(connection).get_table_names()
+        if tables:  # (Optuna's, say: migrated for real, with this connection closed)
+            return real(engine, revision)
+        if "path" not in _TEMPLATE:
+            path = tmp_path_factory.mktemp("template") / "migrated.db"
+            template = sa.create_engine(f"sqlite:///{path}")
+            real(template)
+            template.dispose()
+            _TEMPLATE["path"] = str(path)
+        import sqlite3
+
+        with engine.connect() as connection, sqlite3.connect(_TEMPLATE["path"]) as source:
+            source.backup(connection.connection.driver_connection)
+
+    monkeypatch.setattr(schema, "upgrade", upgrade)
+    yield
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

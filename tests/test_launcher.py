@@ -35,7 +35,7 @@ def fake(monkeypatch, device_info, histogram):
 def test_the_dims_come_from_the_shapes_and_a_shape_is_prepared_once(fake, histogram, monkeypatch, db_url):
     built = []
     real = launch_module._build
-    monkeypatch.setattr(launch_module, "_build", lambda *a: built.append(a[1]) or real(*a))
+    monkeypatch.setattr(launch_module, "_build", lambda *a: built.append(a[0].dims) or real(*a))
     f = autotune.launcher(histogram, db=db_url)
     bins, data = Tensor((256,), "uint32", ptr=0x1000), Tensor((1000,), "uint8", ptr=0x2000)
     f(bins, data)
@@ -259,7 +259,7 @@ def test_cupy_arrays_take_their_own_hot_path_on_cupys_current_stream(fake, histo
     monkeypatch.setattr(streams_module, "_cupy_current", None)
     built = []
     real = launch_module._build
-    monkeypatch.setattr(launch_module, "_build", lambda *a: built.append(a[1]) or real(*a))
+    monkeypatch.setattr(launch_module, "_build", lambda *a: built.append(a[0].dims) or real(*a))
     f = autotune.launcher(histogram, db=db_url)
     bins = ndarray((256,), "uint32", ptr=0x1000)
     f(bins, ndarray((100,), "uint8", ptr=0x2000))

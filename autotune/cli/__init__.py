@@ -12,8 +12,10 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-ORDER = ("search", "sweep", "best", "list", "kernels", "check", "bench", "report", "export", "import", "info", "db")
-"""``autotune --help`` lists the commands in the order of the work: tune, read the results,
+ORDER = ("search", "sweep", "tune-shapes", "workloads", "plan", "tune", "best", "list", "dispatch", "kernels", "check",
+         "bench", "report", "export", "bundle", "import", "info", "db")
+"""``autotune --help`` lists the commands in the order of the work: tune (one problem, its
+shapes, or a recorded workload), read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""
 
 
@@ -51,7 +53,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # each module registers its commands on app
-from . import bench, check, db, info, report, results, search, share  # noqa: E402
+from . import bench, check, db, dispatch, info, report, results, search, share, workloads  # noqa: E402
 
 __all__ = ["app", "main"]
 

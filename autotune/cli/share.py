@@ -15,12 +15,21 @@ from autotune.store import stale
 from . import app
 from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, out
 from .shape import Shape, shape_options
+from .workloads import WorkloadName
 
 
-@app.command("export", short_help="Write tuned configs to JSON or a C/C++ header.")
+@app.command("export", short_help="Write tuned configs to JSON, a C/C++ header or a workload's bundle.")
 @handle_errors
 @shape_options
 def export(
+    workload: Annotated[Optional[WorkloadName], typer.Argument(
+        parser=WorkloadName, metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
+        show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
+                                                   help="Write workload NAME's bundle to the folder DIR: every "
+                                                        "problem's chosen config with its provenance, as JSON and a "
+                                                        "C header per kernel, read by autotune.launcher(kernel, "
+                                                        "bundle=DIR) or AUTOTUNE_BUNDLE without a database.")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
                                                      help="JSON file to write (replaced whole if it exists).")] = None,
     header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False, metavar="FILE.h",
@@ -48,19 +57,25 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), or one
-    kernel's bests to a C/C++ header (--header).
+    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), one
+    kernel's bests to a C/C++ header (--header), or a recorded workload's chosen configs to a
+    deployment bundle (NAME --bundle DIR).
 
     \b
     Examples:
+      autotune export app --bundle deploy/app
       autotune export --out tuned.json
       autotune export --out h100.json --device H100 --kernel smem_pad
       autotune export --header smem_pad_tuned.h --kernel smem_pad
       autotune export --t4 trials.json --kernel smem_pad
     """
+    if workload is not None or bundle is not None:
+        _export_bundle(workload, bundle, (out_path, header, t4, kt_cache, space, dtype, kernel, include_stale,
+                                          shape.given), device, db)
+        return
     if sum(p is not None for p in (out_path, header, t4, kt_cache)) != 1:
         raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json or --kt-cache FILE.json "
-                                "(one of them)")
+                                "(one of them), or NAME --bundle DIR")
     if dtype is not None and t4 is None and kt_cache is None:
         raise InvalidInputError("--dtype applies to --t4 and --kt-cache only")
     if space is not None and kt_cache is None:
@@ -95,6 +110,31 @@ def export(
                   markup=False)
     if count == 0:
         err.print("nothing is tuned for those filters; the file holds no results")
+
+
+def _export_bundle(workload: str | None, bundle: Path | None, others: tuple, device: str | None,
+                   db: str | None) -> None:
+    from autotune.store.workload_records import check_name
+
+    if workload is None or bundle is None:
+        raise InvalidInputError("a bundle needs the workload and the folder: autotune export NAME --bundle DIR")
+    if any(o not in (None, False) for o in others):
+        raise InvalidInputError("--bundle takes NAME, --device and --db only: a bundle holds every problem of "
+                                "the workload")
+    check_name(workload, "workload")
+    from autotune.report.bundle import export_bundle
+
+    store = open_existing(db)
+    try:
+        report = export_bundle(store, workload, bundle, device_name=device)
+    finally:
+        store.close()
+    rungs = ", ".join(f"{n} {rung}" for rung, n in sorted(report.rungs.items()))
+    out.print(f"wrote bundle {report.path}: {report.entries} problems of workload {workload} for "
+              f"{report.device.name} ({rungs}), {len(report.headers)} header{'s' * (len(report.headers) != 1)}",
+              markup=False, soft_wrap=True)
+    for line in report.left_out:
+        err.print(f"left out {line}", markup=False, soft_wrap=True)
 
 
 def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,

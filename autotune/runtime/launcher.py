@@ -70,7 +70,8 @@ def _flags_contiguous(a) -> bool:
 
 
 def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *, db: str | None = None,
-             dims: Mapping[str, int] | None = None, reset: bool = False) -> KernelLauncher:
+             dims: Mapping[str, int] | None = None, reset: bool = False, bundle: str | Path | None = None,
+             allow_same_arch: bool | None = None) -> KernelLauncher:
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
@@ -81,13 +82,23 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
         dims: values of dims that no array's shape names (``{"k": 64}``).
         reset: clear the arrays whose kernel file gives ``reset`` before every launch (each call
             may say otherwise with ``reset=``).
+        bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``): every
+            config comes from it, no database is read (default ``AUTOTUNE_BUNDLE``, if set).
+            It is read and checked here (its kernel's source), and against the device at
+            the first launch of each shape (``autotune.runtime.bundle``).
+        allow_same_arch: use a bundle made for another device model, driver or nvcc of the
+            same compute capability, at the ``same_arch`` rung (default: refused, unless
+            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
-            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays.
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; a bundle that
+            cannot be read, or was made for another source of the kernel (``BundleError``:
+            one line naming the file and what is wrong).
         KernelFileError: the kernel file is malformed.
     """
-    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset)
+    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, bundle=bundle,
+                          allow_same_arch=allow_same_arch)
 
 
 class KernelLauncher:
@@ -100,8 +111,14 @@ class KernelLauncher:
     """
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
-                 db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False) -> None:
+                 db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False,
+                 bundle: str | Path | None = None, allow_same_arch: bool | None = None) -> None:
+        from autotune.runtime.bundle import check_kernel, given_bundle, read_bundle
+
         self.kernel = resolve_kernel(kernel)
+        self.bundle, self.allow_same_arch = given_bundle(bundle), allow_same_arch
+        if self.bundle is not None:  # a bad bundle, or one of another source of this kernel: said now
+            check_kernel(read_bundle(self.bundle), self.kernel)
         self.dtype = None if dtype is None else get_dtype(dtype)
         if self.dtype is not None:
             self.kernel.check_dtype(self.dtype)
@@ -243,16 +260,16 @@ class KernelLauncher:
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
             with torch.cuda.device(arrays[0].device):
-                made = compiled(problem, db=self.db)
+                made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
         elif kind == "cupy":
             import cupy
 
             self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
             self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
             with cupy.cuda.Device(arrays[0].data.device_id):
-                made = compiled(problem, db=self.db)
+                made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
         else:
-            made = compiled(problem, db=self.db)
+            made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
         self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
         p = PackedLaunch(made)
         with self._lock:

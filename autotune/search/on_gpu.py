@@ -72,7 +72,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
                   arch: str | None = None, fresh: bool | None = None, budget=None,
                   on_start: Callable[[Started], None] | None = None,
-                  on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
+                  on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
+                  on_end: Callable[[Started, SearchResult], None] | None = None) -> SearchResult:
     """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
 
     Args:
@@ -86,6 +87,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         fresh: the study holds no trial yet, so the strategy may propose its first batch before
             reading it (:meth:`~autotune.search.tuner.Tuner.early`; ``None``: a search alone, not ``resume``).
         budget: the trial budget shared by the workers of several GPUs (:class:`~autotune.search.tuner.Tuner`).
+        on_end: called once the search has ended (not when it raised), with what ``on_start``
+            got and the result, while the measuring child is still open (``started.bench``):
+            a workload's tuning measures the default and the winner there.
 
     Raises:
         As :func:`autotune.tune`.
@@ -140,8 +144,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         stop.check()
         store = opened[0]
         key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
+        started = Started(key, store, space, bench, batch=batch)
         if on_start:
-            on_start(Started(key, store, space, bench, batch=batch))
+            on_start(started)
         tools = Instruments(bench.measure, retime=retime_or_error(bench.retime) if retime else None,
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
@@ -149,6 +154,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
                        early=early[0] if early else None, budget=budget).run()
         result.whole_space = whole
+        if on_end is not None:
+            on_end(started, result)
         return result
 
 

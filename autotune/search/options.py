@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.config import Config
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -80,6 +81,9 @@ class SearchOptions:
         rounds: over how many rounds they are re-timed (>= 1).
         trial_timeout: seconds one trial may take before its measuring process is killed (> 0).
         db: results database URL (``None``: ``AUTOTUNE_DB`` or the platformdirs default).
+        queue: configs to measure first, after the kernel's default, in order (e.g. a
+            dispatch's configs, so that its regret at the new shape is measured: ``autotune
+            tune-shapes``); those that break the space's constraints or were measured are skipped.
 
     Raises:
         OptionError: (an [`InvalidInputError`][autotune.errors.InvalidInputError]) naming the
@@ -98,6 +102,7 @@ class SearchOptions:
     rounds: int = 5
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
     db: str | None = None
+    queue: tuple[Config, ...] = ()
 
     def __post_init__(self) -> None:
         from autotune.search.strategies import check_strategy
@@ -120,6 +125,8 @@ class SearchOptions:
         if not _seconds(self.trial_timeout):
             raise OptionError("trial_timeout", self.trial_timeout,
                               "is not allowed; give a positive number of seconds")
+        if not isinstance(self.queue, tuple) or not all(isinstance(c, Config) for c in self.queue):
+            raise OptionError("queue", self.queue, "is not allowed; give a tuple of Config")
 
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
