@@ -102,6 +102,17 @@ def _isolated_db(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
 
 
+@pytest.fixture
+def store(db_url):
+    """This test's own results database (``db_url``), migrated, through the one door
+    (:func:`autotune.store.opening.open_results`, mode ``write``); closed afterwards."""
+    from autotune.store.opening import open_results
+
+    opened = open_results(db_url)
+    yield opened
+    opened.close()
+
+
 _TEMPLATE: dict[str, str] = {}
 """The migrated SQLite file of this test process (made once by the real migrations)."""
 

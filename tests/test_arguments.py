@@ -42,7 +42,7 @@ def sealed(monkeypatch, tmp_path):
 
     list(KERNELS)  # the catalog is package data, read once before the seal: a kernel name resolves
     monkeypatch.setattr(autotune.base.files, "read_bytes", refuse("a file was read"))
-    for name in ("open_store", "open_reader", "open_existing"):
+    for name in ("open_results", "open_store", "open_reader", "open_existing"):
         monkeypatch.setattr(autotune.store.opening, name, refuse("the database was opened"))
     for name in ("query_device", "current_device", "cuda_driver", "nvcc_version"):
         monkeypatch.setattr(autotune.measure.device, name, refuse("the GPU was asked"))

@@ -4,12 +4,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune.kernel.catalog import get_kernel
 from autotune.measure import benchmark, device
 from autotune.cli import app
-from autotune.store.repository import Store
 
 from fakes import OPTIMUM, FakeMatmulBench, FakeTimer, fake_retime
 
@@ -100,7 +101,7 @@ def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
     from autotune.store.models import Kernel
 
     run("search", "--size", 64, "--trials", 2, "--sampler", "grid", "--db", db_url)
-    with Store(db_url).session() as session:  # tuned with a kernel source that has changed since
+    with open_results(db_url).session() as session:  # tuned with a kernel source that has changed since
         session.query(Kernel).update({Kernel.source_hash: "0" * 64})
     r = run("best", "--size", 64, "--db", db_url)
     assert r.exit_code == 2 and ("error: nothing current is tuned for any kernel 64x64 or 64x64x64 float32: left out "
@@ -140,7 +141,7 @@ def test_autotune_db_env_var(fake_gpu, tmp_path):
     url = f"sqlite:///{tmp_path / 'env.db'}"
     r = runner.invoke(app, ["search", "--size", 32, "--trials", 2, "--sampler", "grid"], env={"AUTOTUNE_DB": url})
     assert r.exit_code == 0, r.output
-    assert Store(url).find_best(dims={"rows": 32, "cols": 32})
+    assert open_results(url).find_best(dims={"rows": 32, "cols": 32})
 
 
 def test_python_dash_m():
@@ -169,7 +170,7 @@ def test_tpe_whose_trials_cover_the_space_measures_it_in_order_without_repeats(f
 
     from autotune.store.models import Search
 
-    with Store(db_url).session() as session:
+    with open_results(db_url).session() as session:
         assert session.scalars(select(Search.sampler)).all() == ["grid"]  # what proposed the configs, as stored
     r = run("search", "--kernel", "smem", "--size", 256, "--trials", 100, "--timeout", 600, "--seed", 0, "--db", db_url)
     assert r.exit_code == 0 and "the space's order" not in r.output  # a timeout may cut it: the sampler orders it
@@ -181,7 +182,7 @@ def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu
     r = run("sweep", "--kernel", "smem", "--size", 256, "--db", db_url)
     assert r.exit_code == 0, r.output
     assert f"{n} ok" in r.output and f"top {n} configs of the study" in r.output
-    store = Store(db_url)
+    store = open_results(db_url)
     [best] = store.find_best(kernel="smem", dims="rows=256,cols=256")
     trials = [t for s in {best.search_id} for t in store.trials(s)]
     assert len(trials) == n and {t.status for t in trials} == {"ok"}
@@ -202,7 +203,7 @@ def test_bench_runs_are_stored(db_url, device_info):
              BenchLine("naive_row", "kernel", None, None, config_key="X", source="default", note="wrong_result: x"),
              BenchLine("numpy.ascontiguousarray(a.T) on the CPU", "cpu", 5.0, 26.0, 0.9),
              BenchLine("host-to-device (pageable)", "transfer", 0.5, 12.0)]
-    store = Store(db_url)
+    store = open_results(db_url)
     run_id = store.save_bench_run(device_info, {"rows": 64, "cols": 128}, "float64", "13.0.88", 2900.0, "rotating",
                                   lines)
     with store.session() as s:

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 import autotune.measure.benchmark
 import autotune.measure.device
 import autotune.store.schema
 from autotune.cli import app
-from autotune.store.repository import Store
 
 runner = CliRunner()
 
@@ -87,7 +88,7 @@ def an_80gb_gpu(tmp, db, mp):
 
 
 def tuned_db(tmp, db, mp):
-    Store(f"sqlite:///{db}").close()  # an up-to-date, empty database, WAL checkpointed
+    open_results(f"sqlite:///{db}").close()  # an up-to-date, empty database, WAL checkpointed
 
 
 def not_a_database(tmp, db, mp):
@@ -95,7 +96,7 @@ def not_a_database(tmp, db, mp):
 
 
 def newer_schema(tmp, db, mp):
-    Store(f"sqlite:///{db}").close()
+    open_results(f"sqlite:///{db}").close()
     con = sqlite3.connect(db)
     con.execute("update autotune_alembic_version set version_num = 'ffff_from_the_future'")
     con.commit()
@@ -284,7 +285,7 @@ def exported(tmp, db, mp):
     tuned_db(tmp, db, mp)
     from autotune.store.share import export_results
 
-    source = Store(f"sqlite:///{tmp / 'source.db'}")
+    source = open_results(f"sqlite:///{tmp / 'source.db'}")
     try:
         export_results(source, tmp / "in.json")
     finally:  # closed here, not whenever it is collected: its close checkpoints the WAL into source.db,
@@ -479,7 +480,7 @@ def _tuned_store(path, **changes):
     """A database at ``path`` holding one searched key of smem_pad (ok and failed trials)."""
     from test_share import configs, key, tune
 
-    store = Store(f"sqlite:///{path}")
+    store = open_results(f"sqlite:///{path}")
     try:
         c = configs()
         tune(store, key(**changes), [(c[0], 2500.0), (c[1], 2700.0)])
@@ -501,7 +502,7 @@ def t4_file(edit=None, text=None):
         from autotune.store.t4 import export_t4
 
         _tuned_store(tmp / "source.db")
-        source = Store(f"sqlite:///{tmp / 'source.db'}")
+        source = open_results(f"sqlite:///{tmp / 'source.db'}")
         try:
             export_t4(source, tmp / "t4.json")
         finally:

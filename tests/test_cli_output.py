@@ -10,6 +10,8 @@ import json
 import re
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune.cli import ORDER, app
@@ -54,9 +56,8 @@ def assert_reads(text: str, width: int, configs=()) -> None:
 
 
 def study_configs(db_url, kernel: str) -> list[str]:
-    from autotune.store.repository import Store
 
-    return sorted({b.config.key for b in Store(db_url).find_best(kernel=kernel)})
+    return sorted({b.config.key for b in open_results(db_url).find_best(kernel=kernel)})
 
 
 @pytest.mark.parametrize("width", WIDTHS)

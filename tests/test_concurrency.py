@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 import sqlalchemy as sa
 
 from autotune.kernel.catalog import get_kernel
 from autotune.store import study_storage
 from autotune.store.key import tuning_key
-from autotune.store.repository import Store
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
@@ -125,7 +126,7 @@ def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypa
     key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     space = get_kernel("smem_pad").space()
     timer = FakeTimer()
-    result = search(key, space, timer, Store(db), SearchOptions(trials=200, strategy="grid", resume=True))
+    result = search(key, space, timer, open_results(db), SearchOptions(trials=200, strategy="grid", resume=True))
     assert result.stopped == "exhausted"
     assert not {c.key for c in timer.calls} & finished
     assert {c.key for c in timer.calls} | finished == {c.key for c in space.configs()}

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune import Config, clear_cache, lookup
@@ -29,7 +31,6 @@ from autotune.store.dispatch import (HeldOut, ShapeTable, build_dispatch, evalua
                                      tables_from_trials)
 from autotune.store.key import tuning_key
 from autotune.store.reader import SqliteReader
-from autotune.store.repository import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 K = "smem_pad"
@@ -205,7 +206,7 @@ def fresh_cache():
 
 
 def test_lookup_answers_from_the_dispatch_and_relearns_when_trials_change(db_url, device_info):
-    store = Store(db_url)
+    store = open_results(db_url)
     put(store, device_info, (1024, 1024), {DEFAULT: 1.0, A: 0.8, B: 0.9})
     put(store, device_info, (4096, 4096), {DEFAULT: 1.0, A: 0.85, B: 0.95})
     got = lookup(K, (2048, 2048), device=device_info, db=db_url)
@@ -224,7 +225,7 @@ def test_lookup_answers_from_the_dispatch_and_relearns_when_trials_change(db_url
 
 
 def test_the_dispatch_reads_only_this_device_models_current_trials(db_url, device_info):
-    store = Store(db_url)
+    store = open_results(db_url)
     put(store, device_info, (1024, 1024), {DEFAULT: 1.0, B: 0.9})
     put(store, device_info, (2048, 2048), {DEFAULT: 1.0, A: 0.5}, source_hash="0" * 64)  # stale
     put(store, replace(device_info, driver_version="12.8"), (2048, 2048), {DEFAULT: 1.0, C: 0.5})  # another model
@@ -241,7 +242,7 @@ def test_the_dispatch_reads_only_this_device_models_current_trials(db_url, devic
 
 
 def test_store_trial_queries_on_every_database(shared_db, device_info):
-    store = Store(shared_db)
+    store = open_results(shared_db)
     put(store, device_info, (512, 512), {DEFAULT: 1.0, A: None, B: 0.7})
     key = tuning_key(K, device_info, (1, 1), "float32")
     trials = store.shape_trials(key)
@@ -302,7 +303,7 @@ def run(*args):
 
 
 def test_autotune_dispatch_prints_the_table_rule_held_out_regret_and_where_to_tune(db_url, device_info):
-    store = Store(db_url)
+    store = open_results(db_url)
     for s, fast in ((512, A), (1024, A), (2048, B), (4096, B)):
         put(store, device_info, (s, s), {DEFAULT: 1.0, A: 0.7 if fast == A else 1.2, B: 0.7 if fast == B else 1.2})
     r = run("dispatch", K, "--db", db_url)
@@ -343,7 +344,7 @@ def test_tune_shapes_tunes_spread_shapes_with_the_dispatchs_configs_first(db_url
         shape = (dims["rows"], dims["cols"])
         asked.append((shape, options))
         faster = A if shape[0] < 1000 else B
-        put(Store(db_url), device_info, shape, {DEFAULT: 1.0, faster: 0.6, C: 0.9})
+        put(open_results(db_url), device_info, shape, {DEFAULT: 1.0, faster: 0.6, C: 0.9})
 
     planned = []
     tune_shapes(K, {"rows": (128, 8192), "cols": (128, 8192)}, 4, options=SearchOptions(trials=5, strategy="transfer", db=db_url),

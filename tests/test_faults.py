@@ -18,6 +18,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
@@ -31,7 +33,6 @@ from autotune.kernel.catalog import KERNELS
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
-from autotune.store.repository import Store
 from autotune.store.schema import head_revision
 from autotune.store.share import export_results
 
@@ -60,6 +61,9 @@ CLI = {  # every command that opens the database
     "report": ["report", "--out", "{tmp}/plots"],
     "db current": ["db", "current"],
     "db upgrade": ["db", "upgrade"],
+    "workloads": ["workloads"],
+    "plan": ["plan", "app"],
+    "tune": ["tune", "app", "--budget", "10s"],
 }
 ENTRIES = [*CLI, "Store", "lookup"]
 FAULTS = {  # backend: {fault: what the error line says}
@@ -69,12 +73,15 @@ FAULTS = {  # backend: {fault: what the error line says}
                  "newer": f"has schema revision '{FUTURE}', newer than this autotune knows"},
 }
 ANSWERS = {("newer", "db current"), ("sqlite-refused", "lookup"), ("sqlite-refused", "db current"),
-           ("sqlite-refused", "best"), ("sqlite-refused", "list"), ("sqlite-refused", "dispatch")}
+           ("sqlite-refused", "best"), ("sqlite-refused", "list"), ("sqlite-refused", "dispatch"),
+           ("sqlite-refused", "workloads"), ("sqlite-refused", "plan"), ("sqlite-refused", "tune")}
 """Cells that answer: ``db current`` prints the revision it finds, a newer one too; a SQLite
-reader (lookup, ``db current``, ``best``, ``list``, ``dispatch``: they open read only) is not
+reader (lookup, ``db current``, ``best``, ``list``, ``dispatch``, ``workloads``, ``plan``, and ``tune``
+before it writes: they open read only) is not
 refused by another process's write lock (WAL)."""
 SAID = {"db current": None, "best": "nothing is tuned for any kernel", "list": "nothing is tuned yet",
-        "dispatch": "nothing is tuned for smem_pad"}
+        "dispatch": "nothing is tuned for smem_pad", "workloads": "no workload is recorded yet",
+        "plan": "workload 'app' does not exist", "tune": "workload 'app' does not exist"}
 """What an answering command says on the faulty database (``None``: the revision it holds);
 ``best`` and ``dispatch`` answer "nothing is tuned" with exit code 2, as they do on any empty
 database."""
@@ -84,7 +91,7 @@ CELLS = [pytest.param(backend, fault, entry, id=f"{backend}-{fault}-{entry}",
 
 
 def _future(url: str) -> None:
-    Store(url).close()
+    open_results(url).close()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
         connection.execute(sa.text(f"update autotune_alembic_version set version_num = '{FUTURE}'"))
@@ -107,7 +114,7 @@ def faulty(request, tmp_path, monkeypatch):
     monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.3)
     monkeypatch.setattr(locking, "BUSY_TIMEOUT_S", 0.1)
     monkeypatch.setattr(locking, "SESSION_BUSY_TIMEOUT_S", 0.3)
-    export_results(Store(f"sqlite:///{tmp_path / 'source.db'}"), tmp_path / "in.json")  # a valid file to import
+    export_results(open_results(f"sqlite:///{tmp_path / 'source.db'}"), tmp_path / "in.json")  # a valid file to import
     holders = []
 
     def make(backend: str, fault: str):
@@ -118,7 +125,7 @@ def faulty(request, tmp_path, monkeypatch):
             if fault == "down":
                 path.mkdir()  # no database can be opened there
             else:
-                Store(f"sqlite:///{path}").close()
+                open_results(f"sqlite:///{path}").close()
                 if fault == "newer":
                     _future(f"sqlite:///{path}")
                 else:  # refused: another process holds the write lock
@@ -172,7 +179,7 @@ def test_fault_table(backend, fault, entry, faulty, tmp_path):
         assert "Traceback" not in output and PASSWORD not in output, output
         if answers:
             said = SAID[entry] or (FUTURE if fault == "newer" else HEAD_REVISION)
-            assert result.exit_code == (2 if entry in ("best", "dispatch") else 0) and said in output, output
+            assert result.exit_code == (2 if entry in ("best", "dispatch", "plan", "tune") else 0) and said in output, output
         else:
             assert result.exit_code == 2, output
             lines = [line for line in output.splitlines() if line.startswith("error:")]
@@ -181,7 +188,7 @@ def test_fault_table(backend, fault, entry, faulty, tmp_path):
             assert where.render_as_string(hide_password=True) in lines[0] or where.database in lines[0], output
         assert not (tmp_path / "out.json").exists() and not (tmp_path / "plots").exists()
     else:
-        call = (lambda: Store(url)) if entry == "Store" else \
+        call = (lambda: open_results(url)) if entry == "Store" else \
             (lambda: autotune.lookup("smem_pad", (64, 64), device=DEVICE, db=url))
         autotune.clear_cache()
         if answers:
@@ -199,7 +206,7 @@ def test_the_table_covers_every_command_and_entry_point():
     import typer.main
 
     group = typer.main.get_command(app)
-    names = {name for name in group.commands if name not in ("kernels", "check", "info")}  # these open no database
+    names = {name for name in group.commands if name not in ("kernels", "check", "info", "bundle")}  # no database
     names = (names - {"db"}) | {f"db {sub}" for sub in group.commands["db"].commands}
     assert names == set(CLI)
     assert len(CELLS) == 2 * 3 * len(ENTRIES)
@@ -270,7 +277,7 @@ def test_a_postgres_server_gone_mid_search_stops_it_and_resume_goes_on(tmp_path)
 
 def _tuned(url: str) -> None:
     key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
-    store = Store(url)
+    store = open_results(url)
     search(key, KERNELS["smem_pad"].space(), FakeTimer(), store, SearchOptions(trials=6, seed=1, strategy="random"),
            retime=fake_retime())
     store.close()
@@ -301,7 +308,7 @@ def test_lookup_reads_a_database_it_may_not_write(tmp_path):
 
 
 def _older(url: str) -> None:
-    store = Store(url, upgrade=False)
+    store = open_results(url, "unmigrated")
     store.upgrade("0004")
     store.close()  # not left to the garbage collector: closing checkpoints the WAL into the file
 
@@ -332,7 +339,7 @@ def test_lookup_on_postgres_reads_in_read_only_transactions(pg_url):
     got = autotune.lookup("smem_pad", (256, 256), "float32", device=DEVICE, db=pg_url)
     autotune.clear_cache()
     assert got.rung == "exact"
-    store = Store(pg_url, read_only=True)
+    store = open_results(pg_url, "read_only")
     with pytest.raises(StoreError, match="read-only transaction"):
         with store.session() as session:
             session.execute(sa.text("delete from autotune_best"))

@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
+from autotune.store.opening import open_results
+
 import autotune.runtime.lookup as tuned
 from autotune import Config, clear_cache, lookup
 from autotune.errors import InvalidInputError
@@ -34,11 +36,6 @@ def fresh_cache():
 
 
 @pytest.fixture
-def store(db_url):
-    return Store(db_url)
-
-
-@pytest.fixture
 def pcie(device_info):
     """Another device of the same compute capability."""
     return replace(device_info, name="NVIDIA H100 PCIe", sm_count=114, total_memory=80_000_000_000)
@@ -46,7 +43,7 @@ def pcie(device_info):
 
 def tune(db_url, device_info, shape=(512, 512), dtype="float32"):
     key = tuning_key("smem_pad", device_info, shape, dtype)
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url), SearchOptions(trials=200, strategy="grid"))
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), open_results(db_url), SearchOptions(trials=200, strategy="grid"))
     return key
 
 
@@ -84,7 +81,7 @@ def test_tuned_key_gives_the_stored_best(db_url, device_info):
     key = tune(db_url, device_info)
     got = look(device_info, (512, 512), db_url)
     assert got.source == "tuned" and got.rung == "exact"
-    assert got.config == Store(db_url).best(key).config
+    assert got.config == open_results(db_url).best(key).config
     assert {k: got.config[k] for k in OPTIMUM} == OPTIMUM
     assert got.gbps == pytest.approx(2800.0) and got.pct_memcpy == pytest.approx(2800 / 30)
     assert got.tuned_shape == (512, 512) and got.tuned_device == device_info.name
@@ -133,7 +130,7 @@ def test_nearest_shape_uses_log_distance_of_rows_and_cols(store, db_url, device_
 
 @pytest.mark.parametrize("order", [0, 1])
 def test_nearest_shape_ties_break_by_area_then_rows_then_cols(db_url, device_info, order):
-    store = Store(db_url)
+    store = open_results(db_url)
     shapes = [(2048, 4096), (8192, 4096), (4096, 2048), (4096, 8192)]
     for i, shape in enumerate(shapes if order == 0 else shapes[::-1]):
         put(store, device_info, shape, i)
@@ -295,7 +292,7 @@ def test_a_device_ordinal_is_queried_once_per_process(monkeypatch, store, db_url
 
 def test_lookup_is_thread_safe(db_url, device_info):
     tune(db_url, device_info)
-    expected = Store(db_url).best(tuning_key("smem_pad", device_info, (512, 512), "float32")).config
+    expected = open_results(db_url).best(tuning_key("smem_pad", device_info, (512, 512), "float32")).config
     answers, errors = [], []
     start = threading.Barrier(8)
 

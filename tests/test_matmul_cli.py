@@ -9,6 +9,8 @@ import json
 import sqlite3
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune.kernel.catalog import get_kernel
@@ -19,7 +21,6 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
 from autotune.store.key import tuning_key
 from autotune.store.share import export_results, import_results, read_results
-from autotune.store.repository import Store
 from autotune.store.schema import head_revision
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
@@ -94,7 +95,7 @@ def test_search_of_a_product_is_stored_and_best_returns_it(fake_gpu, db_url):
     (["report", "--out", "never_written", "--kernel", "matmul_tiled"], "no trials of matmul_tiled"),
 ])
 def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args, message):
-    Store(db_url).close()  # an existing, empty database (report refuses a missing one before its own checks)
+    open_results(db_url).close()  # an existing, empty database (report refuses a missing one before its own checks)
     r = run(*args, "--db", db_url)
     assert r.exit_code == 2, r.output
     assert r.output.startswith("error: ") and message in r.output and r.output.count("\n") == 1
@@ -104,7 +105,7 @@ def test_contradictory_shape_options_are_one_line_errors(fake_gpu, db_url, args,
 def tune(db_url, device_info, m, n, k, kernel="matmul_reg", trials=8):
     key = tuning_key(kernel, device_info, (m, n, k), "float32")
     bench = FakeMatmulBench(device_info, m, n, k, get_dtype("float32"))
-    search(key, get_kernel(kernel).space(), bench.measure, Store(db_url),
+    search(key, get_kernel(kernel).space(), bench.measure, open_results(db_url),
            SearchOptions(trials=trials, seed=3))
     return key
 
@@ -134,11 +135,11 @@ def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
 def test_export_and_import_carry_k_and_gflops(db_url, device_info, tmp_path):
     tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "tuned.json"
-    assert export_results(Store(db_url), path).exported == 1
+    assert export_results(open_results(db_url), path).exported == 1
     entry = json.loads(path.read_text())["results"][0]
     assert entry["dims"] == "m=512,n=256,k=128" and entry["measurement"]["gflops"] > 0
     assert entry["measurement"]["pct_memcpy"] is None
-    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    other = open_results(f"sqlite:///{tmp_path / 'other.db'}")
     assert import_results(other, path).imported == 1
     (best,) = other.find_best()
     assert (best.dims, best.gflops) == ((("m", 512), ("n", 256), ("k", 128)), entry["measurement"]["gflops"])
@@ -155,11 +156,11 @@ def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_
     from fakes import FakeTimer
 
     key = tuning_key("smem_pad", device_info, (256, 256), "float32")
-    search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url),
+    search(key, get_kernel("smem_pad").space(), FakeTimer(), open_results(db_url),
            SearchOptions(trials=3, seed=1))
     tune(db_url, device_info, 512, 256, 128)
     path = tmp_path / "old.json"
-    export_results(Store(db_url), path)
+    export_results(open_results(db_url), path)
     document = json.loads(path.read_text())
     for entry in document["results"]:  # what the previous releases wrote: rows, cols (depth), no spec hash
         values = [int(part.split("=")[1]) for part in entry.pop("dims").split(",")]
@@ -172,7 +173,7 @@ def test_a_version_1_export_with_and_without_depth_still_imports(db_url, device_
             del entry["measurement"]["gflops"]  # (nor gflops, before the matrix products)
         del entry["kernel"]["spec_hash"]
     path.write_text(json.dumps({**document, "schema_version": 1}))
-    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    other = open_results(f"sqlite:///{tmp_path / 'other.db'}")
     assert import_results(other, path).imported == 2
     assert sorted(b.dims for b in other.find_best()) == [(("m", 512), ("n", 256), ("k", 128)),
                                                         (("rows", 256), ("cols", 256))]
@@ -189,7 +190,7 @@ def test_a_database_of_revision_0003_upgrades_and_its_bench_run_gets_named_dims(
 
     db = tmp_path / "old.db"
     url = f"sqlite:///{db}"
-    old = Store(url, upgrade=False)
+    old = open_results(url, "unmigrated")
     old.upgrade("0003")
     con = sqlite3.connect(db)
     con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
@@ -199,7 +200,7 @@ def test_a_database_of_revision_0003_upgrades_and_its_bench_run_gets_named_dims(
     con.commit()
     con.close()
     old.close()
-    store = Store(url)
+    store = open_results(url)
     assert store.backup is not None and store.current_revision() == head_revision()
     con = sqlite3.connect(db)
     assert con.execute("select dims from autotune_bench_runs").fetchall() == [("rows=64,cols=64",)]
@@ -229,7 +230,7 @@ def test_matmul_bench_shows_default_tuned_and_the_vendor_line_and_stores_them(fa
     # tiled: default 16 (18000 GFLOP/s, 45.0 % of 40000) and tuned 32 (20000, 50.0 %)
     assert "matmul_tiled (default)" in r.output and "matmul_tiled (tuned)" in r.output
     assert "18000" in r.output and "45.0" in r.output and "50.0" in r.output and "100.0" in r.output
-    with Store(db_url).session() as s:
+    with open_results(db_url).session() as s:
         run_ = s.scalars(select(BenchRun)).one()
         assert (run_.dims, run_.memcpy_gbps) == ("m=256,n=256,k=256", None)
         lines = s.scalars(select(BenchRow).order_by(BenchRow.position)).all()

@@ -10,6 +10,8 @@ import re
 import optuna
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.errors import StoreError
 from autotune.store import schema
 from autotune.store.schema import head_revision
@@ -22,7 +24,6 @@ from alembic.script import ScriptDirectory
 
 from autotune import resources
 from autotune.store.models import Base
-from autotune.store.repository import Store
 
 OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best",
               "autotune_bench_runs", "autotune_bench_rows", "autotune_workloads", "autotune_workload_calls",
@@ -51,7 +52,7 @@ def _tables(url: str) -> set[str]:
 
 
 def test_upgrade_from_empty_creates_our_tables_and_optunas(url):
-    store = Store(url)
+    store = open_results(url)
     assert _tables(url) == OUR_TABLES | {VERSION_TABLE}  # opening does not load Optuna
     # Optuna's study storage is created when a search first asks for it, under the init lock
     store.optuna_storage().engine.dispose()
@@ -62,7 +63,7 @@ def test_upgrade_from_empty_creates_our_tables_and_optunas(url):
 
 
 def test_store_without_upgrade_leaves_database_empty(url):
-    store = Store(url, upgrade=False)
+    store = open_results(url, "unmigrated")
     assert store.current_revision() is None
     store.upgrade()
     assert store.current_revision() is not None
@@ -83,7 +84,7 @@ def test_revisions_constant_names_every_migration_oldest_first():
 
 
 def _read_only_state(url: str) -> str:
-    store = Store(url, read_only=True)
+    store = open_results(url, "read_only")
     try:
         return store.schema_state
     finally:
@@ -91,7 +92,7 @@ def _read_only_state(url: str) -> str:
 
 
 def test_read_only_opening_reads_the_revision_alembic_reads_at_every_revision(url):
-    store = Store(url, upgrade=False)
+    store = open_results(url, "unmigrated")
     assert schema.stored_revision(store.engine) is None is store.current_revision()
     for revision in schema.REVISIONS:
         store.upgrade(revision)
@@ -108,7 +109,7 @@ def test_read_only_opening_of_a_database_without_our_tables_is_empty(url):
 
 def _migrated_then(url, sql) -> None:
     """Migrate a new database at ``url`` to head, then run one statement on it."""
-    Store(url).close()
+    open_results(url).close()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
         connection.execute(sa.text(sql))
@@ -119,13 +120,13 @@ def test_read_only_opening_refuses_a_newer_revision_naming_it(url):
     _migrated_then(url, f"update {VERSION_TABLE} set version_num = 'ffff_from_the_future'")
     with pytest.raises(StoreError, match=f"has schema revision 'ffff_from_the_future', newer than this autotune "
                                          f"knows \\(up to '{schema.HEAD_REVISION}'\\); upgrade autotune"):
-        Store(url, read_only=True)
+        open_results(url, "read_only")
 
 
 def test_read_only_opening_refuses_a_version_table_of_several_rows(url):
     _migrated_then(url, f"insert into {VERSION_TABLE} (version_num) values ('0001')")
     with pytest.raises(StoreError, match="holds several schema revisions"):
-        Store(url, read_only=True)
+        open_results(url, "read_only")
 
 
 def test_migrations_do_not_import_autotune():
@@ -145,10 +146,10 @@ def test_migrations_do_not_import_autotune():
 
 
 def test_optuna_and_autotune_share_one_database(url):
-    store = Store(url)
+    store = open_results(url)
     study = optuna.create_study(study_name="coexist", storage=store.optuna_storage())
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
-    Store(url)  # reopening and re-running our upgrade leaves Optuna's tables alone
+    open_results(url)  # reopening and re-running our upgrade leaves Optuna's tables alone
     tables = _tables(url)
     assert OUR_TABLES | {VERSION_TABLE} <= tables
     assert {"studies", "trials", "version_info", "alembic_version"} <= tables
@@ -158,7 +159,7 @@ def test_optuna_and_autotune_share_one_database(url):
 
 def test_optuna_first_then_autotune(url):
     optuna.create_study(study_name="first", storage=url)
-    store = Store(url)
+    store = open_results(url)
     assert OUR_TABLES <= _tables(url)
     assert store.current_revision() is not None
     assert optuna.load_study(study_name="first", storage=store.optuna_storage()) is not None
@@ -170,7 +171,7 @@ def _ours(name, type_, parent_names) -> bool:
 
 
 def test_migrated_schema_matches_models(url):
-    store = Store(url)
+    store = open_results(url)
     optuna.create_study(study_name="other", storage=store.optuna_storage())
     engine = sa.create_engine(url)
     with engine.connect() as connection:
@@ -188,17 +189,17 @@ def test_models_use_autotune_prefix():
 def test_env_builds_engine_from_url_without_connection(url):
     command.upgrade(_alembic_config(url), "head")
     assert OUR_TABLES <= _tables(url)
-    assert Store(url, upgrade=False).current_revision() is not None
+    assert open_results(url, "unmigrated").current_revision() is not None
 
 
 def test_downgrade_to_base_keeps_optuna_tables(url):
-    Store(url)
+    open_results(url)
     optuna.create_study(study_name="kept", storage=url)
     command.downgrade(_alembic_config(url), "base")
     tables = _tables(url)
     assert not tables & OUR_TABLES
     assert "studies" in tables
-    Store(url)
+    open_results(url)
     assert OUR_TABLES <= _tables(url)
 
 
@@ -241,7 +242,7 @@ def test_an_older_database_is_backed_up_then_migrated_keeping_its_rows(tmp_path)
 
     db = tmp_path / "old.db"
     url = f"sqlite:///{db}"
-    Store(url, upgrade=False).upgrade("0001")
+    open_results(url, "unmigrated").upgrade("0001")
     con = sqlite3.connect(db)
     con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
                 " cuda_version) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0')")
@@ -249,14 +250,14 @@ def test_an_older_database_is_backed_up_then_migrated_keeping_its_rows(tmp_path)
     con.close()
     before = db.read_bytes()
 
-    store = Store(url)  # opening migrates automatically, after a backup
+    store = open_results(url)  # opening migrates automatically, after a backup
     assert store.current_revision() == ScriptDirectory.from_config(_alembic_config(url)).get_current_head() != "0001"
     assert store.backup is not None and store.backup.startswith(f"{db}.bak-0001-")
     assert open(store.backup, "rb").read() == before
     con = sqlite3.connect(db)
     assert con.execute("select name from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3",)]
     con.close()
-    assert Store(url).backup is None  # at head: nothing to migrate, no second backup
+    assert open_results(url).backup is None  # at head: nothing to migrate, no second backup
 
 
 def check_units_of_one_model_are_merged(url: str) -> None:
@@ -265,7 +266,7 @@ def check_units_of_one_model_are_merged(url: str) -> None:
     faster trial stays the best."""
     from datetime import UTC, datetime
 
-    Store(url, upgrade=False).upgrade("0003")
+    open_results(url, "unmigrated").upgrade("0003")
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     tables = sa.MetaData()
     tables.reflect(engine)
@@ -288,7 +289,7 @@ def check_units_of_one_model_are_merged(url: str) -> None:
                                                        "median_ms": 1000.0 / gbps, "created_at": now}])
             c.execute(t["autotune_best"].insert(), [{"device_id": unit, "kernel_id": 1, **shape, "trial_id": unit,
                                                      "updated_at": now}])
-    Store(url)
+    open_results(url)
     with engine.connect() as c:
         q = lambda sql: [tuple(r) for r in c.execute(sa.text(sql))]  # noqa: E731
         assert q("select id, name from autotune_devices order by id") == [(1, model["name"]), (3, "NVIDIA A100")]
@@ -344,7 +345,7 @@ def _a_0005_database(url: str):
 
     from autotune.kernel.catalog import get_kernel
 
-    Store(url, upgrade=False).upgrade("0005")
+    open_results(url, "unmigrated").upgrade("0005")
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     meta = sa.MetaData()
     meta.reflect(engine)
@@ -398,7 +399,7 @@ def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
     from autotune.measure.device import DeviceInfo
 
     fast = _a_0005_database(url)
-    store = Store(url)
+    store = open_results(url)
     assert store.current_revision() == head_revision()
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.connect() as c:
@@ -441,7 +442,7 @@ def test_a_0005_database_upgrades_to_0006_and_answers_best_and_lookup_as_before(
 def test_0006_downgrades_by_the_reverse_rule_and_refuses_what_0005_cannot_hold(shared_db):
     url = shared_db
     _a_0005_database(url)
-    Store(url)
+    open_results(url)
     command.downgrade(_alembic_config(url), "0005")
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.connect() as c:
@@ -451,20 +452,20 @@ def test_0006_downgrades_by_the_reverse_rule_and_refuses_what_0005_cannot_hold(s
         assert q("select rows, cols, depth, trial_id from autotune_best order by id") == [
             (512, 256, 0, 11), (128, 64, 32, 21), (512, 256, 0, 31)]
         assert q("select rows, cols, depth from autotune_bench_runs order by id") == [(64, 32, 0), (64, 32, 16)]
-    Store(url)  # and up again
+    open_results(url)  # and up again
     with engine.begin() as c:  # a user's kernel with dims 0005 has no columns for
         c.execute(sa.text("update autotune_searches set dims = 'n=5' where id = 1"))
     with pytest.raises(RuntimeError, match="cannot downgrade to 0005: autotune_searches holds dims with no "
                                            "rows/cols/depth form \\(n=5\\)"):
         command.downgrade(_alembic_config(url), "0005")
     engine.dispose()
-    assert Store(url, upgrade=False).current_revision() in ("0006", head_revision())  # 0006's data unchanged
+    assert open_results(url, "unmigrated").current_revision() in ("0006", head_revision())  # 0006's data unchanged
 
 
 def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_without_them(shared_db):
     url = shared_db
     _a_0005_database(url)
-    Store(url)
+    open_results(url)
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.begin() as c:
         c.execute(sa.text("update autotune_trials set status = 'crash', reason = 'illegal address', "
@@ -481,4 +482,4 @@ def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_with
         columns = {col["name"] for col in sa.inspect(c).get_columns("autotune_trials")}
         assert "phases" not in columns and "status" in columns
     engine.dispose()
-    assert Store(url).current_revision() == head_revision()  # 0006 -> 0007 -> ... the newest
+    assert open_results(url).current_revision() == head_revision()  # 0006 -> 0007 -> ... the newest

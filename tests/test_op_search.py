@@ -4,6 +4,8 @@ a fake timer whose landscape is scaled per kernel, every test with its own datab
 
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
@@ -39,7 +41,7 @@ def fake_tune(device_info, factors, calls):
         calls.append((kernel.name, options.trials, options.resume))
         key = tuning_key(kernel, device_info, dims, dtype)
         timer = ScaledTimer(factors.get(kernel.name, 0.5))
-        return search(key, kernel.space(), timer, Store(options.db), options.replace(strategy="random"),
+        return search(key, kernel.space(), timer, open_results(options.db), options.replace(strategy="random"),
                       memcpy_gbps=3000.0)
     return tune_kernel
 
@@ -99,7 +101,7 @@ def test_op_search_finds_the_fastest_kernel_by_halving_and_stores_it(db_url, dev
         first.setdefault(name, resume)
     assert not any(first.values()) and all(resume for name, _, resume in calls[14:])
     # the op best survives a restart: a fresh Store ranks the stored bests the same
-    again = op_standings(Store(db_url), {s.kernel: s.key for s in result.standings})
+    again = op_standings(open_results(db_url), {s.kernel: s.key for s in result.standings})
     assert [s.kernel for s in again] == [s.kernel for s in result.standings]
     assert again[0].best.config == result.best.best.config
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from autotune.cli import app
 from autotune.errors import InvalidInputError, StoreError
 from autotune.store import urls
-from autotune.store.opening import open_store
+from autotune.store.opening import open_results, open_store
 from autotune.store.urls import foreign_tables, resolve_url
 from autotune.store.revisions import HEAD_REVISION
 
@@ -151,7 +152,7 @@ def test_the_default_is_resolved_in_one_place(tmp_path, monkeypatch):
 
 def test_read_only_creates_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'missing.db'}"
-    store = open_store(url, read_only=True)
+    store = open_results(url, "read_only")
     assert store.schema_state == "missing"
     result = runner.invoke(app, ["db", "current", "--db", url])
     assert result.exit_code == 0 and "no database at" in result.output, result.output
@@ -195,7 +196,7 @@ def test_a_postgresql_schema_of_its_own_beside_another_applications_tables(pg_ur
     assert store.current_revision() == HEAD_REVISION
     store.optuna_storage().engine.dispose()
     store.close()
-    reader = open_store(pg_url + "?options=-csearch_path%3Dautotune", read_only=True)
+    reader = open_results(pg_url + "?options=-csearch_path%3Dautotune", "read_only")
     assert reader.schema_state == "current"
     reader.close()
     engine = sa.create_engine(pg_url, poolclass=sa.pool.NullPool)
@@ -210,3 +211,46 @@ def test_reading_commands_create_no_database(args, tmp_path):
     result = runner.invoke(app, args + ["--db", f"sqlite:///{tmp_path / 'new.db'}"])
     assert result.exit_code == (2 if args[0] == "best" else 0) and "nothing is tuned" in result.output, result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_is_built_by_the_door_only():
+    """Issue 38, step 3: ``Store(...)`` is constructed in autotune/store/opening.py and nowhere
+    else, in the package and in the tests (which use the ``store`` fixture or the door)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    builders = []
+    for path in sorted([*root.glob("autotune/**/*.py"), *root.glob("tests/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Store":
+                builders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert builders and all(b.startswith("autotune/store/opening.py:") for b in builders), builders
+
+
+def test_every_mode_of_the_door_opens_as_it_says(tmp_path):
+    from autotune.errors import InvalidInputError, NotTunedError
+    from autotune.store.opening import MODES, open_results
+    from autotune.store.reader import SqliteReader
+    from autotune.store.repository import Store
+
+    url = f"sqlite:///{tmp_path / 'door.db'}"
+    for mode in ("read_only", "inspect", "lookup"):  # a missing file stays missing
+        opened = open_results(url, mode)
+        assert opened.schema_state in ("missing", None) and not (tmp_path / "door.db").exists(), mode
+        opened.close()
+    with pytest.raises(NotTunedError, match="no results database at"):
+        open_results(url, "existing")
+    assert not (tmp_path / "door.db").exists()
+    unmigrated = open_results(url, "unmigrated")
+    assert isinstance(unmigrated, Store) and unmigrated.current_revision() is None
+    unmigrated.close()
+    written = open_results(url, "write")
+    assert written.current_revision() is not None
+    written.close()
+    assert isinstance(open_results(url, "lookup"), SqliteReader)
+    for mode in ("read", "existing", "read_only", "inspect"):
+        opened = open_results(url, mode)
+        assert isinstance(opened, Store), mode
+        opened.close()
+    with pytest.raises(InvalidInputError, match=r"mode 'rw' is not allowed; allowed: " + ", ".join(MODES)):
+        open_results(url, "rw")

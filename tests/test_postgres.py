@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import optuna
 import pytest
+
+from autotune.store.opening import open_results
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -20,7 +22,6 @@ from autotune.cli import app
 from autotune.store.key import tuning_key
 from autotune.store.models import Base
 from autotune.store.schema import head_revision
-from autotune.store.repository import Store
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
@@ -40,7 +41,7 @@ def _tables(url: str) -> set[str]:
 
 
 def test_migrations_on_an_empty_database_reach_head_and_match_the_models(pg_url):
-    store = Store(pg_url)
+    store = open_results(pg_url)
     assert store.current_revision() == head_revision()
     assert store.backup is None
     assert _tables(pg_url) == OUR_TABLES | {VERSION_TABLE}
@@ -60,13 +61,13 @@ def test_db_upgrade_and_current_through_the_cli(pg_url):
 
 
 def test_an_older_database_is_migrated_in_place_keeping_its_rows(pg_url):
-    Store(pg_url, upgrade=False).upgrade("0001")
+    open_results(pg_url, "unmigrated").upgrade("0001")
     engine = sa.create_engine(pg_url, poolclass=sa.pool.NullPool)
     with engine.begin() as connection:
         connection.execute(sa.text(
             "insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
             " cuda_version) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0')"))
-    store = Store(pg_url)
+    store = open_results(pg_url)
     assert store.current_revision() == head_revision() and store.backup is None  # no file to copy
     with engine.connect() as connection:
         assert connection.execute(sa.text("select name from autotune_devices")).all() == [("NVIDIA H100 80GB HBM3",)]
@@ -75,9 +76,9 @@ def test_an_older_database_is_migrated_in_place_keeping_its_rows(pg_url):
 
 def test_best_and_lookup_read_a_search_stored_in_postgres(pg_url, device_info):
     key = tuning_key("smem_pad", device_info, (256, 256), "float32")
-    result = search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(pg_url),
+    result = search(key, get_kernel("smem_pad").space(), FakeTimer(), open_results(pg_url),
                     SearchOptions(trials=30, seed=3, strategy="random"), retime=fake_retime())
-    best = Store(pg_url).best(key)
+    best = open_results(pg_url).best(key)
     assert best is not None and best.config == result.decision.winner.config and best.rounds == 5
 
     out = runner.invoke(app, ["best", "--size", "256", "--kernel", "smem_pad", "--db", pg_url])

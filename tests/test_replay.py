@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.search.kt_cache import FAILED, cache_key, simulate, write_cache
@@ -197,11 +199,10 @@ def test_export_kt_cache_writes_one_keys_trials_and_refuses_several(tmp_path):
     from typer.testing import CliRunner
 
     from autotune.cli import app
-    from autotune.store.repository import Store
     from test_share import A100, configs, key, tune
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    store = Store(url)
+    store = open_results(url)
     c = configs()
     tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0)])  # plus one failed trial (compile_error)
     tune(store, key(device=A100), [(c[1], 1400.0)])
@@ -240,12 +241,11 @@ def test_export_kt_cache_of_a_stale_key_names_it_and_the_option(tmp_path):
     from typer.testing import CliRunner
 
     from autotune.cli import app
-    from autotune.store.repository import Store
     from test_share import configs, key, tune
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
     c = configs()
-    tune(Store(url), key(source_hash="0" * 64), [(c[0], 2500.0), (c[1], 2700.0)])
+    tune(open_results(url), key(source_hash="0" * 64), [(c[0], 2500.0), (c[1], 2700.0)])
     path = tmp_path / "kt.json"
     run = CliRunner().invoke(app, ["export", "--kt-cache", str(path), "--kernel", "smem_pad", "--db", url])
     assert run.exit_code == 2 and not path.exists()

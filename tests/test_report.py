@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune.errors import NotTunedError
@@ -140,11 +142,6 @@ def assert_png(path: Path, kind: str) -> None:
     assert image.shape[:2] == (round(height * DPI), round(width * DPI))
 
 
-@pytest.fixture
-def store(db_url) -> Store:
-    return Store(db_url)
-
-
 def test_report_writes_the_three_plots(store, db_url, device_info, tmp_path):
     populate(store, device_info)
     out = tmp_path / "plots" / "new"  # created, parents too
@@ -262,7 +259,7 @@ def test_nothing_to_plot_is_an_error(db_url, tmp_path):
     r = run("report", "--out", tmp_path / "out", "--db", db_url)  # no database: refused, nothing created
     assert r.exit_code == 2 and r.output.startswith("error: no results database at "), r.output
     assert not (tmp_path / "out").exists()
-    Store(db_url).close()  # an empty database: nothing to plot
+    open_results(db_url).close()  # an empty database: nothing to plot
     r = run("report", "--out", tmp_path / "out", "--db", db_url)
     assert r.exit_code == 2
     assert "error: nothing to plot" in r.output

@@ -5,6 +5,7 @@ measures the nearest tuned shapes' bests right after the default."""
 import optuna
 import pytest
 
+
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.options import SearchOptions
@@ -18,11 +19,6 @@ SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0
                                  ("TILE_DIM", (16, 32, 64))),
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
 DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32})
-
-
-@pytest.fixture
-def store(db_url) -> Store:
-    return Store(db_url)
 
 
 def key_of(device_info, rows=1024, cols=1024) -> TuningKey:

@@ -11,6 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
@@ -95,7 +97,7 @@ def url_b(tmp_path) -> str:
 def tuned_a(url_a) -> Store:
     """Database A: two keys on the H100 (one re-timed), one on the A100, and one tuned with a
     kernel source that has changed since (stale)."""
-    store = Store(url_a)
+    store = open_results(url_a)
     c = configs()
     tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0), (c[2], 2600.0)], retime=True)
     tune(store, key("smem", rows=512, cols=256, dtype="float64"), [(configs("smem")[0], 2100.0)],
@@ -116,7 +118,7 @@ def exported(store: Store, path: Path, **filters) -> dict:
 def test_round_trip_keeps_every_provenance_field_and_figure(tuned_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
     assert export_all(tuned_a, path).exported == 4
-    b = Store(url_b)
+    b = open_results(url_b)
     report = import_results(b, path)
     assert (report.imported, report.skipped, report.stale, report.best) == (4, 0, 1, 4)
 
@@ -136,7 +138,7 @@ def test_imported_results_are_finished_searches_of_sampler_import(tuned_a, url_b
     path = tmp_path / "tuned.json"
     export_all(tuned_a, path, kernel="smem")
     entry = json.loads(path.read_text())["results"][0]
-    b = Store(url_b)
+    b = open_results(url_b)
     import_results(b, path)
     with b.session() as s:
         search = s.scalars(select(Search)).one()
@@ -153,7 +155,7 @@ def test_imported_results_are_finished_searches_of_sampler_import(tuned_a, url_b
 def test_reimport_skips_everything_as_duplicates(tuned_a, url_b, tmp_path):
     path = tmp_path / "tuned.json"
     export_all(tuned_a, path)
-    b = Store(url_b)
+    b = open_results(url_b)
     import_results(b, path)
     before = b.find_best()
     report = import_results(b, path)
@@ -173,13 +175,13 @@ def test_a_slower_best_is_replaced_and_a_faster_one_kept(tuned_a, tmp_path):
     c = configs()
     winner = next(r for r in tuned_a.find_best(device_name="h100", kernel="smem_pad") if r.rounds)
 
-    slower = Store(f"sqlite:///{tmp_path / 'slower.db'}")
+    slower = open_results(f"sqlite:///{tmp_path / 'slower.db'}")
     tune(slower, key(), [(c[3], 2000.0)])  # another config, slower than A's winner
     report = import_results(slower, path)
     assert report.imported == 2 and report.best == 2
     assert comparable(slower.best(key())) == comparable(winner)  # with its pooled figures and tie group
 
-    faster = Store(f"sqlite:///{tmp_path / 'faster.db'}")
+    faster = open_results(f"sqlite:///{tmp_path / 'faster.db'}")
     tune(faster, key(), [(c[3], 2999.0)], retime=True)
     kept = faster.best(key())
     report = import_results(faster, path)
@@ -191,7 +193,7 @@ def test_a_slower_best_is_replaced_and_a_faster_one_kept(tuned_a, tmp_path):
 def test_the_same_config_already_stored_for_the_key_is_a_duplicate(tuned_a, tmp_path):
     path = tmp_path / "tuned.json"
     export_all(tuned_a, path, kernel="smem")
-    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    other = open_results(f"sqlite:///{tmp_path / 'other.db'}")
     k = key("smem", rows=512, cols=256, dtype="float64")
     tune(other, k, [(configs("smem")[0], 1000.0)])
     assert import_results(other, path).skipped == 1
@@ -428,7 +430,7 @@ def test_cli_import_refuses_a_bad_file_and_leaves_the_database_as_it_was(what, s
     export_all(tuned_a, file)
     setup(file)
     target = tmp_path / "b.db"
-    Store(f"sqlite:///{target}").engine.dispose()  # an up-to-date, empty database
+    open_results(f"sqlite:///{target}").engine.dispose()  # an up-to-date, empty database
     tuned_a.engine.dispose()
     before = {p: settled(p) for p in (target, tmp_path / "a.db")}
 
@@ -458,9 +460,9 @@ def test_an_entry_twice_in_one_file_and_a_stale_entry_with_an_older_macro_set(tu
     stale = _stale(data)
     del stale["config"][sorted(stale["config"])[0]]  # the kernel has gained a macro since it was tuned
     path.write_text(json.dumps(data))
-    report = import_results(Store(url_b), path)
+    report = import_results(open_results(url_b), path)
     assert (report.imported, report.skipped, report.stale) == (4, 1, 1)
-    assert len(Store(url_b).find_best()) == 4
+    assert len(open_results(url_b).find_best()) == 4
 
 
 # --- version 2: named dims, spec hashes, kernels without GB/s; version 1 still imports ----------
@@ -497,7 +499,7 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
 
     from fakes import FakeMatmulBench, FakeTimer
 
-    old = Store(db_url)
+    old = open_results(db_url)
     search(tuning_key("copy_row", device_info, (256, 512), "float32"), get_kernel("copy_row").space(), FakeTimer(), old,
            SearchOptions(trials=3, seed=1))
     bench = FakeMatmulBench(device_info, 128, 64, 32, get_dtype("float32"))
@@ -514,7 +516,7 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
     assert {r.kernel: r.dims for r in loaded.results} == {
         "copy_row": (("rows", 256), ("cols", 512)), "matmul_tiled": (("m", 128), ("n", 64), ("k", 32))}
     assert {r.spec_hash for r in loaded.results} == {SPEC_HASHES_0_1["copy_row"], SPEC_HASHES_0_1["matmul_tiled"]}
-    new = Store(f"sqlite:///{tmp_path / 'new.db'}")
+    new = open_results(f"sqlite:///{tmp_path / 'new.db'}")
     report = import_results(new, loaded)
     assert (report.imported, report.stale, report.best) == (2, 0, 2)
     again = tmp_path / "again.json"
@@ -544,7 +546,7 @@ class Reduction:
 def test_a_user_kernel_without_gbps_round_trips_when_its_file_is_given(url_a, url_b, tmp_path):
     from autotune.store.key import tuning_key
 
-    kernel, a = Reduction(), Store(url_a)
+    kernel, a = Reduction(), open_results(url_a)
     k = tuning_key(kernel, H100, {"n": 1 << 20}, "float32")
     sid = a.start_search(k, study_name=k.study_name, sampler="tpe", seed=1, memcpy_gbps=None)
     a.record_trial(sid, 0, Config.of("reduce_sum", {"BLOCK_SIZE": 256}), status="ok",
@@ -558,7 +560,7 @@ def test_a_user_kernel_without_gbps_round_trips_when_its_file_is_given(url_a, ur
     with pytest.raises(InvalidInputError, match=r"results\[0\]\.kernel\.name is not usable: unknown kernel "
                                                 r"'reduce_sum'; allowed: .* --kernel"):
         read_results(path)
-    b = Store(url_b)
+    b = open_results(url_b)
     assert import_results(b, path, kernels=[kernel]).imported == 1
     (best,) = b.find_best(kernel="reduce_sum", dims={"n": 1 << 20})
     assert (best.gbps, best.median_ms, best.spec_hash) == (None, 0.2, "2" * 64)
@@ -583,7 +585,7 @@ def test_an_import_interrupted_before_its_write_says_nothing_was_imported(tuned_
     path = tmp_path / "in.json"
     (export_all if fmt == "results" else export_t4)(tuned_a, path)
     url_b = f"sqlite:///{tmp_path / 'b.db'}"
-    Store(url_b).close()
+    open_results(url_b).close()
     before = (tmp_path / "b.db").read_bytes()
     real = autotune.store.t4_read.load_document
 
@@ -619,4 +621,4 @@ def test_an_import_interrupted_in_its_commit_says_it_was_done(tuned_a, tmp_path,
     r = runner.invoke(app, ["import", str(path), "--db", url_b])
     assert r.exit_code == 130, r.output
     assert r.output.strip() == "interrupted: the import was done first: 4 result(s) imported, 0 already stored"
-    assert len(Store(url_b).find_best()) == 4
+    assert len(open_results(url_b).find_best()) == 4

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.errors import StoreError
 from autotune.base import signals as stop
 from autotune.store.key import tuning_key
-from autotune.store.repository import Store
 
 from signals import finish, release, repeat, start_cli, wait_for
 from test_concurrency import intact, rows
@@ -76,7 +77,7 @@ def test_deferred_signals_wait_for_a_safe_point_and_are_never_dropped():
 
 def test_a_signal_in_a_retry_backoff_stops_at_once_and_writes_nothing(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'locked.db'}"
-    store = Store(url)
+    store = open_results(url)
     key = tuning_key("smem_pad", DEVICE, (256, 256), "float32")
     holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's write lock
@@ -103,7 +104,7 @@ def test_a_lock_held_past_the_retries_is_one_store_error_saying_how_long(tmp_pat
     from autotune.store import locking
 
     url = f"sqlite:///{tmp_path / 'locked.db'}"
-    store = Store(url)
+    store = open_results(url)
     monkeypatch.setattr(locking, "LOCK_WAIT_S", 0.5)
     holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

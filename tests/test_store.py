@@ -8,6 +8,8 @@ from datetime import UTC
 
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.errors import StoreError
@@ -37,13 +39,8 @@ def measured(gbps: float) -> Measurement:
 
 
 @pytest.fixture
-def url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'results.db'}"
-
-
-@pytest.fixture
-def store(url) -> Store:
-    return Store(url)
+def url(db_url) -> str:
+    return db_url  # the store fixture's database (conftest.py)
 
 
 def start(store: Store, key: TuningKey | None = None, memcpy_gbps: float | None = 3000.0) -> int:
@@ -237,11 +234,11 @@ def test_finish_search(store):
 
 def test_reopening_keeps_rows(url):
     key = make_key()
-    first = Store(url)
+    first = open_results(url)
     search = start(first, key)
     trial = first.record_trial(search, 0, config(), status="ok", measurement=measured(1234.0))
     first.engine.dispose()
-    again = Store(url)
+    again = open_results(url)
     assert again.best(key).trial_id == trial.id
     assert again.trials(search) == [trial]
 
@@ -250,7 +247,7 @@ def test_missing_directory_is_a_store_error(tmp_path):
     url = f"sqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'results.db'}"
     for upgrade in (True, False):  # refused before anything is created, migrated or not
         with pytest.raises(StoreError, match="does not exist: .*no/such/dir; create it"):
-            Store(url, upgrade=upgrade)
+            open_results(url, "unmigrated")
     assert not (tmp_path / "no").exists()
 
 
@@ -258,15 +255,15 @@ def test_not_a_database_is_a_store_error(tmp_path):
     path = tmp_path / "notes.db"
     path.write_text("these are notes, not a database\n" * 100)
     with pytest.raises(StoreError, match="file is not a database"):
-        Store(f"sqlite:///{path}")
+        open_results(f"sqlite:///{path}")
     with pytest.raises(StoreError, match="file is not a database") as info:
-        Store(f"sqlite:///{path}", upgrade=False).best(make_key())
+        open_results(f"sqlite:///{path}", "unmigrated").best(make_key())
     assert "\n" not in str(info.value)
 
 
 def test_bad_url_is_a_store_error():
     with pytest.raises(StoreError, match="invalid database URL"):
-        Store("nosuchdialect://somewhere", upgrade=False)
+        open_results("nosuchdialect://somewhere", "unmigrated")
 
 
 def test_session_scope(store):
@@ -325,9 +322,9 @@ def test_optuna_engine_commits_without_fsync_in_wal_mode(store):
 def test_env_var_is_honoured(monkeypatch, tmp_path):
     path = tmp_path / "from_env.db"
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{path}")
-    store = Store()
+    store = open_results()
     assert store.url == f"sqlite:///{path}" and path.is_file()
-    assert Store(f"sqlite:///{tmp_path / 'explicit.db'}").url.endswith("explicit.db")
+    assert open_results(f"sqlite:///{tmp_path / 'explicit.db'}").url.endswith("explicit.db")
 
 
 def test_default_url_is_in_user_data_dir(monkeypatch, tmp_path):
@@ -337,7 +334,7 @@ def test_default_url_is_in_user_data_dir(monkeypatch, tmp_path):
     monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path / "data" / "autotune"))
     assert default_url() == f"sqlite:///{tmp_path / 'data' / 'autotune' / 'autotune.db'}"
     assert (tmp_path / "data" / "autotune").is_dir()
-    assert Store().url == default_url()
+    assert open_results().url == default_url()
 
 
 def test_records_are_frozen(store):
@@ -350,11 +347,11 @@ def test_concurrent_writers_keep_the_fastest(url):
     from concurrent.futures import ThreadPoolExecutor
 
     key = make_key()
-    Store(url)
-    searches = [start(Store(url, upgrade=False), key) for _ in range(4)]
+    open_results(url)
+    searches = [start(open_results(url, "unmigrated"), key) for _ in range(4)]
 
     def run(index: int) -> None:
-        writer = Store(url, upgrade=False)
+        writer = open_results(url, "unmigrated")
         for number in range(10):
             gbps = 100.0 + 10 * number + index
             writer.record_trial(searches[index], number, config(8 * (index + 1), number + 1),
@@ -362,7 +359,7 @@ def test_concurrent_writers_keep_the_fastest(url):
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(run, range(4)))
-    store = Store(url)
+    store = open_results(url)
     assert sum(len(store.trials(s)) for s in searches) == 40
     assert store.best(key).gbps == 100.0 + 90 + 3
 
@@ -388,7 +385,7 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
 
     from autotune.store import study_storage
 
-    store = Store(shared_db)
+    store = open_results(shared_db)
     storage = store.optuna_storage()
     study = optuna.create_study(study_name="s", storage=storage)
     sid = storage.get_study_id_from_name("s")

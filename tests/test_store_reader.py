@@ -15,6 +15,8 @@ from pathlib import Path
 
 import optuna
 import pytest
+
+from autotune.store.opening import open_results
 import sqlalchemy as sa
 
 from autotune.errors import StoreError
@@ -26,7 +28,6 @@ from autotune.store.key import tuning_key
 from autotune.store.location import sqlite_path
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 from autotune.store.reader import SqliteReader
-from autotune.store.repository import Store
 
 from fakes import FakeTimer, fake_retime
 from test_migrations import _migrated_then
@@ -41,7 +42,7 @@ def url(tmp_path) -> str:
 
 def _tune(url, device, shape, dtype="float32", kernel="smem_pad", retimed=True):
     key = tuning_key(kernel, device, shape, dtype)
-    store = Store(url)
+    store = open_results(url)
     search(key, get_kernel(kernel).space(), FakeTimer(), store, SearchOptions(trials=5, seed=1, strategy="random"),
            retime=fake_retime(tie_band=0.5) if retimed else None)
     store.close()
@@ -66,7 +67,7 @@ def test_every_column_of_the_best_query_is_a_column_of_the_models():
 
 
 def test_the_reader_reads_exactly_what_the_store_reads(url, tuned):
-    store, reader = Store(url, read_only=True), SqliteReader(url)
+    store, reader = open_results(url, "read_only"), SqliteReader(url)
     try:
         assert reader.schema_state == store.schema_state == "current"
         for key in tuned:
@@ -104,7 +105,7 @@ def test_schema_states_as_the_read_only_store_finds_them(url, tmp_path):
     optuna.create_study(study_name="theirs", storage=url)  # Optuna's alembic_version is not ours
     assert SqliteReader(url).schema_state == "empty"
     (tmp_path / "results.db").unlink()
-    store = Store(url, upgrade=False)
+    store = open_results(url, "unmigrated")
     for revision in schema.REVISIONS:
         store.upgrade(revision)
         assert SqliteReader(url).schema_state == ("current" if revision == schema.HEAD_REVISION else "older")
@@ -188,7 +189,7 @@ def test_postgres_answers_the_shared_best_query_as_sqlite_does(pg_url, url, devi
     odd = replace(device_info, name="GPU_50% special", sm_count=7)
     for db in (pg_url, url):
         _tune(db, device_info, (256, 256)), _tune(db, odd, (512, 256), "float64", retimed=False)
-    pg, lite = Store(pg_url, read_only=True), SqliteReader(url)
+    pg, lite = open_results(pg_url, "read_only"), SqliteReader(url)
 
     def comparable(records):
         return [replace(r, trial_id=0, search_id=0, updated_at=None) for r in records]

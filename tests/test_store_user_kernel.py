@@ -8,6 +8,8 @@ import re
 import json
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 import autotune
@@ -92,7 +94,7 @@ def tune(store: Store, kernel, device, n: int, block: int, ms: float, **key_chan
 
 def test_best_list_export_import_and_lookup_of_a_kernel_file(kernel_file, db_url, device_info, tmp_path):
     kernel = resolve_kernel(kernel_file)
-    store = Store(db_url)
+    store = open_results(db_url)
     fastest = tune(store, kernel, device_info, 1 << 20, 256, 0.05)
     tune(store, kernel, device_info, 1 << 20, 64, 0.02, spec_hash="0" * 64)  # another kernel of that name
     tune(store, kernel, device_info, 1 << 10, 64, 0.001)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import threading
 
 import pytest
+
+from autotune.store.opening import open_results
 from optuna.trial import TrialState
 
 from autotune.kernel.config import Config
 from autotune.search.outcome import TrialOutcome
 from autotune.search.study import StoredStudy
 from autotune.store.key import TuningKey
-from autotune.store.repository import Store
 
 from fakes import FakeTimer
 from test_tuner import SPACE
@@ -31,7 +32,7 @@ def key(device_info) -> TuningKey:
 
 def opened(db, key) -> StoredStudy:
     """The study as one more process would open it: a store (engine, connections) of its own."""
-    return StoredStudy(Store(db), key, SPACE, resume=True)
+    return StoredStudy(open_results(db), key, SPACE, resume=True)
 
 
 def states(study: StoredStudy) -> list[tuple[TrialState, str | None]]:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import optuna
 
+from autotune.store.opening import open_results
 from autotune.kernel.catalog import get_kernel
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
-from autotune.store.repository import Store
 from autotune.store.study_labels import METRIC_NAMES, label_study
 
 from fakes import FakeTimer
 
 
 def test_a_searched_study_carries_its_label_attrs_and_metric_name(db_url, device_info):
-    store = Store(db_url)
+    store = open_results(db_url)
     key = tuning_key("smem_pad", device_info, (256, 128), "float32")
     search(key, get_kernel("smem_pad").space(), FakeTimer(), store, SearchOptions(trials=2, seed=1, strategy="random"))
     study = optuna.load_study(study_name=key.study_name, storage=store.optuna_storage())

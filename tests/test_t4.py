@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from autotune.store.opening import open_results
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -26,7 +28,7 @@ SCHEMA = Path("kernel_tuner/schema/T4/1.0.0/results-schema.json")
 def store_a(tmp_path) -> Store:
     """Two keys of smem_pad (H100, A100), each with ok trials and one failed trial, and a key of
     another shape."""
-    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    store = open_results(f"sqlite:///{tmp_path / 'a.db'}")
     c = configs()
     tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0), (c[2], 2600.0)])
     tune(store, key(device=A100), [(c[1], 1400.0)], memcpy_gbps=1500.0)
@@ -49,7 +51,7 @@ def test_round_trip_keeps_every_trial_and_the_best(store_a, tmp_path):
     statuses = {r["invalidity"] for r in doc["results"]}
     assert statuses == {"correct", "compile"}
     assert is_t4(path)
-    b = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    b = open_results(f"sqlite:///{tmp_path / 'b.db'}")
     loaded = read_t4(path)
     result = import_t4(b, loaded)
     assert (result.imported, result.skipped, result.best) == (8, 0, 3)
@@ -107,7 +109,7 @@ def test_bad_files_are_refused_whole_with_one_error_line(store_a, tmp_path, chan
     assert "Traceback" not in result.output
     with pytest.raises(InvalidInputError):
         read_t4(path)
-    assert not (tmp_path / "b.db").exists() or trials_of(Store(url)) == []
+    assert not (tmp_path / "b.db").exists() or trials_of(open_results(url)) == []
 
 
 def test_cli_export_t4_and_import_detects_the_format(store_a, tmp_path):
@@ -139,7 +141,7 @@ def test_a_result_given_twice_in_one_file_is_stored_once(store_a, tmp_path):
     doc = json.loads(path.read_text())
     doc["results"] += [dict(doc["results"][0]), dict(doc["results"][0])]  # the same trial twice more
     path.write_text(json.dumps(doc))
-    b = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    b = open_results(f"sqlite:///{tmp_path / 'b.db'}")
     result = import_t4(b, read_t4(path))
     assert (result.imported, result.skipped) == (8, 2)
     assert trials_of(b) == trials_of(store_a)  # each trial once

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 
 import pytest
+
+from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
 from autotune.cli import app
@@ -14,7 +16,6 @@ from autotune.kernel.catalog import get_kernel
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
-from autotune.store.repository import Store
 
 from fakes import FakeTimer
 
@@ -52,7 +53,7 @@ def tuned_db(db_url, device_info):
     """smem_pad tuned (fake timer, grid) at 1024^2 and 4096^2 float32."""
     for n in (1024, 4096):
         key = tuning_key("smem_pad", device_info, (n, n), "float32")
-        search(key, get_kernel("smem_pad").space(), FakeTimer(), Store(db_url),
+        search(key, get_kernel("smem_pad").space(), FakeTimer(), open_results(db_url),
                SearchOptions(trials=100, strategy="grid"))
     return db_url
 
@@ -63,7 +64,7 @@ def test_the_header_holds_the_stored_bests_and_selects_like_lookup(tuned_db, tmp
     r = run("export", "--header", header, "--kernel", "smem_pad", "--db", tuned_db)
     assert r.exit_code == 0, r.output
     assert r.output.startswith(f"wrote 2 tuned configs of smem_pad to {header}")
-    best = Store(tuned_db).best(tuning_key("smem_pad", device_info, (1024, 1024), "float32")).config
+    best = open_results(tuned_db).best(tuning_key("smem_pad", device_info, (1024, 1024), "float32")).config
     (tmp_path / "main.c").write_text(PROGRAM)
     exe = tmp_path / "select"
     subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-I", str(tmp_path), str(tmp_path / "main.c"), "-o",

@@ -3,11 +3,12 @@ import types
 import optuna
 import pytest
 
+from autotune.store.opening import open_results
+
 from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
 from autotune.store.key import TuningKey
 from autotune.kernel.space import SearchSpace
-from autotune.store.repository import Store
 from autotune.search import tuner as tuner_module
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
@@ -19,11 +20,6 @@ SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
 BEST = Config.of("smem_pad", OPTIMUM)
 DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32})  # kernels/smem_pad.toml
-
-
-@pytest.fixture
-def store(db_url) -> Store:
-    return Store(db_url)
 
 
 @pytest.fixture
@@ -201,7 +197,7 @@ def test_two_searches_with_different_seeds_crown_the_same_config(tmp_path, key):
 
     winners = []
     for seed in (1, 2):
-        s = Store(f"sqlite:///{tmp_path / f'seed{seed}.db'}")
+        s = open_results(f"sqlite:///{tmp_path / f'seed{seed}.db'}")
         search(key, SPACE, FakeTimer(), s, SearchOptions(trials=100, seed=seed, strategy="tpe", top_k=5, rounds=4), retime=fake_retime(noise=0.002, tie_band=0.06))
         winners.append(s.best(key).config)
     assert winners[0] == winners[1]

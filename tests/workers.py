@@ -34,11 +34,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
+from autotune.store.opening import open_results
 from autotune.kernel.catalog import get_kernel
 from autotune.store import study_storage  # noqa: E402
 from autotune.measure.device import DeviceInfo  # noqa: E402
 from autotune.store.key import tuning_key  # noqa: E402
-from autotune.store.repository import Store  # noqa: E402
 from autotune.search.options import SearchOptions  # noqa: E402
 from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeAnyBench, FakeTimer, fake_retime  # noqa: E402
@@ -76,7 +76,7 @@ def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -
         write_whole(out, reported)
 
     options = SearchOptions(trials=int(n_trials), seed=int(seed), strategy=sampler, resume=resume == "1")
-    search(key, get_kernel(kernel).space(), slow, Store(db), options, on_trial=on_trial)
+    search(key, get_kernel(kernel).space(), slow, open_results(db), options, on_trial=on_trial)
     write_whole(out, reported)
 
 

@@ -53,32 +53,15 @@ EXIT_INTERRUPTED = 130
 """Exit code after SIGINT (Ctrl-C); SIGTERM exits 143 (128 + the signal's number)."""
 
 
-def open_store(db: str | None, **options):
-    """The results database, through the one door (:func:`autotune.store.opening.open_store`),
-    imported here: the CLI imports SQLAlchemy only when a command opens its store (a search
-    does so while its measuring child starts)."""
-    from autotune.store.opening import open_store as door
+def open_db(db: str | None, mode: str = "write"):
+    """The results database through the one door (:func:`autotune.store.opening.open_results`,
+    ``mode`` one of its :data:`~autotune.store.opening.MODES`), imported here: the CLI imports
+    SQLAlchemy only when a command opens its database (a search does so while its measuring
+    child starts). ``--db`` is checked first (an empty one would silently mean the default)."""
+    from autotune.store.opening import open_results
 
     check_db_arg(db, "--db")
-    return door(db, **options)
-
-
-def open_existing(db: str | None):
-    """The results database for ``export`` and ``report``, refused where it does not exist
-    (:func:`autotune.store.opening.open_existing`): a failing command creates none."""
-    from autotune.store.opening import open_existing as door
-
-    check_db_arg(db, "--db")
-    return door(db)
-
-
-def open_reader(db: str | None):
-    """The results database for reading best configs only (:func:`autotune.store.opening.open_reader`:
-    a missing one is not created)."""
-    from autotune.store.opening import open_reader as door
-
-    check_db_arg(db, "--db")
-    return door(db)
+    return open_results(db, mode)
 
 
 def parse_int(value: str) -> int:

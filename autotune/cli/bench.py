@@ -15,7 +15,7 @@ from autotune.measure import device as gpus
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import open_store, Db, Device, DType, err, handle_errors, on_interrupt, out, parse_int
+from ._common import open_db, Db, Device, DType, err, handle_errors, on_interrupt, out, parse_int
 from .shape import Shape, shape_options
 
 
@@ -51,7 +51,7 @@ def bench(
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
     gpus.query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
-    store = open_store(db)  # a database fault is said before a kernel is built or timed
+    store = open_db(db)  # a database fault is said before a kernel is built or timed
     shown, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 
     say = out if fmt is Format.table else err

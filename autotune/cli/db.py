@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import app
-from ._common import open_store, Db, handle_errors, out
+from ._common import open_db, Db, handle_errors, out
 
 db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                      help="Manage the results database schema (autotune info prints where it is).\n\n"
@@ -24,7 +24,7 @@ def upgrade(db: Db = None) -> None:
       autotune db upgrade
       autotune db upgrade --db postgresql+psycopg://me@dbhost/autotune
     """
-    store = open_store(db, upgrade=False)
+    store = open_db(db, "unmigrated")
     store.upgrade()
     out.print(f"database {store.safe_url} is at schema revision {store.current_revision()}", markup=False)
 
@@ -38,7 +38,7 @@ def current(db: Db = None) -> None:
     Example:
       autotune db current --db sqlite:///results.db
     """
-    store = open_store(db, read_only=True, upgrade=False)  # any revision is printed, a newer one too
+    store = open_db(db, "inspect")  # any revision is printed, a newer one too
     if store.schema_state == "missing":
         out.print(f"no database at {store.safe_url} (autotune db upgrade creates it)", markup=False)
         return

@@ -14,7 +14,7 @@ from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from . import app
-from ._common import Db, Device, DType, err, handle_errors, open_reader, out, parse_int
+from ._common import Db, Device, DType, err, handle_errors, open_db, out, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs
 from .check import _PathOrName
 from .results import _device_filter
@@ -73,7 +73,7 @@ def dispatch(
     if top < 0:
         raise InvalidInputError(f"--top {top} is not allowed; give 0 or more")
     name = _device_filter(device)
-    reports = dispatch_reports(open_reader(db), k, dtype=dt, device_name=name, nvcc_version=stale.current_nvcc(),
+    reports = dispatch_reports(open_db(db, "read"), k, dtype=dt, device_name=name, nvcc_version=stale.current_nvcc(),
                                top=top)
     if not reports:
         where = f" on {name}" if name else ""
@@ -252,6 +252,6 @@ def tune_shapes_command(
     from autotune.report.dispatch import dispatch_reports
 
     device_name = results[0].key.device.name if results else None
-    for report in dispatch_reports(open_reader(db), k, dtype=get_dtype(dtype).name, device_name=device_name,
+    for report in dispatch_reports(open_db(db, "read"), k, dtype=get_dtype(dtype).name, device_name=device_name,
                                    nvcc_version=stale.current_nvcc()):
         _print_report(report, k, wide=False)

@@ -11,7 +11,7 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from . import app
-from ._common import open_existing, Db, DType, Kernel, err, handle_errors, out
+from ._common import open_db, Db, DType, Kernel, err, handle_errors, out
 from .shape import Shape, shape_options
 
 
@@ -45,7 +45,7 @@ def report(
     given = shape.dims_for(kern) if shape.given else None
     from autotune.report.plots import write_report
 
-    done = write_report(open_existing(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device,
+    done = write_report(open_db(db, "existing"), out_dir, kernel=kern, dims=given, dtype=dt, device=device,
                         include_stale=include_stale, nvcc_version=stale.current_nvcc())
     for plot, reasons in done.stale.items():
         err.print(f"{plot}: {stale.left_out(reasons, 'plots them')}", markup=False, soft_wrap=True)

@@ -14,7 +14,7 @@ from autotune.store.key import format_shape
 from autotune.measure.figures import unit
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import open_reader, Db, DType, KernelRef, err, handle_errors, out
+from ._common import open_db, Db, DType, KernelRef, err, handle_errors, out
 from .shape import DimsOption, Shape, shape_args, shape_options
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def best(
     shapes = shape.shapes(next(iter(kernels.values())) if kernel else None)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    found = [b for b in open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+    found = [b for b in open_db(db, "read").find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     judged = stale.partition(found, kernels, stale.current_nvcc())
     unknown = judged.unknown
@@ -95,7 +95,7 @@ def list_(kernel: KernelRef = None, dims: DimsOption = None, db: Db = None, fmt:
     """
     kernels = _kernels(kernel)
     shapes = Shape(tuple(dims)).shapes(next(iter(kernels.values()))) if kernel and dims else None
-    found = open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None)
+    found = open_db(db, "read").find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
     if not found:
         if fmt is not Format.table:

@@ -15,7 +15,7 @@ from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, on_interrupt, out
+from ._common import open_db, Db, KernelRef, SpaceFile, err, handle_errors, on_interrupt, out
 from .shape import Shape, shape_options
 from .workloads import WorkloadName
 
@@ -102,7 +102,7 @@ def export(
 
     target = t4 if t4 is not None else out_path
     extra = {"dtype": dtype} if t4 is not None else {}
-    report = write(open_existing(db), target, kernel=kern, dims=shapes, device_name=device,
+    report = write(open_db(db, "existing"), target, kernel=kern, dims=shapes, device_name=device,
                    include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
     what = "trial" if t4 is not None else "result"
@@ -129,7 +129,7 @@ def _export_bundle(workload: str | None, bundle: Path | None, others: tuple, dev
     check_name(workload, "workload")
     from autotune.report.bundle import export_bundle
 
-    store = open_existing(db)
+    store = open_db(db, "existing")
     try:
         report = export_bundle(store, workload, bundle, device_name=device)
     finally:
@@ -150,7 +150,7 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
     from autotune.search.kt_cache import export_cache
 
     chosen_space = load_space(kern, space) if space is not None else None
-    count, failed = export_cache(open_existing(db), path, kernel=kern, space=chosen_space, dims=shapes,
+    count, failed = export_cache(open_db(db, "existing"), path, kernel=kern, space=chosen_space, dims=shapes,
                                  device_name=device, dtype=dtype, include_stale=include_stale,
                                  nvcc_version=stale.current_nvcc())
     out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
@@ -163,7 +163,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
     if shaped or include_stale:
         flag = "--include-stale" if include_stale else "--dims/--size"
         raise InvalidInputError(f"{flag} does not apply to --header: it holds every fresh shape tuned for the kernel")
-    store = open_existing(db)
+    store = open_db(db, "existing")
     report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
                            database=store.safe_url)
     n = report.entries
@@ -201,7 +201,7 @@ def import_(
     if isinstance(loaded, T4File):
         _import_t4(loaded, db)
         return
-    report = _written(lambda: import_results(open_store(db), loaded), "result(s)")
+    report = _written(lambda: import_results(open_db(db), loaded), "result(s)")
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
@@ -225,7 +225,7 @@ def _import_t4(loaded, db: str | None) -> None:
     from autotune.store.t4_read import import_t4
 
     path = loaded.path
-    report = _written(lambda: import_t4(open_store(db), loaded), "trial(s)")
+    report = _written(lambda: import_t4(open_db(db), loaded), "trial(s)")
     line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
     if report.best:
         line += f"; an imported trial became the best of {report.best} key(s)"

@@ -12,7 +12,7 @@ from autotune.errors import InvalidInputError
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
 from . import app
-from ._common import Db, Repeats, err, handle_errors, out, parse_float, parse_int
+from ._common import Db, Repeats, err, handle_errors, open_db, out, parse_float, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit
 
 class WorkloadName(str):
@@ -47,10 +47,9 @@ def workloads(db: Db = None, fmt: FormatOption = Format.table, wide: WideOption 
       autotune workloads
       autotune workloads --format json
     """
-    from autotune.store.opening import open_reader
     from autotune.store.workloads import list_workloads
 
-    store = open_reader(db)
+    store = open_db(db, "read")
     try:
         found = list_workloads(store)
     finally:
@@ -137,10 +136,9 @@ def plan(
 
 def _plot(name: str, the_plan, path: Path, db: str | None) -> None:
     from autotune.report.workload_plot import ShareBar, plot_shares
-    from autotune.store.opening import open_reader
     from autotune.store.workloads import latest_tuning
 
-    store = open_reader(db)
+    store = open_db(db, "read")
     try:
         tuning = latest_tuning(store, name, the_plan.device.name)
     finally:

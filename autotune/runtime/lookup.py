@@ -59,11 +59,8 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQ
     from numpy.typing import DTypeLike
 
     from autotune.kernel.dtypes import DType
-    from autotune.store.reader import SqliteReader
+    from autotune.store.reader import ResultsReader as Reader
     from autotune.store.records import BestRecord
-    from autotune.store.repository import Store
-
-    Reader = SqliteReader | Store
 
 __all__ = ["LaunchConfig", "RUNGS", "SHAPE_RUNGS", "lookup"]
 
@@ -354,15 +351,11 @@ def _store(db: str) -> Reader:
     lookups. A SQLite file (or none yet) is read through the standard library
     (:class:`~autotune.store.reader.SqliteReader`: a first call imports no SQLAlchemy), any
     other database through :class:`~autotune.store.repository.Store`."""
-    from autotune.store.location import sqlite_path
-    from autotune.store.opening import open_store
-    from autotune.store.urls import resolve_url
-    from autotune.store.reader import SqliteReader
+    from autotune.store.opening import open_results
 
     with _open_lock:
         if db not in _stores:
-            url = resolve_url(db or None, create=False)
-            _stores[db] = SqliteReader(url) if sqlite_path(url) is not None else open_store(url, read_only=True)
+            _stores[db] = open_results(db or None, "lookup")
         return _stores[db]
 
 

@@ -73,7 +73,7 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
     """
     from autotune.measure.toolchain import Toolchain
     from autotune.store.key import TuningKey
-    from autotune.store.opening import open_store
+    from autotune.store.opening import open_results
 
     if tune is None:
         from autotune.search.tune import tune
@@ -95,7 +95,7 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
     tunables = set(k.tunables)
     results = []
     for i in range(count):
-        store = open_store(options.db, read_only=True)
+        store = open_results(options.db, "lookup")
         try:
             trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
         finally:

@@ -203,6 +203,7 @@ class Tuner:
         result, options = self.result, self.options
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
         pending: deque[Config] = deque(self._early[1] if self._early else ())
+        deferred: set[Config] = set()  # in flight in another process's trial when their turn came
         while True:
             if result.measured_count >= options.trials or (self.budget is not None and self.budget.left() <= 0):
                 result.stopped = "trials"
@@ -215,11 +216,14 @@ class Tuner:
             busy = self._refresh(study)
             self._top_up(pending)
             self._spent(started)
-            if not pending:
+            if not pending and not (deferred and self._await(study, deferred, pending, deadline)):
                 result.stopped = "exhausted"
                 return
             config = pending.popleft()
-            if config in self.seen or config in busy:  # another process measured it, or measures it now
+            if config in self.seen:  # another process measured it
+                continue
+            if config in busy:  # another process measures it now: measured there, or here if that one dies
+                deferred.add(config)
                 continue
             if self.budget is not None and not self.budget.take():  # the other workers took the rest
                 result.stopped = "trials"
@@ -227,6 +231,7 @@ class Tuner:
             self._check_dead(study)
             outcome = run_trial(study, config, self.tools.measure, self.store, result.search_id, self.flight)
             if outcome is None:  # another process claimed it an instant before (StoredStudy.start)
+                deferred.add(config)
                 if self.budget is not None:
                     self.budget.give_back()
                 continue
@@ -239,6 +244,33 @@ class Tuner:
             self._spent(started)
             if self.on_trial is not None:
                 self.on_trial(outcome, result)
+
+    def _await(self, study: StoredStudy, deferred: set[Config], pending: deque, deadline: float | None) -> bool:
+        """Once nothing else is left: wait for the configs ``deferred`` (each in flight in
+        another process's trial when its turn came) until each is measured there, or its trial
+        is failed (that process died: its heartbeat stopped for ``GRACE_S``, or it never beat),
+        then queue those for this search. A config is so never lost with a process that died
+        measuring it, nor measured twice. Returns whether any was queued.
+
+        Raises:
+            KeyboardInterrupt: on SIGINT or SIGTERM while waiting.
+        """
+        from autotune.store.study_storage import HEARTBEAT_S
+
+        while deferred:
+            study.fail_stale()
+            self._checked = time.monotonic()
+            busy = self._refresh(study)
+            deferred.difference_update(self.seen)
+            free = [c for c in deferred if c not in busy]
+            if free:
+                deferred.difference_update(free)
+                pending.extend(free)
+                return True
+            if not deferred or (deadline is not None and time.monotonic() >= deadline):
+                return False
+            stop.sleep(HEARTBEAT_S)
+        return False
 
     def _spent(self, since: float) -> None:
         """Add the time since ``since`` (``time.perf_counter``) to the search's ``propose`` total."""

@@ -22,7 +22,7 @@ import sqlite3
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from autotune.errors import StoreError
@@ -32,7 +32,40 @@ from autotune.store.location import refuse_folder, sqlite_path
 from autotune.store.records import BestRecord, best_from_row
 from autotune.store.revisions import VERSION_TABLE, revision_state
 
-__all__ = ["SqliteReader", "read_only_options"]
+__all__ = ["ResultsReader", "SqliteReader", "read_only_options"]
+
+
+class ResultsReader(Protocol):
+    """What a lookup reads of a results database: the one contract of :class:`SqliteReader`
+    (a SQLite file through the standard library) and
+    :class:`~autotune.store.repository.Store` (any database through SQLAlchemy), both opened
+    by the one door (:func:`autotune.store.opening.open_results`).
+
+    Attributes:
+        safe_url: the database's URL with any password masked.
+        schema_state: ``"missing"``, ``"empty"``, ``"older"`` or ``"current"`` (read-only
+            openings; ``None`` where not judged).
+    """
+
+    safe_url: str
+    schema_state: str | None
+
+    def best(self, key: TuningKey) -> BestRecord | None:
+        """The best stored config of exactly ``key``, or ``None``."""
+
+    def find_best(self, *, kernel: str | None = None, dims: Mapping[str, int] | Dims | str | None = None,
+                  dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
+                  spec_hash: str | None = None) -> list[BestRecord]:
+        """Best configs matching every filter given, sorted."""
+
+    def shape_trials(self, key: TuningKey) -> list[trial_sql.ShapeTrial]:
+        """Every trial of ``key``'s identity at any dims (the dispatch's evidence)."""
+
+    def trials_state(self, kernel: str) -> tuple[int | None, int]:
+        """``(largest trial id, number of trials)`` of kernel ``kernel``."""
+
+    def close(self) -> None:
+        """Release the connections."""
 
 
 class SqliteReader:

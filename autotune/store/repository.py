@@ -26,7 +26,7 @@ from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
-from autotune.store import best_sql, locking, rows, study_storage, urls
+from autotune.store import best_sql, locking, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
@@ -41,24 +41,24 @@ __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"
 
 
 class Store:
-    """The results database at ``url`` (``None``: ``$AUTOTUNE_DB``, else :func:`default_url`).
+    """The results database at ``url``, a URL the door resolved and checked.
 
-    Open it through :func:`autotune.store.opening.open_store`, the one door (this constructor
-    takes the same arguments and applies the same rules: the URL is resolved and checked by
-    :func:`~autotune.store.urls.resolve_url`, and a writable opening refuses another
-    application's database before anything is written: :func:`~autotune.store.urls.refuse_foreign`).
+    Built by the one door only, :func:`autotune.store.opening.open_results` (which resolves the
+    URL once with :func:`~autotune.store.urls.resolve_url` and, for a writable opening, refuses
+    another application's database before anything is written:
+    :func:`~autotune.store.urls.refuse_foreign`); ``tests/test_opening.py`` checks that nothing
+    else constructs one.
 
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
     a new, empty database just works; ``read_only``: nothing is created, migrated or written,
     and ``upgrade=False`` then takes the schema as found (a newer one is not refused).
 
     Raises:
-        StoreError: the URL is invalid, the database is another application's, or it cannot
-            be opened or migrated.
+        StoreError: the URL is invalid, or the database cannot be opened or migrated.
     """
 
-    def __init__(self, url: str | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.url: str = urls.resolve_url(url, create=not read_only)
+    def __init__(self, url: str, *, upgrade: bool = True, read_only: bool = False) -> None:
+        self.url: str = url
         self.backup: str | None = None
         self.read_only = read_only
         self.schema_state: str | None = None
@@ -67,7 +67,6 @@ class Store:
             self._open_read_only(judge=upgrade)
             return
         schema.check_sqlite_path(self.url)
-        urls.refuse_foreign(self.url)  # before the engine: no table, WAL switch or lock file
         try:
             self.engine: Engine = create_engine(self.url)
         except (SQLAlchemyError, ImportError) as exc:

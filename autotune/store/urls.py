@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from autotune.errors import InvalidInputError, StoreError
+from autotune.errors import StoreError
 from autotune.store.location import default_url, sqlite_path
 
 __all__ = ["ENV", "OPTUNA_TABLES", "given_url", "resolve_url", "refuse_foreign", "foreign_tables"]

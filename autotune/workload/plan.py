@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
 from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from autotune.base import caches
 from autotune.base import signals as stop
 from autotune.errors import InvalidInputError
-from autotune.measure.device import DeviceInfo
 from autotune.search.options import SearchOptions
 from autotune.store.workload_records import ProblemResult, TuningRecord
 from autotune.workload.job import TRIALS, run_job

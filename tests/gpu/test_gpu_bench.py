@@ -1,12 +1,13 @@
 """`autotune bench` on the GPU: every kind of line is measured and stored."""
 
 import pytest
+
+from autotune.store.opening import open_results
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from autotune.cli import app
 from autotune.store.models import BenchRow
-from autotune.store.repository import Store
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +18,7 @@ def test_bench_measures_and_stores_every_kind_of_line(tmp_path):
                                  "--kernel", "smem_pad", "--kernel", "naive_col", "--db", db])
     assert r.exit_code == 0, r.output
     assert "stored as bench run" in r.output and "L2: rotating buffers" in r.output
-    with Store(db).session() as s:
+    with open_results(db).session() as s:
         lines = s.scalars(select(BenchRow).order_by(BenchRow.position)).all()
         kinds = [l.kind for l in lines]
         assert kinds[0] == "memcpy" and kinds.count("kernel") == 3 and "cpu" in kinds and kinds.count("transfer") == 4

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from autotune.store.opening import open_results
+
 import autotune
 from autotune.errors import TrialFailed
 from autotune.kernel.problem import Problem
@@ -15,7 +17,6 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import open_benchmark
 from autotune.measure.isolation import STICKY, open_isolated
-from autotune.store.repository import Store
 
 from kernel_files import write_kernel
 
@@ -72,6 +73,6 @@ def test_a_grid_search_stores_ok_crash_crash_timeout_and_the_best_is_the_correct
         assert by_bug[n].reason.startswith(prefixes), (n, by_bug[n].reason)
     assert result.best[0]["BUG"] == 0 and set(result.measured) == {bug(load_kernel(path), 0)}
     assert result.decision.winner.config["BUG"] == 0
-    stored = {t.config["BUG"]: (t.status, t.reason) for t in Store(db).key_trials(result.key)}
+    stored = {t.config["BUG"]: (t.status, t.reason) for t in open_results(db).key_trials(result.key)}
     assert {n: s for n, (s, _) in stored.items()} == STATUS, stored
     assert stored[1][1] == by_bug[1].reason and stored[3][1] == by_bug[3].reason
