@@ -72,7 +72,8 @@ class ArgSet:
     """Device memory for every array argument of one launch.
 
     Attributes:
-        allocations: the ``pycuda.driver.DeviceAllocation`` of each array, guards included.
+        allocations: the backend's device allocation of each array (an address with ``free()``),
+            guards included.
         pointers: device address of element 0 of each array (past the guard of an output).
         nbytes: bytes of each array (guards excluded).
         guarded: whether each array has guards (checked outputs).
