@@ -7,7 +7,7 @@ and exit code 2; Ctrl-C exits 130 after saying what was kept.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -42,9 +42,25 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _backend(value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        import os
+
+        from autotune.measure import backends
+
+        if value not in backends.names():
+            raise typer.BadParameter(f"{value!r} is not a backend; allowed: {', '.join(backends.names())}")
+        os.environ[backends.ENV] = value  # the measuring processes inherit it
+    return value
+
+
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print autotune's version and exit.")] = False) -> None:
+                                                help="Print autotune's version and exit.")] = False,
+          backend: Annotated[Optional[str], typer.Option(
+              "--backend", metavar="NAME", callback=_backend,
+              help="The CUDA backend that measures: cuda-bindings (the default where installed) or pycuda "
+                   "(sets $AUTOTUNE_BACKEND).")] = None) -> None:
     from ._common import fit_consoles
 
     fit_consoles()

@@ -31,9 +31,10 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Backend", "DeviceProperties", "DeviceAllocation", "Event", "Module", "Function", "CudaError",
            "CudaLaunchError", "CudaMemoryError", "SIGNATURE_CODES"]
