@@ -14,6 +14,7 @@ from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
 from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, out
+from .db import _say_labelled
 from .shape import Shape, shape_options
 
 
@@ -157,7 +158,8 @@ def import_(
     from autotune.store.share import import_results, read_results
 
     loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
-    report = import_results(open_store(db), loaded)
+    store = open_store(db)
+    report = import_results(store, loaded)
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
@@ -165,13 +167,15 @@ def import_(
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
+    _say_labelled(store)
 
 
 def _import_t4(path: Path, kernels: list, db: str | None) -> None:
     from autotune.store.t4_read import import_t4, read_t4
 
     loaded = read_t4(path, kernels)  # the whole file is checked before the database is opened
-    report = import_t4(open_store(db), loaded)
+    store = open_store(db)
+    report = import_t4(store, loaded)
     line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
     if report.best:
         line += f"; an imported trial became the best of {report.best} key(s)"
@@ -182,3 +186,4 @@ def _import_t4(path: Path, kernels: list, db: str | None) -> None:
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
+    _say_labelled(store)

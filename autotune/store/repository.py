@@ -27,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
 from autotune.store import best_sql, locking, rows, study_storage, urls
-from autotune.store.key import Dims, TuningKey, dims_key
+from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
 from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, trial_record
@@ -357,6 +357,26 @@ class Store:
         )
         with self.session() as session:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+    @locking.retry_when_locked
+    def study_keys(self) -> dict[str, TuningKey]:
+        """The key of each Optuna study a search used, by study name (the study names of imports,
+        ``import:<file>``, name no Optuna study and are left out)."""
+        stmt = (
+            select(Search.study_name, Search.dims, Search.dtype, Search.nvcc_version, Search.compile_flags,
+                   Kernel.name, Kernel.source_hash, Kernel.spec_hash, Device.name, Device.compute_capability,
+                   Device.sm_count, Device.total_memory, Device.driver_version, Device.cuda_version)
+            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
+            .where(Search.sampler != "import").distinct()
+        )
+        keys: dict[str, TuningKey] = {}
+        with self.session() as session:
+            for (name, dims, dtype, nvcc, flags, kernel, source_hash, spec_hash, device, cc, sms, memory, driver,
+                 cuda) in session.execute(stmt):
+                info = DeviceInfo(device, cc, sms, memory, driver, cuda)
+                keys.setdefault(name, TuningKey(info, kernel, source_hash, spec_hash, parse_dims_key(dims), dtype,
+                                                nvcc, flags))
+        return keys
 
     @locking.retry_when_locked
     def find_best(
