@@ -12,20 +12,29 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-ORDER = ("search", "sweep", "best", "list", "kernels", "check", "bench", "report", "export", "import", "info", "db")
+ORDER = ("search", "sweep", "best", "list", "trials", "kernels", "check", "bench", "report", "export", "import", "info", "db")
 """``autotune --help`` lists the commands in the order of the work: tune, read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""
 
 
 class _InWorkOrder(TyperGroup):
+    """The commands in the order of the work; help rendered by Rich (panels of options, as wide
+    as the terminal), usage errors one plain ``Error: ...`` line (not a box)."""
+
     def list_commands(self, ctx) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
 
+    def main(self, *args, **kwargs):
+        from typer.core import _main
 
-# rich_markup_mode=None: usage errors print as one plain "Error: ..." line, not a box.
+        kwargs.setdefault("standalone_mode", True)
+        return _main(self, *args, rich_markup_mode=None, **kwargs)  # errors plain; help stays Rich
+
+
+# rich_markup_mode="rich": help in panels (each option's rich_help_panel), as wide as the terminal
 app = typer.Typer(cls=_InWorkOrder, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None,
+                  rich_markup_mode="rich",
                   help="Autotune CUDA kernels per GPU, shape and dtype; look tuned configs up.\n\n"
                        "\b\nStart with:\n"
                        "  autotune kernels\n"
@@ -40,6 +49,12 @@ def _version(value: bool) -> None:
 
         typer.echo(f"autotune {__version__}")
         raise typer.Exit()
+
+
+def _backends(incomplete: str) -> list[str]:
+    from autotune.measure import backends
+
+    return [name for name in backends.names() if name.startswith(incomplete)]
 
 
 def _backend(value: Optional[str]) -> Optional[str]:
@@ -58,7 +73,7 @@ def _backend(value: Optional[str]) -> Optional[str]:
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                                 help="Print autotune's version and exit.")] = False,
           backend: Annotated[Optional[str], typer.Option(
-              "--backend", metavar="NAME", callback=_backend,
+              "--backend", metavar="NAME", callback=_backend, autocompletion=_backends,
               help="The CUDA backend that measures: cuda-bindings (the default where installed) or pycuda "
                    "(sets $AUTOTUNE_BACKEND).")] = None) -> None:
     from ._common import fit_consoles

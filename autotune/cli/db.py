@@ -7,7 +7,7 @@ import typer
 from . import app
 from ._common import open_store, Db, handle_errors, out
 
-db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",
                      help="Manage the results database schema (autotune info prints where it is).\n\n"
                           "\b\nExamples:\n  autotune db upgrade\n  autotune db current",
                      short_help="Manage the results database schema.")

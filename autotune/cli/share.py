@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.base.files import check_writable
+from autotune.base.files import check_writable, is_stdout
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, err, handle_errors, out
+from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err, handle_errors, out
 from .db import _say_labelled
 from .shape import Shape, shape_options
 
@@ -23,21 +23,25 @@ from .shape import Shape, shape_options
 @shape_options
 def export(
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
-                                                     help="JSON file to write (replaced whole if it exists).")] = None,
+                                                     help="JSON file to write (replaced whole if it exists); "
+                                                          "- for standard output.")] = None,
     header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False, metavar="FILE.h",
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
-                                                        "selection function (replaced whole if it exists).")] = None,
+                                                        "selection function (replaced whole if it exists; - for "
+                                                        "standard output).")] = None,
     t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False, metavar="FILE.json",
                                                help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
                                                     "write with every trial, ok and failed, of the selected keys "
-                                                    "(replaced whole if it exists).")] = None,
+                                                    "(replaced whole if it exists; - for standard output).")] = None,
     kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False, metavar="FILE.json",
                                                      help="Kernel Tuner cache file (JSON) to write with the trials "
                                                           "of one key, for Kernel Tuner's simulation mode "
-                                                          "(tune_kernel with simulation_mode=True and cache=FILE).")] = None,
+                                                          "(tune_kernel with simulation_mode=True and cache=FILE; "
+                                                          "- for standard output).")] = None,
     space: SpaceFile = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", help="Only keys of this element type "
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", autocompletion=complete_dtype,
+                                                 help="Only keys of this element type "
                                                                   "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
     shape: Shape = Shape(),
@@ -70,12 +74,13 @@ def export(
     target, flag = next((p, f) for p, f in ((out_path, "--out"), (header, "--header"), (t4, "--t4"),
                                              (kt_cache, "--kt-cache")) if p is not None)
     check_writable(target, flag)  # a device node, a folder
+    say = err if is_stdout(target) else out  # the file is on stdout (| jq): what was done goes to stderr
     if header is not None:
-        _export_header(header, kern, device, include_stale, shape.given, db)
+        _export_header(header, kern, device, include_stale, shape.given, db, say)
         return
     shapes = shape.shapes(kern) if shape.given else None
     if kt_cache is not None:
-        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db)
+        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db, say)
         return
     if t4 is not None:
         from autotune.store.t4 import export_t4 as write
@@ -88,7 +93,8 @@ def export(
                    include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
     what = "trial" if t4 is not None else "result"
-    out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
+    say.print(f"exported {count} {what}{'s' if count != 1 else ''} to {'stdout' if is_stdout(target) else target}",
+              markup=False)
     if report.stale:
         err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
     if report.unchecked:
@@ -99,7 +105,7 @@ def export(
 
 
 def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,
-                     include_stale: bool, db: str | None) -> None:
+                     include_stale: bool, db: str | None, say=out) -> None:
     if kern is None:
         raise InvalidInputError("--kt-cache needs --kernel: a Kernel Tuner cache holds one kernel's configs")
     from autotune.kernel.space import load_space
@@ -109,11 +115,12 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
     count, failed = export_cache(open_existing(db), path, kernel=kern, space=chosen_space, dims=shapes,
                                  device_name=device, dtype=dtype, include_stale=include_stale,
                                  nvcc_version=stale.current_nvcc())
-    out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
+    say.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
               "simulation mode", markup=False)
 
 
-def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None) -> None:
+def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None,
+                   say=out) -> None:
     if kern is None:
         raise InvalidInputError("--header needs --kernel: a header holds one kernel's tuned configs")
     if shaped or include_stale:
@@ -123,7 +130,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
     report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
                            database=store.safe_url)
     n = report.entries
-    out.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
+    say.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
     if report.stale:
         err.print(f"left out {report.stale_note}", markup=False, soft_wrap=True)
     if n == 0:
@@ -133,7 +140,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
 @app.command("import", short_help="Add the results of an exported JSON file.")
 @handle_errors
 def import_(
-    path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json",
+    path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json", autocompletion=complete_json,
                                          help="A file written by autotune export (--out or --t4; told apart by content).")],
     kernel: Annotated[Optional[list[str]], typer.Option(
         "--kernel", metavar="KERNEL_FILE", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
