@@ -70,7 +70,7 @@ def _flags_contiguous(a) -> bool:
 
 
 def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *, db: str | None = None,
-             dims: Mapping[str, int] | None = None, reset: bool = False) -> KernelLauncher:
+             dims: Mapping[str, int] | None = None, reset: bool = False, tune: str | None = None) -> KernelLauncher:
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
@@ -81,13 +81,17 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
         dims: values of dims that no array's shape names (``{"k": 64}``).
         reset: clear the arrays whose kernel file gives ``reset`` before every launch (each call
             may say otherwise with ``reset=``).
+        tune: ``None`` (the default): launch what the lookup ladder gives. ``"quick"``: a shape
+            with no tuned config stored is first tuned by a short search in a child process
+            (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
+            not) is said once by a ``TuningWarning``.
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
-            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays.
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; ``tune`` not a preset.
         KernelFileError: the kernel file is malformed.
     """
-    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset)
+    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, tune=tune)
 
 
 class KernelLauncher:
@@ -100,7 +104,11 @@ class KernelLauncher:
     """
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
-                 db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False) -> None:
+                 db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False,
+                 tune: str | None = None) -> None:
+        from autotune.runtime.first_sight import check_preset
+
+        self.tune, self._seen = check_preset(tune), set()
         self.kernel = resolve_kernel(kernel)
         self.dtype = None if dtype is None else get_dtype(dtype)
         if self.dtype is not None:
@@ -212,10 +220,29 @@ class KernelLauncher:
         return [describe_torch(obj, a.name) if type(obj).__module__.split(".")[0] == "torch" else
                 describe(obj, a.name, None) for obj, a in zip(arrays, k.arrays)]
 
-    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
-        """The cold path (see module doc): check everything, look the config up, load it."""
+    def _compiled(self, problem: Problem):
+        """``compiled(problem)``; with ``tune``, a problem with nothing stored for its exact key is
+        tuned first, once per launcher (``autotune.runtime.first_sight``)."""
         from autotune.runtime.launch import compiled
 
+        if self.tune is not None and problem not in self._seen:
+            from autotune.base.caches import clear_cache
+            from autotune.measure.device import current_device
+            from autotune.runtime.first_sight import tune_first
+            from autotune.runtime.lookup import lookup
+
+            with self._lock:
+                first = problem not in self._seen
+                self._seen.add(problem)
+            device = current_device()
+            answer = lookup(problem, device=device, db=self.db)
+            if first and answer.rung != "exact" and tune_first(problem, device.ordinal, self.db, self.tune,
+                                                                answer.rung, answer.config.key):
+                clear_cache()  # the lookup reads the stored winner afresh
+        return compiled(problem, db=self.db)
+
+    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
+        """The cold path (see module doc): check everything, look the config up, load it."""
         k = self.kernel
         described = self._describe(arrays)
         dt = self.dtype
@@ -243,16 +270,16 @@ class KernelLauncher:
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
             with torch.cuda.device(arrays[0].device):
-                made = compiled(problem, db=self.db)
+                made = self._compiled(problem)
         elif kind == "cupy":
             import cupy
 
             self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
             self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
             with cupy.cuda.Device(arrays[0].data.device_id):
-                made = compiled(problem, db=self.db)
+                made = self._compiled(problem)
         else:
-            made = compiled(problem, db=self.db)
+            made = self._compiled(problem)
         self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
         p = PackedLaunch(made)
         with self._lock:
