@@ -53,7 +53,7 @@ def reference(**arguments):
 
 
 class KernelTuning(NamedTuple):
-    """What :func:`tune_kernel` returns: the search's ``result``
+    """What [`tune_kernel`][autotune.search.tune_kernel.tune_kernel] returns: the search's ``result``
     ([`SearchResult`][autotune.search.outcome.SearchResult]), the ``kernel`` it built, and the
     kernel ``file`` it wrote (``autotune search --kernel FILE`` searches it again)."""
 
@@ -216,29 +216,36 @@ def tune_kernel(name: str, source: str | Path, arguments: Mapping[str, Any] | Se
             outputs are the inputs of every measured launch (saved as ``NAME.npy``).
         dims: the problem's dims, ``{"n": 1 << 20}`` (default: ``{"n": size of the first array}``);
             an array extent or scalar equal to a dim is written as that dim's name.
-        block, grid: threads per block and blocks per grid, three values each: ints or
-            expressions of the tunables and dims (``"cdiv(n, BLOCK_SIZE)"``); ``shared``: dynamic
-            shared memory per block, bytes (an int or an expression).
-        space: each tunable macro's values (``{"BLOCK_SIZE": [128, 256, 512]}``); ``constraints``:
-            expressions that must hold (``"BLOCK_SIZE * ITEMS <= 4096"``); ``default``: the
-            default config (default: each tunable's first value).
+        block: threads per block, three values: ints or expressions of the tunables and dims
+            (``["BLOCK_SIZE", 1, 1]``).
+        grid: blocks per grid, likewise (``["cdiv(n, BLOCK_SIZE)", 1, 1]``).
+        shared: dynamic shared memory per block, bytes (an int or an expression).
+        space: each tunable macro's values (``{"BLOCK_SIZE": [128, 256, 512]}``).
+        constraints: expressions that must hold (``"BLOCK_SIZE * ITEMS <= 4096"``).
+        default: the default config (default: each tunable's first value).
         answer: the expected outputs, by name or aligned with ``arguments`` (``None`` for the
-            others); compared by ``compare`` (``exact``, or ``tolerance`` with ``atol``, ``rtol``).
+            others).
+        compare: ``exact`` (bit for bit) or ``tolerance`` (with ``atol`` and ``rtol``).
+        atol: the absolute tolerance of ``compare="tolerance"``.
+        rtol: the relative tolerance of ``compare="tolerance"``.
+        function: the entry point, where it is not ``name``.
         outputs: the output arrays' names, where there is no answer (the kernel's default config
             is then the reference).
         folder: where the kernel file is written (default: ``<user cache>/autotune/kernels/NAME``).
         device: the CUDA ordinal.
-        **options: the search's options (:class:`~autotune.search.options.SearchOptions`:
+        **options: the search's options ([`SearchOptions`][autotune.search.options.SearchOptions]:
             ``trials=50``, ``strategy="random"``, ``db=``...).
 
     Returns:
-        A [`KernelTuning`][autotune.search.tune_kernel.KernelTuning]: the search's result, the
-        kernel, the kernel file written.
+        The search's result, the kernel and the kernel file written, as a
+            [`KernelTuning`][autotune.search.tune_kernel.KernelTuning].
 
     Raises:
         InvalidInputError: a bad argument, launch, space or answer (named); and as ``autotune.tune``.
         KernelFileError: the description does not make a valid kernel (the field named).
-        GPUUnavailableError, StoreError, AutotuneError: as ``autotune.tune``.
+        GPUUnavailableError: as ``autotune.tune`` (no GPU, backend or nvcc).
+        StoreError: the database cannot be used.
+        AutotuneError: as ``autotune.tune``.
     """
     from autotune.base.files import write_atomically
     from autotune.kernel.loader import kernel_from_dict, load_kernel
