@@ -12,6 +12,7 @@ Public API (everything else is implementation)::
     autotune.tune_kernel("scale", "scale.cu", {"y": y, "x": x, "n": np.int32(n)}, block=["B", 1, 1],
                          grid=["cdiv(n, B)", 1, 1], space={"B": [128, 256]}, answer={"y": 2 * x})
     xt = autotune.transpose(x)                                  # a tuned catalog transpose
+    with autotune.record("app"): ...                            # count every launch: a workload to tune
 
 ``import autotune`` touches neither CUDA nor the database, and imports neither PyCUDA,
 SQLAlchemy nor Optuna: each name below is imported when first used.
@@ -33,8 +34,8 @@ _NAMES = {
     "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
     "launcher": "autotune.runtime.launcher",
     "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
-    "Problem": "autotune.kernel.problem", "tune_kernel": "autotune.search.tune_kernel",
-    "KernelTuning": "autotune.search.tune_kernel",
+    "Problem": "autotune.kernel.problem", "record": "autotune.runtime.recording",
+    "tune_kernel": "autotune.search.tune_kernel", "KernelTuning": "autotune.search.tune_kernel",
 }
 
 __all__ = [*_NAMES, "__version__"]
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr_
     from autotune.runtime.launch import compiled
     from autotune.runtime.launcher import launcher
     from autotune.runtime.lookup import LaunchConfig, lookup
+    from autotune.runtime.recording import record
     from autotune.runtime.transpose import transpose
     from autotune.search.options import SearchOptions
     from autotune.search.strategies import STRATEGIES

@@ -17,8 +17,11 @@ line rotating) and the median and min over the rounds printed. In the same round
 * the floors: the same ``cuLaunchKernel`` with every argument made once, through ctypes and
   through ``cuda.bindings``, and PyCUDA's ``prepared_async_call`` (2 arrays);
 
-then graph capture (host µs per launch inside ``torch.cuda.graph``, and the replayed graph's GPU
-µs per kernel), and bound by the GPU: the 2-array kernel back to back at growing sizes (host µs
+then recording (issue 34: ``autotune.record``): the 2-array launcher's host µs per launch with no
+recording ever started, while a recording is active (one call in 64 timed with CUDA events,
+the default; and every call timed), and after it stopped (the original launch path put back),
+the loops alternated over 7 rounds; then graph capture (host µs per launch inside
+``torch.cuda.graph``, and the replayed graph's GPU µs per kernel), and bound by the GPU: the 2-array kernel back to back at growing sizes (host µs
 against GPU µs per launch in the batch), and the 64 MiB histogram (examples/histogram) in GB/s
 launched alone and back to back, with and without ``reset``.
 
@@ -244,6 +247,57 @@ def per_arrays(folder: Path, n: int, launches: int) -> None:
         say(f"  {label:<62s} {median:7.2f} ({low:.2f})")
 
 
+def recording_cost(folder: Path, n: int, launches: int, rounds: int = 7) -> None:
+    """Host µs per launch of the 2-array launcher (PyTorch tensors): first ``rounds`` loops with
+    no recording ever started in this process, then ``rounds`` rounds of three loops in turn
+    (the starting one rotating): a recording timing one call in 64 (the default), one timing
+    every call, and none (after recordings stopped: the original path put back). A recording is
+    started just before its loop and stopped just after (its start, stop and last batch are not
+    timed). Median (min) over the loops, and the difference of the medians from the first line."""
+    db = f"sqlite:///{folder / 'recording.db'}"
+    f = autotune.launcher(kernel_file(folder, 2), db=f"sqlite:///{folder / 'none.db'}")
+    out, x = torch.empty(n, device="cuda"), torch.rand(n, device="cuda")
+    for _ in range(50):
+        f(out, x)
+    torch.cuda.synchronize()
+
+    def loop() -> float:
+        start = time.perf_counter()
+        for _ in range(launches):
+            f(out, x)
+        took = (time.perf_counter() - start) / launches * 1e6
+        torch.cuda.synchronize()
+        return took
+
+    never = "off: no recording started yet in this process"
+    cases = [("on: autotune.record, 1 call in 64 timed (the default)", 64),
+             ("on: autotune.record, every call timed (sample_every=1)", 1),
+             ("off again: after recordings stopped", None)]
+    per: dict[str, list[float]] = {never: [loop() for _ in range(rounds)], **{label: [] for label, _ in cases}}
+    for r in range(rounds):
+        for label, every in cases[r % len(cases):] + cases[:r % len(cases)]:
+            recording = autotune.record("launch_overhead", db=db, sample_every=every, flush_s=3600) if every else None
+            if recording is not None:
+                recording.start()
+            per[label].append(loop())
+            if recording is not None:
+                recording.stop()
+    assert out.equal(x), "the recorded launches computed something else"
+    say(f"recording (autotune.record), 2 arrays, PyTorch tensors, {launches} launches a loop, {rounds} loops each; "
+        "host us per launch, median (min), and the median's difference from the first line:")
+    base = statistics.median(per[never])
+    for label, v in per.items():
+        say(f"  {label:<62s} {statistics.median(v):7.2f} ({min(v):.2f})  {statistics.median(v) - base:+.2f}")
+    from autotune.store.opening import open_store
+    from autotune.store.workloads import workload_problems
+
+    store = open_store(db)
+    (p,) = workload_problems(store, "launch_overhead")
+    store.close()
+    say(f"  recorded: {p.calls} calls, {p.sampled} of them timed, {p.ms_per_call * 1e3:.2f} us of GPU time per "
+        "timed call")
+
+
 def graph_capture(folder: Path, n: int, launches: int) -> None:
     f = autotune.launcher(kernel_file(folder, 2), db=f"sqlite:///{folder / 'none.db'}")
     out, x = torch.empty(n, device="cuda"), torch.rand(n, device="cuda")
@@ -310,6 +364,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         per_arrays(folder, options.n, options.launches)
+        recording_cost(folder, options.n, options.launches)
         graph_capture(folder, options.n, options.launches)
         gpu_bound(folder, options.n, options.launches)
     out = Path(options.out)

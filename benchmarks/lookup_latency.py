@@ -8,7 +8,12 @@ database holding a few tuned keys, written with ``Store.start_search``/``record_
 
 Warm: after a warm-up, each of ``--calls`` calls is timed alone with ``time.perf_counter_ns``
 (the timer's own cost, measured the same way, is shown and not subtracted); median and p99.
-Cold: ``clear_cache()`` then one call, ``--cold`` times per rung; median and max. The very
+Cold: ``clear_cache()`` then one call, ``--cold`` times per rung; median and max (for the
+``dispatch`` rung this includes reading every trial of the kernel and learning its dispatch).
+``dispatch, learned``: a shape not asked before in a process whose dispatch is learned (and
+the database unchanged): one state query and the rule. The ``nearest_shape`` row is the same
+lookup with ``shape_rung="nearest_shape"`` (the rung the dispatch replaced). Each tuned key
+holds --configs trials (a grid search's worth), the evidence a dispatch is learned from. The very
 first call of the process also opens (and migrates) the database and is shown apart.
 Fresh process: ``--fresh`` new Python processes each import autotune and make one exact-rung
 lookup in the existing database, as a program's first ``autotune.transpose`` does (its GPU
@@ -47,7 +52,8 @@ TUNED = [(DEVICE, (1024, 1024)), (DEVICE, (4096, 4096)), (DEVICE, (8192, 8192)),
          (OTHER, (2048, 2048)), (OTHER, (8192, 8192))]
 """The tuned keys in the database (float32)."""
 NEW = replace(DEVICE, name="NVIDIA H200", sm_count=132, total_memory=150_000_000_000, uuid="GPU-new")
-CASES = [("exact", DEVICE, (4096, 4096), "float32"), ("nearest_shape", DEVICE, (3000, 3000), "float32"),
+CASES = [("exact", DEVICE, (4096, 4096), "float32"), ("dispatch", DEVICE, (3000, 3000), "float32"),
+         ("nearest_shape", DEVICE, (3000, 3000), "float32"),
          ("same_arch", NEW, (2048, 512), "float32"), ("default", DEVICE, (4096, 4096), "float64")]
 """(expected rung, device, shape, dtype) looked up; NEW has nothing tuned itself."""
 
@@ -62,27 +68,50 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def fill(db: str) -> None:
+def fill(db: str, per_key: int) -> None:
+    """Each tuned key gets ``per_key`` trials (the default first, as a search measures it), made-up
+    times that favour another config at each shape."""
     store = Store(db)
-    configs = get_kernel(KERNEL).space().configs()
+    k = get_kernel(KERNEL)
+    configs = [k.default_config()] + [c for c in k.space().configs() if c != k.default_config()]
     for i, (device, (rows, cols)) in enumerate(TUNED):
         key = tuning_key(KERNEL, device, (rows, cols), "float32")
         sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
-        ms = 2 * rows * cols * 4 / 2.5e12 * 1e3
-        store.record_trial(sid, 0, configs[i % len(configs)], status="ok",
-                           measurement=Measurement(ms, ms, ms, 2500.0, 83.3, 20, 4000, 50))
+        base = 2 * rows * cols * 4 / 2.5e12 * 1e3
+        for n, config in enumerate(configs[:per_key]):
+            ms = base * (1.0 + 0.01 * ((n * 7 + i * 13) % per_key)) * (1.0 if n else 1.3)
+            store.record_trial(sid, n, config, status="ok",
+                               measurement=Measurement(ms, ms, ms, 2500.0 * base / ms, 83.3, 20, 4000, 50))
         store.finish_search(sid, "finished")
 
 
-def warm_ns(device: DeviceInfo, shape, dtype: str, db: str, calls: int) -> list[int]:
+def rung_of(case: str) -> str:
+    """The ``shape_rung`` a case asks for."""
+    return "nearest_shape" if case == "nearest_shape" else "dispatch"
+
+
+def warm_ns(device: DeviceInfo, shape, dtype: str, db: str, calls: int, rung: str = "dispatch") -> list[int]:
     clock = time.perf_counter_ns
     for _ in range(10_000):
-        lookup(KERNEL, shape, dtype, device=device, db=db)
+        lookup(KERNEL, shape, dtype, device=device, db=db, shape_rung=rung)
     out = [0] * calls
     for i in range(calls):
         t0 = clock()
-        lookup(KERNEL, shape, dtype, device=device, db=db)
+        lookup(KERNEL, shape, dtype, device=device, db=db, shape_rung=rung)
         out[i] = clock() - t0
+    return out
+
+
+def learned_us(device: DeviceInfo, db: str, times: int) -> list[float]:
+    """Cold answers of new shapes in a process whose dispatch is learned: µs each."""
+    clear_cache()
+    lookup(KERNEL, (3000, 3000), device=device, db=db)
+    out = []
+    for i in range(times):
+        t0 = time.perf_counter_ns()
+        got = lookup(KERNEL, (3001 + i, 2999), device=device, db=db)
+        out.append((time.perf_counter_ns() - t0) / 1e3)
+        assert got.rung == "dispatch", got
     return out
 
 
@@ -122,6 +151,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=200_000, help="timed warm calls per rung (>= 100000)")
     ap.add_argument("--cold", type=int, default=30, help="cold calls per rung")
     ap.add_argument("--fresh", type=int, default=20, help="fresh processes, one first lookup each")
+    ap.add_argument("--configs", type=int, default=54, help="trials stored per tuned key (<= 54)")
     ap.add_argument("--out-dir", type=Path, help="write the table to <dir>/<date>_lookup_latency_<host>.txt")
     args = ap.parse_args()
     if args.calls < 100_000:
@@ -129,7 +159,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = f"sqlite:///{tmp}/bench.db"
-        fill(db)
+        fill(db, args.configs)
         clear_cache()
         t0 = time.perf_counter_ns()
         lookup(KERNEL, CASES[0][2], device=DEVICE, db=db)
@@ -144,17 +174,18 @@ def main() -> int:
 
         rows = []
         for rung, device, shape, dtype in CASES:
-            got = lookup(KERNEL, shape, dtype, device=device, db=db)
+            got = lookup(KERNEL, shape, dtype, device=device, db=db, shape_rung=rung_of(rung))
             assert got.rung == rung, (rung, got)
             cold = []
             for _ in range(args.cold):
                 clear_cache()
                 t0 = time.perf_counter_ns()
-                lookup(KERNEL, shape, dtype, device=device, db=db)
+                lookup(KERNEL, shape, dtype, device=device, db=db, shape_rung=rung_of(rung))
                 cold.append(time.perf_counter_ns() - t0)
-            warm = warm_ns(device, shape, dtype, db, args.calls)
+            warm = warm_ns(device, shape, dtype, db, args.calls, rung_of(rung))
             rows.append((rung, f"{shape[0]}x{shape[1]} {dtype}", statistics.median(warm) / 1e3, pct(warm, 99) / 1e3,
                          statistics.median(cold) / 1e3, max(cold) / 1e3))
+        learned = learned_us(DEVICE, db, args.cold)
 
     when = datetime.datetime.now(datetime.timezone.utc)
     lines = [
@@ -164,7 +195,7 @@ def main() -> int:
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (1 min)",
         f"# warm: {args.calls} timed calls per rung after 10000 warm-up calls; cold: clear_cache() then one "
         f"call, {args.cold} times per rung",
-        f"# tuned keys in the DB: {len(TUNED)} (float32); timer overhead per sample: median "
+        f"# tuned keys in the DB: {len(TUNED)} (float32), {args.configs} trials each; timer overhead per sample: median "
         f"{statistics.median(timer) / 1e3:.3f} us (not subtracted)",
         "",
         f"{'rung':<14} {'shape, dtype':>18} {'warm median us':>15} {'warm p99 us':>12} {'cold median us':>15} "
@@ -172,6 +203,11 @@ def main() -> int:
     ]
     for rung, shape, wmed, wp99, cmed, cmax in rows:
         lines.append(f"{rung:<14} {shape:>18} {wmed:>15.2f} {wp99:>12.2f} {cmed:>15.0f} {cmax:>12.0f}")
+    lines.append(f"{'dispatch, learned':<18} {'new shapes':>14} {'':>15} {'':>12} {statistics.median(learned):>15.0f} "
+                 f"{max(learned):>12.0f}")
+    warm = {r[0]: r[2] for r in rows}
+    lines.append(f"warm dispatch - warm nearest_shape: {warm['dispatch'] - warm['nearest_shape']:+.2f} us "
+                 f"(issue 36 target: within 0.5 us)")
     lines += ["", f"first lookup of this process (it filled the DB: its modules are loaded): {first_us / 1e3:.1f} ms",
               f"fresh process, existing DB, {args.fresh} processes: import autotune median "
               f"{statistics.median(imports):.1f} ms (max {max(imports):.1f}); first lookup median "

@@ -75,10 +75,46 @@ def fake_torch(streams: dict[int, int]) -> types.ModuleType:
 
 class FakeLibcuda:
     """Records every ``cuLaunchKernel`` (argument values read back through ``argv``) and memset,
-    in order, in :attr:`calls`."""
+    in order, in :attr:`calls`. A GPU clock (:attr:`clock_ms`) advances by each launch's time
+    (:meth:`launch_ms`: 1 µs plus 1 ns per thread of its grid), and CUDA events read it."""
 
     def __init__(self, kernel, context: int = 0xC0) -> None:
         self.kernel, self.calls, self.context = kernel, [], context
+        self.clock_ms, self.events, self.capturing = 0.0, {}, False
+
+    @staticmethod
+    def launch_ms(grid, block) -> float:
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        return 1e-3 + threads * 1e-6
+
+    def cuEventCreate(self, ref, flags):
+        handle = 0xE0000 + len(self.events)
+        self.events[handle] = None
+        ctypes.cast(ref, ctypes.POINTER(ctypes.c_void_p)).contents.value = handle
+        return 0
+
+    def cuEventRecord(self, event, stream):
+        self.events[event] = self.clock_ms
+        return 0
+
+    def cuEventQuery(self, event):
+        return 0 if self.events.get(event) is not None else 600
+
+    cuEventSynchronize = cuEventQuery
+
+    def cuEventElapsedTime(self, ref, start, end):
+        ctypes.cast(ref, ctypes.POINTER(ctypes.c_float)).contents.value = self.events[end] - self.events[start]
+        return 0
+
+    def cuStreamIsCapturing(self, stream, ref):
+        ctypes.cast(ref, ctypes.POINTER(ctypes.c_int)).contents.value = int(self.capturing)
+        return 0
+
+    def cuCtxPushCurrent_v2(self, context):
+        return 0
+
+    def cuCtxPopCurrent_v2(self, ref):
+        return 0
 
     def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, argv, extra):
         slots = ctypes.cast(argv, ctypes.POINTER(ctypes.c_void_p))
@@ -86,9 +122,11 @@ class FakeLibcuda:
         for i, a in enumerate(self.kernel.args):
             kind = ctypes.c_uint64 if isinstance(a, Array) else CTYPES[a.ctype]
             values[a.name] = ctypes.cast(slots[i], ctypes.POINTER(kind)).contents.value
-        self.calls.append({"call": "launch", "function": function.value, "grid": (gx.value, gy.value, gz.value),
-                           "block": (bx.value, by.value, bz.value), "shared": shared.value, "stream": stream.value,
-                           **values})
+        gx, gy, gz, bx, by, bz, shared, stream, function = (getattr(v, "value", v) for v in
+                                                             (gx, gy, gz, bx, by, bz, shared, stream, function))
+        self.clock_ms += self.launch_ms((gx, gy, gz), (bx, by, bz))
+        self.calls.append({"call": "launch", "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
+                           "shared": shared, "stream": stream, **values})
         return 0
 
     def _memset(kind):

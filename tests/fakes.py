@@ -261,6 +261,52 @@ class FakeClock:
         return run
 
 
+class FakeAnyBench:
+    """A benchmark of any kernel's problem without a GPU: a config's time grows with its
+    distance from a planted optimum (each macro's value in :data:`OPTIMUM` where it has one,
+    else the largest value of its space), in powers of two: ``base_ms * (1 + 0.2 * distance)``,
+    ``base_ms`` growing with the problem's size. Configs of ``failures`` (config key -> status)
+    fail as planted; ``calls`` lists what was measured and re-timed."""
+
+    memcpy_gbps = copy_gbps = None
+    l2_mode = "single"
+
+    def __init__(self, device, problem, failures: dict[str, str] | None = None) -> None:
+        self.device, self.problem = device, problem
+        space = problem.kernel.space()
+        self.optimum = {name: OPTIMUM.get(name, max(values)) for name, values in space.params}
+        size = 1
+        for _, v in problem.dims:
+            size *= v
+        self.base_ms = 0.01 + size * 1e-7
+        self.failures = failures or {}
+        self.calls: list[tuple[str, str]] = []
+
+    def ms(self, config: Config) -> float:
+        m = config.as_dict()
+        distance = sum(abs(max(1, m[k]).bit_length() - max(1, v).bit_length()) for k, v in self.optimum.items()
+                       if k in m)
+        return self.base_ms * (1 + 0.2 * distance)
+
+    def measure(self, config: Config) -> Measurement:
+        self.calls.append(("measure", config.key))
+        if config.key in self.failures:
+            failure = TrialFailed(self.failures[config.key], f"planted failure of {config.key}")
+            failure.phases = {"compile": PHASES_MS["compile"]}
+            raise failure
+        ms = self.ms(config)
+        return Measurement(ms, ms * 0.99, ms * 1.02, None, None, 32, 0, 50, phases=dict(PHASES_MS))
+
+    def retime(self, configs, rounds):
+        from autotune.measure.measurement import Retiming
+
+        self.calls.append(("retime", ",".join(c.key for c in configs)))
+        for c in configs:
+            if c.key in self.failures:
+                raise TrialFailed(self.failures[c.key], f"planted failure of {c.key}")
+        return [Retiming(c, tuple(self.ms(c) for _ in range(rounds)), self.ms(c)) for c in configs]
+
+
 def no_backend(monkeypatch) -> None:
     """Neither CUDA backend installed (``import cuda.bindings`` and ``import pycuda`` fail), and
     no backend made yet in this process."""

@@ -103,7 +103,10 @@ def test_stale_results_are_skipped_and_marked(fake_gpu, db_url, monkeypatch):
     with Store(db_url).session() as session:  # tuned with a kernel source that has changed since
         session.query(Kernel).update({Kernel.source_hash: "0" * 64})
     r = run("best", "--size", 64, "--db", db_url)
-    assert r.exit_code == 2 and "skipped 1 stale result (1 kernel source changed)" in r.output
+    assert r.exit_code == 2 and ("error: nothing current is tuned for any kernel 64x64 or 64x64x64 float32: left out "
+                                 "1 stale result (1 kernel source changed); --include-stale shows them") in r.output
+    r = run("best", "--size", 64, "--include-stale", "--db", db_url)
+    assert r.exit_code == 0 and "yes (kernel source changed)" in r.output and "left out" not in r.output
     r = run("list", "--db", db_url)
     assert r.exit_code == 0 and "yes (kernel source changed)" in r.output
 

@@ -474,3 +474,163 @@ def test_export_and_report_of_a_missing_database_create_nothing(args, tmp_path):
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and lines[0].startswith("error: no results database at "), result.output
     assert sorted(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 41 (bad input, round four): T4 and Kernel Tuner files, export filters, stale results.
+# Every case as round three's: exit 2, one `error:` line, no traceback, every file under tmp_path
+# byte for byte the same (the database included) and /dev/full untouched.
+
+def _tuned_store(path, **changes):
+    """A database at ``path`` holding one searched key of smem_pad (ok and failed trials)."""
+    from test_share import configs, key, tune
+
+    store = Store(f"sqlite:///{path}")
+    try:
+        c = configs()
+        tune(store, key(**changes), [(c[0], 2500.0), (c[1], 2700.0)])
+    finally:
+        store.close()  # the WAL folded in: the bytes compared are the whole database
+
+
+def stale_db(tmp, db, mp):
+    """The database holds one key, tuned with a kernel source that has changed since."""
+    _tuned_store(db, source_hash="0" * 64)
+
+
+def t4_file(edit=None, text=None):
+    """A setup writing ``{tmp}/t4.json``: a T4 export of one key, ``edit(doc)`` applied, or the
+    raw text ``text(original)`` returns; and an empty, up-to-date database."""
+    def setup(tmp, db, mp):
+        import json
+
+        from autotune.store.t4 import export_t4
+
+        _tuned_store(tmp / "source.db")
+        source = Store(f"sqlite:///{tmp / 'source.db'}")
+        try:
+            export_t4(source, tmp / "t4.json")
+        finally:
+            source.close()
+        raw = (tmp / "t4.json").read_text()
+        if edit is not None:
+            doc = json.loads(raw)
+            edit(doc)
+            raw = json.dumps(doc)
+        if text is not None:
+            raw = text(raw)
+        (tmp / "t4.json").write_bytes(raw if isinstance(raw, bytes) else raw.encode())
+        tuned_db(tmp, db, mp)
+    return setup
+
+
+def _big_t4(tmp, db, mp):
+    """A T4 document padded with spaces past 16 MiB: refused by its size, never parsed."""
+    import autotune.store.share
+
+    head = '{"schema_version": "1.0.0", "metadata": {}, "results": []}'
+    (tmp / "t4.json").write_text(head + " " * (17 * 1024 * 1024))
+    tuned_db(tmp, db, mp)
+
+    def parsed(*args, **kwargs):
+        raise AssertionError("a file over 16 MiB was parsed")
+    mp.setattr(autotune.store.share.json, "loads", parsed)
+
+
+def _measurement(field, value):
+    def edit(doc):
+        doc["results"][0]["measurements"][0][field] = value
+    return edit
+
+
+I = ["import", "{tmp}/t4.json", *DB]
+KT = ["export", "--kt-cache", "{tmp}/kt.json", "--kernel", "smem_pad", *DB]
+ROUND4 = [  # (id, setup, args, message)
+    # 1. a T4 file is read by the one reader of users' files, once
+    ("import a T4 file over 16 MiB", _big_t4, I, "bytes; allowed: at most 16777216 bytes"),
+    ("import /dev/zero", tuned_db, ["import", "/dev/zero", *DB],
+     "cannot read /dev/zero: a character device; give a regular file"),
+    ("import a FIFO", lambda tmp, db, mp: (tuned_db(tmp, db, mp), os.mkfifo(tmp / "fifo")),
+     ["import", "{tmp}/fifo", *DB], "cannot read {tmp}/fifo: a FIFO; give a regular file"),
+    ("import a T4 file with NaN", t4_file(text=lambda t: t.replace('"value": ', '"value": NaN, "x": ', 1)), I,
+     "{tmp}/t4.json is not valid JSON: NaN is not a number JSON allows"),
+    ("import a T4 file with Infinity", t4_file(text=lambda t: t.replace('"value": ', '"value": -Infinity, "x": ', 1)),
+     I, "-Infinity is not a number JSON allows"),
+    ("import a truncated T4 file", t4_file(text=lambda t: t[: len(t) // 2]), I, "{tmp}/t4.json is not valid JSON"),
+    ("import an empty file", t4_file(text=lambda t: ""), I, "{tmp}/t4.json is not valid JSON"),
+    ("import a T4 file nested 100,000 deep", t4_file(text=lambda t: "[" * 100_000 + "]" * 100_000), I,
+     "{tmp}/t4.json is not valid JSON"),
+    ("import a number of 5000 digits", t4_file(text=lambda t: t.replace('"value": ', '"value": ' + "9" * 5000 + ', "x": ', 1)),
+     I, "{tmp}/t4.json is not valid JSON"),
+    ("import a T4 file that is not UTF-8", t4_file(text=lambda t: t.encode().replace(b'"1.0.0"', b'"1.0.0\xff"', 1)),
+     I,
+     "cannot read {tmp}/t4.json: not UTF-8 text (byte"),
+    ("import T4 of another version", t4_file(lambda d: d.update(schema_version="2.0.0")), I,
+     "schema_version is a string \"2.0.0\"; autotune reads T4 1.0.0"),
+    ("import T4 whose version is a number", t4_file(lambda d: d.update(schema_version=1)), I,
+     "is not an autotune results file (format is None, expected 'autotune-results') nor a T4 file"),
+    ("import T4 whose results are an object", t4_file(lambda d: d.update(results={})), I,
+     "is not an autotune results file"),
+    ("import T4 with a measurement named by a list", t4_file(_measurement("name", ["time"])), I,
+     "results[0].measurements[0].name is a list; it must be a string"),
+    ("import T4 with a time of 0", t4_file(_measurement("value", 0)), I,
+     "results[0].measurements[0].value is 0; it must be a positive number"),
+    ("import T4 with a boolean time", t4_file(_measurement("value", True)), I,
+     "results[0].measurements[0].value is a boolean; it must be a positive number"),
+    ("import T4 with a key index that is a string", t4_file(lambda d: d["results"][0]["autotune"].update(key="0")), I,
+     "results[0].autotune.key is a string"),
+    ("import T4 with a key index out of range", t4_file(lambda d: d["results"][0]["autotune"].update(key=2**70)), I,
+     "results[0].autotune.key is 1180591620717411303424; it must be an integer 0..0"),
+    ("import T4 with a float macro", t4_file(lambda d: d["results"][0]["configuration"].update(TILE_DIM=32.0)), I,
+     "results[0].configuration"),
+    ("import T4 with a boolean macro", t4_file(lambda d: d["results"][0]["configuration"].update(IPAD=True)), I,
+     "results[0].configuration"),
+    ("import T4 with keys that are not a list", t4_file(lambda d: d["metadata"]["autotune"].update(keys="k")), I,
+     "metadata.autotune.keys is a string \"k\"; it must be a list"),
+    ("import T4 with a key of dims that do not fit",
+     t4_file(lambda d: d["metadata"]["autotune"]["keys"][0].update(dims="n=5")), I,
+     "metadata.autotune.keys[0].dims"),
+    ("import T4 with a timestamp of 0", t4_file(lambda d: d["results"][0].update(timestamp=0)), I,
+     "results[0].timestamp is an integer 0; it must be a string"),
+    ("import T4 whose autotune part is a list", t4_file(lambda d: d["results"][0].update(autotune=[])), I,
+     "results[0].autotune is a list; it must be an object"),
+    ("import T4 with a key index false", t4_file(lambda d: d["results"][0]["autotune"].update(key=False)), I,
+     "results[0].autotune.key is a boolean"),
+    ("import T4 with a status of empty text", t4_file(lambda d: d["results"][0]["autotune"].update(status="")), I,
+     "results[0].autotune.status"),
+    ("import T4 with a timestamp without a zone", t4_file(lambda d: d["results"][0].update(timestamp="2026-01-01T00:00")),
+     I, "results[0].timestamp is '2026-01-01T00:00', without a time zone"),
+    # 3. export --dtype is checked before anything is opened
+    ("export --t4 --dtype float17", tuned_db, ["export", "--t4", "{tmp}/t4out.json", "--dtype", "float17", *DB],
+     "unknown dtype 'float17'; allowed: int8, uint8"),
+    ("export --kt-cache --dtype float17", tuned_db, KT + ["--dtype", "float17"], "unknown dtype 'float17'"),
+    ("export --kt-cache --dtype ''", tuned_db, KT + ["--dtype", ""], "unknown dtype ''"),
+    ("export --t4 --dtype uint32", tuned_db, ["export", "--t4", "{tmp}/t4out.json", "--dtype", "uint32", *DB],
+     "dtype 'uint32' is not a problem dtype; allowed: int8"),
+    ("export --kt-cache of no stored key", tuned_db, KT + ["--dtype", "float64"],
+     "no stored key of smem_pad (dtype float64) matches"),
+    # 14. stale results: named as stale, with why, and the option that includes them
+    ("export --kt-cache of a stale key", stale_db, KT,
+     "no current stored key of smem_pad matches: left out 1 stale result (1 kernel source changed); "
+     "--include-stale writes them"),
+    ("best of a stale key", stale_db, ["best", "--size", "1024", "--kernel", "smem_pad", *DB],
+     "nothing current is tuned for smem_pad 1024x1024 float32: left out 1 stale result (1 kernel source changed); "
+     "--include-stale shows them"),
+    ("report of a stale key", stale_db, ["report", "--out", "{tmp}/plots", "--size", "1024", *DB],
+     "left out 1 stale result (1 kernel source changed); --include-stale plots them"),
+]
+
+
+@pytest.mark.parametrize(("setup", "args", "message"), [c[1:] for c in ROUND4], ids=[c[0] for c in ROUND4])
+def test_bad_input_round_four(setup, args, message, tmp_path, monkeypatch):
+    db = tmp_path / "db.sqlite"
+    setup(tmp_path, db, monkeypatch)
+    before = _everything(tmp_path)
+    result = runner.invoke(app, [a.format(tmp=tmp_path, db=db) for a in args])
+    output = result.output
+    assert result.exit_code == 2, output
+    assert "Traceback" not in output and (result.exception is None or isinstance(result.exception, SystemExit)), output
+    errors = [line for line in output.strip().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and len(errors[0]) < 600, output
+    assert message.format(tmp=tmp_path) in errors[0], output
+    assert _everything(tmp_path) == before, "a file was written"

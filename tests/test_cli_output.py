@@ -142,7 +142,7 @@ def test_json_and_csv_carry_every_column(fake_gpu, db_url):  # noqa: F811
 
 def test_help_reads_plainly_with_an_example_for_every_command():
     r = render(80, "--help")
-    listed = re.findall(r"^│ (\w+) ", r.stdout.split("─ Commands ─")[1], re.M)
+    listed = re.findall(r"^│ ([\w-]+) ", r.stdout.split("─ Commands ─")[1], re.M)
     assert listed == list(ORDER)
     for name in listed:
         for args in ([name, "--help"], ["db", "upgrade", "--help"], ["db", "current", "--help"]) if name == "db" \

@@ -52,6 +52,9 @@ CLI = {  # every command that opens the database
     "bench": ["bench", "--size", "64", "--kernel", "smem_pad"],
     "best": ["best", "--size", "64"],
     "list": ["list"],
+    "dispatch": ["dispatch", "smem_pad"],
+    "tune-shapes": ["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--count", "1",
+                    "--trials", "2"],
     "export": ["export", "--out", "{tmp}/out.json"],
     "import": ["import", "{tmp}/in.json"],
     "report": ["report", "--out", "{tmp}/plots"],
@@ -66,13 +69,15 @@ FAULTS = {  # backend: {fault: what the error line says}
                  "newer": f"has schema revision '{FUTURE}', newer than this autotune knows"},
 }
 ANSWERS = {("newer", "db current"), ("sqlite-refused", "lookup"), ("sqlite-refused", "db current"),
-           ("sqlite-refused", "best"), ("sqlite-refused", "list")}
+           ("sqlite-refused", "best"), ("sqlite-refused", "list"), ("sqlite-refused", "dispatch")}
 """Cells that answer: ``db current`` prints the revision it finds, a newer one too; a SQLite
-reader (lookup, ``db current``, ``best``, ``list``: they open read only) is not refused by
-another process's write lock (WAL)."""
-SAID = {"db current": None, "best": "nothing is tuned for any kernel", "list": "nothing is tuned yet"}
+reader (lookup, ``db current``, ``best``, ``list``, ``dispatch``: they open read only) is not
+refused by another process's write lock (WAL)."""
+SAID = {"db current": None, "best": "nothing is tuned for any kernel", "list": "nothing is tuned yet",
+        "dispatch": "nothing is tuned for smem_pad"}
 """What an answering command says on the faulty database (``None``: the revision it holds);
-``best`` answers "nothing is tuned" with exit code 2, as it does on any empty database."""
+``best`` and ``dispatch`` answer "nothing is tuned" with exit code 2, as they do on any empty
+database."""
 CELLS = [pytest.param(backend, fault, entry, id=f"{backend}-{fault}-{entry}",
                       marks=[pytest.mark.postgres] if backend == "postgres" else [])
          for backend, faults in FAULTS.items() for fault in faults for entry in ENTRIES]
@@ -167,7 +172,7 @@ def test_fault_table(backend, fault, entry, faulty, tmp_path):
         assert "Traceback" not in output and PASSWORD not in output, output
         if answers:
             said = SAID[entry] or (FUTURE if fault == "newer" else HEAD_REVISION)
-            assert result.exit_code == (2 if entry == "best" else 0) and said in output, output
+            assert result.exit_code == (2 if entry in ("best", "dispatch") else 0) and said in output, output
         else:
             assert result.exit_code == 2, output
             lines = [line for line in output.splitlines() if line.startswith("error:")]

@@ -1,5 +1,6 @@
-"""``autotune.lookup``: the ladder exact -> nearest_shape -> same_arch -> default, staleness,
-and the in-process cache. Results are written straight into the store (no search) except
+"""``autotune.lookup``: the ladder exact -> dispatch -> same_arch -> default (and the
+``nearest_shape`` rung kept behind ``shape_rung``), staleness, and the in-process cache. The
+dispatch itself is tested in ``tests/test_dispatch.py``. Results are written straight into the store (no search) except
 where a real (fake-timed) search is the point. No timing assertions here: see
 ``benchmarks/lookup_latency.py`` for latency."""
 
@@ -59,8 +60,13 @@ def put(store, device, shape, i=0, gbps=2000.0, dtype="float32", **key_changes) 
     return CONFIGS[i]
 
 
-def look(device, shape, db, dtype="float32"):
-    return lookup("smem_pad", shape, dtype, device=device, db=db)
+def look(device, shape, db, dtype="float32", shape_rung="dispatch"):
+    return lookup("smem_pad", shape, dtype, device=device, db=db, shape_rung=shape_rung)
+
+
+def near(device, shape, db, dtype="float32"):
+    """The lookup with today's former second rung, ``nearest_shape``."""
+    return look(device, shape, db, dtype, "nearest_shape")
 
 
 # --- the rungs ------------------------------------------------------------------------
@@ -85,7 +91,8 @@ def test_tuned_key_gives_the_stored_best(db_url, device_info):
     assert got.tuned_dims == (("rows", 512), ("cols", 512)) and got.median_ms > 0
     assert got.note.startswith("tuned for this exact key on ") and "2800 GB/s" in got.note
     # another shape or a device of the same arch is not the exact key; another dtype is nothing
-    assert look(device_info, (512, 1024), db_url).rung == "nearest_shape"
+    assert look(device_info, (512, 1024), db_url).rung == "dispatch"
+    assert near(device_info, (512, 1024), db_url).rung == "nearest_shape"
     assert look(device_info, (512, 512), db_url, "float64").rung == "default"
     assert look(replace(device_info, name="NVIDIA H200"), (512, 512), db_url).rung == "same_arch"
     assert look(replace(device_info, compute_capability="10.0"), (512, 512), db_url).rung == "default"
@@ -104,7 +111,7 @@ def test_nearest_shape_on_this_device(store, db_url, device_info, pcie):
     best = put(store, device_info, (4096, 4096), 1, gbps=2500)
     put(store, device_info, (512, 2048), 2)
     put(store, pcie, (3000, 3000), 3)  # the exact shape, but another device: rung 3 only
-    got = look(device_info, (3000, 3000), db_url)
+    got = near(device_info, (3000, 3000), db_url)
     assert got.source == "tuned" and got.rung == "nearest_shape" and got.config == best
     assert got.tuned_shape == (4096, 4096) and got.tuned_device == device_info.name
     assert got.gbps == pytest.approx(2500)
@@ -114,14 +121,14 @@ def test_nearest_shape_on_this_device(store, db_url, device_info, pcie):
 def test_nearest_shape_uses_log_distance_of_rows_and_cols(store, db_url, device_info):
     wide = put(store, device_info, (1024, 4096), 0)
     tall = put(store, device_info, (4096, 1024), 1)
-    assert look(device_info, (1024, 3000), db_url).config == wide
-    assert look(device_info, (3000, 1024), db_url).config == tall
-    assert look(device_info, (600, 600), db_url).tuned_shape == (4096, 1024)  # a tie: more rows
+    assert near(device_info, (1024, 3000), db_url).config == wide
+    assert near(device_info, (3000, 1024), db_url).config == tall
+    assert near(device_info, (600, 600), db_url).tuned_shape == (4096, 1024)  # a tie: more rows
     # ratios, not differences: 4600 is nearer 8192 than 2048 by ratio (not by difference)
     put(store, device_info, (2048, 2048), 2)
     put(store, device_info, (8192, 8192), 3)
-    assert look(device_info, (4600, 4600), db_url).tuned_shape == (8192, 8192)
-    assert look(device_info, (4000, 4000), db_url).tuned_shape == (2048, 2048)
+    assert near(device_info, (4600, 4600), db_url).tuned_shape == (8192, 8192)
+    assert near(device_info, (4000, 4000), db_url).tuned_shape == (2048, 2048)
 
 
 @pytest.mark.parametrize("order", [0, 1])
@@ -131,9 +138,9 @@ def test_nearest_shape_ties_break_by_area_then_rows_then_cols(db_url, device_inf
     for i, shape in enumerate(shapes if order == 0 else shapes[::-1]):
         put(store, device_info, shape, i)
     # all at distance ln 2 from 4096x4096; the larger area wins, then more rows
-    assert look(device_info, (4096, 4096), db_url).tuned_shape == (8192, 4096)
+    assert near(device_info, (4096, 4096), db_url).tuned_shape == (8192, 4096)
     # same distance and area: more rows wins
-    assert look(device_info, (2048, 2048), db_url).tuned_shape == (4096, 2048)
+    assert near(device_info, (2048, 2048), db_url).tuned_shape == (4096, 2048)
 
 
 def test_same_arch_prefers_the_same_shape_then_the_nearest(store, db_url, device_info, pcie):
@@ -195,8 +202,10 @@ def test_stale_results_are_skipped_and_counted(store, db_url, device_info, pcie)
 
     fresh = put(store, device_info, (1024, 1024), 3)
     clear_cache()
-    got = look(device_info, (512, 512), db_url)
+    got = near(device_info, (512, 512), db_url)
     assert got.rung == "nearest_shape" and got.config == fresh and "skipped 3 stale results" in got.note
+    got = look(device_info, (512, 512), db_url)  # the dispatch reads the current trials only: 1024^2's
+    assert got.rung == "dispatch" and got.tuned_shape == (1024, 1024) and "skipped 3 stale results" in got.note
 
 
 def test_a_kernel_source_change_makes_results_stale(store, db_url, device_info):
@@ -280,7 +289,7 @@ def test_a_device_ordinal_is_queried_once_per_process(monkeypatch, store, db_url
     assert look(0, (512, 512), db_url).rung == "exact"
     clear_cache()
     assert look(0, (512, 512), db_url).rung == "exact"
-    assert look(0, (1024, 1024), db_url).rung == "nearest_shape"
+    assert look(0, (1024, 1024), db_url).rung == "dispatch"
     assert calls == [0]
 
 
@@ -307,7 +316,7 @@ def test_lookup_is_thread_safe(db_url, device_info):
     assert not errors and len(answers) == 320
     assert {a.config for a in answers} == {expected}
     assert len({id(a) for a in answers}) == 2  # one answer object per key, even for racing cold calls
-    assert {a.rung for a in answers} == {"exact", "nearest_shape"}
+    assert {a.rung for a in answers} == {"exact", "dispatch"}
 
 
 # --- bad input ------------------------------------------------------------------------
@@ -368,7 +377,8 @@ def test_a_one_dimensional_user_kernel_climbs_the_same_ladder(store, db_url, dev
     got = lookup(kernel, {"n": 1 << 20}, device=device_info, db=db_url)
     assert (got.rung, got.config, got.tuned_dims, got.gbps) == ("exact", near, (("n", 1 << 20),), None)
     assert got.note.endswith(": 0.1 ms")  # no bytes or flops objective: the time is the figure
-    got = lookup(kernel, (1 << 21,), device=device_info, db=db_url)  # ln 2 from 2^20, ln 8 from 2^24
+    got = lookup(kernel, (1 << 21,), device=device_info, db=db_url,  # ln 2 from 2^20, ln 8 from 2^24
+                 shape_rung="nearest_shape")
     assert (got.rung, got.config, got.tuned_shape) == ("nearest_shape", near, (1 << 20,))
     assert got.note == "tuned for 1048576 on this device (nearest of 2 tuned shapes): 0.1 ms there"
     got = lookup(kernel, {"n": 1 << 10}, device=replace(device_info, name="NVIDIA H200"), db=db_url)

@@ -116,9 +116,12 @@ def test_lookup_takes_m_n_k_and_climbs_the_ladder_by_k_too(db_url, device_info):
     exact = lookup("matmul_reg", (1024, 1024, 1024), device=device_info, db=db_url)
     assert exact.rung == "exact" and exact.tuned_shape == (1024, 1024, 1024) and "GFLOP/s" in exact.note
     assert exact.gflops > 0
-    near = lookup("matmul_reg", (1024, 1024, 512), device=device_info, db=db_url)
+    near = lookup("matmul_reg", (1024, 1024, 512), device=device_info, db=db_url, shape_rung="nearest_shape")
     assert near.rung == "nearest_shape" and near.tuned_shape == (1024, 1024, 1024)  # ln 2 nearer than ln 8
     assert "tuned for 1024x1024x1024 on this device (nearest of 2 tuned shapes)" in near.note
+    dispatched = lookup("matmul_reg", (1024, 1024, 512), device=device_info, db=db_url)
+    assert dispatched.rung == "dispatch" and dispatched.tuned_shape == (1024, 1024, 1024)
+    assert "dispatch of 2 tuned shapes on this device" in dispatched.note
     default = lookup("matmul_tiled", (64, 64, 64), device=device_info, db=db_url)
     assert default.rung == "default" and "64x64x64" in default.note
     with pytest.raises(InvalidInputError, match="kernel matmul_reg takes \\(m, n, k\\)"):

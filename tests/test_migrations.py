@@ -25,7 +25,8 @@ from autotune.store.models import Base
 from autotune.store.repository import Store
 
 OUR_TABLES = {"autotune_devices", "autotune_kernels", "autotune_searches", "autotune_trials", "autotune_best",
-              "autotune_bench_runs", "autotune_bench_rows"}
+              "autotune_bench_runs", "autotune_bench_rows", "autotune_workloads", "autotune_workload_calls",
+              "autotune_workload_tunings", "autotune_workload_results"}
 VERSION_TABLE = "autotune_alembic_version"
 
 
@@ -422,12 +423,12 @@ def check_a_0005_database_upgrades_and_answers_as_before(url: str) -> None:
     assert (got.rung, got.config, got.gflops, got.tuned_dims) == ("exact", fast[2], 500.0,
                                                                  (("m", 128), ("n", 64), ("k", 32)))
     got = autotune.lookup("copy_row", (1024, 256), "float32", device=h100, db=url)
-    assert got.rung == "nearest_shape" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
+    assert got.rung == "dispatch" and got.note.endswith("skipped 1 stale result (1 kernel source changed)")
     autotune.clear_cache()
 
     r = CliRunner().invoke(app, ["best", "--rows", "512", "--cols", "256", "--db", url])
     assert r.exit_code == 0, r.output
-    assert fast[1].key in r.output and "skipped 1 stale result (1 kernel source changed)" in r.output
+    assert fast[1].key in r.output and "left out 1 stale result (1 kernel source changed); --include-stale shows them" in r.output
     r = CliRunner().invoke(app, ["best", "--m", "128", "--n", "64", "--k", "32", "--db", url])
     assert r.exit_code == 0 and fast[2].key in r.output and "500" in r.output
 
@@ -480,4 +481,4 @@ def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_with
         columns = {col["name"] for col in sa.inspect(c).get_columns("autotune_trials")}
         assert "phases" not in columns and "status" in columns
     engine.dispose()
-    assert Store(url).current_revision() == head_revision() == "0007"
+    assert Store(url).current_revision() == head_revision()  # 0006 -> 0007 -> ... the newest

@@ -194,9 +194,9 @@ def test_the_stored_op_best_is_chosen_and_cached(db_url, device_info, monkeypatc
     name, config, why = op_choice.choose_transpose(5000, 7001, "float32", device=device_info, db=db_url)
     assert name == "smem_pad" and config.rung == "exact" and config.config == result.best.best.config
     assert why.startswith("stored op best: the fastest of 14 kernels tuned for this exact key")
-    # another shape: nothing exact, the rule's kernel with its config from the nearest tuned shape
+    # another shape: nothing exact, the rule's kernel with its config from its dispatch
     name, config, why = op_choice.choose_transpose(5000, 7003, "float32", device=device_info, db=db_url)
-    assert name == "smem_vec_realign" and config.rung == "nearest_shape"
+    assert name == "smem_vec_realign" and config.rung == "dispatch"
     # a warm call is a dict lookup: neither lookup nor the database is touched
     monkeypatch.setattr("autotune.runtime.lookup.lookup", lambda *a, **k: pytest.fail("lookup called"))
     monkeypatch.setattr(Store, "best", lambda *a, **k: pytest.fail("database read"))

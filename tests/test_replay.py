@@ -220,3 +220,38 @@ def test_export_kt_cache_writes_one_keys_trials_and_refuses_several(tmp_path):
     assert sum(e["time"] == FAILED for e in doc["cache"].values()) == 1
     run = CliRunner().invoke(app, ["export", "--out", str(tmp_path / "x.json"), "--dtype", "float32", "--db", url])
     assert run.exit_code == 2 and "--dtype applies to --t4 and --kt-cache only" in run.output
+
+
+@pytest.mark.parametrize("ms", [float("inf"), float("-inf"), float("nan"), 0.0, -1.0, True, "1.0"])
+def test_a_cache_file_holds_no_time_json_cannot_carry(tmp_path, ms):
+    """Issue 41 item 4: an infinite time was written as ``Infinity``, which is not JSON; every
+    time that is not a finite number > 0 is refused, and no file is written."""
+    table = planted_table()
+    table[next(iter(table))] = ms
+    path = tmp_path / "c.json"
+    with pytest.raises(InvalidInputError, match=r"has time .* ms; a Kernel Tuner cache holds a finite time > 0 ms"):
+        write_cache(table, space(), path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_kt_cache_of_a_stale_key_names_it_and_the_option(tmp_path):
+    """Issue 41 item 14: the cause is staleness, not the filters: the error says so, and
+    --include-stale writes the key."""
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+    from autotune.store.repository import Store
+    from test_share import configs, key, tune
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    c = configs()
+    tune(Store(url), key(source_hash="0" * 64), [(c[0], 2500.0), (c[1], 2700.0)])
+    path = tmp_path / "kt.json"
+    run = CliRunner().invoke(app, ["export", "--kt-cache", str(path), "--kernel", "smem_pad", "--db", url])
+    assert run.exit_code == 2 and not path.exists()
+    assert run.output.strip() == ("error: a Kernel Tuner cache holds one key; no current stored key of smem_pad "
+                                  "matches: left out 1 stale result (1 kernel source changed); --include-stale "
+                                  "writes them")
+    run = CliRunner().invoke(app, ["export", "--kt-cache", str(path), "--kernel", "smem_pad", "--include-stale",
+                                   "--db", url])
+    assert run.exit_code == 0 and "wrote 3 config(s) (1 failed)" in run.output

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from autotune.errors import NotTunedError
 from autotune.report.bench import BenchLine
 from autotune.cli import app
 from autotune.kernel.config import Config
@@ -35,8 +36,9 @@ def run(*args):
 
 def key_of(device, kernel: str, rows: int, cols: int, dtype: str = "float32", source: str | None = None) -> TuningKey:
     k = get_kernel(kernel)
+    arch = "sm_" + device.compute_capability.replace(".", "")  # the flags of the device's own architecture
     return TuningKey(device, k.name, source or k.source_hash, k.spec_hash, (("rows", rows), ("cols", cols)), dtype,
-                     "13.0.88", "-O3 -arch=sm_90")
+                     "13.0.88", f"-O3 -arch={arch}")
 
 
 def measurement(rows: int, cols: int, gbps: float, itemsize: int = 4) -> Measurement:
@@ -338,3 +340,39 @@ def test_the_heatmap_title_wraps_the_other_tunables(store, device_info):
     lines = heatmap_title(data).splitlines()
     assert len(lines) == 4 and all(len(line) <= TITLE_CHARS for line in lines[2:])
     assert " ".join(lines[2:]) == "each cell: the fastest over " + ", ".join(get_kernel("matmul_warp").tunables)
+
+
+def test_stale_results_are_left_out_named_and_included_on_request(store, db_url, device_info, tmp_path):
+    """Issue 41 item 14: the report plotted stale results without a word. Now the heatmap and the
+    scaling plot leave them out, saying how many, why, and --include-stale, which plots them."""
+    configs = [{"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0}]
+    for rows in (512, 1024):  # tuned with a kernel source that has changed since
+        add_search(store, key_of(device_info, "smem_pad", rows, rows, source="0" * 64), configs, gbps=lambda m: 9999.0)
+    add_search(store, key_of(device_info, "smem_pad", 2048, 2048), configs, gbps=lambda m: 2500.0)
+    add_search(store, key_of(device_info, "smem_pad", 4096, 4096), configs, gbps=lambda m: 2600.0)
+    note = "left out 2 stale results (2 kernel source changed); --include-stale plots them"
+    data = scaling_data(store, "smem_pad", "float32")
+    assert [p.shape for p in data.points] == [(2048, 2048), (4096, 4096)] and data.stale == ("kernel source changed",) * 2
+    every = scaling_data(store, "smem_pad", "float32", include_stale=True)
+    assert [p.shape for p in every.points] == [(512, 512), (1024, 1024), (2048, 2048), (4096, 4096)]
+    with pytest.raises(NotTunedError, match="no current trials of smem_pad 512x512 float32: left out 1 stale "
+                                            r"result \(1 kernel source changed\); --include-stale plots them"):
+        heatmap_data(store, "smem_pad", (("rows", 512), ("cols", 512)), "float32")
+    assert heatmap_data(store, "smem_pad", (("rows", 512), ("cols", 512)), "float32",
+                        include_stale=True).cells == {(32, 8): 9999.0}
+
+    r = run("report", "--out", tmp_path / "a", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert f"scaling: {note}" in r.output and "9999" not in r.output
+    r = run("report", "--out", tmp_path / "b", "--size", 512, "--db", db_url)
+    assert r.exit_code == 0 and "skipped: no current trials of smem_pad 512x512 float32: left out 1 stale" in r.output
+    r = run("report", "--out", tmp_path / "c", "--size", 512, "--include-stale", "--db", db_url)
+    assert r.exit_code == 0 and "left out" not in r.output and (tmp_path / "c" / "heatmap_smem_pad_512x512_float32.png").exists()
+
+
+def test_the_heatmap_takes_the_latest_current_search_over_a_newer_stale_one(store, device_info):
+    configs = [{"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0}]
+    add_search(store, key_of(device_info, "smem_pad", 512, 512), configs, gbps=lambda m: 2500.0)
+    add_search(store, key_of(device_info, "smem_pad", 512, 512, source="0" * 64), configs, gbps=lambda m: 9999.0)
+    data = heatmap_data(store, "smem_pad", (("rows", 512), ("cols", 512)), "float32")
+    assert data.cells == {(32, 8): 2500.0} and data.stale == ("kernel source changed",)

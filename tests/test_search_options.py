@@ -35,7 +35,7 @@ def test_a_bad_value_is_refused_naming_the_parameter(given, message):
 def test_the_cli_flag_replaces_the_parameter_name():
     with pytest.raises(OptionError) as caught:
         SearchOptions(top_k=0)
-    assert str(caught.value.as_flag()) == "--top-k 0 is not allowed; give 1 or more"
+    assert str(caught.value.as_flag()) == "--top-k 0 is not allowed; give 1 or more, at most 1000"
 
 
 def test_options_are_frozen_hashable_and_replaced_with_a_new_check():

@@ -566,3 +566,57 @@ def test_a_user_kernel_without_gbps_round_trips_when_its_file_is_given(url_a, ur
     path.write_text(json.dumps({**json.loads(path.read_text()), "results": [e]}))
     with pytest.raises(InvalidInputError, match="config does not fit kernel reduce_sum"):
         read_results(path, [kernel])
+
+
+# --- issue 41 item 12: what an interrupted import says it kept ------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["results", "t4"])
+def test_an_import_interrupted_before_its_write_says_nothing_was_imported(tuned_a, tmp_path, monkeypatch, fmt):
+    """Ctrl-C while the file is read and checked: the database is not touched, and the import
+    says nothing was imported (it said "trials so far are stored")."""
+    import signal
+
+    import autotune.store.t4_read
+    from autotune.store.t4 import export_t4
+
+    path = tmp_path / "in.json"
+    (export_all if fmt == "results" else export_t4)(tuned_a, path)
+    url_b = f"sqlite:///{tmp_path / 'b.db'}"
+    Store(url_b).close()
+    before = (tmp_path / "b.db").read_bytes()
+    real = autotune.store.t4_read.load_document
+
+    def ctrl_c_while_reading(*args, **kwargs):
+        document = real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between two bytecodes of this loop
+            pass
+        return document
+
+    monkeypatch.setattr(autotune.store.t4_read, "load_document", ctrl_c_while_reading)
+    r = runner.invoke(app, ["import", str(path), "--db", url_b])
+    assert r.exit_code == 130, r.output
+    assert r.output.strip() == "interrupted: nothing was imported (an import is all or nothing)"
+    assert (tmp_path / "b.db").read_bytes() == before
+
+
+def test_an_import_interrupted_in_its_commit_says_it_was_done(tuned_a, tmp_path, monkeypatch):
+    """A signal while the one transaction is written is acted on once it is committed: then
+    the import is whole, and says so."""
+    import signal
+
+    path = tmp_path / "in.json"
+    export_all(tuned_a, path)
+    url_b = f"sqlite:///{tmp_path / 'b.db'}"
+    real = Store.add_imported
+
+    def ctrl_c_while_writing(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "add_imported", ctrl_c_while_writing)
+    r = runner.invoke(app, ["import", str(path), "--db", url_b])
+    assert r.exit_code == 130, r.output
+    assert r.output.strip() == "interrupted: the import was done first: 4 result(s) imported, 0 already stored"
+    assert len(Store(url_b).find_best()) == 4

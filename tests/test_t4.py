@@ -130,3 +130,33 @@ def test_constraint_results_are_left_out(store_a, tmp_path):
     broken(path, lambda d: d["results"].append({**d["results"][0], "invalidity": "constraints"}))
     loaded = read_t4(path)
     assert loaded.constraints == 1 and len(loaded.trials) == 8
+
+
+def test_a_result_given_twice_in_one_file_is_stored_once(store_a, tmp_path):
+    """Issue 41 item 2: the duplicate filter sees the results of the file itself, not only the database's."""
+    path = tmp_path / "t4.json"
+    export_t4(store_a, path)
+    doc = json.loads(path.read_text())
+    doc["results"] += [dict(doc["results"][0]), dict(doc["results"][0])]  # the same trial twice more
+    path.write_text(json.dumps(doc))
+    b = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    result = import_t4(b, read_t4(path))
+    assert (result.imported, result.skipped) == (8, 2)
+    assert trials_of(b) == trials_of(store_a)  # each trial once
+
+
+def test_is_t4_reads_through_the_one_reader(tmp_path):
+    """Issue 41 item 1: a FIFO, a device or a folder is not read (a FIFO would block), and a
+    file over 16 MiB is refused by its size, before it is parsed."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    for path in (tmp_path / "fifo", Path("/dev/zero"), tmp_path, tmp_path / "missing.json"):
+        assert not is_t4(path)
+        with pytest.raises(InvalidInputError, match="cannot read"):
+            read_t4(path)
+    big = tmp_path / "big.json"
+    big.write_text('{"schema_version": "1.0.0", "results": []}' + " " * (16 * 1024 * 1024))
+    assert not is_t4(big)
+    with pytest.raises(InvalidInputError, match="allowed: at most 16777216 bytes"):
+        read_t4(big)

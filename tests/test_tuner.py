@@ -243,6 +243,19 @@ def test_the_default_is_measured_first_so_the_best_is_never_slower(store, key, s
     assert result.best[0] == DEFAULT and store.best(key).config == DEFAULT
 
 
+@pytest.mark.parametrize("sampler", ["tpe", "transfer", "grid"])
+def test_queued_configs_are_measured_right_after_the_default(store, key, sampler):
+    """SearchOptions.queue (a dispatch's configs, from tune-shapes): measured after the default,
+    in order; one outside the space's constraints is skipped."""
+    queue = (Config.of("smem_pad", {"BLOCK_ROWS": 32, "DIAGONAL": 0, "IPAD": 2, "TILE_DIM": 64}),  # 2048 threads: out
+             Config.of("smem_pad", {"BLOCK_ROWS": 4, "DIAGONAL": 0, "IPAD": 2, "TILE_DIM": 16}), BEST)
+    timer = FakeTimer()
+    search(key, SPACE, timer, store, SearchOptions(trials=5, seed=0, strategy=sampler, queue=queue))
+    assert timer.calls[:3] == [DEFAULT, queue[1], BEST] and len(timer.calls) == 5
+    with pytest.raises(InvalidInputError, match="queue"):
+        SearchOptions(queue=[BEST])
+
+
 def test_a_resumed_study_measures_the_default_only_if_it_lacks_it(store, key):
     search(key, SPACE, FakeTimer(), store, SearchOptions(trials=1, seed=0, strategy="random"))
     again = FakeTimer()

@@ -17,6 +17,9 @@ with exit code 3) or ``hang`` (never returns); each first leaves ``fault-<kind>`
 measuring process's pid, and
 every measurement appends ``<config key> <pid>`` to ``pids`` in the marker folder. ``$AUTOTUNE_TEST_LOCK_WAIT_S`` shortens how
 long the store (and Optuna's engine) wait for a locked SQLite database.
+``$AUTOTUNE_FAKE_BENCH=any`` measures any kernel's problem on the landscape of
+``fakes.FakeAnyBench`` (a workload's problems) and marks ``problem-<gpu>-<kernel>-<dims>``
+(measurements are marked and held as above).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from autotune.store.key import tuning_key  # noqa: E402
 from autotune.store.repository import Store  # noqa: E402
 from autotune.search.options import SearchOptions  # noqa: E402
 from autotune.search.tuner import search  # noqa: E402
-from fakes import FakeTimer, fake_retime  # noqa: E402
+from fakes import FakeAnyBench, FakeTimer, fake_retime  # noqa: E402
 
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
@@ -139,6 +142,21 @@ class FakeBench:
         return self._retime(configs, rounds)
 
 
+class AnyBench(FakeAnyBench):
+    """``fakes.FakeAnyBench`` with the markers, holds and delay of :class:`FakeBench`
+    (measurements counted per process)."""
+
+    count = 0
+
+    def measure(self, config):
+        AnyBench.count += 1
+        mark(f"measure-{self.device.ordinal}-{AnyBench.count}")
+        if held("measure", AnyBench.count):
+            hold(self.device.ordinal)
+        time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
+        return super().measure(config)
+
+
 STICKY_TEXT = "cuCtxSynchronize failed: an illegal memory access was encountered"
 """What PyCUDA says of an illegal address (verify's ``run_once`` makes it a ``launch_error``)."""
 
@@ -195,6 +213,10 @@ def fake_open_benchmark(ordinal, problem, **options):
     mark(f"open-{ordinal}")
     if held("open"):
         hold(ordinal)
+    if os.environ.get("AUTOTUNE_FAKE_BENCH") == "any":  # any kernel's landscape (a workload's problems)
+        mark(f"problem-{ordinal}-{problem.kernel.name}-{'x'.join(str(v) for _, v in problem.dims)}")
+        yield AnyBench(device, problem)
+        return
     yield FakeBench(device)
 
 

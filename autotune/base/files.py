@@ -70,6 +70,8 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
             names it: ``"cannot read source /x/k.cu: a folder; give a regular file"``).
     """
     file = Path(path)
+    if "\0" in str(file):  # open() would raise ValueError (a TOML string may hold "\u0000")
+        raise InvalidInputError(f"cannot read {_named(what, repr(str(file)))}: the path holds a NUL byte")
     try:
         with open(file, "rb", opener=_open_no_block) as handle:
             info = os.fstat(handle.fileno())
@@ -121,6 +123,8 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
     target = Path(path)
     if is_stdout(path):
         return Path("-")
+    if "\0" in str(target):  # os.stat would raise ValueError
+        raise InvalidInputError(f"cannot write {str(target)!r} ({what}): the path holds a NUL byte")
     try:
         info = os.stat(target)
     except FileNotFoundError:

@@ -1,7 +1,7 @@
 """The ``autotune`` command line (Typer + Rich).
 
 Commands are thin: they parse options, call the library, and print. Every library error
-(bad input, no GPU / PyCUDA / nvcc, unusable database, nothing tuned) is one ``error:`` line
+(bad input, no GPU / CUDA backend / nvcc, unusable database, nothing tuned) is one ``error:`` line
 and exit code 2; Ctrl-C exits 130 after saying what was kept.
 """
 
@@ -12,8 +12,10 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-ORDER = ("search", "sweep", "best", "list", "trials", "kernels", "check", "bench", "report", "export", "import", "info", "db")
-"""``autotune --help`` lists the commands in the order of the work: tune, read the results,
+ORDER = ("search", "sweep", "tune-shapes", "workloads", "plan", "tune", "best", "list", "trials", "dispatch", "kernels",
+         "check", "bench", "report", "export", "bundle", "import", "info", "db")
+"""``autotune --help`` lists the commands in the order of the work: tune (one problem, its
+shapes, or a recorded workload), read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""
 
 
@@ -24,6 +26,15 @@ class _InWorkOrder(TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: ORDER.index(name) if name in ORDER else len(ORDER))
+
+    def get_params(self, ctx):
+        from .completion import guard
+
+        params = super().get_params(ctx)
+        for param in params:  # Typer adds it after the group is made: guarded where it is read
+            if param.name == "install_completion" and param.callback is not None:
+                param.callback = guard(param.callback)
+        return params
 
     def main(self, *args, **kwargs):
         from typer.core import _main
@@ -82,7 +93,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # each module registers its commands on app
-from . import bench, check, db, info, report, results, search, share  # noqa: E402
+from . import bench, check, db, dispatch, info, report, results, search, share, workloads  # noqa: E402
 
 __all__ = ["app", "main"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import signal
@@ -12,6 +13,7 @@ import typer
 from rich.console import Console
 
 from autotune.errors import AutotuneError
+from autotune.kernel.arguments import check_db_arg
 from autotune.kernel.dtypes import DTYPES
 from autotune.base import signals as stop
 
@@ -45,7 +47,7 @@ def fit_consoles() -> None:
 fit_consoles()
 
 EXIT_ERROR = 2
-"""Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
+"""Exit code of every error the user can act on: bad input, no GPU/CUDA backend/nvcc, a database
 that cannot be used, nothing tuned for the key (each says so in one ``error:`` line)."""
 EXIT_INTERRUPTED = 130
 """Exit code after SIGINT (Ctrl-C); SIGTERM exits 143 (128 + the signal's number)."""
@@ -57,6 +59,7 @@ def open_store(db: str | None, **options):
     does so while its measuring child starts)."""
     from autotune.store.opening import open_store as door
 
+    check_db_arg(db, "--db")
     return door(db, **options)
 
 
@@ -65,6 +68,7 @@ def open_existing(db: str | None):
     (:func:`autotune.store.opening.open_existing`): a failing command creates none."""
     from autotune.store.opening import open_existing as door
 
+    check_db_arg(db, "--db")
     return door(db)
 
 
@@ -73,6 +77,7 @@ def open_reader(db: str | None):
     a missing one is not created)."""
     from autotune.store.opening import open_reader as door
 
+    check_db_arg(db, "--db")
     return door(db)
 
 
@@ -165,21 +170,42 @@ def fail(exc: AutotuneError) -> typer.Exit:
     return typer.Exit(EXIT_ERROR)
 
 
-def handle_errors(command):
+_on_interrupt: contextvars.ContextVar[str] = contextvars.ContextVar("on_interrupt", default="")
+
+
+def on_interrupt(text: str) -> None:
+    """What the running command says it kept if SIGINT or SIGTERM stops it from now on
+    (``"interrupted: <text>"``): true at every point it may be stopped, e.g. an import says
+    ``nothing was imported`` until its one transaction is committed."""
+    _on_interrupt.set(text)
+
+
+def handle_errors(command=None, *, interrupted: str = ""):
     """Run a command, turning library errors into one ``error:`` line and their exit code,
-    and SIGINT (Ctrl-C) or SIGTERM into exit 130 or 143. Both signals are handled while the
-    command runs even where the process inherited them ignored (:mod:`autotune.base.signals`)."""
+    and SIGINT (Ctrl-C) or SIGTERM into exit 130 or 143 with ``interrupted`` and what the
+    command kept (``interrupted``: the command's own words, e.g. ``"trials so far are stored"``;
+    a command may say otherwise as it goes, :func:`on_interrupt`). Both signals are handled
+    while the command runs even where the process inherited them ignored
+    (:mod:`autotune.base.signals`). Use as ``@handle_errors`` or
+    ``@handle_errors(interrupted="...")``."""
+    if command is None:
+        return functools.partial(handle_errors, interrupted=interrupted)
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        with stop.handling():
-            try:
-                return command(*args, **kwargs)
-            except KeyboardInterrupt:
-                name = {signal.SIGTERM: " (SIGTERM)"}.get(stop.signal_number(), "")
-                err.print(f"interrupted{name}: trials so far are stored")
-                raise typer.Exit(stop.exit_code()) from None
-            except AutotuneError as exc:
-                raise fail(exc) from None
+        token = _on_interrupt.set(interrupted)
+        try:
+            with stop.handling():
+                try:
+                    return command(*args, **kwargs)
+                except KeyboardInterrupt:
+                    name = {signal.SIGTERM: " (SIGTERM)"}.get(stop.signal_number(), "")
+                    kept = _on_interrupt.get()
+                    err.print(f"interrupted{name}{': ' + kept if kept else ''}", markup=False, soft_wrap=True)
+                    raise typer.Exit(stop.exit_code()) from None
+                except AutotuneError as exc:
+                    raise fail(exc) from None
+        finally:
+            _on_interrupt.reset(token)
 
     return wrapper

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.base import signals as stop
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import dims_key, format_shape
@@ -15,12 +16,12 @@ from autotune.measure.figures import duration
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
-from ._common import open_store, Db, Device, DType, err, handle_errors, out, parse_int
+from ._common import open_store, Db, Device, DType, err, handle_errors, on_interrupt, out, parse_int
 from .shape import Shape, shape_options
 
 
 @app.command(short_help="Time kernels at default and tuned configs against their bounds.")
-@handle_errors
+@handle_errors(interrupted="the bench run is not stored (a run is stored whole, at its end)")
 @shape_options
 def bench(
     shape: Shape = Shape(),
@@ -62,8 +63,10 @@ def bench(
 
     lines, context = run_bench(device, kernels, problem, dt, store, repeats, on_open=opened)
     info = context["device"]
-    run_id = store.save_bench_run(info, key_text, dt.name, context["nvcc"], context["memcpy_gbps"],
-                                  context["l2_mode"], lines)
+    with stop.deferred():  # a signal in the one write is acted on after it, saying it is stored
+        run_id = store.save_bench_run(info, key_text, dt.name, context["nvcc"], context["memcpy_gbps"],
+                                      context["l2_mode"], lines)
+        on_interrupt(f"stored as bench run {run_id}")
     title = f"{shown} {dt.name} on {info.name}; L2: {context['l2_mode']} buffers"
     flops = any(kern.objective.flops for kern in kernels)
     if flops:

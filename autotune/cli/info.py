@@ -54,6 +54,9 @@ def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
 def _database(db: str | None) -> dict:
     """The URL the commands would use (``--db``, ``$AUTOTUNE_DB``, else the default file),
     its password masked, and the SQLite file it names with whether it exists."""
+    from autotune.kernel.arguments import check_db_arg
+
+    check_db_arg(db, "--db")
     source = "--db" if db else ENV if given_url() else "default"
     url = resolve_url(db, create=False)
     file = sqlite_path(url)

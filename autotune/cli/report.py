@@ -10,13 +10,14 @@ import typer
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
+from autotune.store import stale
 from . import app
 from ._common import open_existing, Db, DType, Kernel, err, handle_errors, out
 from .shape import Shape, shape_options
 
 
 @app.command(short_help="Plot stored results as PNGs.")
-@handle_errors
+@handle_errors(interrupted="no PNG is half written (each is written whole or not at all)")
 @shape_options
 def report(
     out_dir: Annotated[Path, typer.Option("--out", "-o", file_okay=False, metavar="DIR",
@@ -26,9 +27,14 @@ def report(
     dtype: DType = "float32",
     device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
                                                   help="Part of the device name (default: the most recent).")] = None,
+    include_stale: Annotated[bool, typer.Option(stale.INCLUDE_STALE,
+                                                help="Also plot stale results (another kernel source or "
+                                                     "description, nvcc, flags).")] = False,
     db: Db = None,
 ) -> None:
     """Plot stored results as PNGs: heatmap by two tunables, all kernels of a bench run, scaling with size.
+    Stale results are left out of the heatmap and the scaling plot, and counted with why
+    (--include-stale plots them).
 
     \b
     Examples:
@@ -45,7 +51,10 @@ def report(
     given = shape.dims_for(kern) if shape.given else None
     from autotune.report.plots import write_report
 
-    done = write_report(open_existing(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device)
+    done = write_report(open_existing(db), out_dir, kernel=kern, dims=given, dtype=dt, device=device,
+                        include_stale=include_stale, nvcc_version=stale.current_nvcc())
+    for plot, reasons in done.stale.items():
+        err.print(f"{plot}: {stale.left_out(reasons, 'plots them')}", markup=False, soft_wrap=True)
     for note in done.skipped:
         err.print(f"skipped: {note}", markup=False, soft_wrap=True)
     for path in done.written:

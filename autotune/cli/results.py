@@ -31,13 +31,17 @@ def best(
     device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="ORDINAL|NAME",
                                                   help="Device ordinal or part of its name (default: all).")] = None,
     dtype: DType = "float32",
+    include_stale: Annotated[bool, typer.Option(stale.INCLUDE_STALE,
+                                                help="Also show stale results (another kernel source or "
+                                                     "description, nvcc, flags), marked with why.")] = False,
     db: Db = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
 ) -> None:
     """Show the stored best config for a problem (and kernel, device, dtype). Without --kernel,
     every kernel whose dims the options give: --size alone shows transposes of size x size
-    and matrix products of size^3.
+    and matrix products of size^3. Stale results are left out, and counted with why
+    (--include-stale shows them, marked).
 
     \b
     Examples:
@@ -52,20 +56,29 @@ def best(
     found = [b for b in open_reader(db).find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
                                             device_name=name) if dict(b.dims) in shapes]
     judged = stale.partition(found, kernels, stale.current_nvcc())
-    current, unknown = judged.current, judged.unknown
-    if judged.reasons:
-        err.print(f"skipped {judged.summary()}", markup=False, soft_wrap=True)
+    unknown = judged.unknown
+    note = stale.left_out(judged.reasons, "shows them")
+    shown_records = [v.record for v in judged.verdicts if v.current or (include_stale and v.reason is not None)]
     if unknown:
         err.print(f"skipped {len(unknown)} result(s) of kernels this autotune does not know "
                   f"({', '.join(sorted({b.kernel for b in unknown}))}); give a kernel's file with --kernel",
                   markup=False, soft_wrap=True)
     shown = " or ".join(format_shape(tuple(s.items())) for s in shapes)
-    if not current:
+    if not shown_records:
         where = f" on {name}" if name else ""
-        raise NotTunedError(f"nothing is tuned for {kernel or 'any kernel'} {shown} {dt.name}{where}; run: autotune "
-                            f"search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}")
-    current.sort(key=lambda b: (len(b.dims), b.shape, b.time_ms))
-    emit_bests(current, f"best configs for {shown} {dt.name}", fmt, wide)
+        what = f"{kernel or 'any kernel'} {shown} {dt.name}{where}"
+        run = f"run: autotune search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}"
+        if note:
+            raise NotTunedError(f"nothing current is tuned for {what}: {note}, or {run} again")
+        raise NotTunedError(f"nothing is tuned for {what}; {run}")
+    if note and not include_stale:
+        err.print(note, markup=False, soft_wrap=True)
+    shown_records.sort(key=lambda b: (len(b.dims), b.shape, b.time_ms))
+    marks = None
+    if include_stale:
+        why = {id(v.record): v.reason for v in judged.verdicts}
+        marks = [f"yes ({why[id(b)]})" if why.get(id(b)) else "" for b in shown_records]
+    emit_bests(shown_records, f"best configs for {shown} {dt.name}", fmt, wide, stale=marks)
 
 
 @app.command("list", short_help="List everything tuned in the database.")

@@ -43,7 +43,7 @@ DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", r
 
 
 @app.command(short_help="Search a kernel's config space for one problem and dtype.")
-@handle_errors
+@handle_errors(interrupted="trials so far are stored")
 @shape_options
 def search(
     kernel: Kernel = "smem_pad",
@@ -109,7 +109,7 @@ def search(
 
 
 @app.command(short_help="Measure every valid config of a kernel's space.")
-@handle_errors
+@handle_errors(interrupted="trials so far are stored")
 @shape_options
 def sweep(
     kernel: Kernel = "smem_pad",

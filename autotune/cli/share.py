@@ -7,21 +7,33 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.base import signals as stop
 from autotune.base.files import check_writable, is_stdout
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_existing, open_store, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err, handle_errors, out
+from ._common import (open_existing, open_store, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err,
+                      handle_errors, on_interrupt, out)
 from .db import _say_labelled
 from .shape import Shape, shape_options
+from .workloads import WorkloadName
 
 
-@app.command("export", short_help="Write tuned configs to JSON or a C/C++ header.")
-@handle_errors
+@app.command("export", short_help="Write tuned configs to JSON, a C/C++ header or a workload's bundle.")
+@handle_errors(interrupted="no file is half written (the target is its old self or the whole new file)")
 @shape_options
 def export(
+    workload: Annotated[Optional[WorkloadName], typer.Argument(
+        parser=WorkloadName, metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
+        show_default=False)] = None,
+    bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
+                                                   help="Write workload NAME's bundle to the folder DIR: every "
+                                                        "problem's chosen config with its provenance, as JSON and a "
+                                                        "C header per kernel, read by autotune.launcher(kernel, "
+                                                        "bundle=DIR) or AUTOTUNE_BUNDLE without a database.")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
                                                      help="JSON file to write (replaced whole if it exists); "
                                                           "- for standard output.")] = None,
@@ -53,23 +65,31 @@ def export(
     db: Db = None,
 ) -> None:
     """Write the stored best configs, with their provenance and figures, to a JSON file (stale
-    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), or one
-    kernel's bests to a C/C++ header (--header).
+    ones only with --include-stale), every trial of the selected keys to a T4 file (--t4), one
+    kernel's bests to a C/C++ header (--header), or a recorded workload's chosen configs to a
+    deployment bundle (NAME --bundle DIR).
 
     \b
     Examples:
+      autotune export app --bundle deploy/app
       autotune export --out tuned.json
       autotune export --out h100.json --device H100 --kernel smem_pad
       autotune export --header smem_pad_tuned.h --kernel smem_pad
       autotune export --t4 trials.json --kernel smem_pad
     """
+    if workload is not None or bundle is not None:
+        _export_bundle(workload, bundle, (out_path, header, t4, kt_cache, space, dtype, kernel, include_stale,
+                                          shape.given), device, db)
+        return
     if sum(p is not None for p in (out_path, header, t4, kt_cache)) != 1:
         raise InvalidInputError("give --out FILE.json or --header FILE.h or --t4 FILE.json or --kt-cache FILE.json "
-                                "(one of them)")
+                                "(one of them), or NAME --bundle DIR")
     if dtype is not None and t4 is None and kt_cache is None:
         raise InvalidInputError("--dtype applies to --t4 and --kt-cache only")
     if space is not None and kt_cache is None:
         raise InvalidInputError("--space applies to --kt-cache only (the space the key was searched in)")
+    if dtype is not None:
+        dtype = problem_dtype(dtype).name  # before the database: --dtype float17 selects nothing, silently
     kern = resolve_kernel(kernel) if kernel is not None else None  # before the database: a typo creates none
     target, flag = next((p, f) for p, f in ((out_path, "--out"), (header, "--header"), (t4, "--t4"),
                                              (kt_cache, "--kt-cache")) if p is not None)
@@ -96,12 +116,38 @@ def export(
     say.print(f"exported {count} {what}{'s' if count != 1 else ''} to {'stdout' if is_stdout(target) else target}",
               markup=False)
     if report.stale:
-        err.print(f"left out {report.stale_note}; --include-stale writes them too", markup=False, soft_wrap=True)
+        err.print(stale.left_out(report.reasons, "writes them too"), markup=False, soft_wrap=True)
     if report.unchecked:
         err.print(f"{report.unchecked} of them are of kernels this autotune does not know: written unchecked",
                   markup=False)
     if count == 0:
-        err.print("nothing is tuned for those filters; the file holds no results")
+        err.print(f"nothing {'current ' if report.stale else ''}is tuned for those filters; the file holds no "
+                  f"{what}s", markup=False)
+
+
+def _export_bundle(workload: str | None, bundle: Path | None, others: tuple, device: str | None,
+                   db: str | None) -> None:
+    from autotune.store.workload_records import check_name
+
+    if workload is None or bundle is None:
+        raise InvalidInputError("a bundle needs the workload and the folder: autotune export NAME --bundle DIR")
+    if any(o not in (None, False) for o in others):
+        raise InvalidInputError("--bundle takes NAME, --device and --db only: a bundle holds every problem of "
+                                "the workload")
+    check_name(workload, "workload")
+    from autotune.report.bundle import export_bundle
+
+    store = open_existing(db)
+    try:
+        report = export_bundle(store, workload, bundle, device_name=device)
+    finally:
+        store.close()
+    rungs = ", ".join(f"{n} {rung}" for rung, n in sorted(report.rungs.items()))
+    out.print(f"wrote bundle {report.path}: {report.entries} problems of workload {workload} for "
+              f"{report.device.name} ({rungs}), {len(report.headers)} header{'s' * (len(report.headers) != 1)}",
+              markup=False, soft_wrap=True)
+    for line in report.left_out:
+        err.print(f"left out {line}", markup=False, soft_wrap=True)
 
 
 def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,
@@ -131,14 +177,14 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
                            database=store.safe_url)
     n = report.entries
     say.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
-    if report.stale:
-        err.print(f"left out {report.stale_note}", markup=False, soft_wrap=True)
+    if report.stale:  # a header is compiled into a program: it never holds stale configs (no --include-stale)
+        err.print(f"left out {report.stale_note}; a header holds current results only", markup=False, soft_wrap=True)
     if n == 0:
         err.print(f"nothing is tuned for {kern.name}; the header selects its default config only", markup=False)
 
 
 @app.command("import", short_help="Add the results of an exported JSON file.")
-@handle_errors
+@handle_errors(interrupted="nothing was imported (an import is all or nothing)")
 def import_(
     path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json", autocompletion=complete_json,
                                          help="A file written by autotune export (--out or --t4; told apart by content).")],
@@ -157,16 +203,15 @@ def import_(
       autotune import trials_t4.json
     """
     kernels = [resolve_kernel(value) for value in kernel or ()]
-    from autotune.store.t4_read import is_t4
+    from autotune.store.share import import_results
+    from autotune.store.t4_read import T4File, read_import
 
-    if is_t4(path):
-        _import_t4(path, kernels, db)
+    loaded = read_import(path, kernels)  # read once and checked whole before the database is opened
+    if isinstance(loaded, T4File):
+        _import_t4(loaded, db)
         return
-    from autotune.store.share import import_results, read_results
-
-    loaded = read_results(path, kernels)  # the whole file is checked before the database is opened
     store = open_store(db)
-    report = import_results(store, loaded)
+    report = _written(lambda: import_results(store, loaded), "result(s)")
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
@@ -177,12 +222,22 @@ def import_(
     _say_labelled(store)
 
 
-def _import_t4(path: Path, kernels: list, db: str | None) -> None:
-    from autotune.store.t4_read import import_t4, read_t4
+def _written(write, what: str):
+    """``write()``'s import (one transaction), a signal during it acted on once it is done: until
+    then an interrupted import says nothing was imported; after, what it imported."""
+    with stop.deferred():
+        report = write()
+        on_interrupt(f"the import was done first: {report.imported} {what} imported, {report.skipped} "
+                     "already stored")
+    return report
 
-    loaded = read_t4(path, kernels)  # the whole file is checked before the database is opened
+
+def _import_t4(loaded, db: str | None) -> None:
+    from autotune.store.t4_read import import_t4
+
+    path = loaded.path
     store = open_store(db)
-    report = import_t4(store, loaded)
+    report = _written(lambda: import_t4(store, loaded), "trial(s)")
     line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
     if report.best:
         line += f"; an imported trial became the best of {report.best} key(s)"

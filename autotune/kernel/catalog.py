@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from autotune.errors import InvalidInputError, KernelFileError
+from autotune.kernel.arguments import check_kernel_arg
 from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Kernel
 from autotune.resources import data_dir
@@ -100,12 +101,13 @@ def resolve_kernel(kernel: str | Path | Kernel) -> Kernel:
     """A [`Kernel`][autotune.kernel.model.Kernel] from a catalog name, a path to a kernel file, or a Kernel.
 
     Raises:
-        InvalidInputError: unknown catalog name.
+        InvalidInputError: unknown catalog name; not a name, path or Kernel.
         KernelFileError: the file is malformed, or its kernel's name is a catalog kernel's
             or another loaded file's.
     """
     if isinstance(kernel, Kernel):
         return _register(kernel) if kernel.name not in KERNELS or KERNELS[kernel.name] is not kernel else kernel
+    check_kernel_arg(kernel)  # None, 42, b"x", "": refused by type before any path is tried
     if isinstance(kernel, Path) or is_kernel_path(kernel):
         path = Path(kernel).resolve()
         with _lock:

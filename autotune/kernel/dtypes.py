@@ -13,7 +13,7 @@ import numpy as np
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["DType", "DTYPES", "ARG_DTYPES", "WORD_DTYPES", "get_dtype", "word_dtype"]
+__all__ = ["DType", "DTYPES", "ARG_DTYPES", "WORD_DTYPES", "get_dtype", "problem_dtype", "word_dtype"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,19 @@ def get_dtype(name: str | np.dtype | DType) -> DType:
         raise InvalidInputError(
             f"unknown dtype {str(name)!r}; allowed: {', '.join(DTYPES)}"
         ) from None
+
+
+def problem_dtype(name: str | np.dtype | DType) -> DType:
+    """:func:`get_dtype` of a problem's dtype: one of :data:`DTYPES` (not the unsigned types only
+    a workspace argument may have: nothing is tuned for them).
+
+    Raises:
+        InvalidInputError: anything else, naming it and what is allowed.
+    """
+    dt = get_dtype(name)
+    if dt.name not in DTYPES:
+        raise InvalidInputError(f"dtype {dt.name!r} is not a problem dtype; allowed: {', '.join(DTYPES)}")
+    return dt
 
 
 def word_dtype(itemsize: int) -> DType:

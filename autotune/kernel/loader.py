@@ -9,7 +9,6 @@ the field and what is allowed. The same description can be built in Python with
 from __future__ import annotations
 
 import math
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -17,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from autotune.base.files import read_text
+from autotune.kernel.arguments import check_path_arg
 from autotune.errors import InvalidInputError, KernelFileError, SearchSpaceError
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import ARG_DTYPES, DTYPES, get_dtype
@@ -36,12 +36,12 @@ def load_kernel(path: str | Path) -> Kernel:
     """Read the kernel file ``path``.
 
     Raises:
-        InvalidInputError: ``path`` is not a path.
+        InvalidInputError: ``path`` is not a path (``None``, a number, bytes, empty, a control
+            character), refused before anything is read.
         KernelFileError: unreadable file (missing, a folder or device, not UTF-8), invalid
             TOML, or an invalid field (named).
     """
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise InvalidInputError(f"load_kernel: path {path!r} is not allowed; give the path of a kernel file (.toml)")
+    check_path_arg(path, "load_kernel: path", "give the path of a kernel file (.toml)")
     file = Path(path)
     try:
         doc = tomllib.loads(read_text(file, "kernel file"))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import check_dims_arg, check_dtype_arg, check_kernel_arg
 from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims, NamedDims, make_dims
 from autotune.kernel.dtypes import DType, get_dtype
@@ -92,15 +93,12 @@ class Problem(NamedDims):
             if dims is not None:
                 raise InvalidInputError(f"dims {dims!r} are not allowed with a Problem, which holds its dims")
             return kernel
-        if not isinstance(kernel, (str, Path, Kernel)) or not str(kernel):
-            raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a "
-                                    "kernel file's path or a Kernel")
+        check_kernel_arg(kernel)  # the three by type and range first: nothing is read for a bad one
+        check_dims_arg(dims)
+        check_dtype_arg(dtype)
         k = resolve_kernel(kernel)
         dt = get_dtype(dtype)
         k.check_dtype(dt)
-        if not isinstance(dims, (Mapping, tuple, list)):
-            raise InvalidInputError(f"dims {dims!r} are not allowed; give a mapping {{name: value}} or a tuple of "
-                                    "integers in the kernel's dims order")
         d = make_dims(k.dims, dims, f"kernel {k.name}")
         k.check_dims(dict(d))
         return cls(k, d, dt)

@@ -110,6 +110,7 @@ class Heatmap:
         excluded: pairs not tried that no config of the kernel's search space has (its
             constraints exclude them: e.g. TILE_DIM * BLOCK_ROWS over 1024 threads); empty where
             the space is too large to tell (:data:`EXCLUDED_LIMIT`).
+        stale: why each more recent search was left out (stale), most recent first.
     """
 
     device: str
@@ -129,6 +130,7 @@ class Heatmap:
     failed_trials: int
     figure: Figure
     excluded: frozenset[tuple[int, int]] = frozenset()
+    stale: tuple[str, ...] = ()
 
     @property
     def best(self) -> tuple[tuple[int, int], float]:
@@ -139,23 +141,33 @@ class Heatmap:
 
 
 def heatmap_data(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtype: str,
-                 device: str | None = None) -> Heatmap:
+                 device: str | None = None, *, include_stale: bool = False,
+                 nvcc_version: str | None = None) -> Heatmap:
     """Every ``ok`` trial of ``kernel`` on ``dims`` and ``dtype``, by :data:`HEATMAP_AXES`.
 
     Only one device and one kernel source are used: those of the most recent search of that
     kernel, dims and dtype that has an ``ok`` trial (``device``: a case-insensitive part of the
-    device name the search must match). Every search on a device of that name with that kernel
-    row counts (a resumed study has several).
+    device name the search must match) and is not stale (:mod:`autotune.store.stale`, against
+    ``nvcc_version`` where given; ``include_stale``: the most recent, stale or not). Every search
+    on a device of that name with that kernel row (and, stale ones left out, that nvcc and those
+    flags) counts (a resumed study has several). ``Heatmap.stale``: why each more recent search
+    was left out.
 
     Raises:
-        MissingData: no such search, or the kernel has fewer than two tunable macros.
+        MissingData: no such search (the message names the stale ones left out, and
+            ``--include-stale``), or the kernel has fewer than two tunable macros.
     """
+    from autotune.store import stale
+
     k = kernel_of(kernel)
     dims = tuple(dims.items()) if isinstance(dims, Mapping) else tuple(dims)
     shown = f"{k.name} {format_shape(dims)} {dtype}"
-    latest = latest_search_trials(store, k.name, dims, dtype, device)
+    judge = None if include_stale else (lambda identity: stale.stale_reason(identity, k, nvcc_version))
+    latest = latest_search_trials(store, k.name, dims, dtype, device, judge)
     if latest is None:
         raise MissingData(f"no trials of {shown}{on(device)}: run {search_hint(k, dims, dtype)}")
+    if not latest.trials:
+        raise MissingData(f"no current trials of {shown}{on(device)}: {stale.left_out(latest.skipped, 'plots them')}")
     device_name, source_hash, trials = latest.device, latest.source_hash, latest.trials
     tried_values: dict[str, set[int]] = {}
     for t in trials:
@@ -179,7 +191,7 @@ def heatmap_data(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtyp
     return Heatmap(device_name, k.name, source_hash, dims, dtype, x_macro, y_macro, xs, ys,
                    {c: t[figure.field] for c, t in fastest.items()}, {c: t["config_key"] for c, t in fastest.items()},
                    tried, tuple(sorted(set(tried_values) - {x_macro, y_macro})), len(ok), len(trials) - len(ok), figure,
-                   excluded_cells(k, x_macro, y_macro, {(x, y) for x in xs for y in ys} - tried))
+                   excluded_cells(k, x_macro, y_macro, {(x, y) for x in xs for y in ys} - tried), latest.skipped)
 
 
 EXCLUDED_LIMIT = 200_000
@@ -278,25 +290,38 @@ class Scaling:
     dtype: str
     figure: Figure
     points: tuple[ScalingPoint, ...]  # by the product of the dims, then the dims
+    stale: tuple[str, ...] = ()  # why each stale best left out is stale
 
 
 def _pooled(b: BestRecord, figure: Figure) -> float:
     return {"gflops": b.pooled_gflops, "gbps": b.pooled_gbps or b.gbps, "median_ms": b.time_ms}[figure.field]
 
 
-def scaling_data(store: Store, kernel: Any, dtype: str, device: str | None = None) -> Scaling:
+def scaling_data(store: Store, kernel: Any, dtype: str, device: str | None = None, *, include_stale: bool = False,
+                 nvcc_version: str | None = None) -> Scaling:
     """The tuned best of every stored dims of ``kernel`` (its name) and ``dtype`` on one device:
     the device (by name) of the most recently updated best (among names containing ``device``);
-    where dims have several bests (kernel sources, toolchains), the most recent.
+    where dims have several bests (kernel sources, toolchains), the most recent. Stale bests
+    (:mod:`autotune.store.stale`, against ``nvcc_version`` where given) are left out unless
+    ``include_stale``; ``Scaling.stale``: why each one left out is stale.
 
     Raises:
-        MissingData: nothing is tuned for that kernel and dtype.
+        MissingData: nothing (current) is tuned for that kernel and dtype; the message names
+            the stale results left out and ``--include-stale``.
     """
+    from autotune.store import stale
+
     k = kernel_of(kernel)
     found = store.find_best(kernel=k.name, dtype=dtype, device_name=device)
     if not found:
         raise MissingData(f"no tuned result of {k.name} {dtype}{on(device)}: "
                           f"run {search_hint(k, None, dtype)} for a few sizes")
+    judged = stale.partition(found, {k.name: k}, nvcc_version)
+    reasons = () if include_stale else tuple(judged.reasons)
+    found = found if include_stale else judged.current
+    if not found:
+        raise MissingData(f"no current tuned result of {k.name} {dtype}{on(device)}: "
+                          f"{stale.left_out(reasons, 'plots them')}")
     name = max(found, key=lambda b: b.updated_at).device_name
     latest: dict[Dims, BestRecord] = {}
     for b in found:
@@ -306,7 +331,7 @@ def scaling_data(store: Store, kernel: Any, dtype: str, device: str | None = Non
     points = [ScalingPoint(b.dims, _pooled(b, figure), b.pooled_median_ms is not None, b.memcpy_gbps, b.copy_gbps,
                            b.config.key) for b in latest.values()]
     points.sort(key=lambda p: (p.elements, p.shape))
-    return Scaling(name, k.name, dtype, figure, tuple(points))
+    return Scaling(name, k.name, dtype, figure, tuple(points), reasons)
 
 
 def largest_shape(store: Store, kernel: Any, dtype: str, device: str | None = None) -> Dims | None:

@@ -14,8 +14,11 @@ The selection climbs the ladder of :func:`autotune.lookup` over what the header 
 the asked dtype only:
 
 1. this device model (same name and compute capability): the exact shape
-   (``AUTOTUNE_RUNG_EXACT``), else the nearest shape (``AUTOTUNE_RUNG_NEAREST_SHAPE``) by
-   log-distance ``sqrt(sum over dims of ln(d / d')^2)``;
+   (``AUTOTUNE_RUNG_EXACT``), else its dispatch (``AUTOTUNE_RUNG_DISPATCH``): the same configs,
+   regret table and rule as :mod:`autotune.store.dispatch` (the regrets written with ``repr``, so
+   C reads back the very doubles Python used, and the rule runs the same operations in the same
+   order); where the header holds no dispatch for the model, the nearest shape by log-distance
+   ``sqrt(sum over dims of ln(d / d')^2)`` (``AUTOTUNE_RUNG_NEAREST_SHAPE``, the same number);
 2. another device of the same compute capability, nearest shape
    (``AUTOTUNE_RUNG_SAME_ARCH``);
 3. the kernel's default config (``AUTOTUNE_RUNG_DEFAULT``).
@@ -45,8 +48,9 @@ from dataclasses import dataclass
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES
 from autotune.report.header_template import TEMPLATE
+from autotune.store.dispatch import Dispatch
 
-__all__ = ["HeaderRecord", "render_header"]
+__all__ = ["HeaderDispatch", "HeaderRecord", "render_header"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CC = re.compile(r"(\d+)\.(\d+)\Z")
@@ -74,8 +78,26 @@ class HeaderRecord:
     time_ms: float | None = None
 
 
+@dataclass(frozen=True)
+class HeaderDispatch:
+    """One device model's dispatch for one dtype, as the header holds it.
+
+    Attributes:
+        device: the device's name (as in :class:`HeaderRecord`).
+        compute_capability: ``"9.0"``.
+        dtype: element type name.
+        dispatch: the :class:`~autotune.store.dispatch.Dispatch` (its dims in the kernel's order).
+    """
+
+    device: str
+    compute_capability: str
+    dtype: str
+    dispatch: Dispatch
+
+
 def render_header(kernel: str, dims: Sequence[str], tunables: Sequence[str], default: Mapping[str, int],
-                  records: Iterable[HeaderRecord], *, provenance: Sequence[str] = ()) -> str:
+                  records: Iterable[HeaderRecord], *, provenance: Sequence[str] = (),
+                  dispatches: Iterable[HeaderDispatch] = ()) -> str:
     """The text of a C/C++ header with ``records`` and the selection functions.
 
     Args:
@@ -86,10 +108,13 @@ def render_header(kernel: str, dims: Sequence[str], tunables: Sequence[str], def
         records: the tuned configs; two of one (device, compute capability, dtype, dims) key:
             the faster is kept.
         provenance: lines for the header's opening comment (tool version, database, date).
+        dispatches: the device models' dispatches (at most one per device, compute capability
+            and dtype).
 
     Raises:
-        InvalidInputError: a name that is not a C identifier, a record whose dims or macros
-            are not the kernel's, a bad value, compute capability or dtype.
+        InvalidInputError: a name that is not a C identifier, a record or dispatch whose dims or
+            macros are not the kernel's, a bad value, compute capability or dtype, two dispatches
+            of one device model and dtype.
     """
     for what, names in (("kernel name", [kernel]), ("dim", dims), ("macro", tunables)):
         for n in names:
@@ -100,9 +125,10 @@ def render_header(kernel: str, dims: Sequence[str], tunables: Sequence[str], def
         raise InvalidInputError("a header needs one or more distinct dims and tunable macros")
     default_values = _macros(default, tunables, "the default config")
     entries = _entries(records, dims, tunables)
+    tables = _dispatch_tables(dispatches, dims, tunables)
     p, P = f"autotune_{kernel}", f"AUTOTUNE_{kernel.upper()}"
     return TEMPLATE.format(
-        kernel=kernel, p=p, P=P, ndims=len(dims), nmacros=len(tunables), nentries=len(entries),
+        kernel=kernel, p=p, P=P, ndims=len(dims), nmacros=len(tunables), nentries=len(entries), **tables,
         provenance="".join(f" * {_comment(line)}\n" for line in provenance),
         dims_list=", ".join(dims), dims_example=", ".join(f"{d}_value" for d in dims),
         macro_indices="".join(f"#define {P}_MACRO_{m} {i}\n" for i, m in enumerate(tunables)),
@@ -159,6 +185,45 @@ def _entries(records: Iterable[HeaderRecord], dims: tuple[str, ...], tunables: t
             kept[key] = e
     return sorted(kept.values(), key=lambda e: (e.device.encode(), e.cc, e.dtype, -math.prod(e.shape),
                                                 tuple(-v for v in e.shape)))
+
+
+def _dispatch_tables(dispatches: Iterable[HeaderDispatch], dims: tuple[str, ...],
+                     tunables: tuple[str, ...]) -> dict[str, object]:
+    """The template's dispatch fields: one row per dispatch, and the shapes, configs and regrets
+    of all of them, each dispatch's at its offsets."""
+    rows, shapes, configs, regrets, seen = [], [], [], [], set()
+    most_shapes = most_configs = 1
+    for h in dispatches:
+        d, cc = h.dispatch, _CC.match(h.compute_capability or "")
+        if not cc:
+            raise InvalidInputError(f"compute capability {h.compute_capability!r} of {h.device!r} is not allowed; "
+                                    "give major.minor, e.g. 9.0")
+        if h.dtype not in DTYPES:
+            raise InvalidInputError(f"dtype {h.dtype!r} is not allowed; allowed: {', '.join(DTYPES)}")
+        if tuple(d.dims) != dims:
+            raise InvalidInputError(f"a dispatch of {h.device!r} has dims {', '.join(d.dims)}; the kernel's dims "
+                                    f"are {', '.join(dims)}")
+        key = (h.device, h.compute_capability, h.dtype)
+        if key in seen:
+            raise InvalidInputError(f"two dispatches of {h.device!r} ({h.compute_capability}, {h.dtype}); give one")
+        seen.add(key)
+        values = [_macros(c.as_dict(), tunables, f"a dispatch config of {h.device!r}") for c in d.configs]
+        rows.append(f"    {{{_c_string(h.device)}, {cc.group(1)}, {cc.group(2)}, {_c_string(h.dtype)}, {len(shapes)}, "
+                    f"{len(d.shapes)}, {len(configs)}, {len(d.configs)}, {len(regrets)}, {d.k}, {d.eps!r}, "
+                    f"{d.margin_log!r}}},\n")
+        for shape in d.shapes:
+            where = ",".join(f"{n}={v}" for n, v in zip(dims, shape))
+            shapes.append(f"    {{{', '.join(f'{v}LL' for v in shape)}}}, /* {where} */\n")
+        configs += [f"    {{{', '.join(map(str, v))}}}, /* {_pairs(tunables, v)} */\n" for v in values]
+        regrets += [f"{r!r}" for row in d.regrets for r in row]
+        most_shapes, most_configs = max(most_shapes, len(d.shapes)), max(most_configs, len(d.configs))
+    none = "/* none: a placeholder */"
+    return {"ndispatches": len(rows), "max_shapes": most_shapes, "max_configs": most_configs,
+            "dispatches": "".join(rows) or f"    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0}} {none}\n",
+            "dispatch_shapes": "".join(shapes) or f"    {{0}} {none}\n",
+            "dispatch_configs": "".join(configs) or f"    {{0}} {none}\n",
+            "dispatch_regrets": "".join(f"    {', '.join(regrets[i:i + 6])},\n" for i in range(0, len(regrets), 6))
+                                or f"    0.0 {none}\n"}
 
 
 def _entry(e: _Entry, dims: tuple[str, ...], tunables: tuple[str, ...]) -> str:

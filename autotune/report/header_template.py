@@ -2,9 +2,11 @@
 
 ``str.format`` fields: ``kernel``, ``p`` (``autotune_<kernel>``, the prefix of every C name),
 ``P`` (``AUTOTUNE_<KERNEL>``, of every macro), the counts ``ndims``, ``nmacros``,
-``nentries``, and the rendered pieces ``provenance``, ``dims_list``, ``dims_example``,
-``dim_indices``, ``macro_indices``, ``dim_names``, ``macro_names``, ``default``,
-``default_comment`` and ``entries``. Literal braces of the C code are doubled.
+``nentries``, ``ndispatches``, ``max_shapes``, ``max_configs``, and the rendered pieces
+``provenance``, ``dims_list``, ``dims_example``, ``dim_indices``, ``macro_indices``,
+``dim_names``, ``macro_names``, ``default``, ``default_comment``, ``entries``, ``dispatches``,
+``dispatch_shapes``, ``dispatch_configs`` and ``dispatch_regrets``. Literal braces of the C code
+are doubled.
 """
 
 __all__ = ["TEMPLATE"]
@@ -15,11 +17,14 @@ TEMPLATE = """\
  * const int *m = {p}_select(device_name, cc_major, cc_minor, dtype, dims, &rung);
  *   device_name: cudaDeviceProp.name; cc_major, cc_minor: its compute capability;
  *   dtype: "float32", "float64", ...; dims: long long[{P}_NUM_DIMS] ({dims_list});
- *   rung (may be NULL): AUTOTUNE_RUNG_EXACT, _NEAREST_SHAPE, _SAME_ARCH or _DEFAULT.
+ *   rung (may be NULL): AUTOTUNE_RUNG_EXACT, _DISPATCH, _SAME_ARCH or _DEFAULT.
  *   m: {P}_NUM_MACROS ints, m[{P}_MACRO_<NAME>] is macro NAME's value.
- * Ladder: this device model (same name and compute capability), exact shape, else nearest by
- * log-distance over the dims; else another device of the same compute capability, nearest
- * shape; else the kernel's default. Only configs of the asked dtype are used.
+ * Ladder: this device model (same name and compute capability), exact shape, else its dispatch
+ * (a few configs and a rule: the k nearest tuned shapes by log-distance over the dims; among the
+ * configs faster than the default by more than the margin at each of them, the least log regret
+ * there weighted 1/(distance + eps); none: the default; autotune/store/dispatch.py), or, for records
+ * without a dispatch, the nearest shape; else another device of the same compute capability,
+ * nearest shape; else the kernel's default. Only configs of the asked dtype are used.
  * Example: long long dims[{P}_NUM_DIMS] = {{{dims_example}}};
  */
 #ifndef AUTOTUNE_TUNED_H_{kernel}
@@ -35,10 +40,16 @@ TEMPLATE = """\
 #define AUTOTUNE_RUNG_SAME_ARCH 2
 #define AUTOTUNE_RUNG_DEFAULT 3
 #endif
+#ifndef AUTOTUNE_RUNG_DISPATCH
+#define AUTOTUNE_RUNG_DISPATCH 1 /* the second rung: AUTOTUNE_RUNG_NEAREST_SHAPE is its former name */
+#endif
 
 #define {P}_NUM_DIMS {ndims}
 #define {P}_NUM_MACROS {nmacros}
 #define {P}_NUM_ENTRIES {nentries}
+#define {P}_NUM_DISPATCHES {ndispatches}
+#define {P}_DISPATCH_MAX_SHAPES {max_shapes}
+#define {P}_DISPATCH_MAX_CONFIGS {max_configs}
 {dim_indices}{macro_indices}
 static const char *const {p}_dim_names[{P}_NUM_DIMS] = {{{dim_names}}};
 static const char *const {p}_macro_names[{P}_NUM_MACROS] = {{{macro_names}}};
@@ -92,18 +103,111 @@ static inline const {p}_entry *{p}_nearest(
     return best;
 }}
 
+/* One device model's dispatch: its tuned shapes, configs (the first is the default) and the log
+   regret of each config at each shape (row-major, shapes by configs). */
+typedef struct {{
+    const char *device;
+    int cc_major, cc_minor;
+    const char *dtype;
+    int first_shape, num_shapes, first_config, num_configs, first_regret, k;
+    double eps, margin_log;
+}} {p}_dispatch;
+
+static const {p}_dispatch {p}_dispatches[] = {{
+{dispatches}}};
+
+static const long long {p}_dispatch_shapes[][{P}_NUM_DIMS] = {{
+{dispatch_shapes}}};
+
+static const int {p}_dispatch_configs[][{P}_NUM_MACROS] = {{
+{dispatch_configs}}};
+
+static const double {p}_dispatch_regrets[] = {{
+{dispatch_regrets}}};
+
+/* Log-distance from the asked dims to a tuned shape (dims below 1 count as 1). */
+static inline double {p}_log_distance(const long long *want, const long long *tuned)
+{{
+    double sum = 0.0;
+    int i;
+    for (i = 0; i < {P}_NUM_DIMS; ++i) {{
+        const double r = log((double)(want[i] < 1 ? 1 : want[i]) / (double)(tuned[i] < 1 ? 1 : tuned[i]));
+        sum += r * r;
+    }}
+    return sqrt(sum);
+}}
+
+/* The dispatch's config for dims: the rule of autotune/store/dispatch.py, step for step. */
+static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long long *dims)
+{{
+    double distance[{P}_DISPATCH_MAX_SHAPES], score[{P}_DISPATCH_MAX_CONFIGS];
+    int used[{P}_DISPATCH_MAX_SHAPES], near[{P}_DISPATCH_MAX_SHAPES], n = 0, s, c, r, best = 0;
+    const double *regret = {p}_dispatch_regrets + d->first_regret;
+    for (s = 0; s < d->num_shapes; ++s) {{
+        distance[s] = {p}_log_distance(dims, {p}_dispatch_shapes[d->first_shape + s]);
+        used[s] = 0;
+    }}
+    for (c = 0; c < d->num_configs; ++c)
+        score[c] = 0.0;
+    for (r = 0; r < d->k && r < d->num_shapes; ++r) {{
+        int pick = -1;
+        double w;
+        for (s = 0; s < d->num_shapes; ++s)
+            if (!used[s] && (pick < 0 || distance[s] < distance[pick] - 1e-9))
+                pick = s;
+        used[pick] = 1;
+        near[n++] = pick;
+        w = 1.0 / (distance[pick] + d->eps);
+        for (c = 0; c < d->num_configs; ++c)
+            score[c] += w * regret[pick * d->num_configs + c];
+    }}
+    for (c = 1; c < d->num_configs; ++c) {{
+        int beats = 1; /* faster than the default at every one of the nearest shapes, beyond the noise */
+        for (r = 0; r < n; ++r)
+            if (!(regret[near[r] * d->num_configs + c] < regret[near[r] * d->num_configs] - d->margin_log))
+                beats = 0;
+        if (beats && (best == 0 || score[c] < score[best] - 1e-12))
+            best = c;
+    }}
+    return {p}_dispatch_configs[d->first_config + best];
+}}
+
+/* This device model's dispatch for dtype, NULL if none. */
+static inline const {p}_dispatch *{p}_find_dispatch(const char *device_name, int major, int minor, const char *dtype)
+{{
+    int i;
+    for (i = 0; i < {P}_NUM_DISPATCHES; ++i) {{
+        const {p}_dispatch *d = &{p}_dispatches[i];
+        if (d->num_shapes > 0 && strcmp(d->device, device_name) == 0 && d->cc_major == major && d->cc_minor == minor
+            && strcmp(d->dtype, dtype) == 0)
+            return d;
+    }}
+    return 0;
+}}
+
 /* The macros to use for dims of dtype on a device; see the opening comment. */
 static inline const int *{p}_select(
     const char *device_name, int cc_major, int cc_minor, const char *dtype, const long long *dims, int *rung)
 {{
     const {p}_entry *e = {p}_nearest(device_name, cc_major, cc_minor, dtype, dims, 1);
-    int r = AUTOTUNE_RUNG_NEAREST_SHAPE, i;
+    const {p}_dispatch *d;
+    int r = AUTOTUNE_RUNG_DISPATCH, i;
     if (e) {{
         for (i = 0; i < {P}_NUM_DIMS && e->dims[i] == (dims[i] < 1 ? 1 : dims[i]); ++i) {{
         }}
-        if (i == {P}_NUM_DIMS)
-            r = AUTOTUNE_RUNG_EXACT;
-    }} else {{
+        if (i == {P}_NUM_DIMS) {{
+            if (rung)
+                *rung = AUTOTUNE_RUNG_EXACT;
+            return e->macros;
+        }}
+    }}
+    d = {p}_find_dispatch(device_name, cc_major, cc_minor, dtype);
+    if (d) {{
+        if (rung)
+            *rung = AUTOTUNE_RUNG_DISPATCH;
+        return {p}_dispatch_pick(d, dims);
+    }}
+    if (!e) {{
         e = {p}_nearest(device_name, cc_major, cc_minor, dtype, dims, 0);
         r = AUTOTUNE_RUNG_SAME_ARCH;
     }}

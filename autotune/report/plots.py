@@ -97,13 +97,17 @@ def _value_label(value: float) -> str:
 
 
 def plot_heatmap(store: Store, out_dir: Path, kernel: Any, dims: Mapping[str, int] | Dims, dtype: str,
-                 device: str | None = None) -> Path:
-    """Write ``heatmap_<kernel>_<dims>_<dtype>.png`` into ``out_dir``; returns its path.
+                 device: str | None = None, *, include_stale: bool = False, nvcc_version: str | None = None,
+                 stale: list[str] | None = None) -> Path:
+    """Write ``heatmap_<kernel>_<dims>_<dtype>.png`` into ``out_dir``; returns its path. Stale
+    searches are left out as :func:`heatmap_data` says (their reasons appended to ``stale``).
 
     Raises:
-        MissingData: no ``ok`` trial of that kernel, dims and dtype (or fewer than two macros).
+        MissingData: no (current) ``ok`` trial of that kernel, dims and dtype (or fewer than two macros).
     """
-    data = heatmap_data(store, kernel, dims, dtype, device)
+    data = heatmap_data(store, kernel, dims, dtype, device, include_stale=include_stale, nvcc_version=nvcc_version)
+    if stale is not None:
+        stale.extend(data.stale)
     import matplotlib
     import numpy as np
     from matplotlib.patches import Rectangle
@@ -258,13 +262,18 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
     return _save(fig, Path(out_dir) / f"kernels_{format_shape(data.dims)}_{dtype}.png")
 
 
-def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: str | None = None) -> Path:
-    """Write ``scaling_<kernel>_<dtype>.png`` into ``out_dir``; returns its path.
+def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: str | None = None, *,
+                 include_stale: bool = False, nvcc_version: str | None = None,
+                 stale: list[str] | None = None) -> Path:
+    """Write ``scaling_<kernel>_<dtype>.png`` into ``out_dir``; returns its path. Stale bests are
+    left out as :func:`scaling_data` says (their reasons appended to ``stale``).
 
     Raises:
-        MissingData: nothing is tuned for that kernel and dtype, or only one shape.
+        MissingData: nothing (current) is tuned for that kernel and dtype, or only one shape.
     """
-    data = scaling_data(store, kernel, dtype, device)
+    data = scaling_data(store, kernel, dtype, device, include_stale=include_stale, nvcc_version=nvcc_version)
+    if stale is not None:
+        stale.extend(data.stale)
     if len(data.points) < 2:
         only = data.points[0]
         raise MissingData(f"one tuned shape of {data.kernel} {data.dtype}{on(device)} ({format_shape(only.dims)}): "
@@ -317,19 +326,25 @@ def _elements_label(value: float, _pos) -> str:
 
 @dataclass
 class Report:
-    """What :func:`write_report` did: the files written and a note for each plot skipped."""
+    """What :func:`write_report` did: the files written, a note for each plot skipped, and for
+    each plot that left stale results out, why each one is stale (``stale``: plot -> reasons)."""
 
     written: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    stale: dict[str, list[str]] = field(default_factory=dict)
 
 
 def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
                  dims: Mapping[str, int] | Dims | None = None, dtype: str = "float32",
-                 device: str | None = None) -> Report:
+                 device: str | None = None, include_stale: bool = False, nvcc_version: str | None = None) -> Report:
     """Write every plot whose data is stored into ``out_dir`` (created if missing).
 
     ``kernel``: a catalog name, a kernel file's path or a Kernel. Without ``dims``, the heatmap
-    and the kernels plot use :func:`largest_shape`.
+    and the kernels plot use :func:`largest_shape`. The heatmap and the scaling plot leave stale
+    results out (:mod:`autotune.store.stale`, against ``nvcc_version`` where given) unless
+    ``include_stale``, and say which in :attr:`Report.stale`. The kernels plot shows one stored
+    bench run as it was measured (its date and nvcc in its title): a record of a run, not tuned
+    results to reuse.
 
     Raises:
         InvalidInputError: unknown kernel or dtype; ``out_dir`` is a file or cannot be written.
@@ -337,6 +352,7 @@ def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
     """
     k, dtype = kernel_of(kernel), get_dtype(dtype).name
     report = Report()
+    judging = {"include_stale": include_stale, "nvcc_version": nvcc_version}
     dims = tuple(dims.items()) if isinstance(dims, Mapping) else dims
     if dims is None:
         dims = largest_shape(store, k, dtype, device)
@@ -347,14 +363,17 @@ def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
                               f"run {search_hint(k, None, dtype)} (and autotune bench --size N)")
     else:
         bound = getattr(getattr(k, "objective", None), "bound_kernel", None)
-        jobs = [lambda: plot_heatmap(store, out, k, dims, dtype, device),
+        jobs = [lambda: plot_heatmap(store, out, k, dims, dtype, device, stale=report.stale.setdefault("heatmap", []),
+                                     **judging),
                 lambda: plot_kernels(store, out, dims, dtype, device, bound_kernel=bound)]
-    jobs = [*jobs, lambda: plot_scaling(store, out, k, dtype, device)]
+    jobs = [*jobs, lambda: plot_scaling(store, out, k, dtype, device, stale=report.stale.setdefault("scaling", []),
+                                        **judging)]
     for job in jobs:
         try:
             report.written.append(job())
         except MissingData as missing:
             report.skipped.append(str(missing))
+    report.stale = {plot: reasons for plot, reasons in report.stale.items() if reasons}
     if not report.written:
         raise NotTunedError("nothing to plot: " + "; ".join(report.skipped))
     return report

@@ -1,8 +1,10 @@
 """``autotune export --header``: the stored best configs of one kernel as a C/C++ header.
 
-Reads the kernel's non-stale best configs (:mod:`autotune.store.stale`) from the results
-database and renders them with :func:`autotune.report.header.render_header`; the file is
-written beside its final name and renamed over it, so it is never half written.
+Reads the kernel's non-stale best configs (:mod:`autotune.store.stale`) and the trials each
+device model's dispatch is learned from (:func:`autotune.store.dispatch.build_dispatch`, per
+device name, compute capability and dtype) from the results database, and renders them with
+:func:`autotune.report.header.render_header`; the file is written beside its final name and
+renamed over it, so it is never half written.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from datetime import UTC, datetime
 
 from autotune.base.files import write_atomically
 from autotune.kernel.model import Kernel
-from autotune.report.header import HeaderRecord, render_header
+from autotune.report.header import HeaderDispatch, HeaderRecord, render_header
 from autotune.store import stale
+from autotune.report.dispatch import stored_tables
+from autotune.store.dispatch import build_dispatch
 
-__all__ = ["HeaderReport", "export_header"]
+__all__ = ["HeaderReport", "export_header", "header_dispatches"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,22 @@ def export_header(store, path: str | os.PathLike[str], kernel: Kernel, *, device
                   f"kernel {kernel.name} (source {kernel.source_hash[:12]}, description {kernel.spec_hash[:8]})",
                   *([f"from {database}"] if database else [])]
     text = render_header(kernel.name, kernel.dims, kernel.tunables, kernel.default_config().as_dict(), records,
-                         provenance=provenance)
+                         provenance=provenance, dispatches=header_dispatches(store, kernel, device_name=device_name,
+                                                                             nvcc_version=nvcc_version))
     write_atomically(path, text, "header")
     return HeaderReport(len(records), len(left_out), stale.summary(left_out) if left_out else "")
+
+
+def header_dispatches(store, kernel: Kernel, *, device_name: str | None = None,
+                      nvcc_version: str | None = None) -> list[HeaderDispatch]:
+    """The dispatch of each device (name and compute capability; of devices whose name contains
+    ``device_name``) and dtype, learned from ``kernel``'s non-stale trials there
+    (:func:`autotune.report.dispatch.stored_tables`).
+
+    Raises:
+        StoreError: the database cannot be read.
+    """
+    default = kernel.default_config()
+    return [HeaderDispatch(device, cc, dtype, build_dispatch(tables, default, kernel.dims))
+            for (device, cc, dtype), tables in stored_tables(store, kernel, device_name=device_name,
+                                                             nvcc_version=nvcc_version).items()]

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
+from autotune.kernel.arguments import check_bundle_args, check_db_arg, shown
 from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
 from autotune.kernel.problem import Problem
-from autotune.runtime import driver
+from autotune.runtime import driver, recording
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from autotune.kernel.dtypes import DType
+    from autotune.measure.device import DeviceInfo
     from autotune.runtime.lookup import LaunchConfig
 
 __all__ = ["Launcher", "compiled", "clear_launchers"]
@@ -63,6 +65,8 @@ class Launcher:
         module: the driver's module handle (likewise).
         expected: ``(name, shape, dtype, written)`` of each array argument, in order.
         scalars: the ctypes value of each scalar argument, by name (from the dims).
+        device: the identity of the device it was loaded for (``None``: not known; what a
+            recording counts its launches under, `autotune.runtime.recording`).
     """
 
     problem: Problem
@@ -74,6 +78,7 @@ class Launcher:
     module: int
     expected: list[tuple[str, tuple[int, ...], DType, bool]]
     scalars: dict[str, Any]
+    device: DeviceInfo | None = None
 
     @property
     def kernel(self) -> Kernel:
@@ -121,9 +126,13 @@ class Launcher:
                       self.kernel.name)
 
 
+recording.register_method(Launcher, "__call__", recording.launcher_call)  # counted while a recording is active
+
+
 def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
              dtype: DTypeLike | DType = "float32", *, db: str | None = None,
-             default: Config | None = None) -> Launcher:
+             default: Config | None = None, bundle: str | Path | None = None,
+             allow_same_arch: bool | None = None) -> Launcher:
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
@@ -135,18 +144,35 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
         default: the config to launch where nothing is tuned (the ``default`` rung of
             [`lookup`][autotune.runtime.lookup.lookup]) instead of the kernel file's default, e.g.
             the transpose rule's config for a class of shapes (``autotune.runtime.op_choice.rule_config``).
+        bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``) to take
+            the config from instead of the database (default ``AUTOTUNE_BUNDLE``, if set;
+            ``autotune.runtime.bundle``).
+        allow_same_arch: use a bundle made for another device model, driver or nvcc of this
+            compute capability, at the ``same_arch`` rung (default ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
 
     Raises:
-        InvalidInputError: unknown kernel or dtype, bad dims.
+        InvalidInputError: unknown kernel or dtype, bad dims, ``db`` or ``default`` (a
+            ``default`` that is not a Config of the kernel's tunables), each checked before
+            anything is opened (``autotune.kernel.arguments``); a bundle that cannot be read or
+            used here (``autotune.runtime.bundle.BundleError``, naming the file and what is wrong).
         GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
+    from autotune.runtime.bundle import given_bundle
+
+    check_db_arg(db)
+    check_bundle_args(bundle, allow_same_arch)
+    if default is not None and not isinstance(default, Config):
+        raise InvalidInputError(f"default {shown(default)} is not allowed; give a Config of the kernel, or None")
     problem = Problem.of(kernel, dims, dtype)
-    key = (driver.current_context(), problem, db, default)
+    if default is not None:
+        problem.kernel.check(default)  # its macros are the kernel's tunables
+    bundle = given_bundle(bundle)
+    key = (driver.current_context(), problem, db, default, bundle, allow_same_arch)
     with _lock:
         found = _launchers.get(key)
     if found is None:
-        found = _build(problem, db, default)
+        found = _build(problem, db, default, bundle, allow_same_arch)
         with _lock:
             found = _launchers.setdefault(key, found)
     return found
@@ -161,15 +187,24 @@ def clear_launchers() -> None:
 caches.register("launchers", clear_launchers)
 
 
-def _build(problem: Problem, db: str | None, default: Config | None = None) -> Launcher:
+def _build(problem: Problem, db: str | None, default: Config | None = None, bundle: str | None = None,
+           allow_same_arch: bool | None = None) -> Launcher:
     from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
     from autotune.measure.buffers import scalar_values
     from autotune.runtime.lookup import lookup
 
+    recording.from_environment()  # AUTOTUNE_RECORD: the first cold launch starts it
     k, dt = problem.kernel, problem.dtype
     device = current_device()
-    chosen = lookup(problem, device=device, db=db)
+    if bundle is not None:  # the bundle decides, not a database
+        from autotune.measure.toolchain import Toolchain
+        from autotune.runtime.bundle import allowed_same_arch, bundle_config, read_bundle
+
+        chosen = bundle_config(read_bundle(bundle), problem, device, Toolchain.of(device.arch),
+                               allowed_same_arch(allow_same_arch))
+    else:
+        chosen = lookup(problem, device=device, db=db)
     if default is not None and chosen.rung == "default" and default != chosen.config:
         chosen = replace(chosen, config=default, note=f"{chosen.note}; the rule's config {default.key} instead")
     config = chosen.config
@@ -194,7 +229,7 @@ def _build(problem: Problem, db: str | None, default: Config | None = None) -> L
     expected = [(a.name, a.shape_of(env), a.dtype_of(dt), a.role != "in") for a in k.arrays]
     scalars = {name: CTYPES[next(s.ctype for s in k.args if s.name == name)](value.item())
                for name, value in scalar_values(k, env).items()}
-    return Launcher(problem, chosen, grid, block, shared, function, module, expected, scalars)
+    return Launcher(problem, chosen, grid, block, shared, function, module, expected, scalars, device)
 
 
 def _opt_in(function: int, shared: int, device, config) -> None:

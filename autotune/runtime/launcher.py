@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import (check_bundle_args, check_db_arg, check_dims_arg, check_dtype_arg, check_flag_arg,
+                                       check_kernel_arg)
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
@@ -70,7 +72,8 @@ def _flags_contiguous(a) -> bool:
 
 
 def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *, db: str | None = None,
-             dims: Mapping[str, int] | None = None, reset: bool = False, tune: str | None = None) -> KernelLauncher:
+             dims: Mapping[str, int] | None = None, reset: bool = False, bundle: str | Path | None = None,
+             allow_same_arch: bool | None = None, tune: str | None = None) -> KernelLauncher:
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
@@ -81,17 +84,30 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
         dims: values of dims that no array's shape names (``{"k": 64}``).
         reset: clear the arrays whose kernel file gives ``reset`` before every launch (each call
             may say otherwise with ``reset=``).
+        bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``): every
+            config comes from it, no database is read (default ``AUTOTUNE_BUNDLE``, if set).
+            It is read and checked here (its kernel's source), and against the device at
+            the first launch of each shape (``autotune.runtime.bundle``).
+        allow_same_arch: use a bundle made for another device model, driver or nvcc of the
+            same compute capability, at the ``same_arch`` rung (default: refused, unless
+            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
         tune: ``None`` (the default): launch what the lookup ladder gives. ``"quick"``: a shape
             with no tuned config stored is first tuned by a short search in a child process
             (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
-            not) is said once by a ``TuningWarning``.
+            not) is said once by a ``TuningWarning``. Not with a bundle (its configs are chosen).
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
-            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; ``tune`` not a preset.
+            ``dims``; ``reset=True`` for a kernel without ``reset`` arrays; an argument of
+            another type or out of range (``dims`` not a mapping of integers, ``reset`` not a
+            bool), checked before the kernel file is read (``autotune.kernel.arguments``); a
+            bundle that cannot be read, or was made for another source of the kernel
+            (``BundleError``: one line naming the file and what is wrong); ``tune`` not a
+            preset, or given with a bundle.
         KernelFileError: the kernel file is malformed.
     """
-    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, tune=tune)
+    return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, bundle=bundle,
+                          allow_same_arch=allow_same_arch, tune=tune)
 
 
 class KernelLauncher:
@@ -105,11 +121,24 @@ class KernelLauncher:
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
                  db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False,
+                 bundle: str | Path | None = None, allow_same_arch: bool | None = None,
                  tune: str | None = None) -> None:
+        from autotune.runtime.bundle import check_kernel, given_bundle, read_bundle
         from autotune.runtime.first_sight import check_preset
 
+        check_kernel_arg(kernel)  # every argument by type and range before the kernel file is read
+        check_dtype_arg(dtype, optional=True)
+        check_db_arg(db)
+        check_dims_arg(dims, "dims", optional=True, positional=False, empty=True)
+        check_flag_arg(reset, "reset")
+        check_bundle_args(bundle, allow_same_arch)
         self.tune, self._seen = check_preset(tune), set()
         self.kernel = resolve_kernel(kernel)
+        self.bundle, self.allow_same_arch = given_bundle(bundle), allow_same_arch
+        if self.tune is not None and bundle is not None:
+            raise InvalidInputError(f"tune={tune!r} is not allowed with a bundle: its configs are chosen already")
+        if self.bundle is not None:  # a bad bundle, or one of another source of this kernel: said now
+            check_kernel(read_bundle(self.bundle), self.kernel)
         self.dtype = None if dtype is None else get_dtype(dtype)
         if self.dtype is not None:
             self.kernel.check_dtype(self.dtype)
@@ -140,6 +169,8 @@ class KernelLauncher:
             AutotuneError: the config does not build or fit this device, or the driver refused
                 the launch.
         """
+        if reset is not None and reset is not True and reset is not False:
+            check_flag_arg(reset, "reset")  # "no" is a truthy string: never a reset
         first = arrays[0] if arrays else None
         if type(first) is self._tensor:
             device = first.get_device()
@@ -225,7 +256,7 @@ class KernelLauncher:
         tuned first, once per launcher (``autotune.runtime.first_sight``)."""
         from autotune.runtime.launch import compiled
 
-        if self.tune is not None and problem not in self._seen:
+        if self.tune is not None and self.bundle is None and problem not in self._seen:
             from autotune.base.caches import clear_cache
             from autotune.measure.device import current_device
             from autotune.runtime.first_sight import tune_first
@@ -239,7 +270,7 @@ class KernelLauncher:
             if first and answer.rung != "exact" and tune_first(problem, device.ordinal, self.db, self.tune,
                                                                 answer.rung, answer.config.key):
                 clear_cache()  # the lookup reads the stored winner afresh
-        return compiled(problem, db=self.db)
+        return compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
 
     def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
         """The cold path (see module doc): check everything, look the config up, load it."""

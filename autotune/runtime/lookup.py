@@ -6,11 +6,17 @@ it took (:attr:`LaunchConfig.rung`):
 
 1. ``exact``: the stored best of the exact key (device model, kernel name, source and spec
    hashes, dims, dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
-2. ``nearest_shape``: the same device, kernel, dtype and toolchain, tuned for the nearest dims
-   by log-distance ``sqrt(sum over the kernel's dims of ln(d/d')^2)``: a ratio measure, so 2048
-   and 8192 are equally far from 4096 (a heuristic of this project, issue 4: tile counts and
-   cache footprints scale with the ratio). Ties: larger product of the dims, then the larger
-   values in the kernel's dims order.
+2. ``dispatch``: the same device model, kernel, dtype and toolchain, tuned for other dims: the
+   config the kernel's dispatch picks (:mod:`autotune.store.dispatch`): a few configs learned
+   from every stored trial of those shapes (the default always one of them) and a rule over
+   the dims (distance-weighted nearest tuned shapes, by log-distance ``sqrt(sum over the
+   kernel's dims of ln(d/d')^2)``) that leaves the default only where the trials say another
+   config is faster beyond the noise. The dispatch is learned once per process and database
+   state (rebuilt when a trial of the kernel is stored: the largest trial id or the count
+   changes). ``shape_rung="nearest_shape"`` climbs this project's earlier rung instead, kept for
+   comparison: the stored best of the nearest tuned dims by the same distance (a ratio measure,
+   so 2048 and 8192 are equally far from 4096; ties: larger product of the dims, then the larger
+   values in the kernel's dims order).
 3. ``same_arch``: another device of the same compute capability (same binary), the same dims
    if tuned there, else the nearest by the same distance; ties: device name, then as above.
 4. ``default``: the kernel's built-in default config.
@@ -33,12 +39,15 @@ from pathlib import Path
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import (check_db_arg, check_dims_arg, check_dtype_arg, check_kernel_arg,
+                                       check_ordinal_arg, shown)
 from autotune.kernel.config import Config
 from autotune.kernel.dims import shape_distance
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.measure.toolchain import Toolchain
 from autotune.store import stale
+from autotune.store.dispatch import Dispatch, build_dispatch, tables_from_trials
 from autotune.kernel.model import Kernel
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.urls import given_url
@@ -56,10 +65,13 @@ if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQ
 
     Reader = SqliteReader | Store
 
-__all__ = ["LaunchConfig", "RUNGS", "lookup"]
+__all__ = ["LaunchConfig", "RUNGS", "SHAPE_RUNGS", "lookup"]
 
 
-RUNGS = ("exact", "nearest_shape", "same_arch", "default")
+RUNGS = ("exact", "dispatch", "same_arch", "default")
+SHAPE_RUNGS = ("dispatch", "nearest_shape")
+"""What the second rung may be (``lookup(..., shape_rung=...)``): the dispatch, or the best of
+the nearest tuned shape (this project's rung before the dispatch, kept for comparison)."""
 MAX_CACHED = 65536
 """Answers kept per process; the cache starts afresh when full."""
 
@@ -70,15 +82,17 @@ class LaunchConfig:
 
     Attributes:
         config: kernel name and macro values.
-        source: ``"tuned"`` (rungs exact, nearest_shape, same_arch) or ``"default"``.
+        source: ``"tuned"`` (rungs exact, dispatch, same_arch, nearest_shape) or ``"default"``.
         gbps: effective bandwidth measured when the used result was tuned, GB/s, for
-            ``tuned_dims`` on ``tuned_device`` (``None`` for default, or for a kernel without a
-            bytes objective).
+            ``tuned_dims`` on ``tuned_device`` (``None`` for default, for a kernel without a
+            bytes objective, or for a dispatch's config not measured at the nearest tuned shape).
         pct_memcpy: that bandwidth as % of that device's memcpy then (``None`` for default).
         note: one line saying what was found (and how many stale results were skipped).
-        rung: one of ``RUNGS``: ``"exact"``, ``"nearest_shape"``, ``"same_arch"``, ``"default"``.
+        rung: one of ``RUNGS``: ``"exact"``, ``"dispatch"``, ``"same_arch"``, ``"default"``; or
+            ``"nearest_shape"`` where asked for (``shape_rung``).
         tuned_shape: the values of the dims the used result was tuned for, in the kernel's
-            dims order, e.g. ``(4096, 4096)`` or ``(M, N, K)`` (``None`` for default).
+            dims order, e.g. ``(4096, 4096)`` or ``(M, N, K)`` (``None`` for default); for the
+            dispatch, the nearest tuned shape.
         tuned_device: name of the device it was tuned on (``None`` for default).
         gflops: GFLOP/s measured there (``None`` without a flops objective).
         tuned_dims: the named dims the used result was tuned for, e.g. ``(("rows", 4096),
@@ -105,6 +119,7 @@ _open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; neve
 _stores: dict[str, Reader] = {}
 _warned: set[str] = set()  # databases whose older schema was warned about
 _devices: dict[int, DeviceInfo] = {}
+_dispatches: dict[tuple, tuple[tuple, Dispatch]] = {}  # (db, key identity without dims) -> (store state, dispatch)
 
 
 def _clear_answers() -> None:
@@ -117,6 +132,7 @@ def _clear_answers() -> None:
         for store in _stores.values():
             store.close()
         _stores.clear()
+        _dispatches.clear()
 
 
 caches.register("lookup", _clear_answers)
@@ -124,7 +140,7 @@ caches.register("lookup", _clear_answers)
 
 def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
            dtype: DTypeLike | DType = "float32", *, device: int | DeviceInfo = 0,
-           db: str | None = None) -> LaunchConfig:
+           db: str | None = None, shape_rung: str = "dispatch") -> LaunchConfig:
     """The config to launch ``kernel`` with for problem ``dims`` of ``dtype`` on ``device``.
 
     Args:
@@ -140,10 +156,13 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             (``autotune.measure.device``).
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
             platformdirs default).
+        shape_rung: the second rung: ``"dispatch"`` (the default), or ``"nearest_shape"`` (the
+            best of the nearest tuned shape; kept to compare with).
 
     Raises:
         InvalidInputError: unknown kernel or dtype, a kernel or dtype that is neither (``None``, a
-            number), dims that do not fit the kernel, bad device.
+            number), dims that do not fit the kernel, bad device, a ``shape_rung`` not in
+            ``SHAPE_RUNGS``.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
             GPU or PyCUDA.
         StoreError: the database cannot be reached or read, or is of a newer schema than
@@ -158,36 +177,67 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             the database (milliseconds); warm ones are one dict lookup under a lock (about a
             microsecond, ``benchmarks/lookup_latency.py``).
     """
+    # Arguments are checked before anything is opened; on this warm path only what a cached
+    # answer could be mistaken for (True == 1, 0.0 == 0, "" for the default database): the
+    # rest is checked by the cold path, whose refusals are never cached.
+    if type(device) is not int and type(device) is not DeviceInfo:
+        check_ordinal_arg(device, "device", also=(DeviceInfo,), also_text=" or a DeviceInfo")
+    if db is not None and (type(db) is not str or not db):
+        check_db_arg(db)
     if isinstance(kernel, Problem):
         which, dims, dtype = Problem.of(kernel, dims), (), None
     elif isinstance(kernel, (str, Path)) and str(kernel):
         which = kernel
     elif isinstance(kernel, (str, Path)) or not all(hasattr(kernel, a) for a in ("name", "source_hash", "spec_hash")):
-        raise InvalidInputError(f"kernel {kernel!r} is not allowed; give a catalog name (e.g. 'smem_pad'), a kernel "
-                                "file's path or a Kernel")
+        check_kernel_arg(kernel, identity=True)
+        raise InvalidInputError(f"kernel {shown(kernel)} is not allowed; give a catalog name (e.g. 'smem_pad'), a "
+                                "kernel file's path or a Kernel")
     else:  # a kernel object: its identity, so an edited kernel file is another key
         which = (kernel.name, kernel.source_hash, kernel.spec_hash)
     try:
-        given = (("map", *sorted(dims.items())) if isinstance(dims, Mapping)
-                 else dims if type(dims) is tuple else tuple(dims))
+        if isinstance(dims, Mapping):
+            given, values = ("map", *sorted(dims.items())), dims.values()
+        else:
+            given = values = dims if type(dims) is tuple else tuple(dims)
         hash(given)
     except TypeError:
-        raise InvalidInputError(f"dims {dims!r} are not allowed; give a mapping {{name: value}} or a tuple "
+        check_dims_arg(dims)
+        raise InvalidInputError(f"dims {shown(dims)} are not allowed; give a mapping {{name: value}} or a tuple "
                                 "of integers in the kernel's dims order") from None
-    ck = (which, given, dtype, device, given_url(db))
-    with _lock:
-        hit = _cache.get(ck)
+    for v in values:
+        if type(v) is not int:  # NumPy integers pass; booleans, floats and strings do not
+            check_dims_arg(dims)
+            break
+    ck = (which, given, dtype, device, given_url(db), shape_rung)
+    try:
+        with _lock:
+            hit = _cache.get(ck)
+    except TypeError:  # an unhashable dtype or shape_rung (a list, a dict)
+        check_dtype_arg(dtype)
+        raise InvalidInputError(f"shape_rung {shown(shape_rung)} is not allowed; allowed: "
+                                f"{', '.join(SHAPE_RUNGS)}") from None
     if hit is not None:
         return hit
-    answer = _resolve(kernel, dims, dtype, device, ck[-1])
+    if shape_rung not in SHAPE_RUNGS:
+        raise InvalidInputError(f"shape_rung {shown(shape_rung)} is not allowed; allowed: {', '.join(SHAPE_RUNGS)}")
+    answer = _resolve(kernel, dims, dtype, device, ck[-2], shape_rung, db)
     with _lock:  # a racing cold call may have won: everyone gets the first answer stored
         if len(_cache) >= MAX_CACHED:
             _cache.clear()
         return _cache.setdefault(ck, answer)
 
 
-def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
-    """The cold path: climb the ladder against the database (one to three queries)."""
+def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
+             given_db: str | None = None) -> LaunchConfig:
+    """The cold path: every argument checked (the device before PyCUDA is asked of it), then
+    climb the ladder against the database (a few queries; the trials of the kernel's other
+    shapes when its dispatch is not learned yet or the database changed)."""
+    check_ordinal_arg(device, "device", also=(DeviceInfo,), also_text=" or a DeviceInfo")
+    check_db_arg(given_db)
+    if not isinstance(kernel, Problem):
+        check_kernel_arg(kernel, identity=True)
+        check_dims_arg(dims)
+        check_dtype_arg(dtype)
     info = _device(device)
     if isinstance(kernel, (Problem, str, Path, Kernel)):
         problem = Problem.of(kernel, None if isinstance(kernel, Problem) else dims, dtype)
@@ -206,15 +256,22 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     if best is not None and stale.stale_reason(best, k, key.nvcc_version) is None:
         return _answer(best, "exact", f"tuned for this exact key on {best.updated_at:%Y-%m-%d}")
     fresh, skipped = _fresh(store, k, key)
-    mine = [r for r in fresh if _same_device(info, r)]
-    others = [r for r in fresh if not _same_device(info, r)]
     want = key.dims
-    for r in sorted(mine, key=lambda r: _shape_rank(r, want)):
-        if store.best(replace(key, dims=r.dims)) is not None:  # the full identity
-            n = len({m.dims for m in mine})
-            return _answer(r, "nearest_shape", f"tuned for {r.display} on this device "
-                                               f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)
-        others.append(r)  # same as far as the record tells, but not this device (total memory)
+    if shape_rung == "dispatch":
+        if any(_same_device(info, r) for r in fresh):  # else no trial of this model to learn from: no query
+            d = _dispatch(store, db, k, key)
+            if d.shapes:
+                return _dispatch_answer(d, key, skipped)
+        others = list(fresh)  # none of this device model: every usable result is another device's
+    else:
+        mine = [r for r in fresh if _same_device(info, r)]
+        others = [r for r in fresh if not _same_device(info, r)]
+        for r in sorted(mine, key=lambda r: _shape_rank(r, want)):
+            if store.best(replace(key, dims=r.dims)) is not None:  # the full identity
+                n = len({m.dims for m in mine})
+                return _answer(r, "nearest_shape", f"tuned for {r.display} on this device "
+                                                   f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)
+            others.append(r)  # same as far as the record tells, but not this device (total memory)
     if others:
         r = min(others, key=lambda r: (_distance(r, want), r.device_name, *_shape_rank(r, want)[1:],
                                        r.driver_version, r.cuda_version, r.device_uuid, r.sm_count))
@@ -225,6 +282,46 @@ def _resolve(kernel, dims, dtype, device, db: str) -> LaunchConfig:
     return LaunchConfig(k.default_config(), "default", rung="default",
                         note=f"nothing tuned for {k.name} {format_shape(want)} {dt} on {info.name}; "
                              f"using the kernel's default{skipped}")
+
+
+def _dispatch(store: Reader, db: str, k, key: TuningKey) -> Dispatch:
+    """The dispatch of ``key``'s kernel, dtype, device model and toolchain (any dims), learned
+    from the store's trials, or the one learned before if no trial of the kernel was stored since
+    (one query for the store's state; :mod:`autotune.store.trial_sql`)."""
+    identity = (db, key.device.name, key.device.compute_capability, key.device.sm_count, key.device.total_memory,
+                key.device.driver_version, key.device.cuda_version, key.kernel, key.source_hash, key.spec_hash,
+                key.dtype, key.nvcc_version, key.compile_flags)
+    state = store.trials_state(key.kernel)
+    with _open_lock:
+        known = _dispatches.get(identity)
+    if known is not None and known[0] == state:
+        return known[1]
+    tunables = set(k.tunables)
+    trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
+    d = build_dispatch(tables_from_trials(trials), k.default_config(), [n for n, _ in key.dims])
+    with _open_lock:
+        _dispatches[identity] = (state, d)
+    return d
+
+
+def _dispatch_answer(d: Dispatch, key: TuningKey, skipped: str) -> LaunchConfig:
+    """The dispatch rung's answer for ``key``'s dims: the config, and what it measured at the
+    nearest tuned shape where it was measured there."""
+    index, near = d.choose(key.shape)
+    config, shape = d.configs[index], d.shapes[near]
+    ms = d.times[near][index]
+    gbps, gflops, pct = d.figures[near][index] if d.figures else (None, None, None)
+    measured = ms is not None and ms != float("inf")
+    n = len(d.shapes)
+    which = "the kernel's default" if index == 0 else f"config {index + 1} of {len(d.configs)}"
+    dims = tuple(zip(d.dims, shape))
+    there = (f"{gflops:.0f} GFLOP/s" if gflops is not None else f"{gbps:.0f} GB/s" if gbps is not None
+             else f"{ms:.4g} ms") if measured else "not measured"
+    return LaunchConfig(config, "tuned", gbps if measured else None, pct if measured else None,
+                        note=f"dispatch of {n} tuned shape{'s' if n > 1 else ''} on this device: {which} "
+                             f"(nearest tuned {format_shape(dims)}: {there} there){skipped}",
+                        rung="dispatch", tuned_shape=shape, tuned_device=key.device.name,
+                        gflops=gflops if measured else None, tuned_dims=dims, median_ms=ms if measured else None)
 
 
 def _fresh(store: Reader, k, key: TuningKey) -> tuple[list[BestRecord], str]:

@@ -28,7 +28,7 @@ import struct
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.model import Array
 from autotune.kernel.resets import fill_ops
-from autotune.runtime import driver
+from autotune.runtime import driver, recording
 from autotune.runtime.launch import Launcher
 
 __all__ = ["PackedLaunch", "SCALAR_FORMATS", "launch_api"]
@@ -68,11 +68,13 @@ class PackedLaunch:
         resets: ``(array index, fills)`` of the arrays whose kernel file gives ``reset``
             (:func:`autotune.kernel.resets.fill_ops`).
         go: ``go(pointers, stream)``: pack and launch, nothing else (the hot path's call; a
-            closure over everything made once).
+            closure over everything made once). While a recording is active it is a counting
+            one (:mod:`autotune.runtime.recording`), ``raw_go`` the original.
         api: ``"cuda.bindings"`` or ``"ctypes"`` (:func:`launch_api`).
     """
 
-    __slots__ = ("launcher", "resets", "pack", "buf", "argv", "stream", "call", "run", "name", "unpack", "api", "go")
+    __slots__ = ("launcher", "resets", "pack", "buf", "argv", "stream", "call", "run", "name", "unpack", "api", "go", "raw_go",
+                 "__weakref__")
 
     def __init__(self, launcher: Launcher) -> None:
         k = launcher.kernel
@@ -111,6 +113,8 @@ class PackedLaunch:
                        for i, (a, (_, shape, dt, _w)) in enumerate(zip(arrays, launcher.expected))
                        if a.reset is not None
                        for nbytes in [int(dt.itemsize * _count(shape))]]
+        self.raw_go = self.go
+        recording.track(self)  # counted while a recording is active (the cold path only)
 
     def __call__(self, pointers, stream: int, reset: bool = False) -> None:
         """Launch on the arrays at device addresses ``pointers`` (one per array argument, in

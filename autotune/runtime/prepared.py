@@ -14,7 +14,7 @@ import ctypes
 
 from autotune.errors import AutotuneError
 from autotune.kernel.model import Array
-from autotune.runtime import driver
+from autotune.runtime import driver, recording
 from autotune.runtime.launch import CTYPES, Launcher
 
 __all__ = ["PreparedTranspose", "MAX_GRID_Z"]
@@ -79,3 +79,6 @@ class PreparedTranspose:
             status = self._launch(*self._call)
             if status != 0:
                 raise AutotuneError(f"cuLaunchKernel of {self._name} failed with CUDA error {status}")
+
+
+recording.register_method(PreparedTranspose, "__call__", recording.transpose_call)  # counted while recording

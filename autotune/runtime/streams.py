@@ -28,13 +28,25 @@ def stream_handle(stream, first, kind: str | None = None, device: int | None = N
         if kind == "cupy":
             return cupy_stream()
         return 0
-    if isinstance(stream, int) and not isinstance(stream, bool):
+    if type(stream) is int and 0 <= stream < 2**64:
         return stream
-    for attr in ("cuda_stream", "ptr", "handle"):
-        if hasattr(stream, attr):
-            return int(getattr(stream, attr))
-    raise InvalidInputError(f"stream {stream!r} is not allowed; give a stream handle (int), a torch or CuPy "
-                            "stream, or a PyCUDA Stream")
+    handle = stream
+    if not isinstance(stream, int):
+        handle = next((getattr(stream, attr) for attr in ("cuda_stream", "ptr", "handle") if hasattr(stream, attr)),
+                      None)
+    try:
+        if handle is not None and not isinstance(handle, (bool, float, str, bytes)) and 0 <= int(handle) < 2**64:
+            return int(handle)
+    except (TypeError, ValueError):
+        pass
+    raise InvalidInputError(f"stream {_shown(stream)} is not allowed; give a stream handle (an integer 0..2**64-1), "
+                            "a torch or CuPy stream, or a PyCUDA Stream")
+
+
+def _shown(value) -> str:
+    from autotune.kernel.arguments import shown
+
+    return shown(value)
 
 
 _raw_torch_stream = None

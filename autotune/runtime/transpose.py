@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
 from autotune.errors import InvalidInputError
+from autotune.kernel.arguments import check_db_arg, check_kernel_arg
 from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES, DType, word_dtype
 from autotune.kernel.problem import Problem
@@ -84,9 +85,13 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
             ``stream``.
         GPUUnavailableError: no current CUDA context.
     """
+    if db is not None:
+        check_db_arg(db)
+    given = None if stream is None else stream_handle(stream, a)  # every argument before the array is read
     if kernel is not None and (type(kernel) is not str or kernel not in _kernels):
         _kernel(kernel)  # a kernel that is not a transpose is refused first (then a dict lookup)
     v = view_of(a)
+    o = None if out is None else view_of(out, "out")  # read before the GPU is: a wrong out is refused first
     lay = layout_of(v)
     if lay.rows > MAX_DIM or lay.cols > MAX_DIM:
         raise InvalidInputError(f"shape {'x'.join(map(str, v.shape))} is not allowed; rows and cols are 1..{MAX_DIM}")
@@ -98,8 +103,8 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
     if out is None:
         out, target = _empty(a, v, lay)
     else:
-        target = _out_pointer(out, v, lay)
-    s = stream_handle(stream, a, v.kind, v.device)
+        target = _out_pointer(o, v, lay)
+    s = stream_handle(stream, a, v.kind, v.device) if given is None else given
     if copy:
         if target != v.pointer:
             driver.copy_async(target, v.pointer, lay.batch * lay.rows * lay.cols * v.itemsize, s)
@@ -118,6 +123,9 @@ def transpose_plan(a: Any, *, kernel: str | Path | Kernel | None = None, db: str
     Raises:
         InvalidInputError, GPUUnavailableError: as :func:`transpose`.
     """
+    check_db_arg(db)
+    if kernel is not None:
+        _kernel(kernel)
     v = view_of(a)
     return _plan(kernel, db, layout_of(v), v)
 
@@ -147,6 +155,8 @@ def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
 def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose:
     from dataclasses import replace
 
+    check_db_arg(db)
+
     from autotune.runtime.launch import compiled
 
     dt: DType = DTYPES.get(v.type_name) or word_dtype(v.itemsize)
@@ -174,6 +184,7 @@ def _kernel(kernel):
     if found is None:
         from autotune.kernel.catalog import resolve_kernel
 
+        check_kernel_arg(kernel)
         found = resolve_kernel(kernel)
         if found.dims != ("rows", "cols") or found.check_spec.reference != "autotune.kernel.references:transpose":
             raise InvalidInputError(f"kernel {kernel!r} is not a transpose")
@@ -210,10 +221,9 @@ def _torch_empty():
     return torch.empty
 
 
-def _out_pointer(out, v: View, lay: Layout) -> int:
-    """``out``'s address, once checked to be a writable contiguous ``(..., cols, rows)`` array
-    of ``v``'s element size and type."""
-    o = view_of(out, "out")
+def _out_pointer(o: View, v: View, lay: Layout) -> int:
+    """The address of ``o`` (the view of ``out``), once checked to be a writable contiguous
+    ``(..., cols, rows)`` array of ``v``'s element size and type."""
     shape = (*lay.lead, lay.cols, lay.rows)
     raw = "raw" in (o.type_name + v.type_name)
     if (tuple(o.shape) != shape or o.itemsize != v.itemsize or (o.type_name != v.type_name and not raw)

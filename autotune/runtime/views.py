@@ -88,18 +88,12 @@ def _cupy(a, what: str) -> View:
 
 
 def _cai(obj, what: str) -> View:
-    import numpy as np
+    from autotune.runtime.arrays import read_interface
 
-    try:
-        cai = obj.__cuda_array_interface__
-    except AttributeError:
-        raise InvalidInputError(f"{what} of type {type(obj).__name__} is not a GPU array; allowed: a PyTorch CUDA "
-                                "tensor, a CuPy array, a PyCUDA GPUArray or an object with __cuda_array_interface__")
-    if cai.get("mask") is not None:
-        raise InvalidInputError(f"{what} is a masked array; allowed: unmasked")
-    dt = np.dtype(cai["typestr"])
-    shape = tuple(int(n) for n in cai["shape"])
-    strides = cai.get("strides")
+    cai = read_interface(obj, what, "a PyTorch CUDA tensor, a CuPy array, a PyCUDA GPUArray or an object with "
+                         "__cuda_array_interface__")  # every field checked: no KeyError, TypeError, AttributeError
+    dt, shape = cai.dtype, cai.shape
+    strides = cai.strides
     if strides is None:  # C-contiguous
         strides, step = [], 1
         for n in reversed(shape):
@@ -108,8 +102,7 @@ def _cai(obj, what: str) -> View:
     else:
         strides = _elements(strides, dt.itemsize, shape, what)
     name = f"raw {dt.itemsize}-byte words" if dt.kind == "V" else dt.name
-    pointer, readonly = cai["data"]
-    return View(int(pointer or 0), shape, tuple(strides), dt.itemsize, name, kind_of(obj), bool(readonly), dt)
+    return View(cai.pointer, shape, tuple(strides), dt.itemsize, name, kind_of(obj), cai.readonly, dt)
 
 
 def _elements(strides, itemsize: int, shape, what: str) -> tuple[int, ...]:

@@ -23,10 +23,10 @@ needs only JSON; :func:`simulate` imports ``kernel_tuner`` when called.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from autotune.base.files import write_atomically
@@ -59,8 +59,9 @@ def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLik
     evaluations, ``max_fevals``, not in time).
 
     Raises:
-        InvalidInputError: a key of the table is not a valid config of the space; ``path``
-            cannot be written.
+        InvalidInputError: a key of the table is not a valid config of the space, or its time
+            is not a finite number > 0 (``inf`` would be written as ``Infinity``, which is not
+            JSON); ``path`` cannot be written.
     """
     names = [n for n, _ in space.params]
     configs = table_configs(table, space)
@@ -68,6 +69,10 @@ def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLik
     for key, config in configs.items():
         params = config.as_dict()
         ms = table[key]
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float)) or not math.isfinite(ms)
+                               or ms <= 0):
+            raise InvalidInputError(f"config {key} has time {ms!r} ms; a Kernel Tuner cache holds a finite time "
+                                    "> 0 ms (or a failed config), and JSON has no infinity or NaN")
         cache[cache_key(names, params)] = {
             **params, "time": FAILED if ms is None else float(ms), "times": [] if ms is None else [float(ms)],
             "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0,
@@ -76,7 +81,7 @@ def write_cache(table: Mapping[str, float | None], space, path: str | os.PathLik
     doc = {"device_name": device_name, "kernel_name": kernel_name or space.kernel,
            "problem_size": list(problem_size), "tune_params_keys": names,
            "tune_params": {n: list(v) for n, v in space.params}, "objective": "time", "cache": cache}
-    write_atomically(path, json.dumps(doc, indent=1) + "\n", "Kernel Tuner cache file")
+    write_atomically(path, json.dumps(doc, indent=1, allow_nan=False) + "\n", "Kernel Tuner cache file")
     return doc
 
 
@@ -100,13 +105,22 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
     from autotune.store.records import trial_record
     from autotune.store.t4 import key_trials, select_keys
 
+    from autotune.store import stale
+
     k = get_kernel(kernel) if isinstance(kernel, str) else kernel
-    chosen, _, _ = select_keys(store, kernel=k, dims=dims, device_name=device_name, include_stale=include_stale,
-                               nvcc_version=nvcc_version, dtype=dtype)
-    if len(chosen) != 1:
-        found = "; ".join(f"{r.device_name} {r.display} {r.dtype}" for r in chosen[:8]) or "none"
-        raise InvalidInputError(f"a Kernel Tuner cache holds one key; {len(chosen)} stored keys of {k.name} match "
-                                f"({found}): narrow them with --dims/--size, --dtype or --device")
+    chosen, reasons, _ = select_keys(store, kernel=k, dims=dims, device_name=device_name,
+                                     include_stale=include_stale, nvcc_version=nvcc_version, dtype=dtype)
+    filters = _filters(dims, device_name, dtype)
+    if not chosen and reasons and not include_stale:
+        raise InvalidInputError(f"a Kernel Tuner cache holds one key; no current stored key of {k.name}{filters} "
+                                f"matches: {stale.left_out(reasons, 'writes them')}")
+    if not chosen:
+        raise InvalidInputError(f"a Kernel Tuner cache holds one key; no stored key of {k.name}{filters} matches: "
+                                "search it first, or widen the filters (--dims/--size, --dtype, --device)")
+    if len(chosen) > 1:
+        found = "; ".join(f"{r.device_name} {r.display} {r.dtype}" for r in chosen[:8])
+        raise InvalidInputError(f"a Kernel Tuner cache holds one key; {len(chosen)} stored keys of {k.name}{filters} "
+                                f"match ({found}): narrow them with --dims/--size, --dtype or --device")
     record = chosen[0]
     with store.session() as session:
         _, trials = key_trials(session, record)
@@ -120,6 +134,18 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
             raise
         raise InvalidInputError(f"{exc}; give the space file the search used (--space FILE)") from None
     return len(table), sum(v is None for v in table.values())
+
+
+def _filters(dims: Any, device_name: str | None, dtype: str | None) -> str:
+    """`` (dims rows=64,cols=64, dtype float32, device 'A100')``: the filters given, for messages."""
+    from autotune.kernel.dims import dims_key
+
+    shapes = dims if isinstance(dims, list) else [] if dims is None else [dims]
+    parts = [f"dims {' or '.join(dims_key(tuple(d.items()) if isinstance(d, Mapping) else tuple(d)) for d in shapes)}"
+             ] if shapes else []
+    parts += [f"dtype {dtype}"] if dtype is not None else []
+    parts += [f"device {device_name!r}"] if device_name is not None else []
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: int = 0,
@@ -136,7 +162,9 @@ def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: 
     import numpy as np
     import kernel_tuner
 
-    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    from autotune.base.files import read_text
+
+    doc = json.loads(read_text(path, "Kernel Tuner cache file"))
     names = doc["tune_params_keys"]
     keys = set(doc["cache"])
     worst = max(e["time"] for e in doc["cache"].values() if not isinstance(e["time"], str))

@@ -70,7 +70,8 @@ def retime_or_error(retime):
 def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
                   on_start: Callable[[Started], None] | None = None,
-                  on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None) -> SearchResult:
+                  on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
+                  on_end: Callable[[Started, SearchResult], None] | None = None) -> SearchResult:
     """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
 
     Args:
@@ -80,6 +81,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
             starts (a worker, whose parent queried its GPUs, passes ``False``: it starts
             compiling once the child has opened the GPU).
         retime: re-time the top configs at the end (the workers of several GPUs leave it to the parent).
+        on_end: called once the search has ended (not when it raised), with what ``on_start``
+            got and the result, while the measuring child is still open (``started.bench``):
+            a workload's tuning measures the default and the winner there.
 
     Raises:
         As :func:`autotune.tune`.
@@ -132,8 +136,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         stop.check()
         store = opened[0]
         key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
+        started = Started(key, store, space, bench, batch=batch)
         if on_start:
-            on_start(Started(key, store, space, bench, batch=batch))
+            on_start(started)
         tools = Instruments(bench.measure, retime=retime_or_error(bench.retime) if retime else None,
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
@@ -141,6 +146,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
                        early=early[0] if early else None).run()
         result.whole_space = whole
+        if on_end is not None:
+            on_end(started, result)
         return result
 
 

@@ -31,7 +31,7 @@ from autotune.store.key import TuningKey
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["StoredStudy", "open_study"]
+__all__ = ["StoredStudy", "open_study", "quiet_optuna"]
 
 
 def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None):
@@ -166,3 +166,11 @@ class StoredStudy:
                 trial_id = self._beating
                 if trial_id is not None:
                     self.storage.record_heartbeat(trial_id)  # a lost database: dropped (study_storage)
+
+
+def quiet_optuna() -> None:
+    """Optuna's log to warnings and errors only (a process whose progress autotune prints:
+    the workers of a workload's tuning)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -14,11 +14,13 @@ Config keys are :attr:`autotune.kernel.config.Config.key` (macros sorted by name
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from autotune.base.files import read_text, write_atomically
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
@@ -51,10 +53,9 @@ def read_table(path: str | os.PathLike[str]) -> Table:
         InvalidInputError: missing file, another header, a bad key or time (the message names the line).
     """
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        rows = list(csv.reader(io.StringIO(read_text(path, "table"), newline="")))
+    except csv.Error as exc:  # a NUL byte, a field over csv's limit
+        raise InvalidInputError(f"{path} is not a recorded table: {exc}") from None
     if not rows or [c.strip() for c in rows[0]] != ["config", "median_ms"]:
         raise InvalidInputError(f"{path} is not a recorded table: its first line must be 'config,median_ms'")
     table: Table = {}
@@ -81,10 +82,11 @@ def read_table(path: str | os.PathLike[str]) -> Table:
 def write_table(table: Mapping[str, float | None], path: str | os.PathLike[str]) -> None:
     """Write ``table`` as CSV (``config,median_ms``; empty median = failed), in its order."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["config", "median_ms"])
-        w.writerows([key, "" if ms is None else repr(float(ms))] for key, ms in table.items())
+    text = io.StringIO(newline="")
+    w = csv.writer(text)
+    w.writerow(["config", "median_ms"])
+    w.writerows([key, "" if ms is None else repr(float(ms))] for key, ms in table.items())
+    write_atomically(path, text.getvalue(), "table")
 
 
 def table_from_trials(trials: Iterable) -> Table:

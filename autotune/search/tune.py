@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.arguments import check_callable_arg, check_ordinal_arg, shown
 from autotune.kernel.problem import Problem
 from autotune.base import signals as stop
 from autotune.search.on_gpu import Started, retime_or_error, search_on_gpu, whole_space
@@ -61,8 +62,10 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     Raises:
         InvalidInputError: bad kernel, dims, dtype, option
             ([`OptionError`][autotune.search.options.OptionError] names it), space or devices;
-            the study exists and ``resume`` is false.
-        GPUUnavailableError: no GPU, PyCUDA or nvcc.
+            ``options`` that is not a SearchOptions, a callback that is not callable; the study
+            exists and ``resume`` is false. Each argument is checked by type and range before
+            anything is read or opened (``autotune.kernel.arguments``).
+        GPUUnavailableError: no GPU, CUDA backend or nvcc.
         StoreError: the database cannot be used.
         AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
             hung while opening the GPU; the re-timing's measuring process crashed or hung (the
@@ -70,13 +73,18 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
         KeyboardInterrupt: SIGINT (Ctrl-C) or SIGTERM (``autotune.base.signals``), after the
             trials so far were stored and the search marked ``interrupted``.
     """
+    # every argument by type and range first: nothing is read, opened or measured for a bad one
+    check_ordinal_arg(device, "device", several=True)
+    if options is not None and not isinstance(options, SearchOptions):
+        raise InvalidInputError(f"options {shown(options)} is not allowed; give a SearchOptions, or its fields as "
+                                "keywords (tune(..., trials=50, strategy='random'))")
+    for name, callback in (("on_start", on_start), ("on_trial", on_trial), ("on_report", on_report)):
+        check_callable_arg(callback, name)
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
     problem = Problem.of(kernel, dims, dtype)
     space_ = problem.kernel.space(options.space)
     ordinals = [device] if isinstance(device, int) else list(device)
-    if not ordinals or any(not isinstance(o, int) or isinstance(o, bool) or o < 0 for o in ordinals):
-        raise InvalidInputError(f"device {device!r} is not allowed; give a CUDA ordinal 0, 1, ... or a list of them")
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:

@@ -8,7 +8,8 @@
    (:func:`autotune.search.strategies.make_strategy`) with that history (``transfer``: also
    the trials of the kernel's other shapes on this device model, one read of the store).
 2. The kernel's default config is queued first in every study that lacks it, so the stored
-   best is never slower than the default beyond the noise.
+   best is never slower than the default beyond the noise; then the configs of
+   ``options.queue`` (a dispatch's configs, from ``autotune tune-shapes``).
 3. The strategy proposes ``batch`` configs at once (ask), always valid and new: a constraint
    breaker or a repeat never costs a trial. Each batch goes to ``prefetch`` (the compile pool
    on every core, :mod:`autotune.measure.pipeline`) a batch ahead of the GPU: while the GPU
@@ -98,6 +99,7 @@ class Tuner:
             return None
         strategy = make_strategy(options.strategy, space, options.seed)
         default = proposals.default_config(kernel, space)
+        strategy.enqueue([Config(space.kernel, c.macros) for c in options.queue], first=True)
         if default is not None:
             strategy.enqueue([default], first=True)
         return strategy, strategy.ask(options.batch_size())
@@ -178,6 +180,8 @@ class Tuner:
                             last=None if first else default)
         else:
             strategy = make_strategy(self.options.strategy, self.space, self.options.seed, history)
+        if first:  # the configs asked for (options.queue) before the strategy's own, after the default
+            strategy.enqueue([Config(self.space.kernel, c.macros) for c in self.options.queue], first=True)
         if default is not None and first:
             strategy.enqueue([default], first=True)  # the default first, in every study that lacks it
         return strategy

@@ -43,7 +43,7 @@ from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.base import signals as stop
-from autotune.search.options import SearchOptions
+from autotune.search.options import MAX_SEED, SearchOptions
 
 __all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
 
@@ -159,7 +159,7 @@ def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerRepo
     with stop.deferred():
         try:
             for i, o in enumerate(ordinals):
-                seed = None if plan.options.seed is None else plan.options.seed + i
+                seed = None if plan.options.seed is None else (plan.options.seed + i) % (MAX_SEED + 1)  # stays a seed
                 mine = replace(plan, options=plan.options.replace(trials=reports[o].trials, seed=seed, resume=True))
                 # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
                 procs[o] = context.Process(target=_worker, args=(mine, o, benchmark.open_benchmark, events,

@@ -43,6 +43,12 @@ __all__ = [
     "BenchRun",
     "BenchRow",
     "BENCH_KINDS",
+    "Workload",
+    "WorkloadCalls",
+    "WorkloadTuning",
+    "WorkloadResult",
+    "TUNING_STATUSES",
+    "RESULT_STATUSES",
     "utcnow",
 ]
 
@@ -277,3 +283,109 @@ class BenchRow(Base):
     shared_bytes: Mapped[int | None] = mapped_column(Integer)
     occupancy: Mapped[float | None] = mapped_column(Float)
     note: Mapped[str | None] = mapped_column(Text)  # why a kernel has no figures (failed)
+
+
+#: State of one ``autotune tune NAME`` (a tuning of a workload on one device model).
+TUNING_STATUSES = ("running", "finished", "interrupted", "failed")
+
+#: What a tuning did to one problem: ``pending`` (not reached yet), ``tuned`` (searched and
+#: measured), ``skipped`` (no budget, or tuned already: measured only), ``failed`` (with its
+#: reason), ``interrupted`` (Ctrl-C during its search: what was measured is kept).
+RESULT_STATUSES = ("pending", "tuned", "skipped", "failed", "interrupted")
+
+
+class Workload(Base):
+    """A named recording: the launches of a program (``autotune.record("NAME")``,
+    ``AUTOTUNE_RECORD=NAME``), counted in :class:`WorkloadCalls`."""
+
+    __tablename__ = "autotune_workloads"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class WorkloadCalls(Base):
+    """What one recording process counted for one problem in one batch: the calls, and the GPU
+    time of those it timed (``sampled`` calls taking ``sampled_ms`` in all, ms). A batch is one
+    transaction; ``(run, batch, problem)`` is unique, so a batch written twice counts once."""
+
+    __tablename__ = "autotune_workload_calls"
+    __table_args__ = (
+        CheckConstraint("calls >= 0 AND sampled >= 0 AND sampled_ms >= 0", name="counts_valid"),
+        UniqueConstraint("run", "batch", "device_id", "kernel_id", "dims", "dtype",
+                         name="uq_autotune_workload_calls__batch"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("autotune_workloads.id"), index=True)
+    run: Mapped[str] = mapped_column(String(32))  # one recording process (a random hex id)
+    batch: Mapped[int] = mapped_column(Integer)  # its batch number, from 1
+    device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"))
+    kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"))
+    kernel_ref: Mapped[str] = mapped_column(String(1024))  # catalog name or kernel file path ('' : none)
+    dims: Mapped[str] = mapped_column(String(1024))  # "rows=8192,cols=8192": the kernel's dims, declared order
+    dtype: Mapped[str] = mapped_column(String(32))
+    calls: Mapped[int] = mapped_column(BigInteger)
+    sampled: Mapped[int] = mapped_column(Integer)
+    sampled_ms: Mapped[float] = mapped_column(Float)  # GPU ms of the sampled calls, summed
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    workload: Mapped[Workload] = relationship()
+    device: Mapped[Device] = relationship()
+    kernel: Mapped[Kernel] = relationship()
+
+
+class WorkloadTuning(Base):
+    """One ``autotune tune NAME`` on one device model: its budget (GPU seconds, all GPUs
+    together), the GPUs it ran on, its wall time so far (summed over resumed runs)."""
+
+    __tablename__ = "autotune_workload_tunings"
+    __table_args__ = (CheckConstraint(_in("status", TUNING_STATUSES), name="status_valid"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("autotune_workloads.id"), index=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("autotune_devices.id"))
+    budget_s: Mapped[float] = mapped_column(Float)
+    gpus: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    wall_s: Mapped[float] = mapped_column(Float, default=0.0)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    workload: Mapped[Workload] = relationship()
+    device: Mapped[Device] = relationship()
+
+
+class WorkloadResult(Base):
+    """What a tuning did to one problem of its workload (statuses: :data:`RESULT_STATUSES`):
+    the budget it got and spent (s), its trials, the config chosen, and the GPU time per call
+    measured at the default config and at the chosen one (ms; ``None``: not measured)."""
+
+    __tablename__ = "autotune_workload_results"
+    __table_args__ = (
+        CheckConstraint(_in("status", RESULT_STATUSES), name="status_valid"),
+        UniqueConstraint("tuning_id", "kernel_id", "dims", "dtype", name="uq_autotune_workload_results__problem"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tuning_id: Mapped[int] = mapped_column(  # named: the convention's name is over PostgreSQL's 63 characters
+        ForeignKey("autotune_workload_tunings.id", name="fk_autotune_workload_results__tuning_id"), index=True)
+    kernel_id: Mapped[int] = mapped_column(ForeignKey("autotune_kernels.id"))
+    kernel_ref: Mapped[str] = mapped_column(String(1024))
+    dims: Mapped[str] = mapped_column(String(1024))
+    dtype: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    strategy: Mapped[str | None] = mapped_column(String(64))
+    budget_s: Mapped[float] = mapped_column(Float)
+    spent_s: Mapped[float] = mapped_column(Float)
+    trials: Mapped[int] = mapped_column(Integer)
+    gpu_ordinal: Mapped[int | None] = mapped_column(Integer)
+    config_key: Mapped[str | None] = mapped_column(String(1024))
+    default_ms: Mapped[float | None] = mapped_column(Float)
+    tuned_ms: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    tuning: Mapped[WorkloadTuning] = relationship()
+    kernel: Mapped[Kernel] = relationship()

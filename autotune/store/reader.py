@@ -5,8 +5,9 @@ three best rows. Opening the database through SQLAlchemy cost that call a quarte
 (importing SQLAlchemy and the ORM models: 339 ms for the first transpose with a database on
 the H100 host, against 61 ms without one; ``benchmarks/results/..._transpose_vs_peers.md``).
 :class:`SqliteReader` answers the same reads as :class:`~autotune.store.repository.Store`
-opened ``read_only`` (:meth:`best`, :meth:`find_best`, :attr:`schema_state`), from the same SQL
-(:mod:`autotune.store.best_sql`), with nothing heavier than ``sqlite3``. Other databases
+opened ``read_only`` (:meth:`best`, :meth:`find_best`, :attr:`schema_state`, and the trials a
+dispatch is learned from: :meth:`shape_trials`, :meth:`trials_state`), from the same SQL
+(:mod:`autotune.store.best_sql`, :mod:`autotune.store.trial_sql`), with nothing heavier than ``sqlite3``. Other databases
 (PostgreSQL) are read by the Store.
 
 It opens the file as the read-only Store does (:func:`autotune.store.schema.read_only_engine`):
@@ -25,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from autotune.errors import StoreError
-from autotune.store import best_sql, locking
+from autotune.store import best_sql, locking, trial_sql
 from autotune.store.key import Dims, TuningKey
 from autotune.store.location import refuse_folder, sqlite_path
 from autotune.store.records import BestRecord, best_from_row
@@ -105,6 +106,16 @@ class SqliteReader:
         filters = best_sql.filter_columns(kernel=kernel, dims=dims, dtype=dtype, source_hash=source_hash,
                                           spec_hash=spec_hash)
         return best_sql.sorted_bests(self._bests(*best_sql.select_best(filters, device_name)))
+
+    def shape_trials(self, key: TuningKey) -> list[trial_sql.ShapeTrial]:
+        """Every trial of ``key``'s identity at any dims, in the order stored (as
+        :meth:`Store.shape_trials <autotune.store.repository.Store.shape_trials>`)."""
+        return [trial_sql.shape_trial_from_row(dict(row)) for row in self._rows(*trial_sql.select_shape_trials(key))]
+
+    def trials_state(self, kernel: str) -> tuple[int | None, int]:
+        """``(largest trial id, number of trials)`` of kernel name ``kernel`` (``(None, 0)``: none)."""
+        row = self._rows(*trial_sql.select_state(kernel))[0]
+        return row["last_id"], row["trial_count"]
 
     def close(self) -> None:
         """Close every connection this reader opened (in any thread)."""

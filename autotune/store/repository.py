@@ -31,6 +31,7 @@ from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
 from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, trial_record
+from autotune.store.trial_sql import ShapeTrial, select_shape_trials, select_state, select_trials, shape_trial_from_row
 from . import schema
 
 if TYPE_CHECKING:
@@ -405,6 +406,42 @@ class Store:
                 keys.setdefault(name, TuningKey(info, kernel, source_hash, spec_hash, parse_dims_key(dims), dtype,
                                                 nvcc, flags))
         return keys
+
+    @locking.retry_when_locked
+    def shape_trials(self, key: TuningKey) -> list[ShapeTrial]:
+        """Every trial of ``key``'s identity (device model, kernel name and hashes, dtype, nvcc,
+        compile flags) at any dims, in the order stored: what a dispatch is learned from
+        (:mod:`autotune.store.trial_sql`; none from a read-only opening of a missing or empty database)."""
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return []
+        with self.session() as session:
+            sql, params = select_shape_trials(key)
+            return [shape_trial_from_row(row) for row in session.execute(text(sql), params).mappings()]
+
+    @locking.retry_when_locked
+    def kernel_trials(self, kernel: str, **equal: Any) -> list[ShapeTrial]:
+        """Every trial of kernel name ``kernel`` whose search's fields equal ``equal`` (the filters
+        of :func:`autotune.store.trial_sql.select_trials`: device fields, hashes, dtype, nvcc,
+        compile flags), any dims, in the order stored.
+
+        Raises:
+            ValueError: a filter that is not one.
+        """
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return []
+        sql, params = select_trials({"kernel": kernel, **equal})
+        with self.session() as session:
+            return [shape_trial_from_row(row) for row in session.execute(text(sql), params).mappings()]
+
+    @locking.retry_when_locked
+    def trials_state(self, kernel: str) -> tuple[int | None, int]:
+        """``(largest trial id, number of trials)`` stored for kernel name ``kernel`` (``(None, 0)``: none)."""
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return None, 0
+        sql, params = select_state(kernel)
+        with self.session() as session:
+            row = session.execute(text(sql), params).mappings().one()
+            return row["last_id"], row["trial_count"]
 
     @locking.retry_when_locked
     def find_best(

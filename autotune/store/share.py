@@ -51,7 +51,7 @@ from autotune.store.repository import Store
 from autotune.store.share_entry import Checker, Legacy, check_entry, describe, moment
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "SPEC_HASHES_0_1", "MATMUL_0_1", "ImportReport", "ExportReport",
-           "ResultsFile", "export_results", "read_results", "import_results", "entry"]
+           "ResultsFile", "export_results", "read_results", "results_of", "load_document", "import_results", "entry"]
 
 FORMAT = "autotune-results"
 """The ``format`` name of an export file."""
@@ -109,12 +109,15 @@ class ImportReport:
 class ExportReport:
     """What an export wrote: ``exported`` entries (``unchecked`` of them of kernels this machine
     does not know, so their staleness could not be judged) and ``stale`` ones left out (each
-    reason counted in ``stale_note``, e.g. ``"2 stale results (2 kernel source changed)"``)."""
+    reason counted in ``stale_note``, e.g. ``"2 stale results (2 kernel source changed)"``;
+    ``reasons``: each one's)."""
 
     exported: int
     stale: int = 0
     unchecked: int = 0
     stale_note: str = ""
+    reasons: tuple[str, ...] = ()
+    """Why each stale result left out is stale (:func:`autotune.store.stale.left_out` says them)."""
 
 
 @dataclass(frozen=True)
@@ -213,8 +216,8 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
     except ValueError as exc:  # a NaN or infinity in the database
         raise InvalidInputError(f"cannot export: the database holds a value JSON cannot carry ({exc})") from None
     write_atomically(path, text, "results file")
-    left_out = 0 if include_stale else len(reasons)
-    return ExportReport(len(results), left_out, unchecked, stale.summary(reasons))
+    left = () if include_stale else tuple(reasons)
+    return ExportReport(len(results), len(left), unchecked, stale.summary(left), left)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +226,27 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
 
 def _parse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def load_document(path: str | os.PathLike[str]) -> Any:
+    """The JSON document of the file ``path`` to import, read once through the one reader of
+    users' files (:func:`autotune.base.files.read_text`: a regular file of at most 16 MiB, UTF-8;
+    a folder, device, FIFO or larger file is refused before it is read). ``NaN`` and
+    ``Infinity`` are refused: they are not JSON.
+
+    Raises:
+        InvalidInputError: unreadable, too large, not UTF-8, or not JSON (naming the file).
+    """
+    text = read_text(path, "")
+    try:
+        return json.loads(text, parse_constant=_parse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"{path} is not valid JSON: {str(exc)[:200]}; nothing was imported") from None
 
 
 def read_results(path: str | os.PathLike[str], kernels: Iterable[Any] = ()) -> ResultsFile:
@@ -237,22 +261,27 @@ def read_results(path: str | os.PathLike[str], kernels: Iterable[Any] = ()) -> R
             version this autotune does not read, or an entry is invalid (the message names the
             entry index and field).
     """
-    name = str(path)
+    return results_of(str(path), load_document(path), kernels)
+
+
+def results_of(name: str, document: Any, kernels: Iterable[Any] = ()) -> ResultsFile:
+    """The :class:`ResultsFile` of ``document`` (the parsed JSON of the file ``name``), validated
+    as :func:`read_results` says.
+
+    Raises:
+        InvalidInputError: as :func:`read_results`.
+    """
     check = Checker(name)
-    text = read_text(path, "")
-    try:
-        document = json.loads(text, parse_constant=_parse_constant)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"{name} is not valid JSON: {exc}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         found = document.get("format") if isinstance(document, dict) else None
         raise InvalidInputError(
-            f"{name} is not an autotune results file (format is {found!r}, expected {FORMAT!r})")
+            f"{name} is not an autotune results file (format is {_short(found)}, expected {FORMAT!r}) nor a "
+            "T4 file; nothing was imported")
     version = document.get("schema_version")
     if version not in READABLE or isinstance(version, bool):
-        shown = "no schema version" if version is None else f"schema version {json.dumps(version)}"
+        shown = "no schema version" if version is None else f"schema version {json.dumps(version)[:40]}"
         raise InvalidInputError(f"{name} has {shown}; this autotune reads versions "
-                                f"{', '.join(map(str, READABLE))}")
+                                f"{', '.join(map(str, READABLE))}; nothing was imported")
     exported_at = moment(check, check.get(document, "exported_at", ""), "exported_at")
     autotune_version = check.string(check.get(document, "autotune_version", ""), "autotune_version",
                                     max_len=64)

@@ -26,7 +26,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["KernelIdentity", "stale_reason", "current_nvcc", "summary", "Verdict", "Partition", "partition"]
+__all__ = ["KernelIdentity", "stale_reason", "current_nvcc", "summary", "left_out", "INCLUDE_STALE", "Verdict",
+           "Partition", "partition"]
+
+INCLUDE_STALE = "--include-stale"
+"""The option of every command that leaves stale results out (``best``, ``report``, ``export``)."""
 
 
 class KernelIdentity(Protocol):
@@ -89,6 +93,16 @@ def summary(reasons: Iterable[str]) -> str:
         return ""
     why = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     return f"{total} stale result{'s' if total > 1 else ''} ({why})"
+
+
+def left_out(reasons: Iterable[str], includes: str = "includes them") -> str:
+    """The one sentence every command says of the stale results it left out: how many, why
+    (:func:`summary`), and the option that includes them, e.g. ``"left out 2 stale results
+    (2 kernel source changed); --include-stale shows them"`` (``includes``: what the option
+    does with them: ``"shows them"``, ``"writes them too"``, ``"plots them"``). Empty for none.
+    """
+    text = summary(reasons)
+    return f"left out {text}; {INCLUDE_STALE} {includes}" if text else ""
 
 
 @dataclass(frozen=True)

@@ -115,10 +115,12 @@ def select_keys(store: Store, *, kernel: Any = None, dims: Mapping[str, int] | s
     kept, with ``include_stale``) and how many are of kernels this machine does not know.
 
     Raises:
-        InvalidInputError: unknown kernel name.
+        InvalidInputError: unknown kernel name or dtype.
     """
     from autotune.kernel.catalog import get_kernel
+    from autotune.kernel.dtypes import problem_dtype
 
+    dtype = None if dtype is None else problem_dtype(dtype).name  # an unknown dtype is refused, not "no match"
     k = get_kernel(kernel) if isinstance(kernel, str) else kernel
     kernels = known_kernels([k] if k is not None and not isinstance(kernel, str) else [])
     records = [r for one in (dims if isinstance(dims, list) else [dims])
@@ -173,4 +175,5 @@ def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
     except ValueError as exc:
         raise InvalidInputError(f"cannot export: the database holds a value JSON cannot carry ({exc})") from None
     write_atomically(Path(path), text, "T4 file")
-    return ExportReport(len(results), 0 if include_stale else len(reasons), unchecked, stale.summary(reasons))
+    left = () if include_stale else tuple(reasons)
+    return ExportReport(len(results), len(left), unchecked, stale.summary(left), left)

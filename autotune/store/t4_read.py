@@ -17,7 +17,6 @@ dtype it measured, so it is refused with a message saying so.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,11 +32,11 @@ from autotune.store import stale
 from autotune.store.models import TRIAL_STATUSES, Search, Trial
 from autotune.store.repository import Store
 from autotune.store.rows import device_row, kernel_row, update_best
-from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, known_kernels
+from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, ResultsFile, known_kernels, load_document, results_of
 from autotune.store.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
 from autotune.store.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
 
-__all__ = ["T4File", "T4Trial", "is_t4", "read_t4", "import_t4"]
+__all__ = ["T4File", "T4Trial", "is_t4", "is_t4_document", "read_t4", "t4_of", "read_import", "import_t4"]
 
 _STATUS_OF = {"correct": "ok", "compile": "compile_error", "runtime": "launch_error", "correctness": "wrong_result",
               "timeout": "timeout"}
@@ -71,13 +70,34 @@ class T4File:
 
 
 def is_t4(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` holds a T4 results document (False for anything else, unreadable included)."""
+    """Whether ``path`` holds a T4 results document (False for anything else, unreadable
+    included). Read through the one reader of users' files: a folder, device, FIFO or a file
+    over 16 MiB is not read (False)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        return is_t4_document(load_document(path))
+    except InvalidInputError:
         return False
+
+
+def is_t4_document(doc: Any) -> bool:
+    """Whether the parsed JSON ``doc`` is a T4 results document: a ``schema_version`` string and
+    a ``results`` list, no ``format`` of autotune's own export."""
     return (isinstance(doc, dict) and doc.get("format") != OWN_FORMAT
             and isinstance(doc.get("schema_version"), str) and isinstance(doc.get("results"), list))
+
+
+def read_import(path: str | os.PathLike[str], kernels=()) -> ResultsFile | T4File:
+    """Read the file ``path`` to import once (:func:`autotune.store.share.load_document`) and
+    validate it whole as what its content says it is: a T4 file (:func:`is_t4_document`) or
+    autotune's own export (:func:`autotune.store.share.results_of`).
+
+    Raises:
+        InvalidInputError: unreadable, not JSON, or invalid as either (naming the file and field).
+    """
+    doc = load_document(path)
+    if is_t4_document(doc):
+        return t4_of(str(path), doc, kernels)
+    return results_of(str(path), doc, kernels)
 
 
 def _key(check: Checker, raw: Any, where: str, kernels: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -119,7 +139,7 @@ def _measured(check: Checker, raw: Any, where: str) -> dict[str, Any]:
     for j, m in enumerate(items):
         at = f"{where}[{j}]"
         m = check.obj(m, at)
-        name = check.get(m, "name", at)
+        name = check.string(check.get(m, "name", at), f"{at}.name", max_len=255)
         if name not in columns:
             continue  # another tool's figure: not a column of ours
         column, unit = columns[name]
@@ -131,6 +151,11 @@ def _measured(check: Checker, raw: Any, where: str) -> dict[str, Any]:
     return out
 
 
+def _absent(value: Any, default: Any) -> Any:
+    """``default`` where an optional field is absent (``None``); any other value as it is, to be checked."""
+    return default if value is None else value
+
+
 def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallback: datetime) -> T4Trial | None:
     raw = check.obj(raw, at)
     invalidity = check.get(raw, "invalidity", at)
@@ -139,10 +164,11 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
                                              f"{', '.join((*_STATUS_OF, 'constraints'))}")
     if invalidity == "constraints":
         return None
-    ours = check.obj(check.get(raw, "autotune", at, optional=True) or {}, f"{at}.autotune")
-    index = check.integer(check.get(ours, "key", f"{at}.autotune", optional=True) or 0, f"{at}.autotune.key",
+    ours = _absent(check.get(raw, "autotune", at, optional=True), {})  # (false, 0 or "" are not absent)
+    ours = check.obj(ours, f"{at}.autotune")
+    index = check.integer(_absent(check.get(ours, "key", f"{at}.autotune", optional=True), 0), f"{at}.autotune.key",
                           low=0, high=len(keys) - 1)
-    status = ours.get("status") or _STATUS_OF[invalidity]
+    status = _absent(ours.get("status"), _STATUS_OF[invalidity])
     if status not in TRIAL_STATUSES or INVALIDITY[status] != invalidity:
         raise check.fail(f"{at}.autotune.status", f"is {describe(status)}; with invalidity {invalidity!r} it must be "
                                                   f"one of {', '.join(s for s, v in INVALIDITY.items() if v == invalidity)}")
@@ -152,7 +178,7 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
     key = keys[index]
     config = _config(check, check.get(raw, "configuration", at), f"{at}.configuration", key["kernel"],
                      kernels[index], current=key["current"])
-    measured = _measured(check, check.get(raw, "measurements", at, optional=status != "ok") or [],
+    measured = _measured(check, _absent(check.get(raw, "measurements", at, optional=status != "ok"), []),
                          f"{at}.measurements")
     if status == "ok" and measured["median_ms"] is None:
         raise check.fail(f"{at}.measurements", "has no 'time' (the median, ms) for a correct result")
@@ -162,7 +188,7 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
     phases = {ph: check.number(times[f], f"{at}.times.{f}", positive=False)
               for ph, f in (("compile", "compilation_time"), ("verify", "validation")) if f in times} or None
     stamp = check.get(raw, "timestamp", at, optional=True)
-    created = moment(check, stamp, f"{at}.timestamp") if stamp else fallback
+    created = moment(check, stamp, f"{at}.timestamp") if stamp is not None else fallback
     return T4Trial(index, config, status, reason, measured, phases, created)
 
 
@@ -173,14 +199,17 @@ def read_t4(path: str | os.PathLike[str], kernels=()) -> T4File:
         InvalidInputError: unreadable, not JSON, another T4 version, no ``metadata.autotune``
             key list, or an invalid entry (the message names the entry and field).
     """
-    name = str(path)
+    return t4_of(str(path), load_document(path), kernels)
+
+
+def t4_of(name: str, doc: Any, kernels=()) -> T4File:
+    """The :class:`T4File` of ``doc`` (the parsed JSON of the file ``name``), validated as
+    :func:`read_t4` says.
+
+    Raises:
+        InvalidInputError: as :func:`read_t4`.
+    """
     check = Checker(name)
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(f"cannot read {name}: no such file") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"cannot read {name} as JSON: {getattr(exc, 'strerror', None) or exc}") from None
     doc = check.obj(doc, "the document")
     if doc.get("schema_version") != T4_VERSION:
         raise check.fail("schema_version", f"is {describe(doc.get('schema_version'))}; autotune reads T4 {T4_VERSION}")
@@ -241,7 +270,11 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
                 select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
                 .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
                        *(getattr(Search, f) == v for f, v in shape.items()))).all())
-            fresh = [t for t in mine if (t.config.key, t.status) not in stored]
+            fresh = []
+            for t in mine:  # one pass: a result given twice in the file is stored once
+                if (t.config.key, t.status) not in stored:
+                    stored.add((t.config.key, t.status))
+                    fresh.append(t)
             skipped += len(mine) - len(fresh)
             if not fresh:
                 continue
@@ -256,7 +289,6 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
                               **t.measured)
                 session.add(trial)
                 session.flush()
-                stored.add((t.config.key, t.status))
                 if t.status == "ok":
                     became = update_best(session, search, trial) or became
             best += became

@@ -34,13 +34,14 @@ def resolve_url(url: str | None = None, *, create: bool = True) -> str:
     folder is created unless ``create`` is false).
 
     Raises:
-        InvalidInputError: ``url`` is not a string.
+        InvalidInputError: ``url`` is not a string, is empty or holds a control character.
         StoreError: the URL cannot be parsed (naming it, password masked), or the default
             folder cannot be created.
     """
-    if url is not None and not isinstance(url, str):
-        raise InvalidInputError(f"db {url!r} is not allowed; give a SQLAlchemy URL string "
-                                "(sqlite:///PATH, postgresql+psycopg://USER@HOST/DB) or None")
+    if url is not None:  # not a string, "" (which would silently mean the default), a control character
+        from autotune.kernel.arguments import check_db_arg
+
+        check_db_arg(url)
     resolved = given_url(url) or default_url(create=create)
     if sqlite_path(resolved) is None:
         _parse(resolved)

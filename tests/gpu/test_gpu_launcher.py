@@ -57,11 +57,11 @@ def test_the_histogram_is_tuned_and_launched_from_pytorch_with_reset(torch, tmp_
     f(bins, data, reset=False)  # no reset: adds to what is there
     torch.cuda.synchronize()
     np.testing.assert_array_equal(bins.view(torch.int32).cpu().numpy().view(np.uint32), 2 * bincount(torch, data))
-    odd = torch.randint(0, 256, (1001,), device="cuda", dtype=torch.uint8)  # another shape: nearest tuned
+    odd = torch.randint(0, 256, (1001,), device="cuda", dtype=torch.uint8)  # another shape: the dispatch
     f(bins, odd)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(bins.view(torch.int32).cpu().numpy().view(np.uint32), bincount(torch, odd))
-    assert f.prepared(bins, odd).launcher.chosen.rung == "nearest_shape"
+    assert f.prepared(bins, odd).launcher.chosen.rung == "dispatch"
 
 
 def test_without_reset_the_histogram_is_a_wrong_result(tmp_path):

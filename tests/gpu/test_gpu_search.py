@@ -31,7 +31,8 @@ def test_short_search_then_best_lookup_and_transpose(tmp_path):
     with open_device(0) as device:
         tuned = lookup("smem_pad", (1000, 3001), "float32", device=0, db=db)
         assert tuned.source == "tuned" and tuned.config == best
-        assert lookup("smem_pad", (1000, 3002), device=device, db=db).rung == "nearest_shape"
+        assert lookup("smem_pad", (1000, 3002), device=device, db=db).rung == "dispatch"
+        assert lookup("smem_pad", (1000, 3002), device=device, db=db, shape_rung="nearest_shape").rung == "nearest_shape"
         assert autotune.compiled("smem_pad", (1000, 3001), "float32", db=db).chosen.config == best
 
         to_gpu, to_host = _arrays()

@@ -108,9 +108,10 @@ def check_strategy(strategy: object) -> None:
         if strategy in _PACKAGES:  # said before any GPU work, not when the search starts
             _needs(strategy, *_PACKAGES[strategy])
         return
-    import optuna
+    import sys
 
-    if not isinstance(strategy, optuna.samplers.BaseSampler):
+    optuna = sys.modules.get("optuna")  # a sampler exists only where Optuna was imported: none is imported here
+    if optuna is None or not isinstance(strategy, optuna.samplers.BaseSampler):
         raise OptionError("strategy", strategy, f"({type(strategy).__name__}) is not allowed; give one of "
                                                 f"{', '.join(STRATEGIES)} or an optuna sampler")
 

@@ -1,0 +1,119 @@
+"""``autotune tune-shapes``: tune shapes picked so that a kernel's dispatch covers a range of dims.
+
+:func:`tune_shapes` tunes ``count`` shapes of a declared range (``{dim: (low, high)}``), one
+after the other, each picked by :func:`autotune.store.dispatch.next_shapes` from what the
+store holds when it is picked: the farthest point of the range (in log space) from every shape
+tuned on this device model, until three shapes are tuned; from then on each tuned shape's
+distance counts ``1 + its held-out regret`` times (:func:`autotune.store.dispatch.leave_one_out`),
+so the next shape goes where the dispatch is far from its evidence and did worst.
+
+Each search reuses the ones before it: the ``transfer`` strategy (unless another is given)
+measures the best configs of the nearest tuned shapes first and warm-starts its model with
+their trials, and the configs of the dispatch learned so far are measured first
+(``SearchOptions.queue``), so that every config the dispatch may pick is measured at every
+shape (its held-out regret is then known, not guessed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autotune.errors import InvalidInputError
+from autotune.kernel.problem import Problem
+from autotune.search.options import SearchOptions
+from autotune.search.outcome import SearchResult
+from autotune.store.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
+
+if TYPE_CHECKING:
+    from autotune.kernel.model import Kernel
+
+__all__ = ["Planned", "tune_shapes", "WEIGHTED_FROM"]
+
+WEIGHTED_FROM = 3
+"""Tuned shapes from which the held-out regrets weigh where the next shape goes."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A shape about to be tuned: the ``index``-th of ``count``, ``shape`` its dims' values,
+    ``why`` one line (``"farthest from the 2 tuned shapes"``, ``"... weighted by held-out regret"``)."""
+
+    index: int
+    count: int
+    shape: tuple[int, ...]
+    why: str
+
+
+def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int]], count: int,
+                dtype: Any = "float32", *, device: int = 0, multiple: int = 1, options: SearchOptions | None = None,
+                on_plan: Callable[[Planned], None] | None = None, tune: Callable[..., SearchResult] | None = None,
+                device_info=None) -> list[SearchResult]:
+    """Tune ``count`` shapes of ``ranges`` (module doc); returns each search's result, in order.
+
+    Args:
+        kernel: a catalog name, a kernel file's path, or a Kernel.
+        ranges: ``{dim: (low, high)}`` over every dim of the kernel, ``1 <= low <= high``.
+        count: shapes to tune, >= 1.
+        dtype: the problems' dtype.
+        device: the CUDA ordinal to tune on.
+        multiple: every dim a multiple of this (where the range holds one).
+        options: the searches' options (default: 100 trials, the ``transfer`` strategy; ``resume``
+            is always on, so a run that was cut off goes on where it stopped).
+        on_plan: called with each shape before it is tuned.
+        tune: the search (default :func:`autotune.tune`; tests inject a fake).
+        device_info: the device's :class:`~autotune.measure.device.DeviceInfo` (default: queried).
+
+    Raises:
+        InvalidInputError: a range over other dims than the kernel's, a bad range, count or
+            multiple; as :func:`autotune.tune`.
+        GPUUnavailableError, StoreError: as :func:`autotune.tune`.
+    """
+    from autotune.measure.toolchain import Toolchain
+    from autotune.store.key import TuningKey
+    from autotune.store.opening import open_store
+
+    if tune is None:
+        from autotune.search.tune import tune
+    options = options if options is not None else SearchOptions(strategy="transfer")
+    options = options.replace(resume=True)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidInputError(f"count {count!r} is not allowed; give 1 or more shapes")
+    if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 1:
+        raise InvalidInputError(f"multiple {multiple!r} is not allowed; give an integer >= 1")
+    low = Problem.of(kernel, {name: lo for name, (lo, _) in ranges.items()}, dtype)  # checks the dims' names
+    Problem.of(low.kernel, {name: hi for name, (_, hi) in ranges.items()}, dtype)  # and the range's top
+    k, names = low.kernel, low.kernel.dims
+    spans = [ranges[name] for name in names]
+    if device_info is None:
+        from autotune.measure.device import query_device
+
+        device_info = query_device(device)
+    key = TuningKey.of(low, device_info, Toolchain.of(device_info.arch))
+    tunables = set(k.tunables)
+    results = []
+    for i in range(count):
+        store = open_store(options.db, read_only=True)
+        try:
+            trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
+        finally:
+            store.close()
+        tables = tables_from_trials(trials)
+        tuned = [t.shape for t in tables]
+        weights = (regret_weights(leave_one_out(tables, k.default_config(), names))
+                   if len(tables) >= WEIGHTED_FROM else {})
+        picked = next_shapes(spans, tuned, 1, weights=weights, multiple=multiple)
+        if not picked:
+            break
+        shape = picked[0]
+        why = (f"farthest from the {len(tuned)} tuned shape{'s' if len(tuned) != 1 else ''}"
+               + (", weighted by their held-out regret" if weights else "") if tuned else "the middle of the range")
+        if on_plan is not None:
+            on_plan(Planned(i, count, shape, why))
+        queue = build_dispatch(tables, k.default_config(), names).configs[1:] if tables else ()
+        results.append(tune(k, dict(zip(names, shape)), low.dtype, device=device,
+                            options=options.replace(queue=tuple(queue))))
+    return results
+

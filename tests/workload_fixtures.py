@@ -1,0 +1,56 @@
+"""A recorded workload without a GPU, shared by the workload tests: launches of the histogram
+example at two sizes and of smem_vec at one shape through ``autotune.launcher`` inside
+``autotune.record`` (fake PyTorch and driver: tests/fake_gpu_arrays.py), and the fake GPU
+benchmark of any kernel (tests/fakes.py ``FakeAnyBench``) in place of the real one."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HISTOGRAM = ROOT / "examples/histogram/histogram.toml"
+
+
+def record_app(monkeypatch, device_info, db_url, name: str = "app", calls=(30, 10, 5)) -> None:
+    """Record workload ``name``: histogram n=100000 ``calls[0]`` times, n=1000 ``calls[1]``
+    times, smem_vec 100x64 float32 ``calls[2]`` times."""
+    import autotune
+    from autotune.kernel.loader import load_kernel
+    from autotune.runtime import launch as launch_module
+
+    from fake_gpu_arrays import Tensor, install
+
+    launch_module.clear_launchers()
+    install(monkeypatch, load_kernel(HISTOGRAM), device_info)
+    hist = autotune.launcher(HISTOGRAM, db=db_url)
+    vec = autotune.launcher("smem_vec", db=db_url)
+    bins = Tensor((256,), "uint32")
+    with autotune.record(name, db=db_url, sample_every=2):
+        for _ in range(calls[0]):
+            hist(bins, Tensor((100000,), "uint8"))
+        for _ in range(calls[1]):
+            hist(bins, Tensor((1000,), "uint8"))
+        for _ in range(calls[2]):
+            vec(Tensor((64, 100)), Tensor((100, 64)))
+    launch_module.clear_launchers()
+    autotune.clear_cache()
+
+
+def fake_gpu(monkeypatch, device_info, failures=None) -> list:
+    """The fake benchmark of any kernel in place of the GPU's; returns the benches opened."""
+    from autotune.measure import benchmark, device
+
+    from fakes import FakeAnyBench
+
+    opened = []
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, problem, **options):
+        bench = FakeAnyBench(device_info, problem, failures)
+        opened.append(bench)
+        yield bench
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
+    return opened
