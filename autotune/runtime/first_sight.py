@@ -46,7 +46,7 @@ def check_preset(tune: str | None) -> str | None:
     Raises:
         InvalidInputError: another value.
     """
-    if tune is not None and tune not in PRESETS:
+    if tune is not None and (not isinstance(tune, str) or tune not in PRESETS):
         raise InvalidInputError(f"tune={tune!r} is not allowed; allowed: None (off), {', '.join(map(repr, PRESETS))}")
     return tune
 
