@@ -45,7 +45,7 @@ class BindingsBackend(Backend):
     def __init__(self, driver=None) -> None:
         self._cu = driver
         self._ready = False
-        self._contexts: dict[int, object] = {}
+        self._stream = None
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -104,6 +104,12 @@ class BindingsBackend(Backend):
 
     def init(self) -> None:
         self.cu  # noqa: B018  (the property initialises)
+
+    @property
+    def stream(self):
+        """The default stream's ``CUstream`` (the driver initialised first)."""
+        self.cu  # noqa: B018
+        return self._stream
 
     # -- the driver and its devices -------------------------------------------------------------
 
@@ -198,19 +204,19 @@ class BindingsBackend(Backend):
         self.call("cuMemcpyDtoD", int(dst), int(src), nbytes)
 
     def memcpy_dtod_async(self, dst: int, src: int, nbytes: int) -> None:
-        self.call("cuMemcpyDtoDAsync", int(dst), int(src), nbytes, self._stream)
+        self.call("cuMemcpyDtoDAsync", int(dst), int(src), nbytes, self.stream)
 
     def memset_d8_async(self, address: int, value: int, count: int) -> None:
-        self.call("cuMemsetD8Async", int(address), value, count, self._stream)
+        self.call("cuMemsetD8Async", int(address), value, count, self.stream)
 
     def memset_d16_async(self, address: int, value: int, count: int) -> None:
-        self.call("cuMemsetD16Async", int(address), value, count, self._stream)
+        self.call("cuMemsetD16Async", int(address), value, count, self.stream)
 
     def memset_d32_async(self, address: int, value: int, count: int) -> None:
-        self.call("cuMemsetD32Async", int(address), value, count, self._stream)
+        self.call("cuMemsetD32Async", int(address), value, count, self.stream)
 
     def memset_d2d32_async(self, address: int, pitch: int, value: int, width: int, height: int) -> None:
-        self.call("cuMemsetD2D32Async", int(address), pitch, value, width, height, self._stream)
+        self.call("cuMemsetD2D32Async", int(address), pitch, value, width, height, self.stream)
 
     # -- events and modules ---------------------------------------------------------------------
 
@@ -246,7 +252,7 @@ class BindingsEvent(Event):
         self.backend, self.handle = backend, handle
 
     def record(self) -> None:
-        self.backend.call("cuEventRecord", self.handle, self.backend._stream)
+        self.backend.call("cuEventRecord", self.handle, self.backend.stream)
 
     def synchronize(self) -> None:
         self.backend.call("cuEventSynchronize", self.handle)
@@ -305,7 +311,7 @@ class BindingsFunction(Function):
             raise ValueError(f"{self.name} takes {len(self.signature)} arguments ({self.signature}); got {len(args)}")
         buf, argv = pack_arguments(self.signature, args)
         backend, cu = self.backend, self.backend.cu
-        run, fn, stream, success = cu.cuLaunchKernel, self.handle, backend._stream, cu.CUresult.CUDA_SUCCESS
+        run, fn, stream, success = cu.cuLaunchKernel, self.handle, backend.stream, cu.CUresult.CUDA_SUCCESS
         (gx, gy, gz), (bx, by, bz), at = tuple(grid), tuple(block), ctypes.addressof(argv)
 
         def go(_keep=(buf, argv, self.module)) -> None:
