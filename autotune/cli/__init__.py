@@ -36,11 +36,13 @@ class _InWorkOrder(TyperGroup):
                 param.callback = guard(param.callback)
         return params
 
-    def main(self, *args, **kwargs):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, windows_expand_args=True,
+             **extra):
         from typer.core import _main
 
-        kwargs.setdefault("standalone_mode", True)
-        return _main(self, *args, rich_markup_mode=None, **kwargs)  # errors plain; help stays Rich
+        return _main(self, args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=standalone_mode,
+                     windows_expand_args=windows_expand_args, rich_markup_mode=None,  # errors plain; help stays Rich
+                     **extra)
 
 
 # rich_markup_mode="rich": help in panels (each option's rich_help_panel), as wide as the terminal
