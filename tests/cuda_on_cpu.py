@@ -1,14 +1,18 @@
 """The catalog's real .cu text run on the CPU, for the emulation tests (test_emulated.py,
-test_runtime_emulated.py, test_vec_realign.py, test_bytes_realign.py).
+test_runtime_emulated.py, test_vec_realign.py, test_bytes_realign.py, tests/transposes_on_cpu.py).
 
 The source is compiled as C++20 with the CUDA keywords defined away: each thread of a block is
-a std::thread (a std::barrier is __syncthreads), blocks run one after another; the caching and
-streaming load/store intrinsics are plain accesses; the integer intrinsics (__byte_perm, the
-funnel shifts) are computed as the CUDA Math API defines them, and 32-bit warp shuffles are an
-exchange through a slot per thread and the block barrier (a main that shuffles sets blockDim).
-Each test gives its own ``main`` (what it launches and checks) after :data:`PRELUDE`; builds
-run under the address and UB sanitizers where g++ has them, so an access outside the exactly
-sized buffers fails the run.
+a fiber with its own stack, all on one OS thread, scheduled round-robin by ``emu_grid``;
+__syncthreads switches back to the scheduler, which resumes each fiber once all have arrived, so a
+barrier costs user-level switches rather than OS context switches (a std::thread per CUDA thread
+made a barrier of a 512-thread block hundreds of context switches on a 2-core machine). Blocks run
+one after another; the caching and streaming load/store intrinsics are plain accesses; the integer
+intrinsics (__byte_perm, the funnel shifts) are computed as the CUDA Math API defines them, and
+32-bit warp shuffles are an exchange through a slot per thread and the block barrier (emu_grid sets
+blockDim). Each test gives its own ``main`` (what it launches and checks) after :data:`PRELUDE`;
+builds run under the address and UB sanitizers where g++ has them, so an access outside the exactly
+sized buffers (or a kernel's shared or local arrays) fails the run: every fiber switch is announced
+to AddressSanitizer (test_cuda_on_cpu.py plants such accesses and checks that they are caught).
 """
 
 from __future__ import annotations
@@ -18,15 +22,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PRELUDE = r"""
-#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <vector>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_START_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define EMU_FINISH_SWITCH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define EMU_START_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define EMU_FINISH_SWITCH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
 struct Idx { unsigned x, y, z; };
-thread_local Idx threadIdx, blockIdx;
-std::barrier<> *bar;
+Idx threadIdx, blockIdx;  // the running fiber's: each one keeps its own across a barrier (emu_barrier)
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -44,7 +56,185 @@ struct alignas(NBYTES < 8 ? NBYTES : 8) Elem { unsigned char b[NBYTES]; };
 template <class T> T __ldg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
 template <class T> void __stcs(T *p, T v) { *p = v; }
-inline void __syncthreads() { bar->arrive_and_wait(); }
+// The threads of a block are fibers, each on its own stack (mmap, a PROT_NONE guard page below it),
+// all on the main thread: emu_block resumes each fiber in turn and a fiber runs until it waits at
+// the block barrier (it switches back) or returns, so a barrier costs two user-level switches, not a
+// round of the OS scheduler. A round goes up the linear thread ids, the next one down, so code
+// between two barriers runs in both orders (a read of another thread's write that lacks its
+// barrier shows in one of them). The fibers are made once, up to the largest block, and kept for
+// the next launch.
+// A switch saves what the x86-64 System V ABI has a call preserve (rbx, rbp, r12-r15, the stack
+// pointer, MXCSR and the x87 control word) and loads the other fiber's (emu_switch); elsewhere, or
+// with CET shadow stacks (__CET__), or with EMU_UCONTEXT defined, it is swapcontext, which also
+// makes a system call (the signal mask) each time. Every switch is announced to AddressSanitizer
+// (__sanitizer_start/finish_switch_fiber), which then checks each fiber's frames on its own stack;
+// a ucontext's uc_stack.ss_size is 0 once made, else ASan's swapcontext interceptor clears the
+// whole shadow of the stack it switches to, the redzones of that fiber's live frames with it.
+extern "C" void emu_fiber_main(int i);
+#if defined(__x86_64__) && !defined(__CET__) && !defined(EMU_UCONTEXT)
+struct EmuContext { void *sp; };
+extern "C" void emu_switch(void **save, void *to);  // saves this fiber's sp in *save, resumes `to`
+extern "C" void emu_fiber_start();                  // a new fiber's first return: emu_fiber_main(r12)
+asm(R"(
+    .text
+    .globl emu_switch
+    .type emu_switch, @function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch, .-emu_switch
+    .globl emu_fiber_start
+    .type emu_fiber_start, @function
+emu_fiber_start:
+    movl %r12d, %edi
+    call emu_fiber_main
+    ud2
+    .size emu_fiber_start, .-emu_fiber_start
+)");
+inline void emu_switch_to(EmuContext *save, EmuContext *to) { emu_switch(&save->sp, to->sp); }
+void emu_make_context(EmuContext *c, char *stack, size_t size, int i)
+{
+    // what emu_switch pops, from the saved sp up: MXCSR and the x87 control word (their defaults),
+    // r15, r14, r13, r12 (the fiber's index), rbx, rbp (0: the end of the frame chain), the
+    // return address; it leaves the stack 16-byte aligned at emu_fiber_start's call, as the ABI wants
+    unsigned long long *sp = (unsigned long long *)(stack + size) - 10;
+    sp[0] = 0x037F00001F80ull;
+    sp[1] = sp[2] = sp[3] = sp[5] = sp[6] = 0;
+    sp[4] = (unsigned long long)i;
+    sp[7] = (unsigned long long)emu_fiber_start;
+    c->sp = sp;
+}
+#else
+struct EmuContext { ucontext_t uc; };
+inline void emu_switch_to(EmuContext *save, EmuContext *to) { swapcontext(&save->uc, &to->uc); }
+void emu_make_context(EmuContext *c, char *stack, size_t size, int i)
+{
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = nullptr;
+    makecontext(&c->uc, (void (*)())emu_fiber_main, 1, i);
+    c->uc.uc_stack.ss_size = 0;
+}
+#endif
+struct EmuFiber { EmuContext context; char *stack; unsigned x, y; bool running; };
+constexpr size_t EMU_STACK = 256 << 10;
+EmuContext emu_scheduler;
+const void *emu_scheduler_stack;  // the main thread's stack, as ASan sees it
+size_t emu_scheduler_stack_size;
+EmuFiber *emu_fibers[1024], *emu_current;
+unsigned emu_fiber_count;
+void (*emu_body)(void *, unsigned, unsigned);  // the running launch's thread (x, y)
+void *emu_body_arg;
+__attribute__((noinline)) void emu_yield()
+{
+    if (!emu_current) {
+        fprintf(stderr, "emulation: a barrier outside emu_grid\n");
+        abort();
+    }
+    void *fake;
+    EMU_START_SWITCH(&fake, emu_scheduler_stack, emu_scheduler_stack_size);
+    emu_switch_to(&emu_current->context, &emu_scheduler);
+    EMU_FINISH_SWITCH(fake, nullptr, nullptr);
+}
+extern "C" void emu_fiber_main(int i)
+{
+    EMU_FINISH_SWITCH(nullptr, &emu_scheduler_stack, &emu_scheduler_stack_size);
+    for (EmuFiber *f = emu_fibers[i];;) {
+        emu_body(emu_body_arg, f->x, f->y);
+        f->running = false;
+        emu_yield();
+    }
+}
+void emu_resume(EmuFiber *f)
+{
+    void *fake;
+    emu_current = f;
+    EMU_START_SWITCH(&fake, f->stack, EMU_STACK);
+    emu_switch_to(&emu_scheduler, &f->context);
+    EMU_FINISH_SWITCH(fake, nullptr, nullptr);
+    emu_current = nullptr;
+}
+EmuFiber *emu_new_fiber(int i)
+{
+    const size_t page = sysconf(_SC_PAGESIZE);
+    char *base = (char *)mmap(nullptr, page + EMU_STACK, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED || mprotect(base, page, PROT_NONE)) {
+        perror("emulation: a fiber's stack");
+        abort();
+    }
+    EmuFiber *f = new EmuFiber{};
+    f->stack = base + page;
+    emu_make_context(&f->context, f->stack, EMU_STACK, i);
+    return f;
+}
+// Runs body(arg, x, y) for each thread (x, y) of a bx x by block, the threads as fibers, to the end:
+// every barrier is reached by all threads or by none (a thread returning while others wait at a
+// barrier aborts: on the device that block would hang).
+void emu_block(unsigned bx, unsigned by, void (*body)(void *, unsigned, unsigned), void *arg)
+{
+    const unsigned n = bx * by;
+    if (n == 0 || n > 1024) {
+        fprintf(stderr, "emulation: a block of %u x %u threads\n", bx, by);
+        abort();
+    }
+    for (; emu_fiber_count < n; ++emu_fiber_count)
+        emu_fibers[emu_fiber_count] = emu_new_fiber(emu_fiber_count);
+    emu_body = body;
+    emu_body_arg = arg;
+    for (unsigned i = 0; i < n; ++i) {
+        emu_fibers[i]->x = i % bx;
+        emu_fibers[i]->y = i / bx;
+        emu_fibers[i]->running = true;
+    }
+    for (unsigned round = 0, waiting = n; waiting; ++round) {
+        waiting = 0;
+        for (unsigned k = 0; k < n; ++k) {
+            EmuFiber *f = emu_fibers[round & 1 ? n - 1 - k : k];
+            emu_resume(f);
+            waiting += f->running;
+        }
+        if (waiting && waiting < n) {
+            fprintf(stderr, "emulation: %u of %u threads of a block wait at a barrier the others never reach\n",
+                    waiting, n);
+            abort();
+        }
+    }
+}
+Idx blockDim;
+unsigned emu_round;  // the running fiber's count of shuffles (emu_shuffle)
+// __syncthreads: back to the scheduler, which resumes this fiber once every thread of the block has
+// arrived; the fiber's indices and shuffle count are its own again after the switch.
+inline void emu_barrier()
+{
+    const Idx t = threadIdx, b = blockIdx;
+    const unsigned r = emu_round;
+    emu_yield();
+    threadIdx = t;
+    blockIdx = b;
+    emu_round = r;
+}
+inline void __syncthreads() { emu_barrier(); }
 // Integer intrinsics (CUDA Math API): __byte_perm's result byte n is byte (s >> 4n) & 7 of
 // the 8 bytes {y, x} (x the low word); the funnel shifts shift the 64 bits {hi, lo} by
 // shift & 31 and keep the low (right) or high (left) 32 bits.
@@ -64,16 +254,14 @@ inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
 {
     return (unsigned)((((unsigned long long)hi << 32 | lo) << (shift & 31)) >> 32);
 }
-// Warp shuffles of 32-bit values. A main that uses them sets blockDim (the block's shape) before
-// its threads start. Every thread of the block must make the same shuffle calls in the same
-// order (all the kernels' shuffles are block-uniform, full-mask): each call writes the thread's
-// value into one of two slot arrays, in turn, and waits on the block barrier; a slot array is
-// written again only two calls later, after every thread has passed the barrier of the call
-// between, so no reader of the old values is left. Lanes are linear thread ids mod 32 and
-// shuffles stay inside segments of `width` lanes, as on the device.
-Idx blockDim;
+// Warp shuffles of 32-bit values, inside emu_grid (which sets blockDim, the block's shape). Every
+// thread of the block must make the same shuffle calls in the same order (all the kernels' shuffles
+// are block-uniform, full-mask): each call writes the thread's value into one of two slot arrays,
+// in turn, and waits on the block barrier; a slot array is written again only two calls later,
+// after every thread has passed the barrier of the call between, so no reader of the old values is
+// left. Lanes are linear thread ids mod 32 and shuffles stay inside segments of `width` lanes, as
+// on the device.
 unsigned emu_slots[2][1024];
-thread_local unsigned emu_round;
 inline unsigned emu_shuffle(unsigned mask, unsigned v, int src, bool relative, int width)
 {
     const unsigned n = blockDim.x * blockDim.y * blockDim.z;
@@ -84,7 +272,7 @@ inline unsigned emu_shuffle(unsigned mask, unsigned v, int src, bool relative, i
     }
     unsigned *slot = emu_slots[emu_round++ & 1];
     slot[id] = v;
-    bar->arrive_and_wait();
+    emu_barrier();
     const int lane = (int)(id % width), base = (int)id - lane;
     int from = relative ? lane + src : (src % width + width) % width;  // __shfl_sync: srcLane mod width
     if (relative && (from < 0 || from >= width))
@@ -112,28 +300,23 @@ template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int widt
 {
     return emu_shuffle_of(mask, v, -(int)delta, true, width);
 }
-// A launch of `blocks` x 1 x `batch` blocks (blockIdx.x, blockIdx.z) of bx x by threads: one
-// std::thread per thread of a block, the blocks one after another (each thread calls `kernel`
-// once per block, then waits for the whole block). Sets blockDim and the barrier.
+// A launch of `blocks` x 1 x `batch` blocks (blockIdx.x, blockIdx.z) of bx x by threads: one fiber
+// per thread of a block, the blocks one after another (each thread calls `kernel` once per block,
+// then waits for the whole block). Sets blockDim.
 template <class F> void emu_grid(unsigned bx, unsigned by, unsigned blocks, unsigned batch, F kernel)
 {
-    std::barrier<> barrier(bx * by);
-    bar = &barrier;
     blockDim = {bx, by, 1};
     auto thread = [&](unsigned x, unsigned y) {
         threadIdx = {x, y, 0};
+        emu_round = 0;
         for (unsigned z = 0; z < batch; ++z)
             for (unsigned b = 0; b < blocks; ++b) {
                 blockIdx = {b, 0, z};
                 kernel();
-                barrier.arrive_and_wait();  // the next block starts after this one
+                emu_barrier();  // the next block starts after this one
             }
     };
-    std::vector<std::thread> ts;
-    for (unsigned y = 0; y < by; ++y)
-        for (unsigned x = 0; x < bx; ++x)
-            ts.emplace_back(thread, x, y);
-    for (auto &t : ts) t.join();
+    emu_block(bx, by, [](void *t, unsigned x, unsigned y) { (*(decltype(thread) *)t)(x, y); }, &thread);
 }
 #include "k.cu"
 """
@@ -154,7 +337,7 @@ class Harness:
         errors (first 1,500 characters), or ``None``."""
         folder.mkdir()
         (folder / "k.cu").write_text(source)
-        done = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", *self.flags, f"-I{self.tmp}", f"-I{folder}",
+        done = subprocess.run(["g++", "-std=c++20", "-O1", *self.flags, f"-I{self.tmp}", f"-I{folder}",
                                *[f"-D{m}={v}" for m, v in macros.items()], str(self.tmp / "h.cpp"),
                                "-o", str(folder / "h")], capture_output=True, text=True)
         return f"does not build: {done.stderr[:1500]}" if done.returncode else None

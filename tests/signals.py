@@ -46,15 +46,16 @@ def _ignore_sigint() -> None:
 
 
 def start_cli(tmp_path: Path, *args: str, hold: str = "", gpus: int = 1, inherited: str = "default",
-              new_session: bool = False, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+              new_session: bool = False, env: dict | None = None, delay: str = "0.02") -> tuple[subprocess.Popen, Path]:
     """``autotune search --size 64 ARGS`` with fake GPUs, in a subprocess; returns it and its
     marker folder. ``inherited="ignored"`` starts it with SIGINT ignored. ``new_session``: a
-    signal sent to it reaches it alone, not its GPU workers."""
+    signal sent to it reaches it alone, not its GPU workers. ``delay``: seconds each fake
+    measurement takes."""
     marks = tmp_path / "marks"
-    marks.mkdir(exist_ok=True)
+    marks.mkdir(parents=True, exist_ok=True)
     environ = {**os.environ, "AUTOTUNE_FAKE_MARKS": str(marks), "AUTOTUNE_FAKE_HOLD": hold,
                "AUTOTUNE_FAKE_GPUS": ",".join([H100] * gpus), **(env or {})}
-    proc = subprocess.Popen([sys.executable, WORKER, "cli", "0.02", "search", "--size", "64", *args],
+    proc = subprocess.Popen([sys.executable, WORKER, "cli", delay, "search", "--size", "64", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
                             start_new_session=new_session,
                             preexec_fn=_ignore_sigint if inherited == "ignored" else None)
@@ -76,9 +77,9 @@ def wait_for(proc: subprocess.Popen, marks: Path, *names: str, timeout: float = 
         time.sleep(0.01)
 
 
-def release(marks: Path) -> None:
-    """Let every held step of the fake GPU go on."""
-    (marks / "release").touch()
+def release(marks: Path, step: str = "") -> None:
+    """Let every held step of the fake GPU go on (``step``: that step alone, e.g. ``measure``)."""
+    (marks / (f"release-{step}" if step else "release")).touch()
 
 
 def finish(proc: subprocess.Popen, timeout: float = 180.0) -> str:

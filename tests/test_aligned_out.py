@@ -22,7 +22,7 @@ VIEWS = [(3, 1, 0), (0, 2, 0), (0, 3, 5), (1, 2, 3)]
 
 
 def configs():
-    """Small blocks (the emulation runs a thread per thread): both paddings, and the diagonal order."""
+    """Small blocks (the emulation runs a fiber per thread): both paddings, and the diagonal order."""
     base = {"TILE_DIM": 32, "BLOCK_ROWS": 4, "IPAD": 1, "DIAGONAL": 0}
     return [Config.of(KERNEL.name, c) for c in (base, {**base, "IPAD": 2, "BLOCK_ROWS": 8},
                                                  {**base, "DIAGONAL": 1})]

@@ -1,7 +1,7 @@
 """kernels/bytes_realign.cu (smem_bytes) run on the CPU.
 
 The .cu text is compiled as C++ with the CUDA keywords defined away (tests/cuda_on_cpu.py): each
-thread of a block is a std::thread, a std::barrier is __syncthreads and carries the warp
+thread of a block is a fiber, the block barrier is __syncthreads and carries the warp
 shuffles (the emulated intrinsics are checked in test_cuda_on_cpu.py), blocks run one after
 another with the grid and block of the kernel file's [launch].
 Every item size the kernel takes (1 and 2) runs on shapes whose rows start anywhere relative to

@@ -24,7 +24,7 @@ from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
 from fakes import FakeTimer
-from signals import finish, repeat, start_cli, wait_for
+from signals import finish, release, repeat, start_cli, wait_for
 from workers import DEVICE
 
 WORKER = str(Path(__file__).parent / "workers.py")
@@ -99,8 +99,14 @@ def test_eight_processes_lose_and_duplicate_nothing(tmp_path, shared_db):
 
 def test_sigkill_mid_search_loses_at_most_the_trial_in_flight(tmp_path, monkeypatch, shared_db):
     db = shared_db
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("AUTOTUNE_FAKE_MARKS", str(marks))
+    monkeypatch.setenv("AUTOTUNE_FAKE_HOLD", "measure:4")
     proc = start(db, tmp_path / "killed.json", sampler="grid", n=200, resume=False, delay=0.3)
-    wait_for_trials(db, 3)
+    # killed inside its fourth measurement (killed as soon as a third trial was stored, it
+    # could die between storing that trial and telling Optuna, which then counts it unmeasured)
+    wait_for(proc, marks, "measure-0-4")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert intact(db)
@@ -177,3 +183,55 @@ def test_a_killed_worker_trial_is_failed_by_heartbeat_while_another_goes_on(tmp_
     assert len(dead) == 1 and states[dead[0]] == "FAIL"  # the killed worker's trial in flight
     assert rows(db, "select status from autotune_searches order by id") == [("running",), ("finished",)]
     assert intact(db)
+
+
+@pytest.mark.postgres
+def test_three_hosts_join_one_study_measure_no_config_twice_lose_no_trial_and_agree_on_one_best(tmp_path, pg_url):
+    """Issue 37: three ``autotune search --resume --db postgresql://...`` processes, each with a
+    cubin cache of its own (as on three hosts), search one study at once. Each is held inside
+    its third measurement; then one is killed (SIGKILL, its measuring child too). The two
+    others go on, fail its trial in flight by heartbeat, and both stop before their re-timing
+    until both have measured all they will, so each re-times the whole study."""
+    db, procs, marks = pg_url, {}, {}
+    for name, seed in (("a", 1), ("b", 2), ("killed", 3)):
+        env = {"AUTOTUNE_CACHE_DIR": str(tmp_path / name / "cubins"), "AUTOTUNE_TEST_GRACE_S": "1"}
+        procs[name], marks[name] = start_cli(
+            tmp_path / name, "--strategy", "random", "--seed", str(seed), "--trials", "25", "--resume", "--db", db,
+            hold="measure:3,retime", new_session=True, env=env, delay="0.2")  # heartbeat 1 s, dead after 1 s
+    for name in procs:
+        wait_for(procs[name], marks[name], "measure-0-3")
+    os.killpg(procs["killed"].pid, signal.SIGKILL)  # the CLI and its measuring child
+    procs["killed"].wait(timeout=30)
+    for name in ("a", "b"):  # their later measurements take >= 4 s: the killed trial's heartbeat stops for good
+        release(marks[name], "measure")
+    for name in ("a", "b"):
+        wait_for(procs[name], marks[name], "retime")
+    for name in ("a", "b"):
+        release(marks[name], "retime")
+    output = {name: finish(procs[name]) for name in ("a", "b")}
+    for name, text in output.items():
+        assert procs[name].returncode == 0, text
+        assert "Traceback" not in text
+
+    # one study; no config measured twice, by any process
+    assert len(rows(db, "select study_id from studies")) == 1
+    measured = rows(db, "select config_key from autotune_trials")
+    assert len(measured) == len({c for (c,) in measured}), sorted(measured)
+    # no trial lost: the killed process's two trials stored, its third failed by the others' heartbeat
+    # check (no RUNNING trial left, and no row of it); the two others measured their budget or the rest
+    killed = rows(db, "select count(t.id) from autotune_searches s left join autotune_trials t "
+                      "on t.search_id = s.id where s.status = 'running' group by s.id")
+    assert killed == [(2,)]  # its search row never finished
+    assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
+    lost = rows(db, "select count(*) from trials t where t.state = 'FAIL' and not exists (select 1 from "
+                    "trial_user_attributes a where a.trial_id = t.trial_id and a.key = 'status')")
+    assert lost == [(1,)]
+    finished = rows(db, "select count(t.id) from autotune_searches s join autotune_trials t on t.search_id = s.id "
+                        "where s.status = 'finished' group by s.id")
+    assert len(finished) == 2 and (sum(n for (n,) in finished) == 50 or len(measured) >= 53), finished
+    # one stored best, the one both printed: each re-timed the whole study
+    best = rows(db, "select t.config_key from autotune_best b join autotune_trials t on t.id = b.trial_id")
+    assert len(best) == 1
+    assert all(f"best: {best[0][0]} " in text for text in output.values()), output
+    fastest = rows(db, "select config_key from autotune_trials where status = 'ok' order by median_ms limit 1")
+    assert best == fastest

@@ -60,25 +60,16 @@ _SHUFFLE_MAIN = r"""int main(int argc, char **argv)  // bx by width: per thread,
 {
     const unsigned bx = atoi(argv[1]), by = atoi(argv[2]);
     const int width = atoi(argv[3]);
-    blockDim = {bx, by, 1};
     std::vector<unsigned> got(bx * by * 5);
-    std::barrier<> barrier(bx * by);
-    bar = &barrier;
-    auto thread = [&](unsigned x, unsigned y) {
-        threadIdx = {x, y, 0};
-        const unsigned id = y * bx + x, v = id * 2654435761u + 17, lane = id % width;
+    emu_grid(bx, by, 1, 1, [&] {
+        const unsigned id = threadIdx.y * bx + threadIdx.x, v = id * 2654435761u + 17, lane = id % width;
         unsigned *g = &got[id * 5];
         g[0] = __shfl_sync(0xffffffffu, v, (lane + width - 1) % width, width);  // the previous lane, wrapping
         g[1] = __shfl_down_sync(0xffffffffu, v, 1, width);
         g[2] = __shfl_up_sync(0xffffffffu, v, 2, width);
         g[3] = __shfl_sync(0xffffffffu, v, 5, width);                            // mod width
         g[4] = __shfl_down_sync(0xffffffffu, v, 3);
-    };
-    std::vector<std::thread> ts;
-    for (unsigned y = 0; y < by; ++y)
-        for (unsigned x = 0; x < bx; ++x)
-            ts.emplace_back(thread, x, y);
-    for (auto &t : ts) t.join();
+    });
     for (unsigned i = 0; i < bx * by; ++i)
         printf("%u %u %u %u %u\n", got[i * 5], got[i * 5 + 1], got[i * 5 + 2], got[i * 5 + 3], got[i * 5 + 4]);
     return 0;
@@ -111,3 +102,62 @@ def test_emulated_shuffles_are_the_cuda_ones(tmp_path, bx, by, width):
                           check=True)
     got = [tuple(int(v) for v in line.split()) for line in done.stdout.splitlines()]
     assert got == _shuffles(bx * by, width)
+
+
+_PLANTED_MAIN = r"""int main(int argc, char **argv)  // kind n: 3 blocks of 32 x 2 threads over n ints
+{
+    const int kind = atoi(argv[1]), n = atoi(argv[2]);
+    int *buf = (int *)malloc(n * sizeof(int));
+    emu_grid(32, 2, 3, 1, [&] { planted(buf, n, kind); });
+    for (int i = 0; i < n; ++i)
+        if (buf[i] != (i + 1) % 64 + i % 8) {
+            printf("element %d: %d\n", i, buf[i]);
+            fflush(stdout);
+            free(buf);
+            return 1;
+        }
+    free(buf);
+    return 0;
+}
+"""
+_PLANTED = r"""__global__ void planted(int *buf, int n, int kind)
+{
+    __shared__ int tile[64];
+    int local[8];
+    const int t = threadIdx.y * 32 + threadIdx.x, i = blockIdx.x * 64 + t;
+    for (int k = 0; k < 8; ++k) local[k] = t + k;
+    tile[t] = t;
+    __syncthreads();
+    int *volatile shared = tile, *volatile own = local;  // opaque to UBSan's bounds checks: ASan's to catch
+    volatile int sink = 0;
+    if (kind == 1 && i == n) buf[i] = 1;              // a global write one past the end
+    if (kind == 2 && i == n) sink = buf[i];           // a global read one past the end
+    if (kind == 3 && t == 63) sink = shared[t + 1];   // a shared read past the end
+    if (kind == 4 && t == 5) sink = own[t + 3];       // a local read past the end, after a barrier
+    if (kind == 5 && t == 5) own[8 + (i & 1)] = 3;    // a local write past the end, after a barrier
+    __syncthreads();
+    if (kind == 6 && t == 33) sink = own[-1];         // a local read before the start, after two
+    if (kind == 7 && t == 40) return;                 // a thread that skips the block's last barrier
+    __syncthreads();
+    if (i < n) buf[i] = shared[(t + 1) % 64] + own[t % 8] - t + sink;  // = (i + 1) % 64 + i % 8
+}
+"""
+_CAUGHT = {1: "heap-buffer-overflow", 2: "heap-buffer-overflow", 3: "global-buffer-overflow",
+           4: "stack-buffer-overflow", 5: "stack-buffer-overflow", 6: "stack-buffer-overflow",
+           7: "wait at a barrier the others never reach"}
+
+
+@pytest.mark.parametrize("switch", [{}, {"EMU_UCONTEXT": 1}], ids=["emu_switch", "ucontext"])
+def test_the_harness_catches_out_of_bounds_accesses_in_a_kernel(tmp_path, switch):
+    """An access past a global, shared or local array in a kernel (after barriers, so on a fiber that
+    has switched away and back) fails the run with AddressSanitizer's report, with either fiber switch;
+    a thread that skips a barrier the others wait at fails it too; the same kernel without them runs
+    clean and exact (no false positives)."""
+    harness = Harness(tmp_path, _PLANTED_MAIN)
+    if not harness.flags:
+        pytest.skip("g++ has no address sanitizer here")
+    assert harness.build(tmp_path / "b", _PLANTED, switch) is None
+    assert harness.run(tmp_path / "b", [0, 150]) is None
+    for kind, report in _CAUGHT.items():
+        failed = harness.run(tmp_path / "b", [kind, 150])
+        assert failed is not None and report in failed, (kind, failed)

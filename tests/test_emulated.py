@@ -1,8 +1,8 @@
 """The real kernel sources of the catalog's transposes and copies, run on the CPU.
 
 The .cu text is compiled as C++ with the CUDA keywords defined away: each thread of a block
-is a std::thread (a std::barrier is __syncthreads), blocks run one after another, launched
-with the grid and block of the kernel file's [launch]. Checks the index math of every kernel
+is a fiber (__syncthreads switches back to the block's scheduler), blocks run one after another,
+launched with the grid and block of the kernel file's [launch]. Checks the index math of every kernel
 on odd, rectangular and 1-row / 1-column shapes without a GPU (under the address and UB
 sanitizers where g++ has them); tests/gpu/ checks the same on the device.
 """
@@ -31,21 +31,17 @@ _MAIN = r"""int main(int argc, char **argv)  // bx by transpose threaded {rows c
         const size_t n = (size_t)rows * cols;
         std::vector<elem_t> in(n), out(n, 0);
         for (size_t i = 0; i < n; ++i) in[i] = (elem_t)(i + 1);
-        std::barrier<> barrier(threaded ? bx * by : 1);
-        bar = &barrier;
-        auto thread = [&](unsigned x, unsigned y) {
-            threadIdx = {x, y, 0};
-            for (unsigned b = 0; b < blocks; ++b) {
-                blockIdx = {b, 0, 0};
-                ENTRY(out.data(), in.data(), rows, cols ENTRY_TAIL);
-                if (threaded) barrier.arrive_and_wait();  // the next block starts after this one
-            }
-        };
-        std::vector<std::thread> ts;
-        for (unsigned y = 0; y < by; ++y)
-            for (unsigned x = 0; x < bx; ++x)
-                if (threaded) ts.emplace_back(thread, x, y); else thread(x, y);
-        for (auto &t : ts) t.join();
+        if (threaded)  // a fiber per thread of a block, the blocks one after another
+            emu_grid(bx, by, blocks, 1, [&] { ENTRY(out.data(), in.data(), rows, cols ENTRY_TAIL); });
+        else  // no barrier: each thread runs all its blocks, one thread after another
+            for (unsigned y = 0; y < by; ++y)
+                for (unsigned x = 0; x < bx; ++x) {
+                    threadIdx = {x, y, 0};
+                    for (unsigned b = 0; b < blocks; ++b) {
+                        blockIdx = {b, 0, 0};
+                        ENTRY(out.data(), in.data(), rows, cols ENTRY_TAIL);
+                    }
+                }
         for (int r = 0; r < rows; ++r)
             for (int c = 0; c < cols; ++c)
                 if (out[transpose ? (size_t)c * rows + r : (size_t)r * cols + c] != in[(size_t)r * cols + c]) {

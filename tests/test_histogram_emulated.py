@@ -1,5 +1,5 @@
 """The example histogram (examples/histogram/histogram.cu) on the CPU (tests/cuda_on_cpu.py's
-harness: a std::thread per thread of a block, under the sanitizers): every config's private
+harness: a fiber per thread of a block, under the sanitizers): every config's private
 copies, the 32-bit word loads, the grid-stride loop and the n % 4 tail bytes count every byte.
 
 Two changes to the text, which the harness needs: atomicAdd is a ``std::atomic_ref`` add, and the

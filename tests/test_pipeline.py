@@ -66,3 +66,26 @@ def test_a_search_compiles_ahead_unless_turned_off(monkeypatch):
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "many")
     with pytest.raises(InvalidInputError, match="AUTOTUNE_COMPILE_WORKERS='many' is not allowed"):
         workers()
+
+
+def test_nvcc_ahead_runs_at_a_lower_cpu_priority_than_the_search(monkeypatch):
+    """The pool's threads (and the nvcc each starts, which inherits it) are NICE lower than the
+    process that measures, so a burst of builds never slows the measurement beside it."""
+    import os
+    import sys
+    import threading
+
+    from autotune.measure import compile as compiling
+    from autotune.measure.pipeline import NICE
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("a nice value per thread is Linux's")
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    seen = []
+    monkeypatch.setattr(compiling, "build_cubin",
+                        lambda *a: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with compile_ahead(k, f32, "sm_90", k.space().configs()[:3], n_workers=2) as ahead:
+        assert ahead.wait(timeout=60)
+    assert seen == [min(19, mine + NICE)] * 3
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the search's own thread: unchanged

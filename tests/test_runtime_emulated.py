@@ -2,7 +2,7 @@
 row-pitched views, batches (blockIdx.z) and unaligned pointers, bit for bit.
 
 As in ``test_emulated.py``, the real .cu text is compiled as C++ with the CUDA keywords defined
-away (a std::thread per thread of a block, a std::barrier for __syncthreads), under the address
+away (a fiber per thread of a block, a switch to the block's scheduler for __syncthreads), under the address
 and UB sanitizers where g++ has them; elements are opaque N-byte structs of random bytes.
 """
 

@@ -1,7 +1,7 @@
 """kernels/skinny.cu (skinny) run on the CPU.
 
 The .cu text is compiled as C++ with the CUDA keywords defined away (tests/cuda_on_cpu.py, with the
-main of tests/transposes_on_cpu.py): each thread of a block is a std::thread, blocks run one after
+main of tests/transposes_on_cpu.py): each thread of a block is a fiber, blocks run one after
 another with the grid and block of the kernel file's [launch]. Every item size the kernel takes (1,
 2, 4 and 8 bytes) runs on skinny shapes both ways (n short rows: the input is the rows side; n short
 columns: the output is), short sides odd, even, 1 and up to 64 and above (several bands of rows),

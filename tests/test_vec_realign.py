@@ -1,8 +1,8 @@
 """kernels/vec_realign.cu (smem_vec_realign) run on the CPU for every element size.
 
 The .cu text is compiled as C++ with the CUDA keywords defined away (as in test_emulated.py):
-each thread of a block is a std::thread, a std::barrier is __syncthreads, blocks run one after
-another with the grid and block of the kernel file's [launch]. Unlike test_emulated.py (4-byte
+each thread of a block is a fiber, __syncthreads a switch back to the block's scheduler, blocks run
+one after another with the grid and block of the kernel file's [launch]. Unlike test_emulated.py (4-byte
 elements), every item size 1, 2, 4 and 8 is run, on shapes whose rows start anywhere relative to
 16 bytes (odd, prime, 1 x N, N x 1) and with input and output pointers 0..15 bytes off a 16-byte
 boundary (a row offset of a larger array), as row-pitched views and batches (the input buffer is

@@ -19,7 +19,7 @@ from autotune.search import workers as multi_gpu
 from autotune.cli import app
 from autotune.errors import InvalidInputError
 
-from signals import finish, repeat, start_cli, wait_for
+from signals import finish, release, repeat, start_cli, wait_for
 from test_concurrency import WORKER, rows
 from workers import DEVICE
 
@@ -32,10 +32,15 @@ def run_cli(db, *args, gpus=(H100, H100), delay="0", timeout=300, env=None):
                           capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
-def test_two_gpus_fill_one_study_and_store_one_best(shared_db):
-    done = run_cli(shared_db, "--device", "0,1", "--trials", "30", "--seed", "1", "--sampler", "random")
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
+def test_two_gpus_fill_one_study_and_store_one_best(shared_db, tmp_path):
+    """Each GPU is held inside its second measurement until both are: then they share the rest
+    of the budget, each taking the next config as it is free."""
+    proc, marks = start_cli(tmp_path, "--device", "0,1", "--trials", "30", "--seed", "1", "--sampler", "random",
+                            "--db", shared_db, hold="measure:2", gpus=2, delay="0")
+    wait_for(proc, marks, "measure-0-2", "measure-1-2")
+    release(marks)
+    output = finish(proc)
+    assert proc.returncode == 0, output
     assert "Traceback" not in output
     # one study; one search row per GPU, each naming its GPU; trials from both
     assert len(rows(shared_db, "select study_id from studies")) == 1
@@ -43,9 +48,9 @@ def test_two_gpus_fill_one_study_and_store_one_best(shared_db):
     assert searches == [(0, "GPU-fake-0", "finished"), (1, "GPU-fake-1", "finished")]
     per_gpu = dict(rows(shared_db, "select s.gpu_uuid, count(*) from autotune_trials t join autotune_searches s "
                                    "on s.id = t.search_id group by s.gpu_uuid"))
-    # the budget of 30 configs measured was split 15 + 15, all in the one study (repeats and
-    # constraint breakers are Optuna trials too, but cost no measurement and do not count)
-    assert per_gpu == {"GPU-fake-0": 15, "GPU-fake-1": 15}
+    # the budget of 30 configs measured was shared, all in the one study, each GPU measuring
+    # the next config as it was free (2 each by the release); at one speed: 15 + 15
+    assert sum(per_gpu.values()) == 30 and min(per_gpu.values()) >= 2, per_gpu
     assert len(rows(shared_db, "select trial_id from trials")) >= 30
     assert "trials split 15+15" in output
     assert "GPU 0 NVIDIA H100 80GB HBM3 GPU-fake-0:" in output and "GPU 1 NVIDIA H100 80GB HBM3 GPU-fake-1:" in output
@@ -56,6 +61,21 @@ def test_two_gpus_fill_one_study_and_store_one_best(shared_db):
     assert len(best) == 1 and best[0][0] == 5 and best[0][1] is not None
     assert f"best: {best[0][2]}" in output
     assert len(rows(shared_db, "select id from autotune_devices")) == 1
+
+
+def test_the_faster_gpu_measures_more_of_the_shared_budget_and_both_end_together(db_url, tmp_path):
+    """GPU 1 takes 0.5 s more per config than GPU 0: with the budget shared (not split 10 + 10
+    up front), GPU 0 measures more and neither waits for the other at the end."""
+    proc, marks = start_cli(tmp_path, "--device", "0,1", "--trials", "20", "--seed", "1", "--sampler", "random",
+                            "--db", db_url, hold="measure:2", gpus=2, delay="0,0.5")
+    wait_for(proc, marks, "measure-0-2", "measure-1-2")
+    release(marks)
+    output = finish(proc)
+    assert proc.returncode == 0, output
+    per_gpu = dict(rows(db_url, "select s.gpu_ordinal, count(*) from autotune_trials t join autotune_searches s "
+                                "on s.id = t.search_id group by s.gpu_ordinal"))
+    assert sum(per_gpu.values()) == 20 and per_gpu[0] > per_gpu[1] >= 2, per_gpu
+    assert "trials split 10+10 (a GPU that measures faster takes more)" in output
 
 
 @pytest.mark.parametrize("sampler", ["grid", "tpe"])
@@ -131,6 +151,20 @@ def test_bad_device_lists_are_one_line_errors(spec, count, message, monkeypatch,
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], result.output
     assert "Traceback" not in result.output and not db.exists()
+
+
+def test_each_gpu_of_a_host_gets_its_share_of_the_cores_and_of_the_batch(monkeypatch):
+    """Two workers with pools of the CPU count each ran twice as many nvcc as cores (issue 37);
+    k workers proposing batch/k at a time keep as many proposals in flight as one GPU."""
+    from autotune.search.options import SearchOptions
+
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "32")
+    options, compilers = multi_gpu.per_gpu(SearchOptions(), 2)
+    assert (options.batch, compilers) == (16, 16)
+    assert multi_gpu.per_gpu(SearchOptions(batch=12), 4)[0].batch == 3
+    assert multi_gpu.per_gpu(SearchOptions(batch=1), 2)[0].batch == 1  # at least one
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # off stays off
+    assert multi_gpu.per_gpu(SearchOptions(), 2) == (SearchOptions(batch=1), 0)
 
 
 def test_parse_devices_and_trial_shares():

@@ -9,8 +9,8 @@ Observable state for tests that must act at a given moment (never after a wall-c
 ``retrying`` as the store backs off from a locked database, ``retry-interrupted`` when a
 signal stops that backoff, ``signalled-<gpu>`` once a held step saw a signal come), and
 ``$AUTOTUNE_FAKE_HOLD`` holds steps until the test
-creates ``release`` there: ``open`` (opening the GPU), ``measure:N`` (the N-th measurement
-of each GPU and every later one), ``retime``. ``$AUTOTUNE_FAKE_FAULTS`` plants faults of the
+creates ``release`` there (or ``release-<step>``, which lets that step alone go on): ``open``
+(opening the GPU), ``measure:N`` (the N-th measurement of each GPU and every later one), ``retime``. ``$AUTOTUNE_FAKE_FAULTS`` plants faults of the
 measuring process (:mod:`autotune.measure.isolation`): ``CONFIG_KEY|KIND`` items separated by
 ``;`` (the key ``retime`` for the re-timing), KIND ``sticky`` (fails as PyCUDA's illegal address does), ``exit`` (the process ends
 with exit code 3) or ``hang`` (never returns); each first leaves ``fault-<kind>`` holding the
@@ -57,8 +57,13 @@ def _short_heartbeat() -> None:
 def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -> None:
     _short_heartbeat()
     timer = FakeTimer()
+    count = [0]
 
-    def slow(config):
+    def slow(config):  # markers and holds as the fake GPU's (module doc), as GPU 0
+        count[0] += 1
+        mark(f"measure-0-{count[0]}")
+        if held("measure", count[0]):
+            hold(0, "measure")
         time.sleep(float(delay))
         return timer(config)
 
@@ -101,12 +106,12 @@ def held(step: str, n: int = 0) -> bool:
     return False
 
 
-def hold(ordinal: int) -> None:
-    """Wait until the test creates ``release``; say once a signal came meanwhile."""
+def hold(ordinal: int, step: str = "") -> None:
+    """Wait until the test creates ``release`` (or ``release-<step>``); say once a signal came meanwhile."""
     from autotune.base import signals as stop
 
-    release, said = Path(os.environ["AUTOTUNE_FAKE_MARKS"], "release"), False
-    while not release.exists():
+    marks, said = Path(os.environ["AUTOTUNE_FAKE_MARKS"]), False
+    while not ((marks / "release").exists() or (step and (marks / f"release-{step}").exists())):
         if stop.requested() and not said:
             said = True
             mark(f"signalled-{ordinal}")
@@ -115,7 +120,8 @@ def hold(ordinal: int) -> None:
 
 class FakeBench:
     """What the CLI needs of :class:`autotune.measure.benchmark.Benchmark`, timed by the fake timer
-    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds; markers and holds: module doc)."""
+    (each measurement sleeps ``$AUTOTUNE_FAKE_DELAY`` seconds, or GPU i the i-th of a comma
+    separated list; markers and holds: module doc)."""
 
     memcpy_gbps, copy_gbps, l2_mode = 3000.0, 2900.0, "single"
 
@@ -130,15 +136,16 @@ class FakeBench:
         mark(f"measure-{self.device.ordinal}-{self.count}")
         planted_fault(config.key)
         if held("measure", self.count):
-            hold(self.device.ordinal)
-        time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
+            hold(self.device.ordinal, "measure")
+        delays = os.environ.get("AUTOTUNE_FAKE_DELAY", "0").split(",")  # one for all GPUs, or one each
+        time.sleep(float(delays[min(self.device.ordinal, len(delays) - 1)]))
         return self.timer(config)
 
     def retime(self, configs, rounds):
         mark("retime")
         planted_fault("retime")
         if held("retime"):
-            hold(self.device.ordinal)
+            hold(self.device.ordinal, "retime")
         return self._retime(configs, rounds)
 
 
@@ -152,8 +159,9 @@ class AnyBench(FakeAnyBench):
         AnyBench.count += 1
         mark(f"measure-{self.device.ordinal}-{AnyBench.count}")
         if held("measure", AnyBench.count):
-            hold(self.device.ordinal)
-        time.sleep(float(os.environ.get("AUTOTUNE_FAKE_DELAY", "0")))
+            hold(self.device.ordinal, "measure")
+        delays = os.environ.get("AUTOTUNE_FAKE_DELAY", "0").split(",")  # as FakeBench's
+        time.sleep(float(delays[min(self.device.ordinal, len(delays) - 1)]))
         return super().measure(config)
 
 
@@ -212,7 +220,7 @@ def fake_open_benchmark(ordinal, problem, **options):
     device = fake_device(ordinal)
     mark(f"open-{ordinal}")
     if held("open"):
-        hold(ordinal)
+        hold(ordinal, "open")
     if os.environ.get("AUTOTUNE_FAKE_BENCH") == "any":  # any kernel's landscape (a workload's problems)
         mark(f"problem-{ordinal}-{problem.kernel.name}-{'x'.join(str(v) for _, v in problem.dims)}")
         yield AnyBench(device, problem)
@@ -252,6 +260,7 @@ def cli(delay: str, *args: str) -> None:
     from autotune.cli import app
 
     os.environ["AUTOTUNE_FAKE_DELAY"] = delay  # the GPU workers inherit it
+    _short_heartbeat()
     _test_settings()
     benchmark.open_benchmark = fake_open_benchmark
     device.device_count, device.query_device = fake_count, fake_device

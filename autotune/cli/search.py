@@ -202,8 +202,10 @@ def _print_header(say, s: Started, problem, ordinals, options: SearchOptions) ->
     say.print(f"[bold]{key.kernel}[/] {format_shape(key.dims)} ({key.dims_key}) {key.dtype} {where}, "
               f"{d.arch}, driver {d.driver_version}, nvcc {key.nvcc_version}); "
               f"{_space_size(s.space)} in {escape(str(Path(s.space.path).resolve()))}"
-              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))}" if s.shares else "")
-              + f"; strategy {options.strategy_name}, batches of {s.batch}")
+              + (f"; one study, one worker per GPU, trials split {'+'.join(map(str, s.shares))} "
+                 "(a GPU that measures faster takes more)" if s.shares else "")
+              + f"; strategy {options.strategy_name}, batches of {s.batch}"
+              + (f" per GPU ({s.batch * len(s.shares)} at a time in the study)" if s.shares else ""))
     b = s.bench
     if b is None:
         return

@@ -8,6 +8,12 @@ there and only loads it. A config the GPU reaches before its build has finished 
 build (the cache's build lock) and loads it. Failures are left for the benchmark to meet and
 record: compiling ahead only saves time.
 
+The pool's threads run nvcc at a lower CPU priority (:data:`NICE`, Linux): the measuring
+process's host work (the verification's comparison, the launches) is on the GPU's critical
+path, nvcc ahead of it is not, so a burst of builds never slows the measurement it runs beside
+(on a host with several GPUs, one search's measuring processes and their compile pools share
+the cores: :mod:`autotune.search.workers` gives each GPU's pool its share).
+
 What every benchmark compiles besides the search's configs, :func:`helper_builds` (the
 comparison kernels of the verification on the device, the bound kernel's default config),
 goes to the pool first: a search starts compiling before its measuring child exists, and the
@@ -27,7 +33,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["Ahead", "Feed", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
+__all__ = ["Ahead", "Feed", "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
@@ -35,6 +41,19 @@ AHEAD = 4
 
 WORKERS_ENV = "AUTOTUNE_COMPILE_WORKERS"
 """Environment variable: how many configs to compile at once ahead of the GPU (0: none)."""
+
+NICE = 10
+"""How much lower than the search's the CPU priority of the pool's nvcc runs is (``nice``)."""
+
+
+def _background() -> None:
+    """Lower the calling pool thread's CPU priority by :data:`NICE` (Linux keeps a nice value
+    per thread, and the nvcc it starts inherits it); where that is not possible, nothing."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + NICE))
+    except (AttributeError, OSError):  # not Linux, or not allowed
+        pass
 
 
 def workers() -> int:
@@ -147,7 +166,7 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
     """
     n = n_workers or workers()
     ahead, stop = Ahead(), threading.Event()
-    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="nvcc")
+    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="nvcc", initializer=_background)
     slots = threading.Semaphore(n * AHEAD)
 
     def run(job: Callable[[], object], config: Config | None = None) -> None:

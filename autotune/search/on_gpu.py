@@ -31,7 +31,8 @@ __all__ = ["Started", "compile_pool", "search_on_gpu", "whole_space"]
 class Started:
     """What a search is about, given to ``on_start`` before its first trial: the key, the
     open store, the space, and (one GPU) the benchmark with its bounds, or (several) the GPU
-    ordinals and each worker's trial budget."""
+    ordinals and each worker's trial budget; ``batch``: the configs proposed at a time (on
+    several GPUs, by each worker: :func:`autotune.search.workers.per_gpu`)."""
 
     key: object
     store: object
@@ -69,6 +70,7 @@ def retime_or_error(retime):
 
 def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
+                  arch: str | None = None, fresh: bool | None = None, budget=None,
                   on_start: Callable[[Started], None] | None = None,
                   on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
                   on_end: Callable[[Started, SearchResult], None] | None = None) -> SearchResult:
@@ -78,9 +80,13 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         part: worker ``(i, n)`` of a search over several GPUs (:class:`~autotune.search.tuner.Tuner`).
         open_benchmark: opens the benchmark (default :func:`autotune.measure.benchmark.open_benchmark`).
         precheck: query the GPU here first, and start compiling before the measuring child
-            starts (a worker, whose parent queried its GPUs, passes ``False``: it starts
-            compiling once the child has opened the GPU).
+            starts (a worker, whose parent queried its GPUs, passes ``False`` and the GPUs'
+            ``arch``: it starts compiling as its measuring child starts).
         retime: re-time the top configs at the end (the workers of several GPUs leave it to the parent).
+        arch: the GPU's nvcc target (e.g. ``sm_90``) where the caller knows it without a precheck.
+        fresh: the study holds no trial yet, so the strategy may propose its first batch before
+            reading it (:meth:`~autotune.search.tuner.Tuner.early`; ``None``: a search alone, not ``resume``).
+        budget: the trial budget shared by the workers of several GPUs (:class:`~autotune.search.tuner.Tuner`).
         on_end: called once the search has ended (not when it raised), with what ``on_start``
             got and the result, while the measuring child is still open (``started.bench``):
             a workload's tuning measures the default and the winner there.
@@ -105,9 +111,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     feed: list = []
     early: list = []
 
-    def start_compiling(device) -> None:
+    def start_compiling(target: str) -> None:
         """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
-        pool = builds.enter_context(compile_pool(problem, device.arch, space, options, batch))[0]
+        pool = builds.enter_context(compile_pool(problem, target, space, options, batch, part))[0]
         feed.append(pool)
         if pool is not None and early:  # proposed already (measuring in this process: meanwhile came first)
             pool.put(early[0][1])
@@ -116,11 +122,13 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         """While the measuring child starts: open the store and Optuna's tables (after the
         precheck found the GPU, so a machine without one creates no database), and let a
         strategy that can propose before its study is open hand its first batch to the pool."""
+        if arch is not None and not feed:  # a worker: its parent queried the GPUs
+            start_compiling(arch)
         stop.check()
         store = open_store(options.db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
-        first = Tuner.early(problem.kernel.name, space, options, part) if workers() else None
+        first = Tuner.early(problem.kernel.name, space, options, part, fresh) if workers() else None
         if first is not None:
             early.append(first)
             if feed and feed[0] is not None:
@@ -129,10 +137,10 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
                                          trial_timeout=options.trial_timeout, precheck=precheck,
                                          repeats=options.repeats, seed=options.seed,
-                                         before=start_compiling if precheck else None,
+                                         before=(lambda info: start_compiling(info.arch)) if precheck else None,
                                          meanwhile=meanwhile) as bench:
-        if not precheck:
-            start_compiling(bench.device)
+        if not feed:
+            start_compiling(bench.device.arch)
         stop.check()
         store = opened[0]
         key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
@@ -144,7 +152,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
-                       early=early[0] if early else None).run()
+                       early=early[0] if early else None, budget=budget).run()
         result.whole_space = whole
         if on_end is not None:
             on_end(started, result)
@@ -152,12 +160,12 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
 
 
 @contextlib.contextmanager
-def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int):
+def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, part: tuple[int, int] = (0, 1)):
     """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
     :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
-    for a grid, its first two batches in the space's order; the search puts each batch as it
-    is proposed."""
+    for a grid, its first two batches in the space's order (worker ``part = (i, n)``: of its
+    share, positions ``i`` modulo ``n``); the search puts each batch as it is proposed."""
     from autotune.measure.pipeline import Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
@@ -166,9 +174,11 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int):
         return
     kernel, dtype = problem.kernel, problem.dtype
     default = default_config(kernel.name, space)
-    first = [default] if default else []
+    first = [default] if default and part[0] == 0 else []  # worker 0 measures it
     if options.strategy == "grid":
-        first += itertools.islice((c for c in space.iter_configs() if c != default), 2 * batch)
+        i, n = part
+        first += itertools.islice((c for k, c in enumerate(space.iter_configs()) if k % n == i and c != default),
+                                  2 * batch)
     feed = Feed(first)
     with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch)) as ahead:
         yield feed, ahead

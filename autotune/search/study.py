@@ -87,8 +87,25 @@ class StoredStudy:
         earlier call, keyed by config; those ok go into ``result.measured`` with their ms."""
         from optuna.trial import TrialState
 
+        return self._measured(self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)),
+                              result)
+
+    def refresh(self, result: SearchResult) -> tuple[dict[Config, TrialOutcome], set[Config]]:
+        """:meth:`measured` and :meth:`in_flight` from one read of the study (a search reads
+        it before every config)."""
+        from optuna.trial import TrialState
+
+        trials = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL,
+                                                               TrialState.RUNNING))
+        running = [t for t in trials if t.state == TrialState.RUNNING]
+        return (self._measured([t for t in trials if t.state != TrialState.RUNNING], result),
+                {Config.of(self.key.kernel, t.params) for t in running if t.params})
+
+    def _measured(self, trials, result: SearchResult) -> dict[Config, TrialOutcome]:
+        from optuna.trial import TrialState
+
         seen: dict[Config, TrialOutcome] = {}
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        for t in trials:
             if t.number in self._read:
                 continue
             self._read.add(t.number)
@@ -110,13 +127,29 @@ class StoredStudy:
         return {Config.of(self.key.kernel, t.params)
                 for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if t.params}
 
-    def start(self, config: Config) -> tuple[int, int]:
-        """Write ``config`` as a RUNNING trial and beat its heart; returns ``(trial id, number)``."""
+    def start(self, config: Config) -> tuple[int, int] | None:
+        """Claim ``config``: write it as a RUNNING trial and beat its heart; returns ``(trial
+        id, number)``, or ``None`` where another process on the study (a worker of another
+        GPU, a search on another host) claimed it first.
+
+        A config belongs to its earliest live trial (RUNNING, or measured: COMPLETE, or FAIL
+        with a measured status; not one interrupted, lost, or dead by heartbeat): once its
+        trial is written, a process that finds an earlier live trial of the same config fails
+        its own (status ``duplicate``, never read as measured) and measures nothing. Exact on
+        both databases: SQLite writes one transaction at a time, so a trial with a smaller id
+        was committed first and is seen; on PostgreSQL the claims of one config take turns
+        under an advisory lock (:meth:`autotune.store.repository.Store.claim_lock`), so the
+        ids of its trials follow their commits there too."""
         from optuna.trial import TrialState, create_trial
 
         template = create_trial(state=TrialState.RUNNING, params=config.as_dict(), distributions=self._dists)
-        trial_id = self.storage.create_new_trial(self._study_id, template_trial=template)
-        self.storage.record_heartbeat(trial_id)
+        params = {n: self._dists[n].to_internal_repr(v) for n, v in config.as_dict().items()}
+        with self.store.claim_lock(f"{self.key.study_name}\0{config.key}"):
+            trial_id = self.storage.create_new_trial(self._study_id, template_trial=template)
+            self.storage.record_heartbeat(trial_id)
+            if self.store.claimed_before(self._study_id, trial_id, params):
+                self.abandon(trial_id, "duplicate")
+                return None
         with self._lock:
             self._beating = trial_id
         if self._thread is None:
@@ -140,7 +173,8 @@ class StoredStudy:
 
     def abandon(self, trial_id: int, status: str) -> None:
         """Fail a trial that was cut (``status``: ``interrupted`` by a signal, or ``lost``: the
-        database or the measuring process failed); its config counts as not measured."""
+        database or the measuring process failed), or never measured (``duplicate``: another
+        process had claimed its config); its config counts as not measured by it."""
         from optuna.trial import TrialState
 
         self._stop_beating(trial_id)

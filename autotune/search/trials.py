@@ -23,8 +23,10 @@ __all__ = ["run_trial", "what_was_kept"]
 
 
 def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Measurement], store: Store,
-              search_id: int, flight: dict) -> TrialOutcome:
-    """Measure ``config`` as a new trial of ``study`` and store it in search ``search_id``.
+              search_id: int, flight: dict) -> TrialOutcome | None:
+    """Measure ``config`` as a new trial of ``study`` and store it in search ``search_id``;
+    ``None`` (nothing measured) where another process on the study claimed it first
+    (:meth:`StoredStudy.start`).
 
     ``flight`` is filled with what is in flight (``number``, ``config``, then ``measured`` and
     ``stored``) so that a lost database can say what it lost; cleared when the trial is told.
@@ -34,7 +36,10 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
         StoreError: the database failed.
     """
     stop.check()  # a signal that came while the store was writing
-    trial_id, number = study.start(config)
+    claimed = study.start(config)
+    if claimed is None:
+        return None
+    trial_id, number = claimed
     flight.clear()
     flight.update(number=number, config=config)
     try:

@@ -113,12 +113,13 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
     store = open_store(options.db)  # after the GPUs: a machine without them must not create a database
     stop.check()
     key = TuningKey.of(problem, infos[0], Toolchain.of(infos[0].arch))
-    open_study(store, key, resume=options.resume)
+    fresh = not open_study(store, key, resume=options.resume).get_trials(deepcopy=False)
     shares = workers.split_trials(options.trials, len(ordinals))
     if on_start:
-        on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares), options.batch_size()))
+        on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares),
+                         workers.per_gpu(options, len(ordinals))[0].batch_size()))
     whole = whole_space(options, space_)
-    plan = workers.Plan(ref, options.replace(strategy="grid") if whole else options)
+    plan = workers.Plan(ref, options.replace(strategy="grid") if whole else options, arch=infos[0].arch, fresh=fresh)
     reports = workers.run_workers(plan, ordinals, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:

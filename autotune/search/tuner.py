@@ -58,8 +58,14 @@ class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
     once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
     grid walks its share of the space first. Every search skips configs another process on
-    the study has measured or is measuring, and tells its strategy what they measured.
-    ``on_trial(outcome, result)`` is called after every trial.
+    the study (a worker of another GPU, a search on another host) has measured or is
+    measuring, and tells its strategy what they measured; a config is measured only by the
+    process whose trial claimed it first (:meth:`StoredStudy.start`), so no two processes
+    measure one config.
+    ``on_trial(outcome, result)`` is called after every trial. ``budget``: the configs the
+    workers of one search may still measure, shared (:class:`~autotune.search.workers.SharedBudget`:
+    ``take()`` before each trial, ``False`` when none is left; ``give_back()``; ``left()``):
+    a worker measures while any is left, so the faster GPU measures more and all end together.
 
     Raises (from :meth:`run`):
         InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
@@ -72,11 +78,12 @@ class Tuner:
 
     def __init__(self, key: TuningKey, space: SearchSpace, store: Store, options: SearchOptions,
                  instruments: Instruments, *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-                 part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None) -> None:
+                 part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None,
+                 budget=None) -> None:
         if options.strategy == "grid":
             proposals.check_grid(space)
         self.key, self.space, self.store, self.options, self.tools = key, space, store, options, instruments
-        self.on_trial, self.part = on_trial, part
+        self.on_trial, self.part, self.budget = on_trial, part, budget
         self.batch = options.batch_size()
         self.result: SearchResult | None = None
         self.strategy: Strategy | None = None
@@ -86,21 +93,26 @@ class Tuner:
         self._early = early  # (strategy, its first batch) from early(), handed to prefetch already
 
     @staticmethod
-    def early(kernel: str, space: SearchSpace, options: SearchOptions,
-              part: tuple[int, int] = (0, 1)) -> tuple[Strategy, list[Config]] | None:
-        """The strategy and its first batch (the default first), for a search that can
-        propose before its study is open: a new study (not ``resume``: it knows nothing yet)
-        on one GPU, with a strategy that reads nothing from the store (not ``transfer``) and
-        is not a grid (whose order is known anyway). So the first batch compiles while the
-        measuring child starts; pass the pair as ``early``. ``None`` for other searches."""
+    def early(kernel: str, space: SearchSpace, options: SearchOptions, part: tuple[int, int] = (0, 1),
+              fresh: bool | None = None) -> tuple[Strategy, list[Config]] | None:
+        """The strategy and its first batch (the default first, worker 0's), for a search that
+        can propose before its study is open: a new study (``fresh``: it holds no trial yet;
+        ``None``: a search alone, not ``resume``), with a strategy that reads nothing from the
+        store (not ``transfer``) and is not a grid (whose order is known anyway). So the first
+        batch compiles while the measuring child starts; pass the pair as ``early``. The
+        workers of several GPUs pass ``fresh`` (their parent created the study). ``None`` for
+        other searches."""
         from autotune.search.strategies import make_strategy, needs_prior
 
-        if (options.resume or part != (0, 1) or needs_prior(options.strategy) or options.strategy == "grid"):
+        if fresh is None:
+            fresh = not options.resume and part == (0, 1)
+        if not fresh or needs_prior(options.strategy) or options.strategy == "grid":
             return None
         strategy = make_strategy(options.strategy, space, options.seed)
         default = proposals.default_config(kernel, space)
-        strategy.enqueue([Config(space.kernel, c.macros) for c in options.queue], first=True)
-        if default is not None:
+        if part[0] == 0:  # worker 0's, as in _strategy: the configs asked for, then the default first
+            strategy.enqueue([Config(space.kernel, c.macros) for c in options.queue], first=True)
+        if default is not None and part[0] == 0:
             strategy.enqueue([default], first=True)
         return strategy, strategy.ask(options.batch_size())
 
@@ -192,7 +204,7 @@ class Tuner:
         deadline = None if options.timeout is None else time.monotonic() + options.timeout
         pending: deque[Config] = deque(self._early[1] if self._early else ())
         while True:
-            if result.measured_count >= options.trials:
+            if result.measured_count >= options.trials or (self.budget is not None and self.budget.left() <= 0):
                 result.stopped = "trials"
                 return
             if deadline is not None and time.monotonic() >= deadline:
@@ -200,17 +212,24 @@ class Tuner:
                 return
             stop.check()
             started = time.perf_counter()
-            busy = self._refresh(study, shared=self.part[1] > 1)
+            busy = self._refresh(study)
             self._top_up(pending)
             self._spent(started)
             if not pending:
                 result.stopped = "exhausted"
                 return
             config = pending.popleft()
-            if config in self.seen or config in busy:  # another worker measured it, or measures it now
+            if config in self.seen or config in busy:  # another process measured it, or measures it now
                 continue
+            if self.budget is not None and not self.budget.take():  # the other workers took the rest
+                result.stopped = "trials"
+                return
             self._check_dead(study)
             outcome = run_trial(study, config, self.tools.measure, self.store, result.search_id, self.flight)
+            if outcome is None:  # another process claimed it an instant before (StoredStudy.start)
+                if self.budget is not None:
+                    self.budget.give_back()
+                continue
             self.seen[config] = outcome
             result.outcomes.append(outcome)
             if outcome.status == "ok":
@@ -230,6 +249,8 @@ class Tuner:
         """Ask the strategy for batches until a whole batch waits behind the one measured now
         (at most the configs still to measure), and hand each to ``prefetch``."""
         room = self.options.trials - self.result.measured_count - len(pending)
+        if self.budget is not None:
+            room = min(room, self.budget.left() - len(pending))
         while len(pending) <= self.batch and room > 0:
             batch = self.strategy.ask(min(self.batch, room))
             if not batch:
@@ -239,17 +260,18 @@ class Tuner:
             if self.tools.prefetch is not None:
                 self.tools.prefetch(batch)
 
-    def _refresh(self, study: StoredStudy, shared: bool) -> set[Config]:
-        """Tell the strategy what other processes on the study (other GPUs' workers, a second
-        ``resume`` of the same search) measured since the last read; returns, for a worker of several
-        (``shared``), the configs in flight in the trials of the others (a search alone takes
-        a RUNNING trial for one its own process left, and measures that config again). Optuna's
-        cached storage reads only the trials not finished at the last read."""
-        for config, outcome in study.measured(self.result).items():
+    def _refresh(self, study: StoredStudy) -> set[Config]:
+        """Tell the strategy what other processes on the study (other GPUs' workers, searches
+        on other hosts, a second ``resume`` of the same search) measured since the last read;
+        returns the configs in flight in their trials (one read: :meth:`StoredStudy.refresh`;
+        a RUNNING trial of a dead process counts until it is failed by heartbeat).
+        Optuna's cached storage reads only the trials not finished at the last read."""
+        measured, busy = study.refresh(self.result)
+        for config, outcome in measured.items():
             if config not in self.seen:
                 self.seen[config] = outcome
                 self.strategy.tell(config, self.result.measured.get(config))
-        return study.in_flight() if shared else set()
+        return busy
 
     def _check_dead(self, study: StoredStudy) -> None:
         """Fail the trials of dead processes (heartbeat stopped, or none ever) once a heartbeat

@@ -11,9 +11,17 @@ row, recording which GPU it is, and sends its progress to the parent through a q
 - Devices: ``--device 0,1`` or ``all``; every GPU must be of one model (the key: name,
   compute capability, SMs, memory, driver, CUDA), else the search is refused naming them:
   timings of different models never mix in one study.
-- Trials: the ``--trials`` budget (configs measured) is split between the workers (``n // k``,
-  the first ``n % k`` one more): each measures its share, a repeat of a config measured by
-  any worker costing nothing; each worker's strategy seed is ``seed + i``. A grid (``sweep``,
+- Trials: the ``--trials`` budget (configs measured) is the workers' together
+  (:class:`SharedBudget`): each takes one before each config it measures, so a GPU that
+  measures faster measures more and all end together (at one speed: ``n // k`` each, the
+  shares the progress shows); a repeat of a config measured by any worker costs nothing;
+  each worker's strategy seed is ``seed + i``. No config is measured twice: a worker claims
+  each config as it writes its trial (:meth:`autotune.search.study.StoredStudy.start`).
+- One host's cores are shared (:func:`per_gpu`): each worker's compile pool gets ``cores / k``
+  nvcc runs (at a lower priority than the measuring processes) and proposes ``batch / k``
+  configs at a time, so the study keeps as many proposals in flight as one GPU would; each
+  starts compiling (the default and, in a new study, its first batch) as its measuring child
+  starts. A grid (``sweep``,
   or a search whose trials cover the space: :func:`autotune.search.on_gpu.whole_space`) gives
   worker ``i`` of ``k`` the configs at positions ``i`` modulo ``k`` of the space's order first
   (``part`` of :class:`autotune.search.tuner.Tuner`): the workers measure disjoint configs
@@ -45,7 +53,8 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.base import signals as stop
 from autotune.search.options import MAX_SEED, SearchOptions
 
-__all__ = ["Plan", "WorkerReport", "check_one_model", "parse_devices", "run_workers", "split_trials"]
+__all__ = ["Plan", "SharedBudget", "WorkerReport", "check_one_model", "parse_devices", "per_gpu", "run_workers",
+           "split_trials"]
 
 JOIN_S = 60
 """Seconds the parent waits for interrupted workers before killing them."""
@@ -56,15 +65,21 @@ class Plan:
     """What every worker searches: the problem, as its
     :class:`~autotune.kernel.problem.ProblemRef` (each worker resolves it, loading the kernel
     file), and the search's options (the whole budget: each worker takes its share of
-    ``trials``, ``seed + i``, and ``resume``)."""
+    ``trials`` and of ``batch``, ``seed + i``, and ``resume``). ``arch``: the GPUs' nvcc
+    target (the parent queried them), so each worker starts compiling as its measuring child
+    starts; ``fresh``: the study held no trial when the search began, so each worker's
+    strategy may propose its first batch before reading it."""
 
     problem: ProblemRef
     options: SearchOptions
+    arch: str | None = None
+    fresh: bool = False
 
 
 @dataclass
 class WorkerReport:
-    """What one GPU's worker reported: ``state`` is ``starting``, ``running``, ``done``,
+    """What one GPU's worker reported (``trials``: its share of the budget, as it would measure
+    at the others' speed): ``state`` is ``starting``, ``running``, ``done``,
     ``interrupted``, ``error`` (``message`` says why) or ``died`` (no report; exit code in
     ``message``); ``counts`` its trials by outcome status; ``best`` its best figure so far
     (e.g. ``2873 GB/s``) and ``best_config`` that config."""
@@ -143,6 +158,52 @@ def split_trials(n_trials: int, workers: int) -> list[int]:
     return [n_trials // workers + (i < n_trials % workers) for i in range(workers)]
 
 
+class SharedBudget:
+    """The configs the workers of one search may still measure, in a ``multiprocessing.Value``
+    they all hold (passed to each worker as it is started).
+
+    ``take()`` one before measuring a config (``False``: none left), ``give_back()`` one not
+    used (its config was claimed elsewhere), ``left()`` those not taken."""
+
+    def __init__(self, value) -> None:
+        self._value = value
+
+    def left(self) -> int:
+        """Configs not taken yet."""
+        return self._value.value
+
+    def take(self) -> bool:
+        """Take one; ``False`` when none is left."""
+        with self._value.get_lock():
+            if self._value.value <= 0:
+                return False
+            self._value.value -= 1
+            return True
+
+    def give_back(self) -> None:
+        """Return one taken and not measured."""
+        with self._value.get_lock():
+            self._value.value += 1
+
+
+def per_gpu(options: SearchOptions, gpus: int) -> tuple[SearchOptions, int]:
+    """What each of ``gpus`` workers on one host runs with: ``options`` with its share of the
+    batch, and its share of the host's compile workers (:func:`autotune.measure.pipeline.workers`,
+    ``AUTOTUNE_COMPILE_WORKERS`` or the CPU count; 0 stays 0), each at least 1.
+
+    The shares keep what one GPU would do: ``gpus`` pools of ``cores / gpus`` nvcc runs use
+    the host's cores once (two full-size pools ran twice as many nvcc as cores, and the
+    measuring processes waited for the CPU), and ``gpus`` workers proposing ``batch / gpus``
+    configs at a time keep as many proposals in flight in the study (asked, not yet
+    measured) as one GPU with batches of ``batch``: the search learns as often per config.
+    """
+    from autotune.measure.pipeline import workers
+
+    host = workers()
+    batch = max(1, options.batch_size() // gpus)
+    return options.replace(batch=batch), (max(1, host // gpus) if host else 0)
+
+
 def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
     """Run one worker per GPU in ``ordinals`` until all have ended; ``on_report`` is called
     with a worker's report whenever it changes. The GPU benchmark is
@@ -154,16 +215,18 @@ def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerRepo
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
     reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(plan.options.trials, len(ordinals)))}
+    shared, compilers = per_gpu(plan.options, len(ordinals))
+    budget = SharedBudget(context.Value("i", plan.options.trials))
     procs = {}
     # deferred: a KeyboardInterrupt must never cut a start() or a read of the queue half-way
     with stop.deferred():
         try:
             for i, o in enumerate(ordinals):
                 seed = None if plan.options.seed is None else (plan.options.seed + i) % (MAX_SEED + 1)  # stays a seed
-                mine = replace(plan, options=plan.options.replace(trials=reports[o].trials, seed=seed, resume=True))
+                mine = replace(plan, options=shared.replace(seed=seed, resume=True))
                 # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
                 procs[o] = context.Process(target=_worker, args=(mine, o, benchmark.open_benchmark, events,
-                                                                 (i, len(ordinals))), daemon=False)
+                                                                 (i, len(ordinals)), compilers, budget), daemon=False)
                 with stop.blocked():  # the worker inherits them blocked until its handlers are in place
                     procs[o].start()
             while any(r.state in ("starting", "running") for r in reports.values()):
@@ -221,20 +284,26 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
     on_report(r)
 
 
-def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int] = (0, 1)) -> None:
+def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int] = (0, 1),
+            compilers: int | None = None, budget: SharedBudget | None = None) -> None:
     """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study, as
     worker ``part = (i, n)`` of n (:func:`autotune.search.on_gpu.search_on_gpu`, as on one GPU,
-    without the re-timing).
+    without the re-timing), compiling on ``compilers`` threads (its share of the host's:
+    :func:`per_gpu`; ``None``: as one GPU would), measuring while ``budget`` lasts.
 
     SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
     handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
     before are restored, and that of SIGINT is set to ignore first), so that a late Ctrl-C
     prints no traceback of the process's exit; SIGTERM then ends it silently."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if compilers is not None:  # this process's compile pool (autotune.measure.pipeline.workers)
+        from autotune.measure.pipeline import WORKERS_ENV
+
+        os.environ[WORKERS_ENV] = str(compilers)
     try:
         with stop.deferred():
             stop.unblock()
-            _search_on(plan, ordinal, open_benchmark, events, part)
+            _search_on(plan, ordinal, open_benchmark, events, part, budget)
     except KeyboardInterrupt:
         events.put(("interrupted", ordinal, {}))
     except AutotuneError as exc:
@@ -243,7 +312,7 @@ def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, i
         events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
 
 
-def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int]) -> None:
+def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int], budget=None) -> None:
     import optuna
 
     from autotune.measure.figures import headline
@@ -264,6 +333,7 @@ def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int
 
     space = problem.kernel.space(plan.options.space)
     result = search_on_gpu(problem, ordinal, space, plan.options, part=part,
-                           open_benchmark=open_benchmark, precheck=False, retime=False, on_start=on_start,
+                           open_benchmark=open_benchmark, precheck=False, retime=False, arch=plan.arch,
+                           fresh=plan.fresh, budget=budget, on_start=on_start,
                            on_trial=on_trial)  # the parent queried every GPU
     events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))

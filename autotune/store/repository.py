@@ -225,6 +225,44 @@ class Store:
         return study_storage.fail_trials_dead_before_heartbeat(self, storage, study_name)
 
     @locking.retry_when_locked
+    def claimed_before(self, study_id: int, trial_id: int, params: Mapping[str, float]) -> bool:
+        """Whether Optuna study ``study_id`` holds a live trial of the config ``params`` older
+        than ``trial_id`` (:func:`autotune.store.study_storage.claimed_before`)."""
+        return study_storage.claimed_before(self, study_id, trial_id, params)
+
+    @contextmanager
+    def claim_lock(self, name: str) -> Iterator[None]:
+        """Hold a lock named ``name`` (a study and a config) against every process on this
+        database for the block: PostgreSQL's session advisory lock on a connection of its own,
+        released on exit or when the process dies (its connection closes). SQLite needs none
+        (it writes one transaction at a time): nothing is held.
+
+        Raises:
+            StoreError: the database cannot be used.
+        """
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        key = study_storage.advisory_key(name)
+        with self.errors():
+            connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            except BaseException:
+                connection.invalidate()  # never back to the pool holding (or awaiting) the lock
+                connection.close()
+                raise
+        try:
+            yield
+        finally:
+            try:
+                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+            except BaseException:  # noqa: BLE001  (a lost database: its closing frees the lock)
+                connection.invalidate()
+            finally:
+                connection.close()
+
+    @locking.retry_when_locked
     def start_search(
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
         copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,

@@ -8,7 +8,10 @@ under the schema lock. Optuna is imported only here, and only when a search asks
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,12 +20,17 @@ from autotune.store import locking
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["HEARTBEAT_S", "GRACE_S", "rdb_storage", "fail_trials_dead_before_heartbeat"]
+__all__ = ["HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
+           "claimed_before", "advisory_key"]
 
 HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
 GRACE_S = 20
 """Seconds without heartbeat after which a RUNNING trial counts as dead."""
+NOT_MEASURED = ("ok", "interrupted", "lost", "duplicate")
+"""Statuses (user attribute ``status``) of FAIL trials that did not measure their config: cut by
+a signal, lost with the database or the measuring process, a claim given up (``duplicate``),
+or ``ok`` but failed by heartbeat before Optuna was told."""
 
 
 def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
@@ -107,3 +115,33 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
                 except UpdateFinishedTrialError:  # another process failed or finished it first
                     pass
     return failed
+
+
+def claimed_before(store: _Sessions, study_id: int, trial_id: int, params: Mapping[str, float]) -> bool:
+    """Whether Optuna study ``study_id`` holds a live trial of the config ``params`` (each
+    parameter's internal value, as Optuna stores it) older than trial ``trial_id``: RUNNING,
+    COMPLETE, or FAIL with a measured status (not one of :data:`NOT_MEASURED`, nor none: a
+    trial failed by heartbeat). Read through ``store`` in a transaction of its own, after the
+    caller's trial was committed (see :meth:`autotune.search.study.StoredStudy.start`)."""
+    import sqlalchemy as sa
+
+    names = list(params)
+    same = " OR ".join(f"(p.param_name = :n{i} AND p.param_value = :v{i})" for i in range(len(names)))
+    lost = ", ".join(f":x{i}" for i in range(len(NOT_MEASURED)))
+    stmt = sa.text(
+        "SELECT t.trial_id FROM trials t JOIN trial_params p ON p.trial_id = t.trial_id "
+        f"WHERE t.study_id = :sid AND t.trial_id < :mine AND ({same}) AND (t.state IN ('RUNNING', 'COMPLETE') "
+        "OR (t.state = 'FAIL' AND EXISTS (SELECT 1 FROM trial_user_attributes a WHERE a.trial_id = t.trial_id "
+        f"AND a.key = 'status' AND a.value_json NOT IN ({lost})))) "
+        "GROUP BY t.trial_id HAVING COUNT(*) = :n")
+    values: dict[str, Any] = {"sid": study_id, "mine": trial_id, "n": len(names)}
+    values.update({f"n{i}": name for i, name in enumerate(names)})
+    values.update({f"v{i}": float(params[name]) for i, name in enumerate(names)})
+    values.update({f"x{i}": json.dumps(status) for i, status in enumerate(NOT_MEASURED)})
+    with store.session() as session:
+        return session.execute(stmt, values).first() is not None
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit key for ``name`` (PostgreSQL's advisory locks take one bigint)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)

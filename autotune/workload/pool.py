@@ -42,6 +42,10 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
     """
     from autotune.workload.schedule import Progress
 
+    from autotune.measure.pipeline import workers
+
+    host = workers()
+    compilers = max(1, host // len(ordinals)) if host else 0  # the host's cores shared, as a search's workers do
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
     inboxes = {o: context.Queue() for o in ordinals}
@@ -72,7 +76,8 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
     with stop.deferred():
         try:
             for o in ordinals:
-                procs[o] = context.Process(target=_worker, args=(o, inboxes[o], events, benchmark.open_benchmark),
+                procs[o] = context.Process(target=_worker, args=(o, inboxes[o], events, benchmark.open_benchmark,
+                                                                 compilers),
                                            daemon=False)  # not daemonic: its jobs measure in a child of their own
                 with stop.blocked():
                     procs[o].start()
@@ -122,12 +127,16 @@ def _stop(procs, events, take, signum: int) -> None:
             break
 
 
-def _worker(ordinal: int, inbox, events, open_benchmark) -> None:
+def _worker(ordinal: int, inbox, events, open_benchmark, compilers: int) -> None:
     """Body of one GPU's worker: run each job sent until ``None`` (or a signal: the job in
-    flight ends ``interrupted`` and is reported)."""
+    flight ends ``interrupted`` and is reported), compiling on ``compilers`` threads (its share
+    of the host's: N full-size nvcc pools on one host made the measuring processes wait for the
+    CPU, issue 37)."""
+    from autotune.measure.pipeline import WORKERS_ENV
     from autotune.search.study import quiet_optuna
     from autotune.workload.job import run_job
 
+    os.environ[WORKERS_ENV] = str(compilers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     quiet_optuna()  # the parent shows the progress
     try:
