@@ -8,6 +8,9 @@ Public API (everything else is implementation)::
     cfg = autotune.lookup(kernel, {"n": 1 << 20}, "float32", device=0)
     f = autotune.compiled(kernel, {"n": 1 << 20}, "float32")   # then f(out, x, ...) on torch/CuPy arrays
     g = autotune.launcher(kernel)                               # any shape: g(out, x, ...), dims from the shapes
+    h = autotune.launcher(kernel, tune="quick")                 # a new shape is tuned first (a short search)
+    autotune.tune_kernel("scale", "scale.cu", {"y": y, "x": x, "n": np.int32(n)}, block=["B", 1, 1],
+                         grid=["cdiv(n, B)", 1, 1], space={"B": [128, 256]}, answer={"y": 2 * x})
     xt = autotune.transpose(x)                                  # a tuned catalog transpose
     with autotune.record("app"): ...                            # count every launch: a workload to tune
 
@@ -32,6 +35,7 @@ _NAMES = {
     "launcher": "autotune.runtime.launcher",
     "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
     "Problem": "autotune.kernel.problem", "record": "autotune.runtime.recording",
+    "tune_kernel": "autotune.search.tune_kernel", "KernelTuning": "autotune.search.tune_kernel",
 }
 
 __all__ = [*_NAMES, "__version__"]
@@ -53,6 +57,7 @@ if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr_
     from autotune.search.options import SearchOptions
     from autotune.search.strategies import STRATEGIES
     from autotune.search.tune import tune
+    from autotune.search.tune_kernel import KernelTuning, tune_kernel
 
 
 if not TYPE_CHECKING:  # hidden from checkers, which would otherwise accept any name as an attribute

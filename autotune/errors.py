@@ -37,7 +37,7 @@ class KernelFileError(InvalidInputError):
 
 
 class GPUUnavailableError(AutotuneError):
-    """No CUDA device, or PyCUDA is not installed (``pip install 'cuda-autotune[cuda]'``)."""
+    """No CUDA device or driver, or no CUDA backend installed (``pip install 'cuda-autotune[cuda]'``)."""
 
 
 class StoreError(AutotuneError):

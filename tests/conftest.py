@@ -1,6 +1,6 @@
 """Shared fixtures. Every test gets its own temporary SQLite database.
 
-Tests marked ``gpu`` run only where PyCUDA imports and a CUDA device is present; elsewhere
+Tests marked ``gpu`` run only where a CUDA backend (cuda-bindings or PyCUDA) and a CUDA device are present; elsewhere
 they are skipped with the reason. Tests marked ``postgres`` run only where
 ``AUTOTUNE_TEST_POSTGRES_URL`` names a reachable PostgreSQL server (a superuser URL, e.g.
 ``postgresql+psycopg://autotune@127.0.0.1:5432/postgres``; ``.ci/postgres.sh`` starts one);

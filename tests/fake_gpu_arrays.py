@@ -163,6 +163,7 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
     from autotune.runtime import driver
 
     fake = FakeLibcuda(kernel)
+    monkeypatch.setenv("AUTOTUNE_LAUNCH_API", "ctypes")  # the fake libcuda, also where cuda-bindings is installed
     monkeypatch.setitem(sys.modules, "torch", fake_torch(streams or {0: 0x5000, 1: 0x5001}))
     monkeypatch.setattr(driver, "libcuda", lambda: fake)
     monkeypatch.setattr(driver, "current_context", lambda: fake.context)

@@ -114,10 +114,11 @@ class Allocation(int):
 
 
 class FakeDriver:
-    """``pycuda.driver`` over one flat byte array: a device address is an offset into ``memory``.
+    """A CUDA backend (:class:`autotune.measure.backends.base.Backend`'s memory, copies and modules)
+    over one flat byte array: a device address is an offset into ``memory``.
 
     ``mem_alloc`` raises :class:`FakeDriver.MemoryError` past ``size`` bytes (like a full GPU);
-    ``module_from_buffer`` gives :class:`FakeCompareModule` (the kernels of
+    ``load_module`` gives :class:`FakeCompareModule` (the kernels of
     ``autotune/measure/device_compare.cu``, in NumPy); ``launches`` counts its launches and
     ``copies`` the bytes moved host to device, device to host and device to device.
     """
@@ -128,10 +129,8 @@ class FakeDriver:
     class MemoryError(Exception):
         pass
 
-    class Context:
-        @staticmethod
-        def synchronize():
-            pass
+    def synchronize(self) -> None:
+        pass
 
     def __init__(self, size: int = 1 << 21) -> None:
         self.memory = np.zeros(size, np.uint8)
@@ -185,7 +184,7 @@ class FakeDriver:
         n = math.prod(shape) * np.dtype(dtype).itemsize
         return self.memory[address:address + n].view(dtype).reshape(shape)
 
-    def module_from_buffer(self, cubin: bytes) -> "FakeCompareModule":
+    def load_module(self, cubin: bytes) -> "FakeCompareModule":
         return FakeCompareModule(self)
 
 
@@ -195,19 +194,16 @@ class FakeCompareModule:
     def __init__(self, drv: FakeDriver) -> None:
         self.drv = drv
 
-    def get_function(self, name: str) -> "_FakeCompare":
-        return _FakeCompare(self.drv, name)
+    def function(self, name: str, signature: str) -> "_FakeCompare":
+        return _FakeCompare(self.drv, name, signature)
 
 
 class _FakeCompare:
-    def __init__(self, drv: FakeDriver, name: str) -> None:
-        self.drv, self.name, self.signature = drv, name, None
+    def __init__(self, drv: FakeDriver, name: str, signature: str) -> None:
+        self.drv, self.name, self.signature = drv, name, signature
 
-    def prepare(self, signature: str) -> None:
-        self.signature = signature
-
-    def prepared_call(self, grid, block, *args) -> None:
-        assert self.signature is not None and len(args) == len(self.signature)
+    def launch(self, grid, block, args, shared: int = 0) -> None:
+        assert len(args) == len(self.signature)
         self.drv.launches.append(self.name)
         drv, name, result = self.drv, self.name, self.drv.view(int(args[-1]), (4,), np.uint64)
         if name == "not_byte":
@@ -254,7 +250,7 @@ class FakeClock:
     def __init__(self) -> None:
         self.now, self.launched = 0.0, 0
 
-    def Event(self) -> FakeEvent:  # noqa: N802  (pycuda.driver's name)
+    def event(self) -> FakeEvent:
         return FakeEvent(self)
 
     def launch(self, ms: float):
@@ -309,3 +305,20 @@ class FakeAnyBench:
             if c.key in self.failures:
                 raise TrialFailed(self.failures[c.key], f"planted failure of {c.key}")
         return [Retiming(c, tuple(self.ms(c) for _ in range(rounds)), self.ms(c)) for c in configs]
+
+
+def no_backend(monkeypatch) -> None:
+    """Neither CUDA backend installed (``import cuda.bindings`` and ``import pycuda`` fail), and
+    no backend made yet in this process."""
+    import sys
+
+    from autotune.measure import backends
+
+    for name in ("pycuda", "pycuda.driver", "cuda.bindings", "cuda.bindings.driver"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delenv(backends.ENV, raising=False)
+    monkeypatch.setattr(backends, "_made", {})
+
+
+NO_BACKEND = "the cuda-bindings backend is not installed (cuda.bindings is missing): pip install 'cuda-autotune[cuda]'"
+"""The error a GPU command gives where no backend is installed."""

@@ -42,6 +42,7 @@ def install() -> FakeLibcuda:
     from autotune.runtime import driver
     import autotune.runtime.streams as streams_module
 
+    os.environ["AUTOTUNE_LAUNCH_API"] = "ctypes"  # the fake libcuda, also where cuda-bindings is installed
     fake = FakeLibcuda(autotune.load_kernel(ROOT / "examples/histogram/histogram.toml"))
     fake.cuLaunchKernel = types.MethodType(lambda self, f, gx, gy, gz, bx, by, bz, *rest: _launch(self, gx, gy, gz,
                                                                                                   bx, by, bz), fake)

@@ -188,7 +188,7 @@ def table():
         add(("compiled", "bundle", v, "bundle"))
     for v in ["yes", 1, 0, "same_arch", [], 1.5]:
         add(("compiled", "allow_same_arch", v, "allow_same_arch"))
-    # launcher(kernel, dtype=None, *, db, dims, reset, bundle, allow_same_arch)
+    # launcher(kernel, dtype=None, *, db, dims, reset, bundle, allow_same_arch, tune)
     for v in BAD_KERNELS:
         add(("launcher", "kernel", v, "kernel"))
     for v in [5, 1.5, True, "", "x" * 100, [], object()]:
@@ -203,6 +203,8 @@ def table():
         add(("launcher", "bundle", v, "bundle"))
     for v in ["yes", 1, 0, "same_arch", [], 1.5]:
         add(("launcher", "allow_same_arch", v, "allow_same_arch"))
+    for v in ["fast", "", "QUICK", 1, True, ["quick"]]:
+        add(("launcher", "tune", v, "tune"))
     # transpose(a, *, kernel, db, out, stream)
     for v, message in BAD_ARRAYS:
         add(("transpose", "a", v, message))

@@ -16,6 +16,8 @@ import pytest
 from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
+from fakes import NO_BACKEND
+
 import autotune.measure.benchmark
 import autotune.measure.device
 import autotune.store.schema
@@ -25,10 +27,13 @@ runner = CliRunner()
 
 
 class FakeDriver:
-    """Stands in for pycuda.driver with ``count`` devices (count 0: no GPU)."""
+    """Stands in for the CUDA backend with ``count`` devices (count 0: no GPU)."""
 
     def __init__(self, count: int) -> None:
-        self.Device = type("Device", (), {"count": staticmethod(lambda: count)})
+        self.count = count
+
+    def device_count(self) -> int:
+        return self.count
 
 
 @dataclass
@@ -61,8 +66,9 @@ def driver(count):
 
 
 def no_pycuda(tmp, db, mp):
-    mp.setitem(sys.modules, "pycuda", None)  # "import pycuda.driver" raises ImportError
-    mp.setitem(sys.modules, "pycuda.driver", None)
+    from fakes import no_backend
+
+    no_backend(mp)  # "import cuda.bindings" and "import pycuda.driver" raise ImportError
 
 
 def a_float32_only_kernel(tmp, db, mp):
@@ -146,7 +152,7 @@ CASES = [
     Case(S + ["--size", 64, "--device", 5], "--device 5 is out of range; allowed: 0..0", driver(1)),
     Case(S + ["--size", 64, "--device", -1], "--device -1 is not allowed"),
     Case(S + ["--size", 64], "no CUDA device is present", driver(0)),
-    Case(S + ["--size", 64], "PyCUDA is not installed", no_pycuda),
+    Case(S + ["--size", 64], NO_BACKEND, no_pycuda),
     Case(S + ["--size", 64, "--space", "{tmp}/space.toml"], "is not valid TOML", space_file("kernel = ")),
     Case(S + ["--size", 64, "--space", "{tmp}/space.toml"], "unknown macro 'UNROLL'",
          space_file(GOOD_SPACE + "UNROLL = [4]\n")),
@@ -410,7 +416,7 @@ ROUND3 = [  # (id, setup, args, message)
     ("timeout nan", fake_gpu, S + ["--size", "64", "--timeout", "nan", *DB], "--timeout nan is not allowed"),
     ("timeout inf", fake_gpu, S + ["--size", "64", "--timeout", "inf", *DB], "--timeout inf is not allowed"),
     # issue 28 item 8: check the environment before the database
-    ("bench without PyCUDA", no_pycuda, ["bench", "--size", "64", *DB], "PyCUDA is not installed"),
+    ("bench without a CUDA backend", no_pycuda, ["bench", "--size", "64", *DB], NO_BACKEND),
 ]
 
 

@@ -67,7 +67,7 @@ def test_search_best_list_and_sweep_read_at_80_and_120_columns(fake_gpu, db_url,
     assert len(top) == 10 + 5 and all("TILE_DIM=" in c for c in top)  # 10 top configs, 5 re-timed
     assert "top 10 configs of the study" in r.stdout and "re-timing of the top 5 configs" in r.stdout
     assert_reads(r.stdout, width, top)
-    assert re.search(r"^ *1 +0\.\d{4} +2800 +93\.3 +20$", r.stdout, re.M), r.stdout  # GB/s whole
+    assert re.search(r"^ *1 +\d\.\d\d µs +2800 +93\.3 +20$", r.stdout, re.M), r.stdout  # GB/s whole, µs < 0.1 ms
     for args in (("best", "--size", 256), ("best", "--size", 256, "--wide"), ("list",), ("list", "--wide")):
         r = render(width, *args, "--db", db_url)
         assert_reads(r.stdout, width, study_configs(db_url, "smem_pad"))
@@ -143,14 +143,15 @@ def test_json_and_csv_carry_every_column(fake_gpu, db_url):  # noqa: F811
 
 def test_help_reads_plainly_with_an_example_for_every_command():
     r = render(80, "--help")
-    listed = re.findall(r"^  ([\w-]+) ", r.stdout.split("Commands:")[1], re.M)
+    listed = re.findall(r"^│ ([\w-]+) ", r.stdout.split("─ Commands ─")[1], re.M)
     assert listed == list(ORDER)
     for name in listed:
         for args in ([name, "--help"], ["db", "upgrade", "--help"], ["db", "current", "--help"]) if name == "db" \
                 else ([name, "--help"],):
             text = render(80, *args).stdout
             assert "Example" in text and "autotune " in text.split("Example")[1], args
-            assert not re.search(r"<(str|int|float|list\[str\])>", text), text
+            options = re.sub(r"╭─ Arguments ─.*?╰─+╯", "", text, flags=re.S)  # Rich types an argument (<str>)
+            assert not re.search(r"<(str|int|float|list\[str\])>", options), text
             assert "``" not in text, text
             assert_reads(text, 80)
 
@@ -211,7 +212,7 @@ def test_bench_reads_at_80_and_120_columns(fake_gpu, db_url, monkeypatch, width)
         "cuBLAS via CuPy (cupy.matmul)", 2 * 256 ** 3 / 40000e9 * 1e3, 40000.0))
     r = render(width, "bench", "--kernel", "matmul_naive", "--kernel", "matmul_tiled", "--size", 256, "--db", db_url)
     assert_reads(r.stdout, width, ["TILE_WIDTH=16", "TILE_WIDTH=32", "BLOCK_X=16,BLOCK_Y=16"])
-    assert re.search(r"^matmul_tiled \(tuned\) +0\.\d{4} +20000 +50\.0 ", r.stdout, re.M), r.stdout
+    assert re.search(r"^matmul_tiled \(tuned\) +\d\.\d\d µs +20000 +50\.0 ", r.stdout, re.M), r.stdout
     doc = json.loads(render(width, "bench", "--kernel", "matmul_tiled", "--size", 256, "-f", "json",
                             "--db", db_url).stdout)
     assert doc["dims"] == {"m": 256, "n": 256, "k": 256} and doc["records"][-1]["gflops"] == 40000.0
@@ -246,3 +247,108 @@ def test_wrap_cuts_only_at_the_breaks_and_starts_each_tie_member_on_its_own_line
     assert all(len(line) <= 60 and line.endswith((",", "|")) for line in lines[:-1])
     assert "".join(lines) == f"{a} |{b}" and lines[-1].endswith("WN=16")
     assert wrap("short", 80) == ["short"] and wrap(a, 200) == [a]
+
+
+def test_help_groups_options_in_panels_as_wide_as_the_terminal():
+    """Rich renders the help: the options of a search in panels (problem, search, measurement,
+    output), at the terminal's width (120 columns here, not click's 80); a usage error stays one
+    plain line."""
+    text = render(120, "search", "--help").stdout
+    panels = re.findall(r"╭─ ([\w ]+?) ─", text)
+    assert panels[:1] == ["Options"] and {"Problem", "Search", "Measurement", "Database and output"} <= set(panels)
+    problem = text.split("╭─ Problem")[1].split("╰")[0]
+    assert "--kernel" in problem and "--dtype" in problem and "--size" in problem and "--trials" not in problem
+    assert "--trials" in text.split("╭─ Search")[1].split("╰")[0]
+    assert max(len(line) for line in text.splitlines()) == 120 and "docs/search.md" not in text
+    assert_reads(text, 120)
+    error = render(120, "search", "--bogus", code=2)
+    assert "Error: No such option: --bogus" in error.output and "╭" not in error.output
+
+
+def test_values_complete_kernels_dtypes_strategies_formats_and_files(tmp_path):
+    def complete(*words):
+        line = " ".join(("autotune", *words))
+        r = runner.invoke(app, [], prog_name="autotune",
+                          env={"_AUTOTUNE_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(len(words))})
+        return r.stdout.split()
+
+    assert complete("search", "--kernel", "smem_p") == ["smem_pad"]
+    assert set(complete("best", "--kernel", "matmul_")) == {k for k in KERNELS if k.startswith("matmul_")}
+    assert complete("search", "--dtype", "float") == ["float16", "float32", "float64"]
+    assert complete("search", "--strategy", "cm") == ["cmaes"]
+    assert complete("list", "--format", "c") == ["csv"]
+    assert complete("--backend", "py") == ["pycuda"]
+    (tmp_path / "mine.toml").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    (tmp_path / "sub").mkdir()
+    assert complete("search", "--kernel", f"{tmp_path}/") == [f"{tmp_path}/mine.toml", f"{tmp_path}/sub/"]
+    (tmp_path / "tuned.json").write_text("{}")
+    assert complete("import", f"{tmp_path}/t") == [f"{tmp_path}/tuned.json"]
+
+
+def test_kernels_takes_a_pattern():
+    r = render(80, "kernels", "matmul_*")
+    assert r.stdout.startswith(f"{sum(k.startswith('matmul_') for k in KERNELS)} of {len(KERNELS)} catalog kernels "
+                               "match 'matmul_*'")
+    shown = {k["kernel"] for k in json.loads(render(None, "kernels", "SKINNY", "--format", "json").stdout)}
+    assert shown == {k for k, v in KERNELS.items() if "skinny" in k or "skinny" in (v.summary or "").lower()} and shown
+    r = render(80, "kernels", "nothing_like_this")
+    assert r.stdout == "" and "no catalog kernel matches 'nothing_like_this'" in r.stderr
+
+
+def test_times_below_a_tenth_of_a_ms_print_in_microseconds(fake_gpu, db_url):  # noqa: F811
+    from autotune.measure.figures import duration
+
+    assert (duration(0.0042), duration(0.1938), duration(0.09999), duration(12.5)) == (
+        "4.20 µs", "0.1938 ms", "99.99 µs", "12.5000 ms")
+    render(None, "search", "--size", 64, "--sampler", "grid", "--db", db_url)
+    text = render(120, "best", "--size", 64, "--db", db_url).stdout
+    assert re.search(r"\s\d+\.\d\d µs\s", text) and "0.00" not in text  # the fake's 3 µs, not "0.0030"
+    assert json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)[0]["median_ms"] < 0.1
+
+
+def test_out_dash_writes_to_stdout_for_jq(fake_gpu, db_url, tmp_path):  # noqa: F811
+    render(None, "search", "--size", 64, "--sampler", "grid", "--db", db_url)
+    r = render(None, "export", "--out", "-", "--db", db_url)
+    doc = json.loads(r.stdout)  # the file alone on stdout: what was done went to stderr
+    assert doc["format"] == "autotune-results" and len(doc["results"]) == 1 and "exported 1 result to stdout" in r.stderr
+    assert not (tmp_path / "-").exists()
+    header = render(None, "export", "--header", "/dev/stdout", "--kernel", "smem_pad", "--db", db_url)
+    assert header.stdout.lstrip().startswith(("/*", "//", "#")) and "wrote 1 tuned config" in header.stderr
+    t4 = json.loads(render(None, "export", "--t4", "-", "--kernel", "smem_pad", "--db", db_url).stdout)
+    assert t4["results"]
+    r = render(None, "report", "--out", "-", "--db", db_url, code=2)
+    assert "a report is several PNG files; give a folder" in r.stderr
+
+
+def test_trials_lists_one_keys_trials_in_every_format(fake_gpu, db_url):  # noqa: F811
+    render(None, "search", "--size", 64, "--sampler", "grid", "--trials", 7, "--db", db_url)
+    for width in WIDTHS:
+        text = render(width, "trials", "--kernel", "smem_pad", "--size", 64, "--db", db_url).stdout
+        assert text.startswith("7 trials of smem_pad 64x64 float32 on NVIDIA H100 80GB HBM3")
+        assert_reads(text, width)
+    doc = json.loads(render(None, "trials", "--size", 64, "--format", "json", "--db", db_url).stdout)
+    assert doc["kernel"] == "smem_pad" and doc["study"].startswith("smem_pad@") and len(doc["records"]) == 7
+    assert [t["number"] for t in doc["records"]] == list(range(7)) and all(t["status"] == "ok" for t in doc["records"])
+    rows = list(csv.DictReader(io.StringIO(render(None, "trials", "--size", 64, "-f", "csv", "--db", db_url).stdout)))
+    assert len(rows) == 7 and {"median_ms", "config", "reason", "occupancy"} <= set(rows[0])
+    r = render(None, "trials", "--size", 128, "--db", db_url, code=2)
+    assert "error: no trials of smem_pad 128x128 float32" in r.stderr
+
+
+def test_stale_rows_are_coloured_where_colour_is_on():
+    from rich.console import Console
+
+    from autotune.cli.output import STALE_STYLE, Column, emit
+
+    records = [("fresh", ""), ("old", "yes (another nvcc)")]
+    columns = [Column("name", "name", lambda r: r[0]), Column("stale", "stale", lambda r: r[1] or None)]
+    style = lambda r: STALE_STYLE if r[1] else None  # noqa: E731
+    colour = Console(width=80, force_terminal=True, color_system="standard", file=io.StringIO())
+    emit(colour, records, columns, style=style)
+    lines = colour.file.getvalue().splitlines()
+    assert "\x1b[33m" in next(line for line in lines if "old" in line)  # yellow
+    assert "\x1b[33m" not in next(line for line in lines if "fresh" in line)
+    plain = Console(width=80, force_terminal=False, file=io.StringIO())
+    emit(plain, records, columns, style=style)
+    assert "\x1b[" not in plain.file.getvalue() and "yes (another nvcc)" in plain.file.getvalue()

@@ -53,6 +53,7 @@ CLI = {  # every command that opens the database
     "bench": ["bench", "--size", "64", "--kernel", "smem_pad"],
     "best": ["best", "--size", "64"],
     "list": ["list"],
+    "trials": ["trials", "--size", "64"],
     "dispatch": ["dispatch", "smem_pad"],
     "tune-shapes": ["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--count", "1",
                     "--trials", "2"],

@@ -206,6 +206,7 @@ def test_the_launch_goes_through_cuda_bindings_where_it_imports(fake, histogram,
     monkeypatch.setitem(sys.modules, "cuda", cuda)
     monkeypatch.setitem(sys.modules, "cuda.bindings", cuda.bindings)
     monkeypatch.setitem(sys.modules, "cuda.bindings.driver", bindings)
+    monkeypatch.delenv("AUTOTUNE_LAUNCH_API")  # the default (the fake's install chose ctypes)
     f = autotune.launcher(histogram, db=db_url)
     bins, data = Tensor((256,), "uint32", ptr=0x1000), Tensor((64,), "uint8", ptr=0x2000)
     f(bins, data)

@@ -25,6 +25,7 @@ THIRD_PARTY = {  # library -> the folders it may be imported under (docs/archite
     "sqlalchemy": ("store",),
     "alembic": ("store",),
     "pycuda": ("measure", "runtime"),
+    "cuda": ("measure", "runtime"),  # cuda.bindings (cuda-bindings)
     "optuna": ("store", "search", "cli"),
 }
 VERSION_SOURCE = ("autotune", "__version__")  # `from autotune import __version__`: allowed anywhere

@@ -159,13 +159,12 @@ def test_read_only_creates_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_bench_without_pycuda_creates_no_database(tmp_path, monkeypatch):
-    import sys
+def test_bench_without_a_cuda_backend_creates_no_database(tmp_path, monkeypatch):
+    from fakes import NO_BACKEND, no_backend
 
-    monkeypatch.setitem(sys.modules, "pycuda", None)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+    no_backend(monkeypatch)
     line = _one_error_line(["bench", "--size", "64", "--db", f"sqlite:///{tmp_path / 'bench.db'}"])
-    assert "PyCUDA is not installed" in line
+    assert NO_BACKEND in line
     assert list(tmp_path.iterdir()) == []
 
 

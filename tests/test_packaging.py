@@ -44,3 +44,17 @@ def test_no_message_or_doc_names_the_other_projects_install():
            if re.search(r"pip install '?autotune\[", f.read_text())]
     assert bad == []
     assert "pip install 'cuda-autotune[cuda]'" in GPUUnavailableError.__doc__
+
+
+def test_the_gpu_extra_installs_wheels_only_and_pycuda_has_its_own():
+    """``[cuda]``: NVIDIA's cuda-bindings and nvidia-ml-py, both published as wheels (no build on
+    the user's machine, no CUDA headers); PyCUDA (a source distribution) only in ``[pycuda]``.
+    The backends' registry names the same extras in its install hints."""
+    from autotune.measure import backends
+
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    names = lambda extra: sorted(re.split(r"[<>=\[ ]", r, maxsplit=1)[0] for r in extras[extra])  # noqa: E731
+    assert names("cuda") == ["cuda-bindings", "nvidia-ml-py"]
+    assert names("pycuda") == ["nvidia-ml-py", "pycuda"]
+    hints = {name: install for name, (_, _, install) in backends._FACTORIES.items()}
+    assert hints == {"cuda-bindings": "pip install 'cuda-autotune[cuda]'", "pycuda": "pip install 'cuda-autotune[pycuda]'"}

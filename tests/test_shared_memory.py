@@ -10,6 +10,7 @@ import pytest
 from autotune.errors import AutotuneError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
+from autotune.measure.backends.base import CudaError
 from autotune.measure.compile import CompiledKernel
 from autotune.measure.shared_memory import STATIC_LIMIT, block_limit, needs_opt_in, opt_in
 from autotune.runtime import driver
@@ -52,37 +53,29 @@ def test_a_launch_over_the_devices_limit_is_a_failed_trial_with_its_reason(devic
 
 
 class FakeFunction:
-    """A PyCUDA Function's attributes; ``refuse_above``: what the driver refuses."""
+    """A backend Function's dynamic shared memory limit; ``refuse_above``: what the driver refuses."""
 
     def __init__(self, refuse_above: int = 227 * KIB) -> None:
         self.attributes, self.sets, self.refuse_above = {"MAX_DYNAMIC": STATIC_LIMIT}, [], refuse_above
 
-    def get_attribute(self, attribute):
-        return self.attributes[attribute]
+    def max_dynamic_shared(self):
+        return self.attributes["MAX_DYNAMIC"]
 
-    def set_attribute(self, attribute, value):
+    def set_max_dynamic_shared(self, value):
         if value > self.refuse_above:
-            raise FakePycuda.Error("cuFuncSetAttribute failed: invalid argument")
+            raise CudaError("cuFuncSetAttribute failed: invalid argument", 1)
         self.sets.append(value)
-        self.attributes[attribute] = value
-
-
-class FakePycuda:
-    class Error(Exception):
-        pass
-
-    class function_attribute:  # noqa: N801  (pycuda.driver's name)
-        MAX_DYNAMIC_SHARED_SIZE_BYTES = "MAX_DYNAMIC"
+        self.attributes["MAX_DYNAMIC"] = value
 
 
 def test_the_opt_in_raises_the_attribute_never_lowers_it_and_a_refusal_is_a_failed_trial():
     fn = FakeFunction()
-    opt_in(FakePycuda, fn, 100 * KIB)
-    opt_in(FakePycuda, fn, 60 * KIB)  # already allowed: not lowered
-    opt_in(FakePycuda, fn, 200 * KIB)
+    opt_in(fn, 100 * KIB)
+    opt_in(fn, 60 * KIB)  # already allowed: not lowered
+    opt_in(fn, 200 * KIB)
     assert fn.sets == [100 * KIB, 200 * KIB]
     with pytest.raises(TrialFailed) as info:
-        opt_in(FakePycuda, FakeFunction(refuse_above=99 * KIB), 100 * KIB)
+        opt_in(FakeFunction(refuse_above=99 * KIB), 100 * KIB)
     assert info.value.status == "resources" and "102400 B of dynamic shared memory" in info.value.reason
 
 

@@ -101,7 +101,7 @@ def test_best_list_export_import_and_lookup_of_a_kernel_file(kernel_file, db_url
 
     r = run("best", "--kernel", kernel_file, "--dims", "n=1048576", "--db", db_url)
     assert r.exit_code == 0, r.output
-    assert "stored_scale" in r.output and "BLOCK=256" in r.output and "0.0500" in r.output
+    assert "stored_scale" in r.output and "BLOCK=256" in r.output and "50.00 µs" in r.output  # µs below 0.1 ms
     assert "left out 1 stale result (1 kernel description changed); --include-stale shows them" in r.output
     r = run("best", "--kernel", kernel_file, "--n", 7, "--db", db_url)  # the sugar of the dim named n
     assert r.exit_code == 2 and "nothing is tuned for" in r.output and "--n 7" in r.output

@@ -146,7 +146,7 @@ class Run:
         if expected is None:
             expected = python_reference(self.kernel, self.layout, self.scalars, values)
         if comparer is None and Run.on_device:
-            comparer = DeviceComparer(self.drv, self.drv.module_from_buffer(b""))
+            comparer = DeviceComparer(self.drv, self.drv.load_module(b""))
         return Verifier(self.drv, [a.role for a, _, _ in self.layout], [a.name for a, _, _ in self.layout],
                         [d.numpy for _, _, d in self.layout], values, expected, self.kernel.check_spec, self.dims,
                         self.kernel.path.parent, comparer)
@@ -494,7 +494,7 @@ def test_a_device_without_room_for_the_copies_compares_on_the_host(folder, compa
     need = ArgSet.footprint(run.layout)
     run.drv = FakeDriver(256 + -(-need // 256) * 256 + 3 * 256 + 512)
     run.args = ArgSet.allocate(run.drv, run.layout)
-    verifier = run.verifier(comparer=DeviceComparer(run.drv, run.drv.module_from_buffer(b"")))
+    verifier = run.verifier(comparer=DeviceComparer(run.drv, run.drv.load_module(b"")))
     assert all(v is None for v in verifier.pristine.values())
     assert all(v is None for v in verifier.expected_on_device.values())
     verifier.verify(lambda: transpose_ok(**run.arrays()), run.args)
@@ -532,7 +532,7 @@ def test_float16_tolerance_and_a_nan_reference_agree_on_host_and_device(folder):
 
 def test_the_comparer_names_what_it_takes():
     drv = FakeDriver()
-    comparer = DeviceComparer(drv, drv.module_from_buffer(b""))
+    comparer = DeviceComparer(drv, drv.load_module(b""))
     with pytest.raises(ValueError, match="itemsize 3 is not allowed; allowed: 1, 2, 4, 8"):
         comparer.exact(0, 0, 1, 3)
     with pytest.raises(ValueError, match="dtype complex64 is not allowed; allowed: float16"):

@@ -14,6 +14,10 @@ the old file or the new one, never half of one, and a full disk (``ENOSPC``) lea
 as it was. A target that exists and is not a regular file (``/dev/full``, ``/dev/null``, a FIFO,
 a folder) is refused before anything is written: renaming over it would replace a device node
 with a regular file. A missing folder is refused too (nothing is created but the file).
+
+Standard output: a target of ``-`` (or ``/dev/stdout``, which is a pipe or a terminal, not a
+file) writes the data to standard output instead (:data:`STDOUT`), so that ``autotune export
+--out - | jq`` works; whoever writes there says what it did on standard error.
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["MAX_READ_BYTES", "read_text", "read_bytes", "write_atomically", "check_writable"]
+__all__ = ["MAX_READ_BYTES", "STDOUT", "is_stdout", "read_text", "read_bytes", "write_atomically", "check_writable"]
 
 MAX_READ_BYTES = 16 * 1024 * 1024
 """Largest file read (16 MiB): kernel files, sources and results files are far smaller."""
+STDOUT = ("-", "/dev/stdout")
+"""Targets that mean standard output."""
+
+
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """Whether ``path`` means standard output (:data:`STDOUT`)."""
+    return path is not None and os.fspath(path) in STDOUT
 
 
 def _kind(mode: int) -> str:
@@ -109,6 +121,8 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
         InvalidInputError: naming the target and what is allowed.
     """
     target = Path(path)
+    if is_stdout(path):
+        return Path("-")
     if "\0" in str(target):  # os.stat would raise ValueError
         raise InvalidInputError(f"cannot write {str(target)!r} ({what}): the path holds a NUL byte")
     try:
@@ -127,7 +141,8 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes, what: str = "output") -> Path:
-    """Write ``data`` (text is written as UTF-8) to ``path`` whole or not at all.
+    """Write ``data`` (text is written as UTF-8) to ``path`` whole or not at all; to standard
+    output where ``path`` is ``-`` or ``/dev/stdout`` (:func:`is_stdout`).
 
     The file gets the usual mode of a new file (``0o666`` less the umask); an existing regular
     file is replaced (its mode is not kept: it is a new file).
@@ -142,6 +157,11 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, what: str 
     """
     target = check_writable(path, what)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if is_stdout(path):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return target
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:

@@ -47,7 +47,7 @@ def fit_consoles() -> None:
 fit_consoles()
 
 EXIT_ERROR = 2
-"""Exit code of every error the user can act on: bad input, no GPU/PyCUDA/nvcc, a database
+"""Exit code of every error the user can act on: bad input, no GPU/CUDA backend/nvcc, a database
 that cannot be used, nothing tuned for the key (each says so in one ``error:`` line)."""
 EXIT_INTERRUPTED = 130
 """Exit code after SIGINT (Ctrl-C); SIGTERM exits 143 (128 + the signal's number)."""
@@ -80,25 +80,73 @@ def parse_float(value: str) -> float:
         raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
+PROBLEM, SEARCH, MEASUREMENT, OUTPUT = "Problem", "Search", "Measurement", "Database and output"
+"""The panels of ``--help`` (``rich_help_panel``): what is tuned, how it is searched, how a config
+is measured, where results go and how they print."""
+
+
+def _files(incomplete: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Paths starting with ``incomplete``: folders (with a ``/``) and files ending in ``suffixes``."""
+    import glob
+
+    found = []
+    for path in sorted(glob.glob(os.path.expanduser(incomplete) + "*"))[:200]:
+        if os.path.isdir(path):
+            found.append(path + "/")
+        elif path.endswith(suffixes):
+            found.append(path)
+    return found
+
+
+def complete_kernel(incomplete: str) -> list[str]:
+    """``--kernel`` completion: catalog kernels whose name starts with what is typed, and kernel
+    files (``.toml``) and folders where it looks like a path."""
+    from autotune.kernel.catalog import KERNELS, is_kernel_path
+
+    names = [name for name in KERNELS if name.startswith(incomplete)]
+    return names + _files(incomplete, (".toml",)) if is_kernel_path(incomplete) or not names else names
+
+
+def complete_dtype(incomplete: str) -> list[str]:
+    """``--dtype`` completion: the element types."""
+    return [name for name in DTYPES if name.startswith(incomplete)]
+
+
+def complete_toml(incomplete: str) -> list[str]:
+    """Completion of a TOML file's path (``--space``)."""
+    return _files(incomplete, (".toml",))
+
+
+def complete_json(incomplete: str) -> list[str]:
+    """Completion of a JSON file's path (``import``)."""
+    return _files(incomplete, (".json",))
+
+
 Db = Annotated[Optional[str], typer.Option("--db", metavar="URL",
+                                           rich_help_panel=OUTPUT,
                                            help="SQLAlchemy URL of the results database (default: "
                                                 "$AUTOTUNE_DB, else a SQLite file in the user data dir).")]
-Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL",
+Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL", autocompletion=complete_kernel, rich_help_panel=PROBLEM,
                                      help="A catalog kernel (autotune kernels) or the path of a kernel file (.toml).")]
-DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", help=f"Element type: {', '.join(DTYPES)}.")]
-Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
+DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", autocompletion=complete_dtype, rich_help_panel=PROBLEM,
+                                    help=f"Element type: {', '.join(DTYPES)}.")]
+Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL", rich_help_panel=MEASUREMENT,
                                      help="CUDA device ordinal.")]
-SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", help="Search-space TOML file "
+SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", autocompletion=complete_toml,
+                                                  rich_help_panel=SEARCH,
+                                                  help="Search-space TOML file "
                                                   "(default: configs/<kernel>.toml).")]
-Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N",
+Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
                                       help="Timed samples per config (>= 20; median of these).")]
-TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N",
+TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
                                    help="Fastest configs re-timed interleaved after the trials.")]
-Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rounds of that re-timing.")]
+Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
+                                     help="Rounds of that re-timing.")]
 
 
 KernelRef = Annotated[Optional[str], typer.Option(
-    "--kernel", metavar="KERNEL", help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
+    "--kernel", metavar="KERNEL", autocompletion=complete_kernel, rich_help_panel=PROBLEM,
+    help="A catalog kernel or a kernel file (path/to/kernel.toml); default: all.")]
 
 def fail(exc: AutotuneError) -> typer.Exit:
     err.print(f"error: {exc}", markup=False, soft_wrap=True)

@@ -12,6 +12,7 @@ from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dims import dims_key, format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure import device as gpus
+from autotune.measure.figures import duration
 from autotune.report.bench import BenchLine, run_bench
 from . import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
@@ -117,7 +118,7 @@ def bench_columns(lines: list[BenchLine], flops: bool) -> list[Column]:
              else Column("% memcpy", "pct_memcpy", lambda b: b.pct_memcpy, text=lambda v: f"{v:.1f}", right=True))
     return [Column("what", "name", lambda b: b.name + (f" ({b.source})" if b.source else "")),
             Column("kind", "kind", lambda b: b.kind, wide=True),
-            Column("ms", "median_ms", lambda b: b.median_ms, text=lambda v: f"{v:.4f}", right=True),
+            Column("time", "median_ms", lambda b: b.median_ms, text=duration, right=True),
             figure, share,
             Column("regs", "registers", lambda b: b.registers, right=True, wide=True),
             Column("smem B", "shared_bytes", lambda b: b.shared_bytes, right=True, wide=True),

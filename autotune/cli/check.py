@@ -43,7 +43,7 @@ def check(
     arch: Annotated[str, typer.Option("--arch", metavar="SM", help="nvcc target, e.g. sm_90 or sm_80.")] = "sm_90",
     space: Annotated[Optional[str], typer.Option(
         "--space", metavar="FILE", help="A search-space TOML file to build instead of the kernel file's own "
-                                        "[space].")] = None,
+                                        "\\[space] (the kernel file's table).")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", parser=parse_int, metavar="N",
                                                 help="nvcc processes at once (default: one per core).")] = None,
     sample: Annotated[Optional[int], typer.Option(

@@ -7,7 +7,7 @@ import typer
 from . import app
 from ._common import open_db, Db, handle_errors, out
 
-db_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",
                      help="Manage the results database schema (autotune info prints where it is).\n\n"
                           "\b\nExamples:\n  autotune db upgrade\n  autotune db current",
                      short_help="Manage the results database schema.")
@@ -17,7 +17,8 @@ app.add_typer(db_app, name="db")
 @db_app.command("upgrade", short_help="Migrate the schema to the newest revision.")
 @handle_errors
 def upgrade(db: Db = None) -> None:
-    """Migrate the database schema to the newest revision (creates a new database).
+    """Migrate the database schema to the newest revision (creates a new database), and label
+    every study for optuna-dashboard that has no labels yet (searched before autotune 0.3.0).
 
     \b
     Examples:
@@ -27,6 +28,18 @@ def upgrade(db: Db = None) -> None:
     store = open_db(db, "unmigrated")
     store.upgrade()
     out.print(f"database {store.safe_url} is at schema revision {store.current_revision()}", markup=False)
+    _say_labelled(store)
+
+
+def _say_labelled(store) -> None:
+    """Label the studies that lack it (:func:`autotune.store.study_labels.label_stored_studies`)
+    and say how many, if any."""
+    from autotune.store.study_labels import label_stored_studies
+
+    n = label_stored_studies(store)
+    if n:
+        out.print(f"labelled {n} stud{'ies' if n != 1 else 'y'} for optuna-dashboard (label, key attrs, metric "
+                  "name)", markup=False)
 
 
 @db_app.command("current", short_help="Print the schema revision.")

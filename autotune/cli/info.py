@@ -15,8 +15,8 @@ from .output import Format, FormatOption, print_pairs
 @app.command(short_help="Where the database is; versions of CUDA, nvcc; the GPUs.")
 @handle_errors
 def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
-    """Print the results database's URL and file, autotune's version and its libraries', PyCUDA,
-    the CUDA driver and runtime, nvcc, and the GPUs. Creates nothing (not the database, not
+    """Print the results database's URL and file, autotune's version and its libraries', the CUDA
+    backend (cuda-bindings or PyCUDA), the CUDA driver and runtime, nvcc, and the GPUs. Creates nothing (not the database, not
     its folder); touches the GPU only to list it.
 
     \b
@@ -39,7 +39,9 @@ def info(db: Db = None, fmt: FormatOption = Format.table) -> None:
              *([("file", f"{file}{where}", "/ ")] if file else []),
              ("autotune", f"{found.autotune} (Python {found.python})"),
              ("libraries", ", ".join(f"{k} {v or 'missing'}" for k, v in found.libraries.items())),
-             ("PyCUDA", found.pycuda or "not installed"),
+             ("backend", f"{found.backend or 'none'} (cuda-bindings {found.cuda_bindings or 'not installed'}, "
+                         f"PyCUDA {found.pycuda or 'not installed'}; nvidia-ml-py "
+                         f"{found.nvidia_ml_py or 'not installed'})"),
              ("CUDA driver", (found.cuda_driver or "none")
               + (f", runtime {found.cuda_runtime}" if found.cuda_runtime else "")),
              ("nvcc", found.nvcc or "not on PATH")]

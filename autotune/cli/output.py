@@ -24,8 +24,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-__all__ = ["Column", "Format", "FormatOption", "WideOption", "emit", "labelled", "print_pairs", "rate", "table_lines",
-           "to_json"]
+__all__ = ["Column", "Format", "FormatOption", "WideOption", "STALE_STYLE", "emit", "labelled", "print_pairs", "rate",
+           "table_lines", "to_json"]
 
 
 class Format(str, Enum):
@@ -37,9 +37,10 @@ class Format(str, Enum):
 
 
 FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="table|json|csv", case_sensitive=False,
+                                              rich_help_panel="Database and output",
                                               help="Output format: a table for people, or JSON or CSV (every "
                                                    "column, raw values) for scripts.")]
-WideOption = Annotated[bool, typer.Option("--wide", help="Show every column in the table (JSON and CSV always "
+WideOption = Annotated[bool, typer.Option("--wide", rich_help_panel="Database and output", help="Show every column in the table (JSON and CSV always "
                                                          "have them all).")]
 
 
@@ -71,11 +72,14 @@ class Column:
 
 def rate(value: float | None, unit: str = "") -> str:
     """A figure of merit as every table prints it: GB/s and GFLOP/s as whole numbers
-    (``2800``, ``24447``), ms to 4 decimals, small rates (< 10) with 3 significant digits."""
+    (``2800``, ``24447``), a time by :func:`autotune.measure.figures.duration` (``0.1938 ms``,
+    ``4.20 µs``), small rates (< 10) with 3 significant digits."""
     if value is None:
         return ""
     if unit == "ms":
-        return f"{value:.4f}"
+        from autotune.measure.figures import duration
+
+        return duration(value)
     return f"{value:.0f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
@@ -107,10 +111,16 @@ def wrap(value: str, width: int, breaks: str = ", ") -> list[str]:
 def table_lines(records: Sequence[Any], columns: Sequence[Column], width: int, *, wide: bool = False,
                 title: str = "") -> list[str]:
     """The lines of a table of ``records`` at most ``width`` characters long."""
+    return [line for line, _ in _table(records, columns, width, wide, title)]
+
+
+def _table(records: Sequence[Any], columns: Sequence[Column], width: int, wide: bool,
+           title: str) -> list[tuple[str, int | None]]:
+    """:func:`table_lines`, each line with the index of the record it shows (``None``: title, header)."""
     shown = [c for c in columns if c.table and (wide or not c.wide)]
     short = [c for c in shown if not c.long]
     long = [c for c in shown if c.long]
-    lines = wrap(title, width) if title else []
+    lines: list[tuple[str, int | None]] = [(line, None) for line in wrap(title, width)] if title else []
     if not records:
         return lines
     cells = [[c.cell(r) for c in short] for r in records]
@@ -118,14 +128,14 @@ def table_lines(records: Sequence[Any], columns: Sequence[Column], width: int, *
     if sum(widths) + 2 * (len(widths) - 1) > width:
         return lines + _blocks(records, shown, width)
     label = max((len(c.name) for c in long), default=0)
-    lines.append(_row([c.name for c in short], short, widths))
-    lines.append("  ".join("-" * w for w in widths))
-    for record, row in zip(records, cells):
-        lines.append(_row(row, short, widths))
+    lines.append((_row([c.name for c in short], short, widths), None))
+    lines.append(("  ".join("-" * w for w in widths), None))
+    for i, (record, row) in enumerate(zip(records, cells)):
+        lines.append((_row(row, short, widths), i))
         for c in long:
             value = c.cell(record)
             if value:
-                lines += labelled(c.name, value, label, width, c.breaks, indent=2)
+                lines += [(line, i) for line in labelled(c.name, value, label, width, c.breaks, indent=2)]
     return lines
 
 
@@ -143,17 +153,19 @@ def labelled(name: str, value: str, label: int, width: int, breaks: str = " ", i
     return [lead + parts[0]] + [" " * len(lead) + part for part in parts[1:]]
 
 
-def _blocks(records: Sequence[Any], columns: Sequence[Column], width: int) -> list[str]:
-    """One block of ``name  value`` lines per record, a blank line between blocks."""
+def _blocks(records: Sequence[Any], columns: Sequence[Column], width: int) -> list[tuple[str, int | None]]:
+    """One block of ``name  value`` lines per record, a blank line between blocks (each line with
+    its record's index)."""
     label = max(len(c.name) for c in columns)
-    lines: list[str] = []
+    lines: list[tuple[str, int | None]] = []
     for i, record in enumerate(records):
         if i:
-            lines.append("")
+            lines.append(("", None))
         for c in columns:
             value = c.cell(record)
             if value:
-                lines += labelled(c.name, value, label, width, c.breaks if c.long else " ", indent=0)
+                lines += [(line, i) for line in labelled(c.name, value, label, width,
+                                                         c.breaks if c.long else " ", indent=0)]
     return lines
 
 
@@ -177,10 +189,17 @@ def _csv_value(value: Any) -> Any:
     return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
 
 
+STALE_STYLE = "yellow"
+"""How a stale record's lines are marked in a table, where the console shows colour."""
+
+
 def emit(console, records: Sequence[Any], columns: Sequence[Column], fmt: Format = Format.table, *,
-         wide: bool = False, title: str = "", document: dict[str, Any] | None = None) -> None:
+         wide: bool = False, title: str = "", document: dict[str, Any] | None = None,
+         style: Callable[[Any], str | None] | None = None) -> None:
     """Print ``records`` on ``console`` in ``fmt``. JSON is the list of records, or ``document``
-    with the records under ``"records"`` when one is given (a command's context: its key, ...)."""
+    with the records under ``"records"`` when one is given (a command's context: its key, ...).
+    ``style(record)``: a Rich style for the record's lines of a table (e.g. :data:`STALE_STYLE`),
+    shown only where the console has colour (a terminal, ``NO_COLOR`` unset); the text is the same."""
     if fmt is Format.json:
         rows = to_json(records, columns)
         body = rows if document is None else {**document, "records": rows}
@@ -188,10 +207,10 @@ def emit(console, records: Sequence[Any], columns: Sequence[Column], fmt: Format
     elif fmt is Format.csv:
         console.print(to_csv(records, columns), markup=False, highlight=False, soft_wrap=True, end="")
     else:
-        lines = table_lines(records, columns, console.width, wide=wide, title=title)
-        for i, line in enumerate(lines):
-            style = "bold" if title and i == 0 else None
-            console.print(Text(line, style=style or ""), soft_wrap=True)
+        lines = _table(records, columns, console.width, wide, title)
+        for i, (line, which) in enumerate(lines):
+            mark = "bold" if title and i == 0 else style(records[which]) if style and which is not None else None
+            console.print(Text(line, style=mark or ""), soft_wrap=True)
 
 
 def print_pairs(console, pairs: Sequence[tuple[str, ...]], breaks: str = " ") -> None:

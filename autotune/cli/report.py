@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
@@ -40,6 +41,11 @@ def report(
       autotune report --out plots/
       autotune report --out plots/ --kernel smem_pad --size 4096 --device H100
     """
+    from autotune.base.files import is_stdout
+
+    if is_stdout(out_dir):
+        raise InvalidInputError(f"--out {out_dir}: a report is several PNG files; give a folder (- means standard "
+                                "output, for commands that write one file)")
     kern = resolve_kernel(kernel)  # before opening the database: a typo must not create one
     dt = get_dtype(dtype).name
     given = shape.dims_for(kern) if shape.given else None

@@ -6,15 +6,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from autotune.errors import GPUUnavailableError, NotTunedError
+from autotune.errors import GPUUnavailableError, InvalidInputError, NotTunedError
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
-from autotune.measure.figures import unit
+from autotune.measure.figures import duration, unit
 from . import app
-from .output import Column, Format, FormatOption, WideOption, emit, rate
+from .output import STALE_STYLE, Column, Format, FormatOption, WideOption, emit, rate
 from ._common import open_db, Db, DType, KernelRef, err, handle_errors, out
+from ._common import Kernel as KernelOption
 from .shape import DimsOption, Shape, shape_args, shape_options
 
 if TYPE_CHECKING:
@@ -109,15 +110,93 @@ def list_(kernel: KernelRef = None, dims: DimsOption = None, db: Db = None, fmt:
     emit_bests(found, f"{len(found)} tuned key{'s' if len(found) != 1 else ''}", fmt, wide, stale=marks)
 
 
+@app.command(short_help="List one key's trials (as optuna trials does).")
+@handle_errors
+@shape_options
+def trials(
+    shape: Shape = Shape(),
+    kernel: KernelOption = "smem_pad",
+    dtype: DType = "float32",
+    device: Annotated[Optional[str], typer.Option("--device", "-d", metavar="NAME",
+                                                  help="Part of the device name (default: any).")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", metavar="NAME",
+                                                 help="The key's study name (optuna-dashboard shows it), where "
+                                                      "several keys match.")] = None,
+    db: Db = None,
+    fmt: FormatOption = Format.table,
+    wide: WideOption = False,
+) -> None:
+    """List every trial of one tuning key (kernel, shape, dtype, device model, toolchain), searched
+    or imported, in the order stored: status, time, figure, config, and why a failed one failed.
+    Where several keys match (GPUs, nvcc releases, kernel sources), it names them: choose one
+    with --device or --study.
+
+    \b
+    Examples:
+      autotune trials --kernel smem_pad --size 8192
+      autotune trials --kernel smem_pad --size 8192 --format json | jq '.records[0]'
+      autotune trials --kernel matmul_reg --size 1024 --format csv > trials.csv
+    """
+    kern = resolve_kernel(kernel)
+    dims = shape.dims_for(kern)
+    dt = get_dtype(dtype).name
+    found = open_db(db, "existing").trials_by_key(kernel=kern.name, dims=dims, dtype=dt, device_name=device)
+    if study is not None:
+        found = {k: v for k, v in found.items() if k.study_name == study}
+    what = f"{kern.name} {format_shape(tuple(dims.items()))} {dt}" + (f" on {device}" if device else "")
+    if not found:
+        raise NotTunedError(f"no trials of {what}{' in study ' + study if study else ''}; run: autotune search "
+                            f"--kernel {kernel} {shape_args(dict(dims))} --dtype {dt}")
+    if len(found) > 1:
+        names = "; ".join(f"{k.device.name}, nvcc {k.nvcc_version}, source {k.source_hash[:12]}: --study '{k.study_name}'"
+                          for k in found)
+        raise InvalidInputError(f"{len(found)} keys of {what} have trials: {names}")
+    [(key, records)] = found.items()
+    columns = trial_columns(records)
+    emit(out, records, columns, fmt, wide=wide, title=f"{len(records)} trials of {key.kernel} {key.display} {key.dtype} "
+         f"on {key.device.name} (nvcc {key.nvcc_version})",
+         document={"study": key.study_name, "kernel": key.kernel, "dims": dict(key.dims), "dtype": key.dtype,
+                   "device": key.device.name, "nvcc": key.nvcc_version, "compile_flags": key.compile_flags})
+
+
+def trial_columns(records: list) -> list[Column]:
+    """The columns of a key's trials: number, status, time, the figure (GB/s or GFLOP/s, where a
+    trial has it), the config; with --wide, min/max, registers, occupancy, when; the reason of a
+    failed one on its own line."""
+    return [
+        Column("#", "number", lambda t: t.number, right=True),
+        Column("status", "status", lambda t: t.status),
+        Column("median", "median_ms", lambda t: t.median_ms, text=duration, right=True),
+        Column("min", "min_ms", lambda t: t.min_ms, text=duration, right=True, wide=True),
+        Column("max", "max_ms", lambda t: t.max_ms, text=duration, right=True, wide=True),
+        Column("GB/s", "gbps", lambda t: t.gbps, text=rate, right=True,
+               wide=not any(t.gbps is not None for t in records)),
+        Column("GFLOP/s", "gflops", lambda t: t.gflops, text=rate, right=True,
+               wide=not any(t.gflops is not None for t in records)),
+        Column("% memcpy", "pct_memcpy", lambda t: t.pct_memcpy, text=lambda v: f"{v:.1f}", right=True, wide=True),
+        Column("regs", "registers", lambda t: t.registers, right=True, wide=True),
+        Column("occupancy", "occupancy", lambda t: t.occupancy, text=lambda v: f"{100 * v:.0f} %", right=True,
+               wide=True),
+        Column("stored", "created_at", lambda t: f"{t.created_at:%Y-%m-%d %H:%M:%S}", wide=True),
+        Column("config", "config", lambda t: t.config.key, long=True),
+        Column("reason", "reason", lambda t: t.reason, long=True, breaks=" "),
+    ]
+
+
 @app.command(short_help="List the kernel catalog with default configs.")
-def kernels(fmt: FormatOption = Format.table, wide: WideOption = False) -> None:
+def kernels(pattern: Annotated[Optional[str], typer.Argument(
+                metavar="[PATTERN]", autocompletion=lambda incomplete: [n for n in KERNELS if n.startswith(incomplete)],
+                help="Only kernels whose name matches this glob (smem_*), or whose name or summary holds "
+                     "this text (case ignored).")] = None,
+            fmt: FormatOption = Format.table, wide: WideOption = False) -> None:
     """List the kernel catalog: each kernel's dims, what it is, and its default config (--wide:
-    its dtypes, tunables and source too).
+    its dtypes, tunables and source too); with PATTERN, the kernels it matches.
 
     \b
     Examples:
       autotune kernels
-      autotune kernels --wide
+      autotune kernels smem
+      autotune kernels 'matmul_*' --wide
       autotune kernels --format json
     """
     columns = [Column("kernel", "kernel", lambda k: k.name), Column("dims", "dims", lambda k: ",".join(k.dims)),
@@ -127,7 +206,23 @@ def kernels(fmt: FormatOption = Format.table, wide: WideOption = False) -> None:
                Column("tunables", "tunables", lambda k: list(k.tunables), text=",".join, long=True, wide=True),
                Column("dtypes", "dtypes", lambda k: list(k.dtypes), text=",".join, long=True, wide=True),
                Column("source", "source", lambda k: str(k.path), long=True, wide=True, breaks="/")]
-    emit(out, list(KERNELS.values()), columns, fmt, wide=wide, title=f"{len(KERNELS)} catalog kernels")
+    shown = [k for k in KERNELS.values() if pattern is None or _matches(k, pattern)]
+    title = f"{len(KERNELS)} catalog kernels" if pattern is None else \
+        f"{len(shown)} of {len(KERNELS)} catalog kernels match {pattern!r}"
+    if not shown and fmt is Format.table:
+        err.print(f"no catalog kernel matches {pattern!r}; autotune kernels lists them all", markup=False)
+        return
+    emit(out, shown, columns, fmt, wide=wide, title=title)
+
+
+def _matches(kernel, pattern: str) -> bool:
+    """A glob (``*?[``) against the name; other text: a case-insensitive part of the name or summary."""
+    import fnmatch
+
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(kernel.name, pattern)
+    text = pattern.lower()
+    return text in kernel.name.lower() or text in (kernel.summary or "").lower()
 
 
 def _kernels(kernel: str | None) -> dict[str, Any]:
@@ -162,7 +257,7 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
         Column("kernel", "kernel", lambda b: b.kernel),
         Column("shape", "shape", lambda b: b.display),
         Column("dtype", "dtype", lambda b: b.dtype),
-        Column("median ms", "median_ms", lambda b: b.time_ms, text=lambda v: f"{v:.4f}", right=True),
+        Column("median", "median_ms", lambda b: b.time_ms, text=duration, right=True),
         Column("figure", "figure", _figure, right=True, data=False),
         Column("GFLOP/s", "gflops", lambda b: b.pooled_gflops, table=False),
         Column("GB/s", "gbps", _gbps, table=False),
@@ -186,12 +281,14 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
 
 def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, stale: list[str] | None = None) -> None:
     """Print stored bests (:func:`best_columns`); with ``stale``, each record's mark (``""``:
-    current) in a ``stale`` column. One device for all of them is named in the title instead."""
+    current) in a ``stale`` column, and a stale record's lines in :data:`~.output.STALE_STYLE`
+    where colour is on. One device for all of them is named in the title instead."""
     marks = None if stale is None else {id(b): mark for b, mark in zip(records, stale)}
     devices = {b.device_name for b in records}
     if len(devices) == 1 and fmt is Format.table and not wide:
         title += f" on {next(iter(devices))}"
-    emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title)
+    emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title,
+         style=None if marks is None else lambda b: STALE_STYLE if marks.get(id(b)) else None)
 
 
 def _figure(b: BestRecord) -> str:

@@ -14,7 +14,7 @@ from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.measure import phases
-from autotune.measure.figures import figure, headline, unit
+from autotune.measure.figures import duration, figure, headline, unit
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
@@ -23,21 +23,21 @@ from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
-from ._common import (Db, Device, DType, Kernel, Repeats, Rounds, SpaceFile, TopK, err, handle_errors, out, parse_float,
-                      parse_int)
+from ._common import (MEASUREMENT, OUTPUT, SEARCH, Db, Device, DType, Kernel, Repeats, Rounds, SpaceFile, TopK, err,
+                      handle_errors, out, parse_float, parse_int)
 from .output import Format, FormatOption, WideOption
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
 from .search_tables import print_tables, top_rows
 from .shape import Shape, shape_options
 
-TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S",
+TrialTimeout = Annotated[float, typer.Option("--trial-timeout", parser=parse_float, metavar="S", rich_help_panel=MEASUREMENT,
                                              help="Kill a trial (each measured in a child process) after "
                                                   "this many seconds and store it as timeout.")]
-Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metavar="K",
+Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metavar="K", rich_help_panel=SEARCH,
                                               help="Configs proposed at once, compiled on every core while the "
                                                    "GPU measures the batch before (default: one per compile "
                                                    "worker, AUTOTUNE_COMPILE_WORKERS or the CPU count).")]
-DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
+DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", rich_help_panel=MEASUREMENT,
                                          help="CUDA device ordinal, or several (0,1) or all: "
                                               "one worker per GPU, one study (GPUs of one model).")]
 
@@ -50,29 +50,31 @@ def search(
     device: DeviceSpec = "0",
     shape: Shape = Shape(),
     dtype: DType = "float32",
-    trials: Annotated[int, typer.Option("--trials", parser=parse_int, metavar="N",
+    trials: Annotated[int, typer.Option("--trials", parser=parse_int, metavar="N", rich_help_panel=SEARCH,
                                         help="Configs to measure (>= 1; fewer if the space runs out); "
                                              "the kernel's default is measured first.")] = 100,
-    timeout: Annotated[Optional[float], typer.Option(parser=parse_float, metavar="S",
+    timeout: Annotated[Optional[float], typer.Option(parser=parse_float, metavar="S", rich_help_panel=SEARCH,
                                                      help="Start no trial after this many seconds.")] = None,
-    seed: Annotated[Optional[int], typer.Option(parser=parse_int, metavar="N",
+    seed: Annotated[Optional[int], typer.Option(parser=parse_int, metavar="N", rich_help_panel=SEARCH,
                                                 help="Seed of the strategy and of the random inputs.")] = None,
     strategy: Annotated[Optional[str], typer.Option(
-        "--strategy", metavar="NAME", help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); see "
-                           "docs/search.md.")] = None,
+        "--strategy", metavar="NAME", rich_help_panel=SEARCH, autocompletion=lambda incomplete: [s for s in STRATEGIES if s.startswith(incomplete)],
+        help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); the docs' 'The search loop' "
+             "page says what each does.")] = None,
     sampler: Annotated[Optional[str], typer.Option("--sampler", hidden=True,
                                                    help="Deprecated name of --strategy.")] = None,
     batch: Batch = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue this key's existing study.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", rich_help_panel=SEARCH, help="Continue this key's existing study.")] = False,
     space: SpaceFile = None,
     repeats: Repeats = 50,
-    top: Annotated[int, typer.Option(parser=parse_int, metavar="N", help="Rows of the final table.")] = 10,
+    top: Annotated[int, typer.Option(parser=parse_int, metavar="N", rich_help_panel=OUTPUT,
+                                     help="Rows of the final table.")] = 10,
     top_k: TopK = 5,
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     db: Db = None,
     op: Annotated[Optional[str], typer.Option(
-        "--op", metavar="OP", help="Search an operation instead of one kernel: every catalog kernel computing it "
+        "--op", metavar="OP", rich_help_panel=SEARCH, help="Search an operation instead of one kernel: every catalog kernel computing it "
                                    "(transpose), the trials shared by successive halving; replaces --kernel.")] = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
@@ -289,5 +291,5 @@ def _print_best(say, store, key, problem, label: str) -> None:
     figure_text = headline(problem, ms)
     if best.memcpy_gbps and problem.kernel.objective.bytes:
         figure_text += f"  {100 * figure(problem, ms) / best.memcpy_gbps:.1f}% of memcpy"
-    say.print(f"{label}: {best.config.key}  {figure_text} ({ms:.4f} ms, {how})"
+    say.print(f"{label}: {best.config.key}  {figure_text} ({duration(ms)}, {how})"
               + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))

@@ -9,7 +9,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
-from autotune.measure.figures import headline
+from autotune.measure.figures import duration, headline
 from autotune.kernel.ops import op_kernels
 from autotune.search.op import Standing, tune_op
 from ._common import err, out
@@ -44,7 +44,7 @@ def run_op(op: str, ordinals: list[int], shape: Shape, dtype: str, options,
 
     result = tune_op(op, problem, dt.name, device=ordinals[0], options=options, on_kernel=on_kernel)
     columns = [Column("#", "rank", lambda r: r[0], right=True), Column("kernel", "kernel", lambda r: r[1].kernel),
-               Column("ms", "ms", lambda r: r[1].time_ms if r[1].best else None, text=lambda v: f"{v:.4f}", right=True),
+               Column("time", "ms", lambda r: r[1].time_ms if r[1].best else None, text=duration, right=True),
                Column("GB/s", "gbps", lambda r: _gbps(r[1], problem, dt.name) if r[1].best else None, text=rate,
                       right=True),
                Column("% memcpy", "pct_memcpy", lambda r: float(p) if (p := _pct(r[1], problem, dt.name)) else None,
@@ -76,5 +76,5 @@ def _figure(s: Standing, problem, dtype: str) -> str:
     if s.best is None:
         return "none yet (no config passed verification)"
     pct = _pct(s, problem, dtype)
-    return (f"{s.best.config.key} {headline(Problem.of(KERNELS[s.kernel], problem, dtype), s.time_ms)} ({s.time_ms:.4f} ms"
+    return (f"{s.best.config.key} {headline(Problem.of(KERNELS[s.kernel], problem, dtype), s.time_ms)} ({duration(s.time_ms)}"
             + (f", {pct}% of memcpy)" if pct else ")"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from autotune.measure.figures import figure, unit
+from autotune.measure.figures import duration, figure, unit
 from autotune.search.outcome import SearchResult
 from .output import Column, Format, emit, rate
 
@@ -42,9 +42,9 @@ def _top_columns(rows: list[dict], kern) -> list[Column]:
     figure_key = "gflops" if kern.objective.flops else "gbps"
     has = {k: any(row[k] is not None for row in rows) for k in ("gflops", "gbps", "pct_memcpy", "pct_copy")}
     return [Column("#", "rank", get("rank"), right=True),
-            Column("median ms", "median_ms", get("median_ms"), text=lambda v: f"{v:.4f}", right=True),
-            Column("min ms", "min_ms", get("min_ms"), text=lambda v: f"{v:.4f}", right=True, wide=True),
-            Column("max ms", "max_ms", get("max_ms"), text=lambda v: f"{v:.4f}", right=True, wide=True),
+            Column("median", "median_ms", get("median_ms"), text=duration, right=True),
+            Column("min", "min_ms", get("min_ms"), text=duration, right=True, wide=True),
+            Column("max", "max_ms", get("max_ms"), text=duration, right=True, wide=True),
             *[Column(name, key, get(key), text=rate, right=True, wide=key != figure_key)
               for key, name in (("gflops", "GFLOP/s"), ("gbps", "GB/s")) if has[key]],
             *[Column(name, key, get(key), text=lambda v: f"{v:.1f}", right=True, wide=key == "pct_copy")
@@ -59,12 +59,12 @@ def _retiming_columns(kern) -> list[Column]:
     get = lambda key: lambda row: row[key]  # noqa: E731
     u = unit(kern)
     return [Column("#", "rank", get("rank"), right=True),
-            Column("pooled ms", "pooled_ms", get("pooled_ms"), text=lambda v: f"{v:.4f}", right=True),
+            Column("pooled", "pooled_ms", get("pooled_ms"), text=duration, right=True),
             Column(u, "pooled_figure", get("pooled_figure"), text=lambda v: rate(v, u), right=True),
             Column("spread %", "spread_pct", get("spread_pct"), text=lambda v: f"{v:.2f}", right=True),
             Column("tie group", "tie", get("tie")),
             Column("config", "config", get("config"), long=True),
-            Column("rounds ms", "rounds_ms", get("rounds_ms"), text=lambda v: " ".join(f"{m:.4f}" for m in v),
+            Column("rounds", "rounds_ms", get("rounds_ms"), text=lambda v: " ".join(duration(m) for m in v),
                    long=True, wide=True, breaks=" ")]
 
 

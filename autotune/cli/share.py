@@ -8,14 +8,16 @@ from typing import Annotated, Optional
 import typer
 
 from autotune.base import signals as stop
-from autotune.base.files import check_writable
+from autotune.base.files import check_writable, is_stdout
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import open_db, Db, KernelRef, SpaceFile, err, handle_errors, on_interrupt, out
+from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err, handle_errors,
+                      on_interrupt, out)
+from .db import _say_labelled
 from .shape import Shape, shape_options
 from .workloads import WorkloadName
 
@@ -33,21 +35,25 @@ def export(
                                                         "C header per kernel, read by autotune.launcher(kernel, "
                                                         "bundle=DIR) or AUTOTUNE_BUNDLE without a database.")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", dir_okay=False, metavar="FILE.json",
-                                                     help="JSON file to write (replaced whole if it exists).")] = None,
+                                                     help="JSON file to write (replaced whole if it exists); "
+                                                          "- for standard output.")] = None,
     header: Annotated[Optional[Path], typer.Option("--header", dir_okay=False, metavar="FILE.h",
                                                    help="C/C++ header to write with --kernel's tuned configs per "
                                                         "device model, dtype and shape, and a nearest-shape "
-                                                        "selection function (replaced whole if it exists).")] = None,
+                                                        "selection function (replaced whole if it exists; - for "
+                                                        "standard output).")] = None,
     t4: Annotated[Optional[Path], typer.Option("--t4", dir_okay=False, metavar="FILE.json",
                                                help="T4 results file (JSON, the format of Kernel Tuner and KTT) to "
                                                     "write with every trial, ok and failed, of the selected keys "
-                                                    "(replaced whole if it exists).")] = None,
+                                                    "(replaced whole if it exists; - for standard output).")] = None,
     kt_cache: Annotated[Optional[Path], typer.Option("--kt-cache", dir_okay=False, metavar="FILE.json",
                                                      help="Kernel Tuner cache file (JSON) to write with the trials "
                                                           "of one key, for Kernel Tuner's simulation mode "
-                                                          "(tune_kernel with simulation_mode=True and cache=FILE).")] = None,
+                                                          "(tune_kernel with simulation_mode=True and cache=FILE; "
+                                                          "- for standard output).")] = None,
     space: SpaceFile = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", help="Only keys of this element type "
+    dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", autocompletion=complete_dtype,
+                                                 help="Only keys of this element type "
                                                                   "(--t4 and --kt-cache).")] = None,
     kernel: KernelRef = None,
     shape: Shape = Shape(),
@@ -88,12 +94,13 @@ def export(
     target, flag = next((p, f) for p, f in ((out_path, "--out"), (header, "--header"), (t4, "--t4"),
                                              (kt_cache, "--kt-cache")) if p is not None)
     check_writable(target, flag)  # a device node, a folder
+    say = err if is_stdout(target) else out  # the file is on stdout (| jq): what was done goes to stderr
     if header is not None:
-        _export_header(header, kern, device, include_stale, shape.given, db)
+        _export_header(header, kern, device, include_stale, shape.given, db, say)
         return
     shapes = shape.shapes(kern) if shape.given else None
     if kt_cache is not None:
-        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db)
+        _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db, say)
         return
     if t4 is not None:
         from autotune.store.t4 import export_t4 as write
@@ -106,7 +113,8 @@ def export(
                    include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
     what = "trial" if t4 is not None else "result"
-    out.print(f"exported {count} {what}{'s' if count != 1 else ''} to {target}", markup=False)
+    say.print(f"exported {count} {what}{'s' if count != 1 else ''} to {'stdout' if is_stdout(target) else target}",
+              markup=False)
     if report.stale:
         err.print(stale.left_out(report.reasons, "writes them too"), markup=False, soft_wrap=True)
     if report.unchecked:
@@ -143,7 +151,7 @@ def _export_bundle(workload: str | None, bundle: Path | None, others: tuple, dev
 
 
 def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | None, dtype: str | None,
-                     include_stale: bool, db: str | None) -> None:
+                     include_stale: bool, db: str | None, say=out) -> None:
     if kern is None:
         raise InvalidInputError("--kt-cache needs --kernel: a Kernel Tuner cache holds one kernel's configs")
     from autotune.kernel.space import load_space
@@ -153,11 +161,12 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
     count, failed = export_cache(open_db(db, "existing"), path, kernel=kern, space=chosen_space, dims=shapes,
                                  device_name=device, dtype=dtype, include_stale=include_stale,
                                  nvcc_version=stale.current_nvcc())
-    out.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
+    say.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
               "simulation mode", markup=False)
 
 
-def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None) -> None:
+def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None,
+                   say=out) -> None:
     if kern is None:
         raise InvalidInputError("--header needs --kernel: a header holds one kernel's tuned configs")
     if shaped or include_stale:
@@ -167,7 +176,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
     report = export_header(store, path, kern, device_name=device, nvcc_version=stale.current_nvcc(),
                            database=store.safe_url)
     n = report.entries
-    out.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
+    say.print(f"wrote {n} tuned config{'s' if n != 1 else ''} of {kern.name} to {path}", markup=False)
     if report.stale:  # a header is compiled into a program: it never holds stale configs (no --include-stale)
         err.print(f"left out {report.stale_note}; a header holds current results only", markup=False, soft_wrap=True)
     if n == 0:
@@ -177,7 +186,7 @@ def _export_header(path: Path, kern, device: str | None, include_stale: bool, sh
 @app.command("import", short_help="Add the results of an exported JSON file.")
 @handle_errors(interrupted="nothing was imported (an import is all or nothing)")
 def import_(
-    path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json",
+    path: Annotated[Path, typer.Argument(dir_okay=False, metavar="FILE.json", autocompletion=complete_json,
                                          help="A file written by autotune export (--out or --t4; told apart by content).")],
     kernel: Annotated[Optional[list[str]], typer.Option(
         "--kernel", metavar="KERNEL_FILE", help="A kernel file (path/to/kernel.toml) whose results the file may hold "
@@ -201,7 +210,8 @@ def import_(
     if isinstance(loaded, T4File):
         _import_t4(loaded, db)
         return
-    report = _written(lambda: import_results(open_db(db), loaded), "result(s)")
+    store = open_db(db)
+    report = _written(lambda: import_results(store, loaded), "result(s)")
     line = f"imported {report.imported} result(s) from {path}, skipped {report.skipped} already stored"
     if report.imported:
         line += f"; {report.best} became the best of their key"
@@ -209,6 +219,7 @@ def import_(
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
+    _say_labelled(store)
 
 
 def _written(write, what: str):
@@ -225,7 +236,8 @@ def _import_t4(loaded, db: str | None) -> None:
     from autotune.store.t4_read import import_t4
 
     path = loaded.path
-    report = _written(lambda: import_t4(open_db(db), loaded), "trial(s)")
+    store = open_db(db)
+    report = _written(lambda: import_t4(store, loaded), "trial(s)")
     line = f"imported {report.imported} trial(s) from T4 file {path}, skipped {report.skipped} already stored"
     if report.best:
         line += f"; an imported trial became the best of {report.best} key(s)"
@@ -236,3 +248,4 @@ def _import_t4(loaded, db: str | None) -> None:
     if report.stale:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
+    _say_labelled(store)

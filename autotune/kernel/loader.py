@@ -154,7 +154,8 @@ def kernel_from_dict(doc: dict[str, Any], path: Path | None = None, *, source_ro
         raise r.fail("[macros]", f"{clash[0]} is also a dim, itemsize or the dtype macro; names must differ")
     static = {*dims, *fixed, "itemsize"}
     every = static | set(defaults)
-    args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static, dtypes)
+    args = _args(r, r.get(doc, "args", "[[args]]", list, what="the kernel's arguments, in order"), static, dtypes,
+                 folder)
     launch = _launch(r, r.get(doc, "launch", "[launch]", dict, what="a table with block and grid"), "[launch]", every)
     kernel = Kernel(
         name=name, source=source, function=r.name(r.get(doc, "function", "function", str, what="the extern \"C\" "
@@ -194,7 +195,8 @@ def _read_source(r: _Reader, kernel: Kernel) -> None:
         raise r.fail("source", str(exc)) from None
 
 
-def _args(r: _Reader, items: list, names: set[str], dtypes: tuple[str, ...]) -> tuple[Array | Scalar, ...]:
+def _args(r: _Reader, items: list, names: set[str], dtypes: tuple[str, ...],
+          folder: Path | None = None) -> tuple[Array | Scalar, ...]:
     out: list[Array | Scalar] = []
     for i, item in enumerate(items):
         field = f"[[args]] {i + 1}"
@@ -211,9 +213,15 @@ def _args(r: _Reader, items: list, names: set[str], dtypes: tuple[str, ...]) -> 
             shape = r.get(item, "array", f"{field} array", list, what="a list of expressions of the dims")
             dtype = r.get(item, "dtype", f"{field} dtype", str, "T", '"T" or a dtype name')
             role = r.get(item, "role", f"{field} role", str, "in", " | ".join(ROLES))
-            init = r.get(item, "init", f"{field} init", str, "uniform", " | ".join(INITS))
+            init = r.get(item, "init", f"{field} init", str, "uniform", " | ".join(INITS) + " | a .npy file")
+            if init.endswith(".npy"):  # the values themselves (autotune.tune_kernel writes the user's arrays so)
+                values = (folder or Path.cwd()) / init
+                if not values.is_file():
+                    raise r.fail(f"{field} init", f"{init!r}: no such file ({values}); give a .npy file of the "
+                                                  "array's values, relative to the kernel file")
+                init = str(values.resolve())
             for value, allowed, what in ((dtype, ("T", *ARG_DTYPES), "dtype"), (role, ROLES, "role"),
-                                         (init, INITS, "init")):
+                                         (init if not init.endswith(".npy") else "uniform", INITS, "init")):
                 if value not in allowed:
                     raise r.fail(f"{field} {what}", f"{value!r} is not allowed; allowed: {', '.join(allowed)}")
             if not shape:

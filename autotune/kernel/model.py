@@ -58,7 +58,8 @@ _PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once\s*$", re.MULTILINE)
 class Array:
     """A device array argument: ``shape`` in elements (C order), ``dtype`` ``"T"`` (the
     problem's dtype) or a dtype name, ``role`` one of :data:`ROLES`, ``init`` one of :data:`INITS`
-    (the values an ``in``, ``inout`` or ``scratch`` array starts with), ``reset`` the value every
+    or the path of a ``.npy`` file of the values themselves (absolute once loaded; the kernel file
+    gives it relative to itself) (the values an ``in``, ``inout`` or ``scratch`` array starts with), ``reset`` the value every
     element of an ``out``, ``inout`` or ``scratch`` array is set to before every launch of the
     check, every timed launch and, when asked, every launch of :func:`autotune.launcher`
     (``None``: not reset; ``0`` for ``reset = "zeros"``), as Triton's ``reset_to_zero``."""

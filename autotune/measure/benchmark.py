@@ -1,4 +1,4 @@
-"""Verifying and timing configs of any kernel on a GPU (PyCUDA, CUDA events).
+"""Verifying and timing configs of any kernel on a GPU (the CUDA backend, CUDA events).
 
 Method, per config (the effective-bandwidth method of the CUDA transpose study, generalised
 over the kernel model):
@@ -201,7 +201,7 @@ class Benchmark:
         compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel, clock)
         compiled.check_launch(self.device, block, shared)
         if needs_opt_in(compiled.shared_bytes, shared):  # above 48 KiB: the launch must opt in
-            opt_in(self.drv, compiled.function, shared)
+            opt_in(compiled.function, shared)
         return compiled, grid, block, shared
 
     def launcher(self, compiled: CompiledKernel, grid, block, shared: int, sets: list[ArgSet] | None = None):
@@ -209,20 +209,19 @@ class Benchmark:
         launch preceded by its set's resets and restores (:mod:`autotune.measure.resets`)."""
         fn = compiled.function
         chosen = sets or self.sets
-        params = [self._params(args) for args in chosen]
+        launches = [fn.launcher(grid, block, self._params(args), shared) for args in chosen]
         if not self.prelude.empty:
-            pairs = itertools.cycle([(self.prelude.for_set(args), p) for args, p in zip(chosen, params)])
+            pairs = itertools.cycle([(self.prelude.for_set(args), go) for args, go in zip(chosen, launches)])
 
             def launch() -> None:
-                before, p = next(pairs)
+                before, go = next(pairs)
                 before()
-                fn.prepared_async_call(grid, block, None, *p, shared_size=shared)
+                go()
             return launch
-        cycle = itertools.cycle(params)
-        if len(params) == 1:
-            only = params[0]
-            return lambda: fn.prepared_async_call(grid, block, None, *only, shared_size=shared)
-        return lambda: fn.prepared_async_call(grid, block, None, *next(cycle), shared_size=shared)
+        if len(launches) == 1:
+            return launches[0]
+        cycle = itertools.cycle(launches)
+        return lambda: next(cycle)()
 
     def _params(self, args: ArgSet) -> list:
         pointers = iter(args.pointers)
@@ -334,7 +333,7 @@ def open_benchmark(ordinal: int, problem: Problem, **options) -> Iterator[Benchm
     exit; ``options`` go to the benchmark (warmup, repeats, seed).
 
     Raises:
-        GPUUnavailableError: no PyCUDA, driver or device.
+        GPUUnavailableError: no CUDA backend, driver or device.
         InvalidInputError: ``ordinal`` out of range, or the problem too large for the GPU.
     """
     with open_device(ordinal) as device:

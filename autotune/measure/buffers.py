@@ -8,7 +8,8 @@ keeps one set, plus more sets to rotate over when the whole footprint fits in tw
 
 Input values (:func:`host_values`) follow each array's ``init``: ``uniform`` (uniform(-1, 1)
 floats; integers in -100..99, or 0..199 unsigned), ``bits`` (random bytes: every bit
-pattern, NaNs included, for bit-exact kernels), ``zeros`` or ``ones``.
+pattern, NaNs included, for bit-exact kernels), ``zeros``, ``ones``, or a ``.npy`` file of the
+values themselves (a user's arrays, :func:`autotune.tune_kernel`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,14 @@ def random_bytes(rng: np.random.Generator, nbytes: int) -> np.ndarray:
 
 
 def host_values(array: Array, shape: tuple[int, ...], dtype: DType, rng: np.random.Generator) -> np.ndarray:
-    """Fresh host values of ``array`` per its ``init`` (see module doc)."""
+    """Fresh host values of ``array`` per its ``init`` (see module doc); an ``init`` that is a
+    ``.npy`` file: its values, which must have ``shape`` and ``dtype``.
+
+    Raises:
+        KernelFileError: the ``.npy`` file is unreadable or of another shape or element type.
+    """
+    if array.init.endswith(".npy"):
+        return _saved(array, shape, dtype)
     count = math.prod(shape)
     if array.init == "bits":
         return random_bytes(rng, count * dtype.itemsize).view(dtype.numpy).reshape(shape)
@@ -67,12 +75,27 @@ def host_values(array: Array, shape: tuple[int, ...], dtype: DType, rng: np.rand
     return rng.integers(low, low + 200, size=shape).astype(dtype.numpy)
 
 
+def _saved(array: Array, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
+    """The values of ``array`` saved in its ``init`` ``.npy`` file."""
+    from autotune.errors import KernelFileError
+
+    try:
+        values = np.load(array.init, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise KernelFileError(f"{array.name} init {array.init}: cannot read it ({exc})") from None
+    if values.shape != tuple(shape) or values.dtype != dtype.numpy:
+        raise KernelFileError(f"{array.name} init {array.init}: {'x'.join(map(str, values.shape))} {values.dtype}; "
+                              f"the problem's {array.name} is {'x'.join(map(str, shape))} {dtype.numpy}")
+    return values
+
+
 @dataclass
 class ArgSet:
     """Device memory for every array argument of one launch.
 
     Attributes:
-        allocations: the ``pycuda.driver.DeviceAllocation`` of each array, guards included.
+        allocations: the backend's device allocation of each array (an address with ``free()``),
+            guards included.
         pointers: device address of element 0 of each array (past the guard of an output).
         nbytes: bytes of each array (guards excluded).
         guarded: whether each array has guards (checked outputs).

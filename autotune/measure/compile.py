@@ -1,4 +1,4 @@
-"""Compiling one config with ``nvcc -cubin`` (cached on disk); loading it with PyCUDA on a GPU.
+"""Compiling one config with ``nvcc -cubin`` (cached on disk); loading it through the CUDA backend on a GPU.
 
 Each config is compiled with its macros as ``-D`` options (validated integers only, see
 :meth:`autotune.kernel.catalog.Kernel.macros`) and the device's ``-arch`` by ``nvcc -cubin``
@@ -25,7 +25,7 @@ from autotune.kernel.dtypes import DType
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.model import Kernel
-from autotune.measure.occupancy import theoretical_occupancy
+from autotune.measure.occupancy import occupancy
 from autotune.measure.phases import PhaseClock
 
 __all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin",
@@ -55,7 +55,8 @@ class CompiledKernel:
     """A loaded kernel and its resource use.
 
     Attributes:
-        function: the ``pycuda.driver.Function``, prepared with the kernel's ``signature`` (``(out, in, rows, cols)`` for a transpose).
+        function: the backend's :class:`~autotune.measure.backends.base.Function`, prepared with
+            the kernel's ``signature`` (``(out, in, rows, cols)`` for a transpose).
         registers: registers per thread.
         shared_bytes: static shared memory per block, bytes.
         local_bytes: local memory per thread (spills), bytes.
@@ -74,7 +75,7 @@ class CompiledKernel:
     max_threads_per_block: int
     blocks_per_sm: int = 0
     occupancy: float = 0.0
-    module: Any = None  # the loaded pycuda Module: ``function`` is valid while it lives
+    module: Any = None  # the backend's loaded Module: ``function`` is valid while it lives
 
     def check_launch(self, device: DeviceInfo, block: tuple[int, int, int], dynamic_shared: int = 0) -> None:
         """Raise ``TrialFailed('resources')`` if ``block`` (threads x, y, z) or the shared
@@ -128,14 +129,14 @@ class Compiler:
             return self._load(drv, kernel, config, dtype, threads, cubin)
 
     def _load(self, drv, kernel: Kernel, config: Config, dtype: DType, threads: int, cubin: bytes) -> CompiledKernel:
-        module = drv.module_from_buffer(cubin)
-        fn = module.get_function(kernel.function)
-        fn.prepare(kernel.signature)
-        blocks, occupancy = (0, 0.0)
+        module = drv.load_module(cubin)
+        fn = module.function(kernel.function, kernel.signature)
+        blocks, occupied = (0, 0.0)
         if 0 < threads <= fn.max_threads_per_block:
-            blocks, occupancy = theoretical_occupancy(cubin, kernel.function, threads, self.max_threads_per_sm)
-        return CompiledKernel(kernel, config, dtype, fn, fn.num_regs, fn.shared_size_bytes,
-                              fn.local_size_bytes, fn.max_threads_per_block, blocks, occupancy, module)
+            blocks = fn.active_blocks_per_sm(threads)
+            occupied = occupancy(blocks, threads, self.max_threads_per_sm)
+        return CompiledKernel(kernel, config, dtype, fn, fn.registers, fn.static_shared,
+                              fn.local_bytes, fn.max_threads_per_block, blocks, occupied, module)
 
 
 
@@ -143,7 +144,7 @@ class Compiler:
 def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str = "nvcc",
                   kernel: Kernel | None = None) -> dict[str, int]:
     """Compile ``config`` (of ``kernel``, default the one it names) to a cubin with nvcc alone
-    (no PyCUDA, no GPU needed).
+    (no CUDA backend, no GPU needed).
 
     Used by CI and ``autotune check`` to check that every config of a space compiles. A
     build is kept in the on-disk cubin cache (:mod:`autotune.measure.cubin_cache`): the same

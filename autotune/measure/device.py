@@ -1,7 +1,8 @@
 """Identity and limits of a CUDA device, and the toolchain that builds for it.
 
-PyCUDA is imported only inside the functions that need a GPU, never at import time, so the
-package imports, tests and compile-checks kernels on machines without one.
+The device is reached through the chosen backend (:mod:`autotune.measure.backends`:
+``cuda-bindings`` or PyCUDA), imported only inside the functions that need a GPU, never at
+import time, so the package imports, tests and compile-checks kernels on machines without one.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class DeviceInfo:
         sm_count: streaming multiprocessors.
         total_memory: device memory, bytes.
         driver_version: CUDA driver API version, e.g. ``"13.0"``.
-        cuda_version: CUDA version PyCUDA was built against, e.g. ``"13.0"``.
+        cuda_version: the CUDA release the backend's binding was built for, e.g. ``"13.0"``
+            (``cuda.bindings.driver.CUDA_VERSION``; PyCUDA's ``get_version()``).
         uuid: the GPU's UUID from NVML (``""`` where NVML is not available).
         max_threads_per_block: launch limit on threads per block.
         max_shared_per_block: shared memory per block without the opt-in (48 KiB), bytes.
@@ -72,35 +74,24 @@ class DeviceInfo:
         return "sm_" + self.compute_capability.replace(".", "")
 
 
-_driver = None
-
-
 def cuda_driver():
-    """Import and initialise ``pycuda.driver`` (once per process).
+    """The chosen backend (:func:`autotune.measure.backends.get`), its driver initialised.
 
     Raises:
-        GPUUnavailableError: PyCUDA is missing, or the CUDA driver cannot be initialised.
+        GPUUnavailableError: no backend is installed, or the CUDA driver cannot be loaded or
+            initialised.
+        InvalidInputError: ``AUTOTUNE_BACKEND`` names no backend.
     """
-    global _driver
-    if _driver is not None:
-        return _driver
-    try:
-        import pycuda.driver as drv
-    except ImportError as exc:
-        raise GPUUnavailableError(
-            f"PyCUDA is not installed ({exc}); install the GPU extra: pip install 'cuda-autotune[cuda]'"
-        ) from None
-    try:
-        drv.init()
-    except drv.Error as exc:
-        raise GPUUnavailableError(f"the CUDA driver could not be initialised: {exc}") from None
-    _driver = drv
-    return drv
+    from autotune.measure import backends
+
+    backend = backends.get()
+    backend.init()
+    return backend
 
 
 def device_count() -> int:
     """Number of CUDA devices (raises :class:`GPUUnavailableError` where there is no driver)."""
-    return cuda_driver().Device.count()
+    return cuda_driver().device_count()
 
 
 def _version(code: int) -> str:
@@ -111,30 +102,29 @@ def query_device(ordinal: int = 0) -> DeviceInfo:
     """Read the identity and limits of CUDA device ``ordinal``.
 
     Raises:
-        GPUUnavailableError: no driver, PyCUDA missing, or no device at all.
+        GPUUnavailableError: no driver, no backend installed, or no device at all.
         InvalidInputError: ``ordinal`` is not in ``0 .. count-1``.
     """
     drv = cuda_driver()
-    count = drv.Device.count()
+    count = drv.device_count()
     if count == 0:
         raise GPUUnavailableError("no CUDA device is present")
     if not 0 <= ordinal < count:
         raise InvalidInputError(f"--device {ordinal} is out of range; allowed: 0..{count - 1}")
-    return _describe(drv, drv.Device(ordinal), ordinal)
+    return _describe(drv, ordinal)
 
 
 def current_device() -> DeviceInfo:
-    """Identity of the device of the current CUDA context (the one a GPUArray lives on).
+    """Identity of the device of the current CUDA context (the one a GPU array lives on).
 
     Raises:
-        GPUUnavailableError: no current context (create one, e.g. ``import pycuda.autoinit``).
+        GPUUnavailableError: no current context (create one, e.g. a PyTorch or CuPy array on the GPU).
     """
-    drv = cuda_driver()
-    try:
-        dev = drv.Context.get_device()
-    except drv.Error:
-        raise GPUUnavailableError("no current CUDA context; create one first (import pycuda.autoinit)") from None
-    return _describe_bus(dev.pci_bus_id())
+    bus = cuda_driver().current_pci_bus_id()
+    if bus is None:
+        raise GPUUnavailableError("no current CUDA context; create one first (e.g. a PyTorch or CuPy array on "
+                                  "the GPU, or import pycuda.autoinit)")
+    return _describe_bus(bus)
 
 
 @functools.cache
@@ -164,28 +154,27 @@ def current_context_handle() -> int:
 def _describe_bus(bus: str) -> DeviceInfo:
     """DeviceInfo of the device at PCI ``bus`` (cached: identity and limits do not change)."""
     drv = cuda_driver()
-    ordinal = next(i for i in range(drv.Device.count()) if drv.Device(i).pci_bus_id() == bus)
-    return _describe(drv, drv.Device(ordinal), ordinal)
+    ordinal = next(i for i in range(drv.device_count()) if drv.device_properties(i).pci_bus_id == bus)
+    return _describe(drv, ordinal)
 
 
-def _describe(drv, dev, ordinal: int) -> DeviceInfo:
-    attr = drv.device_attribute
-    major, minor = dev.compute_capability()
+def _describe(drv, ordinal: int) -> DeviceInfo:
+    p = drv.device_properties(ordinal)
     return DeviceInfo(
-        name=dev.name(),
-        compute_capability=f"{major}.{minor}",
-        sm_count=dev.get_attribute(attr.MULTIPROCESSOR_COUNT),
-        total_memory=dev.total_memory(),
-        driver_version=_version(drv.get_driver_version()),
-        cuda_version=".".join(str(p) for p in drv.get_version()[:2]),
-        max_threads_per_block=dev.get_attribute(attr.MAX_THREADS_PER_BLOCK),
-        max_shared_per_block=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK),
+        name=p.name,
+        compute_capability=f"{p.major}.{p.minor}",
+        sm_count=p.sm_count,
+        total_memory=p.total_memory,
+        driver_version=_version(drv.driver_version()),
+        cuda_version=drv.cuda_version(),
+        max_threads_per_block=p.max_threads_per_block,
+        max_shared_per_block=p.max_shared_per_block,
         ordinal=ordinal,
-        pci_bus_id=dev.pci_bus_id(),
-        l2_bytes=dev.get_attribute(attr.L2_CACHE_SIZE),
-        max_threads_per_sm=dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR),
-        max_shared_optin=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-        uuid=nvml.device_uuid(dev.pci_bus_id()),
+        pci_bus_id=p.pci_bus_id,
+        l2_bytes=p.l2_bytes,
+        max_threads_per_sm=p.max_threads_per_sm,
+        max_shared_optin=p.max_shared_optin,
+        uuid=nvml.device_uuid(p.pci_bus_id),
     )
 
 
@@ -193,13 +182,8 @@ def _describe(drv, dev, ordinal: int) -> DeviceInfo:
 def open_device(ordinal: int = 0) -> Iterator[DeviceInfo]:
     """Make device ``ordinal``'s primary context current for the ``with`` block."""
     info = query_device(ordinal)
-    drv = cuda_driver()
-    ctx = drv.Device(ordinal).retain_primary_context()
-    ctx.push()
-    try:
+    with cuda_driver().primary_context(ordinal):
         yield info
-    finally:
-        drv.Context.pop()
 
 
 @functools.cache

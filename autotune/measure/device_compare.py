@@ -14,7 +14,7 @@ loaded once per benchmark (per CUDA context). Each launch reduces one array to f
   ``|got - expected| > atol + rtol * |expected|`` in float64 (expected is float64; the device
   rounds each operation, so the test is NumPy's on the host).
 
-The device is reached only through ``drv`` (``pycuda.driver``, or the fake of
+The device is reached only through ``drv`` (the CUDA backend, :mod:`autotune.measure.backends`, or the fake of
 ``tests/fakes.py``, which runs the same reductions in NumPy).
 """
 
@@ -59,8 +59,8 @@ class DeviceComparer:
     """The comparison kernels loaded in the current context, and their 32-byte result buffer.
 
     Args:
-        drv: ``pycuda.driver`` (or a fake).
-        module: the loaded module of :func:`compare_cubin` (``drv.module_from_buffer``).
+        drv: the CUDA backend (or a fake).
+        module: the loaded module of :func:`compare_cubin` (``drv.load_module``).
     """
 
     def __init__(self, drv, module) -> None:
@@ -75,7 +75,7 @@ class DeviceComparer:
         Raises:
             TrialFailed, GPUUnavailableError: as :func:`compare_cubin`.
         """
-        return cls(drv, drv.module_from_buffer(compare_cubin(arch)))
+        return cls(drv, drv.load_module(compare_cubin(arch)))
 
     def free(self) -> None:
         """Release the result buffer."""
@@ -85,12 +85,11 @@ class DeviceComparer:
         """Launch ``name`` over ``n`` elements; its four result words (uint64)."""
         fn = self._functions.get(name)
         if fn is None:
-            fn = self._functions[name] = self.module.get_function(name)
-            fn.prepare(signature)
+            fn = self._functions[name] = self.module.function(name, signature)
         self.drv.memcpy_htod(self._result, _RESULT_INIT)
         if n:
             blocks = max(1, min(MAX_BLOCKS, math.ceil(n / BLOCK)))
-            fn.prepared_call((blocks, 1, 1), (BLOCK, 1, 1), *args, np.uintp(int(self._result)))
+            fn.launch((blocks, 1, 1), (BLOCK, 1, 1), (*args, np.uintp(int(self._result))))
         out = np.empty(4, np.uint64)
         self.drv.memcpy_dtoh(out, self._result)  # waits for the launch
         return out

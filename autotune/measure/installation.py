@@ -1,5 +1,6 @@
-"""What this installation measures with: autotune's and its libraries' versions, PyCUDA, the
-CUDA driver and runtime, nvcc, and the GPUs (``autotune info``).
+"""What this installation measures with: autotune's and its libraries' versions, the CUDA
+backends (cuda-bindings, PyCUDA) and the one chosen, NVML, the CUDA driver and runtime, nvcc,
+and the GPUs (``autotune info``).
 
 Every probe is made when :func:`describe` is called, never at import, and a missing piece is
 reported as missing (with why), never raised: the point is to say what is there.
@@ -34,14 +35,19 @@ class GPU:
 class Installation:
     """Versions of what autotune uses, and the GPUs it sees.
 
-    ``None`` marks what is missing; ``notes`` say why (PyCUDA not installed, no nvcc on PATH,
-    a driver that cannot be initialised).
+    ``None`` marks what is missing; ``notes`` say why (no CUDA backend installed, no nvcc on
+    PATH, a driver that cannot be initialised). ``backend``: the backend the measuring code
+    uses (:mod:`autotune.measure.backends`); ``cuda_bindings``, ``pycuda``, ``nvidia_ml_py``:
+    the installed versions of each. ``cuda_runtime``: the CUDA release the backend was built for.
     """
 
     autotune: str
     python: str
     libraries: dict[str, str | None]
     pycuda: str | None = None
+    cuda_bindings: str | None = None
+    nvidia_ml_py: str | None = None
+    backend: str | None = None
     cuda_driver: str | None = None
     cuda_runtime: str | None = None
     nvcc: str | None = None
@@ -53,9 +59,10 @@ class Installation:
 
 
 def describe() -> Installation:
-    """Probe the installation: library metadata, then nvcc, then PyCUDA and the CUDA driver
-    (initialised only here), then every device. Never raises for a missing piece."""
+    """Probe the installation: library metadata, then nvcc, then the chosen backend and the CUDA
+    driver (initialised only here), then every device. Never raises for a missing piece."""
     from autotune import __version__
+    from autotune.measure import backends
     from autotune.measure.device import _version, cuda_driver, nvcc_version, query_device
 
     notes: list[str] = []
@@ -65,18 +72,22 @@ def describe() -> Installation:
     except (AutotuneError, OSError) as exc:
         nvcc = None
         notes.append(str(exc))
-    pycuda = _dist_version("pycuda")
-    driver = runtime = None
+    pycuda, bindings, nvml = _dist_version("pycuda"), _dist_version("cuda-bindings"), _dist_version("nvidia-ml-py")
+    driver = runtime = backend = None
     gpus: list[GPU] = []
-    if pycuda is None:
-        notes.append("PyCUDA is not installed: search, sweep and bench need it (the cuda extra); "
-                     "check, best, list, report and export do not")
-    else:
+    if nvml is None:
+        notes.append("nvidia-ml-py is not installed: clocks and GPU UUIDs read unknown (the cuda extra has it)")
+    try:
+        backend = backends.get().name
+    except AutotuneError as exc:
+        notes.append(f"{exc}; search, sweep and bench need a CUDA backend; check, best, list, report and export "
+                     "do not")
+    if backend is not None:
         try:
             drv = cuda_driver()
-            driver = _version(drv.get_driver_version())
-            runtime = ".".join(str(p) for p in drv.get_version()[:2])
-            for ordinal in range(drv.Device.count()):
+            driver = _version(drv.driver_version())
+            runtime = drv.cuda_version()
+            for ordinal in range(drv.device_count()):
                 d = query_device(ordinal)
                 gpus.append(GPU(ordinal, d.name, d.compute_capability, round(d.total_memory / 2**30, 1), d.uuid))
         except AutotuneError as exc:
@@ -84,7 +95,8 @@ def describe() -> Installation:
         if driver is not None and not gpus:
             notes.append("no CUDA device is present")
     return Installation(autotune=__version__, python=platform.python_version(), libraries=libraries,
-                        pycuda=pycuda, cuda_driver=driver, cuda_runtime=runtime, nvcc=nvcc, gpus=gpus, notes=notes)
+                        pycuda=pycuda, cuda_bindings=bindings, nvidia_ml_py=nvml, backend=backend, cuda_driver=driver,
+                        cuda_runtime=runtime, nvcc=nvcc, gpus=gpus, notes=notes)
 
 
 def _dist_version(name: str) -> str | None:

@@ -9,7 +9,7 @@ forever blocks the process that launched it. So a search measures in a child pro
 Tuner). The parent (:class:`IsolatedBenchmark`) waits for each answer at most the trial's
 time limit:
 
-- a sticky error (:func:`sticky_reason` of the failure's text, or any PyCUDA driver error):
+- a sticky error (:func:`sticky_reason` of the failure's text, or any error of the CUDA backend):
   the trial fails with status ``crash`` and a reason naming the error
   (``illegal_address: an illegal memory access was encountered``); the child is killed;
 - the child dies (a segfault, ``os._exit``): ``crash``, ``process_died: ...``;
@@ -87,8 +87,10 @@ def _die_with_parent() -> None:
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
-    drv = sys.modules.get("pycuda.driver")
-    return (drv.Error,) if drv is not None else ()
+    """The driver errors of the backends this process made (:mod:`autotune.measure.backends`)."""
+    from autotune.measure import backends
+
+    return tuple({b.Error for b in backends.created()})
 
 
 def _send_error(conn, exc: BaseException) -> None:
@@ -308,7 +310,7 @@ def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAU
     precheck found the GPU; measured in this process: after opening the benchmark.
 
     Raises:
-        GPUUnavailableError: no PyCUDA, driver or device (here or in the child).
+        GPUUnavailableError: no CUDA backend, driver or device (here or in the child).
         InvalidInputError: ``ordinal`` out of range, the problem too large for the GPU, or
             bad options (from opening the benchmark in the child).
         AutotuneError: the child ended or hung while opening the GPU.

@@ -2,10 +2,12 @@
 
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (CUDA driver API) gives how many blocks of a
 function fit on one SM at once given its registers, shared memory and block size; occupancy
-is those blocks' warps over the SM's maximum warps. PyCUDA does not expose a function's
-CUfunction handle (and its ``pycuda.tools.OccupancyRecord`` predates current GPUs: 8 blocks
-and 48 KiB per SM), so the same cubin is loaded once more through ``libcuda`` with ctypes,
-in the current context, and asked directly.
+is those blocks' warps over the SM's maximum warps (:func:`occupancy`). The backend asks the
+driver (:meth:`autotune.measure.backends.base.Function.active_blocks_per_sm`): ``cuda-bindings``
+with the function's own handle; PyCUDA does not expose it (and its
+``pycuda.tools.OccupancyRecord`` predates current GPUs: 8 blocks and 48 KiB per SM), so for it
+the same cubin is loaded once more through ``libcuda`` with ctypes, in the current context, and
+asked directly (:func:`active_blocks`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 
-__all__ = ["theoretical_occupancy"]
+__all__ = ["occupancy", "active_blocks"]
 
 
 @functools.cache
@@ -32,9 +34,15 @@ def _check(status: int, call: str) -> None:
         raise RuntimeError(f"{call} failed with CUDA error {status}")
 
 
-def theoretical_occupancy(cubin: bytes, function: str, threads_per_block: int,
-                          max_threads_per_sm: int) -> tuple[int, float]:
-    """Active blocks per SM and theoretical occupancy (0..1) of ``function`` in ``cubin``.
+def occupancy(blocks: int, threads_per_block: int, max_threads_per_sm: int) -> float:
+    """Theoretical occupancy (0..1): the warps of ``blocks`` resident blocks of
+    ``threads_per_block`` threads over the SM's most warps."""
+    warps = -(-threads_per_block // 32)
+    return blocks * warps / (max_threads_per_sm // 32)
+
+
+def active_blocks(cubin: bytes, function: str, threads_per_block: int, dynamic_shared: int = 0) -> int:
+    """Active blocks per SM of ``function`` in ``cubin`` (loaded once more through ``libcuda``).
 
     Must run with a current CUDA context on the device the cubin is for.
 
@@ -47,9 +55,8 @@ def theoretical_occupancy(cubin: bytes, function: str, threads_per_block: int,
     _check(lib.cuModuleLoadData(ctypes.byref(module), buf), "cuModuleLoadData")
     try:
         _check(lib.cuModuleGetFunction(ctypes.byref(fn), module, function.encode()), "cuModuleGetFunction")
-        _check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(blocks), fn, threads_per_block, 0),
-               "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        _check(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(blocks), fn, threads_per_block,
+                                                               dynamic_shared), "cuOccupancyMaxActiveBlocksPerMultiprocessor")
     finally:
         lib.cuModuleUnload(module)
-    warps = -(-threads_per_block // 32)
-    return blocks.value, blocks.value * warps / (max_threads_per_sm // 32)
+    return blocks.value

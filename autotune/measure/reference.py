@@ -74,14 +74,13 @@ def kernel_reference(drv, kernel: Kernel, compiled, layout, args: ArgSet, params
     Raises:
         TrialFailed: the reference kernel itself fails to launch (``launch_error``).
     """
-    fn = compiled.module.get_function(kernel.check_spec.reference_kernel)
-    fn.prepare(kernel.signature)
-    if needs_opt_in(fn.shared_size_bytes, shared):  # its own function: its own opt-in above 48 KiB
-        opt_in(drv, fn, shared)
+    fn = compiled.module.function(kernel.check_spec.reference_kernel, kernel.signature)
+    if needs_opt_in(fn.static_shared, shared):  # its own function: its own opt-in above 48 KiB
+        opt_in(fn, shared)
     roles = [a.role for a, _, _ in layout]
     load_inputs(drv, args, roles, values, 0)
     try:
-        run_once(drv, lambda: fn.prepared_async_call(grid, block, None, *params, shared_size=shared))
+        run_once(drv, fn.launcher(grid, block, params, shared))
     except TrialFailed as exc:
         raise TrialFailed("launch_error", f"the reference kernel failed: {exc.reason}") from None
     return {i: read_output(drv, args, i, 0, a.name).view(dt.numpy).reshape(shape).copy()

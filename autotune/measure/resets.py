@@ -31,7 +31,7 @@ class Prelude:
     """The resets and restores of one problem's arrays (see module doc).
 
     Args:
-        drv: ``pycuda.driver`` (or a fake).
+        drv: the CUDA backend (:mod:`autotune.measure.backends`, or a fake).
         layout: each array argument with its shape and element type
             (:func:`~autotune.measure.buffers.array_layout`).
         values: the host values of the inputs, inouts and scratch arrays, by array index (the

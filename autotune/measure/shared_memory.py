@@ -4,7 +4,7 @@ Source: NVIDIA's CUDA C++ Programming Guide, "Compute Capabilities", the Shared 
 of each architecture (CUDA 13.1). Static shared memory (``__shared__`` arrays) is limited to
 48 KiB per block on every architecture; a block may address more only through *dynamic* shared
 memory, after an explicit opt-in: ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``
-(PyCUDA: ``Function.set_attribute(function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, n)``).
+(the backend's :meth:`~autotune.measure.backends.base.Function.set_max_dynamic_shared`).
 Without it a launch asking for more than ``48 KiB - static`` dynamic bytes fails. The limits
 per block (static plus dynamic) with the opt-in:
 
@@ -59,18 +59,20 @@ def needs_opt_in(static: int, dynamic: int) -> bool:
     return dynamic > 0 and static + dynamic > STATIC_LIMIT
 
 
-def opt_in(drv, function, dynamic: int) -> None:
-    """Let the PyCUDA ``function`` (``drv``: ``pycuda.driver``) launch with ``dynamic`` bytes of dynamic shared memory: raise
+def opt_in(function, dynamic: int) -> None:
+    """Let ``function`` (the backend's :class:`~autotune.measure.backends.base.Function`) launch
+    with ``dynamic`` bytes of dynamic shared memory: raise
     its ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` to ``dynamic`` where it is lower (never lowers it, so
     launches of other sizes of the same function keep working).
 
     Raises:
         TrialFailed: ``resources``, the driver refused the size (over the device's limit).
     """
-    attribute = drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES
+    from autotune.measure.backends.base import CudaError
+
     try:
-        if function.get_attribute(attribute) < dynamic:
-            function.set_attribute(attribute, dynamic)
-    except drv.Error as exc:
+        if function.max_dynamic_shared() < dynamic:
+            function.set_max_dynamic_shared(dynamic)
+    except CudaError as exc:
         raise TrialFailed("resources", f"{dynamic} B of dynamic shared memory per block refused by the driver "
                                        f"({str(exc).splitlines()[0][:120]})") from None

@@ -88,7 +88,7 @@ class EarlyStop:
 
 def _batch(drv, launch: Callable[[], None], warmup: int) -> int:
     """Launches per sample: ``warmup`` launches give the time of one."""
-    start, end = drv.Event(), drv.Event()
+    start, end = drv.event(), drv.event()
     start.record()
     for _ in range(warmup):
         launch()
@@ -100,7 +100,7 @@ def _batch(drv, launch: Callable[[], None], warmup: int) -> int:
 
 def _timed(drv, launch: Callable[[], None], batch: int, count: int) -> np.ndarray:
     """Per-launch ms of ``count`` samples of ``batch`` launches each."""
-    events = [(drv.Event(), drv.Event()) for _ in range(count)]
+    events = [(drv.event(), drv.event()) for _ in range(count)]
     for s, e in events:
         s.record()
         for _ in range(batch):

@@ -101,7 +101,7 @@ def vendor_matmul(bench, libraries: tuple[str, ...] = LIBRARIES) -> VendorResult
                 b = bench.rng.uniform(-1.0, 1.0, size=(k, n)).astype(dt.numpy)
                 launch, fetch = _SETUP[lib](a, b)
                 launch()
-                bench.drv.Context.synchronize()
+                bench.drv.synchronize()
                 failed = product_tolerance(fetch(), np.matmul(a.astype(np.float64), b.astype(np.float64)),
                                            name="C", dims=dims)
                 if failed:

@@ -18,7 +18,8 @@ inputs and the reference stay on the device and the comparisons above run there
 (:mod:`autotune.measure.device_compare`); a ``module:function`` comparison is Python and runs
 on the host, on the output copied back. The messages are the same either way.
 
-The device is reached only through ``drv`` (``pycuda.driver``, or a fake in the tests).
+The device is reached only through ``drv`` (the CUDA backend, :mod:`autotune.measure.backends`, or a
+fake in the tests).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def run_once(drv, launch: Callable[[], None]) -> None:
     """Launch and wait; a failed launch becomes ``TrialFailed`` (``resources`` or ``launch_error``)."""
     try:
         launch()
-        drv.Context.synchronize()
+        drv.synchronize()
     except drv.LaunchError as exc:
         status = "resources" if "resources" in str(exc) else "launch_error"
         raise TrialFailed(status, str(exc).splitlines()[0]) from None

@@ -127,7 +127,7 @@ def _event_time(drv, work: Callable[[], None], repeats: int) -> float:
     work()  # warm-up
     times = []
     for _ in range(repeats):
-        start, end = drv.Event(), drv.Event()
+        start, end = drv.event(), drv.event()
         start.record()
         work()
         end.record()

@@ -73,7 +73,7 @@ def _flags_contiguous(a) -> bool:
 
 def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *, db: str | None = None,
              dims: Mapping[str, int] | None = None, reset: bool = False, bundle: str | Path | None = None,
-             allow_same_arch: bool | None = None) -> KernelLauncher:
+             allow_same_arch: bool | None = None, tune: str | None = None) -> KernelLauncher:
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
@@ -91,6 +91,10 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
         allow_same_arch: use a bundle made for another device model, driver or nvcc of the
             same compute capability, at the ``same_arch`` rung (default: refused, unless
             ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
+        tune: ``None`` (the default): launch what the lookup ladder gives. ``"quick"``: a shape
+            with no tuned config stored is first tuned by a short search in a child process
+            (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
+            not) is said once by a ``TuningWarning``. Not with a bundle (its configs are chosen).
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
@@ -98,11 +102,12 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
             another type or out of range (``dims`` not a mapping of integers, ``reset`` not a
             bool), checked before the kernel file is read (``autotune.kernel.arguments``); a
             bundle that cannot be read, or was made for another source of the kernel
-            (``BundleError``: one line naming the file and what is wrong).
+            (``BundleError``: one line naming the file and what is wrong); ``tune`` not a
+            preset, or given with a bundle.
         KernelFileError: the kernel file is malformed.
     """
     return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, bundle=bundle,
-                          allow_same_arch=allow_same_arch)
+                          allow_same_arch=allow_same_arch, tune=tune)
 
 
 class KernelLauncher:
@@ -116,8 +121,10 @@ class KernelLauncher:
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
                  db: str | None = None, dims: Mapping[str, int] | None = None, reset: bool = False,
-                 bundle: str | Path | None = None, allow_same_arch: bool | None = None) -> None:
+                 bundle: str | Path | None = None, allow_same_arch: bool | None = None,
+                 tune: str | None = None) -> None:
         from autotune.runtime.bundle import check_kernel, given_bundle, read_bundle
+        from autotune.runtime.first_sight import check_preset
 
         check_kernel_arg(kernel)  # every argument by type and range before the kernel file is read
         check_dtype_arg(dtype, optional=True)
@@ -125,8 +132,11 @@ class KernelLauncher:
         check_dims_arg(dims, "dims", optional=True, positional=False, empty=True)
         check_flag_arg(reset, "reset")
         check_bundle_args(bundle, allow_same_arch)
+        self.tune, self._seen = check_preset(tune), set()
         self.kernel = resolve_kernel(kernel)
         self.bundle, self.allow_same_arch = given_bundle(bundle), allow_same_arch
+        if self.tune is not None and bundle is not None:
+            raise InvalidInputError(f"tune={tune!r} is not allowed with a bundle: its configs are chosen already")
         if self.bundle is not None:  # a bad bundle, or one of another source of this kernel: said now
             check_kernel(read_bundle(self.bundle), self.kernel)
         self.dtype = None if dtype is None else get_dtype(dtype)
@@ -241,10 +251,29 @@ class KernelLauncher:
         return [describe_torch(obj, a.name) if type(obj).__module__.split(".")[0] == "torch" else
                 describe(obj, a.name, None) for obj, a in zip(arrays, k.arrays)]
 
-    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
-        """The cold path (see module doc): check everything, look the config up, load it."""
+    def _compiled(self, problem: Problem):
+        """``compiled(problem)``; with ``tune``, a problem with nothing stored for its exact key is
+        tuned first, once per launcher (``autotune.runtime.first_sight``)."""
         from autotune.runtime.launch import compiled
 
+        if self.tune is not None and self.bundle is None and problem not in self._seen:
+            from autotune.base.caches import clear_cache
+            from autotune.measure.device import current_device
+            from autotune.runtime.first_sight import tune_first
+            from autotune.runtime.lookup import lookup
+
+            with self._lock:
+                first = problem not in self._seen
+                self._seen.add(problem)
+            device = current_device()
+            answer = lookup(problem, device=device, db=self.db)
+            if first and answer.rung != "exact" and tune_first(problem, device.ordinal, self.db, self.tune,
+                                                                answer.rung, answer.config.key):
+                clear_cache()  # the lookup reads the stored winner afresh
+        return compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
+
+    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
+        """The cold path (see module doc): check everything, look the config up, load it."""
         k = self.kernel
         described = self._describe(arrays)
         dt = self.dtype
@@ -272,16 +301,16 @@ class KernelLauncher:
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
             with torch.cuda.device(arrays[0].device):
-                made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
+                made = self._compiled(problem)
         elif kind == "cupy":
             import cupy
 
             self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
             self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
             with cupy.cuda.Device(arrays[0].data.device_id):
-                made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
+                made = self._compiled(problem)
         else:
-            made = compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
+            made = self._compiled(problem)
         self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
         p = PackedLaunch(made)
         with self._lock:

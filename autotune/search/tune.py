@@ -65,7 +65,7 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
             ``options`` that is not a SearchOptions, a callback that is not callable; the study
             exists and ``resume`` is false. Each argument is checked by type and range before
             anything is read or opened (``autotune.kernel.arguments``).
-        GPUUnavailableError: no GPU, PyCUDA or nvcc.
+        GPUUnavailableError: no GPU, CUDA backend or nvcc.
         StoreError: the database cannot be used.
         AutotuneError: no GPU worker finished (several GPUs); the measuring process ended or
             hung while opening the GPU; the re-timing's measuring process crashed or hung (the

@@ -27,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
 from autotune.store import best_sql, locking, rows, study_storage
-from autotune.store.key import Dims, TuningKey, dims_key
+from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
 from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, trial_record
@@ -395,6 +395,54 @@ class Store:
         )
         with self.session() as session:
             return [trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+    @locking.retry_when_locked
+    def trials_by_key(self, *, kernel: str, dims: Mapping[str, int] | Dims | str, dtype: str,
+                      device_name: str | None = None) -> dict[TuningKey, list[TrialRecord]]:
+        """The trials of every key of ``kernel`` at exactly ``dims`` and ``dtype`` (of a device whose
+        name holds ``device_name``, case ignored), searched or imported, each key's in the order
+        stored; keys sorted by device name, then by their first trial."""
+        text_dims = dims if isinstance(dims, str) else dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
+        stmt = (
+            select(Trial, Kernel, Device, Search).join(Search, Trial.search_id == Search.id)
+            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
+            .where(Kernel.name == kernel, Search.dims == text_dims, Search.dtype == dtype)
+            .order_by(Trial.id)
+        )
+        if device_name:
+            escaped = device_name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            stmt = stmt.where(Device.name.ilike(f"%{escaped}%", escape="\\"))
+        if self.read_only and self.schema_state in ("missing", "empty"):
+            return {}
+        keys: dict[TuningKey, list[TrialRecord]] = {}
+        with self.session() as session:
+            for trial, k, d, s in session.execute(stmt):
+                info = DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version,
+                                  d.cuda_version)
+                key = TuningKey(info, k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype,
+                                s.nvcc_version, s.compile_flags)
+                keys.setdefault(key, []).append(trial_record(trial, k.name))
+        return dict(sorted(keys.items(), key=lambda item: (item[0].device.name, item[1][0].id)))
+
+    @locking.retry_when_locked
+    def study_keys(self) -> dict[str, TuningKey]:
+        """The key of each Optuna study a search used, by study name (the study names of imports,
+        ``import:<file>``, name no Optuna study and are left out)."""
+        stmt = (
+            select(Search.study_name, Search.dims, Search.dtype, Search.nvcc_version, Search.compile_flags,
+                   Kernel.name, Kernel.source_hash, Kernel.spec_hash, Device.name, Device.compute_capability,
+                   Device.sm_count, Device.total_memory, Device.driver_version, Device.cuda_version)
+            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
+            .where(Search.sampler != "import").distinct()
+        )
+        keys: dict[str, TuningKey] = {}
+        with self.session() as session:
+            for (name, dims, dtype, nvcc, flags, kernel, source_hash, spec_hash, device, cc, sms, memory, driver,
+                 cuda) in session.execute(stmt):
+                info = DeviceInfo(device, cc, sms, memory, driver, cuda)
+                keys.setdefault(name, TuningKey(info, kernel, source_hash, spec_hash, parse_dims_key(dims), dtype,
+                                                nvcc, flags))
+        return keys
 
     @locking.retry_when_locked
     def shape_trials(self, key: TuningKey) -> list[ShapeTrial]:

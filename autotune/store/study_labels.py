@@ -8,6 +8,10 @@ names). The dashboard's list shows that long name; the short ``label`` user attr
 4096x4096 float32 on NVIDIA H100 80GB HBM3``) and the other attrs are on each study's page
 and in its user-attr filter.
 
+A search labels its study when it opens it (:func:`label_study`); ``autotune db upgrade`` and
+``autotune import`` label every other study of the database (:func:`label_stored_studies`):
+those searched before labels existed (autotune < 0.3.0), or brought by a copied database.
+
 Source: Optuna's ``Study.set_user_attr`` and ``Study.set_metric_names`` (optuna-dashboard shows
 both; the metric name replaces "Objective 0").
 """
@@ -24,7 +28,7 @@ if TYPE_CHECKING:
 
     from autotune.store.key import TuningKey
 
-__all__ = ["METRIC_NAMES", "label_study", "study_attrs"]
+__all__ = ["METRIC_NAMES", "label_study", "label_stored_studies", "study_attrs"]
 
 METRIC_NAMES = ["median ms"]
 """The objective as the dashboard names it: the median time per launch of a config, ms."""
@@ -63,3 +67,35 @@ def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None
                 warnings.simplefilter("ignore", category=Warning)
                 study.set_metric_names(METRIC_NAMES)
     return study
+
+
+def label_stored_studies(store) -> int:
+    """Label every study of ``store``'s database that lacks its labels or metric name
+    (:func:`label_study`): each study's key is read back from the searches that used it (a study
+    no search names, e.g. one of another program, is left alone). Returns how many were labelled.
+
+    Raises:
+        StoreError: the database cannot be read or written.
+    """
+    import optuna
+
+    keys = store.study_keys()
+    if not keys:
+        return 0
+    storage = store.optuna_storage()
+    labelled = 0
+    with store.errors("cannot label the studies of"):
+        studies = storage.get_all_studies()
+    for frozen in studies:
+        key = keys.get(frozen.study_name)
+        if key is None:
+            continue
+        wanted = study_attrs(key)
+        if all(frozen.user_attrs.get(k) == v for k, v in wanted.items()) and \
+                list(frozen.system_attrs.get("study:metric_names") or []) == METRIC_NAMES:  # where Optuna keeps them
+            continue
+        with store.errors("cannot label the studies of"):
+            study = optuna.load_study(study_name=frozen.study_name, storage=storage)
+        label_study(study, key, frozen.user_attrs.get("strategy"), store.errors)
+        labelled += 1
+    return labelled

@@ -95,7 +95,7 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
     Raises:
         MissingWorkload: no workload ``name``.
         InvalidInputError: a bad name or devices, GPUs of several models.
-        GPUUnavailableError: no GPU, PyCUDA or nvcc.
+        GPUUnavailableError: no GPU, CUDA backend or nvcc.
         StoreError: the database cannot be used.
         KeyboardInterrupt: SIGINT or SIGTERM, after every GPU stopped and what was measured
             was stored (the tuning is then ``interrupted``: run it again to resume).

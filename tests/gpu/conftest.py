@@ -11,3 +11,14 @@ def device():
     its :class:`~autotune.measure.device.DeviceInfo`."""
     with open_device(0) as info:
         yield info
+
+
+@pytest.fixture(autouse=True)
+def _user_kernels_forgotten(monkeypatch):
+    """Each test loads its kernel files afresh: a process refuses a second file of a name it has
+    loaded (autotune.kernel.catalog), and two tests of a module write the same kernel file (its
+    name too) into their own temporary folders."""
+    from autotune.kernel import catalog
+
+    monkeypatch.setattr(catalog, "_user", {})
+    monkeypatch.setattr(catalog, "_files", {})

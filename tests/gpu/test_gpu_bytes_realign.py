@@ -14,6 +14,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
+from autotune.measure.device import cuda_driver
 
 pytestmark = pytest.mark.gpu
 
@@ -56,7 +57,7 @@ def test_every_config_of_the_space_is_exact(device, dtype):
 
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_exact_with_pointers_off_16_bytes(device, dtype):
-    import pycuda.driver as drv
+    drv = cuda_driver()
 
     dt = get_dtype(dtype)
     rng = np.random.default_rng(5)
@@ -75,10 +76,9 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
                     d_in, d_out = drv.mem_alloc(n + 2 * guard), drv.mem_alloc(n + 2 * guard)
                     drv.memcpy_htod(int(d_in) + guard + ioff, src)
                     drv.memset_d8(d_out, 0xA5, n + 2 * guard)
-                    compiled.function.prepared_call(grid, block, np.uintp(int(d_out) + guard + ooff),
-                                                    np.uintp(int(d_in) + guard + ioff), np.int32(rows),
-                                                    np.int32(cols), np.int64(cols), np.int64(rows * cols),
-                                                    shared_size=shared)
+                    compiled.function.launch(grid, block,
+                                             (np.uintp(int(d_out) + guard + ooff), np.uintp(int(d_in) + guard + ioff),
+                                              np.int32(rows), np.int32(cols), np.int64(cols), np.int64(rows * cols)), shared)
                     got = np.empty(n + 2 * guard, np.uint8)
                     drv.memcpy_dtoh(got, d_out)
                     want = src.reshape(rows, cols).T.copy().view(np.uint8).ravel()
@@ -96,7 +96,7 @@ def test_exact_on_pitched_views_and_batches(device, dtype):
     """Launched directly: rows ld = cols + pad elements apart, batch matrices rows * ld + gap
     apart (grid z), the input span placed at a pointer offset; every matrix against NumPy,
     guard bytes around the output untouched."""
-    import pycuda.driver as drv
+    drv = cuda_driver()
 
     dt = get_dtype(dtype)
     rng = np.random.default_rng(6)
@@ -121,11 +121,9 @@ def test_exact_on_pitched_views_and_batches(device, dtype):
                     d_in, d_out = drv.mem_alloc(span * es + 2 * guard), drv.mem_alloc(n + 2 * guard)
                     drv.memcpy_htod(int(d_in) + guard + ioff, src)
                     drv.memset_d8(d_out, 0xA5, n + 2 * guard)
-                    compiled.function.prepared_call((grid[0], grid[1], batch), block,
-                                                    np.uintp(int(d_out) + guard + ooff),
-                                                    np.uintp(int(d_in) + guard + ioff), np.int32(rows),
-                                                    np.int32(cols), np.int64(ld), np.int64(stride),
-                                                    shared_size=shared)
+                    compiled.function.launch((grid[0], grid[1], batch), block,
+                                             (np.uintp(int(d_out) + guard + ooff), np.uintp(int(d_in) + guard + ioff),
+                                              np.int32(rows), np.int32(cols), np.int64(ld), np.int64(stride)), shared)
                     got = np.empty(n + 2 * guard, np.uint8)
                     drv.memcpy_dtoh(got, d_out)
                     start = guard + ooff

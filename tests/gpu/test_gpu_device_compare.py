@@ -60,7 +60,7 @@ def test_the_gpu_kernels_count_what_the_model_counts(dtype):
             for n in SIZES:
                 want, got = pair(dtype, n, rng)
                 fake = FakeDriver(1 << 25)
-                model = run(fake, DeviceComparer(fake, fake.module_from_buffer(b"")), want, got)
+                model = run(fake, DeviceComparer(fake, fake.load_module(b"")), want, got)
                 assert run(drv, comparer, want, got) == model, (dtype, n)
                 if n > 10:
                     assert model["exact"][0] >= 1 and model["bytes"][0] > 0

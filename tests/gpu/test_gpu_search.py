@@ -35,15 +35,34 @@ def test_short_search_then_best_lookup_and_transpose(tmp_path):
         assert lookup("smem_pad", (1000, 3002), device=device, db=db, shape_rung="nearest_shape").rung == "nearest_shape"
         assert autotune.compiled("smem_pad", (1000, 3001), "float32", db=db).chosen.config == best
 
-        from pycuda import gpuarray
-
+        to_gpu, to_host = _arrays()
         a = np.random.default_rng(0).standard_normal((1000, 3001)).astype(np.float32)
-        at = transpose(gpuarray.to_gpu(a), kernel="smem_pad", db=db)
+        at = transpose(to_gpu(a), kernel="smem_pad", db=db)
         assert at.shape == (3001, 1000)
-        np.testing.assert_array_equal(at.get(), a.T)
+        np.testing.assert_array_equal(to_host(at), a.T)
         for dtype in (np.float64, np.int8, np.float16):
             b = (np.random.default_rng(1).standard_normal((33, 70)) * 50).astype(dtype)
-            np.testing.assert_array_equal(transpose(gpuarray.to_gpu(b), db=db).get(), b.T)
+            np.testing.assert_array_equal(to_host(transpose(to_gpu(b), db=db)), b.T)
+
+
+def _arrays():
+    """``(to_gpu, to_host)`` of the first GPU array library installed: CuPy, PyTorch or PyCUDA."""
+    try:
+        import cupy
+
+        return cupy.asarray, cupy.asnumpy
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        return (lambda a: torch.from_numpy(a).cuda()), (lambda t: t.cpu().numpy())
+    except ImportError:
+        pass
+    import pycuda.autoprimaryctx  # noqa: F401
+    from pycuda import gpuarray
+
+    return gpuarray.to_gpu, lambda g: g.get()
 
 
 def test_a_batched_tpe_search_compiles_ahead_and_stores_one_trial_per_config(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
+from autotune.measure.device import cuda_driver
 
 pytestmark = pytest.mark.gpu
 
@@ -39,7 +40,7 @@ def test_exact_for_every_dtype_and_shape(device, dtype):
 
 @pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
 def test_exact_with_pointers_off_16_bytes(device, dtype):
-    import pycuda.driver as drv
+    drv = cuda_driver()
 
     dt = get_dtype(dtype)
     rng = np.random.default_rng(5)
@@ -57,10 +58,10 @@ def test_exact_with_pointers_off_16_bytes(device, dtype):
                     d_in, d_out = drv.mem_alloc(n + 64), drv.mem_alloc(n + 64)
                     drv.memcpy_htod(int(d_in) + ioff, src)
                     drv.memset_d8(d_out, 0xA5, n + 64)
-                    compiled.function.prepared_call(grid, block, np.uintp(int(d_out) + ooff),
-                                                    np.uintp(int(d_in) + ioff), np.int32(rows), np.int32(cols),
-                                                    np.int64(cols), np.int64(rows * cols),  # ld, batch_stride
-                                                    shared_size=shared)
+                    compiled.function.launch(grid, block, (np.uintp(int(d_out) + ooff), np.uintp(int(d_in) + ioff),
+                                                           np.int32(rows), np.int32(cols),
+                                                           np.int64(cols), np.int64(rows * cols)),  # ld, batch_stride
+                                             shared)
                     got = np.empty(n + 64, np.uint8)
                     drv.memcpy_dtoh(got, d_out)
                     want = src.reshape(rows, cols).T.copy().view(np.uint8).ravel()
