@@ -27,6 +27,7 @@ def test_an_untuned_shape_takes_the_dispatch_and_launches(tmp_path, device):
     kernel = get_kernel("smem_pad")
     assert not kernel.space().violations(got.config)
 
+    import pycuda.autoprimaryctx  # noqa: F401  (the arrays' PyCUDA context: the device fixture's is cuda-bindings')
     from pycuda import gpuarray
 
     a = np.random.default_rng(0).standard_normal((1000, 1000)).astype(np.float32)
