@@ -69,3 +69,79 @@ def test_the_same_times_give_the_same_decisions():
                 for ms in (0.6, 0.5, 0.58, 0.51, 0.7, 0.45, 0.5)]
 
     assert run() == run() == [False, False, True, False, True, False, True]
+
+
+# --- certified timing: the median's CI and sampling until it is narrow enough (issue 40) ------------
+
+from autotune.measure.timing import Precision, median_ci  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+@pytest.mark.parametrize("n, ranks", [(6, (1, 6)), (10, (2, 9)), (20, (6, 15)), (50, (18, 33))])
+def test_the_median_ci_is_the_order_statistic_interval_of_the_binomial_tables(n, ranks):
+    # Conover's table A3 / the binomial(n, 1/2) ranks, 1-based: (r, n - r + 1)
+    ms = np.arange(1.0, n + 1.0)[::-1]  # unsorted on purpose
+    assert median_ci(ms) == (float(ranks[0]), float(ranks[1]))
+
+
+def test_the_median_ci_covers_the_median_at_least_95_percent_of_the_time():
+    rng = np.random.default_rng(1)
+    draws = rng.lognormal(0.0, 0.5, size=(2000, 30))  # skewed, true median 1.0
+    covered = sum(lo <= 1.0 <= hi for lo, hi in (median_ci(d) for d in draws))
+    assert covered / 2000 >= 0.94
+
+
+def test_the_median_ci_of_few_samples_is_their_range_and_of_none_an_error():
+    assert median_ci(np.array([3.0, 1.0, 2.0])) == (1.0, 3.0)
+    with pytest.raises(ValueError, match="no samples"):
+        median_ci(np.array([]))
+
+
+def test_steady_times_stop_at_the_minimum_count_with_a_ci_inside_the_bound():
+    clock = FakeClock()
+    p = Precision(rel=0.01, min_samples=20, max_samples=200)
+    t = timing(clock, clock.launch(0.5), 4, 50, precision=p)
+    assert t.samples == 20 and t.launches == 20 and t.ci_low_ms == t.ci_high_ms == pytest.approx(0.5)
+    assert t.ci_rel == 0.0
+
+
+def noisy(base: float, rel: float, seed: int = 0):
+    """Launch times ``base * (1 + rel * u)``, u uniform in [-1, 1], drawn from ``seed``: each
+    launch a sample (base >= MIN_SAMPLE_MS)."""
+    draws = np.random.default_rng(seed).uniform(-1.0, 1.0, 100_000)
+    return lambda k: base * (1.0 + rel * draws[k])
+
+
+def test_noisy_times_are_sampled_until_the_ci_is_within_the_fraction():
+    clock = FakeClock()
+    p = Precision(rel=0.01, floor_ms=0.0, min_samples=20, max_samples=2000)
+    t = timing(clock, clock.launch(noisy(0.5, 0.05)), 4, 50, precision=p)
+    assert 20 < t.samples < 2000
+    assert (t.ci_high_ms - t.ci_low_ms) / 2 <= 0.01 * t.median_ms
+    assert t.ci_low_ms <= t.median_ms <= t.ci_high_ms
+
+
+def test_the_absolute_floor_ends_sampling_of_a_short_noisy_kernel_sooner():
+    clock = FakeClock()
+    strict = timing(clock, clock.launch(noisy(0.5, 0.2)), 4, 50,
+                    precision=Precision(rel=0.001, floor_ms=0.0, min_samples=20, max_samples=300))
+    floor = timing(clock, clock.launch(noisy(0.5, 0.2)), 4, 50,
+                   precision=Precision(rel=0.001, floor_ms=0.02, min_samples=20, max_samples=300))
+    assert strict.samples == 300  # never precise enough: the maximum
+    assert 20 <= floor.samples < 300 and (floor.ci_high_ms - floor.ci_low_ms) / 2 <= 0.02
+
+
+def test_the_early_stop_still_ends_a_clearly_slower_config_after_the_probe_with_certified_timing():
+    clock, early = FakeClock(), EarlyStop()
+    p = Precision(min_samples=20, max_samples=200)
+    best = timing(clock, clock.launch(0.5), 4, 50, early, precision=p)
+    slow = timing(clock, clock.launch(0.6), 4, 50, early, precision=p)
+    assert best.early_stop is None and slow.samples == PROBE
+    assert slow.early_stop.startswith(f"timing stopped early after {PROBE} of 20 samples")
+    assert slow.ci_low_ms == pytest.approx(0.6)
+
+
+def test_during_runs_once_while_the_first_launches_are_queued():
+    clock, seen = FakeClock(), []
+    timing(clock, clock.launch(0.5), 4, 30, during=lambda: seen.append(clock.launched))
+    assert seen == [4 + 30]  # after the warm-up and every queued launch, before the wait
