@@ -25,7 +25,7 @@ def test_a_clear_winner_is_the_fastest():
 
 def test_configs_inside_the_spread_tie_and_the_rule_breaks_it():
     fast = timed(cfg(64, 8), 1.000, 0.995, 1.005)     # 512 threads, spread 1 %
-    close = timed(cfg(32, 8), 1.004, 1.000, 1.008)    # 256 threads, within 1 %: a tie
+    close = timed(cfg(32, 8), 1.004, 0.990, 1.008)    # 256 threads, faster in one round: a tie
     far = timed(cfg(32, 4), 1.030, 1.029, 1.031)      # outside everyone's spread
     d = choose([far, close, fast], THREADS, SHARED)
     assert d.fastest is fast
@@ -51,3 +51,27 @@ def test_the_decision_does_not_depend_on_input_order():
 def test_nothing_to_choose_from():
     with pytest.raises(ValueError):
         choose([], THREADS, SHARED)
+
+
+def test_a_paired_interval_holding_one_ties_configs_whose_spreads_do_not_overlap():
+    # the GPU drifts between rounds; both configs drift alike, and b is faster in 2 of 5 rounds
+    drift = (1.00, 1.05, 0.97, 1.02, 1.08)
+    a = Retiming(cfg(64, 8), tuple(1.000 * d for d in drift), 1.000)
+    b = Retiming(cfg(32, 8), tuple(v * d for v, d in zip((1.001, 0.999, 1.002, 0.998, 1.003), drift)), 1.0015)
+    d = choose([a, b], THREADS, SHARED)
+    assert d.fastest is a and d.tied and d.tie_group == (a, b)
+    assert d.winner is b  # tied: fewer threads
+    pa, pb = d.paired
+    assert pa.ratio == 1.0 and pa.tied and pb.low <= 1.0 <= pb.high and pb.tied
+    assert d.runner_up is a
+
+
+def test_a_paired_interval_above_one_separates_configs_despite_a_drifting_gpu():
+    drift = (1.00, 1.05, 0.97, 1.02, 1.08)  # a spread of 11 %: the spread rule would tie them
+    a = Retiming(cfg(64, 8), tuple(1.000 * d for d in drift), 1.000)
+    b = Retiming(cfg(32, 8), tuple(1.02 * d for d in drift), 1.02)  # fewer threads, 2 % slower in every round
+    d = choose([b, a], THREADS, SHARED)
+    assert d.paired[1].low == pytest.approx(1.02) == d.paired[1].high and not d.paired[1].tied
+    assert not d.tied and d.winner is a and d.runner_up is b
+    two = [Retiming(r.config, r.round_medians_ms[:2], r.pooled_median_ms) for r in (a, b)]
+    assert choose(two, THREADS, SHARED).tied  # 2 rounds: the spread rule, which ties them
