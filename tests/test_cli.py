@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from autotune.kernel.catalog import get_kernel
 from autotune.measure import benchmark, device
 from autotune.cli import app
+from autotune.search.options import SearchOptions
 
 from fakes import OPTIMUM, FakeMatmulBench, FakeTimer, fake_retime
 
@@ -53,7 +54,7 @@ def test_search_then_best_and_list(fake_gpu, db_url):
     assert "stopped: exhausted" in r.output and "54 ok" in r.output
     assert "where the time went: compile 43.2 s, load 0.1 s, verify 2.7 s, time 5.4 s, store" in r.output
     assert f"best: {best_key}" in r.output and "memcpy: 3000 GB/s" in r.output
-    assert fake_gpu == [(0, 1024, 1024, "float32", {"repeats": 50, "seed": None})]
+    assert fake_gpu == [(0, 1024, 1024, "float32", SearchOptions().benchmark_options())]
 
     r = run("best", "--size", 1024, "--db", db_url)
     assert r.exit_code == 0, r.output

@@ -22,6 +22,16 @@ from autotune.search.options import OptionError, SearchOptions
     ({"rounds": -1}, "rounds -1 is not allowed"),
     ({"trial_timeout": 0}, "trial_timeout 0 is not allowed; give a positive number of seconds"),
     ({"trial_timeout": float("inf")}, "trial_timeout inf is not allowed"),
+    ({"ci": 1.0}, "ci 1 is not allowed; give a fraction 0 <= ci < 1"),
+    ({"ci": -0.01}, "ci -0.01 is not allowed"),
+    ({"ci": float("nan")}, "ci nan is not allowed"),
+    ({"ci": True}, "ci True is not allowed"),
+    ({"ci_floor_us": -1.0}, "ci_floor_us -1 is not allowed; give 0 to 1000000 µs"),
+    ({"min_samples": 5}, "min_samples 5 is not allowed; give 10 or more"),
+    ({"max_samples": 10**6}, "max_samples 1000000 is not allowed"),
+    ({"min_samples": 50, "max_samples": 40}, "max_samples 40 is not allowed; give at least the minimum count of samples (50)"),
+    ({"objective": "power"}, "objective 'power' is not allowed; give one of time, energy, edp"),
+    ({"energy": "yes"}, "energy 'yes' is not allowed; give True or False"),
 ])
 def test_a_bad_value_is_refused_naming_the_parameter(given, message):
     with pytest.raises(OptionError) as caught:
@@ -82,3 +92,14 @@ def test_a_strategy_whose_package_is_missing_is_refused_when_the_options_are_bui
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     with pytest.raises(InvalidInputError, match="strategy 'gp' needs the package 'torch', which is not installed"):
         SearchOptions(strategy="gp")
+
+
+def test_certified_timing_is_on_by_default_and_off_with_ci_0():
+    from autotune.measure.timing import Precision
+
+    default = SearchOptions()
+    assert default.precision == Precision(0.01, 0.0005, 20, 200)
+    assert default.benchmark_options() == {"repeats": 50, "seed": None, "precision": default.precision,
+                                           "energy": False}
+    assert SearchOptions(ci=0).precision is None
+    assert SearchOptions(objective="edp").meters_energy and SearchOptions(energy=True).meters_energy

@@ -142,6 +142,21 @@ TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N", ric
                                    help="Fastest configs re-timed interleaved after the trials.")]
 Rounds = Annotated[int, typer.Option(parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
                                      help="Rounds of that re-timing.")]
+Ci = Annotated[float, typer.Option("--ci", parser=parse_float, metavar="FRACTION", rich_help_panel=MEASUREMENT,
+                                   help="Certified timing: sample each config until half the 95% CI of its "
+                                        "median is within this fraction of it (0.01: 1%), or --ci-floor-us; "
+                                        "0: a fixed --repeats samples.")]
+CiFloor = Annotated[float, typer.Option("--ci-floor-us", parser=parse_float, metavar="US", rich_help_panel=MEASUREMENT,
+                                        help="The absolute floor of that half-width, µs.")]
+MinSamples = Annotated[int, typer.Option("--min-samples", parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
+                                         help="Fewest samples of a config with --ci.")]
+MaxSamples = Annotated[int, typer.Option("--max-samples", parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
+                                         help="Most samples of a config with --ci, precise or not.")]
+Objective = Annotated[str, typer.Option("--objective", metavar="WHAT", rich_help_panel=SEARCH,
+                                        help="What is minimised: time (per launch), energy (J per launch, NVML's "
+                                             "energy counter) or edp (energy x time).")]
+Energy = Annotated[bool, typer.Option("--energy", rich_help_panel=MEASUREMENT,
+                                      help="Meter J per launch with --objective time too (adds ~0.2 s per config).")]
 
 
 KernelRef = Annotated[Optional[str], typer.Option(

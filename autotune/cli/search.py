@@ -23,7 +23,8 @@ from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
-from ._common import (MEASUREMENT, OUTPUT, SEARCH, Db, Device, DType, Kernel, Repeats, Rounds, SpaceFile, TopK, err,
+from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples, MinSamples,
+                      Objective, Repeats, Rounds, SpaceFile, TopK, err,
                       handle_errors, out, parse_float, parse_int)
 from .output import Format, FormatOption, WideOption
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
@@ -72,6 +73,12 @@ def search(
     top_k: TopK = 5,
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
+    ci: Ci = 0.01,
+    ci_floor_us: CiFloor = 0.5,
+    min_samples: MinSamples = 20,
+    max_samples: MaxSamples = 200,
+    objective: Objective = "time",
+    energy: Energy = False,
     db: Db = None,
     op: Annotated[Optional[str], typer.Option(
         "--op", metavar="OP", rich_help_panel=SEARCH, help="Search an operation instead of one kernel: every catalog kernel computing it "
@@ -95,7 +102,8 @@ def search(
                                 "disagree; give --strategy only")
     options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler or DEFAULT_STRATEGY,
                        batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-                       trial_timeout=trial_timeout)
+                       trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us, min_samples=min_samples,
+                       max_samples=max_samples, objective=objective, energy=energy)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op
@@ -122,6 +130,11 @@ def sweep(
     rounds: Rounds = 5,
     trial_timeout: TrialTimeout = DEFAULT_TRIAL_TIMEOUT_S,
     batch: Batch = None,
+    ci: Ci = 0.01,
+    ci_floor_us: CiFloor = 0.5,
+    min_samples: MinSamples = 20,
+    max_samples: MaxSamples = 200,
+    energy: Energy = False,
     db: Db = None,
     fmt: FormatOption = Format.table,
     wide: WideOption = False,
@@ -135,7 +148,8 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
     options = _options(seed=0, strategy="grid", batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
-                       rounds=rounds, db=db, trial_timeout=trial_timeout)
+                       rounds=rounds, db=db, trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us,
+                       min_samples=min_samples, max_samples=max_samples, energy=energy)
     if device < 0:
         parse_devices(str(device))
     problem = shape.problem(resolve_kernel(kernel), dtype)

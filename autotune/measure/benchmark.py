@@ -18,6 +18,14 @@ over the kernel model):
    :mod:`autotune.measure.resets`); median, min and max per launch, in ms; a config
    clearly slower than the best this benchmark has timed is stopped after its first samples
    (:class:`~autotune.measure.timing.EarlyStop`, noted in :attr:`Measurement.early_stop`).
+   With a :class:`~autotune.measure.timing.Precision` (certified timing, the search's default),
+   samples are taken until the 95 % CI of the median is narrow enough instead of ``repeats``;
+   every measurement carries its sample count and CI, and the SM clock NVML reports while the
+   first samples run.
+3b. Energy (``energy=True``, where NVML has the total-energy counter): after timing, a window
+   of :data:`ENERGY_WINDOW_MS` of back-to-back launches between two readings of the counter
+   gives joules per launch (:class:`~autotune.measure.nvml.EnergyMeter`); a config stopped
+   early is not metered. Without the counter, :attr:`Benchmark.energy_note` says why.
 4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
    device-to-device ``cudaMemcpy`` moving the same bytes, and the ``bound_kernel`` (e.g.
    ``copy_row``) at its default config on the same dims, both timed the same way in the same run.
@@ -50,11 +58,14 @@ from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
 from autotune.measure.resets import Prelude
 from autotune.measure.shared_memory import needs_opt_in, opt_in
-from autotune.measure.timing import EarlyStop, Timing, samples, timing
+from autotune.measure import nvml
+from autotune.measure.timing import EarlyStop, Precision, Timing, median_ci, samples, timing
 from autotune.measure.verify import Verifier
 
-__all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID"]
+__all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID", "ENERGY_WINDOW_MS"]
 
+ENERGY_WINDOW_MS = 200.0
+"""Launches metered for energy last at least this long (NVML's counter moves every few tens of ms)."""
 ROTATE_COVER = 4  # rotating argument sets cover this many times the L2
 MAX_SETS = 64
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -91,19 +102,30 @@ class Benchmark:
         inputs: host values to reuse, by array name, where name, shape and element type
             match (the bound kernel's benchmark takes its problem's: 256 MB of random
             values drawn once, not twice).
+        precision: sample each config until its median's CI is narrow enough
+            (:class:`~autotune.measure.timing.Precision`; ``None``: ``repeats`` samples).
+        energy: meter joules per launch where NVML offers the total-energy counter
+            (:attr:`energy_note` says why not otherwise).
 
     Raises:
         InvalidInputError: bad repeats, or the arguments do not fit in free device memory.
     """
 
     def __init__(self, device: DeviceInfo, problem: Problem, *, warmup: int = 10, repeats: int = 50,
-                 seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None) -> None:
+                 seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None,
+                 precision: Precision | None = None, energy: bool = False) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         self.drv = cuda_driver()
         self.problem = problem
         self.device, self.kernel, self.dtype, self.dims = device, problem.kernel, problem.dtype, problem.dims
-        self.warmup, self.repeats = warmup, repeats
+        self.warmup, self.repeats, self.precision = warmup, repeats, precision
+        self.sm_clock = nvml.sm_clock_reader(device.pci_bus_id) if device.pci_bus_id else None
+        self.energy_note: str | None = None
+        self.meter: nvml.EnergyMeter | None = None
+        if energy:
+            meter = nvml.energy_meter(device.pci_bus_id)
+            self.meter, self.energy_note = (None, meter) if isinstance(meter, str) else (meter, None)
         self.dim_values = problem.values
         env = problem.env()
         kernel, dtype = problem.kernel, problem.dtype
@@ -287,10 +309,16 @@ class Benchmark:
             compiled, grid, block, shared = self.compile(config, clock)
             with clock("verify"):
                 self.verify(compiled, grid, block, shared)
+            seen: list[int | None] = []
             with clock("time"):
                 self._fill()
-                t = timing(self.drv, self.launcher(compiled, grid, block, shared), self.warmup, self.repeats,
-                           self.early)
+                launch = self.launcher(compiled, grid, block, shared)
+                t = timing(self.drv, launch, self.warmup, self.repeats, self.early, self.precision,
+                           (lambda: seen.append(self.sm_clock())) if self.sm_clock is not None else None)
+            joules = None
+            if self.meter is not None and t.early_stop is None:
+                with clock("energy"):
+                    joules = self.energy(launch, t.median_ms)
         except TrialFailed as failure:
             failure.phases = dict(clock.ms)
             raise
@@ -300,7 +328,25 @@ class Benchmark:
                            100.0 * gbps / memcpy if gbps and memcpy else None, compiled.registers,
                            compiled.shared_bytes + shared, t.launches,
                            100.0 * gbps / copy if gbps and copy else None, compiled.occupancy, gflops,
-                           dict(clock.ms), t.early_stop)
+                           dict(clock.ms), t.early_stop, t.samples, t.ci_low_ms, t.ci_high_ms, joules,
+                           seen[0] if seen else None)
+
+    def energy(self, launch, median_ms: float) -> float | None:
+        """Joules per launch of ``launch`` (a config's launcher, ``median_ms`` per launch): the
+        energy counter's rise over at least :data:`ENERGY_WINDOW_MS` of back-to-back launches
+        (``None``: no meter, or the counter did not move)."""
+        if self.meter is None:
+            return None
+        count = max(1, math.ceil(ENERGY_WINDOW_MS / max(median_ms, 1e-4)))
+        end = self.drv.event()
+        self.drv.synchronize()  # nothing of the timing still runs in the window
+        before = self.meter.millijoules()
+        for _ in range(count):
+            launch()
+        end.record()
+        end.synchronize()
+        rise = self.meter.millijoules() - before
+        return rise / 1000.0 / count if rise > 0 else None
 
     def figures(self, ms: float) -> tuple[float | None, float | None]:
         """GB/s of the objective's bytes and GFLOP/s of its flops in ``ms`` (``None`` where not given)."""
@@ -324,7 +370,11 @@ class Benchmark:
                 ms, _ = samples(self.drv, launchers[c], self.warmup, self.repeats)
                 per_round[c].append(float(np.median(ms)))
                 pooled[c].append(ms)
-        return [Retiming(c, tuple(per_round[c]), float(np.median(np.concatenate(pooled[c])))) for c in configs]
+        out = []
+        for c in configs:
+            every = np.concatenate(pooled[c])
+            out.append(Retiming(c, tuple(per_round[c]), float(np.median(every)), *median_ci(every)))
+        return out
 
 
 @contextlib.contextmanager

@@ -77,6 +77,7 @@ class _Header:
     memcpy_gbps: float | None
     copy_gbps: float | None
     l2_mode: str | None
+    energy_note: str | None = None
 
 
 def _die_with_parent() -> None:
@@ -124,7 +125,8 @@ def _child(conn, opener, ordinal: int, ref, options: dict) -> None:
     stop.unblock()  # they came blocked (see IsolatedBenchmark._start); ignored from now on
     try:
         with opener(ordinal, ref.resolve(), **options) as bench:
-            conn.send(("ready", _Header(bench.device, bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode)))
+            conn.send(("ready", _Header(bench.device, bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode,
+                                          getattr(bench, "energy_note", None))))
             while True:
                 try:
                     request = conn.recv()
@@ -154,7 +156,7 @@ def _ended(code: int | None) -> str:
 
 class IsolatedBenchmark:
     """A benchmark living in a child process: ``measure``, ``retime``, ``device``,
-    ``memcpy_gbps``, ``copy_gbps`` and ``l2_mode`` like :class:`~autotune.measure.benchmark.Benchmark`.
+    ``memcpy_gbps``, ``copy_gbps``, ``l2_mode`` and ``energy_note`` like :class:`~autotune.measure.benchmark.Benchmark`.
 
     Args:
         opener: ``opener(ordinal, problem, **options)``, a context manager giving a benchmark
@@ -171,8 +173,8 @@ class IsolatedBenchmark:
         self._proc = self._conn = None
         self.restarts = 0
         header = self._start(meanwhile)
-        self.device, self.memcpy_gbps, self.copy_gbps, self.l2_mode = (
-            header.device, header.memcpy_gbps, header.copy_gbps, header.l2_mode)
+        self.device, self.memcpy_gbps, self.copy_gbps, self.l2_mode, self.energy_note = (
+            header.device, header.memcpy_gbps, header.copy_gbps, header.l2_mode, header.energy_note)
 
     @property
     def pid(self) -> int | None:

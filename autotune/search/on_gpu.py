@@ -136,7 +136,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
 
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
                                          trial_timeout=options.trial_timeout, precheck=precheck,
-                                         repeats=options.repeats, seed=options.seed,
+                                         **options.benchmark_options(),
                                          before=(lambda info: start_compiling(info.arch)) if precheck else None,
                                          meanwhile=meanwhile) as bench:
         if not feed:

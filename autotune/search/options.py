@@ -20,14 +20,20 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
 
-__all__ = ["SearchOptions", "OptionError", "FLAGS"]
+__all__ = ["SearchOptions", "OptionError", "FLAGS", "OBJECTIVES"]
+
+OBJECTIVES = ("time", "energy", "edp")
+"""What a search may minimise: the median time per launch (ms), the energy per launch (J), or
+their product, the energy-delay product (J s)."""
 
 MAX_SEED = 2**32 - 1
 """Largest seed: Optuna's samplers seed NumPy's ``RandomState``, which takes 0..2**32-1."""
 
 FLAGS = {"trials": "--trials", "timeout": "--timeout", "seed": "--seed", "strategy": "--strategy",
          "batch": "--batch", "resume": "--resume", "space": "--space", "repeats": "--repeats",
-         "top_k": "--top-k", "rounds": "--rounds", "trial_timeout": "--trial-timeout", "db": "--db"}
+         "top_k": "--top-k", "rounds": "--rounds", "trial_timeout": "--trial-timeout", "db": "--db",
+         "ci": "--ci", "ci_floor_us": "--ci-floor-us", "min_samples": "--min-samples",
+         "max_samples": "--max-samples", "objective": "--objective", "energy": "--energy"}
 """Each field's command-line flag (``autotune search``), for the CLI's messages."""
 
 
@@ -61,6 +67,10 @@ def _text(value: Any, path: bool = False) -> bool:
     except InvalidInputError:
         return False
     return True
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _int(value: Any) -> bool:
@@ -101,7 +111,17 @@ class SearchOptions:
             ``autotune.measure.pipeline.workers()``, at least 1).
         resume: continue the key's existing study instead of refusing to touch it.
         space: a space TOML file instead of the kernel's own space (``None``).
-        repeats: timed samples per config (20 .. ``MAX_REPEATS``).
+        repeats: timed samples per config when ``ci`` is 0, and per config and round of the
+            final re-timing (20 .. ``MAX_REPEATS``).
+        ci: certified timing (:class:`autotune.measure.timing.Precision`): each config is sampled
+            until half the 95 % CI of its median is within this fraction of it (0 < ci < 1;
+            default 0.01), or within ``ci_floor_us``; 0 turns it off (``repeats`` samples).
+        ci_floor_us: the absolute floor of that half-width, µs (>= 0; default 0.5).
+        min_samples, max_samples: the fewest and most samples of a config with ``ci``
+            (``PROBE`` .. ``MAX_REPEATS``, min <= max).
+        objective: what is minimised (:data:`OBJECTIVES`): ``time``, ``energy`` (J per launch,
+            NVML's total-energy counter) or ``edp`` (energy x time); the last two meter energy.
+        energy: meter energy per launch with the ``time`` objective too (stored beside the time).
         top_k: how many of the fastest configs are re-timed, interleaved, after the trials
             (1 .. ``MAX_RETIMED``).
         rounds: over how many rounds they are re-timed (1 .. ``MAX_RETIMED``).
@@ -134,6 +154,12 @@ class SearchOptions:
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
     db: str | None = None
     queue: tuple[Config, ...] = ()
+    ci: float = 0.01
+    ci_floor_us: float = 0.5
+    min_samples: int = 20
+    max_samples: int = 200
+    objective: str = "time"
+    energy: bool = False
 
     def __post_init__(self) -> None:
         from autotune.search.strategies import check_strategy
@@ -166,6 +192,48 @@ class SearchOptions:
                                              "postgresql+psycopg://USER@HOST/DB)")
         if not isinstance(self.queue, tuple) or not all(isinstance(c, Config) for c in self.queue):
             raise OptionError("queue", self.queue, "is not allowed; give a tuple of Config")
+        self._check_sampling()
+
+    def _check_sampling(self) -> None:
+        from autotune.measure.timing import PROBE
+
+        if not _number(self.ci) or not 0 <= self.ci < 1:
+            raise OptionError("ci", self.ci, "is not allowed; give a fraction 0 <= ci < 1 (e.g. 0.01 for 1 %; "
+                                             "0: a fixed number of samples, --repeats)")
+        if not _number(self.ci_floor_us) or not 0 <= self.ci_floor_us <= 1e6:
+            raise OptionError("ci_floor_us", self.ci_floor_us, "is not allowed; give 0 to 1000000 µs")
+        for name in ("min_samples", "max_samples"):
+            value = getattr(self, name)
+            if not _int(value) or not PROBE <= value <= MAX_REPEATS:
+                raise OptionError(name, value, f"is not allowed; give {PROBE} or more, at most {MAX_REPEATS}")
+        if self.max_samples < self.min_samples:
+            raise OptionError("max_samples", self.max_samples,
+                              f"is not allowed; give at least the minimum count of samples ({self.min_samples})")
+        if self.objective not in OBJECTIVES:
+            raise OptionError("objective", self.objective, f"is not allowed; give one of {', '.join(OBJECTIVES)}")
+        if not isinstance(self.energy, bool):
+            raise OptionError("energy", self.energy, "is not allowed; give True or False")
+
+    @property
+    def precision(self):
+        """The :class:`autotune.measure.timing.Precision` of ``ci`` (``None``: ``ci`` is 0,
+        ``repeats`` samples per config)."""
+        from autotune.measure.timing import Precision
+
+        if self.ci == 0:
+            return None
+        return Precision(self.ci, self.ci_floor_us * 1e-3, self.min_samples, self.max_samples)
+
+    @property
+    def meters_energy(self) -> bool:
+        """Whether the benchmark meters energy (``energy``, or an objective that needs it)."""
+        return self.energy or self.objective != "time"
+
+    def benchmark_options(self) -> dict[str, Any]:
+        """The keywords of the benchmark these options open (``open_benchmark``): repeats, seed,
+        precision and energy."""
+        return {"repeats": self.repeats, "seed": self.seed, "precision": self.precision,
+                "energy": self.meters_energy}
 
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:

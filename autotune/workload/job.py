@@ -160,7 +160,7 @@ def _measure_only(job: Job, problem, ordinal: int, open_benchmark, precheck: boo
 
     opener = open_benchmark or benchmark.open_benchmark
     with isolation.open_isolated(opener, ordinal, problem, trial_timeout=job.options.trial_timeout,
-                                 precheck=precheck, repeats=job.options.repeats, seed=job.options.seed) as bench:
+                                 precheck=precheck, **job.options.benchmark_options()) as bench:
         chosen = lookup(problem, device=bench.device, db=job.options.db)
         d, c, reason = measure_pair(bench, problem.kernel.default_config(), chosen.config)
     result.default_ms, result.tuned_ms = (d.pooled_median_ms if d else None), (c.pooled_median_ms if c else None)
