@@ -483,3 +483,29 @@ def test_0007_keeps_crash_and_timeout_trials_and_phases_and_downgrades_only_with
         assert "phases" not in columns and "status" in columns
     engine.dispose()
     assert open_results(url).current_revision() == head_revision()  # 0006 -> 0007 -> ... the newest
+
+
+def test_0009_adds_certified_timing_and_energy_null_for_older_rows_and_downgrades(shared_db):
+    url = shared_db
+    _a_0005_database(url)
+    open_results(url)  # 0005 -> the newest
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as c:
+        old = c.execute(sa.text("select samples, ci_low_ms, ci_high_ms, energy_j, sm_mhz from autotune_trials "
+                                "where id = 11")).one()
+        assert tuple(old) == (None,) * 5  # not measured: unknown, not zero
+        assert c.execute(sa.text("select count(*) from autotune_searches where objective != 'time'")).scalar() == 0
+        assert c.execute(sa.text("select count(*) from autotune_best where certificate is not null")).scalar() == 0
+    with engine.begin() as c:
+        c.execute(sa.text("update autotune_trials set samples = 40, ci_low_ms = 0.1, ci_high_ms = 0.12, "
+                          "energy_j = 0.002, sm_mhz = 1980 where id = 11"))
+    command.downgrade(_alembic_config(url), "0008")
+    with engine.connect() as c:
+        trials = {col["name"] for col in sa.inspect(c).get_columns("autotune_trials")}
+        best = {col["name"] for col in sa.inspect(c).get_columns("autotune_best")}
+        searches = {col["name"] for col in sa.inspect(c).get_columns("autotune_searches")}
+        assert not trials & {"samples", "ci_low_ms", "ci_high_ms", "energy_j", "sm_mhz"} and "median_ms" in trials
+        assert "certificate" not in best and "objective" not in searches
+        assert c.execute(sa.text("select count(*) from autotune_trials where id = 11")).scalar() == 1
+    engine.dispose()
+    assert open_results(url).current_revision() == head_revision() == "0009"

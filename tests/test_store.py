@@ -439,3 +439,61 @@ def test_bench_runs_are_saved_through_the_store(store):
                                                                                    None)]
         assert session.get(BenchRun, other).dims == "m=8,n=8,k=8"
         assert session.query(BenchRow).count() == 2
+
+
+def test_a_trial_keeps_its_sample_count_ci_energy_and_sm_clock_and_the_best_its_certificate(store):
+    from autotune.measure.measurement import Retiming
+    from autotune.search.winner import choose
+    from autotune.store.records import certificate_lines
+
+    key = make_key()
+    sid = start(store, key)
+    fast, slow = config(32, 8), config(32, 4)
+    m = dataclasses.replace(measured(2800.0), samples=37, ci_low_ms=0.0235, ci_high_ms=0.0241, energy_j=0.0031,
+                            sm_mhz=1980)
+    stored = store.record_trial(sid, 0, fast, status="ok", measurement=m)
+    store.record_trial(sid, 1, slow, status="ok", measurement=measured(2600.0))  # stored before 0009: no CI
+    assert (stored.samples, stored.ci_low_ms, stored.ci_high_ms, stored.energy_j, stored.sm_mhz) == \
+        (37, 0.0235, 0.0241, 0.0031, 1980)
+    trials = {t.config: t for t in store.key_trials(key)}
+    assert trials[fast].samples == 37 and trials[fast].energy_j == 0.0031
+    assert trials[slow].samples is None and trials[slow].ci_low_ms is None  # 0 samples: unknown
+
+    rounds = (1.00, 1.03, 0.99, 1.01)  # the GPU drifts; the slow config is 4 % slower in every round
+    a = Retiming(fast, tuple(0.024 * r for r in rounds), 0.0241, 0.0239, 0.0243)
+    b = Retiming(slow, tuple(0.025 * r for r in rounds), 0.0251, 0.0249, 0.0253)
+    store.set_winner(key, choose([b, a], lambda c: 256, lambda c: 0), rounds=4)
+    best = store.best(key)
+    cert = best.certificate
+    assert best.config == fast and best.samples == 37 and best.energy_j == 0.0031
+    assert cert["tied"] is False and cert["level"] == 0.95
+    assert cert["winner"] == {"config": fast.key, "pooled_median_ms": 0.0241, "ci_low_ms": 0.0239,
+                              "ci_high_ms": 0.0243, "rounds": 4}
+    assert cert["runner_up"]["config"] == slow.key
+    assert cert["runner_up"]["ratio"] == pytest.approx(0.025 / 0.024)
+    assert cert["runner_up"]["ratio_low"] == pytest.approx(0.025 / 0.024)
+    lines = certificate_lines(cert)
+    assert lines[0] == f"winner {fast.key}: 24.10 µs (95% CI 23.90 µs .. 24.30 µs)"
+    assert lines[1].startswith(f"runner-up {slow.key}: 25.10 µs (95% CI 24.90 µs .. 25.30 µs); +4.17% paired over "
+                               "4 rounds (CI +4.17% .. +4.17%)")
+    assert lines[2].startswith("not tied")
+
+
+def test_tied_top_configs_are_said_to_be_tied_and_the_rule_named(store):
+    from autotune.measure.measurement import Retiming
+    from autotune.search.winner import choose
+    from autotune.store.records import certificate_lines
+
+    key = make_key()
+    sid = start(store, key)
+    big, small = config(32, 8), config(32, 4)
+    for i, c in enumerate((big, small)):
+        store.record_trial(sid, i, c, status="ok", measurement=measured(2800.0 - i))
+    a = Retiming(big, (1.000, 1.002, 0.999, 1.001), 1.0005)
+    b = Retiming(small, (1.001, 1.000, 1.001, 1.002), 1.001)  # faster in one round: tied
+    d = choose([a, b], lambda c: c["TILE_DIM"] * c["BLOCK_ROWS"], lambda c: 0)
+    store.set_winner(key, d, rounds=4)
+    best = store.best(key)
+    assert best.config == small and best.certificate["tied"]
+    assert certificate_lines(best.certificate)[-1] == (
+        f"statistically tied: {big.key}, {small.key}; chosen by the rule (fewer threads, then less shared memory)")

@@ -28,7 +28,8 @@ COLUMNS: dict[str, str] = {
     "shared_bytes": "t.shared_bytes", "pct_copy": "t.pct_copy", "occupancy": "t.occupancy", "gflops": "t.gflops",
     "trial_id": "t.id", "search_id": "s.id", "memcpy_gbps": "s.memcpy_gbps", "copy_gbps": "s.copy_gbps",
     "updated_at": "b.updated_at", "pooled_median_ms": "b.pooled_median_ms", "spread": "b.spread",
-    "rounds": "b.rounds", "tie_group": "b.tie_group",
+    "rounds": "b.rounds", "tie_group": "b.tie_group", "certificate": "b.certificate",
+    "ci_low_ms": "t.ci_low_ms", "ci_high_ms": "t.ci_high_ms", "energy_j": "t.energy_j", "samples": "t.samples",
 }
 """Each field of a best row and the column it is read from (``b``: autotune_best, ``d``:
 autotune_devices, ``k``: autotune_kernels, ``t``: the best trial, ``s``: its search)."""

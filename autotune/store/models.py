@@ -169,6 +169,7 @@ class Search(Base):
     gpu_uuid: Mapped[str] = mapped_column(String(64), server_default="")  # '' where NVML could not read it
     gpu_ordinal: Mapped[int | None] = mapped_column(Integer)
     gpu_pci_bus_id: Mapped[str] = mapped_column(String(32), server_default="")
+    objective: Mapped[str] = mapped_column(String(16), server_default="time")  # 'time', 'energy' or 'edp'
 
     device: Mapped[Device] = relationship()
     kernel: Mapped[Kernel] = relationship()
@@ -202,6 +203,12 @@ class Trial(Base):
     shared_bytes: Mapped[int | None] = mapped_column(Integer)
     launches: Mapped[int | None] = mapped_column(Integer)
     phases: Mapped[dict[str, float] | None] = mapped_column(JSON)  # ms per phase: compile, load, verify, time, store
+    # certified timing and energy (0009; None: not measured)
+    samples: Mapped[int | None] = mapped_column(Integer)  # timed samples, each a batch of launches
+    ci_low_ms: Mapped[float | None] = mapped_column(Float)  # 95 % CI of the median, ms
+    ci_high_ms: Mapped[float | None] = mapped_column(Float)
+    energy_j: Mapped[float | None] = mapped_column(Float)  # joules per launch (NVML's energy counter)
+    sm_mhz: Mapped[int | None] = mapped_column(Integer)  # SM clock while timing, MHz
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     search: Mapped[Search] = relationship()
@@ -232,6 +239,7 @@ class Best(Base):
     spread: Mapped[float | None] = mapped_column(Float)  # relative, e.g. 0.004 = 0.4 %
     rounds: Mapped[int | None] = mapped_column(Integer)
     tie_group: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    certificate: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # the winner's CI against the runner-up (0009)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     device: Mapped[Device] = relationship()

@@ -13,13 +13,20 @@ from autotune.kernel.dims import NamedDims
 from autotune.store.key import Dims, parse_dims_key
 
 if TYPE_CHECKING:  # records are read without SQLAlchemy too (autotune.store.reader)
+    from autotune.measure.measurement import Decision, Retiming
     from autotune.store.models import Trial
 
-__all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_from_row", "MEASURED"]
+__all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_from_row", "MEASURED", "CERTIFIED",
+           "certificate", "certificate_lines"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
             "pct_copy", "occupancy", "gflops")
-"""Trial columns that come from a :class:`~autotune.measure.measurement.Measurement`."""
+"""Trial columns that come from a :class:`~autotune.measure.measurement.Measurement` (and go in
+an export file's measurement)."""
+
+CERTIFIED = ("samples", "ci_low_ms", "ci_high_ms", "energy_j", "sm_mhz")
+"""Trial columns of certified timing and energy (schema 0009), also from the measurement;
+``None`` where not measured (e.g. trials stored before 0009)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,9 @@ class TrialRecord:
     the device-to-device memcpy bandwidth, ``shared_bytes`` in bytes; every measured field is
     ``None`` for a failed trial, whose ``reason`` says why; ``phases``: milliseconds per phase
     (compile, load, verify, time, store; :mod:`autotune.measure.phases`), ``None`` where not
-    recorded (trials stored before schema 0007)."""
+    recorded (trials stored before schema 0007); ``samples``, ``ci_low_ms``/``ci_high_ms`` (the
+    median's 95 % CI, ms), ``energy_j`` (J per launch) and ``sm_mhz`` (SM clock while timing):
+    ``None`` where not measured (:data:`CERTIFIED`)."""
 
     id: int
     search_id: int
@@ -50,6 +59,11 @@ class TrialRecord:
     gflops: float | None
     created_at: datetime
     phases: Mapping[str, float] | None = None
+    samples: int | None = None
+    ci_low_ms: float | None = None
+    ci_high_ms: float | None = None
+    energy_j: float | None = None
+    sm_mhz: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,11 @@ class BestRecord(NamedDims):
     rounds: int | None = None
     tie_group: tuple[str, ...] = ()
     gflops: float | None = None
+    certificate: Mapping[str, Any] | None = None
+    ci_low_ms: float | None = None
+    ci_high_ms: float | None = None
+    energy_j: float | None = None
+    samples: int | None = None
 
     @property
     def time_ms(self) -> float:
@@ -157,7 +176,7 @@ def trial_record(trial: Trial, kernel: str) -> TrialRecord:
         id=trial.id, search_id=trial.search_id, number=trial.number,
         config=Config.of(kernel, trial.macros), status=trial.status, reason=trial.reason,
         **{name: getattr(trial, name) for name in MEASURED}, created_at=trial.created_at,
-        phases=trial.phases,
+        phases=trial.phases, **{name: getattr(trial, name) for name in CERTIFIED},
     )
 
 
@@ -166,10 +185,71 @@ def best_from_row(row: Mapping[str, Any]) -> BestRecord:
     name). JSON columns and timestamps come back as text from SQLite and as Python values from
     PostgreSQL; both are read here (timestamps are stored in UTC)."""
     fields = dict(row)
-    macros, tie_group = (json.loads(v) if isinstance(v, str) else v for v in (fields.pop("macros"), fields["tie_group"]))
+    macros, tie_group, certificate = (json.loads(v) if isinstance(v, str) else v
+                                      for v in (fields.pop("macros"), fields["tie_group"], fields.get("certificate")))
     updated = fields["updated_at"]
     updated = datetime.fromisoformat(updated) if isinstance(updated, str) else updated
     fields.update(config=Config.of(fields["kernel"], macros), dims=parse_dims_key(fields["dims"]),
-                  tie_group=tuple(m["config"] for m in tie_group or ()),
+                  tie_group=tuple(m["config"] for m in tie_group or ()), certificate=certificate,
                   updated_at=updated.replace(tzinfo=UTC) if updated.tzinfo is None else updated.astimezone(UTC))
     return BestRecord(**fields)
+
+
+def _timed(r: "Retiming") -> dict[str, Any]:
+    return {"config": r.config.key, "pooled_median_ms": r.pooled_median_ms, "ci_low_ms": r.ci_low_ms,
+            "ci_high_ms": r.ci_high_ms, "rounds": len(r.round_medians_ms)}
+
+
+def certificate(decision: "Decision") -> dict[str, Any]:
+    """The verdict of a final re-timing as stored with the best (``autotune_best.certificate``):
+    the CI level, whether the top configs are statistically tied (and which), the winner's
+    pooled median and its 95 % CI (ms), and the runner-up's, with the paired ratio
+    ``runner-up / winner`` over the interleaved rounds (the median of the rounds' ratios and its
+    order-statistic CI, :func:`autotune.measure.timing.median_ci`); ``runner_up`` is ``None``
+    where one config was re-timed."""
+    import numpy as np
+
+    from autotune.measure.timing import CI_LEVEL, median_ci
+
+    w, r = decision.winner, decision.runner_up
+    out: dict[str, Any] = {"level": CI_LEVEL, "tied": decision.tied,
+                           "tie_group": [t.config.key for t in decision.tie_group],
+                           "fastest": decision.fastest.config.key, "winner": _timed(w), "runner_up": None}
+    if r is not None:
+        n = min(len(r.round_medians_ms), len(w.round_medians_ms))
+        if n:
+            ratios = np.array(r.round_medians_ms[:n]) / np.array(w.round_medians_ms[:n])
+            ratio, (low, high) = float(np.median(ratios)), median_ci(ratios)
+        else:
+            ratio = low = high = r.pooled_median_ms / w.pooled_median_ms
+        out["runner_up"] = {**_timed(r), "ratio": ratio, "ratio_low": low, "ratio_high": high}
+    return out
+
+
+def _ms_ci(entry: Mapping[str, Any]) -> str:
+    from autotune.measure.figures import duration
+
+    text = duration(entry["pooled_median_ms"])
+    if entry.get("ci_low_ms") is not None and entry.get("ci_high_ms") is not None:
+        text += f" (95% CI {duration(entry['ci_low_ms'])} .. {duration(entry['ci_high_ms'])})"
+    return text
+
+
+def certificate_lines(cert: Mapping[str, Any] | None) -> list[str]:
+    """The stored certificate in words: the winner's time and CI, the runner-up's and how much
+    slower it is (paired over the rounds, with its CI), and whether they are statistically tied
+    (then the tie rule chose). Empty for ``None`` (a best stored before schema 0009, or not re-timed)."""
+    if not cert:
+        return []
+    w, r = cert["winner"], cert.get("runner_up")
+    lines = [f"winner {w['config']}: {_ms_ci(w)}"]
+    if r is not None:
+        pct = lambda x: f"{(x - 1.0) * 100:+.2f}%"  # noqa: E731
+        lines.append(f"runner-up {r['config']}: {_ms_ci(r)}; {pct(r['ratio'])} paired over {r['rounds']} rounds "
+                     f"(CI {pct(r['ratio_low'])} .. {pct(r['ratio_high'])})")
+    if cert.get("tied"):
+        lines.append(f"statistically tied: {', '.join(cert['tie_group'])}; chosen by the rule "
+                     "(fewer threads, then less shared memory)")
+    else:
+        lines.append("not tied: every other re-timed config is slower, paired over the rounds")
+    return lines

@@ -30,7 +30,8 @@ from autotune.store import best_sql, locking, rows, study_storage
 from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
-from autotune.store.records import MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, trial_record
+from autotune.store.records import (CERTIFIED, MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, certificate,
+                                    trial_record)
 from autotune.store.trial_sql import ShapeTrial, select_shape_trials, select_state, select_trials, shape_trial_from_row
 from . import schema
 
@@ -329,7 +330,9 @@ class Store:
             search = rows.search_row(session, search_id)
             if config.kernel != search.kernel.name:
                 raise ValueError(f"config {config} is not of the search's kernel {search.kernel.name!r}")
-            values = {name: getattr(measurement, name) for name in MEASURED} if measurement else {}
+            values = {name: getattr(measurement, name, None) for name in MEASURED + CERTIFIED} if measurement else {}
+            if values.get("samples") == 0:
+                values["samples"] = None  # 0: unknown
             trial = Trial(
                 search_id=search_id, number=number, config_key=config.key, macros=config.as_dict(),
                 status=status, reason=reason, **values,
@@ -368,6 +371,7 @@ class Store:
             best.rounds = rounds
             best.tie_group = [{"config": r.config.key, "pooled_median_ms": r.pooled_median_ms,
                                "spread": r.spread} for r in decision.tie_group]
+            best.certificate = certificate(decision)
 
     @locking.retry_when_locked
     def best(self, key: TuningKey) -> BestRecord | None:
