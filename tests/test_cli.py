@@ -223,3 +223,25 @@ def test_a_long_line_stays_one_line_off_a_terminal():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == words + "\n"
     assert done.stderr == words + "\n"
+
+
+def test_search_and_best_show_the_certified_timing_and_the_winner_against_the_runner_up(fake_gpu, db_url):
+    import json
+
+    r = run("search", "--kernel", "smem_pad", "--size", 256, "--trials", 8, "--sampler", "grid", "--top-k", 3,
+            "--rounds", 4, "--ci", 0.005, "--min-samples", 30, "--max-samples", 300, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "samples: until the median's 95% CI is within ±0.5% or ±0.5 µs (30..300 per config)" in r.output
+    assert "objective: time" in r.output and "vs fastest, paired" in r.output
+    assert fake_gpu[0][4]["precision"].min_samples == 30 and fake_gpu[0][4]["energy"] is False
+    assert "runner-up " in r.output and "paired over 4 rounds" in r.output
+
+    r = run("best", "--size", 256, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "runner-up " in r.output and "paired over 4 rounds" in r.output
+    assert "tied" in r.output
+
+    r = run("best", "--size", 256, "--db", db_url, "--format", "json")
+    doc = json.loads(r.output)
+    cert = doc[0]["certificate"] if isinstance(doc, list) else doc["results"][0]["certificate"]
+    assert cert["level"] == 0.95 and cert["runner_up"]["rounds"] == 4 and "ratio_low" in cert["runner_up"]

@@ -11,6 +11,7 @@ from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
+from autotune.store.records import certificate_lines
 from autotune.measure.figures import duration, unit
 from . import app
 from .output import STALE_STYLE, Column, Format, FormatOption, WideOption, emit, rate
@@ -258,6 +259,8 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
         Column("shape", "shape", lambda b: b.display),
         Column("dtype", "dtype", lambda b: b.dtype),
         Column("median", "median_ms", lambda b: b.time_ms, text=duration, right=True),
+        Column("95% CI", "ci_pct", _ci_pct, text=lambda v: f"±{v:.2f}%", right=True,
+               wide=not any(_ci_pct(b) is not None for b in records)),
         Column("figure", "figure", _figure, right=True, data=False),
         Column("GFLOP/s", "gflops", lambda b: b.pooled_gflops, table=False),
         Column("GB/s", "gbps", _gbps, table=False),
@@ -273,6 +276,13 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
         Column("config", "config", lambda b: b.config.key, long=True),
         Column("tie group", "tie_group", lambda b: [t for t in b.tie_group if t != b.config.key] or None,
                text=" | ".join, long=True, wide=True, breaks=", |"),
+        Column("energy J", "energy_j", lambda b: b.energy_j, text=lambda v: f"{v:.4g}", right=True,
+               wide=not any(b.energy_j is not None for b in records)),
+        Column("CI low", "ci_low_ms", lambda b: _winner_ci(b)[0], table=False),
+        Column("CI high", "ci_high_ms", lambda b: _winner_ci(b)[1], table=False),
+        Column("certified", "certified", lambda b: "; ".join(certificate_lines(b.certificate)[1:]) or None,
+               long=True, data=False, breaks="; "),
+        Column("certificate", "certificate", lambda b: b.certificate, table=False),
     ]
     if marks is not None:
         columns.append(Column("stale", "stale", lambda b: marks.get(id(b)) or None, long=True, breaks=" "))
@@ -289,6 +299,20 @@ def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, s
         title += f" on {next(iter(devices))}"
     emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title,
          style=None if marks is None else lambda b: STALE_STYLE if marks.get(id(b)) else None)
+
+
+def _winner_ci(b: BestRecord) -> tuple[float | None, float | None]:
+    """The 95 % CI of the best's median, ms: the re-timing's pooled one where stored, else its trial's."""
+    w = (b.certificate or {}).get("winner") or {}
+    if w.get("ci_low_ms") is not None:
+        return w["ci_low_ms"], w["ci_high_ms"]
+    return b.ci_low_ms, b.ci_high_ms
+
+
+def _ci_pct(b: BestRecord) -> float | None:
+    """Half the width of that CI in % of the best's time (``None``: no CI stored)."""
+    low, high = _winner_ci(b)
+    return None if low is None or high is None else 50.0 * (high - low) / b.time_ms
 
 
 def _figure(b: BestRecord) -> str:

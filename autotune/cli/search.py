@@ -226,7 +226,15 @@ def _print_header(say, s: Started, problem, ordinals, options: SearchOptions) ->
     bounds = [f"device-to-device memcpy: {b.memcpy_gbps:.0f} GB/s"] if b.memcpy_gbps else []
     if b.copy_gbps:
         bounds.append(f"{problem.kernel.objective.bound_kernel} bound: {b.copy_gbps:.0f} GB/s")
-    say.print("; ".join([*bounds, f"figure: {unit(problem.kernel)}", f"L2: {b.l2_mode} buffers"]))
+    p = options.precision
+    sampling = (f"samples: {options.repeats} per config" if p is None else
+                f"samples: until the median's 95% CI is within ±{100 * p.rel:g}% or ±{1e3 * p.floor_ms:g} µs "
+                f"({p.min_samples}..{p.max_samples} per config)")
+    say.print("; ".join([*bounds, f"figure: {unit(problem.kernel)}", f"L2: {b.l2_mode} buffers", sampling,
+                         f"objective: {options.objective}"]))
+    note = getattr(b, "energy_note", None)
+    if note:
+        err.print(f"warning: {note}", markup=False, soft_wrap=True)
 
 
 HEADER_COUNT = 10_000
@@ -273,7 +281,8 @@ def _print_result(say, result: SearchResult, store, problem, top: int, fmt: Form
         best = store.best(key)
         document["best"] = None if best is None else {"config": best.config.key, "ms": best.time_ms,
                                                       "figure": figure(problem, best.time_ms),
-                                                      "unit": unit(kern), "tie_group": list(best.tie_group)}
+                                                      "unit": unit(kern), "tie_group": list(best.tie_group),
+                                                      "certificate": best.certificate}
     say.print()
     print_tables(out, rows, result, kern, fmt, wide, document)
     if result.clock_warning:
@@ -307,3 +316,7 @@ def _print_best(say, store, key, problem, label: str) -> None:
         figure_text += f"  {100 * figure(problem, ms) / best.memcpy_gbps:.1f}% of memcpy"
     say.print(f"{label}: {best.config.key}  {figure_text} ({duration(ms)}, {how})"
               + (f"; tie group: {' | '.join(best.tie_group)}" if len(best.tie_group) > 1 else ""))
+    from autotune.store.records import certificate_lines
+
+    for line in certificate_lines(best.certificate)[1:]:
+        say.print(f"  {line}", markup=False, soft_wrap=True)
