@@ -58,7 +58,8 @@ def configs(kernel: str = "smem_pad") -> list[Config]:
 def measured(gbps: float, rows: int = 1024, cols: int = 1024, itemsize: int = 4) -> Measurement:
     ms = 2 * rows * cols * itemsize / (gbps * 1e9) * 1e3
     return Measurement(median_ms=ms, min_ms=ms * 0.98, max_ms=ms * 1.05, gbps=gbps, pct_memcpy=gbps / 30,
-                       registers=24, shared_bytes=4224, launches=50, pct_copy=gbps / 29)
+                       registers=24, shared_bytes=4224, launches=50, pct_copy=gbps / 29,
+                       samples=40, ci_low_ms=ms * 0.995, ci_high_ms=ms * 1.005, energy_j=gbps * 1e-6)
 
 
 def tune(store: Store, k: TuningKey, results: list[tuple[Config, float]], *, memcpy_gbps=3000.0,
@@ -127,6 +128,8 @@ def test_round_trip_keeps_every_provenance_field_and_figure(tuned_a, url_b, tmp_
     retimed = next(r for r in b_best if r.pooled_median_ms is not None)
     assert retimed.rounds == 2 and len(retimed.tie_group) == 2 and retimed.spread > 0
     assert retimed.device_uuid == H100.uuid and retimed.copy_gbps == 2900.0 and retimed.pct_copy is not None
+    assert retimed.samples == 40 and retimed.ci_low_ms < retimed.median_ms < retimed.ci_high_ms
+    assert retimed.energy_j is not None and retimed.certificate["winner"]["config"] == retimed.config.key
 
     # what BestRecord does not carry (memory size, launches, L2 mode, the tie group's figures)
     # survives too: B exports exactly what A did

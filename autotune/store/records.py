@@ -148,6 +148,7 @@ class ImportedResult:
         measurement: the trial's measured columns (:data:`MEASURED`; missing ones are ``None``).
         tie_group: the re-timing's tie group as stored (a list of ``{"config": key, ...}``) or ``None``.
         tuned_at: when it was tuned (aware UTC).
+        certificate: the final re-timing's certificate (:func:`certificate`), or ``None``.
     """
 
     device: Mapping[str, Any]
@@ -169,6 +170,7 @@ class ImportedResult:
     rounds: int | None
     tie_group: tuple[Mapping[str, Any], ...] | None
     tuned_at: datetime
+    certificate: Mapping[str, Any] | None = None
 
 
 def trial_record(trial: Trial, kernel: str) -> TrialRecord:

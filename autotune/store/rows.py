@@ -94,7 +94,7 @@ def update_best(session: Session, search: Search, trial: Trial, force: bool = Fa
     if force or trial.median_ms < best.trial.median_ms:
         best.trial = trial
         best.updated_at = utcnow()
-        best.pooled_median_ms = best.spread = best.rounds = best.tie_group = None
+        best.pooled_median_ms = best.spread = best.rounds = best.tie_group = best.certificate = None
         return True
     return False
 
@@ -145,6 +145,7 @@ def add_imported(session: Session, item: ImportedResult, study_name: str, sample
     best.updated_at = item.tuned_at
     best.pooled_median_ms, best.spread, best.rounds = item.pooled_median_ms, item.spread, item.rounds
     best.tie_group = list(item.tie_group) if item.tie_group is not None else None
+    best.certificate = dict(item.certificate) if item.certificate is not None else None
     session.flush()
     return "best"
 

@@ -158,10 +158,12 @@ def entry(record: BestRecord, *, total_memory: int, tie_group: list[dict[str, An
             "median_ms": record.median_ms, "min_ms": record.min_ms, "max_ms": record.max_ms,
             "gbps": record.gbps, "gflops": record.gflops, "pct_memcpy": record.pct_memcpy, "pct_copy": record.pct_copy,
             "registers": record.registers, "shared_bytes": record.shared_bytes, "launches": launches,
+            "samples": record.samples, "ci_low_ms": record.ci_low_ms, "ci_high_ms": record.ci_high_ms,
+            "energy_j": record.energy_j,
         },
         "memcpy_gbps": record.memcpy_gbps, "copy_gbps": record.copy_gbps, "l2_mode": l2_mode,
         "pooled_median_ms": record.pooled_median_ms, "spread": record.spread, "rounds": record.rounds,
-        "tie_group": tie_group,
+        "tie_group": tie_group, "certificate": record.certificate,
         "tuned_at": _iso(record.updated_at),
     }
 

@@ -184,8 +184,19 @@ def check_entry(check: Checker, item: Any, at: str, version: int, kernels: Mappi
         rounds=check.integer(check.get(item, "rounds", at, optional=True), f"{at}.rounds", null=True),
         tie_group=None if tie_group is None else tuple(tie_group),
         tuned_at=moment(check, check.get(item, "tuned_at", at), f"{at}.tuned_at"),
+        certificate=_certificate(check, check.get(item, "certificate", at, optional=True), f"{at}.certificate"),
     )
     return result, kernel
+
+
+def _certificate(check: Checker, value: Any, where: str) -> dict[str, Any] | None:
+    """The final re-timing's certificate (``autotune best`` shows it): an object with a
+    ``winner`` object, or ``None``."""
+    if value is None:
+        return None
+    cert = check.obj(value, where)
+    check.obj(check.get(cert, "winner", where), f"{where}.winner")
+    return cert
 
 
 def _v1_dims(check: Checker, item: dict, at: str, name: str, legacy: Legacy) -> Dims:
@@ -231,6 +242,9 @@ def _measurement(check: Checker, raw: dict, where: str, version: int, *, v1_prod
     m["registers"] = check.integer(check.get(raw, "registers", where), f"{where}.registers", low=0)
     m["shared_bytes"] = check.integer(check.get(raw, "shared_bytes", where), f"{where}.shared_bytes", low=0)
     m["launches"] = check.integer(check.get(raw, "launches", where, optional=True), f"{where}.launches", null=True)
+    m["samples"] = check.integer(check.get(raw, "samples", where, optional=True), f"{where}.samples", null=True)
+    for field in ("ci_low_ms", "ci_high_ms", "energy_j"):  # certified timing and energy (schema 0009): optional
+        m[field] = check.number(check.get(raw, field, where, optional=True), f"{where}.{field}", null=True)
     if not m["min_ms"] <= m["median_ms"] <= m["max_ms"]:
         raise check.fail(where, f"has min_ms {m['min_ms']!r}, median_ms {m['median_ms']!r}, max_ms "
                                 f"{m['max_ms']!r}; they must be in that order")
