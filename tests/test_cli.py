@@ -245,3 +245,16 @@ def test_search_and_best_show_the_certified_timing_and_the_winner_against_the_ru
     doc = json.loads(r.output)
     cert = doc[0]["certificate"] if isinstance(doc, list) else doc["results"][0]["certificate"]
     assert cert["level"] == 0.95 and cert["runner_up"]["rounds"] == 4 and "ratio_low" in cert["runner_up"]
+
+
+def test_on_a_gpu_without_the_energy_counter_one_line_says_why(fake_gpu, db_url, monkeypatch):
+    note = "energy is unavailable: Tesla T4 has no total-energy counter (nvmlDeviceGetTotalEnergyConsumption: Not Supported)"
+    monkeypatch.setattr(FakeBench, "energy_note", note, raising=False)
+    r = run("search", "--size", 256, "--trials", 2, "--sampler", "grid", "--objective", "energy", "--db", db_url)
+    assert r.exit_code == 2
+    errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: objective energy needs the energy per launch, and {note}"]
+
+    r = run("search", "--size", 256, "--trials", 2, "--sampler", "grid", "--energy", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert f"warning: {note}" in r.output

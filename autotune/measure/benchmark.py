@@ -106,6 +106,8 @@ class Benchmark:
             (:class:`~autotune.measure.timing.Precision`; ``None``: ``repeats`` samples).
         energy: meter joules per launch where NVML offers the total-energy counter
             (:attr:`energy_note` says why not otherwise).
+        early_stop: stop configs clearly slower than the best so far
+            (:class:`~autotune.measure.timing.EarlyStop`; off for a search of energy).
 
     Raises:
         InvalidInputError: bad repeats, or the arguments do not fit in free device memory.
@@ -113,7 +115,7 @@ class Benchmark:
 
     def __init__(self, device: DeviceInfo, problem: Problem, *, warmup: int = 10, repeats: int = 50,
                  seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None,
-                 precision: Precision | None = None, energy: bool = False) -> None:
+                 precision: Precision | None = None, energy: bool = False, early_stop: bool = True) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
         self.drv = cuda_driver()
@@ -144,7 +146,7 @@ class Benchmark:
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
-        self.early = EarlyStop()
+        self.early = EarlyStop() if early_stop else None
         self.bounds = Bounds(self, enabled=bounds)
 
     def _input(self, array, shape: tuple[int, ...], dtype: DType, given: np.ndarray | None) -> np.ndarray:

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autotune.errors import AutotuneError, TrialFailed
+from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.base import signals as stop
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
@@ -142,6 +142,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         if not feed:
             start_compiling(bench.device.arch)
         stop.check()
+        note = getattr(bench, "energy_note", None)
+        if options.objective != "time" and note:
+            raise InvalidInputError(f"objective {options.objective} needs the energy per launch, and {note}")
         store = opened[0]
         key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
         started = Started(key, store, space, bench, batch=batch)

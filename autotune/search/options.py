@@ -231,9 +231,12 @@ class SearchOptions:
 
     def benchmark_options(self) -> dict[str, Any]:
         """The keywords of the benchmark these options open (``open_benchmark``): repeats, seed,
-        precision and energy."""
-        return {"repeats": self.repeats, "seed": self.seed, "precision": self.precision,
-                "energy": self.meters_energy}
+        precision, energy, and the early stop (a time rule: off for the energy objectives)."""
+        options = {"repeats": self.repeats, "seed": self.seed, "precision": self.precision,
+                   "energy": self.meters_energy}
+        if self.objective != "time":
+            options["early_stop"] = False
+        return options
 
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:

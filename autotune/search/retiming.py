@@ -19,6 +19,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem
 from autotune.measure.measurement import Decision, Retiming
 from autotune.base import signals as stop
+from autotune.search.objective import winner_by_objective
 from autotune.search.outcome import SearchResult
 from autotune.search.winner import choose
 from autotune.store.key import TuningKey
@@ -33,7 +34,7 @@ Retime = Callable[[list[Config], int], list[Retiming]]
 
 
 def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *, top_k: int = 5,
-                 rounds: int = 5) -> SearchResult:
+                 rounds: int = 5, objective: str = "time") -> SearchResult:
     """Re-time the ``top_k`` fastest configs stored for ``key`` (by every search of it, on
     any GPU of its model) over ``rounds`` interleaved rounds and store the winner as the
     key's best: the last step of :func:`search`, run once after a search by several workers.
@@ -47,18 +48,29 @@ def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *
         if t.status == "ok":
             result.measured[t.config] = min(t.median_ms, result.measured.get(t.config, math.inf))
     if result.measured:
-        result.decision = decide(key, store, result, retime, top_k, rounds)
+        result.decision = decide(key, store, result, retime, top_k, rounds, objective)
     return result
 
 
 def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
-            rounds: int) -> Decision:
-    """Re-time the study's ``top_k`` fastest configs and store the chosen winner."""
+            rounds: int, objective: str = "time") -> Decision:
+    """Re-time the study's ``top_k`` best configs (by ``result.measured``: the objective's
+    values) and store the chosen winner: by time, the rule of
+    :func:`autotune.search.winner.choose`; by energy or EDP,
+    :func:`autotune.search.objective.winner_by_objective`."""
     problem = key.problem or Problem.of(get_kernel(key.kernel), key.dims, key.dtype)  # (a key read back: by name)
-    shared = {t.config: t.shared_bytes or 0 for t in store.key_trials(key) if t.status == "ok"}
+    ok = [t for t in store.key_trials(key) if t.status == "ok"]
+    shared = {t.config: t.shared_bytes or 0 for t in ok}
     with stop.interruptible():  # measures only: a signal may cut it anywhere
         result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
-    decision = choose(result.retimings, threads=lambda c: problem.geometry(c).threads,
-                      shared_bytes=lambda c: shared.get(c, 0))
+    threads = lambda c: problem.geometry(c).threads  # noqa: E731
+    decision = choose(result.retimings, threads=threads, shared_bytes=lambda c: shared.get(c, 0))
+    if objective != "time":
+        energy: dict[Config, float] = {}
+        for t in ok:
+            if t.energy_j is not None:
+                energy[t.config] = min(t.energy_j, energy.get(t.config, t.energy_j))
+        decision = winner_by_objective(decision, result.retimings, energy, objective, threads,
+                                       lambda c: shared.get(c, 0))
     store.set_winner(key, decision, rounds)
     return decision

@@ -25,6 +25,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dims import format_shape
 from autotune.kernel.space import SearchSpace
+from autotune.search import objective
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.store.key import TuningKey
 
@@ -56,10 +57,11 @@ def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None):
 class StoredStudy:
     """The key's study (module doc), opened for one search; call :meth:`close` at its end."""
 
-    def __init__(self, store: Store, key: TuningKey, space: SearchSpace, *, resume: bool) -> None:
+    def __init__(self, store: Store, key: TuningKey, space: SearchSpace, *, resume: bool,
+                 objective: str = "time") -> None:
         import optuna
 
-        self.store, self.key = store, key
+        self.store, self.key, self.objective = store, key, objective
         self.storage = store.optuna_storage()
         self.study = open_study(store, key, resume=resume, storage=self.storage)
         self._study_id = self.storage.get_study_id_from_name(key.study_name)
@@ -158,16 +160,18 @@ class StoredStudy:
         return trial_id, self.storage.get_trial_number_from_id(trial_id)
 
     def finish(self, trial_id: int, outcome: TrialOutcome) -> None:
-        """Tell the trial its outcome: COMPLETE with the median ms, or FAIL; the status (and
-        reason) as user attributes."""
+        """Tell the trial its outcome: COMPLETE with the objective's value (the median ms, J or
+        J s: :func:`autotune.search.objective.value`), or FAIL (also an ``ok`` trial without the
+        energy its objective needs); the status (and reason) as user attributes."""
         from optuna.trial import TrialState
 
         self._stop_beating(trial_id)
         self.storage.set_trial_user_attr(trial_id, "status", outcome.status)
         if outcome.reason:
             self.storage.set_trial_user_attr(trial_id, "reason", outcome.reason)
-        if outcome.status == "ok":
-            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [outcome.measurement.median_ms])
+        score = objective.value(outcome.measurement, self.objective) if outcome.status == "ok" else None
+        if score is not None:
+            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [score])
         else:
             self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
 

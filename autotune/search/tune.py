@@ -130,7 +130,7 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
                                  precheck=False, repeats=options.repeats, seed=options.seed) as bench:
         stop.check()
         result = retime_study(key, store, retime_or_error(bench.retime), search_id, top_k=options.top_k,
-                              rounds=options.rounds)
+                              rounds=options.rounds, objective=options.objective)
     result.reports = reports
     result.whole_space = whole
     return result

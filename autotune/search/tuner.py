@@ -40,7 +40,7 @@ from autotune.kernel.space import SearchSpace
 from autotune.measure.nvml import clock_warning
 from autotune.base import signals as stop
 from autotune.store.study_labels import label_study
-from autotune.search import proposals, retiming
+from autotune.search import objective, proposals, retiming
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
@@ -122,7 +122,8 @@ class Tuner:
             return self._run()
 
     def _run(self) -> SearchResult:
-        study = StoredStudy(self.store, self.key, self.space, resume=self.options.resume)
+        study = StoredStudy(self.store, self.key, self.space, resume=self.options.resume,
+                            objective=self.options.objective)
         try:
             label_study(study.study, self.key, self.options.strategy_name, self.store.errors)  # optuna-dashboard
             with self.store.errors():
@@ -137,7 +138,8 @@ class Tuner:
         start_clocks = tools.clocks() if tools.clocks else None
         search_id = store.start_search(self.key, study_name=self.key.study_name, sampler=self.options.strategy_name,
                                        seed=self.options.seed, memcpy_gbps=tools.memcpy_gbps,
-                                       copy_gbps=tools.copy_gbps, l2_mode=tools.l2_mode, clocks=start_clocks)
+                                       copy_gbps=tools.copy_gbps, l2_mode=tools.l2_mode, clocks=start_clocks,
+                                       objective=self.options.objective)
         result = self.result = SearchResult(self.key, search_id)
         status = "failed"
         try:
@@ -151,7 +153,7 @@ class Tuner:
                 if tools.retime is not None and result.measured:
                     self.flight["retime"] = True
                     result.decision = retiming.decide(self.key, store, result, tools.retime, self.options.top_k,
-                                                      self.options.rounds)
+                                                      self.options.rounds, self.options.objective)
                     self.flight.clear()
             status = "finished"
         except KeyboardInterrupt:
@@ -237,10 +239,11 @@ class Tuner:
                 continue
             self.seen[config] = outcome
             result.outcomes.append(outcome)
-            if outcome.status == "ok":
-                result.measured[config] = outcome.measurement.median_ms
+            score = objective.value(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
+            if score is not None:
+                result.measured[config] = score
             started = time.perf_counter()
-            self.strategy.tell(config, outcome.measurement.median_ms if outcome.status == "ok" else None)
+            self.strategy.tell(config, score)
             self._spent(started)
             if self.on_trial is not None:
                 self.on_trial(outcome, result)

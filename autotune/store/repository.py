@@ -266,13 +266,15 @@ class Store:
     def start_search(
         self, key: TuningKey, *, study_name: str, sampler: str, seed: int | None, memcpy_gbps: float | None,
         copy_gbps: float | None = None, l2_mode: str | None = None, clocks: dict | None = None,
+        objective: str = "time",
     ) -> int:
         """Record the start of a search for ``key`` (status ``running``) on the physical GPU
         ``key.device`` (its UUID, ordinal and PCI bus id are kept); returns its id.
 
         ``memcpy_gbps`` and ``copy_gbps`` are the device-to-device memcpy and the copy_row
         bound measured for it (GB/s); ``l2_mode`` how timing treated L2; ``clocks`` the GPU
-        clocks at the start (:func:`autotune.measure.nvml.clock_state`).
+        clocks at the start (:func:`autotune.measure.nvml.clock_state`); ``objective`` what it
+        minimises (``time``, ``energy`` or ``edp``).
         """
         with self.session() as session:
             search = Search(
@@ -282,7 +284,7 @@ class Store:
                 compile_flags=key.compile_flags, study_name=study_name, sampler=sampler,
                 seed=seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps, l2_mode=l2_mode,
                 clocks_start=clocks, status="running", gpu_uuid=key.device.uuid,
-                gpu_ordinal=key.device.ordinal, gpu_pci_bus_id=key.device.pci_bus_id,
+                gpu_ordinal=key.device.ordinal, gpu_pci_bus_id=key.device.pci_bus_id, objective=objective,
             )
             session.add(search)
             session.flush()
