@@ -56,7 +56,7 @@ def with_nvml(monkeypatch):
 
 
 def test_the_energy_meter_reads_the_counter(with_nvml):
-    nv = with_nvml()
+    with_nvml()
     meter = nvml.energy_meter("0000:01:00.0")
     assert isinstance(meter, nvml.EnergyMeter) and meter.millijoules() == 1_000_000
     assert nvml.sm_clock_reader("0000:01:00.0")() == 1980
