@@ -213,6 +213,12 @@ BAD = [
     ((("objective", "bound_kernel", "copy row"),), "[objective] bound_kernel", "is not allowed"),
     ((("objective", "gflops", "n"),), "[objective] gflops", "unknown field; allowed: bytes, flops"),
     ((("launches", {"block": [1]}),), "launches", "unknown field; allowed: args, check"),
+    ((("flags", {"unroll": [0, 1]}),), "[flags] unroll", "is not a flag autotune knows; allowed: maxrregcount, "
+                                                         "ptxas_opt, fast_math"),
+    ((("flags", {"maxrregcount": [0, 8]}),), "[flags] maxrregcount", "a register cap is 0 (none) or 16..255"),
+    ((("flags", {"ptxas_opt": [1, 4]}),), "[flags] ptxas_opt", "[1, 4] is not allowed; give a list of integers 0..3"),
+    ((("flags", {"fast_math": [1]}),), "[flags] fast_math", "[1] lacks 0 (nvcc's own behaviour, the default)"),
+    ((("flags", {"fast_math": True}),), "[flags] fast_math", "is not allowed"),
 ]
 
 
@@ -270,3 +276,32 @@ def test_a_source_outside_the_kernel_files_folder_is_read_and_shown_resolved(tmp
     assert kernel.source == shared.resolve() and ".." not in str(kernel.source)
     doc["source"] = "/etc/hostname"  # a text file, but no kernel: nvcc is the judge of its contents
     assert load_kernel(write_kernel(tmp_path / "kernels" / "k.toml", doc)).source == Path("/etc/hostname").resolve()
+
+
+
+def test_nvcc_flags_are_tunables_of_the_config_the_key_and_the_build(folder):
+    from autotune.measure.compile import COMPILE_FLAGS, nvcc_options
+
+    plain = load_kernel(write(folder, DOC, "plain.toml"))
+    doc = changed(("name", "scale_flags"), ("flags", {"maxrregcount": [0, 32, 64], "ptxas_opt": [1, 3],
+                                                      "fast_math": [0, 1]}))
+    k = load_kernel(write(folder, doc))
+    assert k.tunables == ("BLOCK", "NVCC_FAST_MATH", "NVCC_MAXRREGCOUNT", "NVCC_PTXAS_O")
+    assert dict(k.params)["NVCC_MAXRREGCOUNT"] == (0, 32, 64)
+    assert k.default_config().as_dict() == {"BLOCK": 128, "NVCC_FAST_MATH": 0, "NVCC_MAXRREGCOUNT": 0,
+                                            "NVCC_PTXAS_O": 3}
+    assert len(k.space().configs()) == 3 * 3 * 2 * 2
+    f32 = get_dtype("float32")
+    default = nvcc_options(k, k.default_config(), f32)
+    assert default == nvcc_options(plain, plain.default_config(), f32)  # neutral flags: the same build
+    tuned = Config.of("scale_flags", {"BLOCK": 128, "NVCC_FAST_MATH": 1, "NVCC_MAXRREGCOUNT": 32, "NVCC_PTXAS_O": 1})
+    options = nvcc_options(k, tuned, f32)
+    assert options[-4:] == ["--use_fast_math", "--maxrregcount=32", "-Xptxas", "-O1"]
+    assert not any(o.startswith("-DNVCC_") for o in options) and set(COMPILE_FLAGS) <= set(options)
+    assert k.spec_hash != plain.spec_hash  # the flags are part of what builds the binary
+    assert plain.spec_hash == load_kernel(write(folder, DOC, "again.toml")).spec_hash
+
+
+def test_a_flag_default_may_be_given_in_the_space_default(folder):
+    doc = changed(("flags", {"fast_math": [1]}), ("space", "default", {"BLOCK": 128, "NVCC_FAST_MATH": 1}))
+    assert load_kernel(write(folder, doc)).default_config()["NVCC_FAST_MATH"] == 1

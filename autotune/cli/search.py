@@ -319,4 +319,4 @@ def _print_best(say, store, key, problem, label: str) -> None:
     from autotune.store.records import certificate_lines
 
     for line in certificate_lines(best.certificate)[1:]:
-        say.print(f"  {line}", markup=False, soft_wrap=True)
+        say.print(f"  {line}", markup=False)  # wrapped at spaces: a config stays whole

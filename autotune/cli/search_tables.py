@@ -133,4 +133,4 @@ def print_tables(console, rows: list[dict], result: SearchResult, kern, fmt: For
     if d.tied:
         console.print(f"statistically tied (the paired 95% CI of the time ratio holds 1, or within the spread): "
                       f"{', '.join(r.config.key for r in d.tie_group)}; the rule chose {d.winner.config.key}",
-                      markup=False, soft_wrap=True)
+                      markup=False)  # wrapped at spaces: a config stays whole

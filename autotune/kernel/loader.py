@@ -29,7 +29,8 @@ __all__ = ["load_kernel", "kernel_from_dict", "NAME"]
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 """What a kernel, dimension, argument or macro name may be (``\\Z``, not ``$``: ``$`` also
 matches before a final newline, and ``"x\\n"`` is no C identifier)."""
-_TOP = {"name", "summary", "source", "function", "problem", "args", "launch", "macros", "space", "check", "objective"}
+_TOP = {"name", "summary", "source", "function", "problem", "args", "launch", "macros", "space", "check", "objective",
+        "flags"}
 
 
 def load_kernel(path: str | Path) -> Kernel:
@@ -145,6 +146,8 @@ def kernel_from_dict(doc: dict[str, Any], path: Path | None = None, *, source_ro
         r.name(k, "[space] default")
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise r.fail(f"[space] default {k}", f"{v!r} is not allowed; give a non-negative integer")
+    flag_params, flags = _flags(r, r.get(doc, "flags", "[flags]", dict, {}, "a table of nvcc options as tunables"),
+                                defaults, space)
     clash = sorted(set(defaults) & (set(fixed) | set(dims) | {"itemsize", dtype_macro}))
     if clash:
         raise r.fail("[space] default", f"{clash[0]} is also a fixed macro, a dim, itemsize or the dtype macro; "
@@ -163,7 +166,8 @@ def kernel_from_dict(doc: dict[str, Any], path: Path | None = None, *, source_ro
                                                   "function"),
         dims=dims, args=args, launch=launch, defaults=MappingProxyType(dict(defaults)),
         max_dims=MappingProxyType(dict(max_dims)),
-        params=_params(r, space), constraints=tuple(r.get(space, "constraints", "[space] constraints", list, [],
+        flags=MappingProxyType(flags),
+        params=tuple(sorted(_params(r, space) + flag_params)), constraints=tuple(r.get(space, "constraints", "[space] constraints", list, [],
                                                           "a list of strings")),
         fixed=MappingProxyType(dict(fixed)), dtypes=dtypes, dtype_macro=dtype_macro,
         check_spec=_check(r, r.get(doc, "check", "[check]", dict, {}, "a table"), every, args),
@@ -332,6 +336,37 @@ def _params(r: _Reader, space: dict) -> tuple[tuple[str, tuple[int, ...]], ...]:
     if not isinstance(params, dict):
         raise r.fail("[space] params", "is not a table of macro = [values]")
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+def _flags(r: _Reader, table: dict, defaults: dict, space: dict
+           ) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], dict[str, str]]:
+    """``[flags]``: nvcc options as tunables (:data:`autotune.kernel.model.FLAGS`), e.g.
+    ``{ maxrregcount = [0, 64, 128], ptxas_opt = [1, 3], fast_math = [0, 1] }``. Each becomes a
+    tunable of the space (``NVCC_MAXRREGCOUNT`` ...) whose default, unless ``[space] default``
+    gives one, is the neutral value (nvcc's own behaviour), which must then be in its list.
+    ``defaults`` gets them. Returns the space params and the tunable -> flag map."""
+    from autotune.kernel.model import FLAGS
+
+    if table and "file" in space:
+        raise r.fail("[flags]", "is allowed with [space] params only (a space file has no flags)")
+    params, flags = [], {}
+    for key, values in table.items():
+        if key not in FLAGS:
+            raise r.fail(f"[flags] {key}", f"is not a flag autotune knows; allowed: {', '.join(FLAGS)}")
+        name, (low, high), neutral = FLAGS[key]
+        if (not isinstance(values, list) or not values
+                or any(not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high for v in values)):
+            raise r.fail(f"[flags] {key}", f"{values!r} is not allowed; give a list of integers {low}..{high}")
+        if key == "maxrregcount" and any(0 < v < 16 for v in values):
+            raise r.fail(f"[flags] {key}", f"{values!r} is not allowed; a register cap is 0 (none) or 16..255")
+        if name not in defaults:
+            if neutral not in values:
+                raise r.fail(f"[flags] {key}", f"{values!r} lacks {neutral} (nvcc's own behaviour, the default); "
+                                               f"add it or give {name} in [space] default")
+            defaults[name] = neutral
+        params.append((name, tuple(values)))
+        flags[name] = key
+    return tuple(params), flags
 
 
 def _check_space(r: _Reader, kernel: Kernel, space: dict) -> None:

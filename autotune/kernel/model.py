@@ -38,7 +38,33 @@ if TYPE_CHECKING:
     from autotune.kernel.space import SearchSpace
 
 __all__ = ["ROLES", "INITS", "SCALAR_TYPES", "COMPARES", "Array", "Scalar", "Launch", "Geometry", "Check", "Objective",
-           "Kernel"]
+           "Kernel", "FLAGS", "flag_options"]
+
+FLAGS: dict[str, tuple[str, tuple[int, int], int]] = {
+    "maxrregcount": ("NVCC_MAXRREGCOUNT", (0, 255), 0),
+    "ptxas_opt": ("NVCC_PTXAS_O", (0, 3), 3),
+    "fast_math": ("NVCC_FAST_MATH", (0, 1), 0),
+}
+"""The nvcc options a kernel file may declare as tunables (``[flags]``, issue 40): the key in the
+file -> (the tunable's name in configs, the allowed values, the neutral value: nvcc's own
+behaviour). ``maxrregcount = N``: ``--maxrregcount=N`` (0: no cap); ``ptxas_opt = N``: ``-Xptxas
+-ON`` (3 is nvcc's default); ``fast_math = 1``: ``--use_fast_math``."""
+
+
+def flag_options(flags: Mapping[str, str], values: Mapping[str, int]) -> list[str]:
+    """The nvcc options of the flag tunables ``flags`` (tunable name -> key of :data:`FLAGS`) at
+    ``values`` (a config's macros); a neutral value adds nothing."""
+    out: list[str] = []
+    for name, kind in sorted(flags.items()):
+        v = values[name]
+        if kind == "maxrregcount" and v:
+            out.append(f"--maxrregcount={v}")
+        elif kind == "ptxas_opt" and v != 3:
+            out += ["-Xptxas", f"-O{v}"]
+        elif kind == "fast_math" and v:
+            out.append("--use_fast_math")
+    return out
+
 
 ROLES = ("in", "out", "inout", "scratch")
 """Array roles: read; written (poisoned, guarded, checked); both (checked); a workspace (never checked)."""
@@ -163,7 +189,9 @@ class Kernel:
     """One kernel: source, problem, arguments, launch geometry, space, check and objective.
 
     ``params`` are ``(macro, values)`` pairs of the kernel's own space (its ``[space]``),
-    ``defaults`` its default config, ``fixed`` its fixed macros, ``max_dims`` the largest value
+    ``defaults`` its default config, ``fixed`` its fixed macros, ``flags`` its nvcc options
+    declared as tunables (tunable name -> key of ``FLAGS``: they are in ``params`` and
+    ``defaults`` like any tunable, but reach nvcc as options, not ``-D``), ``max_dims`` the largest value
     of dims its launch geometry allows (``[problem] max``; a dim not in it: ``MAX_DIM``). Instances are compared
     by identity; loaders return one instance per file.
     """
@@ -186,6 +214,7 @@ class Kernel:
     path: Path | None = None
     space_file: Path | None = None
     max_dims: Mapping[str, int] = field(default_factory=dict)
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tunables(self) -> tuple[str, ...]:
@@ -253,8 +282,13 @@ class Kernel:
             InvalidInputError: ``config`` does not fit this kernel ([`check`][autotune.kernel.model.Kernel.check]).
         """
         self.check(config)
-        values = {**config.as_dict(), **self.fixed}
+        values = {**{k: v for k, v in config.as_dict().items() if k not in self.flags}, **self.fixed}
         return {**{k: str(v) for k, v in sorted(values.items())}, self.dtype_macro: dtype.ctype}
+
+    def nvcc_flags(self, config: Config) -> list[str]:
+        """The nvcc options ``config`` sets through the kernel's flag tunables (``FLAGS``;
+        none for a kernel without ``[flags]``)."""
+        return flag_options(self.flags, config.as_dict()) if self.flags else []
 
     def env(self, dims: Mapping[str, int], dtype: DType, config: Config | None = None) -> dict[str, int]:
         """The names expressions see: dims, fixed macros, ``config``'s macros and ``itemsize``."""
@@ -320,6 +354,8 @@ class Kernel:
                "launch": {"block": expr(self.launch.block), "grid": expr(self.launch.grid),
                           "shared": str(self.launch.shared)},
                "fixed": dict(sorted(self.fixed.items())), "tunables": list(self.tunables)}
+        if self.flags:  # (absent: the hash of kernels without flags is what it was)
+            doc["flags"] = dict(sorted(self.flags.items()))
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
     def __repr__(self) -> str:

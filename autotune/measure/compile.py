@@ -41,8 +41,11 @@ def compile_flags(arch: str) -> str:
 
 
 def nvcc_options(kernel: Kernel, config: Config, dtype: DType) -> list[str]:
-    """``-D`` options for the macros of ``config`` and ``dtype`` plus :data:`COMPILE_FLAGS`."""
-    return [f"-D{k}={v}" for k, v in kernel.macros(config, dtype).items()] + list(COMPILE_FLAGS)
+    """``-D`` options for the macros of ``config`` and ``dtype``, :data:`COMPILE_FLAGS`, then the
+    options ``config`` sets through the kernel's flag tunables (``[flags]``:
+    :meth:`~autotune.kernel.model.Kernel.nvcc_flags`); all of them key the cubin cache."""
+    return ([f"-D{k}={v}" for k, v in kernel.macros(config, dtype).items()] + list(COMPILE_FLAGS)
+            + kernel.nvcc_flags(config))
 
 
 def _one_line(message: str) -> str:

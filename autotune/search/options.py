@@ -113,13 +113,13 @@ class SearchOptions:
         space: a space TOML file instead of the kernel's own space (``None``).
         repeats: timed samples per config when ``ci`` is 0, and per config and round of the
             final re-timing (20 .. ``MAX_REPEATS``).
-        ci: certified timing (:class:`autotune.measure.timing.Precision`): each config is sampled
+        ci: certified timing (`autotune.measure.timing.Precision`): each config is sampled
             until half the 95 % CI of its median is within this fraction of it (0 < ci < 1;
             default 0.01), or within ``ci_floor_us``; 0 turns it off (``repeats`` samples).
         ci_floor_us: the absolute floor of that half-width, µs (>= 0; default 0.5).
-        min_samples, max_samples: the fewest and most samples of a config with ``ci``
-            (``PROBE`` .. ``MAX_REPEATS``, min <= max).
-        objective: what is minimised (:data:`OBJECTIVES`): ``time``, ``energy`` (J per launch,
+        min_samples: the fewest samples of a config with ``ci`` (``PROBE`` .. ``MAX_REPEATS``).
+        max_samples: the most samples of a config with ``ci`` (``min_samples`` .. ``MAX_REPEATS``).
+        objective: what is minimised (``OBJECTIVES``): ``time``, ``energy`` (J per launch,
             NVML's total-energy counter) or ``edp`` (energy x time); the last two meter energy.
         energy: meter energy per launch with the ``time`` objective too (stored beside the time).
         top_k: how many of the fastest configs are re-timed, interleaved, after the trials
@@ -216,7 +216,7 @@ class SearchOptions:
 
     @property
     def precision(self):
-        """The :class:`autotune.measure.timing.Precision` of ``ci`` (``None``: ``ci`` is 0,
+        """The ``autotune.measure.timing.Precision`` of ``ci`` (``None``: ``ci`` is 0,
         ``repeats`` samples per config)."""
         from autotune.measure.timing import Precision
 
