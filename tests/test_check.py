@@ -256,3 +256,13 @@ def test_check_calls_a_python_reference_once_and_names_what_is_wrong(broken, tmp
         assert code == 2 and len(errors(output)) == 1, output
         assert "[check] reference" in errors(output)[0] and message in errors(output)[0], output
         assert "n=16, float32" in errors(output)[0], output
+
+
+def test_check_builds_the_nvcc_flags_a_kernel_file_declares(broken):
+    path = broken("[space]\n", "[flags]\nmaxrregcount = [0, 32]\nptxas_opt = [1, 3]\nfast_math = [0, 1]\n\n[space]\n",
+                  small=True)
+    code, output = check(path, "--dtype", "float32")
+    assert code == 0, output
+    assert "tunables BLOCK_SIZE, ITEMS_PER_THREAD, MAX_BLOCKS, NVCC_FAST_MATH, NVCC_MAXRREGCOUNT, NVCC_PTXAS_O" in output
+    assert re.search(r"compiled 32 of 32 builds \(32 configs x 1 dtype", output), output
+    assert "ok: every config" in output
