@@ -83,3 +83,42 @@ def test_a_search_stores_the_certificate_and_best_shows_it(tmp_path):
     assert r.exit_code == 0, r.output
     assert "runner-up " in r.output and "paired over 5 rounds" in r.output
     print(r.output)
+
+
+def test_flag_tunables_build_verify_and_time_on_the_gpu(device, tmp_path):
+    """The reduction example with [flags]: its default macros under every flag combination,
+    verified and timed; prints each against the macro-only build (what the issue's flag
+    benchmark measures at scale)."""
+    import re
+    from pathlib import Path
+
+    from autotune.kernel.loader import load_kernel
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "reduction"
+    text = (root / "reduce.toml").read_text().replace(
+        "[space]\n", "[flags]\nmaxrregcount = [0, 32]\nptxas_opt = [1, 3]\nfast_math = [0, 1]\n\n[space]\n", 1)
+    text = re.sub(r'^name = "reduce_sum"', 'name = "reduce_sum_flags"', text, count=1, flags=re.M)
+    (tmp_path / "reduce.cu").write_text((root / "reduce.cu").read_text())
+    (tmp_path / "reduce.toml").write_text(text)
+    kernel = load_kernel(tmp_path / "reduce.toml")
+    problem = Problem.of(kernel, {"n": 1 << 24}, get_dtype("float32"))
+    b = Benchmark(device, problem, warmup=5, repeats=20, seed=0, bounds=False, precision=Precision(),
+                  early_stop=False)
+    base = kernel.default_config().as_dict()
+    results = {}
+    try:
+        for c in kernel.space().configs():
+            m = c.as_dict()
+            if any(m[k] != v for k, v in base.items() if not k.startswith("NVCC_")):
+                continue  # the default's macros only
+            results[c.key] = b.measure(c)
+    finally:
+        b.free()
+    assert len(results) == 8
+    plain = results[kernel.default_config().key]
+    print()
+    for key, m in sorted(results.items(), key=lambda kv: kv[1].median_ms):
+        print(f"{m.median_ms * 1e3:8.2f} µs ({100 * (m.median_ms / plain.median_ms - 1):+.2f}%) "
+              f"regs {m.registers:3d}  {key}")
+    capped = [m for k, m in results.items() if "NVCC_MAXRREGCOUNT=32" in k]
+    assert all(m.registers <= 32 for m in capped)
