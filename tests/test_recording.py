@@ -125,6 +125,36 @@ def test_a_launch_in_a_graph_capture_is_counted_not_timed(fake, histogram, db_ur
     assert (w.calls, w.sampled, w.ms_per_call) == (1, 0, None)
 
 
+def test_samples_in_flight_are_capped_and_the_events_destroyed_at_stop(fake, histogram, db_url, monkeypatch):
+    monkeypatch.setattr(recording, "MAX_IN_FLIGHT", 3)
+    monkeypatch.setattr(recording, "READ_S", 3600.0)  # the flusher reads nothing back: only stop() does
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((64,), "uint8")
+    f(bins, data)
+    lib = fake
+    with autotune.record("cap", db=db_url, sample_every=1, flush_s=3600) as r:
+        for _ in range(10):
+            f(bins, data)
+        assert len(r._pending) == 3  # the 4th to 10th sampled calls found the limit: counted, not timed
+    (w,) = problems(db_url, "cap").values()
+    assert (w.calls, w.sampled) == (10, 3)
+    assert sorted(lib.destroyed) == sorted(lib.events)  # every event made was destroyed at stop
+    assert len(lib.events) == 6
+
+
+def test_events_are_reused_once_read_back(fake, histogram, db_url):
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((64,), "uint8")
+    f(bins, data)
+    with autotune.record("reuse", db=db_url, sample_every=1, flush_s=3600) as r:
+        for _ in range(5):
+            f(bins, data)
+            r.flush()  # reads the completed sample back: its pair is free for the next call
+    (w,) = problems(db_url, "reuse").values()
+    assert (w.calls, w.sampled) == (5, 5)
+    assert len(fake.events) == 2
+
+
 @pytest.mark.parametrize("name, message", [
     ("", "record name '' is empty"), ("   ", "record name '   ' is empty"),
     ("x" * 101, "is 101 characters long; give 1 to 100 printable characters"),
