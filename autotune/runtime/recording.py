@@ -4,7 +4,8 @@ While a recording is active, every launch made through [`launcher`][autotune.lau
 (`KernelLauncher`'s prepared launches), [`compiled`][autotune.compiled] (`Launcher.__call__`)
 and [`transpose`][autotune.transpose] is counted per problem (the device model, the kernel
 with its source and spec hashes, the dims, the dtype), and one call in :data:`SAMPLE_EVERY`
-(the first, then every N-th) is timed on the GPU with two CUDA events recorded on the
+(the second, then every N-th after it; the first call of a launch may load its module
+lazily, so it is never timed) is timed on the GPU with two CUDA events recorded on the
 launch's stream around it. The events are read back by a background thread (the flusher),
 never on the launch path; it writes what was counted to the results database every
 :data:`FLUSH_S` seconds as one batch, one transaction (``autotune.store.workloads``), so a
@@ -56,8 +57,9 @@ __all__ = ["Recording", "record", "active", "track", "register_method", "from_en
            "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "ENV"]
 
 SAMPLE_EVERY = 64
-"""One call in this many of each prepared launch is timed on the GPU (the 1st, 65th, ...): a
-power of two."""
+"""One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; the
+1st is never timed: it may load the module, which the 3-step app's plan of 2026-11-27 read
+as a kernel 10x its time): a power of two."""
 FLUSH_S = 2.0
 """Seconds between two batches written by the flusher."""
 READ_S = 0.05
@@ -248,16 +250,19 @@ class Recording:
             return go
         slot = self._slot(p.launcher.problem, p.launcher.device)
         calls, mask, sample = slot.calls, self.sample_every - 1, self._sample
+        second = 2 & mask  # calls 2, 2 + N, 2 + 2N, ... (N >= 2) are timed
         if mask == 0:
             def every(pointers, stream: int) -> None:
                 calls[0] += 1
+                if calls[0] == 1:
+                    return go(pointers, stream)
                 sample(go, (pointers, stream), stream, slot)
             return every
 
         def recorded(pointers, stream: int) -> None:
             n = calls[0] + 1
             calls[0] = n
-            if n & mask != 1:
+            if n & mask != second:
                 return go(pointers, stream)
             sample(go, (pointers, stream), stream, slot)
         return recorded
@@ -267,7 +272,7 @@ class Recording:
         if it is the one sampled (``stream()`` gives its stream then)."""
         with slot.lock:
             n = slot.calls[0] = slot.calls[0] + 1
-        if (n - 1) % self.sample_every:
+        if n < 2 or (n - 2) % self.sample_every:
             return launch(*args)
         return self._sample(launch, args, stream(), slot)
 
