@@ -10,7 +10,7 @@ import sys
 import types
 
 from autotune.kernel.model import Array
-from autotune.runtime.launch import CTYPES
+from autotune.runtime.compiled import CTYPES
 
 
 class FakeDtype:

@@ -19,10 +19,10 @@ import autotune
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.loader import load_kernel
-from autotune.runtime import launch as launch_module
+from autotune.runtime import compiled as launch_module
 from autotune.runtime import recording
-from autotune.runtime.launch import Launcher
-from autotune.runtime.prepared import PreparedTranspose
+from autotune.runtime.compiled import Launcher
+from autotune.runtime.transpose.prepared import PreparedTranspose
 
 from fake_gpu_arrays import Tensor, install
 

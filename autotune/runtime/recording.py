@@ -523,7 +523,7 @@ def register_method(cls: type, attribute: str, factory: Callable[[Callable, Reco
 
 
 def launcher_call(original: Callable, recording: Recording) -> Callable:
-    """The counting ``Launcher.__call__`` (module ``autotune.runtime.launch``)."""
+    """The counting ``Launcher.__call__`` (module ``autotune.runtime.compiled``)."""
     def __call__(self, *arrays, stream=None):
         if self.device is None or not arrays:
             return original(self, *arrays, stream=stream)
@@ -534,7 +534,7 @@ def launcher_call(original: Callable, recording: Recording) -> Callable:
 
 
 def transpose_call(original: Callable, recording: Recording) -> Callable:
-    """The counting ``PreparedTranspose.__call__`` (module ``autotune.runtime.prepared``)."""
+    """The counting ``PreparedTranspose.__call__`` (module ``autotune.runtime.transpose.prepared``)."""
     def __call__(self, out, src, ld, batch, batch_stride, stream):
         launcher = self.launcher
         if launcher.device is None:

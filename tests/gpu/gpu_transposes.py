@@ -24,7 +24,7 @@ def check_views_and_batches(torch, kernel_name: str, dtype: str, db: str) -> Non
     """autotune.transpose(v, kernel=kernel_name) equals v.mT.contiguous() for odd views and batches of
     ``dtype`` (a torch dtype name): a contiguous batch, a column slice, every other matrix, an odd
     start, the rows of a transposed copy."""
-    from autotune.runtime.transpose import transpose
+    from autotune.runtime.transpose.op import transpose
 
     g = torch.Generator(device="cuda").manual_seed(1)
     base = torch.randn((3, 4, 133, 301), device="cuda", generator=g, dtype=torch.float64).to(getattr(torch, dtype))

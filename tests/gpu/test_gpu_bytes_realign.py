@@ -59,7 +59,7 @@ def test_batches_and_views_match_torch(dtype, tmp_path):
     """autotune.transpose(x, kernel="smem_bytes") on the views of
     tests/gpu/test_gpu_transpose_views.py, plus pitches with odd pads."""
     torch = pytest.importorskip("torch")
-    from autotune.runtime.transpose import transpose
+    from autotune.runtime.transpose.op import transpose
 
     db = f"sqlite:///{tmp_path / 'none.db'}"
     g = torch.Generator(device="cuda").manual_seed(1)

@@ -52,7 +52,7 @@ def test_views_and_batches_match_torch_forced_and_by_rule(dtype, tmp_path):
     on skinny shapes of >= 1 MiB whose short rows are under 128 bytes, which the rule sends to skinny
     (or, for 4- and 8-byte elements with short output rows, to naive_flat)."""
     torch = pytest.importorskip("torch")
-    from autotune.runtime.transpose import transpose, transpose_plan
+    from autotune.runtime.transpose.op import transpose, transpose_plan
 
     db = f"sqlite:///{tmp_path / 'none.db'}"
     g = torch.Generator(device="cuda").manual_seed(1)
