@@ -19,7 +19,7 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.proposals import check_grid
-from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, SWEEP_STRATEGY
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
@@ -134,7 +134,7 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
-    options = _options(seed=0, strategy="grid", batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
+    options = _options(seed=0, strategy=SWEEP_STRATEGY, batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
                        rounds=rounds, db=db, trial_timeout=trial_timeout)
     if device < 0:
         parse_devices(str(device))
