@@ -242,12 +242,12 @@ def check_strategy_options(strategy: object, given: Mapping[str, Any] | None) ->
         option = traits_of(strategy).option(key) if isinstance(key, str) else None
         if option is None:
             allowed = ", ".join(f"{o.name} ({o.allowed})" for o in takes) if takes else "no option"
-            raise OptionError("strategy_options", f"{key}={value}", f"is not allowed: strategy {name} takes {allowed}")
+            raise OptionError("strategy_options", f"{key}={value}", f"is not allowed; strategy {name} takes {allowed}")
         try:
             parsed[key] = option.parse(value)
         except (ValueError, TypeError, OverflowError):
             raise OptionError("strategy_options", f"{key}={value}",
-                              f"is not allowed: option {key} of strategy {name} takes {option.allowed}") from None
+                              f"is not allowed; option {key} of strategy {name} takes {option.allowed}") from None
     return StrategyOptions(parsed)
 
 
