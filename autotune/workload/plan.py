@@ -43,9 +43,8 @@ class PlanRow:
             where the figure comes from.
         saving_ms: expected GPU time saved over the recorded calls, ms.
         budget_s: seconds of GPU time its search gets (0: not searched, only measured).
-        strategy: its search's strategy (``transfer``, or the default strategy,
-            [`DEFAULT_STRATEGY`][autotune.search.strategies.registry.DEFAULT_STRATEGY]: ``tpe``;
-            ``None``: not searched).
+        strategy: its search's strategy (``transfer``, or the default strategy, ``tpe``:
+            ``DEFAULT_STRATEGY`` of ``autotune.search.strategies``; ``None``: not searched).
         note: why it is not searched, where it is not.
     """
 

@@ -2,25 +2,14 @@
 and the default (:data:`DEFAULT_STRATEGY`, the one place to change it).
 
 A user's strategy is one :func:`register` call away from ``autotune search --strategy NAME``
-and ``autotune.tune(..., strategy=NAME)``::
-
-    from autotune.search.strategies import Strategy, StrategyOption, Traits, register
-
-    class Descent(Strategy):                     # the ask/tell contract of strategies/base.py
-        def __init__(self, space, seed=None, history=(), step=1):
-            self.step = step
-            super().__init__(space, seed, history)
-        def _propose(self, k): ...
-
-    register("descent", Descent, Traits(options=(StrategyOption("step", 1, low=1, high=8),)))
-
-The factory is called ``factory(space, seed, history, **options)``: ``options`` are the
-traits' options, each the value given (``strategy_options``) or its default; a strategy whose
-traits say ``partitions`` also gets ``part=(i, n)`` and ``last=`` where several workers share
-one study. The command line sees a strategy registered when its module is imported: by the
-program that calls :func:`autotune.tune`, or by ``AUTOTUNE_STRATEGIES=module[,module...]``:
-each module is imported when a name is not registered (:func:`check_strategy`), so
-``autotune search`` and the worker process of each GPU of a search over several GPUs find it.
+and ``autotune.tune(..., strategy=NAME)`` (its docstring has an example). The factory is called
+``factory(space, seed, history, **options)``: ``options`` are the traits' options, each the
+value given (``strategy_options``) or its default; a strategy whose traits say ``partitions``
+also gets ``part=(i, n)`` and ``last=`` where several workers share one study. The command
+line sees a strategy registered when its module is imported: by the program that calls
+:func:`autotune.tune`, or by ``AUTOTUNE_STRATEGIES=module[,module...]``: each module is
+imported when a name is not registered (:func:`check_strategy`), so ``autotune search`` and
+the worker process of each GPU of a search over several GPUs find it.
 """
 
 from __future__ import annotations
@@ -45,8 +34,9 @@ __all__ = ["DEFAULT_STRATEGY", "SWEEP_STRATEGY", "STRATEGIES", "TRAITS", "Factor
            "traits_of"]
 
 DEFAULT_STRATEGY = "tpe"
-"""The strategy of a search that names none (``autotune search``, :func:`autotune.tune`,
-:class:`~autotune.search.options.SearchOptions`, a workload's problem without tuned shapes)."""
+"""The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
+[`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
+shapes): written here only, so that a new default is this one line."""
 
 SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:
@@ -118,8 +108,8 @@ _FACTORIES: dict[str, Factory] = {}
 _TRAITS: dict[str, Traits] = {}
 
 STRATEGIES: Mapping[str, Factory] = types.MappingProxyType(_FACTORIES)
-"""Strategy name -> ``factory(space, seed, history, **options)`` (read-only; :func:`register`
-adds one); ``make_strategy`` also takes any Optuna sampler. ``grid``: the space's order;
+"""Strategy name -> ``factory(space, seed, history, **options)`` (read-only;
+[`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also takes any Optuna sampler. ``grid``: the space's order;
 ``random``: uniform over the valid configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over
 the macros' ordinals; ``transfer``: the bests of the nearest tuned shapes first, then TPE
 warm-started with their trials."""
@@ -129,20 +119,45 @@ TRAITS: Mapping[str, Traits] = types.MappingProxyType(_TRAITS)
 
 
 def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace: bool = False) -> None:
-    """Make ``factory`` the strategy called ``name``, with ``traits`` (module doc): selectable
-    by name from :func:`autotune.tune`, :class:`~autotune.search.options.SearchOptions`,
+    """Make ``factory`` the strategy called ``name``, with ``traits``: selectable by name from
+    [`tune`][autotune.search.tune.tune], [`SearchOptions`][autotune.search.options.SearchOptions],
     ``autotune search --strategy NAME`` and a replay.
 
+    ```python
+    from autotune.search.strategies import Strategy, StrategyOption, Traits, register
+
+    class Descent(Strategy):               # the ask/tell contract
+        def __init__(self, space, seed=None, history=(), step=1):
+            self.step = step
+            super().__init__(space, seed, history)
+
+        def _propose(self, k):             # up to k valid configs, neither told nor asked
+            ...
+
+    register("descent", Descent, Traits(options=(StrategyOption("step", 1, low=1, high=8),)))
+    ```
+
+    The command line sees it where the module that registers it is imported: name the module
+    in ``AUTOTUNE_STRATEGIES`` (comma-separated, importable from the command's Python, e.g. by
+    ``PYTHONPATH``); each name not registered makes the search import those modules first, in
+    the worker process of each GPU too.
+
     Args:
-        name: letters, digits, ``_`` and ``-``, starting with a letter (a flag's value).
-        factory: ``factory(space, seed, history, **options)`` returning a
-            :class:`~autotune.search.strategies.base.Strategy`.
-        traits: what the loop needs to know of it; default: a plain ask/tell strategy.
+        name: letters, digits, ``_`` and ``-``, starting with a letter, at most 64 characters.
+        factory: called ``factory(space, seed, history, **options)``, where ``space`` is the
+            ``SearchSpace``, ``seed`` an int or ``None``, ``history`` the observations known
+            before the search and ``options`` every option of ``traits``, given or its default
+            (a strategy whose traits say ``partitions`` also gets ``part=(i, n)`` and
+            ``last=`` where several workers share one study); returns a ``Strategy``
+            (``autotune.search.strategies.base``).
+        traits: what the search loop needs to know of it
+            ([`Traits`][autotune.search.strategies.traits.Traits]); default: a plain ask/tell
+            strategy without options.
         replace: allow replacing a strategy registered already (else that is refused).
 
     Raises:
         InvalidInputError: a bad name, a name taken (without ``replace``), a factory that is
-            not callable, or ``traits`` that is not a :class:`Traits`.
+            not callable, or ``traits`` that is not a ``Traits``.
     """
     import re
 
@@ -270,9 +285,10 @@ def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, hi
             :class:`~autotune.search.strategies.base.Known` of other shapes.
         options: the strategy's options (:func:`check_strategy_options`); the others keep
             their defaults.
-        part, last: worker ``part=(i, n)`` of a study shared by ``n`` workers, and a config to
-            propose after all others; given to a strategy whose traits say ``partitions``
-            (others ignore them).
+        part: worker ``(i, n)`` of a study shared by ``n`` workers; given to a strategy whose
+            traits say ``partitions`` (others ignore it).
+        last: a config that worker proposes after all others (another worker measures it
+            first); given with ``part``.
 
     Raises:
         OptionError: an unknown name or option, a bad option value; InvalidInputError: a

@@ -33,12 +33,20 @@ Value = int | float | bool | str
 
 @dataclass(frozen=True)
 class StrategyOption:
-    """One option a strategy takes: ``name``, its ``default`` (whose type is the option's: an
-    ``int``, ``float``, ``bool`` or ``str``), the range ``low .. high`` of a number (inclusive;
-    ``None``: unbounded), the ``choices`` of a string (empty: any), and ``doc`` (what it sets).
+    """One option a strategy takes (``SearchOptions.strategy_options``,
+    ``--strategy-option KEY=VALUE``), declared in its [`Traits`][autotune.search.strategies.traits.Traits].
 
-    :meth:`parse` takes a value of that type, or its text (the command line's ``KEY=VALUE``):
-    ``"8"``, ``"0.5"``, ``"true"``/``"false"``.
+    Attributes:
+        name: the key (``startup``).
+        default: its value where none is given; its type is the option's: ``int``, ``float``,
+            ``bool`` or ``str`` (a bool is not taken for an int).
+        low: the least value of a number, inclusive (``None``: unbounded).
+        high: the largest value of a number, inclusive (``None``: unbounded).
+        choices: the values a string may take (empty: any non-empty string).
+        doc: what it sets, in words.
+
+    ``parse`` takes a value of that type, or its text (the command line's ``KEY=VALUE``):
+    ``"8"``, ``"0.5"``, ``"true"``/``"false"`` (``yes``/``no``, ``1``/``0``).
     """
 
     name: str
@@ -63,7 +71,7 @@ class StrategyOption:
 
     def parse(self, value: Any) -> Value:
         """``value`` (of the default's type, or its text) checked; raises ``ValueError`` saying
-        nothing (the caller names the option and :attr:`allowed`)."""
+        nothing (the caller names the option and ``allowed``)."""
         kind = type(self.default)
         if isinstance(value, str) and kind is not str:
             text = value.strip().lower()
@@ -121,11 +129,26 @@ class StrategyOptions(Mapping):
 
 @dataclass(frozen=True)
 class Traits:
-    """What a strategy is (module doc): ``needs_prior``, ``in_order``, ``partitions``,
-    ``packages`` (module names, each ``pip install``-ed by that name) and ``options`` (the
-    :class:`StrategyOption` values it takes). The defaults describe a plain ask/tell strategy
-    (and any Optuna sampler given instead of a name): no prior, its own order, one share, no
-    package and no option."""
+    """What a strategy is, declared once where it is registered
+    ([`register`][autotune.search.strategies.registry.register]); the search loop asks these,
+    never the strategy's name. The defaults describe a plain ask/tell strategy (and any Optuna
+    sampler given instead of a name): no prior, its own order, one share, no package, no option.
+
+    Attributes:
+        needs_prior: it reads other shapes' trials (history at a distance), which the search
+            then reads from the store (``transfer``).
+        in_order: it proposes every valid config in the space's order, known before any time is
+            told: its first batches compile before the measuring child starts, a space over
+            ``GRID_LIMIT`` valid configs is refused, and a search whose trials cover the space
+            keeps it (``grid``).
+        partitions: worker ``i`` of ``n`` on one study walks positions ``i`` modulo ``n`` of the
+            order first; its factory takes ``part=(i, n)`` and ``last=`` (``grid``).
+        packages: modules it needs besides Optuna, each installed by ``pip install`` of that
+            name; checked when the options are built, before any GPU work (``gp``: ``torch``;
+            ``cmaes``: ``cmaes``).
+        options: the [`StrategyOption`][autotune.search.strategies.traits.StrategyOption] values
+            it takes, passed to its factory as keywords, defaults filled in.
+    """
 
     needs_prior: bool = False
     in_order: bool = False
