@@ -136,8 +136,8 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
-    options = _options(seed=0, strategy=SWEEP_STRATEGY, batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
-                       rounds=rounds, db=db, trial_timeout=trial_timeout)
+    options = _options(seed=0, strategy=SWEEP_STRATEGY, batch=batch, resume=True, space=space, repeats=repeats,
+                       top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout)
     if device < 0:
         parse_devices(str(device))
     problem = shape.problem(resolve_kernel(kernel), dtype)

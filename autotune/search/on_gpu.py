@@ -167,8 +167,9 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
     :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
-    for an ``in_order`` strategy (a grid), its first two batches in the space's order (worker ``part = (i, n)``: of its
-    share, positions ``i`` modulo ``n``); the search puts each batch as it is proposed."""
+    for an ``in_order`` strategy (a grid), its first two batches in the space's order (worker
+    ``part = (i, n)``: of its share, positions ``i`` modulo ``n``); the search puts each batch
+    as it is proposed."""
     from autotune.measure.pipeline import Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 

@@ -11,8 +11,8 @@ which the strategies' registry imports too.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
 from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError

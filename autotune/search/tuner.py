@@ -61,9 +61,9 @@ class Tuner:
     once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
     strategy whose traits say ``partitions`` (``grid``) walks its share of the space first.
     Every search skips configs another process on the study (a worker of another GPU, a search
-    on another host) has measured or is measuring, and tells its strategy what they measured; a config is measured only by the
-    process whose trial claimed it first (:meth:`StoredStudy.start`), so no two processes
-    measure one config.
+    on another host) has measured or is measuring, and tells its strategy what they measured; a
+    config is measured only by the process whose trial claimed it first
+    (:meth:`StoredStudy.start`), so no two processes measure one config.
     ``on_trial(outcome, result)`` is called after every trial. ``budget``: the configs the
     workers of one search may still measure, shared (:class:`~autotune.search.workers.SharedBudget`:
     ``take()`` before each trial, ``False`` when none is left; ``give_back()``; ``left()``):

@@ -114,8 +114,8 @@ def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) 
 def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:
     from autotune.search.on_gpu import search_on_gpu
 
-    options = job.options.replace(timeout=max(1.0, job.budget_s - OVERHEAD_S), strategy=job.strategy or DEFAULT_STRATEGY,
-                                  resume=True)  # trials: the tuning's cap (TRIALS unless given)
+    options = job.options.replace(timeout=max(1.0, job.budget_s - OVERHEAD_S),
+                                  strategy=job.strategy or DEFAULT_STRATEGY, resume=True)  # trials: the tuning's cap (TRIALS unless given)
     space = problem.kernel.space(options.space)
 
     def on_trial(outcome, found) -> None:  # counted as they come: an interrupted search keeps its count

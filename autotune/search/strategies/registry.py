@@ -109,10 +109,11 @@ _TRAITS: dict[str, Traits] = {}
 
 STRATEGIES: Mapping[str, Factory] = types.MappingProxyType(_FACTORIES)
 """Strategy name -> ``factory(space, seed, history, **options)`` (read-only;
-[`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also takes any Optuna sampler. ``grid``: the space's order;
-``random``: uniform over the valid configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over
-the macros' ordinals; ``transfer``: the bests of the nearest tuned shapes first, then TPE
-warm-started with their trials."""
+[`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also
+takes any Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid
+configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals;
+``transfer``: the bests of the nearest tuned shapes first, then TPE warm-started with their
+trials."""
 
 TRAITS: Mapping[str, Traits] = types.MappingProxyType(_TRAITS)
 """Strategy name -> its :class:`~autotune.search.strategies.traits.Traits` (read-only)."""

@@ -44,7 +44,8 @@ def _by_shape(prior: Iterable[Known]) -> list[list[Known]]:
     return [sorted(group, key=lambda k: (k.ms, k.config)) for _, group in sorted(shapes.items())]
 
 
-def nearest_bests(prior: Iterable[Known], space: SearchSpace, limit: int = QUEUE, shapes: int = SHAPES) -> list[Config]:
+def nearest_bests(prior: Iterable[Known], space: SearchSpace, limit: int = QUEUE,
+                  shapes: int = SHAPES) -> list[Config]:
     """Configs to measure first (module doc, step 1), valid in ``space``, without repeats: at most
     ``limit``, from the ``shapes`` nearest shapes."""
     groups = _by_shape(prior)[:shapes]
