@@ -301,7 +301,7 @@ def fake_gpu(tmp, db, mp):
 
 def exported(tmp, db, mp):
     tuned_db(tmp, db, mp)
-    from autotune.store.share import export_results
+    from autotune.interchange.share import export_results
 
     source = open_results(f"sqlite:///{tmp / 'source.db'}")
     try:
@@ -517,7 +517,7 @@ def t4_file(edit=None, text=None):
     def setup(tmp, db, mp):
         import json
 
-        from autotune.store.t4 import export_t4
+        from autotune.interchange.t4 import export_t4
 
         _tuned_store(tmp / "source.db")
         source = open_results(f"sqlite:///{tmp / 'source.db'}")
@@ -539,7 +539,7 @@ def t4_file(edit=None, text=None):
 
 def _big_t4(tmp, db, mp):
     """A T4 document padded with spaces past 16 MiB: refused by its size, never parsed."""
-    import autotune.store.share
+    import autotune.interchange.share
 
     head = '{"schema_version": "1.0.0", "metadata": {}, "results": []}'
     (tmp / "t4.json").write_text(head + " " * (17 * 1024 * 1024))
@@ -547,7 +547,7 @@ def _big_t4(tmp, db, mp):
 
     def parsed(*args, **kwargs):
         raise AssertionError("a file over 16 MiB was parsed")
-    mp.setattr(autotune.store.share.json, "loads", parsed)
+    mp.setattr(autotune.interchange.share.json, "loads", parsed)
 
 
 def _measurement(field, value):

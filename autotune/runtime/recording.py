@@ -24,8 +24,8 @@ Cost on the launch path:
   two events (``cuEventRecord``, about 2 µs each, one launch in :data:`SAMPLE_EVERY`).
   ``benchmarks/launch_overhead.py`` measures both.
 
-At most :data:`MAX_IN_FLIGHT` samples are in flight at once: the flusher reads the completed
-ones back every :data:`READ_S` seconds and reuses their events, and a sampled call that finds
+At most ``MAX_IN_FLIGHT`` samples are in flight at once: the flusher reads the completed
+ones back every ``READ_S`` seconds and reuses their events, and a sampled call that finds
 the limit reached is counted, not timed. Stopping destroys the recording's events. (Events
 left alive by the thousands slowed every later launch of the process, recording or not: the
 H100 run of 2026-11-26 read +3.9 µs a launch after a recording that timed every call.)
@@ -278,7 +278,7 @@ class Recording:
 
     def _sample(self, launch: Callable, args: tuple, stream: int, slot: _Slot) -> Any:
         """Run ``launch(*args)`` between two events on ``stream``; the flusher reads them back.
-        Where no event can be recorded (no context, a graph capture, :data:`MAX_IN_FLIGHT`
+        Where no event can be recorded (no context, a graph capture, ``MAX_IN_FLIGHT``
         samples in flight), the call is only run."""
         if len(self._pending) >= MAX_IN_FLIGHT:
             return launch(*args)
@@ -354,7 +354,7 @@ class Recording:
     # -- the flusher ----------------------------------------------------------------------
 
     def _flusher(self) -> None:
-        """Read the completed samples every :data:`READ_S` seconds and write a batch every
+        """Read the completed samples every ``READ_S`` seconds and write a batch every
         ``flush_s`` seconds, until the recording stops."""
         import time
 
