@@ -261,7 +261,10 @@ def wait_for(path: Path, proc, timeout: float = 60) -> None:
     while not path.exists():
         if proc.poll() is not None:
             raise AssertionError(f"the child ended ({proc.returncode}) before {path.name}: {proc.stderr.read()}")
-        assert time.monotonic() < deadline, f"no {path.name} after {timeout} s"
+        if time.monotonic() > deadline:
+            proc.kill()  # a child that waits for a signal must not outlive the failed test
+            proc.wait(60)
+            raise AssertionError(f"no {path.name} after {timeout} s")
         time.sleep(0.02)
 
 
