@@ -30,8 +30,8 @@ _NAMES = {
     "Kernel": "autotune.kernel.model", "KERNELS": "autotune.kernel.catalog", "load_kernel": "autotune.kernel.loader",
     "kernel_from_dict": "autotune.kernel.loader", "resolve_kernel": "autotune.kernel.catalog",
     "LaunchConfig": "autotune.runtime.lookup", "lookup": "autotune.runtime.lookup",
-    "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.launch",
-    "transpose": "autotune.runtime.transpose", "tune": "autotune.search.tune",
+    "clear_cache": "autotune.base.caches", "compiled": "autotune.runtime.compiled",
+    "transpose": "autotune.runtime.transpose.op", "tune": "autotune.search.tune",
     "launcher": "autotune.runtime.launcher",
     "SearchOptions": "autotune.search.options", "STRATEGIES": "autotune.search.strategies",
     "Problem": "autotune.kernel.problem", "record": "autotune.runtime.recording",
@@ -49,11 +49,11 @@ if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr_
     from autotune.kernel.loader import kernel_from_dict, load_kernel
     from autotune.kernel.model import Kernel
     from autotune.kernel.problem import Problem
-    from autotune.runtime.launch import compiled
+    from autotune.runtime.compiled import compiled
     from autotune.runtime.launcher import launcher
     from autotune.runtime.lookup import LaunchConfig, lookup
     from autotune.runtime.recording import record
-    from autotune.runtime.transpose import transpose
+    from autotune.runtime.transpose.op import transpose
     from autotune.search.options import SearchOptions
     from autotune.search.strategies import STRATEGIES
     from autotune.search.tune import tune

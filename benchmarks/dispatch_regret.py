@@ -331,7 +331,7 @@ def fill(args) -> int:
 
 def read_trials(path: Path):
     """``(kernel name, train tables, held-out tables)`` of a trials CSV."""
-    from autotune.search.table import params_of
+    from autotune.interchange.table import params_of
     from autotune.store.key import parse_dims_key
     from types import SimpleNamespace
 

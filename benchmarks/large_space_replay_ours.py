@@ -13,9 +13,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import large_space_search as L  # noqa: E402
 
-from autotune.search.replay import replay  # noqa: E402
-from autotune.search.score import score  # noqa: E402
-from autotune.search.table import read_table  # noqa: E402
+from autotune.interchange.replay import replay  # noqa: E402
+from autotune.interchange.score import score  # noqa: E402
+from autotune.interchange.table import read_table  # noqa: E402
 
 tables = L.find_tables(L.RESULTS)
 out = open(sys.argv[1], "w")

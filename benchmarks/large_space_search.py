@@ -9,9 +9,9 @@
 (b) Replay (CPU, the default): every recorded table of :data:`TABLES` found under ``--results``
     (CSV ``config,median_ms``, empty = failed) is replayed with each of autotune's strategies
     (``autotune.search.strategies``, several seeds, on the CPU: no kernel runs) and with Kernel
-    Tuner's strategies in its own simulation mode on the same table (``autotune.search.kt_cache``,
+    Tuner's strategies in its own simulation mode on the same table (``autotune.interchange.kt_cache``,
     ``max_fevals`` = budget, several seeds); each is scored with the methodology score P
-    (``autotune.search.score``: 0 = expected random search, 1 = the optimum, the mean over the
+    (``autotune.interchange.score``: 0 = expected random search, 1 = the optimum, the mean over the
     budget) at budgets 20, 50 and 100. Writes ``..._scores.csv``, ``..._scores.md`` and one PNG of
     best-so-far curves per table.
 (c) Transfer (CPU, with (b)): for each table group of several shapes, each shape held out in
@@ -144,7 +144,7 @@ def db_trials(db: Path) -> list[tuple]:
 
 
 def record(out_dir: Path, only: list[str]) -> None:
-    from autotune.search.table import write_table
+    from autotune.interchange.table import write_table
 
     tag, scratch = gpu_tag(), Path(tempfile.mkdtemp())
     for spec in TABLES:
@@ -230,8 +230,8 @@ DEFAULT_FIRST = " +default"
 
 def _ours(job):
     spec, path, label, seed, budget = job
-    from autotune.search.replay import replay
-    from autotune.search.table import read_table
+    from autotune.interchange.replay import replay
+    from autotune.interchange.table import read_table
 
     name = label.removesuffix(DEFAULT_FIRST)
     first = [_kernel(spec).default_config()] if label.endswith(DEFAULT_FIRST) else []
@@ -243,7 +243,7 @@ def _ours(job):
 
 def _kt(job):
     cache, strategy, seed, budget = job
-    from autotune.search.kt_cache import simulate
+    from autotune.interchange.kt_cache import simulate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -265,9 +265,9 @@ def our_strategies(chosen: list[str] | None) -> list[str]:
 
 
 def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: list[str] | None, workers: int) -> None:
-    from autotune.search.kt_cache import write_cache
-    from autotune.search.score import expected_random_curve, score
-    from autotune.search.table import read_table
+    from autotune.interchange.kt_cache import write_cache
+    from autotune.interchange.score import expected_random_curve, score
+    from autotune.interchange.table import read_table
 
     tables = find_tables(results)
     if not tables:
@@ -338,7 +338,7 @@ def replay_all(out_dir: Path, results: Path, seeds: int, kt_seeds: int, ours: li
 def plot(curves_of, stem: Path) -> None:
     import numpy as np
 
-    from autotune.search.score import mean_curve
+    from autotune.interchange.score import mean_curve
     try:
         import matplotlib
 
@@ -370,8 +370,8 @@ def _distance(a: Spec, b: Spec) -> float:
 
 
 def transfer(out, tables: dict) -> None:
-    from autotune.search.replay import replay
-    from autotune.search.table import read_table, table_configs
+    from autotune.interchange.replay import replay
+    from autotune.interchange.table import read_table, table_configs
 
     log(out, f"\n# (c) transfer: each shape held out, the others tuned; configs measured until within "
              f"{100 * WITHIN:g} % of the held-out table's best (budget 10; '>10': not within it)")

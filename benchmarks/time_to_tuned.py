@@ -16,7 +16,7 @@
 (e) Efficiency: a space of 1,080 valid configs (benchmarks/spaces/smem_vec_1080.toml, 4096^2
     float32) measured once by a grid search bounded in time; then the ``tpe`` and ``random``
     strategies of autotune.search.strategies (several seeds) replayed against that measured table
-    by autotune.search.replay (a surrogate: no kernel runs during the replay; the replay of
+    by autotune.interchange.replay (a surrogate: no kernel runs during the replay; the replay of
     benchmarks/large_space_search.py too) the way autotune searches (the default first); configs measured until the best so far
     is within 2 % (and 1 %, 0 %) of the table's best, and the best-so-far curves as CSV (PNG with
     matplotlib); each sampler also without the default first (where the default is near the
@@ -167,12 +167,12 @@ def replay(method: str, seed: int, table: dict[str, float | None], budget: int,
            default_first: bool = True) -> list[float]:
     """Best-so-far median ms after each config measured, for ``method`` (a strategy of
     ``autotune.search.strategies``: ``tpe``, ``random``, ...) replayed on ``table`` by
-    :func:`autotune.search.replay.replay` (the library's replay, shared with
+    :func:`autotune.interchange.replay.replay` (the library's replay, shared with
     benchmarks/large_space_search.py): the kernel's default measured first when
     ``default_first``, as autotune searches."""
     from autotune.kernel.catalog import get_kernel
     from autotune.kernel.space import load_space
-    from autotune.search.replay import replay as replay_table
+    from autotune.interchange.replay import replay as replay_table
 
     k = get_kernel("smem_vec")
     first = [k.default_config()] if default_first else []

@@ -3,7 +3,7 @@ torch's x.t().contiguous() and torch.empty alone (mean of 200 calls behind a GPU
 15 runs), then a cProfile of 300 calls. python3 benchmarks/transpose_host_cost.py sqlite:///DB"""
 import time, statistics, sys
 import torch, autotune
-from autotune.runtime.transpose import transpose
+from autotune.runtime.transpose.op import transpose
 db = sys.argv[1]
 x = torch.zeros((64, 64), device="cuda"); y = torch.empty((64, 64), device="cuda")
 for name, fn in {"ours": lambda: transpose(x, db=db), "ours out": lambda: transpose(x, out=y, db=db),

@@ -80,7 +80,7 @@ sweep)
   ;;
 heldout)
   {
-    echo "# held out: shapes the rule (autotune/runtime/op_choice.py) was not made from, each kernel at its default"
+    echo "# held out: shapes the rule (autotune/runtime/transpose/choice.py) was not made from, each kernel at its default"
     ua --shape 6007x3001 --shape 999x12347 --shape 7777x5555 --shape 1001x30001 --dtype float32 --config smem_vec \
       --config smem_vec_realign --config smem_pad
     ua --shape 13x500009 --shape 100003x21 --dtype float16 --config skinny --config smem_vec_realign --config smem_vec

@@ -133,7 +133,7 @@ def _forced(autotune, x, y, db, name):
     size it takes no dtype of, a batch when it takes no batch stride, a shape over its ``[problem] max``."""
     from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.dtypes import get_dtype
-    from autotune.runtime.op_choice import takes_views
+    from autotune.runtime.transpose.choice import takes_views
 
     k = resolve_kernel(name)  # a catalog name or a kernel file
     if (x.element_size() not in {get_dtype(d).itemsize for d in k.dtypes} or (x.dim() > 2 and not takes_views(k))
@@ -184,7 +184,7 @@ def run(cases, db_tuned, kernels=()) -> None:
     import torch
 
     import autotune
-    from autotune.runtime.transpose import transpose_plan
+    from autotune.runtime.transpose.op import transpose_plan
 
     db_classic = f"sqlite:///{tempfile.mkdtemp()}/empty.db"
     per_launch_ms = gpu_timer(torch)

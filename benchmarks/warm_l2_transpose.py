@@ -6,7 +6,7 @@ over four times the L2 so that no config is credited with cache bandwidth. A cal
 the same tensor again and again (and benchmarks/transpose_vs_peers.py, which times
 ``autotune.transpose`` that way) sees the other regime: a matrix of up to about half the L2 stays in
 it between launches. This script times that regime: each config launched through
-:func:`autotune.runtime.launch.compiled` (its kernel file's launch, the config as the default rung of
+:func:`autotune.runtime.compiled.compiled` (its kernel file's launch, the config as the default rung of
 an empty database) on one input and one output, timed as transpose_vs_peers.py times (the batch of
 launches queued behind a GPU sleep that outlasts the time Python takes to queue it; the median over 7
 batches, per launch). Every config's
@@ -22,7 +22,7 @@ import tempfile
 
 import torch
 
-from autotune.runtime.launch import compiled
+from autotune.runtime.compiled import compiled
 from transpose_vs_peers import BATCHES, gpu_timer
 from unaligned_transpose import parse_config
 

@@ -10,7 +10,7 @@ import sys
 import types
 
 from autotune.kernel.model import Array
-from autotune.runtime.launch import CTYPES
+from autotune.runtime.compiled import CTYPES
 
 
 class FakeDtype:
@@ -81,6 +81,7 @@ class FakeLibcuda:
     def __init__(self, kernel, context: int = 0xC0) -> None:
         self.kernel, self.calls, self.context = kernel, [], context
         self.clock_ms, self.events, self.capturing = 0.0, {}, False
+        self.destroyed: list[int] = []
 
     @staticmethod
     def launch_ms(grid, block) -> float:
@@ -101,6 +102,10 @@ class FakeLibcuda:
         return 0 if self.events.get(event) is not None else 600
 
     cuEventSynchronize = cuEventQuery
+
+    def cuEventDestroy_v2(self, event):
+        self.destroyed.append(event)
+        return 0
 
     def cuEventElapsedTime(self, ref, start, end):
         ctypes.cast(ref, ctypes.POINTER(ctypes.c_float)).contents.value = self.events[end] - self.events[start]

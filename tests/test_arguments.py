@@ -334,7 +334,7 @@ def test_the_cuda_array_interface_is_read_field_by_field(array, message):
     string gave KeyError, TypeError or AttributeError. Both readers (compiled's and the launcher's
     ``describe``, transpose's ``view_of``) refuse them in one line."""
     from autotune.runtime.arrays import describe
-    from autotune.runtime.views import view_of
+    from autotune.runtime.transpose.views import view_of
 
     expect(lambda: describe(array, "input"), message)
     expect(lambda: view_of(array, "input"), message)
@@ -342,7 +342,7 @@ def test_the_cuda_array_interface_is_read_field_by_field(array, message):
 
 def test_a_good_interface_is_read():
     from autotune.runtime.arrays import describe, read_interface
-    from autotune.runtime.views import view_of
+    from autotune.runtime.transpose.views import view_of
 
     got = read_interface(cai(strides=(256, 4), data=(0x10000, True)))
     assert (got.pointer, got.shape, got.dtype, got.strides, got.readonly) == (

@@ -64,7 +64,7 @@ def test_a_launcher_checks_its_arrays_against_the_kernels_arguments():
     from autotune.kernel.catalog import KERNELS
     from autotune.kernel.dtypes import get_dtype
     from autotune.kernel.problem import Problem
-    from autotune.runtime.launch import Launcher
+    from autotune.runtime.compiled import Launcher
 
     k, dt = KERNELS["matmul_tiled"], get_dtype("float32")
     env = k.env({"m": 2, "n": 3, "k": 5}, dt)

@@ -11,8 +11,8 @@ def test_clear_cache_is_the_registry_walk():
 
 
 def test_every_runtime_cache_registers_itself_when_imported():
-    for module in ("autotune.runtime.lookup", "autotune.runtime.op_choice", "autotune.runtime.launch",
-                   "autotune.runtime.transpose"):
+    for module in ("autotune.runtime.lookup", "autotune.runtime.transpose.choice", "autotune.runtime.compiled",
+                   "autotune.runtime.transpose.op"):
         importlib.import_module(module)
     assert {"lookup", "op_choice", "launchers", "prepared_transposes"} <= set(caches.registered())
 
@@ -32,7 +32,8 @@ def test_clear_cache_calls_every_registered_clear_once():
 
 
 def test_clear_cache_forgets_lookup_answers_and_the_op_choice(db_url, device_info):
-    from autotune.runtime import lookup, op_choice
+    from autotune.runtime import lookup
+    from autotune.runtime.transpose import choice as op_choice
 
     op_choice.choose_transpose(64, 64, "float32", device=device_info, db=db_url)
     assert lookup._cache and op_choice._cache

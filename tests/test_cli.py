@@ -192,6 +192,50 @@ def test_sweep_measures_the_whole_grid_and_stores_it_like_search_trials(fake_gpu
     assert r.exit_code == 0 and "stopped: exhausted" in r.output
 
 
+USER_STRATEGY = """
+from autotune.search.strategies import StrategyOption, Traits, register
+from autotune.search.strategies.simple import Random
+
+made = []
+
+
+def every_other(space, seed, history, stride=1):
+    made.append(stride)
+    return Random(space, seed, history)
+
+
+register("every_other", every_other, Traits(options=(StrategyOption("stride", 1, low=1, high=4),)), replace=True)
+"""
+
+
+def test_search_runs_a_users_registered_strategy_with_its_options(fake_gpu, db_url, tmp_path, monkeypatch):
+    """Issue 38: ``register`` in a module that AUTOTUNE_STRATEGIES names; --strategy NAME and
+    --strategy-option KEY=VALUE select it and set its options, stored with the study."""
+    import optuna
+
+    from autotune.search.strategies import registry
+
+    (tmp_path / "cli_user_strategy.py").write_text(USER_STRATEGY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("AUTOTUNE_STRATEGIES", "cli_user_strategy")
+    try:
+        r = run("search", "--size", 256, "--trials", 3, "--strategy", "every_other", "--strategy-option", "stride=2",
+                "--db", db_url)
+        assert r.exit_code == 0, r.output
+        assert "strategy every_other" in r.output and "3 ok" in r.output
+        assert sys.modules["cli_user_strategy"].made == [2]
+        store = open_results(db_url)
+        [study] = optuna.get_all_study_summaries(store.optuna_storage())
+        assert study.user_attrs["strategy"] == "every_other" and study.user_attrs["strategy_options"] == {"stride": 2}
+        r = run("search", "--size", 256, "--strategy", "every_other", "--strategy-option", "stride=5", "--db", db_url)
+        assert r.exit_code == 2 and "error: --strategy-option 'stride=5' is not allowed; option stride of strategy " \
+                                   "every_other takes an integer 1..4" in r.output
+    finally:
+        registry._FACTORIES.pop("every_other", None)
+        registry._TRAITS.pop("every_other", None)
+        sys.modules.pop("cli_user_strategy", None)
+
+
 def test_bench_runs_are_stored(db_url, device_info):
     from sqlalchemy import select
 

@@ -177,6 +177,18 @@ CASES = [
     Case(S + ["--size", 64, "--sampler", "annealing"], "--strategy 'annealing' is not known"),  # the old name
     Case(S + ["--size", 64, "--strategy", "tpe", "--sampler", "grid"], "--sampler grid (the old name of "
          "--strategy) and --strategy tpe disagree; give --strategy only"),
+    Case(S + ["--size", 64, "--strategy-option", "bogus=1"],  # issue 38: each strategy's own options
+         "--strategy-option 'bogus=1' is not allowed; strategy tpe takes startup (an integer 1..100000)"),
+    Case(S + ["--size", 64, "--strategy-option", "startup=many"],
+         "--strategy-option 'startup=many' is not allowed; option startup of strategy tpe takes an integer 1..100000"),
+    Case(S + ["--size", 64, "--strategy-option", "startup"],
+         "--strategy-option 'startup' is not allowed; give KEY=VALUE"),
+    Case(S + ["--size", 64, "--strategy-option", "startup=2", "--strategy-option", "startup=3"],
+         "--strategy-option 'startup=3' is not allowed; startup is given twice"),
+    Case(S + ["--size", 64, "--strategy", "random", "--strategy-option", "startup=2"],
+         "--strategy-option 'startup=2' is not allowed; strategy random takes no option"),
+    Case(["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--strategy-option", "queue=-1"],
+         "--strategy-option 'queue=-1' is not allowed; option queue of strategy transfer takes an integer 0..1000"),
     Case(S + ["--size", 64, "--batch", 0], "--batch 0 is not allowed; give 1..1024 configs"),
     Case(S + ["--size", 64, "--top-k", 0], "--top-k 0 is not allowed; give 1 or more"),
     Case(S + ["--size", 64, "--repeats", 5], "--repeats 5 is not allowed; give 20 or more"),
@@ -296,7 +308,7 @@ def fake_gpu(tmp, db, mp):
 
 def exported(tmp, db, mp):
     tuned_db(tmp, db, mp)
-    from autotune.store.share import export_results
+    from autotune.interchange.share import export_results
 
     source = open_results(f"sqlite:///{tmp / 'source.db'}")
     try:
@@ -512,7 +524,7 @@ def t4_file(edit=None, text=None):
     def setup(tmp, db, mp):
         import json
 
-        from autotune.store.t4 import export_t4
+        from autotune.interchange.t4 import export_t4
 
         _tuned_store(tmp / "source.db")
         source = open_results(f"sqlite:///{tmp / 'source.db'}")
@@ -534,7 +546,7 @@ def t4_file(edit=None, text=None):
 
 def _big_t4(tmp, db, mp):
     """A T4 document padded with spaces past 16 MiB: refused by its size, never parsed."""
-    import autotune.store.share
+    import autotune.interchange.share
 
     head = '{"schema_version": "1.0.0", "metadata": {}, "results": []}'
     (tmp / "t4.json").write_text(head + " " * (17 * 1024 * 1024))
@@ -542,7 +554,7 @@ def _big_t4(tmp, db, mp):
 
     def parsed(*args, **kwargs):
         raise AssertionError("a file over 16 MiB was parsed")
-    mp.setattr(autotune.store.share.json, "loads", parsed)
+    mp.setattr(autotune.interchange.share.json, "loads", parsed)
 
 
 def _measurement(field, value):

@@ -34,7 +34,7 @@ from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store.key import tuning_key
 from autotune.store.schema import head_revision
-from autotune.store.share import export_results
+from autotune.interchange.share import export_results
 
 from fakes import FakeTimer, fake_retime
 from signals import finish, release, start_cli, wait_for

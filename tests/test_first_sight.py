@@ -14,7 +14,7 @@ import pytest
 import autotune
 from autotune.errors import InvalidInputError
 from autotune.runtime import first_sight
-from autotune.runtime import launch as launch_module
+from autotune.runtime import compiled as launch_module
 
 from fake_gpu_arrays import Tensor, install
 from fakes import FakeTimer

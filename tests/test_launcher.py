@@ -11,7 +11,7 @@ import autotune
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.loader import load_kernel
-from autotune.runtime import launch as launch_module
+from autotune.runtime import compiled as launch_module
 from autotune.runtime.launcher import KernelLauncher
 
 from fake_gpu_arrays import Tensor, install

@@ -267,7 +267,7 @@ def test_a_cold_lookup_and_op_choice_import_neither_alembic_nor_optuna(store, db
     code = ("import sys\n"
             "from autotune.measure.device import DeviceInfo\n"
             "from autotune.runtime.lookup import lookup\n"
-            "from autotune.runtime.op_choice import choose_transpose\n"
+            "from autotune.runtime.transpose.choice import choose_transpose\n"
             f"device = {device_info!r}\n"
             f"print(lookup('smem_pad', (512, 512), device=device, db={db_url!r}).rung)\n"
             f"print(choose_transpose(512, 512, 'float32', device=device, db={db_url!r})[0])\n"

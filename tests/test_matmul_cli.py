@@ -20,7 +20,7 @@ from autotune.cli import app
 from autotune.kernel.dtypes import get_dtype
 from autotune.errors import InvalidInputError
 from autotune.store.key import tuning_key
-from autotune.store.share import export_results, import_results, read_results
+from autotune.interchange.share import export_results, import_results, read_results
 from autotune.store.schema import head_revision
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search

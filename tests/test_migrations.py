@@ -317,7 +317,7 @@ def _migration_0006():
 
 def test_the_0_1_spec_hash_tables_agree_with_each_other_and_the_catalog():
     from autotune.kernel.catalog import KERNELS, get_kernel
-    from autotune.store import share
+    from autotune.interchange import share
 
     migration = _migration_0006()
     assert migration.SPEC_HASHES_0_1 == share.SPEC_HASHES_0_1

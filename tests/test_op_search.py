@@ -1,5 +1,5 @@
 """The op search (autotune/search/op.py) and the runtime's kernel choice
-(autotune/runtime/op_choice.py), on a fake device: each kernel's search is the real tuner on
+(autotune/runtime/transpose/choice.py), on a fake device: each kernel's search is the real tuner on
 a fake timer whose landscape is scaled per kernel, every test with its own database."""
 
 import pytest
@@ -9,7 +9,7 @@ from autotune.store.opening import open_results
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
-from autotune.runtime import op_choice
+from autotune.runtime.transpose import choice as op_choice
 from autotune.base.caches import clear_cache
 from autotune.kernel.ops import op_kernels
 from autotune.search.op import halving_plan, op_standings, split_budget, tune_op

@@ -6,7 +6,6 @@ SIGINT, SIGTERM and SIGKILL or recording into one database at once."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -20,11 +19,10 @@ import autotune
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.loader import load_kernel
-from autotune.kernel.problem import Problem
-from autotune.runtime import launch as launch_module
+from autotune.runtime import compiled as launch_module
 from autotune.runtime import recording
-from autotune.runtime.launch import Launcher
-from autotune.runtime.prepared import PreparedTranspose
+from autotune.runtime.compiled import Launcher
+from autotune.runtime.transpose.prepared import PreparedTranspose
 
 from fake_gpu_arrays import Tensor, install
 
@@ -72,7 +70,7 @@ def test_every_launch_is_counted_per_problem_and_one_in_n_is_timed(fake, histogr
     assert sorted(found) == ["histogram256 1000 uint8", "histogram256 5000 uint8", "smem_vec 100x64 float32"]
     small, large, vec = found["histogram256 1000 uint8"], found["histogram256 5000 uint8"], found["smem_vec 100x64 float32"]
     assert (small.calls, large.calls, vec.calls) == (10, 10, 3)
-    assert (small.sampled, large.sampled, vec.sampled) == (3, 3, 1)  # calls 1, 5, 9 of each prepared launch
+    assert (small.sampled, large.sampled, vec.sampled) == (3, 3, 1)  # calls 2, 6, 10 of each prepared launch (never the 1st)
     grid = lambda n: (min(-(-n // (4 * 256)), 1056), 1, 1)  # noqa: E731  (the default config's grid)
     assert small.ms_per_call == pytest.approx(fake.launch_ms(grid(1000), (256, 1, 1)), rel=1e-5)
     assert large.ms_per_call == pytest.approx(fake.launch_ms(grid(5000), (256, 1, 1)), rel=1e-5)
@@ -112,7 +110,7 @@ def test_compiled_and_prepared_transposes_are_counted(fake, histogram, db_url):
     found = problems(db_url, "others")
     (label, w), = found.items()
     assert label == "smem_vec 100x300 float32" and w.calls == 3 + 5
-    assert w.sampled == 4  # one slot per problem for both (shared between threads): calls 1, 3, 5 and 7
+    assert w.sampled == 4  # one slot per problem for both (shared between threads): calls 2, 4, 6 and 8
     assert len(fake.launches) == 8
 
 
@@ -123,6 +121,36 @@ def test_a_launch_in_a_graph_capture_is_counted_not_timed(fake, histogram, db_ur
         f(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
     (w,) = problems(db_url, "graph").values()
     assert (w.calls, w.sampled, w.ms_per_call) == (1, 0, None)
+
+
+def test_samples_in_flight_are_capped_and_the_events_destroyed_at_stop(fake, histogram, db_url, monkeypatch):
+    monkeypatch.setattr(recording, "MAX_IN_FLIGHT", 3)
+    monkeypatch.setattr(recording, "READ_S", 3600.0)  # the flusher reads nothing back: only stop() does
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((64,), "uint8")
+    f(bins, data)
+    lib = fake
+    with autotune.record("cap", db=db_url, sample_every=1, flush_s=3600) as r:
+        for _ in range(10):
+            f(bins, data)
+        assert len(r._pending) == 3  # calls 5 to 10 found the limit (calls 2-4 in flight): counted, not timed
+    (w,) = problems(db_url, "cap").values()
+    assert (w.calls, w.sampled) == (10, 3)
+    assert sorted(lib.destroyed) == sorted(lib.events)  # every event made was destroyed at stop
+    assert len(lib.events) == 6
+
+
+def test_events_are_reused_once_read_back(fake, histogram, db_url):
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((64,), "uint8")
+    f(bins, data)
+    with autotune.record("reuse", db=db_url, sample_every=1, flush_s=3600) as r:
+        for _ in range(5):
+            f(bins, data)
+            r.flush()  # reads the completed sample back: its pair is free for the next call
+    (w,) = problems(db_url, "reuse").values()
+    assert (w.calls, w.sampled) == (5, 4)  # the 1st call is never timed
+    assert len(fake.events) == 2
 
 
 @pytest.mark.parametrize("name, message", [
@@ -233,7 +261,10 @@ def wait_for(path: Path, proc, timeout: float = 60) -> None:
     while not path.exists():
         if proc.poll() is not None:
             raise AssertionError(f"the child ended ({proc.returncode}) before {path.name}: {proc.stderr.read()}")
-        assert time.monotonic() < deadline, f"no {path.name} after {timeout} s"
+        if time.monotonic() > deadline:
+            proc.kill()  # a child that waits for a signal must not outlive the failed test
+            proc.wait(60)
+            raise AssertionError(f"no {path.name} after {timeout} s")
         time.sleep(0.02)
 
 

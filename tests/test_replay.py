@@ -15,10 +15,10 @@ from autotune.store.opening import open_results
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
-from autotune.search.kt_cache import FAILED, cache_key, simulate, write_cache
-from autotune.search.replay import replay
-from autotune.search.score import best_so_far, expected_random_curve, score
-from autotune.search.table import read_table, table_from_trials, write_table
+from autotune.interchange.kt_cache import FAILED, cache_key, simulate, write_cache
+from autotune.interchange.replay import replay
+from autotune.interchange.score import best_so_far, expected_random_curve, score
+from autotune.interchange.table import read_table, table_from_trials, write_table
 
 
 def space():

@@ -10,8 +10,8 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dims import make_dims
 from autotune.kernel.dtypes import get_dtype
 from autotune.runtime import driver
-from autotune.runtime.launch import CTYPES, Launcher
-from autotune.runtime.prepared import MAX_GRID_Z, PreparedTranspose
+from autotune.runtime.compiled import CTYPES, Launcher
+from autotune.runtime.transpose.prepared import MAX_GRID_Z, PreparedTranspose
 
 
 class FakeDriver:

@@ -7,8 +7,8 @@ import pytest
 from autotune import transpose
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES, WORD_DTYPES, word_dtype
-from autotune.runtime.layout import layout_of
-from autotune.runtime.views import view_of
+from autotune.runtime.transpose.layout import layout_of
+from autotune.runtime.transpose.views import view_of
 
 
 class Exported:

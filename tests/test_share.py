@@ -25,7 +25,7 @@ from autotune.kernel.catalog import get_kernel
 from autotune.store.key import TuningKey
 from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.store.models import Search, Trial
-from autotune.store.share import SCHEMA_VERSION, export_results, import_results, read_results
+from autotune.interchange.share import SCHEMA_VERSION, export_results, import_results, read_results
 from autotune.store.repository import Store
 
 runner = CliRunner()
@@ -498,7 +498,7 @@ def test_a_version_1_file_still_imports_by_the_0_1_rule(db_url, device_info, tmp
     from autotune.search.options import SearchOptions
     from autotune.search.tuner import search
     from autotune.store.key import tuning_key
-    from autotune.store.share import MATMUL_0_1, SPEC_HASHES_0_1
+    from autotune.interchange.share import MATMUL_0_1, SPEC_HASHES_0_1
 
     from fakes import FakeMatmulBench, FakeTimer
 
@@ -582,15 +582,15 @@ def test_an_import_interrupted_before_its_write_says_nothing_was_imported(tuned_
     says nothing was imported (it said "trials so far are stored")."""
     import signal
 
-    import autotune.store.t4_read
-    from autotune.store.t4 import export_t4
+    import autotune.interchange.t4_read
+    from autotune.interchange.t4 import export_t4
 
     path = tmp_path / "in.json"
     (export_all if fmt == "results" else export_t4)(tuned_a, path)
     url_b = f"sqlite:///{tmp_path / 'b.db'}"
     open_results(url_b).close()
     before = (tmp_path / "b.db").read_bytes()
-    real = autotune.store.t4_read.load_document
+    real = autotune.interchange.t4_read.load_document
 
     def ctrl_c_while_reading(*args, **kwargs):
         document = real(*args, **kwargs)
@@ -599,7 +599,7 @@ def test_an_import_interrupted_before_its_write_says_nothing_was_imported(tuned_
             pass
         return document
 
-    monkeypatch.setattr(autotune.store.t4_read, "load_document", ctrl_c_while_reading)
+    monkeypatch.setattr(autotune.interchange.t4_read, "load_document", ctrl_c_while_reading)
     r = runner.invoke(app, ["import", str(path), "--db", url_b])
     assert r.exit_code == 130, r.output
     assert r.output.strip() == "interrupted: nothing was imported (an import is all or nothing)"

@@ -14,7 +14,7 @@ from autotune.measure.backends.base import CudaError
 from autotune.measure.compile import CompiledKernel
 from autotune.measure.shared_memory import STATIC_LIMIT, block_limit, needs_opt_in, opt_in
 from autotune.runtime import driver
-from autotune.runtime import launch as launch_module
+from autotune.runtime import compiled as launch_module
 
 KIB = 1024
 

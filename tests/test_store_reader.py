@@ -24,7 +24,9 @@ from autotune.kernel.catalog import get_kernel
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 from autotune.store import best_sql, schema
-from autotune.store.key import tuning_key
+from autotune.kernel.problem import Problem
+from autotune.measure.toolchain import Toolchain
+from autotune.store.key import TuningKey, tuning_key
 from autotune.store.location import sqlite_path
 from autotune.store.models import Best, Device, Kernel, Search, Trial
 from autotune.store.reader import SqliteReader
@@ -99,9 +101,13 @@ def test_a_filter_that_is_not_one_is_refused():
         best_sql.select_best({"kernel; drop table autotune_best": 1})
 
 
-def test_schema_states_as_the_read_only_store_finds_them(url, tmp_path):
+def test_schema_states_as_the_read_only_store_finds_them(url, tmp_path, device_info):
     missing = SqliteReader(f"sqlite:///{tmp_path / 'none.db'}")
     assert missing.schema_state == "missing" and not (tmp_path / "none.db").exists()
+    key = TuningKey.of(Problem.of("smem_pad", {"rows": 64, "cols": 64}, "float32"), device_info,
+                       Toolchain.of(device_info.arch))
+    assert missing.best(key) is None and missing.shape_trials(key) == [] and missing.find_best() == []
+    assert missing.trials_state("smem_pad") == (None, 0) and not (tmp_path / "none.db").exists()
     optuna.create_study(study_name="theirs", storage=url)  # Optuna's alembic_version is not ours
     assert SqliteReader(url).schema_state == "empty"
     (tmp_path / "results.db").unlink()

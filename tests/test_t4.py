@@ -16,8 +16,8 @@ from autotune.cli import app
 from autotune.errors import InvalidInputError
 from autotune.store.models import Trial
 from autotune.store.repository import Store
-from autotune.store.t4 import export_t4
-from autotune.store.t4_read import import_t4, is_t4, read_t4
+from autotune.interchange.t4 import export_t4
+from autotune.interchange.t4_read import import_t4, is_t4, read_t4
 from test_share import A100, configs, key, tune
 
 runner = CliRunner()

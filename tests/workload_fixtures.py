@@ -17,7 +17,7 @@ def record_app(monkeypatch, device_info, db_url, name: str = "app", calls=(30, 1
     times, smem_vec 100x64 float32 ``calls[2]`` times."""
     import autotune
     from autotune.kernel.loader import load_kernel
-    from autotune.runtime import launch as launch_module
+    from autotune.runtime import compiled as launch_module
 
     from fake_gpu_arrays import Tensor, install
 

@@ -136,6 +136,35 @@ SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", aut
                                                   rich_help_panel=SEARCH,
                                                   help="Search-space TOML file "
                                                   "(default: configs/<kernel>.toml).")]
+StrategyOptionArg = Annotated[Optional[list[str]], typer.Option(
+    "--strategy-option", metavar="KEY=VALUE", rich_help_panel=SEARCH,
+    help="An option of the strategy, repeatable (tpe: startup=N; transfer: queue=N, shapes=N, prior_trials=N, "
+         "startup=N); the docs' 'The search loop' page lists them.")]
+
+
+def parse_strategy_options(values: list[str] | None) -> dict[str, str]:
+    """``--strategy-option KEY=VALUE`` values as ``{KEY: VALUE}`` (the values as text: the
+    strategy's options parse and check them, :func:`autotune.search.strategies.check_strategy_options`).
+
+    Raises:
+        InvalidInputError: a value without ``=`` or without a key, or a key given twice (naming it).
+    """
+    from autotune.errors import InvalidInputError
+    from autotune.kernel.arguments import shown
+
+    given: dict[str, str] = {}
+    for value in values or ():
+        key, sep, text = value.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InvalidInputError(f"--strategy-option {shown(value)} is not allowed; give KEY=VALUE "
+                                    "(e.g. startup=20)")
+        if key in given:
+            raise InvalidInputError(f"--strategy-option {shown(value)} is not allowed; {key} is given twice")
+        given[key] = text.strip()
+    return given
+
+
 Repeats = Annotated[int, typer.Option(parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
                                       help="Timed samples per config (>= 20; median of these).")]
 TopK = Annotated[int, typer.Option("--top-k", parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,

@@ -14,7 +14,8 @@ from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from . import app
-from ._common import Db, Device, DType, err, handle_errors, open_db, out, parse_int
+from ._common import (Db, Device, DType, StrategyOptionArg, err, handle_errors, open_db, out, parse_int,
+                      parse_strategy_options)
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs
 from .check import _PathOrName
 from .results import _device_filter
@@ -210,6 +211,7 @@ def tune_shapes_command(
     strategy: Annotated[str, typer.Option("--strategy", metavar="NAME",
                                           help="Search strategy of each shape (default transfer: the searches "
                                                "before it are its prior).")] = "transfer",
+    strategy_option: StrategyOptionArg = None,
     batch: Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metavar="K",
                                                  help="Configs proposed at once.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", parser=parse_int, metavar="N",
@@ -235,7 +237,8 @@ def tune_shapes_command(
     k = resolve_kernel(kernel)
     ranges = parse_ranges(dims_range, k.dims)
     try:
-        options = SearchOptions(trials=trials, strategy=strategy, batch=batch, seed=seed, space=space, db=db)
+        options = SearchOptions(trials=trials, strategy=strategy, batch=batch, seed=seed, space=space, db=db,
+                                strategy_options=parse_strategy_options(strategy_option))
     except OptionError as exc:
         raise exc.as_flag() from None
 

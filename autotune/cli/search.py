@@ -19,13 +19,13 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.proposals import check_grid
-from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, SWEEP_STRATEGY
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
-from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples, MinSamples,
-                      Objective, Repeats, Rounds, SpaceFile, TopK, err,
-                      handle_errors, out, parse_float, parse_int)
+from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples,
+                      MinSamples, Objective, Repeats, Rounds, SpaceFile, StrategyOptionArg, TopK, err, handle_errors,
+                      out, parse_float, parse_int, parse_strategy_options)
 from .output import Format, FormatOption, WideOption
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
 from .search_tables import print_tables, top_rows
@@ -64,6 +64,7 @@ def search(
              "page says what each does.")] = None,
     sampler: Annotated[Optional[str], typer.Option("--sampler", hidden=True,
                                                    help="Deprecated name of --strategy.")] = None,
+    strategy_option: StrategyOptionArg = None,
     batch: Batch = None,
     resume: Annotated[bool, typer.Option("--resume", rich_help_panel=SEARCH, help="Continue this key's existing study.")] = False,
     space: SpaceFile = None,
@@ -96,14 +97,16 @@ def search(
       autotune search --kernel matmul_reg --m 4096 --n 2048 --k 1024
       autotune search --kernel my_kernel.toml --dims n=1048576 --device 0,1
       autotune search --op transpose --rows 8192 --cols 4096 --trials 200
+      autotune search --kernel smem_pad --size 4096 --strategy tpe --strategy-option startup=20
     """
     if strategy is not None and sampler is not None and strategy != sampler:
         raise InvalidInputError(f"--sampler {sampler} (the old name of --strategy) and --strategy {strategy} "
                                 "disagree; give --strategy only")
     options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler or DEFAULT_STRATEGY,
                        batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
-                       trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us, min_samples=min_samples,
-                       max_samples=max_samples, objective=objective, energy=energy)
+                       trial_timeout=trial_timeout, strategy_options=parse_strategy_options(strategy_option),
+                       ci=ci, ci_floor_us=ci_floor_us, min_samples=min_samples, max_samples=max_samples,
+                       objective=objective, energy=energy)
     ordinals = parse_devices(device)
     if op is not None:
         from .search_op import run_op
@@ -147,8 +150,8 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
-    options = _options(seed=0, strategy="grid", batch=batch, resume=True, space=space, repeats=repeats, top_k=top_k,
-                       rounds=rounds, db=db, trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us,
+    options = _options(seed=0, strategy=SWEEP_STRATEGY, batch=batch, resume=True, space=space, repeats=repeats,
+                       top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us,
                        min_samples=min_samples, max_samples=max_samples, energy=energy)
     if device < 0:
         parse_devices(str(device))

@@ -103,9 +103,9 @@ def export(
         _export_kt_cache(kt_cache, kern, space, shapes, device, dtype, include_stale, db, say)
         return
     if t4 is not None:
-        from autotune.store.t4 import export_t4 as write
+        from autotune.interchange.t4 import export_t4 as write
     else:
-        from autotune.store.share import export_results as write
+        from autotune.interchange.share import export_results as write
 
     target = t4 if t4 is not None else out_path
     extra = {"dtype": dtype} if t4 is not None else {}
@@ -155,7 +155,7 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
     if kern is None:
         raise InvalidInputError("--kt-cache needs --kernel: a Kernel Tuner cache holds one kernel's configs")
     from autotune.kernel.space import load_space
-    from autotune.search.kt_cache import export_cache
+    from autotune.interchange.kt_cache import export_cache
 
     chosen_space = load_space(kern, space) if space is not None else None
     count, failed = export_cache(open_db(db, "existing"), path, kernel=kern, space=chosen_space, dims=shapes,
@@ -203,8 +203,8 @@ def import_(
       autotune import trials_t4.json
     """
     kernels = [resolve_kernel(value) for value in kernel or ()]
-    from autotune.store.share import import_results
-    from autotune.store.t4_read import T4File, read_import
+    from autotune.interchange.share import import_results
+    from autotune.interchange.t4_read import T4File, read_import
 
     loaded = read_import(path, kernels)  # read once and checked whole before the database is opened
     if isinstance(loaded, T4File):
@@ -233,7 +233,7 @@ def _written(write, what: str):
 
 
 def _import_t4(loaded, db: str | None) -> None:
-    from autotune.store.t4_read import import_t4
+    from autotune.interchange.t4_read import import_t4
 
     path = loaded.path
     store = open_db(db)

@@ -3,7 +3,7 @@
 An operation is a family of kernels that compute the same thing and so can stand in for one
 another: ``autotune search --op transpose`` searches them together
 (:mod:`autotune.search.op`), and ``autotune.transpose`` picks among them at run time
-(:mod:`autotune.runtime.op_choice`). Both read this one registry, below them. A kernel file
+(:mod:`autotune.runtime.transpose.choice`). Both read this one registry, below them. A kernel file
 belongs to an operation when it takes the operation's dims and its check's reference is the
 operation's reference: the copies (``copy_row``, ``copy_col``) check against ``copy`` and are
 not transposes.

@@ -5,7 +5,7 @@ The interface (Numba's CUDA Array Interface, version 2 and 3) gives a device poi
 shape, a NumPy type string and strides; :func:`describe` reads and checks it without
 touching CUDA, for :func:`autotune.compiled`'s launchers (C-contiguous arrays of the
 kernel's dtypes). ``autotune.transpose`` reads any strided view of any element size
-through :mod:`autotune.runtime.views` instead.
+through :mod:`autotune.runtime.transpose.views` instead.
 """
 
 from __future__ import annotations

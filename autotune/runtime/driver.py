@@ -47,6 +47,17 @@ def libcuda() -> ctypes.CDLL:
     lib.cuMemsetD16Async.argtypes = [ctypes.c_uint64, ctypes.c_ushort, ctypes.c_size_t, _PTR]
     lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, _U, ctypes.c_size_t, _PTR]
     lib.cuMemsetD2D32Async.argtypes = [ctypes.c_uint64, ctypes.c_size_t, _U, ctypes.c_size_t, ctypes.c_size_t, _PTR]
+    # the recording's events (autotune.runtime.recording): handles are pointers, which ctypes
+    # would otherwise pass as 32-bit ints
+    lib.cuEventCreate.argtypes = [ctypes.POINTER(_PTR), _U]
+    lib.cuEventRecord.argtypes = [_PTR, _PTR]
+    lib.cuEventQuery.argtypes = [_PTR]
+    lib.cuEventSynchronize.argtypes = [_PTR]
+    lib.cuEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), _PTR, _PTR]
+    lib.cuEventDestroy_v2.argtypes = [_PTR]
+    lib.cuCtxPushCurrent_v2.argtypes = [_PTR]
+    lib.cuCtxPopCurrent_v2.argtypes = [ctypes.POINTER(_PTR)]
+    lib.cuStreamIsCapturing.argtypes = [_PTR, ctypes.POINTER(ctypes.c_int)]
     return lib
 
 

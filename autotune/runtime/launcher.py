@@ -254,7 +254,7 @@ class KernelLauncher:
     def _compiled(self, problem: Problem):
         """``compiled(problem)``; with ``tune``, a problem with nothing stored for its exact key is
         tuned first, once per launcher (``autotune.runtime.first_sight``)."""
-        from autotune.runtime.launch import compiled
+        from autotune.runtime.compiled import compiled
 
         if self.tune is not None and self.bundle is None and problem not in self._seen:
             from autotune.base.caches import clear_cache

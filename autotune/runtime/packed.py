@@ -5,7 +5,7 @@ pointers first, 8 bytes each, packed by one precompiled ``struct`` per call, the
 (fixed for the shape, written once, each at its alignment). The ``void **`` that
 ``cuLaunchKernel`` reads points into that buffer, and every other argument of the call is a
 ctypes object made once (only the stream is refilled), so a call is one ``pack_into`` and one
-foreign call (the method of :class:`~autotune.runtime.prepared.PreparedTranspose`, with the
+foreign call (the method of :class:`~autotune.runtime.transpose.prepared.PreparedTranspose`, with the
 pointers packed in one step instead of one ctypes value each).
 
 The call itself goes through NVIDIA's ``cuda.bindings`` (``cuda-python``) where it is installed:
@@ -29,7 +29,7 @@ from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.model import Array
 from autotune.kernel.resets import fill_ops
 from autotune.runtime import driver, recording
-from autotune.runtime.launch import Launcher
+from autotune.runtime.compiled import Launcher
 
 __all__ = ["PackedLaunch", "SCALAR_FORMATS", "launch_api"]
 
@@ -60,7 +60,7 @@ def launch_api() -> str:
 
 
 class PackedLaunch:
-    """A :class:`~autotune.runtime.launch.Launcher` (kernel, config, dims, dtype, loaded function)
+    """A :class:`~autotune.runtime.compiled.Launcher` (kernel, config, dims, dtype, loaded function)
     ready to launch on any arrays of its shapes.
 
     Attributes:

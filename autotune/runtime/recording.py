@@ -4,7 +4,8 @@ While a recording is active, every launch made through [`launcher`][autotune.lau
 (`KernelLauncher`'s prepared launches), [`compiled`][autotune.compiled] (`Launcher.__call__`)
 and [`transpose`][autotune.transpose] is counted per problem (the device model, the kernel
 with its source and spec hashes, the dims, the dtype), and one call in :data:`SAMPLE_EVERY`
-(the first, then every N-th) is timed on the GPU with two CUDA events recorded on the
+(the second, then every N-th after it; the first call of a launch may load its module
+lazily, so it is never timed) is timed on the GPU with two CUDA events recorded on the
 launch's stream around it. The events are read back by a background thread (the flusher),
 never on the launch path; it writes what was counted to the results database every
 :data:`FLUSH_S` seconds as one batch, one transaction (``autotune.store.workloads``), so a
@@ -22,6 +23,12 @@ Cost on the launch path:
 * **on**: one Python call and an integer increment per launch; a sampled launch also records
   two events (``cuEventRecord``, about 2 µs each, one launch in :data:`SAMPLE_EVERY`).
   ``benchmarks/launch_overhead.py`` measures both.
+
+At most ``MAX_IN_FLIGHT`` samples are in flight at once: the flusher reads the completed
+ones back every ``READ_S`` seconds and reuses their events, and a sampled call that finds
+the limit reached is counted, not timed. Stopping destroys the recording's events. (Events
+left alive by the thousands slowed every later launch of the process, recording or not: the
+H100 run of 2026-11-26 read +3.9 µs a launch after a recording that timed every call.)
 
 A sample's time is the GPU time between the two events: the kernel itself, plus the events'
 own cost (about a microsecond). Launches captured in a CUDA graph are counted but not timed
@@ -47,13 +54,18 @@ from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
 
 __all__ = ["Recording", "record", "active", "track", "register_method", "from_environment", "SAMPLE_EVERY",
-           "FLUSH_S", "ENV"]
+           "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "ENV"]
 
 SAMPLE_EVERY = 64
-"""One call in this many of each prepared launch is timed on the GPU (the 1st, 65th, ...): a
-power of two."""
+"""One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; the
+1st is never timed: it may load the module, which the 3-step app's plan of 2026-11-27 read
+as a kernel 10x its time): a power of two."""
 FLUSH_S = 2.0
 """Seconds between two batches written by the flusher."""
+READ_S = 0.05
+"""Seconds between two reads of the completed samples by the flusher (their events reused)."""
+MAX_IN_FLIGHT = 256
+"""Samples (event pairs) in flight at most; a sampled call beyond them is counted, not timed."""
 ENV = "AUTOTUNE_RECORD"
 """The environment variable that records a program you do not edit: its value is the name."""
 
@@ -141,6 +153,7 @@ class Recording:
         self._unsent: list | None = None  # a batch made but not yet written: sent again as it is
         self._pending: collections.deque = collections.deque()  # (slot, start, end, context) samples
         self._events: dict[int, list[tuple[int, int]]] = {}  # context -> free event pairs
+        self._created = 0  # event pairs made (at most MAX_IN_FLIGHT + 1 alive)
         self._flush_lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -204,6 +217,7 @@ class Recording:
             if self.error is not None:
                 raise self.error
         finally:
+            self._destroy_events()
             if self._store is not None:
                 self._store.close()
                 self._store = None
@@ -236,16 +250,19 @@ class Recording:
             return go
         slot = self._slot(p.launcher.problem, p.launcher.device)
         calls, mask, sample = slot.calls, self.sample_every - 1, self._sample
+        second = 2 & mask  # calls 2, 2 + N, 2 + 2N, ... (N >= 2) are timed
         if mask == 0:
             def every(pointers, stream: int) -> None:
                 calls[0] += 1
+                if calls[0] == 1:
+                    return go(pointers, stream)
                 sample(go, (pointers, stream), stream, slot)
             return every
 
         def recorded(pointers, stream: int) -> None:
             n = calls[0] + 1
             calls[0] = n
-            if n & mask != 1:
+            if n & mask != second:
                 return go(pointers, stream)
             sample(go, (pointers, stream), stream, slot)
         return recorded
@@ -255,13 +272,16 @@ class Recording:
         if it is the one sampled (``stream()`` gives its stream then)."""
         with slot.lock:
             n = slot.calls[0] = slot.calls[0] + 1
-        if (n - 1) % self.sample_every:
+        if n < 2 or (n - 2) % self.sample_every:
             return launch(*args)
         return self._sample(launch, args, stream(), slot)
 
     def _sample(self, launch: Callable, args: tuple, stream: int, slot: _Slot) -> Any:
         """Run ``launch(*args)`` between two events on ``stream``; the flusher reads them back.
-        Where no event can be recorded (no context, a graph capture), the call is only run."""
+        Where no event can be recorded (no context, a graph capture, ``MAX_IN_FLIGHT``
+        samples in flight), the call is only run."""
+        if len(self._pending) >= MAX_IN_FLIGHT:
+            return launch(*args)
         pair = self._take_events(stream)
         if pair is None:
             return launch(*args)
@@ -298,20 +318,55 @@ class Recording:
         for _ in range(2):
             event = ctypes.c_void_p()
             if lib.cuEventCreate(ctypes.byref(event), 0) != _CUDA_SUCCESS:
+                for made in handles:
+                    lib.cuEventDestroy_v2(made)
                 return None
             handles.append(event.value)
+        with self._flush_lock:
+            self._created += 1
         return context, handles[0], handles[1]
 
     def _give_events(self, context: int, start: int, end: int) -> None:
         with self._flush_lock:
             self._events.setdefault(context, []).append((start, end))
 
+    def _destroy_events(self) -> None:
+        """Destroy the free event pairs (every pair, once the pending samples are read back),
+        each in its context; a context already gone (at exit) is skipped."""
+        with self._flush_lock:
+            pools, self._events = self._events, {}
+        if not any(pools.values()):
+            return
+        try:
+            lib = driver.libcuda()
+        except AutotuneError:
+            return
+        for context, pairs in pools.items():
+            if not pairs or lib.cuCtxPushCurrent_v2(context) != _CUDA_SUCCESS:
+                continue
+            try:
+                for pair in pairs:
+                    for event in pair:
+                        lib.cuEventDestroy_v2(event)
+            finally:
+                lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
     # -- the flusher ----------------------------------------------------------------------
 
     def _flusher(self) -> None:
-        while not self._stop.wait(self.flush_s):
+        """Read the completed samples every ``READ_S`` seconds and write a batch every
+        ``flush_s`` seconds, until the recording stops."""
+        import time
+
+        due = time.monotonic() + self.flush_s
+        while not self._stop.wait(min(READ_S, self.flush_s)):
             try:
-                self.flush()
+                if time.monotonic() >= due:
+                    due = time.monotonic() + self.flush_s
+                    self.flush()
+                elif self._pending:
+                    with self._flush_lock:
+                        self._read_samples(False)
             except Exception as exc:  # noqa: BLE001  (never ends the thread: said once, retried)
                 self._note(exc)
 
@@ -468,7 +523,7 @@ def register_method(cls: type, attribute: str, factory: Callable[[Callable, Reco
 
 
 def launcher_call(original: Callable, recording: Recording) -> Callable:
-    """The counting ``Launcher.__call__`` (module ``autotune.runtime.launch``)."""
+    """The counting ``Launcher.__call__`` (module ``autotune.runtime.compiled``)."""
     def __call__(self, *arrays, stream=None):
         if self.device is None or not arrays:
             return original(self, *arrays, stream=stream)
@@ -479,7 +534,7 @@ def launcher_call(original: Callable, recording: Recording) -> Callable:
 
 
 def transpose_call(original: Callable, recording: Recording) -> Callable:
-    """The counting ``PreparedTranspose.__call__`` (module ``autotune.runtime.prepared``)."""
+    """The counting ``PreparedTranspose.__call__`` (module ``autotune.runtime.transpose.prepared``)."""
     def __call__(self, out, src, ld, batch, batch_stride, stream):
         launcher = self.launcher
         if launcher.device is None:

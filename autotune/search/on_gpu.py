@@ -4,7 +4,8 @@ Both ``autotune.tune`` on one GPU and each worker of a search over several GPUs
 (:mod:`autotune.search.workers`) run :func:`search_on_gpu`:
 
 1. nvcc starts on every core before the measuring child exists (:mod:`autotune.measure.pipeline`:
-   the benchmark's helper kernels, the kernel's default config, and a grid's first batches,
+   the benchmark's helper kernels, the kernel's default config, and an in-order strategy's
+   (a grid's) first batches,
    or a new study's first batch of proposals: :meth:`~autotune.search.tuner.Tuner.early`);
 2. the benchmark opens in a child process (:mod:`autotune.measure.isolation`: a config that
    crashes or hangs fails its own trial), while this process opens the store;
@@ -48,11 +49,12 @@ def whole_space(options: SearchOptions, space) -> bool:
     ``trials`` cover the space and no ``timeout`` can cut it short. Such a search (the README's
     main job: TPE, 100 trials, smem_pad's 54 configs) measures them in the grid's order, the
     default first, instead of asking its strategy: every config is measured and the winner is
-    the re-timing's either way."""
+    the re-timing's either way. A strategy that walks in order already (its traits' ``in_order``:
+    ``grid``) is kept."""
     from autotune.search.proposals import GRID_LIMIT
 
     limit = min(options.trials, GRID_LIMIT)
-    return options.strategy != "grid" and options.timeout is None and space.count(limit) <= limit
+    return not options.traits.in_order and options.timeout is None and space.count(limit) <= limit
 
 
 def retime_or_error(retime):
@@ -97,6 +99,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     from autotune.measure import benchmark, isolation, nvml
     from autotune.measure.pipeline import workers
     from autotune.search.instruments import Instruments
+    from autotune.search.strategies import SWEEP_STRATEGY
     from autotune.measure.toolchain import Toolchain
     from autotune.search.tuner import Tuner
     from autotune.store.key import TuningKey
@@ -105,7 +108,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     opened: list = []
     whole = whole_space(options, space)
     if whole:
-        options = options.replace(strategy="grid")
+        options = options.replace(strategy=SWEEP_STRATEGY)
     batch = options.batch_size()
     builds = contextlib.ExitStack()
     feed: list = []
@@ -167,8 +170,9 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
     :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
-    for a grid, its first two batches in the space's order (worker ``part = (i, n)``: of its
-    share, positions ``i`` modulo ``n``); the search puts each batch as it is proposed."""
+    for an ``in_order`` strategy (a grid), its first two batches in the space's order (worker
+    ``part = (i, n)``: of its share, positions ``i`` modulo ``n``); the search puts each batch
+    as it is proposed."""
     from autotune.measure.pipeline import Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
@@ -178,7 +182,7 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     kernel, dtype = problem.kernel, problem.dtype
     default = default_config(kernel.name, space)
     first = [default] if default and part[0] == 0 else []  # worker 0 measures it
-    if options.strategy == "grid":
+    if options.traits.in_order:
         i, n = part
         first += itertools.islice((c for k, c in enumerate(space.iter_configs()) if k % n == i and c != default),
                                   2 * batch)

@@ -4,18 +4,23 @@
 from its keywords) and handed down whole: the search loop (:class:`autotune.search.tuner.Tuner`),
 the workers of several GPUs and the op search read its fields, and never check them again.
 Messages name the parameter (``trials 0 is not allowed``); the CLI says its flag instead
-(:data:`FLAGS`).
+(:data:`FLAGS`). The refusal, :class:`OptionError`, lives in :mod:`autotune.search.option_error`,
+which the strategies' registry imports too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
+from autotune.search.option_error import FLAGS, OptionError
+from autotune.search.strategies.registry import DEFAULT_STRATEGY, check_strategy, check_strategy_options, traits_of
+from autotune.search.strategies.traits import StrategyOptions, Traits
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -28,34 +33,6 @@ their product, the energy-delay product (J s)."""
 
 MAX_SEED = 2**32 - 1
 """Largest seed: Optuna's samplers seed NumPy's ``RandomState``, which takes 0..2**32-1."""
-
-FLAGS = {"trials": "--trials", "timeout": "--timeout", "seed": "--seed", "strategy": "--strategy",
-         "batch": "--batch", "resume": "--resume", "space": "--space", "repeats": "--repeats",
-         "top_k": "--top-k", "rounds": "--rounds", "trial_timeout": "--trial-timeout", "db": "--db",
-         "ci": "--ci", "ci_floor_us": "--ci-floor-us", "min_samples": "--min-samples",
-         "max_samples": "--max-samples", "objective": "--objective", "energy": "--energy"}
-"""Each field's command-line flag (``autotune search``), for the CLI's messages."""
-
-
-class OptionError(InvalidInputError):
-    """A search option outside what is allowed: ``param`` names the field, ``text`` the rest
-    of the message after ``<param> <value>``."""
-
-    def __init__(self, param: str, value: Any, text: str) -> None:
-        self.param, self.value, self.text = param, value, text
-        super().__init__(f"{param} {_show(value)} {text}")
-
-    def as_flag(self) -> InvalidInputError:
-        """The same refusal naming the command-line flag (``--top-k 0 ...``)."""
-        return InvalidInputError(f"{FLAGS.get(self.param, self.param)} {_show(self.value)} {self.text}")
-
-
-def _show(value: Any) -> str:
-    from autotune.kernel.arguments import shown
-
-    if isinstance(value, float):
-        return f"{value:g}"
-    return shown(value) if isinstance(value, str) or not isinstance(value, (int, type(None))) else str(value)
 
 
 def _text(value: Any, path: bool = False) -> bool:
@@ -104,8 +81,17 @@ class SearchOptions:
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
         strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``tpe``,
-            ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``) or an
-            ``optuna.samplers.BaseSampler``.
+            ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, or one
+            [`register`][autotune.search.strategies.registry.register]-ed) or an
+            ``optuna.samplers.BaseSampler``; default
+            [`DEFAULT_STRATEGY`][autotune.search.strategies.registry.DEFAULT_STRATEGY].
+        strategy_options: the strategy's own options, name -> value (or its text, as
+            ``--strategy-option KEY=VALUE`` gives it): those its
+            [`Traits`][autotune.search.strategies.traits.Traits] name (``tpe``: ``startup``;
+            ``transfer``: ``queue``, ``shapes``, ``prior_trials``, ``startup``), kept parsed
+            as a read-only, hashable mapping. Changing ``strategy`` through
+            [`replace`][autotune.search.options.SearchOptions.replace] without giving these
+            drops them (they were the old strategy's).
         batch: configs the strategy proposes at once, compiled on every core while the GPU
             measures the batch before (``None``: as many as the compile workers,
             ``autotune.measure.pipeline.workers()``, at least 1).
@@ -144,7 +130,7 @@ class SearchOptions:
     trials: int = 100
     timeout: float | None = None
     seed: int | None = None
-    strategy: str | BaseSampler = "tpe"
+    strategy: str | BaseSampler = DEFAULT_STRATEGY
     batch: int | None = None
     resume: bool = False
     space: str | None = None
@@ -154,6 +140,7 @@ class SearchOptions:
     trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
     db: str | None = None
     queue: tuple[Config, ...] = ()
+    strategy_options: Mapping[str, Any] = StrategyOptions()
     ci: float = 0.01
     ci_floor_us: float = 0.5
     min_samples: int = 20
@@ -162,8 +149,6 @@ class SearchOptions:
     energy: bool = False
 
     def __post_init__(self) -> None:
-        from autotune.search.strategies import check_strategy
-
         if not _int(self.trials) or not 1 <= self.trials <= MAX_COUNT:
             raise OptionError("trials", self.trials, f"is not allowed; give 1 or more, at most {MAX_COUNT}")
         if self.timeout is not None and not _seconds(self.timeout):
@@ -172,6 +157,7 @@ class SearchOptions:
         if self.seed is not None and not (_int(self.seed) and 0 <= self.seed <= MAX_SEED):
             raise OptionError("seed", self.seed, f"is not allowed; give an integer 0..{MAX_SEED}")
         check_strategy(self.strategy)
+        object.__setattr__(self, "strategy_options", check_strategy_options(self.strategy, self.strategy_options))
         if self.batch is not None and (not _int(self.batch) or not 1 <= self.batch <= 1024):
             raise OptionError("batch", self.batch, "is not allowed; give 1..1024 configs")
         if not _int(self.repeats) or not 20 <= self.repeats <= MAX_REPEATS:
@@ -242,6 +228,7 @@ class SearchOptions:
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
         """``options`` (default: the defaults) with the keywords ``given`` over them, ``sampler=``
         taken as the deprecated name of ``strategy`` (what [`tune`][autotune.search.tune.tune] takes).
+        A new ``strategy`` without ``strategy_options`` drops the old strategy's options.
 
         Raises:
             OptionError: a bad value.
@@ -250,6 +237,9 @@ class SearchOptions:
         if "sampler" in given:
             sampler = given.pop("sampler")
             given.setdefault("strategy", sampler)
+        if options is not None and "strategy" in given and "strategy_options" not in given \
+                and given["strategy"] is not options.strategy and given["strategy"] != options.strategy:
+            given["strategy_options"] = None  # the old strategy's options are not the new one's
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(given) - known)
         if unknown:
@@ -264,6 +254,12 @@ class SearchOptions:
     def strategy_name(self) -> str:
         """The strategy's name, or the class name of a sampler given instead (stored with the search)."""
         return self.strategy if isinstance(self.strategy, str) else type(self.strategy).__name__
+
+    @property
+    def traits(self) -> Traits:
+        """What the strategy is ([`Traits`][autotune.search.strategies.traits.Traits]): what the
+        search loop asks, never the strategy's name."""
+        return traits_of(self.strategy)
 
     def batch_size(self) -> int:
         """``batch``, or the compile workers (``autotune.measure.pipeline.workers()``), at least 1."""

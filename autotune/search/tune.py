@@ -98,6 +98,7 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
     from autotune.measure import benchmark, device, isolation
     from autotune.search import workers
     from autotune.search.retiming import retime_study
+    from autotune.search.strategies import SWEEP_STRATEGY
     from autotune.measure.toolchain import Toolchain
     from autotune.search.study import open_study
     from autotune.store.key import TuningKey
@@ -119,7 +120,8 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares),
                          workers.per_gpu(options, len(ordinals))[0].batch_size()))
     whole = whole_space(options, space_)
-    plan = workers.Plan(ref, options.replace(strategy="grid") if whole else options, arch=infos[0].arch, fresh=fresh)
+    plan = workers.Plan(ref, options.replace(strategy=SWEEP_STRATEGY) if whole else options, arch=infos[0].arch,
+                        fresh=fresh)
     reports = workers.run_workers(plan, ordinals, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:

@@ -5,8 +5,10 @@
 
 1. It opens the key's Optuna study (:mod:`autotune.search.study`; ``resume`` continues it),
    reads what the study measured already, and builds the strategy
-   (:func:`autotune.search.strategies.make_strategy`) with that history (``transfer``: also
-   the trials of the kernel's other shapes on this device model, one read of the store).
+   (:func:`autotune.search.strategies.make_strategy`, with ``options.strategy_options``) with
+   that history (a strategy whose traits say ``needs_prior``, e.g. ``transfer``: also the trials
+   of the kernel's other shapes on this device model, one read of the store). The loop asks
+   the strategy's :class:`~autotune.search.strategies.traits.Traits`, never its name.
 2. The kernel's default config is queued first in every study that lacks it, so the stored
    best is never slower than the default beyond the noise; then the configs of
    ``options.queue`` (a dispatch's configs, from ``autotune tune-shapes``).
@@ -57,19 +59,20 @@ __all__ = ["Tuner", "search"]
 class Tuner:
     """One search (module doc). ``part=(i, n)``: worker ``i`` of ``n`` filling one study at
     once (one per GPU, :mod:`autotune.search.workers`): only worker 0 queues the default and a
-    grid walks its share of the space first. Every search skips configs another process on
-    the study (a worker of another GPU, a search on another host) has measured or is
-    measuring, and tells its strategy what they measured; a config is measured only by the
-    process whose trial claimed it first (:meth:`StoredStudy.start`), so no two processes
-    measure one config.
+    strategy whose traits say ``partitions`` (``grid``) walks its share of the space first.
+    Every search skips configs another process on the study (a worker of another GPU, a search
+    on another host) has measured or is measuring, and tells its strategy what they measured; a
+    config is measured only by the process whose trial claimed it first
+    (:meth:`StoredStudy.start`), so no two processes measure one config.
     ``on_trial(outcome, result)`` is called after every trial. ``budget``: the configs the
     workers of one search may still measure, shared (:class:`~autotune.search.workers.SharedBudget`:
     ``take()`` before each trial, ``False`` when none is left; ``give_back()``; ``left()``):
     a worker measures while any is left, so the faster GPU measures more and all end together.
 
     Raises (from :meth:`run`):
-        InvalidInputError: a ``grid`` over more than :data:`~autotune.search.proposals.GRID_LIMIT`
-            valid configs; the study exists and ``resume`` is false; a strategy whose package is missing.
+        InvalidInputError: an ``in_order`` strategy (``grid``) over more than
+            :data:`~autotune.search.proposals.GRID_LIMIT` valid configs; the study exists and
+            ``resume`` is false; a strategy whose package is missing.
         StoreError: the database cannot be used; one that fails mid-search stops it, the
             message saying how many trials of this run are stored and which was lost.
         KeyboardInterrupt: on SIGINT or SIGTERM (:mod:`autotune.base.signals`), after the trial
@@ -80,7 +83,7 @@ class Tuner:
                  instruments: Instruments, *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
                  part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None,
                  budget=None) -> None:
-        if options.strategy == "grid":
+        if options.traits.in_order:  # it walks the whole space
             proposals.check_grid(space)
         self.key, self.space, self.store, self.options, self.tools = key, space, store, options, instruments
         self.on_trial, self.part, self.budget = on_trial, part, budget
@@ -98,17 +101,18 @@ class Tuner:
         """The strategy and its first batch (the default first, worker 0's), for a search that
         can propose before its study is open: a new study (``fresh``: it holds no trial yet;
         ``None``: a search alone, not ``resume``), with a strategy that reads nothing from the
-        store (not ``transfer``) and is not a grid (whose order is known anyway). So the first
-        batch compiles while the measuring child starts; pass the pair as ``early``. The
+        store (its traits: not ``needs_prior``) and does not walk in order (not ``in_order``:
+        that order is known anyway). So the first batch compiles while the measuring child
+        starts; pass the pair as ``early``. The
         workers of several GPUs pass ``fresh`` (their parent created the study). ``None`` for
         other searches."""
-        from autotune.search.strategies import make_strategy, needs_prior
+        from autotune.search.strategies import make_strategy
 
         if fresh is None:
             fresh = not options.resume and part == (0, 1)
-        if not fresh or needs_prior(options.strategy) or options.strategy == "grid":
+        if not fresh or options.traits.needs_prior or options.traits.in_order:
             return None
-        strategy = make_strategy(options.strategy, space, options.seed)
+        strategy = make_strategy(options.strategy, space, options.seed, options=options.strategy_options)
         default = proposals.default_config(kernel, space)
         if part[0] == 0:  # worker 0's, as in _strategy: the configs asked for, then the default first
             strategy.enqueue([Config(space.kernel, c.macros) for c in options.queue], first=True)
@@ -125,7 +129,8 @@ class Tuner:
         study = StoredStudy(self.store, self.key, self.space, resume=self.options.resume,
                             objective=self.options.objective)
         try:
-            label_study(study.study, self.key, self.options.strategy_name, self.store.errors)  # optuna-dashboard
+            label_study(study.study, self.key, self.options.strategy_name, self.store.errors,  # optuna-dashboard
+                        strategy_options=dict(self.options.strategy_options))
             with self.store.errors():
                 study.fail_stale()
             self._checked = time.monotonic()
@@ -174,8 +179,7 @@ class Tuner:
         return result
 
     def _strategy(self) -> Strategy:
-        from autotune.search.strategies import make_strategy, needs_prior
-        from autotune.search.strategies.simple import Grid
+        from autotune.search.strategies import make_strategy
 
         if self._early is not None:  # proposed before the study was open: a new study
             strategy = self._early[0]
@@ -183,17 +187,15 @@ class Tuner:
                 strategy.tell(c, self.result.measured.get(c))
             return strategy
         history = [(c, self.result.measured.get(c)) for c in self.seen]
-        if needs_prior(self.options.strategy):
+        if self.options.traits.needs_prior:
             from autotune.search.prior import other_shapes
 
             history += other_shapes(self.store, self.key)
         default = proposals.default_config(self.key.kernel, self.space)
         first = self.part[0] == 0
-        if self.options.strategy == "grid" and self.part[1] > 1:
-            strategy = Grid(self.space, self.options.seed, history, part=self.part,
-                            last=None if first else default)
-        else:
-            strategy = make_strategy(self.options.strategy, self.space, self.options.seed, history)
+        strategy = make_strategy(self.options.strategy, self.space, self.options.seed, history,
+                                 options=self.options.strategy_options, part=self.part,  # its share, if it partitions
+                                 last=None if first else default)
         if first:  # the configs asked for (options.queue) before the strategy's own, after the default
             strategy.enqueue([Config(self.space.kernel, c.macros) for c in self.options.queue], first=True)
         if default is not None and first:

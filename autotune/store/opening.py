@@ -66,8 +66,6 @@ def open_results(url: str | None = None, mode: Mode = "write") -> Store | Result
             opened, is of a newer schema (but ``inspect``), or whose version table holds
             several revisions.
     """
-    from autotune.store.repository import Store
-
     if mode not in MODES:
         raise InvalidInputError(f"mode {mode!r} is not allowed; allowed: {', '.join(MODES)}")
     writes = mode in ("write", "unmigrated", "existing")
@@ -81,6 +79,8 @@ def open_results(url: str | None = None, mode: Mode = "write") -> Store | Result
         from autotune.store.reader import SqliteReader
 
         return SqliteReader(resolved)
+    from autotune.store.repository import Store  # SQLAlchemy: not for a SQLite lookup
+
     if writes or mode == "read":
         refuse_foreign(resolved)  # before any engine: no table, WAL switch or lock file
     if writes:

@@ -124,8 +124,13 @@ class SqliteReader:
         found = [row[0] for row in self._rows(f"SELECT version_num FROM {VERSION_TABLE}")] if tables else []
         return revision_state(found, self.safe_url)
 
+    def _queried(self, sql: str, params: Mapping[str, Any] | tuple = ()) -> list[sqlite3.Row]:
+        """The rows of a query of the results, none where the schema is not current (a missing
+        file, an empty or older database: nothing is tuned there that this autotune reads)."""
+        return self._rows(sql, params) if self.schema_state == "current" else []
+
     def _bests(self, sql: str, params: Mapping[str, Any]) -> list[BestRecord]:
-        return [best_from_row(dict(row)) for row in self._rows(sql, params)]
+        return [best_from_row(dict(row)) for row in self._queried(sql, params)]
 
     def best(self, key: TuningKey) -> BestRecord | None:
         """The best stored config of exactly ``key``, or ``None`` (as :meth:`Store.best`)."""
@@ -143,12 +148,12 @@ class SqliteReader:
     def shape_trials(self, key: TuningKey) -> list[trial_sql.ShapeTrial]:
         """Every trial of ``key``'s identity at any dims, in the order stored (as
         :meth:`Store.shape_trials <autotune.store.repository.Store.shape_trials>`)."""
-        return [trial_sql.shape_trial_from_row(dict(row)) for row in self._rows(*trial_sql.select_shape_trials(key))]
+        return [trial_sql.shape_trial_from_row(dict(row)) for row in self._queried(*trial_sql.select_shape_trials(key))]
 
     def trials_state(self, kernel: str) -> tuple[int | None, int]:
         """``(largest trial id, number of trials)`` of kernel name ``kernel`` (``(None, 0)``: none)."""
-        row = self._rows(*trial_sql.select_state(kernel))[0]
-        return row["last_id"], row["trial_count"]
+        rows = self._queried(*trial_sql.select_state(kernel))
+        return (rows[0]["last_id"], rows[0]["trial_count"]) if rows else (None, 0)
 
     def close(self) -> None:
         """Close every connection this reader opened (in any thread)."""

@@ -34,23 +34,29 @@ METRIC_NAMES = ["median ms"]
 """The objective as the dashboard names it: the median time per launch of a config, ms."""
 
 
-def study_attrs(key: TuningKey, strategy: str | None = None) -> dict[str, Any]:
+def study_attrs(key: TuningKey, strategy: str | None = None,
+                strategy_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The user attrs of ``key``'s study: ``label`` (kernel, shape, dtype, device), ``kernel``,
     ``dims`` (``{"rows": 4096, "cols": 4096}``), ``shape``, ``dtype``, ``device`` (model name),
     ``compute_capability``, ``nvcc`` and, where given, ``strategy`` (the sampler of the last
-    search that opened the study)."""
+    search that opened the study) and ``strategy_options`` (that search's options of its
+    strategy, name -> value, where it gave any: ``{"startup": 20}``)."""
     attrs = {"label": f"{key.kernel} {key.display} {key.dtype} on {key.device.name}", "kernel": key.kernel,
              "dims": dict(key.dims), "shape": key.display, "dtype": key.dtype, "device": key.device.name,
              "compute_capability": key.device.compute_capability, "nvcc": key.nvcc_version}
     if strategy is not None:
         attrs["strategy"] = strategy
+    if strategy is not None and strategy_options:
+        attrs["strategy_options"] = dict(strategy_options)
     return attrs
 
 
 def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None,
-                errors: Callable[[], ContextManager] = contextlib.nullcontext) -> optuna.Study:
+                errors: Callable[[], ContextManager] = contextlib.nullcontext, *,
+                strategy_options: dict[str, Any] | None = None) -> optuna.Study:
     """Give ``study`` the user attrs of :func:`study_attrs` and the objective's name
-    (:data:`METRIC_NAMES`), writing only what differs (several workers open one study); returns
+    (:data:`METRIC_NAMES`), writing only what differs (several workers open one study; a search
+    that gives its strategy no option empties the ``strategy_options`` of an earlier one); returns
     ``study``, so that it wraps the call that opens it. ``errors``: the store's
     :meth:`~autotune.store.repository.Store.errors`, turning a database error into one line.
 
@@ -59,9 +65,12 @@ def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None
     """
     with errors():
         current = study.user_attrs
-        for name, value in study_attrs(key, strategy).items():
+        wanted = study_attrs(key, strategy, strategy_options)
+        for name, value in wanted.items():
             if current.get(name) != value:
                 study.set_user_attr(name, value)
+        if strategy is not None and "strategy_options" in current and "strategy_options" not in wanted:
+            study.set_user_attr("strategy_options", {})  # this search's strategy took its defaults
         if study.metric_names != METRIC_NAMES:
             with warnings.catch_warnings():  # "experimental" since Optuna 3.2, and what the dashboard reads
                 warnings.simplefilter("ignore", category=Warning)
@@ -96,6 +105,7 @@ def label_stored_studies(store) -> int:
             continue
         with store.errors("cannot label the studies of"):
             study = optuna.load_study(study_name=frozen.study_name, storage=storage)
-        label_study(study, key, frozen.user_attrs.get("strategy"), store.errors)
+        label_study(study, key, frozen.user_attrs.get("strategy"), store.errors,
+                    strategy_options=frozen.user_attrs.get("strategy_options"))
         labelled += 1
     return labelled

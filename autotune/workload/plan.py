@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from autotune.errors import AutotuneError
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
+from autotune.search.strategies import DEFAULT_STRATEGY
 from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device
 from autotune.workload.budget import allocate
 from autotune.workload.gain import expected_gain, observed_gains
@@ -42,7 +43,8 @@ class PlanRow:
             where the figure comes from.
         saving_ms: expected GPU time saved over the recorded calls, ms.
         budget_s: seconds of GPU time its search gets (0: not searched, only measured).
-        strategy: its search's strategy (``transfer`` or ``tpe``; ``None``: not searched).
+        strategy: its search's strategy (``transfer``, or the default strategy, ``tpe``:
+            ``DEFAULT_STRATEGY`` of ``autotune.search.strategies``; ``None``: not searched).
         note: why it is not searched, where it is not.
     """
 
@@ -140,7 +142,7 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
         elif p.gpu_ms is None:
             note = note or "no call was timed (a graph capture?): no saving to expect"
         rows.append(PlanRow(p, problem, share, chosen, gain, why, saving,
-                            strategy=("transfer" if transfer else "tpe") if saving > 0 else None, note=note))
+                            strategy=("transfer" if transfer else DEFAULT_STRATEGY) if saving > 0 else None, note=note))
     return sorted(rows, key=lambda r: (-r.saving_ms, -(r.recorded.gpu_ms or 0.0), r.label))
 
 

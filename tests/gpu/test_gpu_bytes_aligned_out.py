@@ -39,8 +39,8 @@ def test_the_rule_takes_it_for_large_matrices_at_its_config(shape, dtype, tmp_pa
     more take smem_bytes_aligned_out at the rule's config (op_choice.BYTES_CONFIG; 1-byte from 20 MiB: the
     kernel file's default), bit for bit against torch."""
     torch = pytest.importorskip("torch")
-    from autotune.runtime import op_choice
-    from autotune.runtime.transpose import transpose, transpose_plan
+    from autotune.runtime.transpose import choice as op_choice
+    from autotune.runtime.transpose.op import transpose, transpose_plan
 
     db = f"sqlite:///{tmp_path / 'none.db'}"
     dt = getattr(torch, dtype)

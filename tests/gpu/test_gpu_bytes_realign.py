@@ -6,15 +6,12 @@ bytes around the output untouched), and on row-pitched views and batches: launch
 (pitches with odd pads, batches with gaps, against NumPy) and through autotune.transpose on
 PyTorch views (against torch). The CPU runs the same in tests/test_bytes_realign.py."""
 
-import numpy as np
 import pytest
 
-from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import cuda_driver
+from gpu_transposes import check_exact, check_launched, offset_cases
 
 pytestmark = pytest.mark.gpu
 
@@ -33,62 +30,18 @@ def configs():
 
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)
 def test_exact_for_every_dtype_and_shape(device, dtype):
-    for shape in SHAPES:
-        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
-                          warmup=1, repeats=20, seed=3, bounds=False)
-        try:
-            for config in configs():
-                bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
-        finally:
-            bench.free()
+    check_exact(device, KERNEL, dtype, SHAPES, configs(), seed=3)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_every_config_of_the_space_is_exact(device, dtype):
-    for shape in [(67, 131), (1000, 1003)]:
-        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
-                          warmup=1, repeats=20, seed=4, bounds=False)
-        try:
-            for config in KERNEL.space().configs():
-                bench.verify(*bench.compile(config))
-        finally:
-            bench.free()
+    check_exact(device, KERNEL, dtype, [(67, 131), (1000, 1003)], KERNEL.space().configs(), seed=4)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_exact_with_pointers_off_16_bytes(device, dtype):
-    drv = cuda_driver()
-
-    dt = get_dtype(dtype)
-    rng = np.random.default_rng(5)
-    guard = 64
-    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
-    try:
-        for config in configs():
-            compiled, _, block, shared = bench.compile(config)
-            for rows, cols in [(131, 77), (64, 96), (1, 33), (45, 1), (129, 257)]:
-                grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dt)
-                for ioff, ooff in [(1, 0), (0, 3), (2, 14), (15, 15), (6, 9), (13, 4), (8, 8), (14, 2)]:
-                    if ioff % dt.itemsize or ooff % dt.itemsize:
-                        continue
-                    src = rng.integers(0, 256, size=rows * cols * dt.itemsize, dtype=np.uint8).view(dt.numpy)
-                    n = rows * cols * dt.itemsize
-                    d_in, d_out = drv.mem_alloc(n + 2 * guard), drv.mem_alloc(n + 2 * guard)
-                    drv.memcpy_htod(int(d_in) + guard + ioff, src)
-                    drv.memset_d8(d_out, 0xA5, n + 2 * guard)
-                    compiled.function.launch(grid, block,
-                                             (np.uintp(int(d_out) + guard + ooff), np.uintp(int(d_in) + guard + ioff),
-                                              np.int32(rows), np.int32(cols), np.int64(cols), np.int64(rows * cols)), shared)
-                    got = np.empty(n + 2 * guard, np.uint8)
-                    drv.memcpy_dtoh(got, d_out)
-                    want = src.reshape(rows, cols).T.copy().view(np.uint8).ravel()
-                    start = guard + ooff
-                    assert np.array_equal(got[start:start + n], want), (config, rows, cols, ioff, ooff)
-                    assert (got[:start] == 0xA5).all() and (got[start + n:] == 0xA5).all()  # nothing written around
-                    d_in.free()
-                    d_out.free()
-    finally:
-        bench.free()
+    cases = [(0, 1, 0, i, o) for i, o in [(1, 0), (0, 3), (2, 14), (15, 15), (6, 9), (13, 4), (8, 8), (14, 2)]]
+    check_launched(device, KERNEL, dtype, configs(), [(131, 77), (64, 96), (1, 33), (45, 1), (129, 257)], cases, seed=5)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
@@ -96,44 +49,9 @@ def test_exact_on_pitched_views_and_batches(device, dtype):
     """Launched directly: rows ld = cols + pad elements apart, batch matrices rows * ld + gap
     apart (grid z), the input span placed at a pointer offset; every matrix against NumPy,
     guard bytes around the output untouched."""
-    drv = cuda_driver()
-
-    dt = get_dtype(dtype)
-    rng = np.random.default_rng(6)
-    guard, es = 64, dt.itemsize
-    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
-    try:
-        for config in configs():
-            compiled, _, block, shared = bench.compile(config)
-            for rows, cols in [(131, 77), (64, 96), (1, 33), (45, 1), (129, 257)]:
-                grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dt)
-                for k, (pad, batch, gap) in enumerate([(1, 1, 0), (3, 1, 0), (5, 1, 0), (0, 3, 0), (0, 2, 7),
-                                                        (1, 3, 0), (3, 2, 5), (5, 3, 1)]):
-                    ioff = (k * 5 + 1) % 16 // es * es
-                    ooff = (k * 3) % 16 // es * es
-                    ld, stride = cols + pad, rows * (cols + pad) + gap
-                    span = (batch - 1) * stride + (rows - 1) * ld + cols
-                    src = rng.integers(0, 256, size=span * es, dtype=np.uint8)
-                    view = np.lib.stride_tricks.as_strided(src.view(dt.numpy), (batch, rows, cols),
-                                                           (stride * es, ld * es, es), writeable=False)
-                    want = np.ascontiguousarray(view.transpose(0, 2, 1)).view(np.uint8).ravel()
-                    n = want.size
-                    d_in, d_out = drv.mem_alloc(span * es + 2 * guard), drv.mem_alloc(n + 2 * guard)
-                    drv.memcpy_htod(int(d_in) + guard + ioff, src)
-                    drv.memset_d8(d_out, 0xA5, n + 2 * guard)
-                    compiled.function.launch((grid[0], grid[1], batch), block,
-                                             (np.uintp(int(d_out) + guard + ooff), np.uintp(int(d_in) + guard + ioff),
-                                              np.int32(rows), np.int32(cols), np.int64(ld), np.int64(stride)), shared)
-                    got = np.empty(n + 2 * guard, np.uint8)
-                    drv.memcpy_dtoh(got, d_out)
-                    start = guard + ooff
-                    what = (config, rows, cols, pad, batch, gap, ioff, ooff)
-                    assert np.array_equal(got[start:start + n], want), what
-                    assert (got[:start] == 0xA5).all() and (got[start + n:] == 0xA5).all(), what
-                    d_in.free()
-                    d_out.free()
-    finally:
-        bench.free()
+    layouts = [(1, 1, 0), (3, 1, 0), (5, 1, 0), (0, 3, 0), (0, 2, 7), (1, 3, 0), (3, 2, 5), (5, 3, 1)]
+    check_launched(device, KERNEL, dtype, configs(), [(131, 77), (64, 96), (1, 33), (45, 1), (129, 257)],
+                   offset_cases(layouts, get_dtype(dtype).itemsize), seed=6)
 
 
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)
@@ -141,7 +59,7 @@ def test_batches_and_views_match_torch(dtype, tmp_path):
     """autotune.transpose(x, kernel="smem_bytes") on the views of
     tests/gpu/test_gpu_transpose_views.py, plus pitches with odd pads."""
     torch = pytest.importorskip("torch")
-    from autotune.runtime.transpose import transpose
+    from autotune.runtime.transpose.op import transpose
 
     db = f"sqlite:///{tmp_path / 'none.db'}"
     g = torch.Generator(device="cuda").manual_seed(1)

@@ -5,15 +5,12 @@ its space; launched directly with pointers off a 16-byte boundary, row-pitched v
 (guard bytes around the output untouched); and through autotune.transpose on PyTorch views and
 batches (against torch), also chosen by the rule. The CPU runs the same in tests/test_skinny.py."""
 
-import numpy as np
 import pytest
 
-from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import cuda_driver
+from gpu_transposes import check_exact, check_launched, offset_cases
 
 pytestmark = pytest.mark.gpu
 
@@ -32,70 +29,21 @@ def configs():
 
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)
 def test_exact_for_every_dtype_and_shape(device, dtype):
-    for shape in SHAPES:
-        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
-                          warmup=1, repeats=20, seed=3, bounds=False)
-        try:
-            for config in configs():
-                bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
-        finally:
-            bench.free()
+    check_exact(device, KERNEL, dtype, SHAPES, configs(), seed=3)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float32", "float64"])
 def test_every_config_of_the_space_is_exact(device, dtype):
-    for shape in [(7, 10007), (10007, 33)]:
-        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
-                          warmup=1, repeats=20, seed=4, bounds=False)
-        try:
-            for config in KERNEL.space().configs():
-                bench.verify(*bench.compile(config))
-        finally:
-            bench.free()
+    check_exact(device, KERNEL, dtype, [(7, 10007), (10007, 33)], KERNEL.space().configs(), seed=4)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
 def test_exact_with_offsets_pitched_views_and_batches(device, dtype):
     """Launched directly: rows ld = cols + pad elements apart, batch matrices rows * ld + gap apart
     (grid z), the input span and the output at pointer offsets; against NumPy, guard bytes kept."""
-    drv = cuda_driver()
-
-    dt = get_dtype(dtype)
-    rng = np.random.default_rng(6)
-    guard, es = 64, dt.itemsize
-    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
-    try:
-        for config in configs():
-            compiled, _, block, shared = bench.compile(config)
-            for rows, cols in [(7, 3001), (3001, 7), (33, 517), (517, 33), (70, 65)]:
-                grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dt)
-                for k, (pad, batch, gap) in enumerate([(0, 1, 0), (1, 1, 0), (3, 1, 0), (0, 3, 0), (0, 2, 7),
-                                                        (3, 2, 5)]):
-                    ioff = (k * 5 + 1) % 16 // es * es
-                    ooff = (k * 3) % 16 // es * es
-                    ld, stride = cols + pad, rows * (cols + pad) + gap
-                    span = (batch - 1) * stride + (rows - 1) * ld + cols
-                    src = rng.integers(0, 256, size=span * es, dtype=np.uint8)
-                    view = np.lib.stride_tricks.as_strided(src.view(dt.numpy), (batch, rows, cols),
-                                                           (stride * es, ld * es, es), writeable=False)
-                    want = np.ascontiguousarray(view.transpose(0, 2, 1)).view(np.uint8).ravel()
-                    n = want.size
-                    d_in, d_out = drv.mem_alloc(span * es + 2 * guard), drv.mem_alloc(n + 2 * guard)
-                    drv.memcpy_htod(int(d_in) + guard + ioff, src)
-                    drv.memset_d8(d_out, 0xA5, n + 2 * guard)
-                    compiled.function.launch((grid[0], grid[1], batch), block,
-                                             (np.uintp(int(d_out) + guard + ooff), np.uintp(int(d_in) + guard + ioff),
-                                              np.int32(rows), np.int32(cols), np.int64(ld), np.int64(stride)), shared)
-                    got = np.empty(n + 2 * guard, np.uint8)
-                    drv.memcpy_dtoh(got, d_out)
-                    start = guard + ooff
-                    what = (config, rows, cols, pad, batch, gap, ioff, ooff)
-                    assert np.array_equal(got[start:start + n], want), what
-                    assert (got[:start] == 0xA5).all() and (got[start + n:] == 0xA5).all(), what
-                    d_in.free()
-                    d_out.free()
-    finally:
-        bench.free()
+    layouts = [(0, 1, 0), (1, 1, 0), (3, 1, 0), (0, 3, 0), (0, 2, 7), (3, 2, 5)]
+    check_launched(device, KERNEL, dtype, configs(), [(7, 3001), (3001, 7), (33, 517), (517, 33), (70, 65)],
+                   offset_cases(layouts, get_dtype(dtype).itemsize), seed=6)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "bfloat16", "float32", "complex64"])
@@ -104,7 +52,7 @@ def test_views_and_batches_match_torch_forced_and_by_rule(dtype, tmp_path):
     on skinny shapes of >= 1 MiB whose short rows are under 128 bytes, which the rule sends to skinny
     (or, for 4- and 8-byte elements with short output rows, to naive_flat)."""
     torch = pytest.importorskip("torch")
-    from autotune.runtime.transpose import transpose, transpose_plan
+    from autotune.runtime.transpose.op import transpose, transpose_plan
 
     db = f"sqlite:///{tmp_path / 'none.db'}"
     g = torch.Generator(device="cuda").manual_seed(1)

@@ -4,7 +4,7 @@ bit for bit; the config it uses for a dtype moved as words; and the host time of
 import numpy as np
 import pytest
 
-from autotune.runtime.transpose import transpose, transpose_plan
+from autotune.runtime.transpose.op import transpose, transpose_plan
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,7 @@ import pytest
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
-from autotune.runtime.transpose import transpose
+from autotune.runtime.transpose.op import transpose
 
 pytestmark = pytest.mark.gpu
 

@@ -2,15 +2,12 @@
 prime, 1 x N and N x 1 shapes (through the generic benchmark's check against NumPy), and
 with input and output pointers off a 16-byte boundary (launched directly on offset views)."""
 
-import numpy as np
 import pytest
 
-from autotune.kernel.problem import Problem
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
-from autotune.measure.benchmark import Benchmark
-from autotune.measure.device import cuda_driver
+from gpu_transposes import check_exact, check_launched
 
 pytestmark = pytest.mark.gpu
 
@@ -28,46 +25,12 @@ def configs():
 
 @pytest.mark.parametrize("dtype", KERNEL.dtypes)  # every dtype but complex128 (smem_vec moves those)
 def test_exact_for_every_dtype_and_shape(device, dtype):
-    for shape in SHAPES:
-        bench = Benchmark(device, Problem.of(KERNEL, {"rows": shape[0], "cols": shape[1]}, get_dtype(dtype)),
-                          warmup=1, repeats=20, seed=3, bounds=False)
-        try:
-            for config in configs():
-                bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
-        finally:
-            bench.free()
+    check_exact(device, KERNEL, dtype, SHAPES, configs(), seed=3)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
 def test_exact_with_pointers_off_16_bytes(device, dtype):
-    drv = cuda_driver()
+    es = get_dtype(dtype).itemsize
+    cases = [(0, 1, 0, i, o) for i, o in [(es, 0), (0, 3 * es), (8, 8)]]
+    check_launched(device, KERNEL, dtype, configs()[:3], [(131, 77), (64, 96), (1, 33), (45, 1)], cases, seed=5)
 
-    dt = get_dtype(dtype)
-    rng = np.random.default_rng(5)
-    bench = Benchmark(device, Problem.of(KERNEL, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0, bounds=False)
-    try:
-        for config in configs()[:3]:
-            compiled, _, block, shared = bench.compile(config)
-            for rows, cols in [(131, 77), (64, 96), (1, 33), (45, 1)]:
-                grid, _, _ = KERNEL.geometry(config, {"rows": rows, "cols": cols}, dt)
-                for ioff, ooff in [(dt.itemsize, 0), (0, 3 * dt.itemsize), (8, 8)]:
-                    if ioff % dt.itemsize or ooff % dt.itemsize:
-                        continue
-                    src = rng.integers(0, 256, size=rows * cols * dt.itemsize, dtype=np.uint8).view(dt.numpy)
-                    n = rows * cols * dt.itemsize
-                    d_in, d_out = drv.mem_alloc(n + 64), drv.mem_alloc(n + 64)
-                    drv.memcpy_htod(int(d_in) + ioff, src)
-                    drv.memset_d8(d_out, 0xA5, n + 64)
-                    compiled.function.launch(grid, block, (np.uintp(int(d_out) + ooff), np.uintp(int(d_in) + ioff),
-                                                           np.int32(rows), np.int32(cols),
-                                                           np.int64(cols), np.int64(rows * cols)),  # ld, batch_stride
-                                             shared)
-                    got = np.empty(n + 64, np.uint8)
-                    drv.memcpy_dtoh(got, d_out)
-                    want = src.reshape(rows, cols).T.copy().view(np.uint8).ravel()
-                    assert np.array_equal(got[ooff:ooff + n], want), (config, rows, cols, ioff, ooff)
-                    assert (got[:ooff] == 0xA5).all() and (got[ooff + n:] == 0xA5).all()  # nothing written around
-                    d_in.free()
-                    d_out.free()
-    finally:
-        bench.free()

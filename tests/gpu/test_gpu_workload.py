@@ -53,7 +53,7 @@ def test_recorded_gpu_time_agrees_with_cuda_events_around_each_launch(tmp_path):
         end.synchronize()
         measured.append(start.elapsed_time(end))
     (p,) = _problems(db, "timing").values()
-    assert p.calls == 40 and p.sampled == 40
+    assert p.calls == 40 and p.sampled == 39  # every call but the first (never timed: it may load the module)
     assert p.ms_per_call == pytest.approx(statistics.mean(measured), rel=0.2)
 
 

@@ -1,41 +1,75 @@
-"""The registry of strategies: names, their factories, and the default (one place to change it)."""
+"""The registry of strategies: names, their factories and :class:`~autotune.search.strategies.traits.Traits`,
+and the default (:data:`DEFAULT_STRATEGY`, the one place to change it).
+
+A user's strategy is one :func:`register` call away from ``autotune search --strategy NAME``
+and ``autotune.tune(..., strategy=NAME)`` (its docstring has an example). The factory is called
+``factory(space, seed, history, **options)``: ``options`` are the traits' options, each the
+value given (``strategy_options``) or its default; a strategy whose traits say ``partitions``
+also gets ``part=(i, n)`` and ``last=`` where several workers share one study. The command
+line sees a strategy registered when its module is imported: by the program that calls
+:func:`autotune.tune`, or by ``AUTOTUNE_STRATEGIES=module[,module...]``: each module is
+imported when a name is not registered (:func:`check_strategy`), so ``autotune search`` and
+the worker process of each GPU of a search over several GPUs find it.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from autotune.errors import InvalidInputError
+from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
+from autotune.search.option_error import OptionError
 from autotune.search.strategies.base import Strategy
+from autotune.search.strategies.traits import StrategyOption, StrategyOptions, Traits
 
-__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "check_strategy", "make_strategy", "needs_prior"]
+__all__ = ["DEFAULT_STRATEGY", "SWEEP_STRATEGY", "STRATEGIES", "TRAITS", "Factory", "check_strategy",
+           "check_strategy_options", "import_user_strategies", "make_strategy", "needs_prior", "register",
+           "traits_of"]
 
 DEFAULT_STRATEGY = "tpe"
-"""The strategy of a search that names none (``autotune search``, :func:`autotune.tune`)."""
+"""The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
+[`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
+shapes): written here only, so that a new default is this one line."""
+
+SWEEP_STRATEGY = "grid"
+"""The strategy that measures every valid config in the space's order (its traits:
+``in_order``, ``partitions``): ``autotune sweep``, and a search whose trials cover its space
+(:func:`autotune.search.on_gpu.whole_space`)."""
+
+Factory = Callable[..., Strategy]
+"""``factory(space, seed, history, **options)`` -> :class:`Strategy` (module doc)."""
+
+_STARTUP = StrategyOption("startup", 10, low=1, high=100_000,
+                          doc="configs proposed at random before the model proposes (Optuna's n_startup_trials)")
 
 
-def _tpe(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
     """Optuna's TPESampler (Bergstra et al., NeurIPS 2011), multivariate (Falkner et al., 2018),
     in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads."""
     import optuna
 
     from autotune.search.strategies.sampled import Sampled
 
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup)
     return Sampled(space, sampler, seed, history, name="tpe")
 
 
-def _gp(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+def _gp(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
     """Optuna's GPSampler: Bayesian optimisation with a Gaussian process and log expected
     improvement (needs PyTorch: ``pip install torch``; not in an extra, being large)."""
     import optuna
 
     from autotune.search.strategies.sampled import Sampled
 
-    _needs("gp", *_PACKAGES["gp"])
-    return Sampled(space, optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False), seed, history,
-                   name="gp")
+    sampler = optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False, n_startup_trials=startup)
+    return Sampled(space, sampler, seed, history, name="gp")
 
 
 def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
@@ -45,17 +79,17 @@ def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
 
     from autotune.search.strategies.sampled import Sampled
 
-    _needs("cmaes", *_PACKAGES["cmaes"])
     with warnings.catch_warnings():  # with_margin is "experimental" in Optuna's words
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
     return Sampled(space, sampler, seed, history, name="cmaes")
 
 
-def _grid(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+def _grid(space: SearchSpace, seed: int | None, history: Iterable, part: tuple[int, int] = (0, 1),
+          last: Config | None = None) -> Strategy:
     from autotune.search.strategies.simple import Grid
 
-    return Grid(space, seed, history)
+    return Grid(space, seed, history, part=part, last=last)
 
 
 def _random(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
@@ -64,32 +98,120 @@ def _random(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy
     return Random(space, seed, history)
 
 
-def _transfer(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+def _transfer(space: SearchSpace, seed: int | None, history: Iterable, **options: Any) -> Strategy:
     from autotune.search.strategies.transfer import Transfer
 
-    return Transfer(space, seed, history)
+    return Transfer(space, seed, history, **options)
 
 
-_PACKAGES = {"gp": ("torch", "torch"), "cmaes": ("cmaes", "cmaes")}
-"""Strategies that need a package besides Optuna: (module, package to install)."""
+_FACTORIES: dict[str, Factory] = {}
+_TRAITS: dict[str, Traits] = {}
+
+STRATEGIES: Mapping[str, Factory] = types.MappingProxyType(_FACTORIES)
+"""Strategy name -> ``factory(space, seed, history, **options)`` (read-only;
+[`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also
+takes any Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid
+configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals;
+``transfer``: the bests of the nearest tuned shapes first, then TPE warm-started with their
+trials."""
+
+TRAITS: Mapping[str, Traits] = types.MappingProxyType(_TRAITS)
+"""Strategy name -> its :class:`~autotune.search.strategies.traits.Traits` (read-only)."""
 
 
-def _needs(strategy: str, module: str, package: str) -> None:
-    import importlib.util
+def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace: bool = False) -> None:
+    """Make ``factory`` the strategy called ``name``, with ``traits``: selectable by name from
+    [`tune`][autotune.search.tune.tune], [`SearchOptions`][autotune.search.options.SearchOptions],
+    ``autotune search --strategy NAME`` and a replay.
 
-    if importlib.util.find_spec(module) is None:
+    ```python
+    from autotune.search.strategies import Strategy, StrategyOption, Traits, register
+
+    class Descent(Strategy):               # the ask/tell contract
+        def __init__(self, space, seed=None, history=(), step=1):
+            self.step = step
+            super().__init__(space, seed, history)
+
+        def _propose(self, k):             # up to k valid configs, neither told nor asked
+            ...
+
+    register("descent", Descent, Traits(options=(StrategyOption("step", 1, low=1, high=8),)))
+    ```
+
+    The command line sees it where the module that registers it is imported: name the module
+    in ``AUTOTUNE_STRATEGIES`` (comma-separated, importable from the command's Python, e.g. by
+    ``PYTHONPATH``); each name not registered makes the search import those modules first, in
+    the worker process of each GPU too.
+
+    Args:
+        name: letters, digits, ``_`` and ``-``, starting with a letter, at most 64 characters.
+        factory: called ``factory(space, seed, history, **options)``, where ``space`` is the
+            ``SearchSpace``, ``seed`` an int or ``None``, ``history`` the observations known
+            before the search and ``options`` every option of ``traits``, given or its default
+            (a strategy whose traits say ``partitions`` also gets ``part=(i, n)`` and
+            ``last=`` where several workers share one study); returns a ``Strategy``
+            (``autotune.search.strategies.base``).
+        traits: what the search loop needs to know of it
+            ([`Traits`][autotune.search.strategies.traits.Traits]); default: a plain ask/tell
+            strategy without options.
+        replace: allow replacing a strategy registered already (else that is refused).
+
+    Raises:
+        InvalidInputError: a bad name, a name taken (without ``replace``), a factory that is
+            not callable, or ``traits`` that is not a ``Traits``.
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", name):
+        raise InvalidInputError(f"strategy name {name!r} is not allowed; give letters, digits, _ or -, "
+                                "starting with a letter, at most 64 characters")
+    if name in _FACTORIES and not replace:
+        raise InvalidInputError(f"strategy {name!r} is registered already; give replace=True to replace it")
+    if not callable(factory):
+        raise InvalidInputError(f"strategy {name!r}: factory {factory!r} is not callable")
+    if not isinstance(traits, Traits):
+        raise InvalidInputError(f"strategy {name!r}: traits {traits!r} is not allowed; give a Traits")
+    _FACTORIES[name], _TRAITS[name] = factory, traits
+
+
+register("tpe", _tpe, Traits(options=(_STARTUP,)))
+register("random", _random)
+register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True))
+register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
+register("cmaes", _cmaes, Traits(packages=("cmaes",)))
+register("transfer", _transfer, Traits(needs_prior=True, options=(
+    StrategyOption("queue", 8, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
+    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
+    StrategyOption("prior_trials", 400, low=0, high=100_000, doc="most other shapes' trials warm-starting TPE"),
+    _STARTUP)))
+
+
+def import_user_strategies(modules: str | None = None) -> None:
+    """Import the modules named in ``modules`` (default: ``AUTOTUNE_STRATEGIES``), comma-separated,
+    so that their :func:`register` calls run (the command line's way to a user's strategy).
+
+    Raises:
+        InvalidInputError: a module that cannot be imported (naming it).
+    """
+    modules = os.environ.get("AUTOTUNE_STRATEGIES", "") if modules is None else modules
+    for module in filter(None, (m.strip() for m in modules.split(","))):
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure of a user's module is one line
+            raise InvalidInputError(f"AUTOTUNE_STRATEGIES module {module!r} cannot be imported: "
+                                    f"{type(exc).__name__}: {exc}") from None
+
+
+def _needs(strategy: str, package: str) -> None:
+    if importlib.util.find_spec(package) is None:
         raise InvalidInputError(f"strategy {strategy!r} needs the package {package!r}, which is not installed: "
                                 f"pip install {package}, or give another strategy")
 
 
-Factory = Callable[[SearchSpace, "int | None", Iterable], Strategy]
-
-STRATEGIES: Mapping[str, Factory] = {"tpe": _tpe, "random": _random, "grid": _grid, "gp": _gp, "cmaes": _cmaes,
-                                     "transfer": _transfer}
-"""Strategy name -> ``factory(space, seed, history)``; ``make_strategy`` also takes any
-Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid configs;
-``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals; ``transfer``: the
-bests of the nearest tuned shapes first, then TPE warm-started with their trials."""
+def traits_of(strategy: object) -> Traits:
+    """The traits of ``strategy``: a registered name's, or a plain strategy's (an Optuna sampler,
+    or a name not registered: :func:`check_strategy` refuses those)."""
+    return _TRAITS.get(strategy, Traits()) if isinstance(strategy, str) else Traits()
 
 
 def check_strategy(strategy: object) -> None:
@@ -99,29 +221,61 @@ def check_strategy(strategy: object) -> None:
         OptionError: naming the parameter ``strategy`` and the names allowed.
         InvalidInputError: a strategy whose package is not installed (naming it).
     """
-    from autotune.search.options import OptionError
-
     if isinstance(strategy, str):
-        if strategy not in STRATEGIES:
-            raise OptionError("strategy", strategy, f"is not known; allowed: {', '.join(STRATEGIES)} "
+        if strategy not in _FACTORIES:
+            import_user_strategies()  # a user's strategy, in a module AUTOTUNE_STRATEGIES names
+        if strategy not in _FACTORIES:
+            raise OptionError("strategy", strategy, f"is not known; allowed: {', '.join(_FACTORIES)} "
                                                     "(or an optuna sampler)")
-        if strategy in _PACKAGES:  # said before any GPU work, not when the search starts
-            _needs(strategy, *_PACKAGES[strategy])
+        for package in _TRAITS[strategy].packages:  # said before any GPU work, not when the search starts
+            _needs(strategy, package)
         return
     import sys
 
     optuna = sys.modules.get("optuna")  # a sampler exists only where Optuna was imported: none is imported here
     if optuna is None or not isinstance(strategy, optuna.samplers.BaseSampler):
         raise OptionError("strategy", strategy, f"({type(strategy).__name__}) is not allowed; give one of "
-                                                f"{', '.join(STRATEGIES)} or an optuna sampler")
+                                                f"{', '.join(_FACTORIES)} or an optuna sampler")
+
+
+def check_strategy_options(strategy: object, given: Mapping[str, Any] | None) -> StrategyOptions:
+    """``given`` (option name -> value, or its text) checked against what ``strategy`` takes
+    (its traits' options); returns them parsed, as a :class:`StrategyOptions`.
+
+    Raises:
+        OptionError: (parameter ``strategy_options``) a value that is not a mapping, a name the
+            strategy does not take (naming those it takes), or a value outside what the option
+            allows (naming it), each shown as ``KEY=VALUE``.
+    """
+    if given is None:
+        return StrategyOptions()
+    if not isinstance(given, Mapping):
+        raise OptionError("strategy_options", given, "is not allowed; give a mapping of option name to value")
+    name = strategy if isinstance(strategy, str) else type(strategy).__name__
+    takes = traits_of(strategy).options
+    parsed = {}
+    for key, value in given.items():
+        option = traits_of(strategy).option(key) if isinstance(key, str) else None
+        if option is None:
+            allowed = ", ".join(f"{o.name} ({o.allowed})" for o in takes) if takes else "no option"
+            raise OptionError("strategy_options", f"{key}={value}", f"is not allowed; strategy {name} takes {allowed}")
+        try:
+            parsed[key] = option.parse(value)
+        except (ValueError, TypeError, OverflowError):
+            raise OptionError("strategy_options", f"{key}={value}",
+                              f"is not allowed; option {key} of strategy {name} takes {option.allowed}") from None
+    return StrategyOptions(parsed)
 
 
 def needs_prior(strategy: object) -> bool:
-    """Whether the strategy reads other shapes' trials (the search loop then reads them from the store)."""
-    return strategy == "transfer"
+    """Whether the strategy reads other shapes' trials (the search loop then reads them from the
+    store): its traits' ``needs_prior``."""
+    return traits_of(strategy).needs_prior
 
 
-def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, history: Iterable = ()) -> Strategy:
+def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, history: Iterable = (), *,
+                  options: Mapping[str, Any] | None = None, part: tuple[int, int] = (0, 1),
+                  last: Config | None = None) -> Strategy:
     """The :class:`Strategy` named ``strategy`` (a key of :data:`STRATEGIES`), or one over
     an ``optuna.samplers.BaseSampler`` instance, for ``space``.
 
@@ -130,13 +284,25 @@ def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, hi
         history: what is known before: ``(config, ms | None)`` of this problem (never
             proposed again), or ``(config, ms | None, distance)`` /
             :class:`~autotune.search.strategies.base.Known` of other shapes.
+        options: the strategy's options (:func:`check_strategy_options`); the others keep
+            their defaults.
+        part: worker ``(i, n)`` of a study shared by ``n`` workers; given to a strategy whose
+            traits say ``partitions`` (others ignore it).
+        last: a config that worker proposes after all others (another worker measures it
+            first); given with ``part``.
 
     Raises:
-        OptionError: an unknown name; InvalidInputError: a strategy whose package is missing.
+        OptionError: an unknown name or option, a bad option value; InvalidInputError: a
+            strategy whose package is missing.
     """
     check_strategy(strategy)
+    given = check_strategy_options(strategy, options)
     if isinstance(strategy, str):
-        return STRATEGIES[strategy](space, seed, history)
+        traits = _TRAITS[strategy]
+        keywords: dict[str, Any] = {o.name: given.get(o.name, o.default) for o in traits.options}
+        if traits.partitions and part[1] > 1:
+            keywords.update(part=part, last=last)
+        return _FACTORIES[strategy](space, seed, history, **keywords)
     from autotune.search.strategies.sampled import Sampled
 
     return Sampled(space, strategy, seed, history)

@@ -44,9 +44,11 @@ def _by_shape(prior: Iterable[Known]) -> list[list[Known]]:
     return [sorted(group, key=lambda k: (k.ms, k.config)) for _, group in sorted(shapes.items())]
 
 
-def nearest_bests(prior: Iterable[Known], space: SearchSpace, limit: int = QUEUE) -> list[Config]:
-    """Configs to measure first (module doc, step 1), valid in ``space``, without repeats."""
-    groups = _by_shape(prior)[:SHAPES]
+def nearest_bests(prior: Iterable[Known], space: SearchSpace, limit: int = QUEUE,
+                  shapes: int = SHAPES) -> list[Config]:
+    """Configs to measure first (module doc, step 1), valid in ``space``, without repeats: at most
+    ``limit``, from the ``shapes`` nearest shapes."""
+    groups = _by_shape(prior)[:shapes]
     out: list[Config] = []
     for rank in range(max((len(g) for g in groups), default=0)):
         for group in groups:
@@ -58,16 +60,21 @@ def nearest_bests(prior: Iterable[Known], space: SearchSpace, limit: int = QUEUE
 
 
 class Transfer(Sampled):
-    """Transfer from other shapes (module doc)."""
+    """Transfer from other shapes (module doc). Its options (``strategy_options``): ``queue``
+    (:data:`QUEUE`), ``shapes`` (:data:`SHAPES`), ``prior_trials`` (:data:`PRIOR_TRIALS`) and
+    ``startup`` (TPE's random proposals before its model, Optuna's ``n_startup_trials``)."""
 
-    def __init__(self, space: SearchSpace, seed: int | None = None, history: Iterable = ()) -> None:
+    def __init__(self, space: SearchSpace, seed: int | None = None, history: Iterable = (), *, queue: int = QUEUE,
+                 shapes: int = SHAPES, prior_trials: int = PRIOR_TRIALS, startup: int = 10) -> None:
         import optuna
 
-        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True,
+                                             n_startup_trials=startup)
         self._anchor: float | None = None
+        self._prior_trials = prior_trials
         super().__init__(space, sampler, seed, history, name="transfer")
         self._warm_start()
-        self.enqueue(nearest_bests(self.prior, space))
+        self.enqueue(nearest_bests(self.prior, space, queue, shapes))
 
     def _warm_start(self) -> None:
         import optuna
@@ -77,7 +84,7 @@ class Transfer(Sampled):
             best = group[0].ms
             for k in group:
                 config = Config(self.space.kernel, k.config.macros)
-                if added >= PRIOR_TRIALS or self.space.violations(config):
+                if added >= self._prior_trials or self.space.violations(config):
                     continue
                 self._study.add_trial(optuna.trial.create_trial(value=math.log(k.ms / best),
                                                                 params=self._ordinals(config),

@@ -2,7 +2,7 @@
 
 A table is what a grid search (``autotune sweep``, ``autotune search --strategy grid``) leaves in
 the database for one key, kept as a CSV file so that strategies can be replayed against it on
-any CPU (:mod:`autotune.search.replay`) and scored (:mod:`autotune.search.score`)::
+any CPU (:mod:`autotune.interchange.replay`) and scored (:mod:`autotune.interchange.score`)::
 
     config,median_ms
     "BLOCK_ROWS=8,IPAD=1,TILE_DIM=32",0.0489

@@ -143,7 +143,7 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
         default: the config to launch where nothing is tuned (the ``default`` rung of
             [`lookup`][autotune.runtime.lookup.lookup]) instead of the kernel file's default, e.g.
-            the transpose rule's config for a class of shapes (``autotune.runtime.op_choice.rule_config``).
+            the transpose rule's config for a class of shapes (``autotune.runtime.transpose.choice.rule_config``).
         bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``) to take
             the config from instead of the database (default ``AUTOTUNE_BUNDLE``, if set;
             ``autotune.runtime.bundle``).

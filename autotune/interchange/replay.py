@@ -2,7 +2,7 @@
 
 The strategy (:mod:`autotune.search.strategies`: ``make_strategy(name, space, seed=, history=)``
 with ``ask(k)`` / ``tell(config, ms)``) proposes configs; each is "measured" by looking up its
-median time in the table (:mod:`autotune.search.table`), as if the GPU had measured it. This is
+median time in the table (:mod:`autotune.interchange.table`), as if the GPU had measured it. This is
 the surrogate method of Kernel Tuner's simulation mode (Willemsen et al., "Tuning the Tuner",
 arXiv:2509.26300): the strategy sees the same values, in the same order of asks, as on the
 GPU, minus the measurement noise of a fresh run.
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from autotune.search.score import best_so_far
-from autotune.search.table import table_configs
+from autotune.interchange.score import best_so_far
+from autotune.interchange.table import table_configs
 
 __all__ = ["Replay", "replay", "replay_seeds"]
 
@@ -31,7 +31,7 @@ class Replay:
     Attributes:
         measured: the config keys measured, in order (at most the budget).
         times: their median ms from the table (``None``: failed), in the same order.
-        curve: best-so-far ms after each config measured (:func:`autotune.search.score.best_so_far`,
+        curve: best-so-far ms after each config measured (:func:`autotune.interchange.score.best_so_far`,
             the table's slowest valid time before any valid one), same length.
         unrecorded: configs the strategy proposed that the table lacks (told failed, not counted).
     """

@@ -1,4 +1,4 @@
-"""Checking one entry of a results file (:mod:`autotune.store.share`): every field, with a
+"""Checking one entry of a results file (:mod:`autotune.interchange.share`): every field, with a
 message naming the file, the entry and the field; version-1 entries (rows, cols, depth) are
 converted to named dims by the 0.1 rule."""
 

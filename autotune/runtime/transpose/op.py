@@ -1,7 +1,7 @@
 """``autotune.transpose(x)``: ``x.mT`` of any GPU array, by a catalog transpose with its tuned config.
 
-A repeat call is cheap (a few µs of host time, :mod:`autotune.runtime.prepared`): read the
-input's pointer, shape, strides and element type (:mod:`autotune.runtime.views`), find the
+A repeat call is cheap (a few µs of host time, :mod:`autotune.runtime.transpose.prepared`): read the
+input's pointer, shape, strides and element type (:mod:`autotune.runtime.transpose.views`), find the
 launch prepared for (thread, context, kernel, database, rows, cols, element type), allocate
 the output, fill two pointers and call ``cuLaunchKernel``. The first call of a shape looks
 the config up, builds it through the on-disk cubin cache and loads it (no PyCUDA for the
@@ -22,10 +22,10 @@ from autotune.kernel.dims import MAX_DIM
 from autotune.kernel.dtypes import DTYPES, DType, word_dtype
 from autotune.kernel.problem import Problem
 from autotune.runtime import driver
-from autotune.runtime.layout import Layout, layout_of
-from autotune.runtime.prepared import PreparedTranspose
+from autotune.runtime.transpose.layout import Layout, layout_of
+from autotune.runtime.transpose.prepared import PreparedTranspose
 from autotune.runtime.streams import stream_handle
-from autotune.runtime.views import View, view_of
+from autotune.runtime.transpose.views import View, view_of
 
 if TYPE_CHECKING:
     from autotune.kernel.model import Kernel
@@ -50,12 +50,12 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
             GPUArray or any ``__cuda_array_interface__`` exporter, on the device of the
             current CUDA context. Views are read in place: columns adjacent (stride 1), rows
             any stride apart (a slice of rows or columns), leading dims folding into one batch
-            stride (``autotune.runtime.layout``). A batch is transposed in one launch.
+            stride (``autotune.runtime.transpose.layout``). A batch is transposed in one launch.
         kernel: a transpose of the catalog or a kernel file of one (dims ``rows, cols``,
             arguments ``out`` cols x rows, ``src`` rows x cols). Default ``None``: the kernel
-            for the shape (``autotune.runtime.op_choice.transpose_kernel_for``): the op
+            for the shape (``autotune.runtime.transpose.choice.transpose_kernel_for``): the op
             best stored by ``autotune search --op transpose`` for this exact key, else the rule
-            (``autotune.runtime.op_choice.rule_kernel``: by row alignment, element size and
+            (``autotune.runtime.transpose.choice.rule_kernel``: by row alignment, element size and
             shape, e.g. ``smem_vec`` for 16-byte-aligned rows, ``smem_aligned_out`` for 4- and
             8-byte elements whose output rows are not, ``naive_flat`` for small matrices; the
             list with its measurements is docs/transpose.md). Views and batches need a kernel that
@@ -157,13 +157,13 @@ def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose
 
     check_db_arg(db)
 
-    from autotune.runtime.launch import compiled
+    from autotune.runtime.compiled import compiled
 
     dt: DType = DTYPES.get(v.type_name) or word_dtype(v.itemsize)
     why = default = None
     if kernel is None:
         from autotune.measure.device import current_device
-        from autotune.runtime.op_choice import rule_config, transpose_kernel_for
+        from autotune.runtime.transpose.choice import rule_config, transpose_kernel_for
 
         kernel, why = transpose_kernel_for(lay.rows, lay.cols, dt, views=views, device=current_device(), db=db)
         default = rule_config(lay.rows, lay.cols, dt.itemsize)

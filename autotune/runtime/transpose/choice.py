@@ -11,9 +11,9 @@ cols`` matrix of a dtype on a device:
    ``autotune search --op transpose``), the fastest by its stored time. Only exact results are
    compared across kernels: which kernel wins depends on the exact row lengths (16-byte
    alignment), which a nearest shape does not share.
-3. Otherwise the rule (:func:`autotune.runtime.transpose_rule.rule_kernel`, re-exported here), with
+3. Otherwise the rule (:func:`autotune.runtime.transpose.rule.rule_kernel`, re-exported here), with
    that kernel's config from the same ladder (a nearest shape, another device of the arch, or the
-   default), or the rule's own config where it has one (:func:`~autotune.runtime.transpose_rule.rule_config`).
+   default), or the rule's own config where it has one (:func:`~autotune.runtime.transpose.rule.rule_config`).
 
 Answers are cached per process on the arguments: a warm call is one dict lookup under a lock
 (no SQLAlchemy); :func:`autotune.clear_cache` forgets them with every other cache (call it
@@ -30,7 +30,7 @@ from autotune.errors import InvalidInputError
 from autotune.store.urls import given_url
 from autotune.kernel.dtypes import DTYPES, get_dtype
 
-from autotune.runtime.transpose_rule import (  # the rule, re-exported: op_choice.rule_kernel etc.
+from autotune.runtime.transpose.rule import (  # the rule, re-exported: op_choice.rule_kernel etc.
     ALIGNED_KERNEL, BOTH_ODD_CONFIG, BOTH_ODD_KERNEL, BYTES_CONFIG, BYTES_KERNEL, BYTES_LARGE, BYTES_MIN,
     DIAGONAL_RATIO, OUT_ODD_KERNEL, OUT_ODD_MIN_ROWS, SHORT_OUTPUT_KERNEL, SKINNY_KERNEL, SKINNY_LINE, SMALL_KERNEL, SMALL_MAX, UNALIGNED_KERNEL, WIDE_KERNEL,
     rule_config, rule_kernel)

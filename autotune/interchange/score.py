@@ -129,7 +129,7 @@ class Score:
 
 def score(curves: Sequence[Sequence[float]], table: Mapping[str, float | None], budget: int) -> Score:
     """Score best-so-far curves (ms per config measured, one per run; e.g. from
-    :func:`best_so_far` or :func:`autotune.search.replay.replay`) of one strategy on ``table``
+    :func:`best_so_far` or :func:`autotune.interchange.replay.replay`) of one strategy on ``table``
     (config key -> median ms, ``None`` = failed) at ``budget`` configs measured.
 
     Raises:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from math import prod
 
 from autotune.errors import InvalidInputError
-from autotune.runtime.views import View
+from autotune.runtime.transpose.views import View
 
 __all__ = ["Layout", "layout_of"]
 

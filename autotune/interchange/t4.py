@@ -22,7 +22,7 @@ both are properties the schema allows and other readers ignore. Mapping of statu
 ``registers``, ``shared_bytes`` (B), ``launches``, where stored. ``times`` come from the
 trial's phases (ms); ``runtimes`` stays empty (autotune keeps the median, not each run).
 
-Reading and importing such a file: :mod:`autotune.store.t4_read`.
+Reading and importing such a file: :mod:`autotune.interchange.t4_read`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from autotune.store import stale
 from autotune.store.models import Search, Trial
 from autotune.store.repository import Store
 from autotune.base.files import write_atomically
-from autotune.store.share import ExportReport, _iso, known_kernels
+from autotune.interchange.share import ExportReport, _iso, known_kernels
 
 __all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document", "select_keys",
            "key_trials"]
@@ -111,7 +111,7 @@ def select_keys(store: Store, *, kernel: Any = None, dims: Mapping[str, int] | s
                 device_name: str | None = None, include_stale: bool = False,
                 nvcc_version: str | None = None, dtype: str | None = None) -> tuple[list, list[str], int]:
     """The stored bests (:class:`~autotune.store.records.BestRecord`, one per key) selected as by
-    :func:`autotune.store.share.export_results` (and of ``dtype`` where given); with the stale reasons of those left out (or
+    :func:`autotune.interchange.share.export_results` (and of ``dtype`` where given); with the stale reasons of those left out (or
     kept, with ``include_stale``) and how many are of kernels this machine does not know.
 
     Raises:
@@ -154,7 +154,7 @@ def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
               dims: Mapping[str, int] | str | list | None = None, device_name: str | None = None,
               include_stale: bool = False, nvcc_version: str | None = None, dtype: str | None = None) -> ExportReport:
     """Write every trial (ok and failed, of every search) of the keys selected as by
-    :func:`autotune.store.share.export_results` (``kernel``, ``dims``, ``device_name``, and
+    :func:`autotune.interchange.share.export_results` (``kernel``, ``dims``, ``device_name``, and
     ``dtype`` where given; stale keys only with ``include_stale``) to the T4 file ``path``, key by key, trials in stored order.
     The file is replaced whole or not at all. ``ExportReport.exported`` counts trials.
 

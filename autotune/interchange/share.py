@@ -48,7 +48,7 @@ from autotune.store.key import Dims
 from autotune.store.models import Best, Search, Trial
 from autotune.store.records import BestRecord, ImportedResult
 from autotune.store.repository import Store
-from autotune.store.share_entry import Checker, Legacy, check_entry, describe, moment
+from autotune.interchange.share_entry import Checker, Legacy, check_entry, describe, moment
 
 __all__ = ["FORMAT", "SCHEMA_VERSION", "SPEC_HASHES_0_1", "MATMUL_0_1", "ImportReport", "ExportReport",
            "ResultsFile", "export_results", "read_results", "results_of", "load_document", "import_results", "entry"]

@@ -5,7 +5,7 @@ kernel's function handle, its grid and block, and a ``void **`` argument array w
 (ctypes values) a call only refills: the two pointers, and the row pitch and batch stride
 where the kernel takes them. A call is then one ``cuLaunchKernel`` (one per 65,535 matrices
 of a batch: the most blocks in z). Instances are per thread (the slots are refilled per
-call), cached by :mod:`autotune.runtime.transpose`.
+call), cached by :mod:`autotune.runtime.transpose.op`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import ctypes
 from autotune.errors import AutotuneError
 from autotune.kernel.model import Array
 from autotune.runtime import driver, recording
-from autotune.runtime.launch import CTYPES, Launcher
+from autotune.runtime.compiled import CTYPES, Launcher
 
 __all__ = ["PreparedTranspose", "MAX_GRID_Z"]
 
@@ -27,7 +27,7 @@ class PreparedTranspose:
     """One transpose kernel's launch for rows x cols matrices, ready to repeat.
 
     Attributes:
-        launcher: the :class:`~autotune.runtime.launch.Launcher` it was made from (its
+        launcher: the :class:`~autotune.runtime.compiled.Launcher` it was made from (its
             ``chosen`` tells the config and the lookup rung).
         pitched: the kernel takes a row pitch and batch stride (``ld``, ``batch_stride``),
             so it can read views and batches.

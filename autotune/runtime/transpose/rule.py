@@ -5,7 +5,7 @@ matrix of ``itemsize``-byte elements when nothing is tuned for its exact key.
 16-byte-aligned rows, skinny shapes, misaligned output rows (4 and 8 bytes), large matrices of 1 and 2
 bytes, rows odd on both sides, the rest by element size. Each constant below carries the H100 measurements it was chosen on
 (``benchmarks/results/``; docs/transpose.md puts them side by side).
-:mod:`autotune.runtime.op_choice` asks the database first and falls back to this rule.
+:mod:`autotune.runtime.transpose.choice` asks the database first and falls back to this rule.
 """
 
 from __future__ import annotations

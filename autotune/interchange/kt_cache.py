@@ -31,8 +31,8 @@ from typing import Any
 
 from autotune.base.files import write_atomically
 from autotune.errors import InvalidInputError
-from autotune.search.score import best_so_far
-from autotune.search.table import table_configs
+from autotune.interchange.score import best_so_far
+from autotune.interchange.table import table_configs
 
 __all__ = ["FAILED", "write_cache", "export_cache", "simulate", "cache_key"]
 
@@ -89,9 +89,9 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
                  device_name: str | None = None, dtype: str | None = None, include_stale: bool = False,
                  nvcc_version: str | None = None) -> tuple[int, int]:
     """Write the trials of exactly one stored key (selected as by
-    :func:`autotune.store.t4.select_keys`: ``kernel``, ``dims``, ``device_name``, ``dtype``) as a
+    :func:`autotune.interchange.t4.select_keys`: ``kernel``, ``dims``, ``device_name``, ``dtype``) as a
     Kernel Tuner cache file at ``path`` (:func:`write_cache`): its table
-    (:func:`autotune.search.table.table_from_trials`) over ``space`` (a SearchSpace; default the
+    (:func:`autotune.interchange.table.table_from_trials`) over ``space`` (a SearchSpace; default the
     kernel's own), the device's name, the kernel's name and its dims as the problem size.
     Returns (configs written, failed ones among them).
 
@@ -101,9 +101,9 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
             written.
     """
     from autotune.kernel.catalog import get_kernel
-    from autotune.search.table import table_from_trials
+    from autotune.interchange.table import table_from_trials
     from autotune.store.records import trial_record
-    from autotune.store.t4 import key_trials, select_keys
+    from autotune.interchange.t4 import key_trials, select_keys
 
     from autotune.store import stale
 

@@ -1,4 +1,4 @@
-"""Reading a T4 results file (:mod:`autotune.store.t4`) and importing its trials.
+"""Reading a T4 results file (:mod:`autotune.interchange.t4`) and importing its trials.
 
 ``autotune import FILE`` tells a T4 file from autotune's own export by its content
 (:func:`is_t4`: a ``schema_version`` string and a ``results`` list, no ``format`` of autotune's
@@ -32,9 +32,9 @@ from autotune.store import stale
 from autotune.store.models import TRIAL_STATUSES, Search, Trial
 from autotune.store.repository import Store
 from autotune.store.rows import device_row, kernel_row, update_best
-from autotune.store.share import FORMAT as OWN_FORMAT, ImportReport, ResultsFile, known_kernels, load_document, results_of
-from autotune.store.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
-from autotune.store.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
+from autotune.interchange.share import FORMAT as OWN_FORMAT, ImportReport, ResultsFile, known_kernels, load_document, results_of
+from autotune.interchange.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
+from autotune.interchange.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
 
 __all__ = ["T4File", "T4Trial", "is_t4", "is_t4_document", "read_t4", "t4_of", "read_import", "import_t4"]
 
@@ -87,9 +87,9 @@ def is_t4_document(doc: Any) -> bool:
 
 
 def read_import(path: str | os.PathLike[str], kernels=()) -> ResultsFile | T4File:
-    """Read the file ``path`` to import once (:func:`autotune.store.share.load_document`) and
+    """Read the file ``path`` to import once (:func:`autotune.interchange.share.load_document`) and
     validate it whole as what its content says it is: a T4 file (:func:`is_t4_document`) or
-    autotune's own export (:func:`autotune.store.share.results_of`).
+    autotune's own export (:func:`autotune.interchange.share.results_of`).
 
     Raises:
         InvalidInputError: unreadable, not JSON, or invalid as either (naming the file and field).
@@ -193,7 +193,7 @@ def _trial(check: Checker, raw: Any, at: str, keys: list, kernels: list, fallbac
 
 
 def read_t4(path: str | os.PathLike[str], kernels=()) -> T4File:
-    """Read and validate a T4 file written by :func:`autotune.store.t4.export_t4`.
+    """Read and validate a T4 file written by :func:`autotune.interchange.t4.export_t4`.
 
     Raises:
         InvalidInputError: unreadable, not JSON, another T4 version, no ``metadata.autotune``
