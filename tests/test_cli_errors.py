@@ -7,7 +7,6 @@ import contextlib
 import os
 from pathlib import Path
 import sqlite3
-import sys
 from dataclasses import dataclass, field
 from typing import Callable
 

@@ -20,7 +20,7 @@ import pytest
 from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
-from autotune import Config, clear_cache, lookup
+from autotune import clear_cache, lookup
 from autotune.cli import app
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel

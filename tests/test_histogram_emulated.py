@@ -9,7 +9,6 @@ memory); gridDim is set by the main."""
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from cuda_on_cpu import Harness

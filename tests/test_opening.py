@@ -9,7 +9,6 @@ their tables and rows. A read-only opening creates nothing.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from pathlib import Path
 
 import pytest

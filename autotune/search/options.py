@@ -23,6 +23,7 @@ from autotune.search.strategies.registry import DEFAULT_STRATEGY, check_strategy
 from autotune.search.strategies.traits import StrategyOptions, Traits
 
 if TYPE_CHECKING:
+    from autotune.measure.timing import Precision
     from optuna.samplers import BaseSampler
 
 __all__ = ["SearchOptions", "OptionError", "FLAGS", "OBJECTIVES"]
@@ -201,7 +202,7 @@ class SearchOptions:
             raise OptionError("energy", self.energy, "is not allowed; give True or False")
 
     @property
-    def precision(self):
+    def precision(self) -> Precision | None:
         """The ``autotune.measure.timing.Precision`` of ``ci`` (``None``: ``ci`` is 0,
         ``repeats`` samples per config)."""
         from autotune.measure.timing import Precision
