@@ -104,7 +104,10 @@ def parse_run(stdout: str) -> dict:
     Raises:
         ValueError: stdout is not that JSON document.
     """
-    doc = json.loads(stdout)
+    try:
+        doc = json.loads(stdout)
+    except ValueError:  # a stray line printed to stdout beside the document
+        doc = json.loads(stdout[stdout.index("{"):stdout.rindex("}") + 1])
     best = doc.get("best") or {}
     cert = best.get("certificate") or {}
     w = cert.get("winner") or {}
@@ -144,7 +147,7 @@ def search(problem: dict, mode: str, index: int, options, clock: Clock) -> dict:
         run.update(parse_run(out))
     except (ValueError, KeyError, TypeError):
         run["error"] = (err or out or "").strip().splitlines()[-3:]
-    run["complete"] = proc.returncode == 0 and run.get("winner") is not None
+    run["complete"] = run.get("winner") is not None and proc.returncode not in (130, -signal.SIGINT)
     return run
 
 
@@ -277,8 +280,8 @@ def report(results: list[dict], options, device: str, note: str) -> Path:
                          + (" [tied]" if r.get("tied") else ""))
         lines.append("")
         if timed is None:
-            lines.append("oracle: not measured (time cap, no complete run"
-                         + (f", or {res['oracle_error']})" if res.get("oracle_error") else ")"))
+            lines.append(f"oracle: failed: {res['oracle_error']}" if res.get("oracle_error") else
+                         "oracle: not measured (no complete run, or the time cap)")
         else:
             ok = {k: v for k, v in timed.items() if k != "failed"}
             lines.append(f"oracle: {len(ok)} configs, {_f(res.get('oracle_s'), '.1f')} s; best {an.get('oracle_best')} {_f(min(v['ms'] for v in ok.values()) if ok else None)} ms"

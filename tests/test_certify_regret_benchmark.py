@@ -63,6 +63,7 @@ def test_the_search_json_is_read(bench):
     r = bench.parse_run(json.dumps(doc))
     assert r == {"measured": 54, "winner": "A=1", "ms": 1.01, "ci_low": 1.0, "ci_high": 1.02, "tied": True,
                  "top": [f"A={i}" for i in range(1, 11)], "samples": 40}
+    assert bench.parse_run("nvcc: a warning\n" + json.dumps(doc) + "\n")["winner"] == "A=1"
     assert bench.parse_run(json.dumps({"measured": 0, "best": None, "top": []}))["winner"] is None
     with pytest.raises(ValueError):
         bench.parse_run("error: no GPU")
