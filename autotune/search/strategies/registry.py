@@ -11,7 +11,7 @@ from autotune.search.strategies.base import Strategy
 
 __all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "check_strategy", "make_strategy", "needs_prior"]
 
-DEFAULT_STRATEGY = "tpe"
+DEFAULT_STRATEGY = "bandit"
 """The strategy of a search that names none (``autotune search``, :func:`autotune.tune`)."""
 
 
@@ -52,6 +52,12 @@ def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
     return Sampled(space, sampler, seed, history, name="cmaes")
 
 
+def _bandit(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+    from autotune.search.strategies.bandit import Bandit
+
+    return Bandit(space, seed, history)
+
+
 def _grid(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
     from autotune.search.strategies.simple import Grid
 
@@ -84,7 +90,7 @@ def _needs(strategy: str, module: str, package: str) -> None:
 
 Factory = Callable[[SearchSpace, "int | None", Iterable], Strategy]
 
-STRATEGIES: Mapping[str, Factory] = {"tpe": _tpe, "random": _random, "grid": _grid, "gp": _gp, "cmaes": _cmaes,
+STRATEGIES: Mapping[str, Factory] = {"bandit": _bandit, "tpe": _tpe, "random": _random, "grid": _grid, "gp": _gp, "cmaes": _cmaes,
                                      "transfer": _transfer}
 """Strategy name -> ``factory(space, seed, history)``; ``make_strategy`` also takes any
 Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid configs;
