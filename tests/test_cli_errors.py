@@ -173,7 +173,7 @@ CASES = [
     Case(S + ["--size", 64, "--timeout", -1], "--timeout -1 is not allowed; give a positive number of seconds"),
     Case(S + ["--size", 64, "--timeout", "soon"], "'soon' is not a number"),
     Case(S + ["--size", 64, "--strategy", "annealing"],
-         "--strategy 'annealing' is not known; allowed: tpe, random, grid, gp, cmaes, transfer"),
+         "--strategy 'annealing' is not known; allowed: bandit, tpe, random, grid, gp, cmaes, transfer"),
     Case(S + ["--size", 64, "--sampler", "annealing"], "--strategy 'annealing' is not known"),  # the old name
     Case(S + ["--size", 64, "--strategy", "tpe", "--sampler", "grid"], "--sampler grid (the old name of "
          "--strategy) and --strategy tpe disagree; give --strategy only"),

@@ -25,7 +25,10 @@ def ms(config: Config, best=(4, 8, 2, 64)) -> float:
 
 
 def test_bandit_is_the_default_strategy():
+    from autotune.search.options import SearchOptions
+
     assert DEFAULT_STRATEGY == "bandit" and isinstance(make_strategy(DEFAULT_STRATEGY, SPACE, 0), Bandit)
+    assert SearchOptions().strategy == DEFAULT_STRATEGY  # autotune.tune's default too
 
 
 def test_the_default_queued_first_is_measured_first_and_the_batch_after_it_holds_its_neighbours():

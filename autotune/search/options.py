@@ -93,7 +93,7 @@ class SearchOptions:
             measured once per study: repeats and constraint breakers are never proposed.
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
-        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``tpe``,
+        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``bandit``, the default, ``tpe``,
             ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``) or an
             ``optuna.samplers.BaseSampler``.
         batch: configs the strategy proposes at once, compiled on every core while the GPU
@@ -124,7 +124,7 @@ class SearchOptions:
     trials: int = 100
     timeout: float | None = None
     seed: int | None = None
-    strategy: str | BaseSampler = "tpe"
+    strategy: str | BaseSampler = "bandit"  # DEFAULT_STRATEGY (the registry imports this module: no import)
     batch: int | None = None
     resume: bool = False
     space: str | None = None

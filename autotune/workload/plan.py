@@ -6,7 +6,7 @@ recorded on summed) the plan gives its calls and share of the recorded GPU time,
 config of the lookup ladder on the device (:func:`autotune.lookup`), the expected gain
 (:mod:`autotune.workload.gain`), the expected GPU time saved (recorded GPU time x gain), the
 strategy its search would use (``transfer`` where the kernel has tuned shapes on this device
-model, else ``tpe``) and its budget (:func:`autotune.workload.budget.allocate`).
+model, else the default strategy, ``bandit``) and its budget (:func:`autotune.workload.budget.allocate`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from autotune.errors import AutotuneError
+from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
 from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device
@@ -42,7 +43,7 @@ class PlanRow:
             where the figure comes from.
         saving_ms: expected GPU time saved over the recorded calls, ms.
         budget_s: seconds of GPU time its search gets (0: not searched, only measured).
-        strategy: its search's strategy (``transfer`` or ``tpe``; ``None``: not searched).
+        strategy: its search's strategy (``transfer`` or the default, ``bandit``; ``None``: not searched).
         note: why it is not searched, where it is not.
     """
 
@@ -140,7 +141,7 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
         elif p.gpu_ms is None:
             note = note or "no call was timed (a graph capture?): no saving to expect"
         rows.append(PlanRow(p, problem, share, chosen, gain, why, saving,
-                            strategy=("transfer" if transfer else "tpe") if saving > 0 else None, note=note))
+                            strategy=("transfer" if transfer else DEFAULT_STRATEGY) if saving > 0 else None, note=note))
     return sorted(rows, key=lambda r: (-r.saving_ms, -(r.recorded.gpu_ms or 0.0), r.label))
 
 
