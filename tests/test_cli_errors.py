@@ -172,20 +172,22 @@ CASES = [
     Case(S + ["--size", 64, "--timeout", -1], "--timeout -1 is not allowed; give a positive number of seconds"),
     Case(S + ["--size", 64, "--timeout", "soon"], "'soon' is not a number"),
     Case(S + ["--size", 64, "--strategy", "annealing"],
-         "--strategy 'annealing' is not known; allowed: tpe, random, grid, gp, cmaes, transfer"),
+         "--strategy 'annealing' is not known; allowed: bandit, tpe, random, grid, gp, cmaes, transfer"),
     Case(S + ["--size", 64, "--sampler", "annealing"], "--strategy 'annealing' is not known"),  # the old name
     Case(S + ["--size", 64, "--strategy", "tpe", "--sampler", "grid"], "--sampler grid (the old name of "
          "--strategy) and --strategy tpe disagree; give --strategy only"),
-    Case(S + ["--size", 64, "--strategy-option", "bogus=1"],  # issue 38: each strategy's own options
+    Case(S + ["--size", 64, "--strategy", "tpe", "--strategy-option", "bogus=1"],  # issue 38: each strategy's own options
          "--strategy-option 'bogus=1' is not allowed; strategy tpe takes startup (an integer 1..100000)"),
-    Case(S + ["--size", 64, "--strategy-option", "startup=many"],
+    Case(S + ["--size", 64, "--strategy", "tpe", "--strategy-option", "startup=many"],
          "--strategy-option 'startup=many' is not allowed; option startup of strategy tpe takes an integer 1..100000"),
-    Case(S + ["--size", 64, "--strategy-option", "startup"],
+    Case(S + ["--size", 64, "--strategy", "tpe", "--strategy-option", "startup"],
          "--strategy-option 'startup' is not allowed; give KEY=VALUE"),
-    Case(S + ["--size", 64, "--strategy-option", "startup=2", "--strategy-option", "startup=3"],
+    Case(S + ["--size", 64, "--strategy", "tpe", "--strategy-option", "startup=2", "--strategy-option", "startup=3"],
          "--strategy-option 'startup=3' is not allowed; startup is given twice"),
     Case(S + ["--size", 64, "--strategy", "random", "--strategy-option", "startup=2"],
          "--strategy-option 'startup=2' is not allowed; strategy random takes no option"),
+    Case(S + ["--size", 64, "--strategy-option", "startup=2"],  # the default, bandit, takes none
+         "--strategy-option 'startup=2' is not allowed; strategy bandit takes no option"),
     Case(["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--strategy-option", "queue=-1"],
          "--strategy-option 'queue=-1' is not allowed; option queue of strategy transfer takes an integer 0..1000"),
     Case(S + ["--size", 64, "--batch", 0], "--batch 0 is not allowed; give 1..1024 configs"),

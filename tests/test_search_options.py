@@ -14,7 +14,7 @@ from autotune.search.options import OptionError, SearchOptions
     ({"timeout": -1.0}, "timeout -1 is not allowed; give a positive number of seconds"),
     ({"timeout": float("nan")}, "timeout nan is not allowed"),
     ({"seed": "x"}, "seed 'x' is not allowed; give an integer"),
-    ({"strategy": "annealing"}, "strategy 'annealing' is not known; allowed: tpe, random, grid, gp, cmaes, transfer"),
+    ({"strategy": "annealing"}, "strategy 'annealing' is not known; allowed: bandit, tpe, random, grid, gp, cmaes, transfer"),
     ({"strategy": 3}, "strategy 3 (int) is not allowed"),
     ({"batch": 0}, "batch 0 is not allowed; give 1..1024 configs"),
     ({"repeats": 19}, "repeats 19 is not allowed; give 20 or more"),
@@ -60,7 +60,7 @@ def test_options_are_frozen_hashable_and_replaced_with_a_new_check():
 
 def test_sampler_is_the_deprecated_name_of_strategy_and_unknown_keywords_are_refused():
     assert SearchOptions.of(sampler="grid").strategy == "grid"
-    assert SearchOptions.of(trials=3).strategy == "tpe"
+    assert SearchOptions.of(trials=3).strategy == "bandit"
     with pytest.raises(InvalidInputError, match="unknown search option 'n_trials'"):
         SearchOptions.of(n_trials=3)
 

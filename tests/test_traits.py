@@ -76,7 +76,8 @@ def test_each_built_in_strategy_declares_what_it_is():
     assert TRAITS["gp"].packages == ("torch",) and TRAITS["cmaes"].packages == ("cmaes",)
     assert TRAITS["random"] == Traits() and not TRAITS["tpe"].needs_prior
     assert [o.name for o in TRAITS["tpe"].options] == ["startup"]
-    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "prior_trials", "startup"]
+    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes"]
+    assert TRAITS["bandit"].options == ()
     assert traits_of(optuna.samplers.RandomSampler()) == Traits() == SearchOptions(
         strategy=optuna.samplers.RandomSampler()).traits
     assert SearchOptions(strategy="grid").traits.in_order and SearchOptions(strategy="transfer").traits.needs_prior
@@ -86,8 +87,7 @@ def test_the_options_defaults_are_the_strategies_own():
     """Behaviour unchanged: a strategy given no option runs as before (Transfer's constants,
     Optuna's n_startup_trials)."""
     takes = {o.name: o.default for o in TRAITS["transfer"].options}
-    assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES, "prior_trials": transfer.PRIOR_TRIALS,
-                     "startup": 10}
+    assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES}
     assert make_strategy("tpe", SPACE)._study.sampler._n_startup_trials == 10
     assert make_strategy("tpe", SPACE, options={"startup": "3"})._study.sampler._n_startup_trials == 3
 
@@ -233,7 +233,7 @@ def test_a_strategy_of_a_module_autotune_strategies_names_is_found(clean_registr
 @pytest.mark.parametrize(("strategy", "given", "parsed"), [
     ("tpe", {"startup": 20}, {"startup": 20}),
     ("tpe", {"startup": " 20 "}, {"startup": 20}),  # the command line's text
-    ("transfer", {"queue": "0", "shapes": 2, "prior_trials": 1000}, {"queue": 0, "shapes": 2, "prior_trials": 1000}),
+    ("transfer", {"queue": "0", "shapes": 2}, {"queue": 0, "shapes": 2}),
     ("tpe", None, {}),
     ("random", {}, {}),
 ])

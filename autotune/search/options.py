@@ -81,7 +81,7 @@ class SearchOptions:
             measured once per study: repeats and constraint breakers are never proposed.
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
-        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``tpe``,
+        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``bandit``, ``tpe``,
             ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, or one
             [`register`][autotune.search.strategies.registry.register]-ed) or an
             ``optuna.samplers.BaseSampler``; default
@@ -89,7 +89,7 @@ class SearchOptions:
         strategy_options: the strategy's own options, name -> value (or its text, as
             ``--strategy-option KEY=VALUE`` gives it): those its
             [`Traits`][autotune.search.strategies.traits.Traits] name (``tpe``: ``startup``;
-            ``transfer``: ``queue``, ``shapes``, ``prior_trials``, ``startup``), kept parsed
+            ``transfer``: ``queue``, ``shapes``; ``bandit``, the default, takes none), kept parsed
             as a read-only, hashable mapping. Changing ``strategy`` through
             [`replace`][autotune.search.options.SearchOptions.replace] without giving these
             drops them (they were the old strategy's).

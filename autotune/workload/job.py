@@ -6,7 +6,7 @@ configs measured against each other.
 (:func:`autotune.search.on_gpu.search_on_gpu`, what ``autotune.tune`` runs on one GPU) with
 that many seconds as its timeout (less :data:`OVERHEAD_S` for starting the measuring
 process and the re-timings), ``resume`` on (a tuning resumed continues its studies), and the
-strategy of the plan (``transfer`` from the nearest tuned shapes, else the default strategy). In the same
+strategy of the plan (``transfer`` from the nearest tuned shapes, else the default strategy, ``bandit``). In the same
 measuring process, once the search has ended, the kernel's default config and the search's
 winner are re-timed interleaved over :data:`FINAL_ROUNDS` rounds (:func:`measure_pair`):
 the GPU time per call the workload's totals are made of, measured, not estimated. Where the
@@ -28,7 +28,7 @@ from autotune.errors import AutotuneError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.problem import ProblemRef
 from autotune.search.options import SearchOptions
-from autotune.search.strategies import DEFAULT_STRATEGY
+from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.store.workload_records import ProblemResult
 
 __all__ = ["Job", "run_job", "measure_pair", "OVERHEAD_S", "FINAL_ROUNDS", "NOISE", "TRIALS"]
@@ -114,8 +114,8 @@ def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) 
 def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:
     from autotune.search.on_gpu import search_on_gpu
 
-    options = job.options.replace(timeout=max(1.0, job.budget_s - OVERHEAD_S),
-                                  strategy=job.strategy or DEFAULT_STRATEGY, resume=True)  # trials: the tuning's cap (TRIALS unless given)
+    options = job.options.replace(timeout=max(1.0, job.budget_s - OVERHEAD_S), strategy=job.strategy or DEFAULT_STRATEGY,
+                                  resume=True)  # trials: the tuning's cap (TRIALS unless given)
     space = problem.kernel.space(options.space)
 
     def on_trial(outcome, found) -> None:  # counted as they come: an interrupted search keeps its count

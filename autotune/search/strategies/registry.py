@@ -33,7 +33,7 @@ __all__ = ["DEFAULT_STRATEGY", "SWEEP_STRATEGY", "STRATEGIES", "TRAITS", "Factor
            "check_strategy_options", "import_user_strategies", "make_strategy", "needs_prior", "register",
            "traits_of"]
 
-DEFAULT_STRATEGY = "tpe"
+DEFAULT_STRATEGY = "bandit"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
 shapes): written here only, so that a new default is this one line."""
@@ -83,6 +83,14 @@ def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
     return Sampled(space, sampler, seed, history, name="cmaes")
+
+
+def _bandit(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+    """Local search, an additive model and random sampling, each proposal to the one that paid
+    lately (:mod:`autotune.search.strategies.bandit`, with its sources)."""
+    from autotune.search.strategies.bandit import Bandit
+
+    return Bandit(space, seed, history)
 
 
 def _grid(space: SearchSpace, seed: int | None, history: Iterable, part: tuple[int, int] = (0, 1),
@@ -174,6 +182,7 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
     _FACTORIES[name], _TRAITS[name] = factory, traits
 
 
+register("bandit", _bandit)
 register("tpe", _tpe, Traits(options=(_STARTUP,)))
 register("random", _random)
 register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True))
@@ -181,9 +190,7 @@ register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
 register("cmaes", _cmaes, Traits(packages=("cmaes",)))
 register("transfer", _transfer, Traits(needs_prior=True, options=(
     StrategyOption("queue", 8, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
-    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
-    StrategyOption("prior_trials", 400, low=0, high=100_000, doc="most other shapes' trials warm-starting TPE"),
-    _STARTUP)))
+    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"))))
 
 
 def import_user_strategies(modules: str | None = None) -> None:
