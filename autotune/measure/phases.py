@@ -1,8 +1,9 @@
-"""Where a trial's time goes: milliseconds per phase (compile, load, verify, time, store).
+"""Where a trial's time goes: milliseconds per phase (compile, load, verify, time, energy, store).
 
 The benchmark fills ``compile`` (nvcc), ``load`` (module load, function lookup, occupancy),
 ``verify`` (fresh inputs, one launch, the comparison) and ``time`` (warm-up and timed
-launches); the tuner adds ``store`` (the database write of the trial). They are kept with
+launches), ``energy`` (the back-to-back launches metered through NVML, where asked); the tuner
+adds ``store`` (the database write of the trial). They are kept with
 each trial (``autotune_trials.phases``) and ``autotune search`` prints their totals.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = ["PHASES", "PhaseClock", "totals", "describe"]
 
-PHASES = ("compile", "load", "verify", "time", "store")
+PHASES = ("compile", "load", "verify", "time", "energy", "store")
 """The phases of a trial, in the order they run."""
 
 
