@@ -2,11 +2,11 @@
 """Issue 35: the default search strategy against tpe, random, a hill climber, transfer and Kernel
 Tuner's strategies, replayed on the CPU on the tables recorded whole on the GPU.
 
-Every strategy runs under the same rules on the same table (``autotune.search.replay``: each
+Every strategy runs under the same rules on the same table (``autotune.interchange.replay``: each
 proposal "measured" by its recorded median; failed configs count): budgets 20, 50 and 100
 configs, batches of 16 (one config per compile worker of the GPU machine) and of 1, and the
 kernel's default measured first for all of them or for none (both reported). Scored with the
-methodology score P (``autotune.search.score``: 0 = expected random search, 1 = the optimum,
+methodology score P (``autotune.interchange.score``: 0 = expected random search, 1 = the optimum,
 the mean of P(k) over k = 1..budget), mean +- standard error over seeds; also the configs
 measured to within 1 % and 5 % of the table's optimum (median over seeds; '>B': not within the
 budget in most seeds), and the regret of the winner (the best measured after 100 configs, as
@@ -16,7 +16,7 @@ Strategies: autotune's default (``DEFAULT_STRATEGY``), ``tpe``, ``random``, ``hi
 first-improvement hill climber, defined here: neighbours of the best config so far, one macro
 to another value, in random order; a random restart once a neighbourhood is exhausted),
 ``transfer`` (history: the other shapes' tables of the same kernel), and, where Kernel Tuner is
-importable, its strategies in simulation mode on the same table (``autotune.search.kt_cache``),
+importable, its strategies in simulation mode on the same table (``autotune.interchange.kt_cache``),
 ``max_fevals`` = the budget (one run per budget); "default first" gives them the default as
 their first config measured, then ``budget - 1`` of their own evaluations (not as ``x0``:
 greedy_ils given ``x0`` in simulation mode did not end within minutes here). Kernel Tuner proposes one config at a time, so its
@@ -103,7 +103,7 @@ def _factory(name, space, *, seed, history):
 
 def _history(spec, tables):
     """The other shapes' tables of ``spec``'s kernel as transfer's history (config, ms, distance, shape)."""
-    from autotune.search.table import read_table, table_configs
+    from autotune.interchange.table import read_table, table_configs
 
     out = []
     for other, path in tables.items():
@@ -116,8 +116,8 @@ def _history(spec, tables):
 
 def _ours(job):
     spec, path, name, seed, batch, first, history = job
-    from autotune.search.replay import replay
-    from autotune.search.table import read_table
+    from autotune.interchange.replay import replay
+    from autotune.interchange.table import read_table
 
     firsts = [L._kernel(spec).default_config()] if first else []
     try:
@@ -129,9 +129,9 @@ def _ours(job):
 
 def _kt(job):
     spec, cache, path, strategy, seed, budget, first = job
-    from autotune.search.kt_cache import simulate
-    from autotune.search.score import best_so_far
-    from autotune.search.table import read_table
+    from autotune.interchange.kt_cache import simulate
+    from autotune.interchange.score import best_so_far
+    from autotune.interchange.table import read_table
 
     options, prefix = {}, []
     if first:
@@ -203,10 +203,10 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="table names to replay (default: all found)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
-    from autotune.search.kt_cache import write_cache
-    from autotune.search.score import score
+    from autotune.interchange.kt_cache import write_cache
+    from autotune.interchange.score import score
     from autotune.search.strategies import DEFAULT_STRATEGY
-    from autotune.search.table import read_table
+    from autotune.interchange.table import read_table
 
     ours = a.ours or [DEFAULT_STRATEGY, "tpe", "random", "hillclimb", "transfer"]
     kt = list(L.KT_STRATEGIES) if a.kt == ["all"] else a.kt

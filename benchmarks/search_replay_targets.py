@@ -27,11 +27,11 @@ GOALS = {20: 0.5, 50: 0.7, 100: 0.8}
 
 
 def main() -> None:
-    from autotune.search.replay import replay
+    from autotune.interchange.replay import replay
     from autotune.search.strategies import DEFAULT_STRATEGY
     from autotune.search.strategies.base import known_of
     from autotune.search.strategies.transfer import nearest_bests
-    from autotune.search.table import read_table
+    from autotune.interchange.table import read_table
 
     path = Path(sys.argv[1])
     rows = list(csv.DictReader(open(path)))

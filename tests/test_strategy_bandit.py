@@ -5,7 +5,7 @@ tests/test_strategies.py's, which runs every strategy of the registry."""
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.replay import replay
+from autotune.interchange.replay import replay
 from autotune.search.strategies import DEFAULT_STRATEGY, Known, make_strategy
 from autotune.search.strategies.bandit import Bandit
 from autotune.search.strategies.transfer import PATIENCE
