@@ -16,7 +16,9 @@ times each. MODE:
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 import time
 import types
@@ -104,5 +106,6 @@ def main(mode: str, db: str, name: str, n: str, marks: str) -> None:
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks of a child that hangs
     os.environ.setdefault("AUTOTUNE_COMPILE_WORKERS", "0")
     main(*sys.argv[1:])

@@ -73,8 +73,8 @@ def test_a_backend_asked_for_but_missing_names_the_one_installed(registry, monke
 
 def test_a_registered_backend_is_made_once_and_use_passes_the_choice_to_child_processes(registry, monkeypatch):
     made = []
-    backends.register("fake", lambda: made.append(1) or BindingsBackend(FakeCu()), needs="")
-    monkeypatch.setattr(backends, "_FACTORIES", dict(backends._FACTORIES))  # undone after the test
+    monkeypatch.setattr(backends, "_FACTORIES", dict(backends._FACTORIES))  # undone after the test (copied first:
+    backends.register("fake", lambda: made.append(1) or BindingsBackend(FakeCu()), needs="")  # else it stays)
     try:
         first = backends.use("fake")
         assert backends.get() is first and backends.get("fake") is first and made == [1]

@@ -268,6 +268,23 @@ def wait_for(path: Path, proc, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
+def ended(proc, timeout: float = 120) -> tuple[int, str]:
+    """``proc``'s exit code and stderr once it ends, its pipes read meanwhile (a child blocked on
+    a full pipe never ends); one that has not ended after ``timeout`` s fails the test with its
+    threads' stacks (faulthandler, SIGUSR1) and its stderr."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        return proc.returncode, err
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        _, err = proc.communicate(timeout=60)
+        raise AssertionError(f"the child did not end in {timeout} s; its stderr:\n{err}") from None
+
+
 def test_ctrl_c_and_sigterm_write_every_call(tmp_path, db_url):
     marks_int, marks_term = tmp_path / "int", tmp_path / "term"
     marks_int.mkdir()
@@ -278,8 +295,9 @@ def test_ctrl_c_and_sigterm_write_every_call(tmp_path, db_url):
     wait_for(marks_term / "launched", b)
     a.send_signal(signal.SIGINT)
     b.send_signal(signal.SIGTERM)
-    assert a.wait(60) != 0 and "KeyboardInterrupt" in a.stderr.read()
-    assert b.wait(60) == -signal.SIGTERM
+    code, err = ended(a)
+    assert code != 0 and "KeyboardInterrupt" in err
+    assert ended(b)[0] == -signal.SIGTERM
     assert {label: p.calls for label, p in problems(db_url, "sigint").items()} == \
         {"histogram256 1000 uint8": 300, "smem_vec 100x64 float32": 300}
     assert {label: p.calls for label, p in problems(db_url, "sigterm").items()} == \
