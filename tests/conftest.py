@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import uuid
 
 import pytest
@@ -100,6 +101,18 @@ def _isolated_db(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
     monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "cubins"))  # nor the user's cubin cache
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """A test that runs a worker's body in this process (it ignores SIGINT once its search is
+    over: autotune/search/workers.py, autotune/workload/pool.py) leaves the handlers as they were
+    found: a child started by a later test in the same worker inherited SIGINT ignored."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in before.items():
+        if signal.getsignal(s) is not handler and handler is not None:
+            signal.signal(s, handler)
 
 
 @pytest.fixture

@@ -107,5 +107,8 @@ def main(mode: str, db: str, name: str, n: str, marks: str) -> None:
 
 if __name__ == "__main__":
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks of a child that hangs
+    # Ctrl-C as in a terminal: a child inherits SIGINT ignored where its pytest worker ignores it (seen
+    # in CI: the child slept on through the test's SIGINT), and Python then installs no handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.setdefault("AUTOTUNE_COMPILE_WORKERS", "0")
     main(*sys.argv[1:])
