@@ -216,15 +216,18 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp())
     t0 = time.time()
     rows = []  # table, tool, strategy, batch, first, budget, P, se, n, within1, within5, regret
-    # a fresh worker every 20 jobs: a run of --seeds 10 --workers 4 had a worker killed by the OOM
-    # killer at 6.3 GB after 40 min (a leak across jobs, not diagnosed: Optuna, Kernel Tuner or caches)
-    with concurrent.futures.ProcessPoolExecutor(a.workers, max_tasks_per_child=20) as pool:
-        jobs = {}
-        for spec, path in tables.items():
-            history = tuple(_history(spec, tables))
-            cache = scratch / f"{spec.name}.json"
-            write_cache(read_table(path), L._space(spec), cache, kernel_name=spec.kernel_name,
-                        problem_size=[v for _, v in spec.dims])
+    # a fresh pool per table: a run of --seeds 10 --workers 4 had a worker killed by the OOM killer at
+    # 6.3 GB after 40 min (memory growing across jobs, not diagnosed), and max_tasks_per_child hung
+    # the pool on Python 3.11 once its worker was replaced
+    got: dict = {}
+    errors: dict = {}
+    for spec, path in tables.items():
+        history = tuple(_history(spec, tables))
+        cache = scratch / f"{spec.name}.json"
+        write_cache(read_table(path), L._space(spec), cache, kernel_name=spec.kernel_name,
+                    problem_size=[v for _, v in spec.dims])
+        with concurrent.futures.ProcessPoolExecutor(a.workers) as pool:
+            jobs = {}
             for first in (True, False):
                 for batch in BATCHES:
                     for name in ours:
@@ -238,15 +241,14 @@ def main() -> None:
                         for seed in range(a.kt_seeds):
                             jobs[(spec, "kernel_tuner", name, 1, first, budget, seed)] = pool.submit(
                                 _kt, (spec, cache, path, name, seed, budget, first))
-        got: dict = {}
-        errors: dict = {}
-        for key, f in jobs.items():
-            spec, tool, name, batch, first, budget, seed = key
-            r = f.result()
-            if isinstance(r, str):
-                errors.setdefault((tool, name), []).append(r)
-                continue
-            got.setdefault((spec, tool, name, batch, first, budget), []).append(list(r))
+            for key, f in jobs.items():
+                spec_, tool, name, batch, first, budget, seed = key
+                r = f.result()
+                if isinstance(r, str):
+                    errors.setdefault((tool, name), []).append(r)
+                    continue
+                got.setdefault((spec_, tool, name, batch, first, budget), []).append(list(r))
+        print(f"{spec.name}: done, {time.time() - t0:.0f} s", flush=True)
     for (spec, tool, name, batch, first, budget), curves in got.items():
         table = read_table(tables[spec])
         opt = min(v for v in table.values() if v is not None)
