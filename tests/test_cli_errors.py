@@ -186,7 +186,7 @@ CASES = [
          "--strategy-option 'startup=3' is not allowed; startup is given twice"),
     Case(S + ["--size", 64, "--strategy", "random", "--strategy-option", "startup=2"],
          "--strategy-option 'startup=2' is not allowed; strategy random takes no option"),
-    Case(S + ["--size", 64, "--strategy-option", "startup=2"],  # the default, bandit, takes none
+    Case(S + ["--size", 64, "--strategy", "bandit", "--strategy-option", "startup=2"],  # bandit takes none
          "--strategy-option 'startup=2' is not allowed; strategy bandit takes no option"),
     Case(["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--strategy-option", "queue=-1"],
          "--strategy-option 'queue=-1' is not allowed; option queue of strategy transfer takes an integer 0..1000"),

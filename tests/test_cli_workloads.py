@@ -47,7 +47,7 @@ def test_plan_shows_each_problem_and_plots_its_share(monkeypatch, device_info, d
     r = run("plan", "app", "--budget", "2m", "--db", db_url, "--plot", tmp_path / "app.png")
     assert r.exit_code == 0, r.output
     assert "workload app on NVIDIA H100 80GB HBM3: 3 problems" in r.output and "budget 2m00s of GPU time" in r.output
-    for text in ("histogram256 100000 uint8", "smem_vec 100x64 float32", "default", "bandit"):
+    for text in ("histogram256 100000 uint8", "smem_vec 100x64 float32", "default", "tpe"):
         assert text in r.output
     assert (tmp_path / "app.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = run("plan", "app", "--budget", "2m", "--db", db_url, "--format", "json")

@@ -89,7 +89,7 @@ class SearchOptions:
         strategy_options: the strategy's own options, name -> value (or its text, as
             ``--strategy-option KEY=VALUE`` gives it): those its
             [`Traits`][autotune.search.strategies.traits.Traits] name (``tpe``: ``startup``;
-            ``transfer``: ``queue``, ``shapes``; ``bandit``, the default, takes none), kept parsed
+            ``transfer``: ``queue``, ``shapes``; ``bandit`` takes none), kept parsed
             as a read-only, hashable mapping. Changing ``strategy`` through
             [`replace`][autotune.search.options.SearchOptions.replace] without giving these
             drops them (they were the old strategy's).

@@ -6,7 +6,7 @@ configs measured against each other.
 (:func:`autotune.search.on_gpu.search_on_gpu`, what ``autotune.tune`` runs on one GPU) with
 that many seconds as its timeout (less :data:`OVERHEAD_S` for starting the measuring
 process and the re-timings), ``resume`` on (a tuning resumed continues its studies), and the
-strategy of the plan (``transfer`` from the nearest tuned shapes, else the default strategy, ``bandit``). In the same
+strategy of the plan (``transfer`` from the nearest tuned shapes, else the default strategy, ``tpe``). In the same
 measuring process, once the search has ended, the kernel's default config and the search's
 winner are re-timed interleaved over :data:`FINAL_ROUNDS` rounds (:func:`measure_pair`):
 the GPU time per call the workload's totals are made of, measured, not estimated. Where the

@@ -6,7 +6,7 @@ recorded on summed) the plan gives its calls and share of the recorded GPU time,
 config of the lookup ladder on the device (:func:`autotune.lookup`), the expected gain
 (:mod:`autotune.workload.gain`), the expected GPU time saved (recorded GPU time x gain), the
 strategy its search would use (``transfer`` where the kernel has tuned shapes on this device
-model, else the default strategy, ``bandit``) and its budget (:func:`autotune.workload.budget.allocate`).
+model, else the default strategy, ``tpe``) and its budget (:func:`autotune.workload.budget.allocate`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class PlanRow:
             where the figure comes from.
         saving_ms: expected GPU time saved over the recorded calls, ms.
         budget_s: seconds of GPU time its search gets (0: not searched, only measured).
-        strategy: its search's strategy (``transfer`` or the default, ``bandit``; ``None``: not searched).
+        strategy: its search's strategy (``transfer`` or the default, ``tpe``; ``None``: not searched).
         note: why it is not searched, where it is not.
     """
 

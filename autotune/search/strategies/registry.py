@@ -33,7 +33,7 @@ __all__ = ["DEFAULT_STRATEGY", "SWEEP_STRATEGY", "STRATEGIES", "TRAITS", "Factor
            "check_strategy_options", "import_user_strategies", "make_strategy", "needs_prior", "register",
            "traits_of"]
 
-DEFAULT_STRATEGY = "bandit"
+DEFAULT_STRATEGY = "tpe"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
 shapes): written here only, so that a new default is this one line."""
