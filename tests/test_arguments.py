@@ -154,7 +154,7 @@ def table():
         "trial_timeout": [0, NAN, INF, -1, True, "5", 1e300],
         "db": BAD_DBS[:6],
         "queue": [5, [], "TILE_DIM=32", (1, 2), ({"TILE_DIM": 32},), None, (None,)],
-        "strategy_options": [5, "startup=3", [("startup", 3)], {"bogus": 1}, {"startup": 3}, {3: 1}],
+        "strategy_options": [5, "startup=3", [("startup", 3)], {"bogus": 1}, {"startup": 0}, {3: 1}],
         "ci": ["x", -1, NAN, 1.0, True, INF, "0.01"],
         "ci_floor_us": [-1, NAN, INF, "0.5", True, 1e300],
         "min_samples": [0, -1, True, 1.5, "20", 10**9],
