@@ -70,7 +70,7 @@ def test_every_launch_is_counted_per_problem_and_one_in_n_is_timed(fake, histogr
     assert sorted(found) == ["histogram256 1000 uint8", "histogram256 5000 uint8", "smem_vec 100x64 float32"]
     small, large, vec = found["histogram256 1000 uint8"], found["histogram256 5000 uint8"], found["smem_vec 100x64 float32"]
     assert (small.calls, large.calls, vec.calls) == (10, 10, 3)
-    assert (small.sampled, large.sampled, vec.sampled) == (3, 3, 1)  # calls 2, 6, 10 of each prepared launch (never the 1st)
+    assert (small.sampled, large.sampled, vec.sampled) == (5, 5, 1)  # calls 2, 6, 10 and 4, 8 (powers of two; never the 1st)
     grid = lambda n: (min(-(-n // (4 * 256)), 1056), 1, 1)  # noqa: E731  (the default config's grid)
     assert small.ms_per_call == pytest.approx(fake.launch_ms(grid(1000), (256, 1, 1)), rel=1e-5)
     assert large.ms_per_call == pytest.approx(fake.launch_ms(grid(5000), (256, 1, 1)), rel=1e-5)
@@ -113,6 +113,29 @@ def test_compiled_and_prepared_transposes_are_counted(fake, histogram, db_url):
     assert w.sampled == 4  # one slot per problem for both (shared between threads): calls 2, 4, 6 and 8
     assert len(fake.launches) == 8
 
+
+
+def test_a_stalled_sample_does_not_set_the_time_per_call(fake, histogram, db_url, monkeypatch):
+    """The H100 app run of 2026-11-27 read a 11 µs transpose's one sample as 4.5 ms: samples
+    come from the powers of two too, and a batch's time is their median."""
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((1000,), "uint8")
+    record, starts = fake.cuEventRecord, []
+
+    def stalled(event, stream):  # the first sample's start event: the GPU then idles 1000 ms
+        status = record(event, stream)
+        if not starts:
+            fake.clock_ms += 1000.0
+        starts.append(event)
+        return status
+    with autotune.record("stall", db=db_url, sample_every=64, flush_s=3600):
+        monkeypatch.setattr(fake, "cuEventRecord", stalled)
+        for _ in range(10):
+            f(bins, data)
+    (w,) = problems(db_url, "stall").values()
+    assert (w.calls, w.sampled) == (10, 3)  # calls 2, 4 and 8
+    grid = (min(-(-1000 // (4 * 256)), 1056), 1, 1)
+    assert w.ms_per_call == pytest.approx(fake.launch_ms(grid, (256, 1, 1)), rel=1e-5)  # not (1000 + 3 x) / 3
 
 def test_a_launch_in_a_graph_capture_is_counted_not_timed(fake, histogram, db_url):
     f = autotune.launcher(histogram, db=db_url)
