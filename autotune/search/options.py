@@ -237,7 +237,7 @@ class SearchOptions:
 
     @property
     def pareto(self) -> bool:
-        """Whether several objectives are minimised together (:data:`PARETO_OBJECTIVES`)."""
+        """Whether several objectives are minimised together (``PARETO_OBJECTIVES``: ``time,energy``)."""
         return self.objective in PARETO_OBJECTIVES
 
     @property
