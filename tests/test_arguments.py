@@ -144,7 +144,7 @@ def table():
         "trials": [0, -1, True, 1.5, "10", 2**40, NAN, None],
         "timeout": [0, -1, NAN, INF, True, "60", 1e300, []],
         "seed": [-1, True, 2**40, 1.5, "1", NAN],
-        "strategy": [5, None, "annealing", True, [], "", "tpe\n"],
+        "strategy": [5, "annealing", True, [], "", "tpe\n"],  # (None: the objective's default strategy)
         "batch": [0, True, 2000, 1.5, "4", -1],
         "resume": ["no", 1, 0, "False", 0.0, [], "yes"],
         "space": ["", 5, True, "a\x00b.toml", [], "   ", b"space.toml"],
@@ -159,7 +159,8 @@ def table():
         "ci_floor_us": [-1, NAN, INF, "0.5", True, 1e300],
         "min_samples": [0, -1, True, 1.5, "20", 10**9],
         "max_samples": [0, 5, True, 1.5, "200", 10**9],
-        "objective": ["speed", 3, None, "", "time,energy", ["time"]],
+        "objective": ["speed", 3, None, "", "time,time", "energy,time,edp", "energy,time", " time", ["time"],
+                      ("time", "energy")],
         "energy": ["yes", 1, 0, "False", [], None],
     }
     for name, values in options.items():

@@ -259,3 +259,44 @@ def test_autotune_bundle_shows_and_checks_a_bundle_against_this_machine(tuned, d
     assert r.exit_code == 2 and r.output.startswith(f"error: bundle {file}: is not valid JSON (truncated or corrupt")
     r = runner.invoke(app, ["bundle", str(tmp_path / "nowhere")])
     assert r.exit_code == 2 and "error: bundle" in r.output and "No such file or directory" in r.output
+
+
+def test_the_bundle_carries_each_winner_certificate_and_reads_back_with_or_without_it(tuned, db_url, tmp_path):
+    from autotune.store.opening import open_results
+
+    folder = tmp_path / "deploy"
+    assert export(db_url, folder).exit_code == 0
+    doc = json.loads((folder / "bundle.json").read_text())
+    assert doc["version"] == 1  # an optional field: the version stays, older readers ignore it
+    bests = {(b.kernel, tuple(v for _, v in b.dims), b.dtype): b for b in open_results(db_url, "read").find_best()}
+    certified = 0
+    for e in doc["entries"]:
+        b = bests[(e["kernel"], tuple(e["dims"].values()), e["dtype"])]
+        if b.certificate is None:
+            assert "certificate" not in e
+            continue
+        certified += 1
+        cert = e["certificate"]
+        assert cert["winner"] == b.certificate["winner"] and cert["runner_up"] == b.certificate["runner_up"]
+        assert cert["tied"] is b.certificate["tied"] and cert["samples"] == b.samples
+        assert cert["winner"]["config"] == ",".join(f"{k}={v}" for k, v in sorted(e["config"].items()))
+    assert certified == len(doc["entries"])  # every problem of the workload was tuned and re-timed
+    read = read_bundle(folder)
+    for e in doc["entries"]:
+        entry = next(x for x in read.entries.values() if x.kernel == e["kernel"] and x.dtype == e["dtype"]
+                     and dict(x.dims) == e["dims"])
+        assert entry.certificate == e["certificate"]
+    # a bundle written before the certificate (none in its entries) reads as before
+    old = tmp_path / "old"
+    old.mkdir()
+    for e in doc["entries"]:
+        e.pop("certificate", None)
+    (old / "bundle.json").write_text(json.dumps(doc))
+    assert all(x.certificate is None for x in read_bundle(old).entries.values())
+    # a malformed certificate is one error naming the file and the entry
+    doc["entries"][0]["certificate"] = "tied"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bundle.json").write_text(json.dumps(doc))
+    with pytest.raises(BundleError, match=r"entry 1 is malformed \(certificate must be an object with winner and tied\)"):
+        read_bundle(bad)

@@ -93,3 +93,24 @@ def test_best_and_lookup_read_a_search_stored_in_postgres(pg_url, device_info):
 
 def test_units_of_one_model_are_merged_by_0004(pg_url):
     check_units_of_one_model_are_merged(pg_url)
+
+
+def test_a_time_energy_study_and_its_front_on_postgres(pg_url, device_info):
+    """The two-direction Optuna study, the search's objective and the front derived from the
+    stored trials read the same on PostgreSQL as on SQLite (tests/test_pareto.py)."""
+    from autotune.store.pareto import dominates
+
+    from test_pareto import EnergyTimer
+
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
+    store = open_results(pg_url)
+    result = search(key, get_kernel("smem_pad").space(), EnergyTimer(), store,
+                    SearchOptions(trials=12, seed=3, objective="time,energy", strategy_options={"population": 4}),
+                    retime=fake_retime())
+    assert store.best(key).objective == "time,energy"
+    ok = [t for t in store.key_trials(key) if t.status == "ok"]
+    members = store.pareto_front(result.search_id)
+    assert members and all(not any(dominates((o.median_ms, o.energy_j), (m.median_ms, m.energy_j)) for o in ok)
+                           for m in members)
+    out = runner.invoke(app, ["best", "--size", "256", "--kernel", "smem_pad", "--db", pg_url])
+    assert out.exit_code == 0 and "Pareto front of time and energy" in out.output, out.output

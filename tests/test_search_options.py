@@ -30,7 +30,7 @@ from autotune.search.options import OptionError, SearchOptions
     ({"min_samples": 5}, "min_samples 5 is not allowed; give 10 or more"),
     ({"max_samples": 10**6}, "max_samples 1000000 is not allowed"),
     ({"min_samples": 50, "max_samples": 40}, "max_samples 40 is not allowed; give at least the minimum count of samples (50)"),
-    ({"objective": "power"}, "objective 'power' is not allowed; give one of time, energy, edp"),
+    ({"objective": "power"}, "objective 'power' is not allowed; give one of time | energy | edp | time,energy"),
     ({"energy": "yes"}, "energy 'yes' is not allowed; give True or False"),
 ])
 def test_a_bad_value_is_refused_naming_the_parameter(given, message):

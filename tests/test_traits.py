@@ -31,7 +31,7 @@ FOLDER = PACKAGE / "search" / "strategies"
 SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)),
                                  ("TILE_DIM", (16, 32, 64))),
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
-BUILT_IN = ("bandit", "tpe", "random", "grid", "gp", "cmaes", "transfer")
+BUILT_IN = ("bandit", "tpe", "random", "grid", "gp", "cmaes", "transfer", "nsga2")
 
 
 @pytest.fixture
@@ -71,10 +71,12 @@ DESCENDING = Traits(options=(StrategyOption("stride", 1, low=1, high=8, doc="con
 
 def test_each_built_in_strategy_declares_what_it_is():
     assert tuple(STRATEGIES) == BUILT_IN and tuple(TRAITS) == BUILT_IN
-    assert TRAITS["grid"] == Traits(in_order=True, partitions=True) and SWEEP_STRATEGY == "grid"
+    assert TRAITS["grid"] == Traits(in_order=True, partitions=True, pareto=True) and SWEEP_STRATEGY == "grid"
     assert TRAITS["transfer"].needs_prior and not TRAITS["transfer"].in_order
     assert TRAITS["gp"].packages == ("torch",) and TRAITS["cmaes"].packages == ("cmaes",)
-    assert TRAITS["random"] == Traits() and not TRAITS["tpe"].needs_prior
+    assert TRAITS["random"] == Traits(pareto=True) and not TRAITS["tpe"].needs_prior
+    assert TRAITS["nsga2"].pareto and [o.name for o in TRAITS["nsga2"].options] == ["population"]
+    assert [n for n, t in TRAITS.items() if t.pareto] == ["random", "grid", "nsga2"]  # told (ms, J), or ignore it
     assert [o.name for o in TRAITS["tpe"].options] == ["startup"]
     assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes"]
     assert TRAITS["bandit"].options == ()

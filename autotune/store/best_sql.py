@@ -30,6 +30,7 @@ COLUMNS: dict[str, str] = {
     "updated_at": "b.updated_at", "pooled_median_ms": "b.pooled_median_ms", "spread": "b.spread",
     "rounds": "b.rounds", "tie_group": "b.tie_group", "certificate": "b.certificate",
     "ci_low_ms": "t.ci_low_ms", "ci_high_ms": "t.ci_high_ms", "energy_j": "t.energy_j", "samples": "t.samples",
+    "objective": "s.objective",
 }
 """Each field of a best row and the column it is read from (``b``: autotune_best, ``d``:
 autotune_devices, ``k``: autotune_kernels, ``t``: the best trial, ``s``: its search)."""
