@@ -137,6 +137,26 @@ def test_a_stalled_sample_does_not_set_the_time_per_call(fake, histogram, db_url
     grid = (min(-(-1000 // (4 * 256)), 1056), 1, 1)
     assert w.ms_per_call == pytest.approx(fake.launch_ms(grid, (256, 1, 1)), rel=1e-5)  # not (1000 + 3 x) / 3
 
+
+def test_a_sample_whose_host_side_stalled_is_dropped(fake, histogram, db_url, monkeypatch):
+    """Another thread holding the GIL between a sample's events (the flusher writing a batch)
+    leaves the GPU idle inside them: such a sample is dropped, the call still counted."""
+    f = autotune.launcher(histogram, db=db_url)
+    bins, data = Tensor((256,), "uint32"), Tensor((1000,), "uint8")
+    clock = iter(range(0, 10**9, 10_000))  # each reading 10 µs after the last
+
+    def host_ns():
+        return next(clock)
+    monkeypatch.setattr(recording, "_host_ns", host_ns)
+    with autotune.record("host", db=db_url, sample_every=64, flush_s=3600):
+        f(bins, data)
+        f(bins, data)  # sampled: its host side read 10 µs
+        monkeypatch.setattr(recording, "MAX_HOST_US", 5.0)
+        f(bins, data)
+        f(bins, data)  # sampled: 10 µs is over the limit now
+    (w,) = problems(db_url, "host").values()
+    assert (w.calls, w.sampled) == (4, 1)
+
 def test_a_launch_in_a_graph_capture_is_counted_not_timed(fake, histogram, db_url):
     f = autotune.launcher(histogram, db=db_url)
     fake.capturing = True

@@ -36,7 +36,8 @@ left alive by the thousands slowed every later launch of the process, recording 
 H100 run of 2026-11-26 read +3.9 µs a launch after a recording that timed every call.)
 
 A sample's time is the GPU time between the two events: the kernel itself, plus the events'
-own cost (about a microsecond). Launches captured in a CUDA graph are counted but not timed
+own cost (about a microsecond). A sample whose host side took longer than :data:`MAX_HOST_US`
+is dropped (the GPU may have idled between its events while another thread held the GIL). Launches captured in a CUDA graph are counted but not timed
 (events in a capture time nothing). One recording is active per process at a time.
 """
 
@@ -50,6 +51,7 @@ import secrets
 import signal
 import statistics
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -60,7 +62,7 @@ from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
 
 __all__ = ["Recording", "record", "active", "track", "register_method", "from_environment", "SAMPLE_EVERY",
-           "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "ENV"]
+           "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "MAX_HOST_US", "ENV"]
 
 SAMPLE_EVERY = 64
 """One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; and
@@ -70,12 +72,19 @@ FLUSH_S = 2.0
 """Seconds between two batches written by the flusher."""
 READ_S = 0.05
 """Seconds between two reads of the completed samples by the flusher (their events reused)."""
+MAX_HOST_US = 100.0
+"""A sample whose host side (its two ``cuEventRecord`` calls and the launch between them) took
+longer than this (µs) is dropped, the call only counted: the GPU may have idled between the
+events meanwhile. Another Python thread holding the GIL (the flusher writing a batch, the
+program's own threads) can stop the launching thread for the interpreter's switch interval
+(5 ms): the 2-GPU H100 app run of 2026-11-27 read a 11 µs transpose's samples as 2-4.5 ms."""
 MAX_IN_FLIGHT = 256
 """Samples (event pairs) in flight at most; a sampled call beyond them is counted, not timed."""
 ENV = "AUTOTUNE_RECORD"
 """The environment variable that records a program you do not edit: its value is the name."""
 
 _CUDA_SUCCESS, _CUDA_NOT_READY = 0, 600
+_host_ns = time.perf_counter_ns
 
 _lock = threading.RLock()
 _active: Recording | None = None
@@ -295,6 +304,7 @@ class Recording:
             return launch(*args)
         context, start, end = pair
         lib = driver.libcuda()
+        began = _host_ns()
         if lib.cuEventRecord(start, stream) != _CUDA_SUCCESS:
             self._give_events(context, start, end)
             return launch(*args)
@@ -303,8 +313,8 @@ class Recording:
         except BaseException:
             self._give_events(context, start, end)
             raise
-        if lib.cuEventRecord(end, stream) != _CUDA_SUCCESS:
-            self._give_events(context, start, end)
+        if lib.cuEventRecord(end, stream) != _CUDA_SUCCESS or _host_ns() - began > MAX_HOST_US * 1e3:
+            self._give_events(context, start, end)  # not recorded, or the host stalled inside: not a sample
         else:
             self._pending.append((slot, start, end, context))
         return result
@@ -364,8 +374,6 @@ class Recording:
     def _flusher(self) -> None:
         """Read the completed samples every ``READ_S`` seconds and write a batch every
         ``flush_s`` seconds, until the recording stops."""
-        import time
-
         due = time.monotonic() + self.flush_s
         while not self._stop.wait(min(READ_S, self.flush_s)):
             try:
