@@ -135,9 +135,9 @@ def _migrated_from_template(request, monkeypatch, tmp_path_factory):
     """A new, empty SQLite database that a store migrates to head gets a copy of one migrated
     template instead (SQLite's backup API), made once per test process by the real migrations:
     every store test ran all of them on a fresh file, about a second each. Tests of the
-    migrations themselves (test_migrations.py, test_postgres.py) and any other revision than
+    migrations themselves (store/test_schema_migrations.py, store/test_postgres.py) and any other revision than
     head, or a database holding tables, take the real path."""
-    if request.module.__name__ in ("test_migrations", "test_postgres"):
+    if request.module.__name__ in ("test_schema_migrations", "test_postgres"):
         yield
         return
     from autotune.store import schema
