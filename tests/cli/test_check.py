@@ -46,6 +46,7 @@ tests/measure/test_compile.py compiles every config of the small spaces and 48 o
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_shipped_kernel_file_passes(path):
     size = len(KERNELS[path.stem].space().configs())
     sample = ["--sample", CI_SAMPLE] if size > CI_SAMPLE else []
@@ -75,6 +76,7 @@ def test_a_sample_holds_the_default_every_listed_value_and_the_ends():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_both_examples_pass_for_every_dtype(path):
     code, output = check(path)
     assert code == 0, output

@@ -40,6 +40,7 @@ first and last config, the first holding each listed value, then evenly spaced o
 
 
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_config_of_the_shipped_space_compiles(kernel):
     k = KERNELS[kernel]
     configs = k.space().sample(CI_SAMPLE, (k.default_config(),))
@@ -93,6 +94,7 @@ def default_shared(name: str, itemsize: int) -> int:
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_dtype_compiles_for_every_kernel(dtype):
     d = DTYPES[dtype]
     kernels = [k for k in KERNELS.values() if dtype in k.dtypes]
@@ -106,6 +108,7 @@ def test_every_dtype_compiles_for_every_kernel(dtype):
 
 @pytest.mark.skipif(not EXAMPLES, reason="no examples/*/*.toml in this checkout yet")
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name)
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_config_of_an_examples_space_compiles(path):
     """A user's kernel (not in the catalog) compiles through ``kernel=``: every config of its
     space for its first dtype, and its default config for every dtype it takes."""
