@@ -510,7 +510,7 @@ def test_export_and_report_of_a_missing_database_create_nothing(args, tmp_path):
 
 def _tuned_store(path, **changes):
     """A database at ``path`` holding one searched key of smem_pad (ok and failed trials)."""
-    from test_share import configs, key, tune
+    from stored_results import configs, key, tune
 
     store = open_results(f"sqlite:///{path}")
     try:

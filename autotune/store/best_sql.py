@@ -3,7 +3,7 @@
 first lookup (:mod:`autotune.store.reader`), which must not pay for importing SQLAlchemy.
 
 The SQL names the tables and columns of :mod:`autotune.store.models` (their migrations are the
-schema; ``tests/test_store_reader.py`` checks each column against the models) and uses named
+schema; ``tests/store/test_reader.py`` checks each column against the models) and uses named
 ``:parameters``, which both SQLAlchemy's ``text()`` and ``sqlite3`` bind. Rows become
 :class:`~autotune.store.records.BestRecord` through :func:`autotune.store.records.best_from_row`.
 """

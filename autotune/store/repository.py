@@ -47,7 +47,7 @@ class Store:
     Built by the one door only, :func:`autotune.store.opening.open_results` (which resolves the
     URL once with :func:`~autotune.store.urls.resolve_url` and, for a writable opening, refuses
     another application's database before anything is written:
-    :func:`~autotune.store.urls.refuse_foreign`); ``tests/test_opening.py`` checks that nothing
+    :func:`~autotune.store.urls.refuse_foreign`); ``tests/store/test_opening.py`` checks that nothing
     else constructs one.
 
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so

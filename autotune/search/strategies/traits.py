@@ -1,6 +1,6 @@
 """What a strategy is, declared once where it is registered: its :class:`Traits`.
 
-The search loop asks a strategy's traits, never its name (``tests/test_strategies.py`` fails
+The search loop asks a strategy's traits, never its name (``tests/search/strategies/test_registry.py`` fails
 where a strategy's name is compared outside ``autotune/search/strategies/``):
 
 - ``needs_prior``: it reads other shapes' trials (:class:`~autotune.search.strategies.base.Known`
