@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
-__all__ = ["register", "registered", "clear_cache"]
+__all__ = ["register", "registered", "clear_cache", "get_or_make"]
 
 _lock = threading.Lock()
 _clears: dict[str, Callable[[], None]] = {}
@@ -27,6 +28,18 @@ def register(name: str, clear: Callable[[], None]) -> Callable[[], None]:
     with _lock:
         _clears[name] = clear
     return clear
+
+
+def get_or_make(cache: dict, key, make: Callable[[], object], lock: AbstractContextManager):
+    """``cache[key]``, made by ``make()`` (outside ``lock``: it may build and load a module)
+    when absent. Two threads that both miss make one each; the first stored is kept and
+    returned to both, so every caller of one key gets the same object."""
+    found = cache.get(key)
+    if found is None:
+        made = make()
+        with lock:
+            found = cache.setdefault(key, made)
+    return found
 
 
 def registered() -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["SIGNALS", "handling", "deferred", "interruptible", "shielded", "check", "requested", "sleep",
-           "signal_number", "exit_code", "blocked", "unblock"]
+           "signal_number", "exit_code", "blocked", "unblock", "stop_workers"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -175,3 +175,20 @@ def blocked() -> Iterator[None]:
 def unblock() -> None:
     """Unblock SIGINT and SIGTERM in this thread (a pending one is delivered now)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+def stop_workers(procs, signum: int, join_s: float) -> None:
+    """Send ``signum`` to every live process of ``procs`` (an iterable of
+    ``multiprocessing.Process``), wait up to ``join_s`` seconds for each, then kill what is
+    left (SIGKILL): the way a search over several GPUs and a workload's pool stop their
+    workers."""
+    import os
+
+    procs = list(procs)
+    for proc in procs:
+        if proc.is_alive():
+            os.kill(proc.pid, signum)
+    for proc in procs:
+        proc.join(join_s)
+        if proc.is_alive():
+            proc.kill()

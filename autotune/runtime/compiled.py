@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
+from autotune.measure.packing import POINTER, SCALAR_FORMATS, PackedArguments
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.arguments import check_bundle_args, check_db_arg, shown
 from autotune.kernel.config import Config
@@ -118,12 +119,14 @@ class Launcher:
                 raise InvalidInputError(f"{name} must be a{' writable' if written else ''} C-contiguous "
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
                                         f"{'x'.join(map(str, a.shape))} {a.dtype.name}")
-            values.append(ctypes.c_void_p(a.pointer))
+            values.append(a.pointer)
+        packed = PackedArguments([(a.name, POINTER if isinstance(a, Array) else SCALAR_FORMATS[a.ctype])
+                                  for a in self.kernel.args])
         pointers = iter(values)
-        params = [next(pointers) if isinstance(arg, Array) else self.scalars[arg.name] for arg in self.kernel.args]
-        argv = (ctypes.c_void_p * len(params))(*[ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in params])
-        driver.launch(self.function, self.grid, self.block, self.shared, stream_handle(stream, arrays[0]), argv,
-                      self.kernel.name)
+        for a in self.kernel.args:
+            packed.put(a.name, next(pointers) if isinstance(a, Array) else self.scalars[a.name].value)
+        driver.launch(self.function, self.grid, self.block, self.shared, stream_handle(stream, arrays[0]),
+                      packed.argv, self.kernel.name)
 
 
 recording.register_method(Launcher, "__call__", recording.launcher_call)  # counted while a recording is active
@@ -169,13 +172,7 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
         problem.kernel.check(default)  # its macros are the kernel's tunables
     bundle = given_bundle(bundle)
     key = (driver.current_context(), problem, db, default, bundle, allow_same_arch)
-    with _lock:
-        found = _launchers.get(key)
-    if found is None:
-        found = _build(problem, db, default, bundle, allow_same_arch)
-        with _lock:
-            found = _launchers.setdefault(key, found)
-    return found
+    return caches.get_or_make(_launchers, key, lambda: _build(problem, db, default, bundle, allow_same_arch), _lock)
 
 
 def clear_launchers() -> None:

@@ -28,13 +28,12 @@ import struct
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.model import Array
 from autotune.kernel.resets import fill_ops
+from autotune.measure.packing import POINTER, SCALAR_FORMATS, PackedArguments
 from autotune.runtime import driver, recording
 from autotune.runtime.compiled import Launcher
 
-__all__ = ["PackedLaunch", "SCALAR_FORMATS", "launch_api"]
+__all__ = ["PackedLaunch", "launch_api"]
 
-SCALAR_FORMATS = {"int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
-"""The ``struct`` code of each scalar argument type of a kernel file."""
 
 
 def launch_api() -> str:
@@ -80,18 +79,13 @@ class PackedLaunch:
         k = launcher.kernel
         self.launcher, self.name = launcher, k.name
         arrays = [a for a in k.args if isinstance(a, Array)]
-        offsets, end = {a.name: 8 * i for i, a in enumerate(arrays)}, 8 * len(arrays)
-        for a in k.args:
-            if not isinstance(a, Array):
-                size = struct.calcsize(SCALAR_FORMATS[a.ctype])
-                end = -(-end // size) * size
-                offsets[a.name], end = end, end + size
-        self.buf = (ctypes.c_uint64 * max(1, -(-end // 8)))()  # 8-byte aligned
-        for a in k.args:
-            if not isinstance(a, Array):
-                struct.pack_into(SCALAR_FORMATS[a.ctype], self.buf, offsets[a.name], launcher.scalars[a.name].value)
-        base = ctypes.addressof(self.buf)
-        self.argv = (ctypes.c_void_p * len(k.args))(*[base + offsets[a.name] for a in k.args])
+        scalars = [a for a in k.args if not isinstance(a, Array)]
+        # the array pointers first, at offsets 0, 8, ...: one pack_into writes them all per call
+        packed = PackedArguments([(a.name, POINTER) for a in arrays] + [(a.name, SCALAR_FORMATS[a.ctype]) for a in scalars],
+                                 [a.name for a in k.args])
+        for a in scalars:
+            packed.put(a.name, launcher.scalars[a.name].value)
+        self.buf, self.argv = packed.buffer, packed.argv
         self.pack = struct.Struct(f"={len(arrays)}Q").pack_into
         self.unpack = struct.Struct(f"={len(arrays)}Q").unpack_from
         (gx, gy, gz), (bx, by, bz) = launcher.grid, launcher.block

@@ -254,13 +254,7 @@ def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerRepo
 def _stop(procs, events, reports, on_report, signum: int) -> None:
     """``signum`` to every live worker, wait up to :data:`JOIN_S` each, kill what is left, and
     take in their last reports."""
-    for proc in procs.values():
-        if proc.is_alive():
-            os.kill(proc.pid, signum)
-    for proc in procs.values():
-        proc.join(JOIN_S)
-        if proc.is_alive():
-            proc.kill()
+    stop.stop_workers(procs.values(), signum, JOIN_S)
     while True:
         try:
             _apply(reports, events.get_nowait(), on_report)

@@ -113,13 +113,8 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
 
 
 def _stop(procs, events, take, signum: int) -> None:
-    for proc in procs.values():
-        if proc.is_alive():
-            os.kill(proc.pid, signum)
-    for proc in procs.values():
-        proc.join(JOIN_S)
-        if proc.is_alive():
-            proc.kill()
+    """``signum`` to every live worker (killed past :data:`JOIN_S`), then their last reports taken in."""
+    stop.stop_workers(procs.values(), signum, JOIN_S)
     while True:
         try:
             take(events.get(timeout=0.5))

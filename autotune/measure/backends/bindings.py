@@ -14,12 +14,12 @@ Its results are ``(CUresult, value...)`` tuples; a result other than ``CUDA_SUCC
 from __future__ import annotations
 
 import ctypes
-import struct
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from autotune.errors import GPUUnavailableError
+from autotune.measure.packing import PackedArguments
 from autotune.measure.backends.base import (SIGNATURE_CODES, Backend, CudaError, CudaLaunchError, CudaMemoryError,
                                             DeviceAllocation, DeviceProperties, Event, Function, Module)
 
@@ -324,17 +324,9 @@ class BindingsFunction(Function):
 def pack_arguments(signature: str, args: Sequence) -> tuple[ctypes.Array, ctypes.Array]:
     """The values of ``args`` (NumPy scalars or numbers, one per letter of ``signature``) packed
     each at its alignment into one 8-byte aligned buffer, and the ``void **`` array of their
-    addresses that ``cuLaunchKernel`` reads: ``(buffer, argv)``."""
-    offsets, end = [], 0
-    for letter in signature:
-        size = struct.calcsize(SIGNATURE_CODES[letter])
-        end = -(-end // size) * size
-        offsets.append(end)
-        end += size
-    buf = (ctypes.c_uint64 * max(1, -(-end // 8)))()
-    for letter, offset, value in zip(signature, offsets, args):
-        number = value.item() if isinstance(value, np.generic) else value
-        struct.pack_into(SIGNATURE_CODES[letter], buf, offset, int(number) if letter in "PiIqQ" else float(number))
-    base = ctypes.addressof(buf)
-    argv = (ctypes.c_void_p * max(1, len(signature)))(*[base + o for o in offsets])
-    return buf, argv
+    addresses that ``cuLaunchKernel`` reads: ``(buffer, argv)``
+    (:class:`~autotune.measure.packing.PackedArguments`)."""
+    packed = PackedArguments([(i, SIGNATURE_CODES[letter]) for i, letter in enumerate(signature)])
+    for i, value in enumerate(args[:len(signature)]):
+        packed.put(i, value.item() if isinstance(value, np.generic) else value)
+    return packed.buffer, packed.argv

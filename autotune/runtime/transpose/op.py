@@ -144,12 +144,7 @@ def _plan(kernel, db, lay: Layout, v: View) -> PreparedTranspose:
     views = kernel is None and (lay.batch > 1 or lay.ld != lay.cols)  # the choice may differ for views
     key = (threading.get_ident(), driver.current_context(), kernel, views, db, lay.rows, lay.cols, v.itemsize,
            v.type_name)
-    found = _prepared.get(key)
-    if found is None:
-        found = _prepare(kernel, db, lay, v, views)
-        with _lock:
-            found = _prepared.setdefault(key, found)
-    return found
+    return caches.get_or_make(_prepared, key, lambda: _prepare(kernel, db, lay, v, views), _lock)
 
 
 def _prepare(kernel, db, lay: Layout, v: View, views: bool) -> PreparedTranspose:

@@ -1,9 +1,10 @@
 """A transpose launch made ready once and repeated cheaply: handle, geometry, packed arguments.
 
 :class:`PreparedTranspose` keeps, for one (context, kernel, rows, cols, element size), the
-kernel's function handle, its grid and block, and a ``void **`` argument array whose slots
-(ctypes values) a call only refills: the two pointers, and the row pitch and batch stride
-where the kernel takes them. A call is then one ``cuLaunchKernel`` (one per 65,535 matrices
+kernel's function handle, its grid and block, and its arguments packed once
+(:class:`~autotune.measure.packing.PackedArguments`), of which a call only refills the two
+pointers, and the row pitch and batch stride where the kernel takes them (through views of
+their bytes). A call is then one ``cuLaunchKernel`` (one per 65,535 matrices
 of a batch: the most blocks in z). Instances are per thread (the slots are refilled per
 call), cached by :mod:`autotune.runtime.transpose.op`.
 """
@@ -14,8 +15,9 @@ import ctypes
 
 from autotune.errors import AutotuneError
 from autotune.kernel.model import Array
+from autotune.measure.packing import POINTER, SCALAR_FORMATS, PackedArguments
 from autotune.runtime import driver, recording
-from autotune.runtime.compiled import CTYPES, Launcher
+from autotune.runtime.compiled import Launcher
 
 __all__ = ["PreparedTranspose", "MAX_GRID_Z"]
 
@@ -35,21 +37,25 @@ class PreparedTranspose:
     """
 
     __slots__ = ("launcher", "pitched", "matrix_bytes", "_argv", "_out", "_src", "_ld", "_batch_stride", "_name",
-                 "_itemsize", "_slots", "_launch", "_grid_z", "_stream", "_call")
+                 "_itemsize", "_packed", "_launch", "_grid_z", "_stream", "_call")
 
     def __init__(self, launcher: Launcher, itemsize: int) -> None:
         k = launcher.kernel
         self.launcher = launcher
         self._name = k.name
         self._launch = driver.libcuda().cuLaunchKernel
-        slots = {a.name: (ctypes.c_void_p() if isinstance(a, Array) else CTYPES[a.ctype](launcher.scalars[a.name].value))
-                 for a in k.args}
+        packed = PackedArguments([(a.name, POINTER if isinstance(a, Array) else SCALAR_FORMATS[a.ctype])
+                                  for a in k.args])
+        for a in k.args:
+            if not isinstance(a, Array):
+                packed.put(a.name, launcher.scalars[a.name].value)
         arrays = [a.name for a in k.args if isinstance(a, Array)]
-        self._out, self._src = slots[arrays[0]], slots[arrays[1]]
-        self._ld, self._batch_stride = slots.get("ld"), slots.get("batch_stride")
-        self.pitched = self._ld is not None and self._batch_stride is not None
-        self._slots = list(slots.values())  # argv points into these: they live as long as it does
-        self._argv = (ctypes.c_void_p * len(slots))(*[ctypes.addressof(v) for v in self._slots])
+        # views aliasing the refilled arguments' bytes: one ``.value =`` each per call
+        self._out, self._src = packed.view(arrays[0]), packed.view(arrays[1])
+        self.pitched = "ld" in packed.offsets and "batch_stride" in packed.offsets
+        self._ld, self._batch_stride = (packed.view("ld"), packed.view("batch_stride")) if self.pitched else (None, None)
+        self._packed = packed  # argv points into its buffer: it lives as long as this does
+        self._argv = packed.argv
         rows, cols = launcher.dims[0][1], launcher.dims[1][1]
         self.matrix_bytes, self._itemsize = rows * cols * itemsize, itemsize
         # cuLaunchKernel's arguments as ctypes objects made once (none is converted per call);
