@@ -94,11 +94,15 @@ class HillClimb(Strategy):
 
 
 def _factory(name, space, *, seed, history):
+    """``name`` is a strategy's name, or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with its options
+    (``transfer:then=bandit``); the rows keep the whole text as the strategy's name."""
     if name == "hillclimb":
         return HillClimb(space, seed, history)
     from autotune.search.strategies import make_strategy
 
-    return make_strategy(name, space, seed=seed, history=history)
+    base, _, given = name.partition(":")
+    options = dict(item.split("=", 1) for item in given.split(",")) if given else None
+    return make_strategy(base, space, seed=seed, history=history, options=options)
 
 
 def _history(spec, tables):
@@ -231,11 +235,12 @@ def main() -> None:
             for first in (True, False):
                 for batch in BATCHES:
                     for name in ours:
-                        if name == "transfer" and not history:
+                        transfer = name.partition(":")[0] == "transfer"
+                        if transfer and not history:
                             continue
                         for seed in range(a.seeds):
                             jobs[(spec, "autotune", name, batch, first, None, seed)] = pool.submit(
-                                _ours, (spec, path, name, seed, batch, first, history if name == "transfer" else ()))
+                                _ours, (spec, path, name, seed, batch, first, history if transfer else ()))
                 for name in kt:
                     for budget in BUDGETS:
                         for seed in range(a.kt_seeds):
