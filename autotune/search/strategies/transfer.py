@@ -81,14 +81,15 @@ def _queue(prior: Iterable[Known], space: SearchSpace, limit: int, shapes: int) 
     """(config, shape index) of the queue (module doc, step 1): valid in ``space``, no repeats."""
     keyed = []
     for i, group in enumerate(_by_shape(prior)[:shapes]):
-        for r, k in enumerate(group[:limit]):
-            keyed.append((r * (i + 1) + i, i, r, k.config))
+        valid: list[Config] = []  # r counts the shape's configs valid here
+        for k in group:
+            config = Config(space.kernel, k.config.macros)
+            if len(valid) < limit and config not in valid and not space.violations(config):
+                valid.append(config)
+        keyed += [(r * (i + 1) + i, i, r, config) for r, config in enumerate(valid)]
     out: list[tuple[Config, int]] = []
-    seen: set[Config] = set()
-    for _, i, _, config in sorted(keyed, key=lambda t: t[:3]):
-        config = Config(space.kernel, config.macros)
-        if len(out) < limit and config not in seen and not space.violations(config):
-            seen.add(config)
+    for *_, i, _, config in sorted(keyed, key=lambda t: t[:3]):
+        if len(out) < limit and config not in dict(out):
             out.append((config, i))
     return out
 
@@ -114,6 +115,7 @@ class Transfer(Strategy):
     Attributes (besides the base's):
         verdict: ``"open"`` (not yet decided), ``"trusted"`` or ``"dropped"`` (step 3).
         plain: the plain search, told every config told here.
+        from_prior: the configs it asked from the prior's queue, in order.
     """
 
     name = "transfer"
@@ -132,6 +134,7 @@ class Transfer(Strategy):
         self._shape_of: dict[Config, int] = {}
         self._asked_at: dict[Config, float] = {}  # prior config asked -> best ms here when asked
         self._misses: dict[int, int] = {}
+        self.from_prior: list[Config] = []
         super().__init__(space, seed, history)
         self._prior_queue = _queue(self.prior, space, queue, shapes)
         self._shape_of = dict(self._prior_queue)
@@ -202,6 +205,7 @@ class Transfer(Strategy):
                     if got != mine:
                         raise AssertionError(f"transfer: the plain search returned {got} for the prior's {mine}")
                     out += mine
+                    self.from_prior += mine
                 run_left = run - len(mine)  # the queue ran out: the plain search fills the slots
             else:
                 run_left = run
