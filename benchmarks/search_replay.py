@@ -206,6 +206,7 @@ def main() -> None:
                                                               "random, hillclimb, transfer)")
     ap.add_argument("--only", nargs="*", default=None, help="table names to replay (default: all found)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--tag", default="", help="output name suffix: <date>_cpu_search_replay_<tag>.{md,csv}")
     a = ap.parse_args()
     from autotune.interchange.kt_cache import write_cache
     from autotune.interchange.score import score
@@ -269,8 +270,23 @@ def main() -> None:
                 rows.append([spec.name, tool, name, bb, "yes" if first else "no", b, statistics.mean(ps), se, len(ps),
                              _median_reach(cut, opt * 1.01, b), _median_reach(cut, opt * 1.05, b), regret])
     cost = {name: proposing_cost(name) for name in (DEFAULT_STRATEGY, "tpe")}
-    stem = Path(a.out) / f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay"
+    stem = Path(a.out) / (f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay" + (f"_{a.tag}" if a.tag else ""))
     write(stem, rows, errors, cost, tables, a, ours, kt, DEFAULT_STRATEGY, time.time() - t0)
+
+
+def _command(a) -> str:
+    """The command line that wrote the results, as given."""
+    words = ["nice python3 benchmarks/search_replay.py", f"--seeds {a.seeds}", f"--workers {a.workers}"]
+    if a.ours:
+        words.append("--ours " + " ".join(a.ours))
+    if a.only:
+        words.append("--only " + " ".join(a.only))
+    words.append("--kt " + " ".join(a.kt) if a.kt else "--kt")
+    if a.kt:
+        words.append(f"--kt-seeds {a.kt_seeds}")
+    if a.tag:
+        words.append(f"--tag {a.tag}")
+    return " ".join(words)
 
 
 def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall) -> None:
@@ -284,8 +300,8 @@ def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall) -> None:
     for r in rows:
         by.setdefault((r[0], r[3], r[4], r[1], r[2]), {})[r[5]] = r
     lines = [f"# Issue 35: search strategies replayed on the CPU ({datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC})", "",
-             f"`nice python3 benchmarks/search_replay.py --seeds {a.seeds} --kt-seeds {a.kt_seeds}`, {wall / 60:.0f} min "
-             f"on a shared 2-core CPU. The default strategy is `{default}`. Tables (recorded whole on the H100, "
+             f"`{_command(a)}`, {wall / 60:.0f} min on a shared 2-core CPU ({a.workers} worker process(es)); "
+             f"seeds 0..{a.seeds - 1}. The default strategy is `{default}`. Tables (recorded whole on the H100, "
              "committed under benchmarks/results/): " + ", ".join(s.name for s in tables) + ".", "",
              "**Not recorded:** the three or more new spaces of 500+ configs of other kernels that issue 35 asks "
              "for (softmax, histogram, matmul_reg, a 1- or 2-byte transpose): this session had no GPU time. "
