@@ -10,6 +10,7 @@ from autotune.interchange.replay import replay
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies import Known, make_strategy
+from autotune.search.strategies.bandit import Bandit
 from autotune.search.strategies.simple import Random
 from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, nearest_bests
 
@@ -131,6 +132,9 @@ def test_a_prior_that_beats_the_controls_is_trusted_and_kept_while_it_pays():
     # after the optimum, the prior's next configs do not pay: PATIENCE of them, then the plain search
     assert s.from_prior == queue[:1 + PATIENCE] == measured[PROBE - 1:PROBE + PATIENCE]
     assert s.prior_left == []
+    # then local search around the prior's configs that paid (bandit, told every config)
+    after = s.ask(4)
+    assert all(c in s.local.arm_of and s.plain.known(c) for c in after)
 
 
 def test_a_shape_whose_configs_do_not_pay_is_dropped_after_patience_misses_the_other_kept():
@@ -161,6 +165,6 @@ def test_the_search_loops_queued_default_is_in_flight_in_the_plain_search_too():
 
 def test_the_options_probe_and_then():
     s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": "1", "then": "random"})
-    assert isinstance(s.plain, Random) and s.probe == 1
+    assert isinstance(s.plain, Random) and s.probe == 1 and isinstance(s.local, Bandit)
     first = s.ask(3)
     assert first[1] == OPTIMUM and first[0] != OPTIMUM  # one control, then the prior

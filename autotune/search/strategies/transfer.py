@@ -31,7 +31,9 @@ slot by slot, whether a config comes from the prior's queue or from the plain se
    search. A trusted prior takes every slot until its queue is done. A prior config that does
    not *pay* (within :data:`PAYS` of the best time measured here when it was asked) is a miss
    of its shape; after :data:`PATIENCE` misses in a row, the rest of that shape's queue is dropped.
-4. Every other slot goes to the plain search.
+4. Every other slot goes to the plain search; once a trusted prior's queue is done, to local
+   search around the best configs measured, the prior's that paid among them (``bandit``,
+   :mod:`autotune.search.strategies.bandit`, told every config too).
 
 So a prior that misleads costs at most :data:`FIRST` configs, measured after :data:`PROBE`
 controls (where later configs cost random search less), and a dropped prior leaves the plain
@@ -115,6 +117,7 @@ class Transfer(Strategy):
     Attributes (besides the base's):
         verdict: ``"open"`` (not yet decided), ``"trusted"`` or ``"dropped"`` (step 3).
         plain: the plain search, told every config told here.
+        local: the ``bandit`` search after a trusted prior (step 4), told every config too.
         from_prior: the configs it asked from the prior's queue, in order.
     """
 
@@ -128,6 +131,9 @@ class Transfer(Strategy):
 
             then = Bandit
         self.plain: Strategy = then(space, seed)
+        from autotune.search.strategies.bandit import Bandit
+
+        self.local: Strategy = Bandit(space, seed)
         self.probe = probe
         self.verdict = OPEN
         self._prior_queue: list[tuple[Config, int]] = []
@@ -199,30 +205,41 @@ class Transfer(Strategy):
                     self._prior_queue.pop(0)
                     mine.append(config)
                     self._asked_at[config] = best_ms
-                if mine:  # asked through the plain search's queue, so that its model holds them in flight
-                    self.plain.enqueue(mine, first=True)
-                    got = self.plain.ask(len(mine))
-                    if got != mine:
-                        raise AssertionError(f"transfer: the plain search returned {got} for the prior's {mine}")
+                if mine:
+                    self._hold(mine, None)
                     out += mine
                     self.from_prior += mine
                 run_left = run - len(mine)  # the queue ran out: the plain search fills the slots
             else:
                 run_left = run
             if run_left:
-                out += self.plain.ask(run_left)
+                search = self.local if self.verdict == TRUSTED and not self.prior_left else self.plain
+                got = search.ask(run_left)
+                self._hold(got, search)
+                out += got
             i += run
         return out
 
+    def _hold(self, configs: list[Config], source: Strategy | None) -> None:
+        """``configs`` are asked (from ``source``, or from the prior): every other search holds
+        them in flight (asked through its queue), so that none proposes them again."""
+        for search in (self.plain, self.local):
+            new = [c for c in configs if not search.known(c)] if search is not source else []
+            if new:
+                search.enqueue(new, first=True)
+                got = search.ask(len(new))
+                if got != new:
+                    raise AssertionError(f"transfer: {search.name} returned {got} for {new}")
+
     def _asked(self, config: Config) -> None:
-        """A config queued by the search loop (the kernel's default) is asked: the plain search
-        holds it in flight too."""
-        self.plain.enqueue([config], first=True)
-        self.plain.ask(1)
+        """A config queued by the search loop (the kernel's default) is asked: the plain
+        searches hold it in flight too."""
+        self._hold([config], None)
 
     def tell(self, config: Config, ms: float | None) -> None:
-        """``config`` took ``ms`` (median ms per launch), or failed (``None``); the plain search is told too."""
+        """``config`` took ``ms`` (median ms per launch), or failed (``None``); the plain searches are told too."""
         self.plain.tell(config, ms)
+        self.local.tell(config, ms)
         super().tell(config, ms)
 
     def _observe(self, config: Config, ms: float | None) -> None:
