@@ -12,7 +12,7 @@ from autotune.kernel.space import SearchSpace
 from autotune.search.strategies import Known, make_strategy
 from autotune.search.strategies.bandit import Bandit
 from autotune.search.strategies.simple import Random
-from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, nearest_bests
+from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, SLACK, nearest_bests
 
 SPACE = SearchSpace("smem_vec", (("BLOCK_ROWS", (1, 2, 4, 8, 16, 32)), ("GROUP", (0, 4, 8, 16)),
                                  ("IPAD", (1, 2, 4)), ("TILE_DIM", (16, 32, 64))),
@@ -168,3 +168,16 @@ def test_the_options_probe_and_then():
     assert isinstance(s.plain, Random) and s.probe == 1 and isinstance(s.local, Bandit)
     first = s.ask(3)
     assert first[1] == OPTIMUM and first[0] != OPTIMUM  # one control, then the prior
+
+
+@pytest.mark.parametrize(("prior_ms", "verdict"), [(0.9, "trusted"), (1.0 + SLACK - 0.001, "trusted"),
+                                                   (1.0 + SLACK + 0.001, "dropped"), (None, "dropped")])
+def test_the_verdict_compares_the_priors_best_with_the_controls_best_within_slack(prior_ms, verdict):
+    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": 1})
+    s.tell(DEFAULT, 1.0)  # the one control (the default is not among the prior's bests)
+    assert s.verdict == "open"
+    first = s.ask(1)
+    assert first == [OPTIMUM]
+    s.tell(OPTIMUM, prior_ms)
+    assert s.verdict == verdict
+    assert (s.prior_left != []) == (verdict == "trusted")

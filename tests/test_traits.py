@@ -76,7 +76,7 @@ def test_each_built_in_strategy_declares_what_it_is():
     assert TRAITS["gp"].packages == ("torch",) and TRAITS["cmaes"].packages == ("cmaes",)
     assert TRAITS["random"] == Traits() and not TRAITS["tpe"].needs_prior
     assert [o.name for o in TRAITS["tpe"].options] == ["startup"]
-    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "then"]
+    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "slack", "then"]
     assert TRAITS["bandit"].options == ()
     assert traits_of(optuna.samplers.RandomSampler()) == Traits() == SearchOptions(
         strategy=optuna.samplers.RandomSampler()).traits
@@ -88,7 +88,7 @@ def test_the_options_defaults_are_the_strategies_own():
     Optuna's n_startup_trials)."""
     takes = {o.name: o.default for o in TRAITS["transfer"].options}
     assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES, "probe": transfer.PROBE,
-                     "then": DEFAULT_STRATEGY}
+                     "slack": transfer.SLACK, "then": DEFAULT_STRATEGY}
     assert make_strategy("tpe", SPACE)._study.sampler._n_startup_trials == 10
     assert make_strategy("tpe", SPACE, options={"startup": "3"})._study.sampler._n_startup_trials == 3
 

@@ -196,6 +196,8 @@ register("transfer", _transfer, Traits(needs_prior=True, options=(
     StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
     StrategyOption("probe", 3, low=1, high=1000, doc="the plain search's configs measured before the prior's "
                                                      "are judged (none of the prior's is asked before them)"),
+    StrategyOption("slack", 0.05, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
+                                                        "1 + slack times the probe configs' best"),
     StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "bandit", "random"),
                    doc="the plain search, told every config; its configs are the prior's controls"))))
 
