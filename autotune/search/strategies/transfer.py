@@ -20,11 +20,10 @@ slot by slot, whether a config comes from the prior's queue or from the plain se
    the next one's: its best, its second best, the next shape's best, ...
 2. Control first: no queued config is proposed before :data:`PROBE` configs of the plain
    search (*controls*: every config measured here that is not queued, the kernel's default
-   included where it is not a prior config) are asked. While no control and no prior
-   config are both measured (the verdict is still open), at most :data:`FIRST` prior configs
-   are asked or measured (the default counts where it is queued): within a batch, or with the
-   default measured first, the optimum is still reached within ``1 + PROBE + FIRST`` configs
-   where it is one of the nearest shape's two bests.
+   included where it is not a prior config) are asked. Until the verdict (step 3), at most
+   :data:`FIRST` prior configs are asked or measured (the default counts where it is queued).
+   So where the optimum is one of the nearest shape's two bests, it is measured within
+   ``PROBE + 2`` configs (5), the default first or not, at batch 1 and in a first batch of 16.
 3. The verdict, from the configs measured here: once at least one prior config and
    :data:`PROBE` controls are measured, the prior is *trusted* if its best time here is at most
    ``1 + SLACK`` times the controls' best (:data:`SLACK`), else *dropped* for the rest of the
@@ -36,8 +35,10 @@ slot by slot, whether a config comes from the prior's queue or from the plain se
    :mod:`autotune.search.strategies.bandit`, told every config too).
 
 So a prior that misleads costs at most :data:`FIRST` configs, measured after :data:`PROBE`
-controls (where later configs cost random search less), and a dropped prior leaves the plain
-search exactly as it would be (its controls are its own first proposals). Measured with
+controls (where a config wasted costs less against random search than at the start); one
+dropped before any of its configs is asked (batch 1, the default measured first and the
+prior's best) leaves the plain search measuring exactly what it measures alone. Options
+(``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``then``. Measured with
 ``benchmarks/search_replay.py --ours transfer`` (benchmarks/results/2026-11-27_cpu_search_replay_transfer.md).
 """
 
