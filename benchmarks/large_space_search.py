@@ -65,7 +65,8 @@ KT_STRATEGIES = ("random_sample", "genetic_algorithm", "dual_annealing", "bayes_
 @dataclass(frozen=True)
 class Spec:
     """One recorded table: ``kernel`` at ``dims`` (name -> int) and ``dtype``, over ``space``
-    (a file under benchmarks/spaces); tables of one ``group`` are shapes of one space (transfer)."""
+    (a file under benchmarks/spaces; ``""``: the kernel file's own space, e.g. one with nvcc
+    flags as tunables); tables of one ``group`` are shapes of one space (transfer)."""
 
     kernel: str
     space: str
@@ -102,6 +103,13 @@ TABLES = (
     _spec("matmul_warp", "matmul_warp_1332.toml", "float32", "matmul_warp", m=3333, n=2222, k=1111),
     # a user kernel: the README's example reduction over a widened space of 1,024 configs
     _spec("examples/reduction/reduce.toml", "reduce_sum_1024.toml", "float32", "reduce_sum", n=67108864),
+    # issue 35's new spaces of 500+ configs (benchmarks/record_new_tables.sh): matmul_reg widened,
+    # the histogram example widened, the softmax example with nvcc flags as tunables
+    _spec("matmul_reg", "matmul_reg_1024.toml", "float32", "matmul_reg", m=2048, n=2048, k=2048),
+    _spec("examples/histogram/histogram.toml", "histogram_768.toml", "uint8", "histogram256", n=16777216),
+    _spec("examples/histogram/histogram.toml", "histogram_768.toml", "uint8", "histogram256", n=1000003),
+    _spec("benchmarks/kernels/softmax_flags.toml", "", "float32", "softmax_rows_flags", rows=4096, cols=1024),
+    _spec("benchmarks/kernels/softmax_flags.toml", "", "float32", "softmax_rows_flags", rows=1000, cols=3001),
 )
 """The tables ``--record`` measures and the replay reads (the first of each group is scored in (b)
 at least; every table found is scored)."""
@@ -152,7 +160,8 @@ def record(out_dir: Path, only: list[str]) -> None:
             continue
         dims = ",".join(f"{n}={v}" for n, v in spec.dims)
         db = scratch / f"{spec.name}.db"
-        wall, text = autotune(["sweep", "--kernel", spec.kernel, "--space", str(SPACES / spec.space), "--dims", dims,
+        space = ["--space", str(SPACES / spec.space)] if spec.space else []
+        wall, text = autotune(["sweep", "--kernel", spec.kernel, *space, "--dims", dims,
                                "--dtype", spec.dtype, "--top-k", "1", "--rounds", "1", "--db", f"sqlite:///{db}"],
                               scratch / "cubins")
         table: dict[str, float | None] = {}
@@ -220,8 +229,8 @@ def _space(spec: Spec):
     from autotune.kernel.catalog import resolve_kernel
     from autotune.kernel.space import load_space
 
-    return load_space(resolve_kernel(ROOT / spec.kernel if spec.kernel.endswith('.toml') else spec.kernel),
-                      SPACES / spec.space)
+    kernel = resolve_kernel(ROOT / spec.kernel if spec.kernel.endswith('.toml') else spec.kernel)
+    return load_space(kernel, SPACES / spec.space) if spec.space else kernel.space()
 
 
 DEFAULT_FIRST = " +default"

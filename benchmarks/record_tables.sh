@@ -2,7 +2,7 @@
 # Issue 22, recorded tables: measure every valid config of a space on the GPU (a grid search,
 # bounded in time and resumable), then write the study's table as CSV (config,median_ms; an
 # empty median is a failed config) for the CPU replays of benchmarks/large_space_search.py.
-#   bash benchmarks/record_tables.sh KERNEL SPACE DIMS DTYPE SECONDS [DB]
+#   bash benchmarks/record_tables.sh KERNEL SPACE DIMS DTYPE SECONDS [DB]   (SPACE "": the kernel file's own space)
 #   e.g. bash benchmarks/record_tables.sh matmul_warp benchmarks/spaces/matmul_warp_1332.toml m=2048,n=2048,k=2048 float32 400
 # Output: $OUT (or benchmarks/results)/<date>_<gpu>_table_<kernel>_<dims>_<dtype>.csv, and the
 # search's own output (its per-phase totals) in ..._record_<kernel>_<dims>_<dtype>.txt.
@@ -18,11 +18,11 @@ count=$(python3 - "$kernel" "$space" <<'PY'
 import sys
 from autotune.kernel.catalog import resolve_kernel
 from autotune.search.proposals import check_grid
-print(check_grid(resolve_kernel(sys.argv[1]).space(sys.argv[2])))
+print(check_grid(resolve_kernel(sys.argv[1]).space(sys.argv[2] or None)))
 PY
 )
 start=$(date +%s.%N)
-python3 -m autotune search --kernel "$kernel" --space "$space" --dims "$dims" --dtype "$dtype" --sampler grid \
+python3 -m autotune search --kernel "$kernel" ${space:+--space "$space"} --dims "$dims" --dtype "$dtype" --sampler grid \
     --trials "$count" --timeout "$seconds" --resume --top-k 1 --rounds 1 --db "sqlite:///$db" \
     2>&1 | tee -a "${stem}_record.txt" | tail -n 6
 end=$(date +%s.%N)

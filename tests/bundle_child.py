@@ -1,4 +1,4 @@
-"""One process of a job picking its configs, run 8 at once by tests/test_bundle.py (fake
+"""One process of a job picking its configs, run 8 at once by tests/runtime/test_bundle.py (fake
 PyTorch and driver, no GPU):
 
     python tests/bundle_child.py DB_URL BUNDLE_DIR OUT_JSON

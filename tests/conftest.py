@@ -103,6 +103,29 @@ def _isolated_db(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
 
 
+@pytest.fixture(scope="session")
+def _session_cubins(request, tmp_path_factory):
+    """One cubin cache folder for the whole test run: under pytest-xdist the run's own folder,
+    which its workers share (the cache's writes are atomic and a build in progress is waited for:
+    autotune/measure/cubin_cache.py), else this session's base temporary folder."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "session-cubins"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def shared_cubins(monkeypatch, _session_cubins):
+    """``AUTOTUNE_CACHE_DIR`` set to the run's one cubin cache (:func:`_session_cubins`) instead
+    of this test's own: a (source, options, arch, nvcc) that another test built already is
+    loaded, not compiled again. For tests that only build and check what they build (the
+    catalog's and the examples' spaces), never for tests of the cache, of a build counted or
+    timed: those keep their own folder. A failed build is not cached, so a compile error is
+    still a compile error."""
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(_session_cubins))
+    return _session_cubins
+
+
 @pytest.fixture(autouse=True)
 def _signal_handlers_restored():
     """A test that runs a worker's body in this process (it ignores SIGINT once its search is
@@ -135,9 +158,9 @@ def _migrated_from_template(request, monkeypatch, tmp_path_factory):
     """A new, empty SQLite database that a store migrates to head gets a copy of one migrated
     template instead (SQLite's backup API), made once per test process by the real migrations:
     every store test ran all of them on a fresh file, about a second each. Tests of the
-    migrations themselves (test_migrations.py, test_postgres.py) and any other revision than
+    migrations themselves (store/test_schema_migrations.py, store/test_postgres.py) and any other revision than
     head, or a database holding tables, take the real path."""
-    if request.module.__name__ in ("test_migrations", "test_postgres"):
+    if request.module.__name__ in ("test_schema_migrations", "test_postgres"):
         yield
         return
     from autotune.store import schema

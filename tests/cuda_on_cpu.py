@@ -1,5 +1,5 @@
-"""The catalog's real .cu text run on the CPU, for the emulation tests (test_emulated.py,
-test_runtime_emulated.py, test_vec_realign.py, test_bytes_realign.py, tests/transposes_on_cpu.py).
+"""The catalog's real .cu text run on the CPU, for the emulation tests (tests/kernel/test_catalog_*.py:
+emulated, words_emulated, vec_realign, bytes_realign; tests/transposes_on_cpu.py).
 
 The source is compiled as C++20 with the CUDA keywords defined away: each thread of a block is
 a fiber with its own stack, all on one OS thread, scheduled round-robin by ``emu_grid``;

@@ -1,4 +1,4 @@
-"""A program recording its launches, run by tests/test_recording.py in a subprocess (fake
+"""A program recording its launches, run by tests/runtime/test_recording.py in a subprocess (fake
 PyTorch and a fake CUDA driver: tests/fake_gpu_arrays.py; no GPU).
 
     python tests/recording_child.py MODE DB_URL NAME LAUNCHES MARKS_DIR

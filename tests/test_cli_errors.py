@@ -199,7 +199,13 @@ CASES = [
     Case(S + ["--size", 64, "--min-samples", 90, "--max-samples", 40],
          "--max-samples 40 is not allowed; give at least the minimum count of samples (90)"),
     Case(S + ["--size", 64, "--ci-floor-us", -2], "--ci-floor-us -2 is not allowed"),
-    Case(S + ["--size", 64, "--objective", "power"], "--objective 'power' is not allowed; give one of time, energy, edp"),
+    Case(S + ["--size", 64, "--objective", "power"], "--objective 'power' is not allowed; give one of time | energy | edp | time,energy"),
+    Case(S + ["--size", 64, "--objective", "time,time"], "--objective 'time,time' is not allowed; give one of time | energy | edp | time,energy"),
+    Case(S + ["--size", 64, "--objective", "energy,time,edp"], "--objective 'energy,time,edp' is not allowed; give one of time | energy | edp | time,energy"),
+    Case(S + ["--size", 64, "--objective", ""], "--objective '' is not allowed; give one of time | energy | edp | time,energy"),
+    Case(S + ["--size", 64, "--objective", "speed"], "--objective 'speed' is not allowed; give one of time | energy | edp | time,energy"),
+    Case(S + ["--size", 64, "--objective", "time,energy", "--strategy", "tpe"],
+         "--strategy 'tpe' cannot minimise time,energy together (its traits do not say pareto); give one of random, grid, nsga2"),
     Case(S + ["--size", 64, "--bogus"], "No such option: --bogus"),
     Case(["best", "--size", 64], "the folder of database {tmp}/missing/db.sqlite does not exist", db="missing/db.sqlite"),
     Case(["db", "upgrade"], "the folder of database {tmp}/ro/db.sqlite is read-only", read_only_folder,
@@ -504,7 +510,7 @@ def test_export_and_report_of_a_missing_database_create_nothing(args, tmp_path):
 
 def _tuned_store(path, **changes):
     """A database at ``path`` holding one searched key of smem_pad (ok and failed trials)."""
-    from test_share import configs, key, tune
+    from stored_results import configs, key, tune
 
     store = open_results(f"sqlite:///{path}")
     try:

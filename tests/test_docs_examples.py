@@ -87,6 +87,7 @@ def _commands(body: str) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("example", list(_params()))
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_cli_example_runs(example: Example):
     commands = _commands(example.body)
     assert commands, f"{example.id}: a console block without a `$ ` command"

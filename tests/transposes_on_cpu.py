@@ -1,7 +1,7 @@
 """A word-moving transpose of the catalog run on the CPU (tests/cuda_on_cpu.py, with :data:`MAIN`) over
 many shapes, pointer offsets, views and batches, every matrix compared bit for bit with NumPy's
-transpose: the checker that test_bytes_realign.py, test_bytes_aligned_out.py, test_skinny.py,
-test_aligned_out.py and test_flat.py share, and the cases of the two byte transposes."""
+transpose: the checker that tests/kernel/test_catalog_{bytes_realign, bytes_aligned_out, skinny,
+aligned_out, flat}.py share, and the cases of the two byte transposes."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ BYTE_SHAPES = [(1, 1), (1, 300), (300, 1), (3, 5), (5, 3), (33, 17), (17, 33), (
           (128, 128), (129, 257), (200, 7)]
 """Rows starting at every offset mod 4 and 16 (odd and prime lengths), 1 x N and N x 1, one element,
 tiles larger than the matrix, exact tiles (64, 128: 128-byte tiles of int8 / float16), partial ones: the
-cases of the byte transposes (test_bytes_realign.py, test_bytes_aligned_out.py)."""
+cases of the byte transposes (tests/kernel/test_catalog_bytes_realign.py,
+tests/kernel/test_catalog_bytes_aligned_out.py)."""
 BYTE_OFFSETS = [(0, 0), (1, 0), (0, 3), (2, 14), (15, 15), (6, 9), (13, 4), (8, 8), (14, 2), (4, 10)]
 """Input and output pointers, bytes past a 16-byte boundary; those the item size divides are run."""
 BYTE_VIEWS = [(1, 1, 0), (3, 1, 0), (5, 1, 0), (0, 2, 0), (0, 3, 0), (0, 2, 3), (0, 3, 7), (1, 3, 0), (3, 2, 5),

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,15 @@ from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeAnyBench, FakeTimer, fake_retime  # noqa: E402
 
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
+
+
+def run_cli(db, *args, gpus=(DEVICE.name, DEVICE.name), delay="0", timeout=300, env=None):
+    """``autotune search --size 64 --db DB ARGS`` run by this script's ``cli`` mode in a
+    subprocess, on fake GPUs of the models ``gpus`` (tests/search/test_workers.py,
+    tests/measure/test_isolation.py): its ``subprocess.CompletedProcess``, output as text."""
+    env = {**os.environ, "AUTOTUNE_FAKE_GPUS": ",".join(gpus), **(env or {})}
+    return subprocess.run([sys.executable, str(Path(__file__)), "cli", delay, "search", "--size", "64", "--db", db,
+                           *args], capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
 def _short_heartbeat() -> None:

@@ -183,7 +183,9 @@ MaxSamples = Annotated[int, typer.Option("--max-samples", parser=parse_int, meta
                                          help="Most samples of a config with --ci, precise or not.")]
 Objective = Annotated[str, typer.Option("--objective", metavar="WHAT", rich_help_panel=SEARCH,
                                         help="What is minimised: time (per launch), energy (J per launch, NVML's "
-                                             "energy counter) or edp (energy x time).")]
+                                             "energy counter), edp (energy x time), or time,energy: both "
+                                             "together, a Pareto front (strategy nsga2; best shows it, "
+                                             "report plots it).")]
 Energy = Annotated[bool, typer.Option("--energy", rich_help_panel=MEASUREMENT,
                                       help="Meter J per launch with --objective time too (adds ~0.2 s per config).")]
 

@@ -54,8 +54,9 @@ def best(
     shapes = shape.shapes(next(iter(kernels.values())) if kernel else None)
     dt = get_dtype(dtype)
     name = _device_filter(device)
-    found = [b for b in open_db(db, "read").find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
-                                            device_name=name) if dict(b.dims) in shapes]
+    store = open_db(db, "read")
+    found = [b for b in store.find_best(kernel=next(iter(kernels)) if kernel else None, dtype=dt.name,
+                                        device_name=name) if dict(b.dims) in shapes]
     judged = stale.partition(found, kernels, stale.current_nvcc())
     unknown = judged.unknown
     note = stale.left_out(judged.reasons, "shows them")
@@ -79,7 +80,8 @@ def best(
     if include_stale:
         why = {id(v.record): v.reason for v in judged.verdicts}
         marks = [f"yes ({why[id(b)]})" if why.get(id(b)) else "" for b in shown_records]
-    emit_bests(shown_records, f"best configs for {shown} {dt.name}", fmt, wide, stale=marks)
+    emit_bests(shown_records, f"best configs for {shown} {dt.name}", fmt, wide, stale=marks,
+               fronts=pareto_fronts(store, shown_records))
 
 
 @app.command("list", short_help="List everything tuned in the database.")
@@ -247,11 +249,60 @@ def _device_filter(device: str | None) -> str | None:
                                   "pass part of the device name instead") from None
 
 
-def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None) -> list[Column]:
+def pareto_fronts(store, records: list[BestRecord]) -> dict[int, list]:
+    """The Pareto front of time and energy (:meth:`~autotune.store.repository.Store.pareto_front`)
+    of each best whose search minimised ``time,energy``, by ``id()`` of the record."""
+    from autotune.search.options import PARETO_OBJECTIVES
+
+    return {id(b): store.pareto_front(b.search_id) for b in records if b.objective in PARETO_OBJECTIVES}
+
+
+def front_role(members: list, t) -> str:
+    """``time-optimal``, ``energy-optimal``, both, or ``""``: what a front member is named."""
+    from autotune.store.pareto import named_ends
+
+    ends = named_ends(members)
+    if ends is None:
+        return ""
+    roles = [name for name, end in zip(("time-optimal", "energy-optimal"), ends) if end is t]
+    return " and ".join(roles)
+
+
+def _front_data(members: list | None) -> list[dict[str, Any]] | None:
+    """A front as the JSON export of ``best`` writes it: each member's config, ms, J and role."""
+    if members is None:
+        return None
+    return [{"config": t.config.key, "median_ms": t.median_ms, "energy_j": t.energy_j,
+             "role": front_role(members, t) or None} for t in members]
+
+
+FRONT_COLUMNS = [
+    Column("", "role", lambda t: t[1] or None),
+    Column("median", "median_ms", lambda t: t[0].median_ms, text=duration, right=True),
+    Column("J/launch", "energy_j", lambda t: t[0].energy_j, text=lambda v: f"{v:.4g}", right=True),
+    Column("config", "config", lambda t: t[0].config.key, long=True),
+]
+"""The columns of a front's table (``autotune best``): rows of ``(TrialRecord, role)``."""
+
+
+def emit_front(b: BestRecord, members: list) -> None:
+    """Print one best's Pareto front of time and energy: each config with its ms and J per
+    launch, the time-optimal and energy-optimal named (a front without members says why)."""
+    what = f"Pareto front of time and energy for {b.kernel} {b.display} {b.dtype}"
+    if not members:
+        out.print(f"{what}: empty (no trial with both a time and an energy per launch)", markup=False)
+        return
+    emit(out, [(t, front_role(members, t)) for t in members], FRONT_COLUMNS, Format.table,
+         title=f"{what}: {len(members)} config{'s' if len(members) != 1 else ''}")
+
+
+def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None,
+                 fronts: dict[int, list] | None = None) -> list[Column]:
     """The columns of stored bests: kernel, shape, dtype, time and the headline figure (GFLOP/s
     where a result has them, else GB/s) with % of memcpy in the row, the config on its own line;
     the rest with --wide (and always in JSON/CSV). ``marks`` (by ``id()`` of the record): a
-    ``stale`` column."""
+    ``stale`` column. ``fronts`` (by ``id()``): a ``pareto_front`` field in JSON/CSV (the
+    table prints each front after the bests, :func:`emit_front`)."""
     devices = {b.device_name for b in records}
     columns = [
         Column("device", "device", lambda b: b.device_name, long=True, wide=len(devices) <= 1),
@@ -286,19 +337,29 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None)
     ]
     if marks is not None:
         columns.append(Column("stale", "stale", lambda b: marks.get(id(b)) or None, long=True, breaks=" "))
+    if fronts:
+        columns.append(Column("objective", "objective", lambda b: b.objective, table=False))
+        columns.append(Column("pareto front", "pareto_front", lambda b: _front_data(fronts.get(id(b))), table=False))
     return columns
 
 
-def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, stale: list[str] | None = None) -> None:
-    """Print stored bests (:func:`best_columns`); with ``stale``, each record's mark (``""``:
+def emit_bests(records: list[BestRecord], title: str, fmt: Format, wide: bool, stale: list[str] | None = None,
+               fronts: dict[int, list] | None = None) -> None:
+    """Print stored bests (:func:`best_columns`), then each front of ``fronts`` (:func:`pareto_fronts`);
+    with ``stale``, each record's mark (``""``:
     current) in a ``stale`` column, and a stale record's lines in :data:`~.output.STALE_STYLE`
     where colour is on. One device for all of them is named in the title instead."""
     marks = None if stale is None else {id(b): mark for b, mark in zip(records, stale)}
     devices = {b.device_name for b in records}
     if len(devices) == 1 and fmt is Format.table and not wide:
         title += f" on {next(iter(devices))}"
-    emit(out, records, best_columns(records, marks), fmt, wide=wide, title=title,
+    emit(out, records, best_columns(records, marks, fronts), fmt, wide=wide, title=title,
          style=None if marks is None else lambda b: STALE_STYLE if marks.get(id(b)) else None)
+    if fmt is Format.table:
+        for b in records:
+            if fronts and id(b) in fronts:
+                out.print("", markup=False)
+                emit_front(b, fronts[id(b)])
 
 
 def _winner_ci(b: BestRecord) -> tuple[float | None, float | None]:

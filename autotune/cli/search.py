@@ -19,7 +19,7 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.proposals import check_grid
-from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, SWEEP_STRATEGY
+from autotune.search.strategies import DEFAULT_STRATEGY, PARETO_STRATEGY, STRATEGIES, SWEEP_STRATEGY
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
@@ -60,7 +60,7 @@ def search(
                                                 help="Seed of the strategy and of the random inputs.")] = None,
     strategy: Annotated[Optional[str], typer.Option(
         "--strategy", metavar="NAME", rich_help_panel=SEARCH, autocompletion=lambda incomplete: [s for s in STRATEGIES if s.startswith(incomplete)],
-        help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}); the docs' 'The search loop' "
+        help=f"Search strategy: {', '.join(STRATEGIES)} (default {DEFAULT_STRATEGY}; {PARETO_STRATEGY} with --objective time,energy); the docs' 'The search loop' "
              "page says what each does.")] = None,
     sampler: Annotated[Optional[str], typer.Option("--sampler", hidden=True,
                                                    help="Deprecated name of --strategy.")] = None,
@@ -102,7 +102,7 @@ def search(
     if strategy is not None and sampler is not None and strategy != sampler:
         raise InvalidInputError(f"--sampler {sampler} (the old name of --strategy) and --strategy {strategy} "
                                 "disagree; give --strategy only")
-    options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler or DEFAULT_STRATEGY,
+    options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler,
                        batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
                        trial_timeout=trial_timeout, strategy_options=parse_strategy_options(strategy_option),
                        ci=ci, ci_floor_us=ci_floor_us, min_samples=min_samples, max_samples=max_samples,

@@ -63,7 +63,7 @@ SAMPLER = "import"
 """``sampler`` of the search rows an import creates."""
 
 # A literal copy of migrations/versions/0006_named_dims_and_spec_hash.py's table (a migration
-# imports no live code); tests/test_migrations.py checks both are equal and equal to the catalog.
+# imports no live code); tests/store/test_schema_migrations.py checks both are equal and equal to the catalog.
 SPEC_HASHES_0_1 = {
     "copy_row": "63f5973173acba02fafb68ebfa01f4b2ed9c77a5e0a136138b25316cb0ad262f",
     "copy_col": "8d61b1cb96fa894cf804e36bb5bc8470819e560f7aa4204b23edca3c1c75dbf6",

@@ -5,7 +5,11 @@ The bundle is a folder: ``bundle.json`` (format :data:`autotune.runtime.bundle.F
 (:func:`autotune.report.header.render_header`, ``<kernel>.h``). Per problem of the workload
 (kernel, dims, dtype) it holds the config :func:`autotune.lookup` picks on the bundle's device
 model from the database now (what ``autotune best`` shows for a tuned problem), its rung, and
-the GPU time per call the workload's last tuning measured at the default and chosen configs;
+the GPU time per call the workload's last tuning measured at the default and chosen configs,
+and, where the store has one for a problem tuned exactly (rung ``exact``), its winner's
+``certificate``: the final re-timing's 95 % CI of the winner against the runner-up, the rounds
+and the winner's timed samples, and whether they were statistically tied (an optional field of
+bundle format version 1: readers before it ignore it, bundles without it read as before);
 and once, the provenance every config was chosen under: device model, driver and CUDA
 versions, nvcc and compile flags, and each kernel's source and spec hashes.
 :mod:`autotune.runtime.bundle` reads it back (``autotune.launcher(..., bundle=DIR)``,
@@ -120,6 +124,9 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                         "rung": chosen.rung, "note": chosen.note, "median_ms": chosen.median_ms,
                         "default_ms": r.default_ms if r else None, "tuned_ms": r.tuned_ms if r else None,
                         "calls": p.calls})
+        cert = _certificate(store, problem, device, chosen)
+        if cert is not None:
+            entries[-1]["certificate"] = cert
         rungs[chosen.rung] += 1
         kernels[k.name] = k
         if chosen.rung != "default":
@@ -143,6 +150,25 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                                             records.get(kname, []), provenance=provenance)
     _write(target, files)
     return BundleReport(target, device, rungs, tuple(n for n in files if n != FILE), tuple(left_out))
+
+
+def _certificate(store, problem: Problem, device, chosen) -> dict | None:
+    """The winner's certificate of the stored best ``chosen`` is (rung ``exact``: tuned for this
+    very problem on this device model), as the store keeps it (the re-timing's CI of the winner
+    against the runner-up, the rounds, whether they were tied:
+    :func:`autotune.store.records.certificate`), with ``samples``, the timed samples of the
+    winner's trial; ``None`` where the store has none (another rung, a best stored before schema
+    0009, a best not re-timed)."""
+    if chosen.rung != "exact":
+        return None
+    k = problem.kernel
+    found = [b for b in store.find_best(kernel=k.name, dims=problem.dims, dtype=problem.dtype.name,
+                                        source_hash=k.source_hash, spec_hash=k.spec_hash, device_name=device.name)
+             if b.device_name == device.name and b.config.as_dict() == chosen.config.as_dict() and b.certificate]
+    if not found:
+        return None
+    best = found[-1]
+    return {**dict(best.certificate), "samples": best.samples}
 
 
 def _write(target: Path, files: dict[str, str]) -> None:

@@ -11,6 +11,9 @@ Three plots, each from what is stored (nothing is measured here; the data come f
   memcpy or vendor library and the kernel's bound kernel as reference lines.
 - :func:`plot_scaling` (``scaling_<kernel>_<dtype>.png``): the tuned best of every stored dims of
   a kernel against the product of its dims (log axis), with the memcpy of each best's search.
+- :func:`plot_pareto` (``pareto_<kernel>_<dims>_<dtype>.png``), where the key was searched with
+  ``--objective time,energy``: every valid trial's median time against its energy per launch,
+  the Pareto front highlighted and its time-optimal and energy-optimal configs named.
 
 The figure is GFLOP/s, GB/s or the median time, whichever every result involved has
 (:func:`autotune.report.data.figure_of`). A plot whose data is missing raises
@@ -41,13 +44,13 @@ from autotune.store.repository import Store
 __all__ = [
     "MissingData", "Heatmap", "BenchData", "ScalingPoint", "Scaling", "Report",
     "heatmap_data", "bench_data", "scaling_data", "largest_shape",
-    "plot_heatmap", "plot_kernels", "plot_scaling", "write_report", "heatmap_title",
+    "plot_heatmap", "plot_kernels", "plot_scaling", "plot_pareto", "pareto_bests", "write_report", "heatmap_title",
     "DPI", "FIGSIZE",
 ]
 
 DPI = 110
 """Resolution of every PNG, dots per inch."""
-FIGSIZE = {"heatmap": (9.0, 6.5), "kernels": (12.0, 6.5), "scaling": (9.0, 6.0)}
+FIGSIZE = {"heatmap": (9.0, 6.5), "kernels": (12.0, 6.5), "scaling": (9.0, 6.0), "pareto": (9.0, 6.5)}
 """Size of each plot, inches (the PNG is ``FIGSIZE * DPI`` pixels)."""
 
 
@@ -324,6 +327,58 @@ def _elements_label(value: float, _pos) -> str:
 # --------------------------------------------------------------------------- all of it
 
 
+def pareto_bests(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtype: str,
+                 device: str | None = None) -> list:
+    """The stored bests of ``kernel`` at ``dims`` and ``dtype`` (on a device whose name holds
+    ``device``) whose search minimised ``time,energy``: those :func:`plot_pareto` draws."""
+    found = store.find_best(kernel=kernel_of(kernel).name, dims=dims, dtype=dtype, device_name=device)
+    return [b for b in found if "," in b.objective]
+
+
+def plot_pareto(store: Store, out_dir: Path, best) -> Path:
+    """Write ``pareto_<kernel>_<dims>_<dtype>.png`` into ``out_dir`` for one stored best of a
+    ``--objective time,energy`` search (a :class:`~autotune.store.records.BestRecord`): every
+    valid trial of its study as median ms (x) against J per launch (y), grey; the Pareto front
+    (:meth:`~autotune.store.repository.Store.pareto_front`) joined as a step line in red, its
+    time-optimal and energy-optimal members named. Returns the path.
+
+    Raises:
+        MissingData: no trial of the study has both a time and an energy per launch.
+    """
+    from autotune.store.pareto import front, named_ends
+
+    trials = [t for t in store.study_trials(best.search_id)
+              if t.status == "ok" and t.median_ms is not None and t.energy_j is not None]
+    members = front(trials)
+    if not members:
+        raise MissingData(f"no trial of {best.kernel} {best.display} {best.dtype} with both a time and an energy "
+                          "per launch: run autotune search --objective time,energy on a GPU with the energy counter")
+    fig = _figure("pareto")
+    ax = fig.add_subplot()
+    on_front = {id(t) for t in members}
+    rest = [t for t in trials if id(t) not in on_front]
+    ax.scatter([t.median_ms for t in rest], [t.energy_j for t in rest], s=18, color="0.65",
+               label=f"other valid configs ({len(rest)})")
+    ax.step([t.median_ms for t in members], [t.energy_j for t in members], where="post", color="tab:red",
+            linewidth=1.2, alpha=0.6)
+    ax.scatter([t.median_ms for t in members], [t.energy_j for t in members], s=42, color="tab:red", zorder=3,
+               label=f"Pareto front ({len(members)})")
+    fastest, frugal = named_ends(members)
+    for t, name, offset in ((fastest, "time-optimal", (8, 10)), (frugal, "energy-optimal", (8, -16))):
+        ax.annotate(f"{name}: {t.median_ms:.4g} ms, {t.energy_j:.4g} J", (t.median_ms, t.energy_j),
+                    xytext=offset, textcoords="offset points", fontsize=8, color="tab:red")
+    ax.set_xlabel("median time per launch (ms)")
+    ax.set_ylabel("energy per launch (J)")
+    ax.grid(color="0.9")
+    ax.legend(fontsize=8, loc="upper right")
+    title = f"{best.kernel} {best.display} {best.dtype} on {best.device_name}: time and energy"
+    ax.set_title("\n".join(textwrap.wrap(title, TITLE_CHARS)), fontsize=11)
+    note = (f"time-optimal: {fastest.config.key}; energy-optimal: {frugal.config.key}; "
+            f"{len(trials)} valid trials with energy (failed trials are never on the front)")
+    fig.supxlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)), fontsize=8, color="0.3")
+    return _save(fig, Path(out_dir) / f"pareto_{best.kernel}_{format_shape(best.dims)}_{best.dtype}.png")
+
+
 @dataclass
 class Report:
     """What :func:`write_report` did: the files written, a note for each plot skipped, and for
@@ -340,7 +395,8 @@ def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
     """Write every plot whose data is stored into ``out_dir`` (created if missing).
 
     ``kernel``: a catalog name, a kernel file's path or a Kernel. Without ``dims``, the heatmap
-    and the kernels plot use :func:`largest_shape`. The heatmap and the scaling plot leave stale
+    and the kernels plot use :func:`largest_shape`; where those dims were searched with
+    ``--objective time,energy``, the front is plotted too (:func:`plot_pareto`). The heatmap and the scaling plot leave stale
     results out (:mod:`autotune.store.stale`, against ``nvcc_version`` where given) unless
     ``include_stale``, and say which in :attr:`Report.stale`. The kernels plot shows one stored
     bench run as it was measured (its date and nvcc in its title): a record of a run, not tuned
@@ -368,6 +424,8 @@ def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
                 lambda: plot_kernels(store, out, dims, dtype, device, bound_kernel=bound)]
     jobs = [*jobs, lambda: plot_scaling(store, out, k, dtype, device, stale=report.stale.setdefault("scaling", []),
                                         **judging)]
+    if dims is not None:  # a front only where the key was searched for one: no note for every other report
+        jobs += [lambda b=b: plot_pareto(store, out, b) for b in pareto_bests(store, k, dims, dtype, device)[-1:]]
     for job in jobs:
         try:
             report.written.append(job())

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,12 @@ class BundleError(InvalidInputError):
 @dataclass(frozen=True)
 class BundleEntry:
     """One problem's config in a bundle: the kernel (name and hashes), dims, dtype, the config's
-    macros, the rung it was chosen at, and the figures it was exported with (ms)."""
+    macros, the rung it was chosen at, and the figures it was exported with (ms); ``certificate``:
+    the winner's certificate where the bundle holds one (the store's
+    ``autotune_best.certificate``: ``level``, ``tied``, ``tie_group``, ``winner`` and
+    ``runner_up`` with their pooled ms, 95 % CI and rounds, the paired ratio and its CI; plus
+    ``samples``, the winner trial's timed samples), else ``None`` (an optional field of version 1:
+    bundles written before it have none)."""
 
     kernel: str
     source_hash: str
@@ -83,6 +89,7 @@ class BundleEntry:
     default_ms: float | None = None
     tuned_ms: float | None = None
     kernel_ref: str = ""
+    certificate: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -207,8 +214,13 @@ def _entry(e: Any) -> BundleEntry:
     figures = {k: e.get(k) for k in ("median_ms", "default_ms", "tuned_ms")}
     if not all(v is None or isinstance(v, (int, float)) for v in figures.values()):
         raise TypeError("median_ms, default_ms and tuned_ms must be numbers")
+    cert = e.get("certificate")
+    if cert is not None and not (isinstance(cert, dict) and isinstance(cert.get("winner"), dict)
+                                 and isinstance(cert.get("tied"), bool)):
+        raise TypeError("certificate must be an object with winner and tied")
     return BundleEntry(str(e["kernel"]), str(e["source_hash"]), str(e["spec_hash"]), pairs, str(e["dtype"]),
-                       dict(macros), rung, **figures, kernel_ref=str(e.get("kernel_ref", "")))
+                       dict(macros), rung, **figures, kernel_ref=str(e.get("kernel_ref", "")),
+                       certificate=dict(cert) if cert is not None else None)
 
 
 def given_bundle(bundle: str | os.PathLike[str] | None) -> str | None:

@@ -3,10 +3,15 @@
 While a recording is active, every launch made through [`launcher`][autotune.launcher]
 (`KernelLauncher`'s prepared launches), [`compiled`][autotune.compiled] (`Launcher.__call__`)
 and [`transpose`][autotune.transpose] is counted per problem (the device model, the kernel
-with its source and spec hashes, the dims, the dtype), and one call in :data:`SAMPLE_EVERY`
-(the second, then every N-th after it; the first call of a launch may load its module
-lazily, so it is never timed) is timed on the GPU with two CUDA events recorded on the
-launch's stream around it. The events are read back by a background thread (the flusher),
+with its source and spec hashes, the dims, the dtype), and some calls are timed on
+the GPU with two CUDA events recorded on the launch's stream around them: the 2nd, 4th, 8th,
+... call (every power of two) and one call in :data:`SAMPLE_EVERY` (the 2nd, then every N-th
+after it). The first call of a launch may load its module lazily, so it is never timed; the
+early calls of a program often run on a GPU whose clocks are still low, so the later powers
+of two give a problem called a few dozen times samples from later in the run too. A batch's
+GPU time of a problem is the median of its samples times their number, so one stalled
+sample (the H100 app run of 2026-11-27 read a 11 µs transpose's only sample as 4.5 ms)
+does not set the problem's time. The events are read back by a background thread (the flusher),
 never on the launch path; it writes what was counted to the results database every
 :data:`FLUSH_S` seconds as one batch, one transaction (``autotune.store.workloads``), so a
 recording cut short (Ctrl-C, SIGTERM, SIGKILL, a crash) leaves whole batches only. The last
@@ -31,7 +36,8 @@ left alive by the thousands slowed every later launch of the process, recording 
 H100 run of 2026-11-26 read +3.9 µs a launch after a recording that timed every call.)
 
 A sample's time is the GPU time between the two events: the kernel itself, plus the events'
-own cost (about a microsecond). Launches captured in a CUDA graph are counted but not timed
+own cost (about a microsecond). A sample whose host side took longer than :data:`MAX_HOST_US`
+is dropped (the GPU may have idled between its events while another thread held the GIL). Launches captured in a CUDA graph are counted but not timed
 (events in a capture time nothing). One recording is active per process at a time.
 """
 
@@ -43,7 +49,9 @@ import ctypes
 import os
 import secrets
 import signal
+import statistics
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -54,22 +62,29 @@ from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
 
 __all__ = ["Recording", "record", "active", "track", "register_method", "from_environment", "SAMPLE_EVERY",
-           "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "ENV"]
+           "FLUSH_S", "READ_S", "MAX_IN_FLIGHT", "MAX_HOST_US", "ENV"]
 
 SAMPLE_EVERY = 64
-"""One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; the
-1st is never timed: it may load the module, which the 3-step app's plan of 2026-11-27 read
-as a kernel 10x its time): a power of two."""
+"""One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; and
+every power of two: 2, 4, 8, ...; the 1st is never timed: it may load the module, which the
+3-step app's plan of 2026-11-27 read as a kernel 10x its time): a power of two."""
 FLUSH_S = 2.0
 """Seconds between two batches written by the flusher."""
 READ_S = 0.05
 """Seconds between two reads of the completed samples by the flusher (their events reused)."""
+MAX_HOST_US = 100.0
+"""A sample whose host side (its two ``cuEventRecord`` calls and the launch between them) took
+longer than this (µs) is dropped, the call only counted: the GPU may have idled between the
+events meanwhile. Another Python thread holding the GIL (the flusher writing a batch, the
+program's own threads) can stop the launching thread for the interpreter's switch interval
+(5 ms): the 2-GPU H100 app run of 2026-11-27 read a 11 µs transpose's samples as 2-4.5 ms."""
 MAX_IN_FLIGHT = 256
 """Samples (event pairs) in flight at most; a sampled call beyond them is counted, not timed."""
 ENV = "AUTOTUNE_RECORD"
 """The environment variable that records a program you do not edit: its value is the name."""
 
 _CUDA_SUCCESS, _CUDA_NOT_READY = 0, 600
+_host_ns = time.perf_counter_ns
 
 _lock = threading.RLock()
 _active: Recording | None = None
@@ -109,14 +124,16 @@ def record(name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY
 
 class _Slot:
     """What one prepared launch counted: ``calls[0]`` launches (bumped on the launch path),
-    ``sampled`` of them timed taking ``sampled_ms`` (filled by the flusher)."""
+    ``sampled`` of them timed taking ``sampled_ms`` (filled by the flusher), and the samples
+    not yet written in a batch."""
 
-    __slots__ = ("problem", "device", "calls", "sampled", "sampled_ms", "lock")
+    __slots__ = ("problem", "device", "calls", "sampled", "sampled_ms", "samples", "lock")
 
     def __init__(self, problem, device) -> None:
         self.problem, self.device = problem, device
         self.calls = [0]
         self.sampled, self.sampled_ms = 0, 0.0
+        self.samples: list[float] = []  # the samples (ms) not yet written in a batch
         self.lock = threading.Lock()
 
 
@@ -149,7 +166,7 @@ class Recording:
         self.error: Exception | None = None
         self._slots: list[_Slot] = []
         self._by_problem: dict[tuple, _Slot] = {}  # slots of Launchers and transposes (shared, locked)
-        self._flushed: dict[int, tuple[int, int, float]] = {}  # id(slot) -> counts written
+        self._flushed: dict[int, tuple[int, int, float, int]] = {}  # id(slot) -> counts written
         self._unsent: list | None = None  # a batch made but not yet written: sent again as it is
         self._pending: collections.deque = collections.deque()  # (slot, start, end, context) samples
         self._events: dict[int, list[tuple[int, int]]] = {}  # context -> free event pairs
@@ -250,7 +267,7 @@ class Recording:
             return go
         slot = self._slot(p.launcher.problem, p.launcher.device)
         calls, mask, sample = slot.calls, self.sample_every - 1, self._sample
-        second = 2 & mask  # calls 2, 2 + N, 2 + 2N, ... (N >= 2) are timed
+        second = 2 & mask  # calls 2, 2 + N, 2 + 2N, ... (N >= 2) are timed, and every power of two
         if mask == 0:
             def every(pointers, stream: int) -> None:
                 calls[0] += 1
@@ -262,7 +279,7 @@ class Recording:
         def recorded(pointers, stream: int) -> None:
             n = calls[0] + 1
             calls[0] = n
-            if n & mask != second:
+            if n & mask != second and (n & (n - 1) or n == 1):
                 return go(pointers, stream)
             sample(go, (pointers, stream), stream, slot)
         return recorded
@@ -272,7 +289,7 @@ class Recording:
         if it is the one sampled (``stream()`` gives its stream then)."""
         with slot.lock:
             n = slot.calls[0] = slot.calls[0] + 1
-        if n < 2 or (n - 2) % self.sample_every:
+        if n < 2 or ((n - 2) % self.sample_every and n & (n - 1)):
             return launch(*args)
         return self._sample(launch, args, stream(), slot)
 
@@ -287,6 +304,7 @@ class Recording:
             return launch(*args)
         context, start, end = pair
         lib = driver.libcuda()
+        began = _host_ns()
         if lib.cuEventRecord(start, stream) != _CUDA_SUCCESS:
             self._give_events(context, start, end)
             return launch(*args)
@@ -295,8 +313,8 @@ class Recording:
         except BaseException:
             self._give_events(context, start, end)
             raise
-        if lib.cuEventRecord(end, stream) != _CUDA_SUCCESS:
-            self._give_events(context, start, end)
+        if lib.cuEventRecord(end, stream) != _CUDA_SUCCESS or _host_ns() - began > MAX_HOST_US * 1e3:
+            self._give_events(context, start, end)  # not recorded, or the host stalled inside: not a sample
         else:
             self._pending.append((slot, start, end, context))
         return result
@@ -356,8 +374,6 @@ class Recording:
     def _flusher(self) -> None:
         """Read the completed samples every ``READ_S`` seconds and write a batch every
         ``flush_s`` seconds, until the recording stops."""
-        import time
-
         due = time.monotonic() + self.flush_s
         while not self._stop.wait(min(READ_S, self.flush_s)):
             try:
@@ -394,6 +410,7 @@ class Recording:
                 if status == _CUDA_SUCCESS and lib.cuEventElapsedTime(ctypes.byref(ms), start, end) == _CUDA_SUCCESS:
                     slot.sampled += 1
                     slot.sampled_ms += ms.value
+                    slot.samples.append(ms.value)
             finally:
                 if pushed:
                     lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
@@ -408,20 +425,28 @@ class Recording:
         grouped: dict[tuple, list] = {}
         marks = {}
         for slot in list(self._slots):
-            calls, sampled, ms = slot.calls[0], slot.sampled, slot.sampled_ms
-            done = self._flushed.get(id(slot), (0, 0, 0.0))
-            delta = (calls - done[0], sampled - done[1], ms - done[2])
-            marks[id(slot)] = (calls, sampled, ms)
-            if delta[0] == 0 and delta[1] == 0:
+            calls, sampled, ms, taken = slot.calls[0], slot.sampled, slot.sampled_ms, len(slot.samples)
+            done = self._flushed.get(id(slot), (0, 0, 0.0, 0))
+            marks[id(slot)] = (calls, sampled, ms, taken)
+            if calls == done[0] and sampled == done[1]:
                 continue
             p = slot.problem
             k, ref = p.kernel, p.ref
             key = (device_model(slot.device), k.name, k.source_hash, k.spec_hash, ref.kernel if ref else "",
                    p.dims, p.dtype.name)
-            total = grouped.setdefault(key, [0, 0, 0.0])
-            for i in range(3):
-                total[i] += delta[i]
-        return [CallCount(*key, calls=c, sampled=s, sampled_ms=max(0.0, ms)) for key, (c, s, ms) in grouped.items()], marks
+            total = grouped.setdefault(key, [0, []])
+            total[0] += calls - done[0]
+            total[1] += slot.samples[:taken]
+        return [CallCount(*key, calls=c, sampled=len(s), sampled_ms=statistics.median(s) * len(s) if s else 0.0)
+                for key, (c, s) in grouped.items()], marks
+
+    def _written(self, marks: dict) -> None:
+        """Take a written batch's counts as done: its samples leave their slots."""
+        self._flushed.update(marks)
+        for slot in list(self._slots):
+            mark = marks.get(id(slot))
+            if mark is not None:
+                del slot.samples[:mark[3]]
 
     def flush(self, wait: bool = False) -> int:
         """Write what was counted since the last batch as one batch (one transaction); the
@@ -450,7 +475,7 @@ class Recording:
                     self._store = open_store(self.db)
                 written += write_batch(self._store, self.name, self.run, number, counts)
                 self._unsent, self.batches, self.error = None, number, None
-                self._flushed.update(marks)
+                self._written(marks)
             return written
 
     # -- exit and SIGTERM -----------------------------------------------------------------

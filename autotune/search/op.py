@@ -125,7 +125,8 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
 
     Raises:
         InvalidInputError: unknown op, a dtype none of its kernels takes, bad dims or options,
-            a study that exists in the first round without ``resume``.
+            a study that exists in the first round without ``resume``; ``objective="time,energy"``
+            (the rounds rank kernels by one number).
         GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
     """
     from autotune.search.options import SearchOptions
@@ -133,6 +134,9 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
 
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
+    if options.pareto:  # successive halving ranks kernels by one number: their fastest time
+        raise InvalidInputError(f"objective {options.objective} is not allowed with an op search (--op): its "
+                                "rounds rank kernels by time; search each kernel with --kernel instead")
     if tune_kernel is None:
         from autotune.search.tune import tune as tune_kernel
     dt = get_dtype(dtype)

@@ -19,18 +19,24 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.option_error import FLAGS, OptionError
-from autotune.search.strategies.registry import DEFAULT_STRATEGY, check_strategy, check_strategy_options, traits_of
+from autotune.search.strategies.registry import (DEFAULT_STRATEGY, PARETO_STRATEGY, check_strategy,
+                                                 check_strategy_options, pareto_strategies, traits_of)
 from autotune.search.strategies.traits import StrategyOptions, Traits
 
 if TYPE_CHECKING:
     from autotune.measure.timing import Precision
     from optuna.samplers import BaseSampler
 
-__all__ = ["SearchOptions", "OptionError", "FLAGS", "OBJECTIVES"]
+__all__ = ["SearchOptions", "OptionError", "FLAGS", "OBJECTIVES", "PARETO_OBJECTIVES"]
 
-OBJECTIVES = ("time", "energy", "edp")
-"""What a search may minimise: the median time per launch (ms), the energy per launch (J), or
-their product, the energy-delay product (J s)."""
+PARETO_OBJECTIVES = ("time,energy",)
+"""The objectives minimised together (a Pareto front, ``--objective time,energy``): the median
+time per launch (ms) and the energy per launch (J), neither traded for the other."""
+
+OBJECTIVES = ("time", "energy", "edp") + PARETO_OBJECTIVES
+"""What a search may minimise: the median time per launch (ms), the energy per launch (J),
+their product, the energy-delay product (J s), or time and energy together
+(:data:`PARETO_OBJECTIVES`)."""
 
 MAX_SEED = 2**32 - 1
 """Largest seed: Optuna's samplers seed NumPy's ``RandomState``, which takes 0..2**32-1."""
@@ -82,10 +88,14 @@ class SearchOptions:
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
         strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``bandit``, ``tpe``,
-            ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, or one
+            ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, ``nsga2``, or one
             [`register`][autotune.search.strategies.registry.register]-ed) or an
-            ``optuna.samplers.BaseSampler``; default
-            [`DEFAULT_STRATEGY`][autotune.search.strategies.registry.DEFAULT_STRATEGY].
+            ``optuna.samplers.BaseSampler``; default (``None``)
+            [`DEFAULT_STRATEGY`][autotune.search.strategies.registry.DEFAULT_STRATEGY], or
+            [`PARETO_STRATEGY`][autotune.search.strategies.registry.PARETO_STRATEGY] (``nsga2``)
+            for ``objective="time,energy"``. With that objective the strategy's traits must
+            say ``pareto`` (``nsga2``, ``random``, ``grid``); an Optuna sampler given is told
+            both values and must handle a multi-objective study (NSGA-II, TPE, random do).
         strategy_options: the strategy's own options, name -> value (or its text, as
             ``--strategy-option KEY=VALUE`` gives it): those its
             [`Traits`][autotune.search.strategies.traits.Traits] name (``tpe``: ``startup``;
@@ -107,7 +117,9 @@ class SearchOptions:
         min_samples: the fewest samples of a config with ``ci`` (``PROBE`` .. ``MAX_REPEATS``).
         max_samples: the most samples of a config with ``ci`` (``min_samples`` .. ``MAX_REPEATS``).
         objective: what is minimised (``OBJECTIVES``): ``time``, ``energy`` (J per launch,
-            NVML's total-energy counter) or ``edp`` (energy x time); the last two meter energy.
+            NVML's total-energy counter), ``edp`` (energy x time), or ``time,energy``: both at
+            once, a Pareto front (each config's ms and J told to a multi-objective strategy;
+            the key's best is the front's re-timed fastest); all but ``time`` meter energy.
         energy: meter energy per launch with the ``time`` objective too (stored beside the time).
         top_k: how many of the fastest configs are re-timed, interleaved, after the trials
             (1 .. ``MAX_RETIMED``).
@@ -131,7 +143,7 @@ class SearchOptions:
     trials: int = 100
     timeout: float | None = None
     seed: int | None = None
-    strategy: str | BaseSampler = DEFAULT_STRATEGY
+    strategy: str | BaseSampler | None = None
     batch: int | None = None
     resume: bool = False
     space: str | None = None
@@ -157,7 +169,15 @@ class SearchOptions:
                               f"is not allowed; give a positive number of seconds, at most {MAX_SECONDS}")
         if self.seed is not None and not (_int(self.seed) and 0 <= self.seed <= MAX_SEED):
             raise OptionError("seed", self.seed, f"is not allowed; give an integer 0..{MAX_SEED}")
+        if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:  # before the strategy it picks
+            raise OptionError("objective", self.objective, f"is not allowed; give one of {' | '.join(OBJECTIVES)}")
+        if self.strategy is None:  # the default, by objective
+            object.__setattr__(self, "strategy", PARETO_STRATEGY if self.pareto else DEFAULT_STRATEGY)
         check_strategy(self.strategy)
+        if self.pareto and isinstance(self.strategy, str) and not self.traits.pareto:
+            raise OptionError("strategy", self.strategy, f"cannot minimise {self.objective} together (its traits "
+                                                         f"do not say pareto); give one of "
+                                                         f"{', '.join(pareto_strategies())}")
         object.__setattr__(self, "strategy_options", check_strategy_options(self.strategy, self.strategy_options))
         if self.batch is not None and (not _int(self.batch) or not 1 <= self.batch <= 1024):
             raise OptionError("batch", self.batch, "is not allowed; give 1..1024 configs")
@@ -196,8 +216,6 @@ class SearchOptions:
         if self.max_samples < self.min_samples:
             raise OptionError("max_samples", self.max_samples,
                               f"is not allowed; give at least the minimum count of samples ({self.min_samples})")
-        if self.objective not in OBJECTIVES:
-            raise OptionError("objective", self.objective, f"is not allowed; give one of {', '.join(OBJECTIVES)}")
         if not isinstance(self.energy, bool):
             raise OptionError("energy", self.energy, "is not allowed; give True or False")
 
@@ -210,6 +228,17 @@ class SearchOptions:
         if self.ci == 0:
             return None
         return Precision(self.ci, self.ci_floor_us * 1e-3, self.min_samples, self.max_samples)
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        """The objectives minimised, in order: ``("time",)``, or ``("time", "energy")`` for a
+        Pareto front."""
+        return tuple(self.objective.split(","))
+
+    @property
+    def pareto(self) -> bool:
+        """Whether several objectives are minimised together (``PARETO_OBJECTIVES``: ``time,energy``)."""
+        return self.objective in PARETO_OBJECTIVES
 
     @property
     def meters_energy(self) -> bool:

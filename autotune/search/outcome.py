@@ -47,6 +47,8 @@ class SearchResult:
         outcomes: the trials of this run, in order.
         measured: every config measured in the study so far (this run and earlier ones)
             with its median time per launch, ms.
+        scores: a Pareto search's (``time,energy``) configs measured in the study with every
+            value, ``(ms, J per launch)``; empty for a single objective.
         decision: the re-timing's winner, fastest and tie group (``None``: not re-timed).
         retimings: every config of that re-timing.
         clock_warning: set when the GPU clocks moved during the search.
@@ -62,6 +64,7 @@ class SearchResult:
     stopped: str = "trials"
     outcomes: list[TrialOutcome] = field(default_factory=list)
     measured: dict[Config, float] = field(default_factory=dict)
+    scores: dict[Config, tuple[float, ...]] = field(default_factory=dict)
     decision: Decision | None = None
     retimings: list[Retiming] = field(default_factory=list)
     clock_warning: str | None = None

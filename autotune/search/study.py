@@ -35,23 +35,33 @@ if TYPE_CHECKING:
 __all__ = ["StoredStudy", "open_study", "quiet_optuna"]
 
 
-def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None):
-    """Create the key's Optuna study, or with ``resume`` load the existing one, and return it.
+def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None, objective: str = "time"):
+    """Create the key's Optuna study, or with ``resume`` load the existing one, and return it:
+    one direction (minimise), or one per objective of a Pareto search (``time,energy``: two).
 
     Raises:
-        InvalidInputError: the study exists and ``resume`` is false.
+        InvalidInputError: the study exists and ``resume`` is false; ``resume`` of a study of
+            another number of objectives (a single objective's study resumed with
+            ``time,energy``, or the reverse).
         StoreError: the database cannot be used.
     """
     import optuna
 
+    count = len(objective.split(","))
     with store.errors():  # DuplicatedStudyError is raised from the database's IntegrityError
         try:
-            return optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
-                                       direction="minimize", load_if_exists=resume)
+            study = optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
+                                        directions=["minimize"] * count, load_if_exists=resume)
         except optuna.exceptions.DuplicatedStudyError:
             raise InvalidInputError(
                 f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
                 "already; pass resume (--resume) to continue it") from None
+        if len(study.directions) != count:
+            raise InvalidInputError(
+                f"objective {objective} is not allowed with --resume here: the study for {key.kernel} "
+                f"{format_shape(key.dims)} {key.dtype} on {key.device.name} minimises {len(study.directions)} "
+                f"objective(s), this search {count}; resume it with its own objective")
+        return study
 
 
 class StoredStudy:
@@ -63,7 +73,7 @@ class StoredStudy:
 
         self.store, self.key, self.objective = store, key, objective
         self.storage = store.optuna_storage()
-        self.study = open_study(store, key, resume=resume, storage=self.storage)
+        self.study = open_study(store, key, resume=resume, storage=self.storage, objective=objective)
         self._study_id = self.storage.get_study_id_from_name(key.study_name)
         self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
         self._beating: int | None = None
@@ -86,7 +96,9 @@ class StoredStudy:
 
     def measured(self, result: SearchResult) -> dict[Config, TrialOutcome]:
         """Configs the study holds as measured (ok or failed) in trials not returned by an
-        earlier call, keyed by config; those ok go into ``result.measured`` with their ms."""
+        earlier call, keyed by config; those ok go into ``result.measured`` with their
+        objective's value (a Pareto study's first: the time), and into ``result.scores`` with
+        every value (``(ms, J)``) in a Pareto study."""
         from optuna.trial import TrialState
 
         return self._measured(self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)),
@@ -114,12 +126,15 @@ class StoredStudy:
             status = t.user_attrs.get("status")
             if status in (None, "interrupted", "lost", "duplicate") or "duplicate_of" in t.user_attrs:
                 continue
-            if status == "ok" and (t.state != TrialState.COMPLETE or t.value is None):
+            if status == "ok" and (t.state != TrialState.COMPLETE or not t.values):
                 continue  # its process died between the result and Optuna's tell (failed by heartbeat): not measured
             config = Config.of(self.key.kernel, t.params)
             seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
             if status == "ok":
-                result.measured[config] = min(t.value, result.measured.get(config, t.value))
+                first = t.values[0]
+                result.measured[config] = min(first, result.measured.get(config, first))
+                if len(t.values) > 1:
+                    result.scores.setdefault(config, tuple(t.values))
         return seen
 
     def in_flight(self) -> set[Config]:
@@ -161,7 +176,8 @@ class StoredStudy:
 
     def finish(self, trial_id: int, outcome: TrialOutcome) -> None:
         """Tell the trial its outcome: COMPLETE with the objective's value (the median ms, J or
-        J s: :func:`autotune.search.objective.value`), or FAIL (also an ``ok`` trial without the
+        J s: :func:`autotune.search.objective.value`; a Pareto search's ms and J:
+        :func:`autotune.search.objective.told`), or FAIL (also an ``ok`` trial without the
         energy its objective needs); the status (and reason) as user attributes."""
         from optuna.trial import TrialState
 
@@ -169,9 +185,10 @@ class StoredStudy:
         self.storage.set_trial_user_attr(trial_id, "status", outcome.status)
         if outcome.reason:
             self.storage.set_trial_user_attr(trial_id, "reason", outcome.reason)
-        score = objective.value(outcome.measurement, self.objective) if outcome.status == "ok" else None
+        score = objective.told(outcome.measurement, self.objective) if outcome.status == "ok" else None
         if score is not None:
-            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, [score])
+            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE,
+                                                list(score) if isinstance(score, tuple) else [score])
         else:
             self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
 

@@ -114,7 +114,7 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
     store = open_store(options.db)  # after the GPUs: a machine without them must not create a database
     stop.check()
     key = TuningKey.of(problem, infos[0], Toolchain.of(infos[0].arch))
-    fresh = not open_study(store, key, resume=options.resume).get_trials(deepcopy=False)
+    fresh = not open_study(store, key, resume=options.resume, objective=options.objective).get_trials(deepcopy=False)
     shares = workers.split_trials(options.trials, len(ordinals))
     if on_start:
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares),

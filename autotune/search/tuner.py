@@ -112,7 +112,8 @@ class Tuner:
             fresh = not options.resume and part == (0, 1)
         if not fresh or options.traits.needs_prior or options.traits.in_order:
             return None
-        strategy = make_strategy(options.strategy, space, options.seed, options=options.strategy_options)
+        strategy = make_strategy(options.strategy, space, options.seed, options=options.strategy_options,
+                                 objectives=len(options.objectives))
         default = proposals.default_config(kernel, space)
         if part[0] == 0:  # worker 0's, as in _strategy: the configs asked for, then the default first
             strategy.enqueue([Config(space.kernel, c.macros) for c in options.queue], first=True)
@@ -184,9 +185,9 @@ class Tuner:
         if self._early is not None:  # proposed before the study was open: a new study
             strategy = self._early[0]
             for c in self.seen:  # nothing, unless another process filled the new study meanwhile
-                strategy.tell(c, self.result.measured.get(c))
+                strategy.tell(c, self._told(c))
             return strategy
-        history = [(c, self.result.measured.get(c)) for c in self.seen]
+        history = [(c, self._told(c)) for c in self.seen]
         if self.options.traits.needs_prior:
             from autotune.search.prior import other_shapes
 
@@ -195,12 +196,19 @@ class Tuner:
         first = self.part[0] == 0
         strategy = make_strategy(self.options.strategy, self.space, self.options.seed, history,
                                  options=self.options.strategy_options, part=self.part,  # its share, if it partitions
-                                 last=None if first else default)
+                                 last=None if first else default, objectives=len(self.options.objectives))
         if first:  # the configs asked for (options.queue) before the strategy's own, after the default
             strategy.enqueue([Config(self.space.kernel, c.macros) for c in self.options.queue], first=True)
         if default is not None and first:
             strategy.enqueue([default], first=True)  # the default first, in every study that lacks it
         return strategy
+
+    def _told(self, config: Config):
+        """What the strategy is told of a config measured before: its ms (or objective's
+        value), a Pareto search's ``(ms, J)``; ``None`` where it failed."""
+        if self.options.pareto:
+            return self.result.scores.get(config)
+        return self.result.measured.get(config)
 
     def _loop(self, study: StoredStudy) -> None:
         """Measure batches until ``trials`` configs are measured, the timeout, or the end of the space."""
@@ -241,8 +249,11 @@ class Tuner:
                 continue
             self.seen[config] = outcome
             result.outcomes.append(outcome)
-            score = objective.value(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
-            if score is not None:
+            score = objective.told(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
+            if isinstance(score, tuple):  # a Pareto search: (ms, J); the re-timing ranks by the time
+                result.scores[config] = score
+                result.measured[config] = score[0]
+            elif score is not None:
                 result.measured[config] = score
             started = time.perf_counter()
             self.strategy.tell(config, score)

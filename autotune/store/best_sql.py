@@ -3,7 +3,7 @@
 first lookup (:mod:`autotune.store.reader`), which must not pay for importing SQLAlchemy.
 
 The SQL names the tables and columns of :mod:`autotune.store.models` (their migrations are the
-schema; ``tests/test_store_reader.py`` checks each column against the models) and uses named
+schema; ``tests/store/test_reader.py`` checks each column against the models) and uses named
 ``:parameters``, which both SQLAlchemy's ``text()`` and ``sqlite3`` bind. Rows become
 :class:`~autotune.store.records.BestRecord` through :func:`autotune.store.records.best_from_row`.
 """
@@ -30,6 +30,7 @@ COLUMNS: dict[str, str] = {
     "updated_at": "b.updated_at", "pooled_median_ms": "b.pooled_median_ms", "spread": "b.spread",
     "rounds": "b.rounds", "tie_group": "b.tie_group", "certificate": "b.certificate",
     "ci_low_ms": "t.ci_low_ms", "ci_high_ms": "t.ci_high_ms", "energy_j": "t.energy_j", "samples": "t.samples",
+    "objective": "s.objective",
 }
 """Each field of a best row and the column it is read from (``b``: autotune_best, ``d``:
 autotune_devices, ``k``: autotune_kernels, ``t``: the best trial, ``s``: its search)."""

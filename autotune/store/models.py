@@ -4,7 +4,7 @@ Every table is prefixed ``autotune_``: Optuna's RDB storage lives in the same da
 owns ``studies``, ``trials``, ``version_info``, ``alembic_version`` and friends.
 
 The schema itself is created by the hand-written Alembic migrations in ``migrations/``
-(which never import this module); ``tests/test_migrations.py`` checks that both agree.
+(which never import this module); ``tests/store/test_schema_migrations.py`` checks that both agree.
 Constraint names come from :data:`NAMING_CONVENTION`, except the two wide unique keys,
 whose names are given explicitly so that they stay short enough for any database.
 """

@@ -2,7 +2,7 @@
 
 Like Optuna's ``get_storage`` (one function from a URL to a storage), every command and library
 call that reads or writes results opens its database here, and nowhere else; the
-:class:`~autotune.store.repository.Store` is built here only (``tests/test_opening.py`` checks
+:class:`~autotune.store.repository.Store` is built here only (``tests/store/test_opening.py`` checks
 that no other module constructs one).
 
 * :func:`resolve_url` turns what was given into one URL, once: the URL given, else

@@ -72,7 +72,9 @@ class BestRecord(NamedDims):
     as in :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``dims``
     the key's named dimensions in the kernel's declared order). The device fields are the model
     (the key); ``device_uuid`` is the physical GPU that measured the best trial (``''`` where
-    unknown)."""
+    unknown); ``objective`` what the search of the best trial minimised (``time``, ``energy``,
+    ``edp`` or ``time,energy``: then the key's study has a Pareto front,
+    :meth:`~autotune.store.repository.Store.pareto_front` of ``search_id``)."""
 
     device_name: str
     compute_capability: str
@@ -112,6 +114,7 @@ class BestRecord(NamedDims):
     ci_high_ms: float | None = None
     energy_j: float | None = None
     samples: int | None = None
+    objective: str = "time"
 
     @property
     def time_ms(self) -> float:

@@ -47,7 +47,7 @@ class Store:
     Built by the one door only, :func:`autotune.store.opening.open_results` (which resolves the
     URL once with :func:`~autotune.store.urls.resolve_url` and, for a writable opening, refuses
     another application's database before anything is written:
-    :func:`~autotune.store.urls.refuse_foreign`); ``tests/test_opening.py`` checks that nothing
+    :func:`~autotune.store.urls.refuse_foreign`); ``tests/store/test_opening.py`` checks that nothing
     else constructs one.
 
     With ``upgrade`` (the default) the schema is migrated to the newest revision at once, so
@@ -504,6 +504,36 @@ class Store:
         filters = best_sql.filter_columns(kernel=kernel, dims=dims, dtype=dtype, source_hash=source_hash,
                                           spec_hash=spec_hash)
         return best_sql.sorted_bests(self._bests(*best_sql.select_best(filters, device_name)))
+
+    @locking.retry_when_locked
+    def study_trials(self, search_id: int) -> list[TrialRecord]:
+        """Every trial of the study that search ``search_id`` wrote into: the trials of every
+        search of its study name and kernel (a resumed study, the workers of several GPUs), in the
+        order stored (empty for an unknown search)."""
+        with self.session() as session:
+            search = session.get(Search, search_id)
+            if search is None:
+                return []
+            stmt = (
+                select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
+                .join(Kernel, Search.kernel_id == Kernel.id)
+                .where(Search.study_name == search.study_name, Search.kernel_id == search.kernel_id)
+                .order_by(Trial.id)
+            )
+            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
+
+    def pareto_front(self, search_id: int) -> list[TrialRecord]:
+        """The Pareto front of time and energy of the study search ``search_id`` wrote into:
+        its non-dominated valid trials (ms, J per launch), fastest first, one per config
+        (:func:`autotune.store.pareto.front`, derived from :meth:`study_trials`; nothing of it
+        is stored). Failed trials and trials without energy are never on it.
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
+        from autotune.store.pareto import front
+
+        return front(self.study_trials(search_id))
 
     @locking.retry_when_locked
     def trials(self, search_id: int) -> list[TrialRecord]:

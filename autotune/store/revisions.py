@@ -19,7 +19,7 @@ VERSION_TABLE = "autotune_alembic_version"
 REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
 """Every revision of ``migrations/versions``, oldest first: what a read-only opening compares
 a database's revision with, without parsing the migrations (a new migration adds its id
-here; ``tests/test_migrations.py`` fails until it does)."""
+here; ``tests/store/test_schema_migrations.py`` fails until it does)."""
 
 HEAD_REVISION: str = REVISIONS[-1]
 """The newest revision this code knows (what :func:`autotune.store.schema.head_revision` finds in

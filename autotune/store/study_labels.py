@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 
     from autotune.store.key import TuningKey
 
-__all__ = ["METRIC_NAMES", "label_study", "label_stored_studies", "study_attrs"]
+__all__ = ["METRIC_NAMES", "PARETO_METRIC_NAMES", "label_study", "label_stored_studies", "study_attrs"]
 
 METRIC_NAMES = ["median ms"]
 """The objective as the dashboard names it: the median time per launch of a config, ms."""
+
+PARETO_METRIC_NAMES = ["median ms", "J per launch"]
+"""The two objectives of a Pareto study (``--objective time,energy``) as the dashboard names them."""
 
 
 def study_attrs(key: TuningKey, strategy: str | None = None,
@@ -55,7 +58,7 @@ def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None
                 errors: Callable[[], ContextManager] = contextlib.nullcontext, *,
                 strategy_options: dict[str, Any] | None = None) -> optuna.Study:
     """Give ``study`` the user attrs of :func:`study_attrs` and the objective's name
-    (:data:`METRIC_NAMES`), writing only what differs (several workers open one study; a search
+    (:data:`METRIC_NAMES`; a study of two directions: :data:`PARETO_METRIC_NAMES`), writing only what differs (several workers open one study; a search
     that gives its strategy no option empties the ``strategy_options`` of an earlier one); returns
     ``study``, so that it wraps the call that opens it. ``errors``: the store's
     :meth:`~autotune.store.repository.Store.errors`, turning a database error into one line.
@@ -71,10 +74,11 @@ def label_study(study: optuna.Study, key: TuningKey, strategy: str | None = None
                 study.set_user_attr(name, value)
         if strategy is not None and "strategy_options" in current and "strategy_options" not in wanted:
             study.set_user_attr("strategy_options", {})  # this search's strategy took its defaults
-        if study.metric_names != METRIC_NAMES:
+        names = PARETO_METRIC_NAMES if len(study.directions) == 2 else METRIC_NAMES
+        if study.metric_names != names:
             with warnings.catch_warnings():  # "experimental" since Optuna 3.2, and what the dashboard reads
                 warnings.simplefilter("ignore", category=Warning)
-                study.set_metric_names(METRIC_NAMES)
+                study.set_metric_names(names)
     return study
 
 
@@ -101,7 +105,7 @@ def label_stored_studies(store) -> int:
             continue
         wanted = study_attrs(key)
         if all(frozen.user_attrs.get(k) == v for k, v in wanted.items()) and \
-                list(frozen.system_attrs.get("study:metric_names") or []) == METRIC_NAMES:  # where Optuna keeps them
+                list(frozen.system_attrs.get("study:metric_names") or []) in (METRIC_NAMES, PARETO_METRIC_NAMES):
             continue
         with store.errors("cannot label the studies of"):
             study = optuna.load_study(study_name=frozen.study_name, storage=storage)

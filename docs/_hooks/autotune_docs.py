@@ -6,7 +6,7 @@ A page holding one of these markers gets it replaced at build time:
   (``autotune.cli.app``), in the order the app lists them;
 - ``<!-- generated: schema -->``: every table of the results database, from the SQLAlchemy
   models (``autotune.store.models``; the migrations create the same schema, which
-  ``tests/test_migrations.py`` checks).
+  ``tests/store/test_schema_migrations.py`` checks).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ results it cannot express in 0005 (dims other than rows,cols or m,n,k; ok trials
 kernels that differ only by spec hash).
 
 SPEC_HASHES_0_1 is a literal copy (a migration never imports live code); the same table is in
-autotune/interchange/share.py (version-1 exports), and tests/test_migrations.py checks that both are
+autotune/interchange/share.py (version-1 exports), and tests/store/test_schema_migrations.py checks that both are
 equal and equal to ``autotune.kernel.catalog.get_kernel(name).spec_hash`` of every catalog kernel.
 
 The values are the literal ``autotune.kernel.catalog.get_kernel(name).spec_hash`` of the 15

@@ -1,7 +1,7 @@
 """smem_aligned_out (kernels/aligned_out.cu) is bit-exact on the GPU for every dtype, on shapes odd on
 both sides, even, one row or column and a few tiles, at its default and its largest tile, at every
 config of its space, and through autotune.transpose on PyTorch views and batches (against torch). The
-CPU runs the same kernel in tests/test_aligned_out.py."""
+CPU runs the same kernel in tests/kernel/test_catalog_aligned_out.py."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """smem_bytes_aligned_out (kernels/bytes_aligned_out.cu) is bit-exact on the GPU for every 1- and 2-byte
 dtype, on shapes odd on both sides, even, one row or column and a few tiles, at every config of its space,
 and through autotune.transpose on PyTorch views and batches (against torch). The CPU runs the same kernel
-in tests/test_bytes_aligned_out.py."""
+in tests/kernel/test_catalog_bytes_aligned_out.py."""
 
 import pytest
 

@@ -4,7 +4,7 @@ benchmark's check against NumPy), at every config of its space on odd shapes, an
 output pointers 0..15 bytes off a 16-byte boundary (launched directly on offset views, guard
 bytes around the output untouched), and on row-pitched views and batches: launched directly
 (pitches with odd pads, batches with gaps, against NumPy) and through autotune.transpose on
-PyTorch views (against torch). The CPU runs the same in tests/test_bytes_realign.py."""
+PyTorch views (against torch). The CPU runs the same in tests/kernel/test_catalog_bytes_realign.py."""
 
 import pytest
 
@@ -21,7 +21,7 @@ SHAPES = [(1, 1), (1, 300), (300, 1), (33, 17), (67, 131), (129, 257), (64, 64),
 
 
 def configs():
-    """The default and the corners the CPU test runs (tests/test_bytes_realign.py)."""
+    """The default and the corners the CPU test runs (tests/kernel/test_catalog_bytes_realign.py)."""
     d = KERNEL.defaults
     picks = [d, {**d, "TILE_BYTES": 64, "BLOCK_ROWS": 4, "STREAMING": 1, "DIAGONAL": 1},
              {**d, "TILE_BYTES": 128, "BLOCK_ROWS": 32, "DIAGONAL": 1}, {**d, "TILE_BYTES": 64, "BLOCK_ROWS": 16}]

@@ -1,5 +1,5 @@
 """The comparison kernels (autotune/measure/device_compare.cu) on the GPU give what the NumPy
-model of tests/fakes.py gives (the model tests/test_verify.py checks against the host messages):
+model of tests/fakes.py gives (the model tests/measure/test_verify.py checks against the host messages):
 counts and first indices of written guard bytes, of differing raw words, of non-finite elements
 and of elements off the tolerance, for every element type, on arrays of odd sizes with planted
 differences (NaN payloads, signed zeros, infinities, an element off by one ulp)."""

@@ -1,7 +1,7 @@
 """naive_flat (kernels/flat.cu) is bit-exact on the GPU for every dtype, on small shapes, shapes odd on
 both sides, even, one row or column and a few tiles, at its default and its largest block, at every
 config of its space, and through autotune.transpose on PyTorch views and batches (against torch). The
-CPU runs the same kernel in tests/test_flat.py."""
+CPU runs the same kernel in tests/kernel/test_catalog_flat.py."""
 
 import pytest
 

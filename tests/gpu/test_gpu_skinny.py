@@ -3,7 +3,7 @@ ways (short rows and short columns, 1 to 65 long, the issue's 7 x 1000003 and 65
 wide ones (bands of rows), through the generic benchmark's check against NumPy; at every config of
 its space; launched directly with pointers off a 16-byte boundary, row-pitched views and batches
 (guard bytes around the output untouched); and through autotune.transpose on PyTorch views and
-batches (against torch), also chosen by the rule. The CPU runs the same in tests/test_skinny.py."""
+batches (against torch), also chosen by the rule. The CPU runs the same in tests/kernel/test_catalog_skinny.py."""
 
 import pytest
 
@@ -20,7 +20,7 @@ SHAPES = [(1, 1), (3, 5), (7, 1001), (1001, 7), (33, 517), (517, 33), (64, 129),
 
 
 def configs():
-    """The default and the corners the CPU test runs (tests/test_skinny.py)."""
+    """The default and the corners the CPU test runs (tests/kernel/test_catalog_skinny.py)."""
     d = KERNEL.defaults
     picks = [d, {**d, "BLOCK_KIB": 4, "THREADS": 128, "STREAMING": 1},
              {**d, "BLOCK_KIB": 16, "THREADS": 512, "STREAMING": 0}]

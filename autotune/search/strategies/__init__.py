@@ -16,11 +16,11 @@ a strategy (:mod:`autotune.search.strategies.registry`). The search loop
 from __future__ import annotations
 
 from autotune.search.strategies.base import Known, Strategy
-from autotune.search.strategies.registry import (DEFAULT_STRATEGY, STRATEGIES, SWEEP_STRATEGY, TRAITS, Factory,
-                                                 check_strategy, check_strategy_options, make_strategy, needs_prior,
-                                                 register, traits_of)
+from autotune.search.strategies.registry import (DEFAULT_STRATEGY, PARETO_STRATEGY, STRATEGIES, SWEEP_STRATEGY,
+                                                 TRAITS, Factory, check_strategy, check_strategy_options, make_strategy,
+                                                 needs_prior, pareto_strategies, register, traits_of)
 from autotune.search.strategies.traits import StrategyOption, StrategyOptions, Traits
 
-__all__ = ["DEFAULT_STRATEGY", "STRATEGIES", "SWEEP_STRATEGY", "TRAITS", "Factory", "Known", "Strategy",
+__all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "STRATEGIES", "SWEEP_STRATEGY", "TRAITS", "Factory", "Known", "Strategy",
            "StrategyOption", "StrategyOptions", "Traits", "check_strategy", "check_strategy_options",
-           "make_strategy", "needs_prior", "register", "traits_of"]
+           "make_strategy", "needs_prior", "pareto_strategies", "register", "traits_of"]

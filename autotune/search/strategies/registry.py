@@ -29,7 +29,7 @@ from autotune.search.option_error import OptionError
 from autotune.search.strategies.base import Strategy
 from autotune.search.strategies.traits import StrategyOption, StrategyOptions, Traits
 
-__all__ = ["DEFAULT_STRATEGY", "SWEEP_STRATEGY", "STRATEGIES", "TRAITS", "Factory", "check_strategy",
+__all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "SWEEP_STRATEGY", "pareto_strategies", "STRATEGIES", "TRAITS", "Factory", "check_strategy",
            "check_strategy_options", "import_user_strategies", "make_strategy", "needs_prior", "register",
            "traits_of"]
 
@@ -42,6 +42,10 @@ SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:
 ``in_order``, ``partitions``): ``autotune sweep``, and a search whose trials cover its space
 (:func:`autotune.search.on_gpu.whole_space`)."""
+
+PARETO_STRATEGY = "nsga2"
+"""The strategy of a search over several objectives together (``--objective time,energy``) that
+names none: one whose traits say ``pareto``."""
 
 Factory = Callable[..., Strategy]
 """``factory(space, seed, history, **options)`` -> :class:`Strategy` (module doc)."""
@@ -85,6 +89,24 @@ def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
     return Sampled(space, sampler, seed, history, name="cmaes")
 
 
+_POPULATION = StrategyOption("population", 10, low=2, high=10_000,
+                             doc="configs per generation of NSGA-II (Optuna's population_size); the first "
+                                 "generation is random, so keep it well under --trials")
+
+
+def _nsga2(space: SearchSpace, seed: int | None, history: Iterable, population: int = 10,
+           objectives: int = 1) -> Strategy:
+    """Optuna's NSGAIISampler (Deb et al., IEEE TEC 2002): a genetic search whose survivors are
+    ranked by non-domination and crowding distance, over ``objectives`` values minimised together
+    (2, time and energy: a Pareto front; 1: a plain genetic search of the time)."""
+    import optuna
+
+    from autotune.search.strategies.sampled import Sampled
+
+    sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
+    return Sampled(space, sampler, seed, history, name="nsga2", objectives=objectives)
+
+
 def _bandit(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
     """Local search, an additive model and random sampling, each proposal to the one that paid
     lately (:mod:`autotune.search.strategies.bandit`, with its sources)."""
@@ -94,13 +116,13 @@ def _bandit(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy
 
 
 def _grid(space: SearchSpace, seed: int | None, history: Iterable, part: tuple[int, int] = (0, 1),
-          last: Config | None = None) -> Strategy:
+          last: Config | None = None, objectives: int = 1) -> Strategy:
     from autotune.search.strategies.simple import Grid
 
     return Grid(space, seed, history, part=part, last=last)
 
 
-def _random(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives: int = 1) -> Strategy:
     from autotune.search.strategies.simple import Random
 
     return Random(space, seed, history)
@@ -187,8 +209,8 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
 
 register("bandit", _bandit)
 register("tpe", _tpe, Traits(options=(_STARTUP,)))
-register("random", _random)
-register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True))
+register("random", _random, Traits(pareto=True))  # values are not read: any number of objectives
+register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True, pareto=True))
 register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
 register("cmaes", _cmaes, Traits(packages=("cmaes",)))
 register("transfer", _transfer, Traits(needs_prior=True, options=(
@@ -200,6 +222,12 @@ register("transfer", _transfer, Traits(needs_prior=True, options=(
                                                         "1 + slack times the probe configs' best"),
     StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "bandit", "random"),
                    doc="the plain search, told every config; its configs are the prior's controls"))))
+register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
+
+
+def pareto_strategies() -> list[str]:
+    """The names of the registered strategies whose traits say ``pareto`` (for messages)."""
+    return [name for name, traits in _TRAITS.items() if traits.pareto]
 
 
 def import_user_strategies(modules: str | None = None) -> None:
@@ -291,7 +319,7 @@ def needs_prior(strategy: object) -> bool:
 
 def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, history: Iterable = (), *,
                   options: Mapping[str, Any] | None = None, part: tuple[int, int] = (0, 1),
-                  last: Config | None = None) -> Strategy:
+                  last: Config | None = None, objectives: int = 1) -> Strategy:
     """The :class:`Strategy` named ``strategy`` (a key of :data:`STRATEGIES`), or one over
     an ``optuna.samplers.BaseSampler`` instance, for ``space``.
 
@@ -306,6 +334,9 @@ def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, hi
             traits say ``partitions`` (others ignore it).
         last: a config that worker proposes after all others (another worker measures it
             first); given with ``part``.
+        objectives: how many values each config is told (2: time and energy, a Pareto front);
+            above 1, given to a strategy whose traits say ``pareto`` (refused for others), and
+            an Optuna sampler is wrapped in a study of that many directions.
 
     Raises:
         OptionError: an unknown name or option, a bad option value; InvalidInputError: a
@@ -318,7 +349,12 @@ def make_strategy(strategy: object, space: SearchSpace, seed: int | None = 0, hi
         keywords: dict[str, Any] = {o.name: given.get(o.name, o.default) for o in traits.options}
         if traits.partitions and part[1] > 1:
             keywords.update(part=part, last=last)
+        if objectives > 1:
+            if not traits.pareto:
+                raise OptionError("strategy", strategy, f"cannot minimise {objectives} objectives together; give one "
+                                                        f"of {', '.join(pareto_strategies())}")
+            keywords["objectives"] = objectives
         return _FACTORIES[strategy](space, seed, history, **keywords)
     from autotune.search.strategies.sampled import Sampled
 
-    return Sampled(space, strategy, seed, history)
+    return Sampled(space, strategy, seed, history, objectives=objectives)

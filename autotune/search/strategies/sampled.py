@@ -18,6 +18,10 @@ model as :data:`FAILED_PENALTY` times the slowest time told so far, so that the 
 with the worst and steers away from where configs fail (a failed Optuna trial would be left
 out of the model, which would keep proposing its neighbours). Before any time is known, a
 failure is a failed in-memory trial.
+
+Over several objectives (``objectives=2``: time and energy, a Pareto front), the in-memory study
+has that many directions, each config is told a tuple of values, and a failed config counts
+as :data:`FAILED_PENALTY` times the worst of each value told so far.
 """
 
 from __future__ import annotations
@@ -39,14 +43,15 @@ class Sampled(Strategy):
     """A strategy over ``sampler`` (an ``optuna.samplers.BaseSampler``), see the module doc."""
 
     def __init__(self, space: SearchSpace, sampler, seed: int | None = None, history: Iterable = (),
-                 name: str | None = None) -> None:
+                 name: str | None = None, objectives: int = 1) -> None:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         self.name = name or type(sampler).__name__
+        self.objectives = objectives
         self._values = {n: v for n, v in space.params}
         self._dists = {n: optuna.distributions.IntDistribution(0, len(v) - 1) for n, v in space.params}
-        self._study = optuna.create_study(sampler=sampler, direction="minimize")
+        self._study = optuna.create_study(sampler=sampler, directions=["minimize"] * objectives)
         self._trials: dict[Config, object] = {}  # asked, in flight in the in-memory study
         super().__init__(space, seed, history)
 
@@ -84,13 +89,16 @@ class Sampled(Strategy):
     def _asked(self, config: Config) -> None:
         self._trials[config] = self._fixed(config)
 
-    def _value(self, ms: float | None) -> float | None:
-        """What the model is told for a config of ``ms`` (``None``: failed; see the module doc);
-        ``None``: a failed trial."""
+    def _value(self, ms) -> list[float] | None:
+        """What the model is told for a config of ``ms`` (a value, or a tuple of one per
+        objective; ``None``: failed; see the module doc), one value per objective; ``None``:
+        a failed trial."""
         if ms is not None:
-            return ms
-        worst = max((t for t in self.told.values() if t is not None), default=None)
-        return None if worst is None else FAILED_PENALTY * worst
+            return [float(v) for v in ms] if isinstance(ms, (tuple, list)) else [ms]
+        told = [t if isinstance(t, (tuple, list)) else (t,) for t in self.told.values() if t is not None]
+        if not told:
+            return None
+        return [FAILED_PENALTY * max(t[i] for t in told) for i in range(len(told[0]))]
 
     def _observe(self, config: Config, ms: float | None) -> None:
         import optuna
@@ -102,10 +110,10 @@ class Sampled(Strategy):
             if value is None:
                 self._study.tell(trial, state=TrialState.FAIL)
             else:
-                self._study.tell(trial, value)
+                self._study.tell(trial, value if self.objectives > 1 else value[0])
             return
         if self.space.violations(config):  # a config of an older space (a resumed study): not in the model
             return
         state = TrialState.FAIL if value is None else TrialState.COMPLETE
-        self._study.add_trial(optuna.trial.create_trial(state=state, value=value, params=self._ordinals(config),
+        self._study.add_trial(optuna.trial.create_trial(state=state, values=value, params=self._ordinals(config),
                                                         distributions=self._dists))

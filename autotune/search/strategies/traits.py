@@ -1,6 +1,6 @@
 """What a strategy is, declared once where it is registered: its :class:`Traits`.
 
-The search loop asks a strategy's traits, never its name (``tests/test_strategies.py`` fails
+The search loop asks a strategy's traits, never its name (``tests/search/strategies/test_registry.py`` fails
 where a strategy's name is compared outside ``autotune/search/strategies/``):
 
 - ``needs_prior``: it reads other shapes' trials (:class:`~autotune.search.strategies.base.Known`
@@ -16,7 +16,9 @@ where a strategy's name is compared outside ``autotune/search/strategies/``):
 - ``packages``: modules it imports besides Optuna, each installed by ``pip install`` of the same
   name, checked when the options are built, before any GPU work (``gp``: ``torch``; ``cmaes``);
 - ``options``: the :class:`StrategyOption` values it takes (``SearchOptions.strategy_options``,
-  ``--strategy-option KEY=VALUE``), passed to its factory as keywords, defaults filled in.
+  ``--strategy-option KEY=VALUE``), passed to its factory as keywords, defaults filled in;
+- ``pareto``: it minimises several objectives together (``--objective time,energy``): it is told
+  a tuple of values per config (ms, J), or ignores what it is told (``nsga2``; ``random``, ``grid``).
 """
 
 from __future__ import annotations
@@ -148,6 +150,10 @@ class Traits:
             ``cmaes``: ``cmaes``).
         options: the [`StrategyOption`][autotune.search.strategies.traits.StrategyOption] values
             it takes, passed to its factory as keywords, defaults filled in.
+        pareto: it minimises several objectives together (``objective="time,energy"``): its
+            ``tell`` takes a tuple of values, one per objective (ms, J), or ``None`` for a
+            failed config, and its factory takes ``objectives=`` (how many); a strategy that
+            ignores what it is told (``random``, ``grid``) may say so too (``nsga2``).
     """
 
     needs_prior: bool = False
@@ -155,6 +161,7 @@ class Traits:
     partitions: bool = False
     packages: tuple[str, ...] = ()
     options: tuple[StrategyOption, ...] = ()
+    pareto: bool = False
 
     def option(self, name: str) -> StrategyOption | None:
         """The option called ``name``, or ``None``."""

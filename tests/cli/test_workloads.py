@@ -1,0 +1,110 @@
+"""``autotune workloads``, ``plan``, ``tune`` and the record name's bad input, through the CLI
+without a GPU (a workload recorded through the fake launcher; the fake GPU benchmark of any
+kernel; two fake GPUs through tests/workers.py for ``--device all``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from autotune.cli import app
+
+from workload_fixtures import fake_gpu, record_app
+
+runner = CliRunner()
+WORKERS = Path(__file__).resolve().parents[1] / "workers.py"
+
+
+def run(*args):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def test_workloads_lists_what_was_recorded(monkeypatch, device_info, db_url):
+    r = run("workloads", "--db", db_url)
+    assert r.exit_code == 0 and "no workload is recorded yet" in r.output
+    record_app(monkeypatch, device_info, db_url)
+    record_app(monkeypatch, device_info, db_url, name="other", calls=(1, 0, 0))
+    r = run("workloads", "--db", db_url, "--format", "json")
+    assert r.exit_code == 0, r.output
+    found = {w["name"]: w for w in json.loads(r.output)}
+    assert (found["app"]["problems"], found["app"]["calls"], found["app"]["runs"]) == (3, 45, 1)
+    assert (found["other"]["problems"], found["other"]["calls"]) == (1, 1)
+    assert found["app"]["devices"] == ["NVIDIA H100 80GB HBM3"] and found["app"]["gpu_ms"] > 0
+    r = run("workloads", "--db", db_url)
+    assert "2 workloads" in r.output and "app" in r.output
+
+
+def test_plan_shows_each_problem_and_plots_its_share(monkeypatch, device_info, db_url, tmp_path):
+    record_app(monkeypatch, device_info, db_url)
+    r = run("plan", "app", "--budget", "2m", "--db", db_url, "--plot", tmp_path / "app.png")
+    assert r.exit_code == 0, r.output
+    assert "workload app on NVIDIA H100 80GB HBM3: 3 problems" in r.output and "budget 2m00s of GPU time" in r.output
+    for text in ("histogram256 100000 uint8", "smem_vec 100x64 float32", "default", "tpe"):
+        assert text in r.output
+    assert (tmp_path / "app.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = run("plan", "app", "--budget", "2m", "--db", db_url, "--format", "json")
+    doc = json.loads(r.output)
+    assert doc["budget_s"] == 120 and [row["problem"] for row in doc["records"]][0] == "histogram256 100000 uint8"
+    assert sum(row["budget_s"] for row in doc["records"]) == pytest.approx(120)
+
+
+def test_tune_prints_the_measured_workload_before_and_after(monkeypatch, device_info, db_url, tmp_path):
+    record_app(monkeypatch, device_info, db_url)
+    fake_gpu(monkeypatch, device_info)
+    r = run("tune", "app", "--budget", "1m", "--max-trials", 4, "--seed", 0, "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "tuning workload app: 3 problems, 3 worth a search; budget 1m00s of GPU time on 1 GPU" in r.output
+    assert "GPU 0: histogram256 100000 uint8: search" in r.output
+    assert "GPU 0: histogram256 100000 uint8: tuned (4 trials" in r.output
+    assert "workload GPU time over its recorded calls, measured: default configs" in r.output
+    assert "tuned 3, measured only 0, failed 0 of 3 problems" in r.output
+    r = run("tune", "app", "--budget", "1m", "--db", db_url, "--format", "json")  # again: tuned already
+    doc = json.loads(r.output)
+    assert doc["status"] == "finished" and {row["status"] for row in doc["records"]} == {"skipped"}
+    assert doc["gpu_ms_tuned"] < doc["gpu_ms_default"]
+    r = run("plan", "app", "--db", db_url, "--plot", tmp_path / "after.png")
+    assert r.exit_code == 0 and "exact" in r.output and "tuned already" in r.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["plan", ""], "error: workload '' is empty"),
+    (["plan", "x" * 101], "error: workload 'xxxxxxxxxxxxxxxxxxxx'... is 101 characters long"),
+    (["plan", "a\tb"], "error: workload 'a\\tb' holds characters that are not printable"),
+    (["tune", "\x1b[31mred"], "holds characters that are not printable"),
+    (["plan", "missing"], "error: workload 'missing' does not exist;"),
+    (["tune", "missing"], "error: workload 'missing' does not exist;"),
+    (["plan", "app", "--budget", "soon"], "error: budget 'soon' is not allowed; give a duration such as 600"),
+    (["tune", "app", "--max-trials", "0"], "error: --max-trials 0 is not allowed; give 1 or more"),
+    (["tune", "app", "--device", "0,0"], "error: --device '0,0' names a GPU twice"),
+])
+def test_bad_input_is_one_error_line_exit_2_and_nothing_written(tmp_path, args, message):
+    db = tmp_path / "never.db"
+    r = run(*args, "--db", f"sqlite:///{db}")
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not db.exists()
+
+
+def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_url, tmp_path):
+    record_app(monkeypatch, device_info, db_url, calls=(30, 0, 5))  # two problems: one per GPU
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "AUTOTUNE_FAKE_GPUS": f"{device_info.name},{device_info.name}", "AUTOTUNE_FAKE_BENCH": "any",
+           "AUTOTUNE_FAKE_MARKS": str(marks), "AUTOTUNE_DB": db_url}
+    done = subprocess.run([sys.executable, str(WORKERS), "cli", "0", "tune", "app", "--budget", "1m", "--device",
+                           "all", "--max-trials", "3", "--seed", "0", "--db", db_url, "--format", "json"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["gpus"] == 2 and doc["status"] == "finished"
+    assert {row["status"] for row in doc["records"]} == {"tuned"}
+    assert {row["gpu"] for row in doc["records"]} == {0, 1}  # different problems on different GPUs
+    opened = sorted(p.name for p in marks.iterdir() if p.name.startswith("problem-"))
+    assert len(opened) == 2 and {name.split("-")[1] for name in opened} == {"0", "1"}

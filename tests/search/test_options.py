@@ -1,0 +1,105 @@
+"""SearchOptions: one frozen value, checked once where it is built, messages naming the parameter."""
+
+import optuna
+import pytest
+
+from autotune.errors import InvalidInputError
+from autotune.search.options import OptionError, SearchOptions
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"trials": 0}, "trials 0 is not allowed; give 1 or more"),
+    ({"trials": -3}, "trials -3 is not allowed"),
+    ({"trials": 2.5}, "trials 2.5 is not allowed"),
+    ({"timeout": -1.0}, "timeout -1 is not allowed; give a positive number of seconds"),
+    ({"timeout": float("nan")}, "timeout nan is not allowed"),
+    ({"seed": "x"}, "seed 'x' is not allowed; give an integer"),
+    ({"strategy": "annealing"}, "strategy 'annealing' is not known; allowed: bandit, tpe, random, grid, gp, cmaes, transfer"),
+    ({"strategy": 3}, "strategy 3 (int) is not allowed"),
+    ({"batch": 0}, "batch 0 is not allowed; give 1..1024 configs"),
+    ({"repeats": 19}, "repeats 19 is not allowed; give 20 or more"),
+    ({"top_k": 0}, "top_k 0 is not allowed; give 1 or more"),
+    ({"rounds": -1}, "rounds -1 is not allowed"),
+    ({"trial_timeout": 0}, "trial_timeout 0 is not allowed; give a positive number of seconds"),
+    ({"trial_timeout": float("inf")}, "trial_timeout inf is not allowed"),
+    ({"ci": 1.0}, "ci 1 is not allowed; give a fraction 0 <= ci < 1"),
+    ({"ci": -0.01}, "ci -0.01 is not allowed"),
+    ({"ci": float("nan")}, "ci nan is not allowed"),
+    ({"ci": True}, "ci True is not allowed"),
+    ({"ci_floor_us": -1.0}, "ci_floor_us -1 is not allowed; give 0 to 1000000 µs"),
+    ({"min_samples": 5}, "min_samples 5 is not allowed; give 10 or more"),
+    ({"max_samples": 10**6}, "max_samples 1000000 is not allowed"),
+    ({"min_samples": 50, "max_samples": 40}, "max_samples 40 is not allowed; give at least the minimum count of samples (50)"),
+    ({"objective": "power"}, "objective 'power' is not allowed; give one of time | energy | edp | time,energy"),
+    ({"energy": "yes"}, "energy 'yes' is not allowed; give True or False"),
+])
+def test_a_bad_value_is_refused_naming_the_parameter(given, message):
+    with pytest.raises(OptionError) as caught:
+        SearchOptions(**given)
+    assert str(caught.value).startswith(message)
+    assert isinstance(caught.value, InvalidInputError)
+    param = message.split(" ")[0]
+    assert str(caught.value.as_flag()) == str(caught.value).replace(param, "--" + param.replace("_", "-"), 1)
+
+
+def test_the_cli_flag_replaces_the_parameter_name():
+    with pytest.raises(OptionError) as caught:
+        SearchOptions(top_k=0)
+    assert str(caught.value.as_flag()) == "--top-k 0 is not allowed; give 1 or more, at most 1000"
+
+
+def test_options_are_frozen_hashable_and_replaced_with_a_new_check():
+    options = SearchOptions(trials=10, strategy="random", batch=4)
+    assert hash(options) == hash(SearchOptions(trials=10, strategy="random", batch=4))
+    with pytest.raises(AttributeError):
+        options.trials = 5  # type: ignore[misc]
+    assert options.replace(trials=3).trials == 3 and options.trials == 10
+    with pytest.raises(OptionError, match="trials 0"):
+        options.replace(trials=0)
+
+
+def test_sampler_is_the_deprecated_name_of_strategy_and_unknown_keywords_are_refused():
+    assert SearchOptions.of(sampler="grid").strategy == "grid"
+    assert SearchOptions.of(trials=3).strategy == "tpe"
+    with pytest.raises(InvalidInputError, match="unknown search option 'n_trials'"):
+        SearchOptions.of(n_trials=3)
+
+
+def test_an_optuna_sampler_is_a_strategy_and_named_by_its_class():
+    options = SearchOptions(strategy=optuna.samplers.RandomSampler(seed=1))
+    assert options.strategy_name == "RandomSampler"
+
+
+def test_batch_defaults_to_the_compile_workers(monkeypatch):
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "6")
+    assert SearchOptions().batch_size() == 6 and SearchOptions(batch=3).batch_size() == 3
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # compiling ahead off: one config at a time
+    assert SearchOptions().batch_size() == 1
+
+
+def test_keywords_over_given_options_keep_the_same_sampler_object():
+    sampler = optuna.samplers.TPESampler(seed=1)
+    options = SearchOptions(strategy=sampler, trials=7)
+    changed = SearchOptions.of(options, trials=3, batch=2)
+    assert changed.strategy is sampler and (changed.trials, changed.batch) == (3, 2) and options.trials == 7
+    assert SearchOptions.of(options) == options
+
+
+def test_a_strategy_whose_package_is_missing_is_refused_when_the_options_are_built(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(InvalidInputError, match="strategy 'gp' needs the package 'torch', which is not installed"):
+        SearchOptions(strategy="gp")
+
+
+def test_certified_timing_is_on_by_default_and_off_with_ci_0():
+    from autotune.measure.timing import Precision
+
+    default = SearchOptions()
+    assert default.precision == Precision(0.01, 0.0005, 20, 200)
+    assert default.benchmark_options() == {"repeats": 50, "seed": None, "precision": default.precision,
+                                           "energy": False}
+    assert SearchOptions(ci=0).precision is None
+    assert SearchOptions(objective="edp").meters_energy and SearchOptions(energy=True).meters_energy
