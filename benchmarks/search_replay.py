@@ -94,11 +94,15 @@ class HillClimb(Strategy):
 
 
 def _factory(name, space, *, seed, history):
+    """``name`` is a strategy's name, or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with its options
+    (``transfer:then=bandit``); the rows keep the whole text as the strategy's name."""
     if name == "hillclimb":
         return HillClimb(space, seed, history)
     from autotune.search.strategies import make_strategy
 
-    return make_strategy(name, space, seed=seed, history=history)
+    base, _, given = name.partition(":")
+    options = dict(item.split("=", 1) for item in given.split(",")) if given else None
+    return make_strategy(base, space, seed=seed, history=history, options=options)
 
 
 def _history(spec, tables):
@@ -120,11 +124,19 @@ def _ours(job):
     from autotune.interchange.table import read_table
 
     firsts = [L._kernel(spec).default_config()] if first else []
+    made = []
+
+    def factory(*args, **kw):
+        made.append(_factory(*args, **kw))
+        return made[-1]
+
     try:
-        return replay(name, L._space(spec), read_table(path), max(BUDGETS), seed=seed, batch=batch,
-                      first=firsts, history=history, factory=_factory).curve
+        curve = replay(name, L._space(spec), read_table(path), max(BUDGETS), seed=seed, batch=batch,
+                       first=firsts, history=history, factory=factory).curve
     except Exception as exc:  # reported, not fatal
         return f"{type(exc).__name__}: {str(exc)[:160]}"
+    verdict = getattr(made[0], "verdict", None)  # transfer's: was the prior kept, and how many of its configs
+    return curve, None if verdict is None else (verdict, len(made[0].from_prior))
 
 
 def _kt(job):
@@ -202,6 +214,7 @@ def main() -> None:
                                                               "random, hillclimb, transfer)")
     ap.add_argument("--only", nargs="*", default=None, help="table names to replay (default: all found)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--tag", default="", help="output name suffix: <date>_cpu_search_replay_<tag>.{md,csv}")
     a = ap.parse_args()
     from autotune.interchange.kt_cache import write_cache
     from autotune.interchange.score import score
@@ -212,7 +225,8 @@ def main() -> None:
     kt = list(L.KT_STRATEGIES) if a.kt == ["all"] else a.kt
     if importlib.util.find_spec("kernel_tuner") is None:
         kt = []
-    tables = {s: p for s, p in L.find_tables(L.RESULTS).items() if a.only is None or s.name in a.only}
+    found = L.find_tables(L.RESULTS)
+    tables = {s: p for s, p in found.items() if a.only is None or s.name in a.only}
     scratch = Path(tempfile.mkdtemp())
     t0 = time.time()
     rows = []  # table, tool, strategy, batch, first, budget, P, se, n, within1, within5, regret
@@ -221,8 +235,9 @@ def main() -> None:
     # the pool on Python 3.11 once its worker was replaced
     got: dict = {}
     errors: dict = {}
+    verdicts: dict = {}  # (table, strategy, batch, first) -> transfer's (verdict, prior configs asked) per seed
     for spec, path in tables.items():
-        history = tuple(_history(spec, tables))
+        history = tuple(_history(spec, found))  # every other shape recorded, replayed or not
         cache = scratch / f"{spec.name}.json"
         write_cache(read_table(path), L._space(spec), cache, kernel_name=spec.kernel_name,
                     problem_size=[v for _, v in spec.dims])
@@ -231,11 +246,12 @@ def main() -> None:
             for first in (True, False):
                 for batch in BATCHES:
                     for name in ours:
-                        if name == "transfer" and not history:
+                        transfer = name.partition(":")[0] == "transfer"
+                        if transfer and not history:
                             continue
                         for seed in range(a.seeds):
                             jobs[(spec, "autotune", name, batch, first, None, seed)] = pool.submit(
-                                _ours, (spec, path, name, seed, batch, first, history if name == "transfer" else ()))
+                                _ours, (spec, path, name, seed, batch, first, history if transfer else ()))
                 for name in kt:
                     for budget in BUDGETS:
                         for seed in range(a.kt_seeds):
@@ -247,6 +263,10 @@ def main() -> None:
                 if isinstance(r, str):
                     errors.setdefault((tool, name), []).append(r)
                     continue
+                if tool == "autotune":
+                    r, verdict = r
+                    if verdict is not None:
+                        verdicts.setdefault((spec_.name, name, batch, first), []).append(verdict)
                 got.setdefault((spec_, tool, name, batch, first, budget), []).append(list(r))
         print(f"{spec.name}: done, {time.time() - t0:.0f} s", flush=True)
     for (spec, tool, name, batch, first, budget), curves in got.items():
@@ -264,11 +284,26 @@ def main() -> None:
                 rows.append([spec.name, tool, name, bb, "yes" if first else "no", b, statistics.mean(ps), se, len(ps),
                              _median_reach(cut, opt * 1.01, b), _median_reach(cut, opt * 1.05, b), regret])
     cost = {name: proposing_cost(name) for name in (DEFAULT_STRATEGY, "tpe")}
-    stem = Path(a.out) / f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay"
-    write(stem, rows, errors, cost, tables, a, ours, kt, DEFAULT_STRATEGY, time.time() - t0)
+    stem = Path(a.out) / (f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay" + (f"_{a.tag}" if a.tag else ""))
+    write(stem, rows, errors, cost, tables, a, ours, kt, DEFAULT_STRATEGY, time.time() - t0, verdicts)
 
 
-def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall) -> None:
+def _command(a) -> str:
+    """The command line that wrote the results, as given."""
+    words = ["nice python3 benchmarks/search_replay.py", f"--seeds {a.seeds}", f"--workers {a.workers}"]
+    if a.ours:
+        words.append("--ours " + " ".join(a.ours))
+    if a.only:
+        words.append("--only " + " ".join(a.only))
+    words.append("--kt " + " ".join(a.kt) if a.kt else "--kt")
+    if a.kt:
+        words.append(f"--kt-seeds {a.kt_seeds}")
+    if a.tag:
+        words.append(f"--tag {a.tag}")
+    return " ".join(words)
+
+
+def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall, verdicts=None) -> None:
     rows.sort(key=lambda r: (r[0], r[3] != 16, r[4] != "yes", r[1], r[2], r[5]))
     with open(f"{stem}.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -279,8 +314,8 @@ def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall) -> None:
     for r in rows:
         by.setdefault((r[0], r[3], r[4], r[1], r[2]), {})[r[5]] = r
     lines = [f"# Issue 35: search strategies replayed on the CPU ({datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC})", "",
-             f"`nice python3 benchmarks/search_replay.py --seeds {a.seeds} --kt-seeds {a.kt_seeds}`, {wall / 60:.0f} min "
-             f"on a shared 2-core CPU. The default strategy is `{default}`. Tables (recorded whole on the H100, "
+             f"`{_command(a)}`, {wall / 60:.0f} min on a shared 2-core CPU ({a.workers} worker process(es)); "
+             f"seeds 0..{a.seeds - 1}. The default strategy is `{default}`. Tables (recorded whole on the H100, "
              "committed under benchmarks/results/): " + ", ".join(s.name for s in tables) + ".", "",
              "**Not recorded:** the three or more new spaces of 500+ configs of other kernels that issue 35 asks "
              "for (softmax, histogram, matmul_reg, a 1- or 2-byte transpose): this session had no GPU time. "
@@ -323,6 +358,19 @@ def write(stem, rows, errors, cost, tables, a, ours, kt, default, wall) -> None:
                         f"{cells[b][6]:.2f} ± {cells[b][7]:.2f}" if b in cells else "-" for b in BUDGETS)
                         + (f" | {last[9]} | {last[10]} | {last[11]:.2f}% |" if last else " | - | - | - |"))
                 lines.append("")
+    if verdicts:
+        lines += ["## Transfer's verdicts", "",
+                  "Per run (seed): whether the prior (the nearest shapes' bests) was kept ('trusted') or dropped "
+                  "on the evidence of the plain search's configs measured beside it, and how many prior configs "
+                  "transfer asked in 100 configs (the default, where it is one of them, not counted).", "",
+                  "| table | strategy | batch | default first | trusted / dropped / open | prior configs asked (per seed) |",
+                  "|---|---|---|---|---|---|"]
+        for (t, name, batch, first), got in sorted(verdicts.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2],
+                                                                                      not kv[0][3])):
+            count = {v: sum(1 for g in got if g[0] == v) for v in ("trusted", "dropped", "open")}
+            lines.append(f"| {t} | {name} | {batch} | {'yes' if first else 'no'} | {count['trusted']} / "
+                         f"{count['dropped']} / {count['open']} | {', '.join(str(g[1]) for g in got)} |")
+        lines.append("")
     Path(f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:40]))
 

@@ -1,6 +1,6 @@
 """The search loop's batches: each batch goes to the compile pool before the GPU measures the
 batch before it; a study written by the search of before strategies resumes; ``transfer``
-measures the nearest tuned shapes' bests right after the default."""
+measures the nearest tuned shapes' best after the default and the plain search's first configs."""
 
 import optuna
 import pytest
@@ -97,9 +97,13 @@ def test_a_study_written_before_strategies_resumes_without_measuring_its_configs
     assert len(trials) == 6 + len(timer.calls)  # the old ones kept as they were, one new trial per config
 
 
-def test_transfer_measures_the_nearest_tuned_shapes_best_right_after_the_default(store, device_info):
-    """Two shapes tuned (grid) with the best planted at a different config each; a new
-    shape nearer the first measures the default, then the first shape's best, then the other's."""
+def test_transfer_measures_the_nearest_tuned_shapes_best_after_the_default_and_the_plain_searchs_first(
+        store, device_info):
+    """Two shapes tuned (grid) with the best planted at a different config each; a new shape
+    nearer the first measures the default, the plain search's first configs (the controls the
+    prior is judged against), then the first shape's best, within 5 configs."""
+    from autotune.search.strategies.transfer import PROBE
+
     from fakes import fake_retime
 
     class Planted(FakeTimer):
@@ -116,9 +120,12 @@ def test_transfer_measures_the_nearest_tuned_shapes_best_right_after_the_default
         search(key_of(device_info, rows, cols), SPACE, Planted(best), store,
                SearchOptions(trials=100, strategy="grid"), retime=fake_retime())
     timer = FakeTimer()
-    search(key_of(device_info, 3000, 3000), SPACE, timer, store, SearchOptions(trials=4, strategy="transfer", seed=0,
+    search(key_of(device_info, 3000, 3000), SPACE, timer, store, SearchOptions(trials=6, strategy="transfer", seed=0,
                                                                                batch=2))
-    assert timer.calls[:3] == [DEFAULT, near_best, far_best]
+    # PROBE controls, then the prior: the default is a control unless it is among the prior's
+    # bests (here it is: the grids' other configs are timed by their order), then 1 + PROBE before
+    assert timer.calls[0] == DEFAULT and near_best in timer.calls[PROBE:PROBE + 2]
+    assert far_best not in timer.calls[:PROBE + 2]
 
 
 def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_batch(monkeypatch, device_info,

@@ -128,10 +128,13 @@ def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives:
     return Random(space, seed, history)
 
 
-def _transfer(space: SearchSpace, seed: int | None, history: Iterable, **options: Any) -> Strategy:
+def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
+              **options: Any) -> Strategy:
+    """The nearest shapes' bests, tried while they beat the plain search's configs measured
+    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`)."""
     from autotune.search.strategies.transfer import Transfer
 
-    return Transfer(space, seed, history, **options)
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
 
 
 _FACTORIES: dict[str, Factory] = {}
@@ -142,8 +145,8 @@ STRATEGIES: Mapping[str, Factory] = types.MappingProxyType(_FACTORIES)
 [`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also
 takes any Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid
 configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals;
-``transfer``: the bests of the nearest tuned shapes first, then TPE warm-started with their
-trials."""
+``transfer``: the bests of the nearest tuned shapes, tried while they beat the default
+strategy's configs measured beside them, and that strategy."""
 
 TRAITS: Mapping[str, Traits] = types.MappingProxyType(_TRAITS)
 """Strategy name -> its :class:`~autotune.search.strategies.traits.Traits` (read-only)."""
@@ -212,7 +215,13 @@ register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
 register("cmaes", _cmaes, Traits(packages=("cmaes",)))
 register("transfer", _transfer, Traits(needs_prior=True, options=(
     StrategyOption("queue", 8, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
-    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"))))
+    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
+    StrategyOption("probe", 3, low=1, high=1000, doc="the plain search's configs measured before the prior's "
+                                                     "are judged (none of the prior's is asked before them)"),
+    StrategyOption("slack", 0.05, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
+                                                        "1 + slack times the probe configs' best"),
+    StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "bandit", "random"),
+                   doc="the plain search, told every config; its configs are the prior's controls"))))
 register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
 
 

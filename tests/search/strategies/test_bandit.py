@@ -1,14 +1,13 @@
-"""The ``bandit`` strategy (autotune/search/strategies/bandit.py), and ``transfer``'s
-fallback to it: CPU only, synthetic tables, no GPU. The registry-wide contract (valid, distinct,
-unknown configs; exhausting a space; history; a space of 10^8 combinations) is
+"""The ``bandit`` strategy (autotune/search/strategies/bandit.py): CPU only, synthetic tables,
+no GPU (``transfer``'s: tests/search/strategies/test_transfer.py). The registry-wide contract
+(valid, distinct, unknown configs; exhausting a space; history; a space of 10^8 combinations) is
 tests/search/strategies/test_registry.py's, which runs every strategy of the registry."""
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.interchange.replay import replay
-from autotune.search.strategies import DEFAULT_STRATEGY, Known, make_strategy
+from autotune.search.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.search.strategies.bandit import Bandit
-from autotune.search.strategies.transfer import PATIENCE
 
 SPACE = SearchSpace("smem_vec", (("BLOCK_ROWS", (1, 2, 4, 8, 16, 32)), ("GROUP", (0, 4, 8, 16)),
                                  ("IPAD", (1, 2, 4)), ("TILE_DIM", (16, 32, 64))),
@@ -89,45 +88,3 @@ def test_failed_configs_are_data_and_never_the_best():
     assert len(batch) == 5
     s.tell(batch[0], 2.0)
     assert s.best == (batch[0], 2.0)
-
-
-def _prior(best: Config, shape=(("rows", 2048),), distance=0.7) -> list[Known]:
-    """Another shape's table whose best is ``best``."""
-    b, g, i, t = (best[n] for n in ("BLOCK_ROWS", "GROUP", "IPAD", "TILE_DIM"))
-    return [Known(c, ms(c, (b, g, i, t)), distance, shape) for c in SPACE.configs()]
-
-
-def test_transfer_finds_the_optimum_at_once_where_the_nearest_shapes_best_is_this_ones():
-    optimum = Config.of("smem_vec", {"BLOCK_ROWS": 4, "GROUP": 8, "IPAD": 2, "TILE_DIM": 64})
-    table = {c.key: ms(c) for c in SPACE.configs()}
-    for batch in (1, 16):
-        r = replay("transfer", SPACE, table, 5, seed=0, batch=batch, history=_prior(optimum), first=[DEFAULT])
-        assert optimum.key in r.measured[:2]
-
-
-def test_transfer_drops_a_prior_that_does_not_pay_and_searches_as_the_default():
-    wrong = Config.of("smem_vec", {"BLOCK_ROWS": 32, "GROUP": 0, "IPAD": 4, "TILE_DIM": 32})  # slow here
-    s = make_strategy("transfer", SPACE, 0, _prior(wrong))
-    queued = list(s.prior_left)
-    assert queued[0] == wrong and len(queued) > PATIENCE
-    s.tell(DEFAULT, ms(DEFAULT))
-    asked_prior = []
-    while s.prior_left:
-        batch = s.ask(1)
-        assert batch, "the space ran out before the prior was dropped"
-        asked_prior += [c for c in batch if c in queued]
-        for c in batch:
-            s.tell(c, ms(c))
-        if len(asked_prior) > PATIENCE:
-            break
-    assert len(asked_prior) == PATIENCE and s.prior_left == []  # dropped after PATIENCE misses
-
-
-def test_transfer_keeps_a_prior_that_pays():
-    optimum = Config.of("smem_vec", {"BLOCK_ROWS": 4, "GROUP": 8, "IPAD": 2, "TILE_DIM": 64})
-    s = make_strategy("transfer", SPACE, 0, _prior(optimum))
-    s.tell(DEFAULT, ms(DEFAULT))
-    first = s.ask(1)
-    assert first == [optimum]
-    s.tell(optimum, ms(optimum))
-    assert s.misses == 0 and s.prior_left  # it paid: the rest of the prior stays queued

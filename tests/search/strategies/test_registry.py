@@ -1,7 +1,7 @@
 """The strategy registry: every strategy proposes only valid, distinct, unknown configs, finds
 the best of a small synthetic table, and starts at once on a space of 10^8 combinations;
-``transfer`` queues the nearest shapes' bests first (tests/search/strategies/test_bandit.py: the default
-strategy's own contract and transfer's fallback)."""
+``transfer`` queues the nearest shapes' bests (tests/search/strategies/test_transfer.py: when it
+measures them, and when it drops them)."""
 
 import importlib.util
 
@@ -130,18 +130,17 @@ def test_transfer_queues_the_nearest_shapes_bests_first():
                + [Known(c, 1.0 + i, 2.77, far) for i, c in enumerate(configs[20:24])]
                + [(configs[3], 5.0)])  # this problem: measured already, not queued
     s = make_strategy("transfer", SPACE, 0, history)
-    # each shape's best in turn, nearest first, then each one's second best, ...; the near
-    # shape's best (configs[3]) is measured here already; a quarter of a batch at a time
-    assert s.ask(8)[:2] == [configs[20], configs[4]]
-    assert s.prior_left[:2] == [configs[21], configs[5]]
+    # the near shape's bests twice as often as the far one's (its best, configs[3], is measured
+    # here already); none before the plain search's first configs (test_transfer.py)
+    assert s.prior_left[:4] == [configs[4], configs[20], configs[5], configs[6]]
     for c in s.ask(30):
         assert not SPACE.violations(c)
 
 
-def test_transfer_without_other_shapes_is_a_bandit_search():
+def test_transfer_without_other_shapes_is_the_plain_search():
     s = make_strategy("transfer", SPACE, 0)
     batch = s.ask(6)
-    assert len(batch) == 6 and all(not SPACE.violations(c) for c in batch)
+    assert batch == make_strategy("tpe", SPACE, 0).ask(6)
     assert s.prior_left == []
 
 

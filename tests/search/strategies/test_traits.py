@@ -78,7 +78,7 @@ def test_each_built_in_strategy_declares_what_it_is():
     assert TRAITS["nsga2"].pareto and [o.name for o in TRAITS["nsga2"].options] == ["population"]
     assert [n for n, t in TRAITS.items() if t.pareto] == ["random", "grid", "nsga2"]  # told (ms, J), or ignore it
     assert [o.name for o in TRAITS["tpe"].options] == ["startup"]
-    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes"]
+    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "slack", "then"]
     assert TRAITS["bandit"].options == ()
     assert traits_of(optuna.samplers.RandomSampler()) == Traits() == SearchOptions(
         strategy=optuna.samplers.RandomSampler()).traits
@@ -89,7 +89,8 @@ def test_the_options_defaults_are_the_strategies_own():
     """Behaviour unchanged: a strategy given no option runs as before (Transfer's constants,
     Optuna's n_startup_trials)."""
     takes = {o.name: o.default for o in TRAITS["transfer"].options}
-    assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES}
+    assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES, "probe": transfer.PROBE,
+                     "slack": transfer.SLACK, "then": DEFAULT_STRATEGY}
     assert make_strategy("tpe", SPACE)._study.sampler._n_startup_trials == 10
     assert make_strategy("tpe", SPACE, options={"startup": "3"})._study.sampler._n_startup_trials == 3
 

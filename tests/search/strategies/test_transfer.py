@@ -1,0 +1,183 @@
+"""The ``transfer`` strategy (autotune/search/strategies/transfer.py) on hand-built tables: CPU
+only, no GPU. Where the nearest shape's best is this shape's optimum, it is measured within 5
+configs; a prior that misleads is dropped on the evidence of the plain search's configs
+measured beside it, at a cost of at most FIRST configs (none at batch 1 where the default,
+measured first, is its best)."""
+
+import pytest
+
+from autotune.interchange.replay import replay
+from autotune.kernel.config import Config
+from autotune.kernel.space import SearchSpace
+from autotune.search.strategies import Known, make_strategy
+from autotune.search.strategies.bandit import Bandit
+from autotune.search.strategies.simple import Random
+from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, SLACK, nearest_bests
+
+SPACE = SearchSpace("smem_vec", (("BLOCK_ROWS", (1, 2, 4, 8, 16, 32)), ("GROUP", (0, 4, 8, 16)),
+                                 ("IPAD", (1, 2, 4)), ("TILE_DIM", (16, 32, 64))),
+                    ("TILE_DIM % BLOCK_ROWS == 0",))
+DEFAULT = Config.of("smem_vec", {"BLOCK_ROWS": 8, "GROUP": 0, "IPAD": 1, "TILE_DIM": 32})
+OPTIMUM = Config.of("smem_vec", {"BLOCK_ROWS": 4, "GROUP": 8, "IPAD": 2, "TILE_DIM": 64})
+FAR = Config.of("smem_vec", {"BLOCK_ROWS": 1, "GROUP": 16, "IPAD": 4, "TILE_DIM": 16})
+
+
+def ms(config: Config, best: Config = OPTIMUM) -> float:
+    """A synthetic table with one optimum, ``best``: each macro's distance from it costs time."""
+    m, b = config.as_dict(), best.as_dict()
+    return 1.0 + abs(m["BLOCK_ROWS"].bit_length() - b["BLOCK_ROWS"].bit_length()) * 0.3 \
+        + abs(m["GROUP"] - b["GROUP"]) * 0.02 + (m["IPAD"] != b["IPAD"]) * 0.1 \
+        + abs(m["TILE_DIM"].bit_length() - b["TILE_DIM"].bit_length()) * 0.5
+
+
+TABLE = {c.key: ms(c) for c in SPACE.configs()}
+
+
+def shape(times: dict[Config, float], dims=(("rows", 2048),), distance=0.7) -> list[Known]:
+    """Another shape's observations: config -> ms."""
+    return [Known(c, t, distance, dims) for c, t in times.items()]
+
+
+def like(best: Config, **kw) -> list[Known]:
+    """Another shape whose table is this one's with its optimum at ``best``."""
+    return shape({c: ms(c, best) for c in SPACE.configs()}, **kw)
+
+
+def reversed_(**kw) -> list[Known]:
+    """Another shape whose order is this one's reversed: its bests are the slowest here."""
+    return shape({c: 10.0 - ms(c) for c in SPACE.configs()}, **kw)
+
+
+def prior_measured(r, history) -> list[str]:
+    queued = {c.key for c in nearest_bests(history, SPACE)}
+    return [k for k in r.measured if k in queued]
+
+
+def test_the_queue_takes_the_nearest_shapes_bests_twice_as_often_skipping_failed_and_invalid():
+    configs = SPACE.configs()
+    invalid = Config.of("smem_vec", {"BLOCK_ROWS": 32, "GROUP": 0, "IPAD": 1, "TILE_DIM": 16})
+    assert SPACE.violations(invalid)
+    near = shape({invalid: 0.5, configs[0]: None, **{c: 1.0 + i for i, c in enumerate(configs[1:6])}}, distance=0.3)
+    far = shape({c: 2.0 + i for i, c in enumerate(configs[10:14])}, dims=(("rows", 64),), distance=1.5)
+    got = nearest_bests(near + far, SPACE)
+    assert got == [configs[1], configs[2], configs[10], configs[3], configs[4], configs[11], configs[5], configs[12]]
+    assert len(nearest_bests(near + far, SPACE, limit=3)) == 3 and len(got) == QUEUE
+    assert nearest_bests(near + far, SPACE, shapes=1) == configs[1:6]
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+@pytest.mark.parametrize("default_first", [True, False])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_optimum_is_measured_within_5_configs_where_it_is_one_of_the_nearest_shapes_two_bests(
+        batch, default_first, rank):
+    """rank 0: the nearest shape's best is this shape's optimum; rank 1: its second best is
+    (its best: the kernel's default, measured first or not)."""
+    times = {c: ms(c) + 1 for c in SPACE.configs()}
+    times[OPTIMUM] = 0.9 if rank == 0 else 0.95
+    if rank == 1:
+        times[DEFAULT] = 0.9
+    history = shape(times) + like(FAR, dims=(("rows", 64),), distance=2.0)
+    r = replay("transfer", SPACE, TABLE, 20, seed=0, batch=batch, history=history,
+               first=[DEFAULT] if default_first else [])
+    assert OPTIMUM.key in r.measured[:5]
+    assert OPTIMUM.key in r.measured[:1 + PROBE + FIRST]
+
+
+def test_a_prior_that_misleads_is_dropped_after_the_controls_having_cost_at_most_first_configs():
+    history = reversed_()
+    s = make_strategy("transfer", SPACE, 0, history)
+    s.tell(DEFAULT, ms(DEFAULT))  # not among the prior's bests: a control
+    measured = [DEFAULT]
+    while len(measured) < 40:
+        c = s.ask(1)[0]
+        s.tell(c, ms(c))
+        measured.append(c)
+    queued = set(nearest_bests(history, SPACE))
+    from_prior = [i for i, c in enumerate(measured) if c in queued]
+    assert s.verdict == "dropped" and s.prior_left == []
+    assert len(from_prior) <= FIRST and min(from_prior) >= PROBE  # the controls first, the default among them
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_a_misleading_prior_whose_best_is_the_default_measured_first_costs_nothing_at_batch_1(batch):
+    """The default (measured first, the prior's best) is slow here: at batch 1, the plain
+    search's first configs beat it, the prior is dropped before any of its other configs is
+    asked, and every config measured is the one the plain search measures alone. At batch 16,
+    the first batch is asked before any evidence: it holds one more prior config (FIRST in all)."""
+    table = {c.key: ms(c, FAR) for c in SPACE.configs()}  # the default is slow here
+    times = {c: 10.0 - ms(c, FAR) for c in SPACE.configs()}
+    times[DEFAULT] = 0.5
+    history = shape(times)
+    assert nearest_bests(history, SPACE)[0] == DEFAULT and table[DEFAULT.key] > sorted(table.values())[len(table) // 2]
+    kw = dict(seed=3, batch=batch, first=[DEFAULT])
+    r = replay("transfer", SPACE, table, 40, history=history, **kw)
+    if batch == 1:
+        assert r.measured == replay("tpe", SPACE, table, 40, **kw).measured
+        assert prior_measured(r, history) == [DEFAULT.key]
+    else:
+        assert len(prior_measured(r, history)) == FIRST and r.measured.index(prior_measured(r, history)[1]) == PROBE + 1
+
+
+def test_a_prior_that_beats_the_controls_is_trusted_and_kept_while_it_pays():
+    history = like(OPTIMUM)
+    s = make_strategy("transfer", SPACE, 1, history)
+    s.tell(DEFAULT, ms(DEFAULT))  # not among the prior's bests: the first control
+    measured = []
+    for _ in range(1 + PROBE + QUEUE):
+        c = s.ask(1)[0]
+        s.tell(c, ms(c))
+        measured.append(c)
+    queue = nearest_bests(history, SPACE)
+    assert s.verdict == "trusted" and measured.index(OPTIMUM) == PROBE - 1 and queue[0] == OPTIMUM
+    # after the optimum, the prior's next configs do not pay: PATIENCE of them, then the plain search
+    assert s.from_prior == queue[:1 + PATIENCE] == measured[PROBE - 1:PROBE + PATIENCE]
+    assert s.prior_left == []
+    # then local search around the prior's configs that paid (bandit, told every config)
+    after = s.ask(4)
+    assert all(c in s.local.arm_of and s.plain.known(c) for c in after)
+
+
+def test_a_shape_whose_configs_do_not_pay_is_dropped_after_patience_misses_the_other_kept():
+    near = like(OPTIMUM, distance=0.3)
+    far = reversed_(dims=(("rows", 64),), distance=0.4)  # its bests are the slowest here
+    near_best = {k.config for k in sorted(near, key=lambda k: k.ms)[:16]}
+    here = {c: 1.0 if c in near_best else ms(c) + 1 for c in SPACE.configs()}  # the near shape's bests all pay
+    s = make_strategy("transfer", SPACE, 0, near + far, options={"queue": 16})
+    s.tell(DEFAULT, here[DEFAULT])
+    for _ in range(30):
+        c = s.ask(1)[0]
+        s.tell(c, here[c])
+    queue = nearest_bests(near + far, SPACE, limit=16)
+    assert s.verdict == "trusted"
+    assert len([c for c in s.from_prior if c not in near_best]) == PATIENCE
+    assert {c for c in queue if c in near_best} <= set(s.told)
+
+
+def test_the_search_loops_queued_default_is_in_flight_in_the_plain_search_too():
+    s = make_strategy("transfer", SPACE, 1, like(OPTIMUM))
+    s.enqueue([DEFAULT])  # what the search loop does (Tuner) before any proposal
+    assert s.ask(1) == [DEFAULT] and s.plain.known(DEFAULT)
+    batch = s.ask(16)
+    assert DEFAULT not in batch and len(set(batch)) == 16
+    assert OPTIMUM in batch  # the nearest shape's best: within the first batch, after PROBE controls
+    assert batch.index(OPTIMUM) == PROBE - 1  # the default is the first control
+
+
+def test_the_options_probe_and_then():
+    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": "1", "then": "random"})
+    assert isinstance(s.plain, Random) and s.probe == 1 and isinstance(s.local, Bandit)
+    first = s.ask(3)
+    assert first[1] == OPTIMUM and first[0] != OPTIMUM  # one control, then the prior
+
+
+@pytest.mark.parametrize(("prior_ms", "verdict"), [(0.9, "trusted"), (1.0 + SLACK - 0.001, "trusted"),
+                                                   (1.0 + SLACK + 0.001, "dropped"), (None, "dropped")])
+def test_the_verdict_compares_the_priors_best_with_the_controls_best_within_slack(prior_ms, verdict):
+    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": 1})
+    s.tell(DEFAULT, 1.0)  # the one control (the default is not among the prior's bests)
+    assert s.verdict == "open"
+    first = s.ask(1)
+    assert first == [OPTIMUM]
+    s.tell(OPTIMUM, prior_ms)
+    assert s.verdict == verdict
+    assert (s.prior_left != []) == (verdict == "trusted")
