@@ -277,6 +277,8 @@ def recording_cost(folder: Path, n: int, launches: int, rounds: int = 7) -> None
     cases = [("on: autotune.record, 1 call in 64 timed (the default)", 64),
              ("on: autotune.record, every call timed (sample_every=1)", 1),
              ("off again: after recordings stopped", None)]
+    for _ in range(rounds):  # warm-up, not kept: the first loops of a process read slower (the
+        loop()               # 14:00 UTC H100 run: "off" 2.35-3.12 µs over the lines after it)
     per: dict[str, list[float]] = {never: [loop() for _ in range(rounds)], **{label: [] for label, _ in cases}}
     for r in range(rounds):
         for label, every in cases[r % len(cases):] + cases[:r % len(cases)]:
