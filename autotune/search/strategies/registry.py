@@ -54,15 +54,27 @@ _STARTUP = StrategyOption("startup", 10, low=1, high=100_000,
                           doc="configs proposed at random before the model proposes (Optuna's n_startup_trials)")
 
 
-def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
+_CANDIDATES = StrategyOption("candidates", 24, low=1, high=10_000,
+                             doc="configs TPE draws from its model of the good ones per proposal, keeping the "
+                                 "one of best expected improvement (Optuna's n_ei_candidates)")
+_LOCAL = StrategyOption("local", 0.0, low=0.0, high=1.0,
+                        doc="share of the proposals that are one-macro neighbours of the best config so far "
+                            "(a hill climber's step) instead of the model's")
+
+
+def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10, candidates: int = 24,
+         local: float = 0.0) -> Strategy:
     """Optuna's TPESampler (Bergstra et al., NeurIPS 2011), multivariate (Falkner et al., 2018),
-    in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads."""
+    in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads;
+    with ``local``, that share of the proposals are neighbours of the best so far
+    (:mod:`autotune.search.strategies.sampled`)."""
     import optuna
 
     from autotune.search.strategies.sampled import Sampled
 
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup)
-    return Sampled(space, sampler, seed, history, name="tpe")
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup,
+                                         n_ei_candidates=candidates)
+    return Sampled(space, sampler, seed, history, name="tpe", local=local, local_after=startup)
 
 
 def _gp(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
@@ -208,7 +220,7 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
 
 
 register("bandit", _bandit)
-register("tpe", _tpe, Traits(options=(_STARTUP,)))
+register("tpe", _tpe, Traits(options=(_STARTUP, _CANDIDATES, _LOCAL)))
 register("random", _random, Traits(pareto=True))  # values are not read: any number of objectives
 register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True, pareto=True))
 register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))

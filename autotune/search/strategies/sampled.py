@@ -22,10 +22,20 @@ failure is a failed in-memory trial.
 Over several objectives (``objectives=2``: time and energy, a Pareto front), the in-memory study
 has that many directions, each config is told a tuple of values, and a failed config counts
 as :data:`FAILED_PENALTY` times the worst of each value told so far.
+
+With ``local`` above 0 (``tpe:local=F``), once ``local_after`` configs are told (``tpe``: its
+``startup``, so the climb starts from the best of the random start), a share ``F`` of the
+proposals are instead one-macro
+neighbours of the best config told so far (one macro to another of its values; the nearest
+ordinals first, ties in random order), the step of a first-improvement hill climber; they are
+enqueued into the study as fixed trials, so the model learns from them too. This is issue 35's
+hybrid: the hill climber from the default led TPE on smem_vec 2048^2 (0.62 / 0.84 / 0.91 against
+0.24 / 0.42 / 0.62), and in a batch of 16 TPE's constant-liar guesses learn little.
 """
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections.abc import Iterable
 
@@ -43,8 +53,11 @@ class Sampled(Strategy):
     """A strategy over ``sampler`` (an ``optuna.samplers.BaseSampler``), see the module doc."""
 
     def __init__(self, space: SearchSpace, sampler, seed: int | None = None, history: Iterable = (),
-                 name: str | None = None, objectives: int = 1) -> None:
+                 name: str | None = None, objectives: int = 1, local: float = 0.0, local_after: int = 0) -> None:
         import optuna
+
+        if not 0.0 <= local <= 1.0:
+            raise ValueError(f"local={local} is not allowed; give a share from 0 to 1")
 
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         self.name = name or type(sampler).__name__
@@ -53,6 +66,9 @@ class Sampled(Strategy):
         self._dists = {n: optuna.distributions.IntDistribution(0, len(v) - 1) for n, v in space.params}
         self._study = optuna.create_study(sampler=sampler, directions=["minimize"] * objectives)
         self._trials: dict[Config, object] = {}  # asked, in flight in the in-memory study
+        self._local, self._proposed = local, 0  # share of proposals from the best's neighbours; proposals so far
+        self._local_after = local_after  # configs told before the first local proposal
+        self._rng = random.Random(seed)
         super().__init__(space, seed, history)
 
     def _ordinals(self, config: Config) -> dict[str, int]:
@@ -68,11 +84,41 @@ class Sampled(Strategy):
             warnings.simplefilter("ignore")
             return self._study.ask(self._dists)
 
+    def _neighbours(self, also: list[Config]) -> list[Config]:
+        """The valid one-macro neighbours of the best config told, neither known nor in ``also``:
+        the nearest ordinals first (1 step, then 2...), each distance's in random order."""
+        best = self.best
+        if best is None:
+            return []
+        values, taken = best[0].as_dict(), set(also)
+        out = []
+        for name, options in self.space.params:
+            at = options.index(values[name])
+            for i, v in enumerate(options):
+                if i != at:
+                    c = Config.of(self.space.kernel, {**values, name: v})
+                    if not self.known(c) and c not in taken and not self.space.violations(c):
+                        out.append((abs(i - at), self._rng.random(), c))
+        return [c for _, _, c in sorted(out, key=lambda t: t[:2])]
+
     def _propose(self, k: int) -> list[Config]:
         from optuna.trial import TrialState
 
         out: list[Config] = []
+        local: list[Config] | None = None  # the best's neighbours, found once per call
         while len(out) < k:
+            if len(self.told) >= self._local_after:
+                self._proposed += 1
+            if self._proposed and int(self._proposed * self._local) > int((self._proposed - 1) * self._local):
+                if local is None:
+                    local = self._neighbours(out)
+                local = [c for c in local if c not in out]
+                if local:
+                    config = local.pop(0)
+                    self._trials[config] = self._fixed(config)
+                    out.append(config)
+                    continue
+                self._proposed -= 1  # none left (or no best yet): the model's, and the next is local
             trial = self._ask()
             point = {n: self._values[n][i] for n, i in trial.params.items()}
             config = Config.of(self.space.kernel, point)
