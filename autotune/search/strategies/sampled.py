@@ -50,7 +50,18 @@ FAILED_PENALTY = 2.0
 
 
 class Sampled(Strategy):
-    """A strategy over ``sampler`` (an ``optuna.samplers.BaseSampler``), see the module doc."""
+    """A strategy over ``sampler`` (an ``optuna.samplers.BaseSampler``), see the module doc.
+
+    Args:
+        local: the share (0..1) of proposals that are one-macro neighbours of the best config
+            told so far instead of the sampler's (0: the sampler alone).
+        local_after: configs told (history, the default and measured ones) before the first
+            neighbour is proposed.
+
+    Raises:
+        ValueError: ``local`` outside 0..1 (the registry's option check says it first, as one
+            ``error:`` line).
+    """
 
     def __init__(self, space: SearchSpace, sampler, seed: int | None = None, history: Iterable = (),
                  name: str | None = None, objectives: int = 1, local: float = 0.0, local_after: int = 0) -> None:
