@@ -60,7 +60,7 @@ def test_options_are_frozen_hashable_and_replaced_with_a_new_check():
 
 def test_sampler_is_the_deprecated_name_of_strategy_and_unknown_keywords_are_refused():
     assert SearchOptions.of(sampler="grid").strategy == "grid"
-    assert SearchOptions.of(trials=3).strategy == "tpe"
+    assert SearchOptions.of(trials=3).strategy == "tpe_local"  # DEFAULT_STRATEGY
     with pytest.raises(InvalidInputError, match="unknown search option 'n_trials'"):
         SearchOptions.of(n_trials=3)
 

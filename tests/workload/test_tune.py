@@ -11,6 +11,7 @@ from autotune.errors import InvalidInputError
 from autotune.workload.budget import FLOOR_S, allocate, format_seconds, parse_budget
 
 from autotune.search.options import SearchOptions
+from autotune.search.strategies import DEFAULT_STRATEGY
 
 from workload_fixtures import fake_gpu, record_app
 
@@ -50,7 +51,7 @@ def test_the_plan_ranks_problems_by_expected_saving(monkeypatch, device_info, db
     labels = [r.label for r in plan.rows]
     assert labels == ["histogram256 100000 uint8", "histogram256 1000 uint8", "smem_vec 100x64 float32"]
     big = plan.rows[0]
-    assert big.recorded.calls == 30 and big.chosen.rung == "default" and big.strategy == "tpe"
+    assert big.recorded.calls == 30 and big.chosen.rung == "default" and big.strategy == DEFAULT_STRATEGY
     assert big.share == pytest.approx(big.recorded.gpu_ms / plan.gpu_ms) and big.share > 0.9
     assert big.gain == pytest.approx(0.15) and big.gain_why == "assumed: no shape tuned here"
     assert big.saving_ms == pytest.approx(big.recorded.gpu_ms * 0.15)
@@ -93,7 +94,7 @@ def test_tuning_measures_the_workload_at_the_default_and_tuned_configs(monkeypat
     for r in results.values():
         bench = next(b for b in benches if b.problem.kernel.name == r.kernel and b.problem.dims == r.dims)
         default = bench.problem.kernel.default_config()
-        assert r.status == "tuned" and r.trials == 6 and r.strategy == "tpe"
+        assert r.status == "tuned" and r.trials == 6 and r.strategy == DEFAULT_STRATEGY
         assert r.default_ms == pytest.approx(bench.ms(default))  # measured by the final re-timing, not estimated
         assert r.tuned_ms == pytest.approx(min(bench.ms(c) for c in bench_configs(bench)))
         assert r.tuned_ms <= r.default_ms and ("retime", f"{default.key},{r.config_key}") in bench.calls \

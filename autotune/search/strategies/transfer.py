@@ -8,8 +8,8 @@ there (rank correlation of the two tables: about 0). Distance alone cannot tell 
 the prior has to earn its place with measurements here, and random search's expected best
 (what the methodology score P calls 0) leaves room for very few configs spent on a wrong one.
 
-The plain search is the default strategy (``then``; :data:`~autotune.search.strategies.registry.DEFAULT_STRATEGY`,
-``tpe``), built through the registry and told every config measured here (the prior's
+The plain search is ``tpe`` (option ``then``, the strategy issue 35's replay of transfer
+measured; not the default strategy ``tpe_local``), built through the registry and told every config measured here (the prior's
 included); the other shapes' times never enter its model (no warm start). Transfer decides,
 slot by slot, whether a config comes from the prior's queue or from the plain search:
 

@@ -23,11 +23,11 @@ def ms(config: Config, best=(4, 8, 2, 64)) -> float:
         + (m["IPAD"] != i) * 0.1 + abs(m["TILE_DIM"].bit_length() - t.bit_length()) * 0.5
 
 
-def test_bandit_is_selectable_and_tpe_stays_the_default():
-    """tpe led bandit in every setting of benchmarks/search_replay.py (2026-11-27): the default stays."""
+def test_bandit_is_selectable_and_not_the_default():
+    """tpe led bandit in every setting of benchmarks/search_replay.py (2026-11-27), and tpe_local leads tpe."""
     from autotune.search.options import SearchOptions
 
-    assert DEFAULT_STRATEGY == "tpe" and isinstance(make_strategy("bandit", SPACE, 0), Bandit)
+    assert DEFAULT_STRATEGY == "tpe_local" and isinstance(make_strategy("bandit", SPACE, 0), Bandit)
     assert SearchOptions().strategy == DEFAULT_STRATEGY  # autotune.tune's default too
 
 

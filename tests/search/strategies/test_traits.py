@@ -31,7 +31,7 @@ FOLDER = PACKAGE / "search" / "strategies"
 SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0,)), ("IPAD", (1, 2)),
                                  ("TILE_DIM", (16, 32, 64))),
                     ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 1024"))
-BUILT_IN = ("bandit", "tpe", "random", "grid", "gp", "cmaes", "transfer", "nsga2")
+BUILT_IN = ("bandit", "tpe", "random", "grid", "gp", "cmaes", "transfer", "nsga2", "tpe_local")
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_the_options_defaults_are_the_strategies_own():
     Optuna's n_startup_trials)."""
     takes = {o.name: o.default for o in TRAITS["transfer"].options}
     assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES, "probe": transfer.PROBE,
-                     "slack": transfer.SLACK, "then": DEFAULT_STRATEGY}
+                     "slack": transfer.SLACK, "then": "tpe"}
     assert make_strategy("tpe", SPACE)._study.sampler._n_startup_trials == 10
     assert make_strategy("tpe", SPACE, options={"startup": "3"})._study.sampler._n_startup_trials == 3
 
