@@ -60,3 +60,21 @@ def test_flags_vs_macros_says_when_no_flag_helps():
     script = _flags_script()
     text = "\n".join(script.compare({"B=1,NVCC_PTXAS_O=3": 0.010, "B=1,NVCC_PTXAS_O=1": 0.012}))
     assert "no flag setting beats the best macro-only config" in text
+
+
+def test_search_replay_compare_counts_level_cells_by_target_2s_rule(tmp_path):
+    spec = importlib.util.spec_from_file_location("search_replay_compare", BENCH / "search_replay_compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    head = "table,tool,strategy,batch,default_first,budget,P,P_se\n"
+    (tmp_path / "ours.csv").write_text(head + "t,autotune,tpe,16,yes,20,0.50,0.10\n"
+                                              "t,autotune,tpe,16,yes,50,0.20,0.00\n")
+    (tmp_path / "kt.csv").write_text(head + "t,kernel_tuner,mls,1,yes,20,0.60,0.00\n"
+                                            "t,kernel_tuner,mls,16,yes,20,0.60,0.00\n"
+                                            "t,kernel_tuner,ga,16,yes,50,0.90,0.10\n"
+                                            "t,kernel_tuner,mls,16,yes,50,0.30,0.00\n")
+    ours = module.cells(tmp_path / "ours.csv", lambda r: r["tool"] == "autotune")
+    kt = module.cells(tmp_path / "kt.csv", lambda r: r["tool"] == "kernel_tuner")
+    text = "\n".join(module.compare(ours, kt, "tpe"))
+    assert "level with Kernel Tuner's best strategy (target 2's rule) in 1 of 2 cells" in text  # 0.5 >= 0.6 - 0.1
+    assert "| t | 16 | yes | 50 | 0.20 ± 0.00 | ga 0.90 ± 0.10 |" in text
