@@ -24,7 +24,7 @@ from autotune.measure import benchmark, device
 from autotune.measure.measurement import Measurement
 from autotune.search.objective import told, values
 from autotune.search.options import SearchOptions
-from autotune.search.strategies import STRATEGIES, TRAITS, make_strategy
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, TRAITS, make_strategy
 from autotune.search.tuner import search
 from autotune.store.key import TuningKey
 from autotune.store.pareto import dominates, front, named_ends
@@ -105,7 +105,7 @@ def test_time_energy_picks_the_pareto_strategy_through_its_traits():
     assert options.objectives == ("time", "energy") and options.meters_energy
     assert options.benchmark_options()["early_stop"] is False  # a slow config may spend the least energy
     assert SearchOptions(objective="time,energy", strategy="random").strategy == "random"
-    assert SearchOptions().strategy == "tpe" and not SearchOptions().pareto
+    assert SearchOptions().strategy == DEFAULT_STRATEGY and not SearchOptions().pareto
     assert TRAITS["nsga2"].pareto and not TRAITS["tpe"].pareto and "nsga2" in STRATEGIES
     with pytest.raises(InvalidInputError, match=r"strategy 'tpe' cannot minimise time,energy together .*nsga2"):
         SearchOptions(objective="time,energy", strategy="tpe")
