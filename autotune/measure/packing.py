@@ -19,7 +19,7 @@ import ctypes
 import struct
 from collections.abc import Hashable, Sequence
 
-__all__ = ["PackedArguments", "SCALAR_FORMATS", "POINTER"]
+__all__ = ["PackedArguments", "SCALAR_FORMATS", "POINTER", "kernel_layout"]
 
 SCALAR_FORMATS = {"int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
 """``struct`` format of each scalar C type of a kernel file."""
@@ -27,6 +27,14 @@ POINTER = "Q"
 """``struct`` format of a device pointer (8 bytes)."""
 _CTYPES = {"i": ctypes.c_int32, "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64,
            "f": ctypes.c_float, "d": ctypes.c_double}
+
+
+def kernel_layout(args: Sequence) -> list[tuple[str, str]]:
+    """``(name, struct format)`` of a kernel's arguments (``Kernel.args``) in its parameter order:
+    :data:`POINTER` for an array, the scalar's format otherwise (a :class:`PackedArguments` layout)."""
+    from autotune.kernel.model import Array
+
+    return [(a.name, POINTER if isinstance(a, Array) else SCALAR_FORMATS[a.ctype]) for a in args]
 
 
 class PackedArguments:

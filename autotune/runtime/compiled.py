@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
-from autotune.measure.packing import POINTER, SCALAR_FORMATS, PackedArguments
+from autotune.measure.packing import PackedArguments, kernel_layout
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.arguments import check_bundle_args, check_db_arg, shown
 from autotune.kernel.config import Config
@@ -120,8 +120,7 @@ class Launcher:
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
                                         f"{'x'.join(map(str, a.shape))} {a.dtype.name}")
             values.append(a.pointer)
-        packed = PackedArguments([(a.name, POINTER if isinstance(a, Array) else SCALAR_FORMATS[a.ctype])
-                                  for a in self.kernel.args])
+        packed = PackedArguments(kernel_layout(self.kernel.args))
         pointers = iter(values)
         for a in self.kernel.args:
             packed.put(a.name, next(pointers) if isinstance(a, Array) else self.scalars[a.name].value)

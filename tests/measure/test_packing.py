@@ -50,3 +50,13 @@ def test_no_arguments_still_gives_a_buffer_and_an_argv():
 def test_an_unknown_format_is_refused():
     with pytest.raises(KeyError):
         PackedArguments([("x", "h")])
+
+
+def test_a_kernels_layout_is_a_pointer_per_array_and_each_scalars_format():
+    from pathlib import Path
+
+    from autotune.kernel.loader import load_kernel
+    from autotune.measure.packing import kernel_layout
+
+    k = load_kernel(Path(__file__).resolve().parents[2] / "examples/histogram/histogram.toml")
+    assert kernel_layout(k.args) == [("bins", POINTER), ("in", POINTER), ("n", "q")]

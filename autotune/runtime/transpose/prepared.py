@@ -15,7 +15,7 @@ import ctypes
 
 from autotune.errors import AutotuneError
 from autotune.kernel.model import Array
-from autotune.measure.packing import POINTER, SCALAR_FORMATS, PackedArguments
+from autotune.measure.packing import PackedArguments, kernel_layout
 from autotune.runtime import driver, recording
 from autotune.runtime.compiled import Launcher
 
@@ -44,8 +44,7 @@ class PreparedTranspose:
         self.launcher = launcher
         self._name = k.name
         self._launch = driver.libcuda().cuLaunchKernel
-        packed = PackedArguments([(a.name, POINTER if isinstance(a, Array) else SCALAR_FORMATS[a.ctype])
-                                  for a in k.args])
+        packed = PackedArguments(kernel_layout(k.args))
         for a in k.args:
             if not isinstance(a, Array):
                 packed.put(a.name, launcher.scalars[a.name].value)
