@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import datetime
+import math
 import os
 import statistics
 import sys
@@ -294,6 +295,13 @@ def recording_cost(folder: Path, n: int, launches: int, rounds: int = 7) -> None
     base = statistics.median(per[never])
     for label, v in per.items():
         say(f"  {label:<62s} {statistics.median(v):7.2f} ({min(v):.2f})  {statistics.median(v) - base:+.2f}")
+    off = per[cases[-1][0]]
+    say(f"  paired with the same round's \"off again\" loop (the original launch path), {rounds} rounds: "
+        "us per launch, mean +- standard error (median)")
+    for label, _ in cases[:-1]:
+        d = [a - b for a, b in zip(per[label], off)]
+        se = statistics.stdev(d) / math.sqrt(len(d))
+        say(f"    {label:<60s} {statistics.fmean(d):+6.2f} +- {se:.2f} ({statistics.median(d):+.2f})")
     from autotune.store.opening import open_store
     from autotune.store.workloads import workload_problems
 
@@ -365,7 +373,7 @@ def main() -> None:
     parser.add_argument("--record-launches", type=int, default=500,
                         help="launches a loop of the recording's lines (default 500: under the driver's queue of "
                              "pending launches, so a loop never waits for the GPU)")
-    parser.add_argument("--record-rounds", type=int, default=15)
+    parser.add_argument("--record-rounds", type=int, default=41)
     parser.add_argument("--only", choices=["recording"], help="run only the recording's lines")
     options = parser.parse_args()
     name = torch.cuda.get_device_name(0)
