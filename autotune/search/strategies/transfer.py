@@ -32,7 +32,7 @@ config comes from the prior's queue or from the plain search:
    one prior config and :data:`PROBE` controls are measured, the prior is *trusted* while its
    best time here is at most ``1 + SLACK`` times the controls' best (:data:`SLACK`), and
    *dropped* for the rest of the search as soon as it is not. A trusted prior takes a share
-   :data:`SHARE` of the slots (every other one), interleaved with the plain search's, until
+   :data:`SHARE` of the slots (every other one, its own first), interleaved with the plain search's, until
    its queue is done: the controls measured beside it keep testing it, so a prior that only
    beat a few controls by luck (softmax_rows_flags 4096x1024 at batch 1: its bests, at 1.16
    times the optimum, beat the default and two random configs in 8 runs of 20) is dropped
@@ -209,8 +209,8 @@ class Transfer(Strategy):
 
     def _take(self, controls: int, priors: int) -> bool:
         """Whether the next slot is the prior's (steps 2-3), given the controls and prior configs known."""
-        if self.verdict == TRUSTED:  # SHARE of the slots, interleaved: with 0.5, every other one
-            n = self._trusted_slots
+        if self.verdict == TRUSTED:  # SHARE of the slots, interleaved, the prior first: with 0.5, every other one
+            n = self._trusted_slots + 1
             self._trusted_slots += 1
             return int((n + 1) * self.share) > int(n * self.share)
         return self.verdict == OPEN and controls >= self.probe and priors < self.first
