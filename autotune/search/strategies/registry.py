@@ -38,10 +38,13 @@ DEFAULT_STRATEGY = "tpe_local"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
 shapes): written here only, so that a new default is this one line. ``tpe_local`` (TPE, half
-of its proposals after a random start of 5 one-macro steps from the best so far) led plain
+of its proposals after a start of 5 one-macro steps from the best so far) led plain
 ``tpe`` in the mean over the 12 recorded tables at 50 and 100 configs in all four settings
 of issue 35's replay (batch 16 and 1, the default first or not; 8 seeds:
-benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20."""
+benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20. Its start is
+the ``blend`` design over the valid configs (``start=blend``) since it led Optuna's own random
+start in the mean in all four settings at every budget (seeds 100..107 screened, 0..19
+reported: benchmarks/results/2026-11-27_cpu_search_replay_tpe_local_blend_12tables_20seeds.md)."""
 
 SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:
@@ -98,11 +101,12 @@ def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int =
 
 
 def _tpe_local(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 5, candidates: int = 24,
-               local: float = 0.5, start: str = "sampler", centres: int = 1,
+               local: float = 0.5, start: str = "blend", centres: int = 1,
                local_first: bool = False) -> Strategy:
-    """:func:`_tpe` with a random start of 5 and half of its proposals one-macro neighbours of
-    the best config so far (a hill climber's step, after Helion's pattern search): the default
-    strategy (:data:`DEFAULT_STRATEGY`)."""
+    """:func:`_tpe` with a start of 5 from the ``blend`` design over the valid configs (at batch
+    16: the whole first batch; :mod:`autotune.search.strategies.sampled`), then half of its
+    proposals one-macro neighbours of the best config so far (a hill climber's step, after
+    Helion's pattern search): the default strategy (:data:`DEFAULT_STRATEGY`)."""
     return _tpe(space, seed, history, startup=startup, candidates=candidates, local=local, start=start,
                 centres=centres, local_first=local_first)
 
@@ -267,7 +271,7 @@ register("transfer", _transfer, Traits(needs_prior=True, options=(
                        "what issue 35's replay of transfer measured)"))))
 register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
 register("tpe_local", _tpe_local, Traits(options=(
-    replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5), _START, _CENTRES,
+    replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5), replace(_START, default="blend"), _CENTRES,
     _LOCAL_FIRST)))
 
 

@@ -196,3 +196,12 @@ def test_local_first_lists_a_batchs_local_proposals_before_the_models():
     a, b = plain.ask(8), first.ask(8)
     assert set(a) == set(b) and a != b
     assert [one_macro_from(c, DEFAULT) for c in b[:4]] == [True] * 4 and b[:4] == a[1::2]
+
+
+def test_tpe_locals_start_is_the_blend_design_and_tpes_is_optunas():
+    local, plain = make_strategy("tpe_local", SPACE, 0), make_strategy("tpe", SPACE, 0)
+    assert (local._start, local._start_until, plain._start) == ("blend", 5, "sampler")
+    blend = make_strategy("tpe", SPACE, 0, options={"startup": 5, "local": 0.5, "start": "blend"})
+    for s in (local, blend):
+        s.tell(DEFAULT, ms(DEFAULT))
+    assert local.ask(16) == blend.ask(16)
