@@ -6,6 +6,7 @@ P(ours) >= P(best KT) - sqrt(se_ours^2 + se_kt^2). Kernel Tuner proposes one con
 so its rows are the same at batch 16 and 1.
 
     python3 benchmarks/search_replay_compare.py OURS.csv STRATEGY KT.csv [--out FILE.md]
+    python3 benchmarks/search_replay_compare.py OURS.csv STRATEGY OTHER.csv --peer hillclimb  # an autotune peer
 e.g. python3 benchmarks/search_replay_compare.py benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.csv \
         tpe:local=0.5,startup=5 benchmarks/results/2026-11-27_cpu_search_replay_kt_9tables.csv
 """
@@ -30,7 +31,7 @@ def cells(path: Path, keep) -> dict[tuple, list[tuple[float, float, str]]]:
     return out
 
 
-def compare(ours: dict, kt: dict, name: str) -> list[str]:
+def compare(ours: dict, kt: dict, name: str, peer: str = "Kernel Tuner") -> list[str]:
     """The report's lines: the count of level cells, then each cell behind."""
     level, behind = 0, []
     for key in sorted(set(ours) & set(kt)):
@@ -41,9 +42,9 @@ def compare(ours: dict, kt: dict, name: str) -> list[str]:
             behind.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {p:.2f} ± {se:.2f} | {best[2]} "
                           f"{best[0]:.2f} ± {best[1]:.2f} |")
     total = level + len(behind)
-    return [f"`{name}` is level with Kernel Tuner's best strategy (target 2's rule) in {level} of {total} "
+    return [f"`{name}` is level with {peer}'s best (target 2's rule) in {level} of {total} "
             f"cells (table x batch x default first x budget); behind in {len(behind)}:", "",
-            "| table | batch | default first | budget | ours P | best Kernel Tuner P |", "|---|---|---|---|---|---|",
+            f"| table | batch | default first | budget | ours P | best {peer} P |", "|---|---|---|---|---|---|",
             *behind]
 
 
@@ -53,11 +54,18 @@ def main() -> None:
     ap.add_argument("strategy")
     ap.add_argument("kt", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--peer", help="an autotune strategy of the second file (e.g. hillclimb) to compare with, "
+                                   "instead of Kernel Tuner's best")
     a = ap.parse_args()
     ours = cells(a.ours, lambda r: r["tool"] == "autotune" and r["strategy"] == a.strategy)
-    kt = cells(a.kt, lambda r: r["tool"] == "kernel_tuner")
-    lines = [f"# Issue 35 target 2: `{a.strategy}` ({a.ours.name}) against Kernel Tuner ({a.kt.name})", "",
-             *compare(ours, kt, a.strategy)]
+    if a.peer:
+        kt = cells(a.kt, lambda r: r["tool"] == "autotune" and r["strategy"] == a.peer)
+        peer = f"`{a.peer}`"
+    else:
+        kt = cells(a.kt, lambda r: r["tool"] == "kernel_tuner")
+        peer = "Kernel Tuner"
+    lines = [f"# Issue 35 target 2: `{a.strategy}` ({a.ours.name}) against {peer} ({a.kt.name})", "",
+             *compare(ours, kt, a.strategy, peer)]
     text = "\n".join(lines) + "\n"
     if a.out:
         a.out.write_text(text)

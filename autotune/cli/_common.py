@@ -138,8 +138,9 @@ SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", aut
                                                   "(default: configs/<kernel>.toml).")]
 StrategyOptionArg = Annotated[Optional[list[str]], typer.Option(
     "--strategy-option", metavar="KEY=VALUE", rich_help_panel=SEARCH,
-    help="An option of the strategy, repeatable (tpe, the default, and gp: startup=N; transfer: queue=N, "
-         "shapes=N; bandit: none); the docs' 'The search loop' page lists them.")]
+    help="An option of the strategy, repeatable (tpe_local, the default, and tpe: startup=N, local=F, start=NAME; "
+         "gp: startup=N; transfer: queue=N, shapes=N, then=NAME); the docs' 'The search loop' page lists them "
+         "all.")]
 
 
 def parse_strategy_options(values: list[str] | None) -> dict[str, str]:

@@ -38,10 +38,13 @@ DEFAULT_STRATEGY = "tpe_local"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
 shapes): written here only, so that a new default is this one line. ``tpe_local`` (TPE, half
-of its proposals after a random start of 5 one-macro steps from the best so far) led plain
+of its proposals after a start of 5 one-macro steps from the best so far) led plain
 ``tpe`` in the mean over the 12 recorded tables at 50 and 100 configs in all four settings
 of issue 35's replay (batch 16 and 1, the default first or not; 8 seeds:
-benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20."""
+benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20. Its start is
+the ``blend`` design over the valid configs (``start=blend``) since it led Optuna's own random
+start in the mean in all four settings at every budget (seeds 100..107 screened, 0..19
+reported: benchmarks/results/2026-11-27_cpu_search_replay_tpe_local_blend_12tables_20seeds.md)."""
 
 SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:
@@ -67,8 +70,22 @@ _LOCAL = StrategyOption("local", 0.0, low=0.0, high=1.0,
                             "(a hill climber's step) instead of the model's")
 
 
+_START = StrategyOption("start", "sampler", choices=("sampler", "random", "spread", "latin", "blend"),
+                        doc="the first configs, while fewer than startup are told: the sampler's own random "
+                            "start (sampler), or a design over the valid configs: uniform (random), "
+                            "space-filling (spread), each macro's values covered evenly (latin), the "
+                            "farthest of the least covered (blend)")
+
+_CENTRES = StrategyOption("centres", 1, low=1, high=1000,
+                          doc="the local share's neighbours are those of this many best configs so far, "
+                              "taken in turn (1: the best's only)")
+
+_LOCAL_FIRST = StrategyOption("local_first", False, doc="a batch lists its local proposals (the best's "
+                                                        "neighbours) before the model's, so they are measured first")
+
+
 def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10, candidates: int = 24,
-         local: float = 0.0) -> Strategy:
+         local: float = 0.0, start: str = "sampler", centres: int = 1, local_first: bool = False) -> Strategy:
     """Optuna's TPESampler (Bergstra et al., NeurIPS 2011), multivariate (Falkner et al., 2018),
     in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads;
     with ``local``, that share of the proposals are neighbours of the best so far
@@ -79,15 +96,19 @@ def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int =
 
     sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup,
                                          n_ei_candidates=candidates)
-    return Sampled(space, sampler, seed, history, name="tpe", local=local, local_after=startup)
+    return Sampled(space, sampler, seed, history, name="tpe", local=local, local_after=startup, start=start,
+                   start_until=startup, centres=centres, local_first=local_first)
 
 
 def _tpe_local(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 5, candidates: int = 24,
-               local: float = 0.5) -> Strategy:
-    """:func:`_tpe` with a random start of 5 and half of its proposals one-macro neighbours of
-    the best config so far (a hill climber's step, after Helion's pattern search): the default
-    strategy (:data:`DEFAULT_STRATEGY`)."""
-    return _tpe(space, seed, history, startup=startup, candidates=candidates, local=local)
+               local: float = 0.5, start: str = "blend", centres: int = 1,
+               local_first: bool = False) -> Strategy:
+    """:func:`_tpe` with a start of 5 from the ``blend`` design over the valid configs (at batch
+    16: the whole first batch; :mod:`autotune.search.strategies.sampled`), then half of its
+    proposals one-macro neighbours of the best config so far (a hill climber's step, after
+    Helion's pattern search): the default strategy (:data:`DEFAULT_STRATEGY`)."""
+    return _tpe(space, seed, history, startup=startup, candidates=candidates, local=local, start=start,
+                centres=centres, local_first=local_first)
 
 
 def _gp(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
@@ -156,10 +177,19 @@ def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives:
 def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
               **options: Any) -> Strategy:
     """The nearest shapes' bests, tried while they beat the plain search's configs measured
-    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`)."""
+    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`).
+    Where the history holds other shapes, a ``tpe`` or ``tpe_local`` plain search starts as
+    Optuna's sampler does (``start=sampler``): transfer's constants and its replays were
+    measured so; over ``tpe_local``'s ``blend`` start the controls are stronger and the verdict
+    dropped a right prior before its second config (issue 35). Without other shapes it is the
+    plain search as it is alone."""
+    from autotune.search.strategies.base import known_of
     from autotune.search.strategies.transfer import Transfer
 
-    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
+    history = list(history)
+    others = any(k.distance != 0 for k in known_of(history))
+    plain = {"start": "sampler"} if others and then in ("tpe", "tpe_local") else None
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd, options=plain), **options)
 
 
 _FACTORIES: dict[str, Factory] = {}
@@ -233,7 +263,7 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
 
 
 register("bandit", _bandit)
-register("tpe", _tpe, Traits(options=(_STARTUP, _CANDIDATES, _LOCAL)))
+register("tpe", _tpe, Traits(options=(_STARTUP, _CANDIDATES, _LOCAL, _START, _CENTRES, _LOCAL_FIRST)))
 register("random", _random, Traits(pareto=True))  # values are not read: any number of objectives
 register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True, pareto=True))
 register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
@@ -254,7 +284,8 @@ register("transfer", _transfer, Traits(needs_prior=True, options=(
                        "default strategy)"))))
 register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
 register("tpe_local", _tpe_local, Traits(options=(
-    replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5))))
+    replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5), replace(_START, default="blend"), _CENTRES,
+    _LOCAL_FIRST)))
 
 
 def pareto_strategies() -> list[str]:

@@ -31,6 +31,20 @@ ordinals first, ties in random order), the step of a first-improvement hill clim
 enqueued into the study as fixed trials, so the model learns from them too. This is issue 35's
 hybrid: the hill climber from the default led TPE on smem_vec 2048^2 (0.62 / 0.84 / 0.91 against
 0.24 / 0.42 / 0.62), and in a batch of 16 TPE's constant-liar guesses learn little.
+
+With ``start`` other than ``"sampler"``, while fewer than ``start_until`` configs are told (``tpe``:
+its ``startup``; at batch 16 that is the whole first batch, asked before any is measured), the
+proposals come from a start design over the VALID configs instead of the sampler (whose random
+start draws each macro's ordinal on its own and solves an invalid draw to its nearest valid
+config, which crowds the start onto the constraints' boundaries): ``"random"``, uniform over the
+valid unknown configs; ``"spread"``, Mitchell's best-candidate sampling (Mitchell, "Spectrally
+optimal sampling for distribution ray tracing", SIGGRAPH 1991), each proposal the one of
+:data:`SPREAD_CANDIDATES` uniform valid candidates farthest (Euclidean, over the macros'
+ordinals scaled to 0..1) from every config told, pending or proposed, a space-filling design
+over the valid configs; ``"latin"``, the candidate whose macro values are the least covered so
+far (each macro's values covered evenly across the start, a Latin hypercube's property, drawn
+from valid configs only); ``"blend"``, of the least covered candidates the farthest. The
+design's configs are enqueued into the study as fixed trials, so the model learns from them.
 """
 
 from __future__ import annotations
@@ -43,10 +57,23 @@ from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies.base import Strategy
 
-__all__ = ["Sampled", "FAILED_PENALTY"]
+__all__ = ["Sampled", "FAILED_PENALTY", "SPREAD_CANDIDATES", "START_DESIGNS"]
 
 FAILED_PENALTY = 2.0
 """A failed config counts, in the model, as this many times the slowest config told so far."""
+
+START_DESIGNS = ("sampler", "random", "spread", "latin", "blend")
+"""The values of ``start`` (module doc): the sampler's own start, or a design over the valid configs."""
+
+SPREAD_CANDIDATES = 24
+"""Uniform valid candidates drawn per proposal of a ``spread`` or ``latin`` start design."""
+
+ENUMERATE_RAW = 100_000
+"""A space of at most this many raw combinations is listed whole for the start design's uniform
+draws (a valid config list built once per space); a larger one is drawn from by rejection
+(:data:`autotune.search.strategies.simple.RAW_TRIES` raw combinations, then the nearest valid
+config), so that proposing stays cheap on a space like matmul_warp's 22,944 valid configs of
+1.3 million combinations."""
 
 
 class Sampled(Strategy):
@@ -57,18 +84,30 @@ class Sampled(Strategy):
             told so far instead of the sampler's (0: the sampler alone).
         local_after: configs told (history, the default and measured ones) before the first
             neighbour is proposed.
+        start: the start design, one of :data:`START_DESIGNS` (module doc); ``"sampler"``: none.
+        start_until: configs told before the design gives way to the sampler.
+        centres: the local share's neighbours are those of this many best configs told, in turn.
+        local_first: a batch lists its local proposals before the sampler's.
 
     Raises:
-        ValueError: ``local`` outside 0..1 (the registry's option check says it first, as one
-            ``error:`` line).
+        ValueError: ``local`` outside 0..1 or ``start`` not one of :data:`START_DESIGNS` (the
+            registry's option check says it first, as one ``error:`` line).
     """
 
     def __init__(self, space: SearchSpace, sampler, seed: int | None = None, history: Iterable = (),
-                 name: str | None = None, objectives: int = 1, local: float = 0.0, local_after: int = 0) -> None:
+                 name: str | None = None, objectives: int = 1, local: float = 0.0, local_after: int = 0,
+                 start: str = "sampler", start_until: int = 0, centres: int = 1,
+                 local_first: bool = False) -> None:
         import optuna
 
         if not 0.0 <= local <= 1.0:
             raise ValueError(f"local={local} is not allowed; give a share from 0 to 1")
+        if start not in START_DESIGNS:
+            raise ValueError(f"start={start!r} is not allowed; give one of {', '.join(START_DESIGNS)}")
+        self._start, self._start_until = start, start_until
+        self._local_first = local_first
+        self._centres = max(1, centres)  # best configs whose neighbours the local share spreads over
+        self._listed: list[Config] | None = None  # the valid configs (a start design's uniform draws)
 
         optuna.logging.set_verbosity(optuna.logging.ERROR)
         self.name = name or type(sampler).__name__
@@ -97,11 +136,18 @@ class Sampled(Strategy):
 
     def _neighbours(self, also: list[Config]) -> list[Config]:
         """The valid one-macro neighbours of the best config told, neither known nor in ``also``:
-        the nearest ordinals first (1 step, then 2...), each distance's in random order."""
-        best = self.best
-        if best is None:
-            return []
-        values, taken = best[0].as_dict(), set(also)
+        the nearest ordinals first (1 step, then 2...), each distance's in random order. With
+        ``centres`` above 1, those of the ``centres`` best configs told, taken in turn (the
+        best's first neighbour, the second best's first, ...), each once."""
+        ranked = sorted(((ms, c) for c, ms in self.told.items() if ms is not None), key=lambda p: (p[0], p[1]))
+        lists = [self._neighbours_of(c, also) for _, c in ranked[:self._centres]]
+        out: dict[Config, None] = {}
+        for i in range(max(map(len, lists), default=0)):
+            out.update((ns[i], None) for ns in lists if i < len(ns))
+        return list(out)
+
+    def _neighbours_of(self, centre: Config, also: list[Config]) -> list[Config]:
+        values, taken = centre.as_dict(), set(also)
         out = []
         for name, options in self.space.params:
             at = options.index(values[name])
@@ -112,11 +158,86 @@ class Sampled(Strategy):
                         out.append((abs(i - at), self._rng.random(), c))
         return [c for _, _, c in sorted(out, key=lambda t: t[:2])]
 
+    def _uniform(self, also: set[Config], solve: bool = True) -> Config | None:
+        """A valid config, neither known nor in ``also``, uniform over those (see :data:`ENUMERATE_RAW`);
+        in a space drawn from by rejection, ``None`` where no draw was valid and not ``solve``."""
+        from autotune.search.strategies.simple import RAW_TRIES
+
+        if self.space.raw_size <= ENUMERATE_RAW:
+            if self._listed is None:
+                self._listed = self.space.configs()
+            for _ in range(RAW_TRIES):
+                config = self._rng.choice(self._listed) if self._listed else None
+                if config is None or not (self.known(config) or config in also):
+                    return config
+            left = [c for c in self._listed if not self.known(c) and c not in also]  # a space nearly spent
+            return self._rng.choice(left) if left else None
+        point = {}
+        for _ in range(RAW_TRIES):
+            point = {n: self._rng.choice(v) for n, v in self.space.params}
+            config = Config.of(self.space.kernel, point)
+            if not self.known(config) and config not in also and not self.space.violations(config):
+                return config
+        return self.nearest_unknown(point, also) if solve else None
+
+    def _scaled(self, config: Config) -> list[float]:
+        return [i / max(1, len(self._values[n]) - 1) for n, i in self._ordinals(config).items()]
+
+    def _designed(self, k: int) -> list[Config]:
+        """Up to ``k`` configs of the start design (module doc)."""
+        out: list[Config] = []
+        seen = [*self.told, *self.pending]
+        if self._start == "random":
+            while len(out) < k and (c := self._uniform(set(out))) is not None:
+                out.append(c)
+            return out
+        points = [self._scaled(c) for c in seen if not self.space.violations(c)]
+        counts: dict[tuple[str, object], int] = {}
+        for c in seen:
+            for pair in c.macros:
+                counts[pair] = counts.get(pair, 0) + 1
+        while len(out) < k:
+            taken = set(out)
+            pool: list[Config] = []
+            for _ in range(SPREAD_CANDIDATES):  # a rejected draw is dropped, not solved: solving is dear
+                c = self._uniform(taken | set(pool), solve=False)
+                if c is not None:
+                    pool.append(c)
+            if not pool and (c := self._uniform(taken)) is not None:
+                pool.append(c)
+            if not pool:
+                break
+            def gap(c: Config) -> float:
+                x = self._scaled(c)
+                return min((sum((a - b) ** 2 for a, b in zip(x, p)) for p in points), default=0.0)
+
+            def cover(c: Config) -> int:
+                return sum(counts.get(pair, 0) for pair in c.macros)
+
+            if self._start == "spread":
+                pick = max(pool, key=gap)
+            elif self._start == "latin":
+                pick = min(pool, key=cover)
+            else:  # blend: the least covered, the farthest of those
+                least = min(map(cover, pool))
+                pick = max((c for c in pool if cover(c) == least), key=gap)
+            out.append(pick)
+            points.append(self._scaled(pick))
+            for pair in pick.macros:
+                counts[pair] = counts.get(pair, 0) + 1
+        return out
+
     def _propose(self, k: int) -> list[Config]:
         from optuna.trial import TrialState
 
+        if self._start != "sampler" and len(self.told) < self._start_until:
+            out = self._designed(k)
+            for config in out:
+                self._trials[config] = self._fixed(config)
+            return out
         out: list[Config] = []
         local: list[Config] | None = None  # the best's neighbours, found once per call
+        climbed: set[Config] = set()  # the local ones of out
         while len(out) < k:
             if len(self.told) >= self._local_after:
                 self._proposed += 1
@@ -128,6 +249,7 @@ class Sampled(Strategy):
                     config = local.pop(0)
                     self._trials[config] = self._fixed(config)
                     out.append(config)
+                    climbed.add(config)
                     continue
                 self._proposed -= 1  # none left (or no best yet): the model's, and the next is local
             trial = self._ask()
@@ -141,6 +263,8 @@ class Sampled(Strategy):
                 trial = self._fixed(config)
             self._trials[config] = trial
             out.append(config)
+        if self._local_first:  # a batch's local proposals first: measured first, and first cut by a budget
+            out = [c for c in out if c in climbed] + [c for c in out if c not in climbed]
         return out
 
     def _asked(self, config: Config) -> None:

@@ -77,9 +77,10 @@ def test_each_built_in_strategy_declares_what_it_is():
     assert TRAITS["random"] == Traits(pareto=True) and not TRAITS["tpe"].needs_prior
     assert TRAITS["nsga2"].pareto and [o.name for o in TRAITS["nsga2"].options] == ["population"]
     assert [n for n, t in TRAITS.items() if t.pareto] == ["random", "grid", "nsga2"]  # told (ms, J), or ignore it
-    assert [o.name for o in TRAITS["tpe"].options] == ["startup", "candidates", "local"]
+    assert [o.name for o in TRAITS["tpe"].options] == ["startup", "candidates", "local", "start", "centres",
+                                                       "local_first"]
     assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "slack", "first", "share",
-                                                               "then"]
+                                                            "then"]
     assert TRAITS["bandit"].options == ()
     assert traits_of(optuna.samplers.RandomSampler()) == Traits() == SearchOptions(
         strategy=optuna.samplers.RandomSampler()).traits
