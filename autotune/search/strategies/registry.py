@@ -174,13 +174,22 @@ def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives:
     return Random(space, seed, history)
 
 
-def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = "tpe",
+def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
               **options: Any) -> Strategy:
     """The nearest shapes' bests, tried while they beat the plain search's configs measured
-    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`)."""
+    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`).
+    Where the history holds other shapes, a ``tpe`` or ``tpe_local`` plain search starts as
+    Optuna's sampler does (``start=sampler``): transfer's constants and its replays were
+    measured so; over ``tpe_local``'s ``blend`` start the controls are stronger and the verdict
+    dropped a right prior before its second config (issue 35). Without other shapes it is the
+    plain search as it is alone."""
+    from autotune.search.strategies.base import known_of
     from autotune.search.strategies.transfer import Transfer
 
-    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
+    history = list(history)
+    others = any(k.distance != 0 for k in known_of(history))
+    plain = {"start": "sampler"} if others and then in ("tpe", "tpe_local") else None
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd, options=plain), **options)
 
 
 _FACTORIES: dict[str, Factory] = {}
@@ -264,11 +273,15 @@ register("transfer", _transfer, Traits(needs_prior=True, options=(
     StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
     StrategyOption("probe", 3, low=1, high=1000, doc="the plain search's configs measured before the prior's "
                                                      "are judged (none of the prior's is asked before them)"),
-    StrategyOption("slack", 0.05, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
-                                                        "1 + slack times the probe configs' best"),
-    StrategyOption("then", "tpe", choices=("tpe", "tpe_local", "bandit", "random"),
-                   doc="the plain search, told every config; its configs are the prior's controls (tpe: "
-                       "what issue 35's replay of transfer measured)"))))
+    StrategyOption("slack", 0.0, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
+                                                       "1 + slack times the controls' best"),
+    StrategyOption("first", 2, low=1, high=1000, doc="most of the prior's configs asked or measured before "
+                                                     "its verdict"),
+    StrategyOption("share", 0.5, low=0.0, high=1.0, doc="share of the slots a trusted prior takes, interleaved "
+                                                        "with the plain search's, until its queue is done"),
+    StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "tpe_local", "bandit", "random"),
+                   doc="the plain search, told every config; its configs are the prior's controls (the "
+                       "default strategy)"))))
 register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
 register("tpe_local", _tpe_local, Traits(options=(
     replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5), replace(_START, default="blend"), _CENTRES,

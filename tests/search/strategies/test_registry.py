@@ -10,7 +10,7 @@ import pytest
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.strategies import STRATEGIES, Known, Strategy, make_strategy
+from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, Known, Strategy, make_strategy
 
 SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (1, 2, 4, 8, 16, 32)), ("DIAGONAL", (0, 1)), ("IPAD", (0, 1, 2)),
                                  ("TILE_DIM", (8, 16, 32, 64))),
@@ -140,7 +140,7 @@ def test_transfer_queues_the_nearest_shapes_bests_first():
 def test_transfer_without_other_shapes_is_the_plain_search():
     s = make_strategy("transfer", SPACE, 0)
     batch = s.ask(6)
-    assert batch == make_strategy("tpe", SPACE, 0).ask(6)
+    assert batch == make_strategy(DEFAULT_STRATEGY, SPACE, 0).ask(6)  # the plain search as it is alone
     assert s.prior_left == []
 
 

@@ -79,7 +79,8 @@ def test_each_built_in_strategy_declares_what_it_is():
     assert [n for n, t in TRAITS.items() if t.pareto] == ["random", "grid", "nsga2"]  # told (ms, J), or ignore it
     assert [o.name for o in TRAITS["tpe"].options] == ["startup", "candidates", "local", "start", "centres",
                                                        "local_first"]
-    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "slack", "then"]
+    assert [o.name for o in TRAITS["transfer"].options] == ["queue", "shapes", "probe", "slack", "first", "share",
+                                                            "then"]
     assert TRAITS["bandit"].options == ()
     assert traits_of(optuna.samplers.RandomSampler()) == Traits() == SearchOptions(
         strategy=optuna.samplers.RandomSampler()).traits
@@ -91,7 +92,8 @@ def test_the_options_defaults_are_the_strategies_own():
     Optuna's n_startup_trials)."""
     takes = {o.name: o.default for o in TRAITS["transfer"].options}
     assert takes == {"queue": transfer.QUEUE, "shapes": transfer.SHAPES, "probe": transfer.PROBE,
-                     "slack": transfer.SLACK, "then": "tpe"}
+                     "slack": transfer.SLACK, "first": transfer.FIRST, "share": transfer.SHARE,
+                     "then": DEFAULT_STRATEGY}
     assert make_strategy("tpe", SPACE)._study.sampler._n_startup_trials == 10
     assert make_strategy("tpe", SPACE, options={"startup": "3"})._study.sampler._n_startup_trials == 3
 

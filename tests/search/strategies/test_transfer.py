@@ -9,10 +9,9 @@ import pytest
 from autotune.interchange.replay import replay
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.strategies import Known, make_strategy
-from autotune.search.strategies.bandit import Bandit
+from autotune.search.strategies import DEFAULT_STRATEGY, Known, make_strategy
 from autotune.search.strategies.simple import Random
-from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, SLACK, nearest_bests
+from autotune.search.strategies.transfer import FIRST, PATIENCE, PROBE, QUEUE, SHARE, SLACK, nearest_bests
 
 SPACE = SearchSpace("smem_vec", (("BLOCK_ROWS", (1, 2, 4, 8, 16, 32)), ("GROUP", (0, 4, 8, 16)),
                                  ("IPAD", (1, 2, 4)), ("TILE_DIM", (16, 32, 64))),
@@ -112,7 +111,10 @@ def test_a_misleading_prior_whose_best_is_the_default_measured_first_costs_nothi
     kw = dict(seed=3, batch=batch, first=[DEFAULT])
     r = replay("transfer", SPACE, table, 40, history=history, **kw)
     if batch == 1:
-        assert r.measured == replay("tpe", SPACE, table, 40, **kw).measured
+        alone = replay(DEFAULT_STRATEGY, SPACE, table, 40, **kw,  # with other shapes: Optuna's start
+                       factory=lambda name, space, seed, history: make_strategy(name, space, seed, history,
+                                                                                options={"start": "sampler"}))
+        assert r.measured == alone.measured
         assert prior_measured(r, history) == [DEFAULT.key]
     else:
         assert len(prior_measured(r, history)) == FIRST and r.measured.index(prior_measured(r, history)[1]) == PROBE + 1
@@ -129,12 +131,13 @@ def test_a_prior_that_beats_the_controls_is_trusted_and_kept_while_it_pays():
         measured.append(c)
     queue = nearest_bests(history, SPACE)
     assert s.verdict == "trusted" and measured.index(OPTIMUM) == PROBE - 1 and queue[0] == OPTIMUM
-    # after the optimum, the prior's next configs do not pay: PATIENCE of them, then the plain search
-    assert s.from_prior == queue[:1 + PATIENCE] == measured[PROBE - 1:PROBE + PATIENCE]
-    assert s.prior_left == []
-    # then local search around the prior's configs that paid (bandit, told every config)
+    # after the optimum, every other slot is the prior's (SHARE), its own first; its next
+    # configs do not pay: PATIENCE of them, then the plain search alone
+    assert SHARE == 0.5
+    assert s.from_prior == queue[:1 + PATIENCE] == [measured[PROBE - 1], measured[PROBE], measured[PROBE + 2]]
+    assert s.prior_left == [] and s.verdict == "trusted"
     after = s.ask(4)
-    assert all(c in s.local.arm_of and s.plain.known(c) for c in after)
+    assert s.from_prior == queue[:1 + PATIENCE] and all(s.plain.known(c) for c in after)
 
 
 def test_a_shape_whose_configs_do_not_pay_is_dropped_after_patience_misses_the_other_kept():
@@ -165,7 +168,7 @@ def test_the_search_loops_queued_default_is_in_flight_in_the_plain_search_too():
 
 def test_the_options_probe_and_then():
     s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": "1", "then": "random"})
-    assert isinstance(s.plain, Random) and s.probe == 1 and isinstance(s.local, Bandit)
+    assert isinstance(s.plain, Random) and s.probe == 1
     first = s.ask(3)
     assert first[1] == OPTIMUM and first[0] != OPTIMUM  # one control, then the prior
 
@@ -181,3 +184,71 @@ def test_the_verdict_compares_the_priors_best_with_the_controls_best_within_slac
     s.tell(OPTIMUM, prior_ms)
     assert s.verdict == verdict
     assert (s.prior_left != []) == (verdict == "trusted")
+
+
+@pytest.mark.parametrize("then", [None, "tpe"])
+def test_without_a_prior_transfer_measures_what_its_plain_search_measures_alone(then):
+    """The plain search is the default strategy (``tpe_local``) unless ``then`` names another:
+    without tuned shapes (or once the prior is dropped) transfer is that search."""
+    options = {"then": then} if then else None
+    alone = replay(then or DEFAULT_STRATEGY, SPACE, TABLE, 30, seed=2, batch=4, first=[DEFAULT]).measured
+    from autotune.interchange.replay import replay as run
+
+    got = run("transfer", SPACE, TABLE, 30, seed=2, batch=4, first=[DEFAULT],
+              factory=lambda name, space, seed, history: make_strategy(name, space, seed, history, options=options))
+    assert got.measured == alone
+    if then:
+        assert got.measured != replay(DEFAULT_STRATEGY, SPACE, TABLE, 30, seed=2, batch=4, first=[DEFAULT]).measured
+
+
+@pytest.mark.parametrize("first", [1, 3])
+def test_the_option_first_bounds_the_prior_configs_before_the_verdict(first):
+    s = make_strategy("transfer", SPACE, 0, reversed_(), options={"first": first})
+    batch = s.ask(16)  # nothing measured: the verdict is open for the whole batch
+    assert s.verdict == "open" and len([c for c in batch if c in set(s.from_prior)]) == first
+    assert batch.index(s.from_prior[0]) == PROBE
+
+
+def test_a_trusted_prior_takes_every_other_slot_and_is_dropped_once_a_control_beats_it():
+    """The verdict is renewed at every config told: a prior that beat the first controls (by
+    luck) loses its place as soon as the plain search, measured beside it, finds better."""
+    history = like(FAR)
+    queue = nearest_bests(history, SPACE)
+    s = make_strategy("transfer", SPACE, 0, history)
+    s.tell(DEFAULT, 2.0)
+    for _ in range(PROBE - 1):  # the controls first
+        c = s.ask(1)[0]
+        assert c not in queue
+        s.tell(c, 2.0)
+    assert s.ask(1) == [queue[0]]
+    s.tell(queue[0], 1.5)
+    assert s.verdict == "trusted"
+    batch = s.ask(4)  # SHARE: the prior, then a control, in turn
+    assert [c in s.from_prior for c in batch] == [True, False, True, False] and batch[0] == queue[1]
+    s.tell(batch[0], 1.5)
+    s.tell(batch[1], 1.5 / (1 + SLACK) - 0.01)  # a control beats the prior's best by more than SLACK
+    assert s.verdict == "dropped" and s.prior_left == []
+    for c in batch[2:]:
+        s.tell(c, 2.0)
+    s.ask(8)
+    assert s.from_prior == queue[:3] == [queue[0], batch[0], batch[2]]  # none after the drop
+
+
+@pytest.mark.parametrize("default_first", [True, False])
+def test_a_trusted_prior_asks_its_next_config_first_so_its_second_comes_within_5_at_batch_1(default_first):
+    """smem_vec 6144x3072's case: the default is the nearest shape's best, 0.1 % slower here than
+    the optimum, its second best: once trusted after the controls, the prior's next config is the
+    next one measured (the 5th at most), not a control."""
+    here = {c: ms(c) + 1 for c in SPACE.configs()}  # every config slower here than the prior's two bests
+    here[OPTIMUM], here[DEFAULT] = 1.0, 1.001
+    times = {c: ms(c) + 1 for c in SPACE.configs()}
+    times[DEFAULT], times[OPTIMUM] = 0.9, 0.95
+    s = make_strategy("transfer", SPACE, 0, shape(times))
+    measured = []
+    if default_first:
+        s.enqueue([DEFAULT])
+    while len(measured) < 8:
+        c = s.ask(1)[0]
+        s.tell(c, here[c])
+        measured.append(c)
+    assert s.verdict == "trusted" and measured.index(OPTIMUM) < 5 and measured.index(DEFAULT) < 5
