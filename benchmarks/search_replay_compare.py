@@ -42,7 +42,8 @@ def compare(ours: dict, kt: dict, name: str, peer: str = "Kernel Tuner") -> list
             behind.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {p:.2f} ± {se:.2f} | {best[2]} "
                           f"{best[0]:.2f} ± {best[1]:.2f} |")
     total = level + len(behind)
-    return [f"`{name}` is level with {peer}'s best (target 2's rule) in {level} of {total} "
+    best = "Kernel Tuner's best strategy" if peer == "Kernel Tuner" else f"{peer}"
+    return [f"`{name}` is level with {best} (target 2's rule) in {level} of {total} "
             f"cells (table x batch x default first x budget); behind in {len(behind)}:", "",
             f"| table | batch | default first | budget | ours P | best {peer} P |", "|---|---|---|---|---|---|",
             *behind]
