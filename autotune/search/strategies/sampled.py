@@ -161,7 +161,7 @@ class Sampled(Strategy):
     def _uniform(self, also: set[Config], solve: bool = True) -> Config | None:
         """A valid config, neither known nor in ``also``, uniform over those (see :data:`ENUMERATE_RAW`);
         in a space drawn from by rejection, ``None`` where no draw was valid and not ``solve``."""
-        from autotune.search.strategies.simple import RAW_TRIES
+        from autotune.search.strategies.simple import RAW_TRIES, draw_unknown
 
         if self.space.raw_size <= ENUMERATE_RAW:
             if self._listed is None:
@@ -172,13 +172,7 @@ class Sampled(Strategy):
                     return config
             left = [c for c in self._listed if not self.known(c) and c not in also]  # a space nearly spent
             return self._rng.choice(left) if left else None
-        point = {}
-        for _ in range(RAW_TRIES):
-            point = {n: self._rng.choice(v) for n, v in self.space.params}
-            config = Config.of(self.space.kernel, point)
-            if not self.known(config) and config not in also and not self.space.violations(config):
-                return config
-        return self.nearest_unknown(point, also) if solve else None
+        return draw_unknown(self, self._rng, also, solve)
 
     def _scaled(self, config: Config) -> list[float]:
         return [i / max(1, len(self._values[n]) - 1) for n, i in self._ordinals(config).items()]

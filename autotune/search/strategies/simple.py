@@ -11,7 +11,7 @@ from autotune.kernel.space import SearchSpace
 from autotune.search.proposals import GRID_LIMIT, Unmeasured
 from autotune.search.strategies.base import Strategy
 
-__all__ = ["Grid", "Random"]
+__all__ = ["Grid", "Random", "draw_unknown"]
 
 RAW_TRIES = 64
 """Raw random combinations tried for a valid unknown one (a space too large to enumerate)
@@ -85,10 +85,17 @@ class Random(Strategy):
         return self._order.pop() if self._order else None
 
     def _next_drawn(self, also: set[Config]) -> Config | None:
-        point = {}
-        for _ in range(RAW_TRIES):
-            point = {name: self._rng.choice(values) for name, values in self.space.params}
-            config = Config.of(self.space.kernel, point)
-            if not self.known(config) and config not in also and not self.space.violations(config):
-                return config
-        return self.nearest_unknown(point, also)
+        return draw_unknown(self, self._rng, also)
+
+
+def draw_unknown(strategy: Strategy, rng: random.Random, also: set[Config], solve: bool = True) -> Config | None:
+    """A valid config of ``strategy``'s space, neither known to it nor in ``also``: up to
+    :data:`RAW_TRIES` draws of each macro uniformly (rejection sampling); where none is valid,
+    the unknown config nearest the last draw (``solve``) or ``None``."""
+    space, point = strategy.space, {}
+    for _ in range(RAW_TRIES):
+        point = {name: rng.choice(values) for name, values in space.params}
+        config = Config.of(space.kernel, point)
+        if not strategy.known(config) and config not in also and not space.violations(config):
+            return config
+    return strategy.nearest_unknown(point, also) if solve else None
