@@ -78,3 +78,26 @@ def test_search_replay_compare_counts_level_cells_by_target_2s_rule(tmp_path):
     text = "\n".join(module.compare(ours, kt, "tpe"))
     assert "level with Kernel Tuner's best strategy (target 2's rule) in 1 of 2 cells" in text  # 0.5 >= 0.6 - 0.1
     assert "| t | 16 | yes | 50 | 0.20 ± 0.00 | ga 0.90 ± 0.10 |" in text
+
+
+def test_search_replay_ceiling_matches_every_first_batch_enumerated():
+    """The ceiling's curve (benchmarks/search_replay_ceiling.py) against the mean over every
+    ordering of a 5-config table: the default first, then a random batch of 2, then the optimum."""
+    import itertools
+
+    spec = importlib.util.spec_from_file_location("search_replay_ceiling", BENCH / "search_replay_ceiling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = {"a": 3.0, "b": 1.0, "c": None, "d": 2.0, "e": 5.0}  # "e" the default, "c" failed (worst: 5.0)
+    curves = []
+    for order in itertools.permutations("abcd"):
+        best, curve = 5.0, [5.0]
+        for key in order[:2]:
+            best = min(best, table[key] if table[key] is not None else 5.0)
+            curve.append(best)
+        curves.append(curve + [1.0] * 2)
+    expected = [sum(c[i] for c in curves) / len(curves) for i in range(5)]
+    assert list(module.ceiling_curve(table, "e", 2, 5)) == pytest.approx(expected)
+    no_default = module.ceiling_curve(table, None, 2, 5)
+    assert list(no_default[2:]) == [1.0] * 3 and no_default[0] == pytest.approx((3 + 1 + 5 + 2 + 5) / 5)
+    assert module.ceiling(table, None, 1, 1) == pytest.approx(0.0)  # one random config is random search
