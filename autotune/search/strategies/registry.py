@@ -177,19 +177,10 @@ def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives:
 def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
               **options: Any) -> Strategy:
     """The nearest shapes' bests, tried while they beat the plain search's configs measured
-    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`).
-    Where the history holds other shapes, a ``tpe`` or ``tpe_local`` plain search starts as
-    Optuna's sampler does (``start=sampler``): transfer's constants and its replays were
-    measured so; over ``tpe_local``'s ``blend`` start the controls are stronger and the verdict
-    dropped a right prior before its second config (issue 35). Without other shapes it is the
-    plain search as it is alone."""
-    from autotune.search.strategies.base import known_of
+    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`)."""
     from autotune.search.strategies.transfer import Transfer
 
-    history = list(history)
-    others = any(k.distance != 0 for k in known_of(history))
-    plain = {"start": "sampler"} if others and then in ("tpe", "tpe_local") else None
-    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd, options=plain), **options)
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
 
 
 _FACTORIES: dict[str, Factory] = {}

@@ -22,8 +22,9 @@ config comes from the prior's queue or from the plain search:
    (ties: the nearer shape first), so the nearest shape's bests come about twice as often as
    the next one's: its best, its second best, the next shape's best, ...
 2. Control first: no queued config is proposed before :data:`PROBE` configs of the plain
-   search (*controls*: every config measured here that is not queued, the kernel's default
-   included where it is not a prior config) are asked. Until the verdict (step 3), at most
+   search (*controls*: every config the plain search proposed, queued or not, and every
+   other config measured here that is not queued, the kernel's default included where it is
+   not a prior config) are asked. Until the verdict (step 3), at most
    :data:`FIRST` prior configs are asked or measured (the default counts where it is queued),
    the rest of a batch of 16 being the plain search's. So where the optimum is one of the
    nearest shape's two bests, it is measured within ``PROBE + 2`` configs (5), the default
@@ -31,7 +32,10 @@ config comes from the prior's queue or from the plain search:
 3. The verdict, from the configs measured here, renewed at every config told: once at least
    one prior config and :data:`PROBE` controls are measured, the prior is *trusted* while its
    best time here is at most ``1 + SLACK`` times the controls' best (:data:`SLACK`), and
-   *dropped* for the rest of the search as soon as it is not. A trusted prior takes a share
+   *dropped* for the rest of the search as soon as it is not, once trusted, or, before that,
+   once :data:`FIRST` of its configs (all it has, if fewer) are measured and none is: a
+   nearest shape's best that is slow here does not drop its second best, the optimum on some
+   tables (matmul_warp's, smem_vec 6144x3072's), before it is measured. A trusted prior takes a share
    :data:`SHARE` of the slots (every other one, its own first), interleaved with the plain search's, until
    its queue is done: the controls measured beside it keep testing it, so a prior that only
    beat a few controls by luck (softmax_rows_flags 4096x1024 at batch 1: its bests, at 1.16
@@ -161,6 +165,7 @@ class Transfer(Strategy):
         self._trusted_slots = 0  # slots decided while the prior is trusted
         self._prior_queue: list[tuple[Config, int]] = []
         self._shape_of: dict[Config, int] = {}
+        self._plain_asked: set[Config] = set()  # the plain search's proposals: controls, queued or not
         self._asked_at: dict[Config, float] = {}  # prior config asked -> best ms here when asked
         self._misses: dict[int, int] = {}
         self.from_prior: list[Config] = []
@@ -179,12 +184,12 @@ class Transfer(Strategy):
     def _counts(self) -> tuple[int, int]:
         """(controls known, prior configs known): told or asked."""
         known = [*self.told, *self.pending]
-        prior = sum(1 for c in known if c in self._shape_of)
+        prior = sum(1 for c in known if self._is_prior(c))
         return len(known) - prior, prior
 
     def _best(self, prior: bool) -> tuple[int, float]:
         """(configs measured, best ms) of the prior's configs (``prior``) or of the controls."""
-        times = [ms for c, ms in self.told.items() if (c in self._shape_of) == prior]
+        times = [ms for c, ms in self.told.items() if self._is_prior(c) == prior]
         return len(times), min((ms for ms in times if ms is not None), default=math.inf)
 
     def _judge(self) -> None:
@@ -194,8 +199,20 @@ class Transfer(Strategy):
             return
         n_prior, best_prior = self._best(True)
         n_control, best_control = self._best(False)
-        if n_prior and n_control >= self.probe:
-            self.verdict = TRUSTED if best_prior <= best_control * (1 + self.slack) else DROPPED
+        if not n_prior or n_control < self.probe:
+            return
+        if best_prior <= best_control * (1 + self.slack):
+            self.verdict = TRUSTED
+        elif self.verdict == TRUSTED or n_prior >= self.first or not self._more_prior():
+            self.verdict = DROPPED
+
+    def _more_prior(self) -> bool:
+        """Whether a prior config is left to ask or is asked and not yet measured."""
+        return any(self._is_prior(c) for c in self.pending) or self._next_prior(set()) is not None
+
+    def _is_prior(self, config: Config) -> bool:
+        """A prior config: in the queue, and not a proposal of the plain search (a control)."""
+        return config in self._shape_of and config not in self._plain_asked
 
     def _next_prior(self, taken: set[Config]) -> Config | None:
         while self._prior_queue:
@@ -235,6 +252,7 @@ class Transfer(Strategy):
             self._hold(mine)
             self.from_prior += mine
         got = self.plain.ask(slots.count(None)) if None in slots else []  # one ask: without a prior, the plain search
+        self._plain_asked.update(got)
         plain = iter(got)
         return [c for c in (s if s is not None else next(plain, None) for s in slots) if c is not None]
 

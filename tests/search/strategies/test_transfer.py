@@ -1,8 +1,8 @@
 """The ``transfer`` strategy (autotune/search/strategies/transfer.py) on hand-built tables: CPU
 only, no GPU. Where the nearest shape's best is this shape's optimum, it is measured within 5
 configs; a prior that misleads is dropped on the evidence of the plain search's configs
-measured beside it, at a cost of at most FIRST configs (none at batch 1 where the default,
-measured first, is its best)."""
+measured beside it, at a cost of at most FIRST configs (the default counting, where it is
+measured first and is the prior's best)."""
 
 import pytest
 
@@ -98,26 +98,31 @@ def test_a_prior_that_misleads_is_dropped_after_the_controls_having_cost_at_most
 
 
 @pytest.mark.parametrize("batch", [1, 16])
-def test_a_misleading_prior_whose_best_is_the_default_measured_first_costs_nothing_at_batch_1(batch):
-    """The default (measured first, the prior's best) is slow here: at batch 1, the plain
-    search's first configs beat it, the prior is dropped before any of its other configs is
-    asked, and every config measured is the one the plain search measures alone. At batch 16,
-    the first batch is asked before any evidence: it holds one more prior config (FIRST in all)."""
+def test_a_misleading_prior_whose_best_is_the_default_measured_first_costs_one_config_more(batch):
+    """The default (measured first, the prior's best) is slow here: the plain search's first
+    configs beat it, the prior's second best is asked after them (FIRST prior configs in all,
+    the default counting), is slow too, and the prior is dropped: nothing more of it is asked.
+    At batch 1, until then, the configs measured are those the plain search measures alone."""
     table = {c.key: ms(c, FAR) for c in SPACE.configs()}  # the default is slow here
     times = {c: 10.0 - ms(c, FAR) for c in SPACE.configs()}
     times[DEFAULT] = 0.5
     history = shape(times)
     assert nearest_bests(history, SPACE)[0] == DEFAULT and table[DEFAULT.key] > sorted(table.values())[len(table) // 2]
     kw = dict(seed=3, batch=batch, first=[DEFAULT])
-    r = replay("transfer", SPACE, table, 40, history=history, **kw)
+    made = []
+
+    def factory(name, space, seed, history):
+        made.append(make_strategy(name, space, seed, history))
+        return made[-1]
+
+    r = replay("transfer", SPACE, table, 40, history=history, factory=factory, **kw)
+    s = made[0]
+    assert s.verdict == "dropped" and len(s.from_prior) == FIRST - 1
+    assert r.measured.index(s.from_prior[0].key) == 1 + PROBE  # after the default and the controls
+    assert table[s.from_prior[0].key] > min(table[k] for k in r.measured[:1 + PROBE])
     if batch == 1:
-        alone = replay(DEFAULT_STRATEGY, SPACE, table, 40, **kw,  # with other shapes: Optuna's start
-                       factory=lambda name, space, seed, history: make_strategy(name, space, seed, history,
-                                                                                options={"start": "sampler"}))
-        assert r.measured == alone.measured
-        assert prior_measured(r, history) == [DEFAULT.key]
-    else:
-        assert len(prior_measured(r, history)) == FIRST and r.measured.index(prior_measured(r, history)[1]) == PROBE + 1
+        alone = replay(DEFAULT_STRATEGY, SPACE, table, 40, **kw)
+        assert r.measured[:1 + PROBE] == alone.measured[:1 + PROBE]
 
 
 def test_a_prior_that_beats_the_controls_is_trusted_and_kept_while_it_pays():
@@ -176,7 +181,8 @@ def test_the_options_probe_and_then():
 @pytest.mark.parametrize(("prior_ms", "verdict"), [(0.9, "trusted"), (1.0 + SLACK - 0.001, "trusted"),
                                                    (1.0 + SLACK + 0.001, "dropped"), (None, "dropped")])
 def test_the_verdict_compares_the_priors_best_with_the_controls_best_within_slack(prior_ms, verdict):
-    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": 1})
+    """With ``first`` 1, the verdict on the prior's first config measured."""
+    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": 1, "first": 1})
     s.tell(DEFAULT, 1.0)  # the one control (the default is not among the prior's bests)
     assert s.verdict == "open"
     first = s.ask(1)
@@ -184,6 +190,22 @@ def test_the_verdict_compares_the_priors_best_with_the_controls_best_within_slac
     s.tell(OPTIMUM, prior_ms)
     assert s.verdict == verdict
     assert (s.prior_left != []) == (verdict == "trusted")
+
+
+@pytest.mark.parametrize("second_ms", [0.9, 1.1])
+def test_a_prior_whose_first_config_loses_is_judged_on_its_second_too(second_ms):
+    """FIRST (2): a prior whose first config is slower than the controls' best is not dropped
+    before its second one is measured (the nearest shape's second best is the optimum here on
+    some tables); it is trusted if that one wins, dropped if it loses too."""
+    s = make_strategy("transfer", SPACE, 0, like(OPTIMUM), options={"probe": 1})
+    s.tell(DEFAULT, 1.0)  # the one control
+    first = s.ask(1)
+    s.tell(first[0], 1.2)
+    assert s.verdict == "open" and FIRST == 2
+    second = s.ask(1)
+    assert second[0] in s.from_prior and second[0] != first[0]
+    s.tell(second[0], second_ms)
+    assert s.verdict == ("trusted" if second_ms < 1.0 else "dropped")
 
 
 @pytest.mark.parametrize("then", [None, "tpe"])
