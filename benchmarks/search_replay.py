@@ -34,7 +34,9 @@ import concurrent.futures
 import csv
 import importlib.util
 import math
+import multiprocessing
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -56,6 +58,10 @@ BUDGETS = (20, 50, 100)
 BATCHES = (16, 1)
 KT_DEFAULT = ("greedy_ils", "mls", "simulated_annealing", "genetic_algorithm", "firefly_algorithm", "dual_annealing")
 """Kernel Tuner strategies replayed by default (``--kt all``: every one of large_space_search's list)."""
+KT_TIMEOUT = 20
+"""Seconds a Kernel Tuner run may take before it is stopped and reported as an error (its seed
+left out): most take under 4 s, but greedy_ils on matmul_warp 1024^3 (seed 1, 100 configs) ran
+on without a result (2026-11-27)."""
 
 
 class HillClimb(Strategy):
@@ -150,6 +156,11 @@ def _kt(job):
         default = L._kernel(spec).default_config()
         table = read_table(path)
         prefix = [table.get(default.key)]
+    def stop(signum, frame):
+        raise TimeoutError(f"no result in {KT_TIMEOUT} s (seed {seed}, budget {budget})")
+
+    signal.signal(signal.SIGALRM, stop)  # this process runs this one job (maxtasksperchild=1)
+    signal.alarm(KT_TIMEOUT)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -157,6 +168,8 @@ def _kt(job):
                 if budget > len(prefix) else []
         except Exception as exc:
             return f"{type(exc).__name__}: {str(exc)[:120]}"
+        finally:
+            signal.alarm(0)
     if not prefix:
         return curve
     worst = max(v for v in read_table(path).values() if v is not None)
@@ -241,8 +254,8 @@ def main() -> None:
         cache = scratch / f"{spec.name}.json"
         write_cache(read_table(path), L._space(spec), cache, kernel_name=spec.kernel_name,
                     problem_size=[v for _, v in spec.dims])
+        jobs = {}
         with concurrent.futures.ProcessPoolExecutor(a.workers) as pool:
-            jobs = {}
             for first in (True, False):
                 for batch in BATCHES:
                     for name in ours:
@@ -252,22 +265,28 @@ def main() -> None:
                         for seed in range(a.first_seed, a.first_seed + a.seeds):
                             jobs[(spec, "autotune", name, batch, first, None, seed)] = pool.submit(
                                 _ours, (spec, path, name, seed, batch, first, history if transfer else ()))
-                for name in kt:
+            concurrent.futures.wait(jobs.values())
+        # one process per Kernel Tuner run (multiprocessing's maxtasksperchild=1): a process that
+        # runs many of them grows and slows (3.4 GB in 3.5 min on a matmul_warp table, 2026-11-27)
+        with multiprocessing.get_context("fork").Pool(a.workers, maxtasksperchild=1) as kt_pool:
+            for name in kt:
+                for first in (True, False):
                     for budget in BUDGETS:
                         for seed in range(a.kt_seeds):
-                            jobs[(spec, "kernel_tuner", name, 1, first, budget, seed)] = pool.submit(
-                                _kt, (spec, cache, path, name, seed, budget, first))
-            for key, f in jobs.items():
-                spec_, tool, name, batch, first, budget, seed = key
-                r = f.result()
-                if isinstance(r, str):
-                    errors.setdefault((tool, name), []).append(r)
-                    continue
-                if tool == "autotune":
-                    r, verdict = r
-                    if verdict is not None:
-                        verdicts.setdefault((spec_.name, name, batch, first), []).append(verdict)
-                got.setdefault((spec_, tool, name, batch, first, budget), []).append(list(r))
+                            jobs[(spec, "kernel_tuner", name, 1, first, budget, seed)] = kt_pool.apply_async(
+                                _kt, ((spec, cache, path, name, seed, budget, first),))
+            kt_results = {k: j.get() for k, j in jobs.items() if k[1] == "kernel_tuner"}
+        for key, f in jobs.items():
+            spec_, tool, name, batch, first, budget, seed = key
+            r = kt_results[key] if tool == "kernel_tuner" else f.result()
+            if isinstance(r, str):
+                errors.setdefault((tool, name), []).append(r)
+                continue
+            if tool == "autotune":
+                r, verdict = r
+                if verdict is not None:
+                    verdicts.setdefault((spec_.name, name, batch, first), []).append(verdict)
+            got.setdefault((spec_, tool, name, batch, first, budget), []).append(list(r))
         print(f"{spec.name}: done, {time.time() - t0:.0f} s", flush=True)
     for (spec, tool, name, batch, first, budget), curves in got.items():
         table = read_table(tables[spec])
