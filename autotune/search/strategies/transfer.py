@@ -63,7 +63,9 @@ times against the plain search's configs measured in the same batches. The const
 chosen on issue 35's replays (benchmarks/transfer_screen.py, seeds 100..107, never the seeds
 a result reports). Options (``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``,
 ``share``, ``then``. Measured with ``benchmarks/search_replay.py --ours transfer``
-(benchmarks/results/2026-11-27_cpu_search_replay_transfer2_12tables_20seeds.md).
+(benchmarks/results/2026-11-27_cpu_search_replay_transfer_blend_12tables_20seeds.md; the verdict's
+wait for ``first`` prior configs was screened against ``first=1`` on seeds 100..107,
+``..._transfer_blend_screen_seeds100-107.md``).
 """
 
 from __future__ import annotations
