@@ -86,7 +86,8 @@ SHAPES = 4
 PROBE = 3
 """Controls (the plain search's configs) asked before any prior config, and measured before the verdict."""
 FIRST = 2
-"""Most prior configs asked or measured before the verdict."""
+"""Most prior configs asked or measured before the verdict; a prior that has not won (its best
+here slower than the controls') is dropped once this many of its configs are measured."""
 SLACK = 0.0
 """The prior is trusted while its best here is at most (1 + SLACK) times the controls' best. 0: while
 it is at least as fast as every control measured (issue 35's screening, seeds 100..107: 0.05 kept
