@@ -125,7 +125,7 @@ def _history(spec, tables):
 
 
 def _ours(job):
-    spec, path, name, seed, batch, first, history = job
+    spec, path, name, seed, batch, first, history, (ahead, pipelined) = job
     from autotune.interchange.replay import replay
     from autotune.interchange.table import read_table
 
@@ -138,7 +138,8 @@ def _ours(job):
 
     try:
         curve = replay(name, L._space(spec), read_table(path), max(BUDGETS), seed=seed, batch=batch,
-                       first=firsts, history=history, factory=factory).curve
+                       first=firsts, history=history, factory=factory, ahead=ahead,
+                       pipelined=pipelined).curve
     except Exception as exc:  # reported, not fatal
         return f"{type(exc).__name__}: {str(exc)[:160]}"
     verdict = getattr(made[0], "verdict", None)  # transfer's: was the prior kept, and how many of its configs
@@ -227,6 +228,10 @@ def main() -> None:
                                                               "random, hillclimb, transfer)")
     ap.add_argument("--only", nargs="*", default=None, help="table names to replay (default: all found)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ahead", type=int, default=0, help="whole batches asked beyond the one measured "
+                                                          "(autotune search's compile pool: 1; default 0)")
+    ap.add_argument("--pipelined", action="store_true", help="ask one config per config told, keeping "
+                                                              "(ahead + 1) * batch in flight (autotune.interchange.replay)")
     ap.add_argument("--tag", default="", help="output name suffix: <date>_cpu_search_replay_<tag>.{md,csv}")
     a = ap.parse_args()
     from autotune.interchange.kt_cache import write_cache
@@ -264,7 +269,8 @@ def main() -> None:
                             continue
                         for seed in range(a.first_seed, a.first_seed + a.seeds):
                             jobs[(spec, "autotune", name, batch, first, None, seed)] = pool.submit(
-                                _ours, (spec, path, name, seed, batch, first, history if transfer else ()))
+                                _ours, (spec, path, name, seed, batch, first, history if transfer else (),
+                                        (a.ahead, a.pipelined)))
             concurrent.futures.wait(jobs.values())
         # one process per Kernel Tuner run (multiprocessing's maxtasksperchild=1): a process that
         # runs many of them grows and slows (3.4 GB in 3.5 min on a matmul_warp table, 2026-11-27)
@@ -317,6 +323,10 @@ def _command(a) -> str:
         words.append("--ours " + " ".join(a.ours))
     if a.only:
         words.append("--only " + " ".join(a.only))
+    if a.ahead:
+        words.append(f"--ahead {a.ahead}")
+    if a.pipelined:
+        words.append("--pipelined")
     words.append("--kt " + " ".join(a.kt) if a.kt else "--kt")
     if a.kt:
         words.append(f"--kt-seeds {a.kt_seeds}")

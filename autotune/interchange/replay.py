@@ -49,7 +49,8 @@ def _default_factory(name: str, space, *, seed: int, history: Sequence):
 
 
 def replay(strategy: str, space, table: Mapping[str, float | None], budget: int, *, seed: int = 0,
-           batch: int = 1, history: Sequence = (), first: Sequence = (), factory: Callable | None = None) -> Replay:
+           batch: int = 1, history: Sequence = (), first: Sequence = (), factory: Callable | None = None,
+           ahead: int = 0, pipelined: bool = False) -> Replay:
     """Run ``strategy`` (a registry name) on ``space`` (a
     :class:`~autotune.kernel.space.SearchSpace`) against ``table`` (config key -> median ms or
     ``None``) until ``budget`` configs are measured or the strategy has nothing left to ask.
@@ -63,6 +64,12 @@ def replay(strategy: str, space, table: Mapping[str, float | None], budget: int,
             ``autotune search`` measures the kernel's default first; those the table lacks are skipped.
         factory: ``factory(name, space, seed=, history=)`` building the strategy; default
             :func:`autotune.search.strategies.make_strategy`.
+        ahead: whole batches asked beyond the one being measured, as the search loop's compile
+            pool works ahead (:class:`autotune.search.tuner.Tuner` asks the next batch while the
+            GPU measures one: ``ahead=1``); 0: each batch is asked once the last is told.
+        pipelined: instead of whole batches, ask for the shortfall after each config told, so
+            that ``(ahead + 1) * batch`` configs stay in flight and each new one is asked with
+            every config measured so far told.
 
     Raises:
         InvalidInputError: a key of the table is not a valid config of the space.
@@ -81,18 +88,34 @@ def replay(strategy: str, space, table: Mapping[str, float | None], budget: int,
         if config.key in times and config.key not in measured and len(measured) < budget:
             measured.append(config.key)
             s.tell(config, times[config.key])
+
+    def measure(config) -> None:
+        nonlocal unrecorded
+        if config.key not in times:
+            unrecorded += 1
+            s.tell(config, None)
+            return
+        if len(measured) < budget:  # a strategy that returns more than asked is cut here
+            measured.append(config.key)
+        s.tell(config, times[config.key])
+
+    cap = (ahead + 1) * batch  # configs asked and not yet told, at most
+    in_flight: list = []
+    exhausted = False
     while len(measured) < budget:
-        proposals = s.ask(min(batch, budget - len(measured)))
-        if not proposals:
+        while not exhausted and (room := budget - len(measured) - len(in_flight)) > 0:
+            if pipelined:
+                k = min(cap - len(in_flight), room)
+            else:
+                k = min(batch, room) if len(in_flight) <= cap - batch else 0
+            if k <= 0:
+                break
+            got = s.ask(k)
+            exhausted = not got
+            in_flight += got
+        if not in_flight:
             break
-        for config in proposals:
-            if config.key not in times:
-                unrecorded += 1
-                s.tell(config, None)
-                continue
-            if len(measured) < budget:  # a strategy that returns more than asked is cut here
-                measured.append(config.key)
-            s.tell(config, times[config.key])
+        measure(in_flight.pop(0))
     ms = tuple(times[k] for k in measured)
     return Replay(tuple(measured), ms, tuple(best_so_far(ms, max(valid))), unrecorded)
 

@@ -121,6 +121,34 @@ def test_configs_measured_first_count_and_are_told():
     assert log[0] == (configs[7].key, table[configs[7].key])
 
 
+@pytest.mark.parametrize(("ahead", "pipelined", "asks"), [
+    (0, False, [(0, 4), (4, 4), (8, 2)]),  # each batch once the last is told
+    (1, False, [(0, 4), (0, 4), (4, 2)]),  # the search loop's: the next batch asked while one is measured
+    (0, True, [(0, 4)] + [(t, 1) for t in range(1, 7)]),  # a batch in flight, one asked per config told
+    (1, True, [(0, 8)] + [(t, 1) for t in range(1, 3)]),
+])
+def test_a_replay_keeps_ahead_batches_in_flight_in_whole_batches_or_one_per_config_told(ahead, pipelined, asks):
+    table = planted_table(failed=0)
+    configs = space().configs()
+    got = []  # (configs told, k) at each ask
+
+    class Pending(ListStrategy):
+        def __init__(self, order):
+            super().__init__(order)
+            self.asked = set()
+
+        def ask(self, k):
+            got.append((len(self.told), k))
+            out = [c for c in self.order if c.key not in self.asked][:k]
+            self.asked.update(c.key for c in out)
+            return out
+
+    r = replay("list", space(), table, 10, batch=4, ahead=ahead, pipelined=pipelined,
+               factory=lambda name, sp, *, seed, history: Pending(configs))
+    assert r.measured == tuple(c.key for c in configs[:10])
+    assert got == asks
+
+
 def test_replay_stops_when_the_strategy_is_exhausted_and_refuses_foreign_configs():
     table = planted_table()
     configs = space().configs()[:4]
