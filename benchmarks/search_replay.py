@@ -271,7 +271,7 @@ def main() -> None:
                             jobs[(spec, "autotune", name, batch, first, None, seed)] = pool.submit(
                                 _ours, (spec, path, name, seed, batch, first, history if transfer else (),
                                         (a.ahead, a.pipelined)))
-            concurrent.futures.wait(jobs.values())
+        results = {key: f.result() for key, f in jobs.items()}
         # one process per Kernel Tuner run (multiprocessing's maxtasksperchild=1): a process that
         # runs many of them grows and slows (3.4 GB in 3.5 min on a matmul_warp table, 2026-11-27)
         with multiprocessing.get_context("fork").Pool(a.workers, maxtasksperchild=1) as kt_pool:
@@ -281,10 +281,9 @@ def main() -> None:
                         for seed in range(a.kt_seeds):
                             jobs[(spec, "kernel_tuner", name, 1, first, budget, seed)] = kt_pool.apply_async(
                                 _kt, ((spec, cache, path, name, seed, budget, first),))
-            kt_results = {k: j.get() for k, j in jobs.items() if k[1] == "kernel_tuner"}
-        for key, f in jobs.items():
+            results.update((key, j.get()) for key, j in jobs.items() if key[1] == "kernel_tuner")
+        for key, r in results.items():
             spec_, tool, name, batch, first, budget, seed = key
-            r = kt_results[key] if tool == "kernel_tuner" else f.result()
             if isinstance(r, str):
                 errors.setdefault((tool, name), []).append(r)
                 continue
