@@ -76,12 +76,20 @@ def fake_torch(streams: dict[int, int]) -> types.ModuleType:
 class FakeLibcuda:
     """Records every ``cuLaunchKernel`` (argument values read back through ``argv``) and memset,
     in order, in :attr:`calls`. A GPU clock (:attr:`clock_ms`) advances by each launch's time
-    (:meth:`launch_ms`: 1 µs plus 1 ns per thread of its grid), and CUDA events read it."""
+    (:meth:`launch_ms`: 1 µs plus 1 ns per thread of its grid), and CUDA events read it. A host
+    clock (:meth:`host_ns`, installed as the recording's) advances :attr:`host_step_ns` a reading,
+    so whether a sample's host side counts as stalled never depends on the machine's speed."""
 
     def __init__(self, kernel, context: int = 0xC0) -> None:
         self.kernel, self.calls, self.context = kernel, [], context
         self.clock_ms, self.events, self.capturing = 0.0, {}, False
         self.destroyed: list[int] = []
+        self.host_clock_ns, self.host_step_ns = 0, 1_000
+
+    def host_ns(self) -> int:
+        """The host's clock in ns: :attr:`host_step_ns` after the last reading."""
+        self.host_clock_ns += self.host_step_ns
+        return self.host_clock_ns
 
     @staticmethod
     def launch_ms(grid, block) -> float:
@@ -165,9 +173,10 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
     libcuda. Configs are not built (``build_cubin`` answers an empty cubin)."""
     from autotune.measure import compile as compile_module
     from autotune.measure import device as device_module
-    from autotune.runtime import driver
+    from autotune.runtime import driver, recording
 
     fake = FakeLibcuda(kernel)
+    monkeypatch.setattr(recording, "_host_ns", fake.host_ns)  # the machine's speed drops no sample
     monkeypatch.setenv("AUTOTUNE_LAUNCH_API", "ctypes")  # the fake libcuda, also where cuda-bindings is installed
     monkeypatch.setitem(sys.modules, "torch", fake_torch(streams or {0: 0x5000, 1: 0x5001}))
     monkeypatch.setattr(driver, "libcuda", lambda: fake)

@@ -41,7 +41,7 @@ def install() -> FakeLibcuda:
     """What tests/fake_gpu_arrays.install does, without pytest's monkeypatch."""
     from autotune.measure import compile as compile_module
     from autotune.measure import device as device_module
-    from autotune.runtime import driver
+    from autotune.runtime import driver, recording
     import autotune.runtime.streams as streams_module
 
     os.environ["AUTOTUNE_LAUNCH_API"] = "ctypes"  # the fake libcuda, also where cuda-bindings is installed
@@ -50,6 +50,7 @@ def install() -> FakeLibcuda:
                                                                                                   bx, by, bz), fake)
     sys.modules["torch"] = fake_torch({0: 0x5000, 1: 0x5001})
     driver.libcuda = lambda: fake
+    recording._host_ns = fake.host_ns  # a loaded machine drops no sample
     driver.current_context = lambda: fake.context
     driver.load_function = lambda cubin, name: (0xBA5, 0xF00)
     compile_module.build_cubin = lambda k, config, dtype, arch: (b"", {}, True)
