@@ -213,6 +213,16 @@ class _FakeCompare:
             size, n = int(name[7:]), int(args[2])
             got, exp = (drv.view(int(a), (n,), f"u{size}") for a in args[:2])
             pairs = [np.flatnonzero(got != exp)]
+        elif name.startswith("norm_"):
+            dtype, n = np.dtype(name[len("norm_"):]), int(args[2])
+            g = drv.view(int(args[0]), (n,), dtype).astype(np.float64)
+            e = drv.view(int(args[1]), (n,), np.float64)
+            finite = np.isfinite(g)
+            bad = np.flatnonzero(~finite)
+            if bad.size:
+                result[0], result[1] = bad.size, bad[0]
+            result[2:] = np.array([np.sum((g[finite] - e[finite]) ** 2), np.sum(e * e)]).view(np.uint64)
+            return
         else:
             dtype, n = np.dtype(name[len("tolerance_"):]), int(args[2])
             g = drv.view(int(args[0]), (n,), dtype).astype(np.float64)

@@ -60,7 +60,7 @@ from autotune.measure.resets import Prelude
 from autotune.measure.shared_memory import needs_opt_in, opt_in
 from autotune.measure import nvml
 from autotune.measure.timing import EarlyStop, Precision, Timing, median_ci, samples, timing
-from autotune.measure.verify import Verifier
+from autotune.measure.verify import Verifier, relative_norm_of
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID", "ENERGY_WINDOW_MS"]
 
@@ -274,13 +274,14 @@ class Benchmark:
         if self._verifier is None:
             k = self.kernel
             expected = self._reference(self._values)
-            device_side = k.check_spec.exact or k.check_spec.compare == "tolerance"
+            base = k.path.parent if k.path else None
+            device_side = k.check_spec.exact or k.check_spec.compare == "tolerance" or \
+                relative_norm_of(k.check_spec, base) is not None
             if device_side and self._comparer is None:
                 self._comparer = DeviceComparer.load(self.drv, self.device.arch)
             self._verifier = Verifier(self.drv, [a.role for a, _, _ in self.layout],
                                       [a.name for a, _, _ in self.layout], [dt.numpy for _, _, dt in self.layout],
-                                      self._values, expected, k.check_spec, self.dim_values,
-                                      k.path.parent if k.path else None, self._comparer)
+                                      self._values, expected, k.check_spec, self.dim_values, base, self._comparer)
         return self._verifier
 
     def _reference(self, values) -> dict[int, np.ndarray]:

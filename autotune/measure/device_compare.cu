@@ -88,3 +88,41 @@ TOLERANCE(tolerance_int32, int)
 TOLERANCE(tolerance_uint32, unsigned int)
 TOLERANCE(tolerance_int64, long long)
 TOLERANCE(tolerance_uint64, unsigned long long)
+
+// norm_* : result[0] = elements not finite,     result[1] = first such element,
+//          result[2] = sum of (got - exp)^2 over the finite elements, result[3] = sum of exp^2
+//          (both as float64 bits; the caller sets them to 0.0). The relative Frobenius error of
+//          a matrix product (autotune.kernel.references:product_tolerance) is
+//          sqrt(result[2] / result[3]); each warp adds its partial sums with one atomic each.
+template <typename T>
+__device__ void norm(const T* got, const double* expected, u64 n, u64* result) {
+    u64 bad = 0, first_bad = ~0ull;
+    double d2 = 0.0, e2 = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        double g = as_double(got[i]), e = expected[i];
+        if (!isfinite(g)) {
+            if (!bad) first_bad = i;
+            ++bad;
+        } else {
+            double d = g - e;
+            d2 += d * d;
+        }
+        e2 += e * e;
+    }
+    report(&result[0], &result[1], bad, first_bad);
+    for (int offset = 16; offset; offset >>= 1) {
+        d2 += __shfl_down_sync(0xffffffffu, d2, offset);
+        e2 += __shfl_down_sync(0xffffffffu, e2, offset);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(reinterpret_cast<double*>(&result[2]), d2);
+        atomicAdd(reinterpret_cast<double*>(&result[3]), e2);
+    }
+}
+
+#define NORM(name, T) \
+    extern "C" __global__ void name(const T* got, const double* expected, u64 n, u64* result) { \
+        norm<T>(got, expected, n, result); }
+NORM(norm_float16, __half)
+NORM(norm_float32, float)
+NORM(norm_float64, double)

@@ -12,7 +12,10 @@ loaded once per benchmark (per CUDA context). Each launch reduces one array to f
   8 bytes) differ from the expected ones (NaN payloads and signed zeros count);
 * :meth:`DeviceComparer.tolerance`: elements not finite, and elements with
   ``|got - expected| > atol + rtol * |expected|`` in float64 (expected is float64; the device
-  rounds each operation, so the test is NumPy's on the host).
+  rounds each operation, so the test is NumPy's on the host);
+* :meth:`DeviceComparer.norm`: elements not finite, and the two sums of squares of a relative
+  Frobenius error ``||got - expected|| / ||expected||`` (a matrix product's check, declared by a
+  ``module:function`` comparison's ``relative_norm``: :mod:`autotune.measure.verify`).
 
 The device is reached only through ``drv`` (the CUDA backend, :mod:`autotune.measure.backends`, or the fake of
 ``tests/fakes.py``, which runs the same reductions in NumPy).
@@ -25,7 +28,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["SOURCE", "DeviceComparer", "compare_cubin", "TOLERANCE_TYPES"]
+__all__ = ["SOURCE", "DeviceComparer", "compare_cubin", "TOLERANCE_TYPES", "NORM_TYPES"]
 
 SOURCE = "device_compare.cu"
 """The kernels' source file, in this package."""
@@ -36,7 +39,10 @@ MAX_BLOCKS = 4096
 TOLERANCE_TYPES = ("float16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
                    "int64", "uint64")
 """Element types :meth:`DeviceComparer.tolerance` takes (others are compared on the host)."""
+NORM_TYPES = ("float16", "float32", "float64")
+"""Element types :meth:`DeviceComparer.norm` takes."""
 _RESULT_INIT = np.array([0, 2**64 - 1, 0, 2**64 - 1], np.uint64)
+_NORM_INIT = np.array([0, 2**64 - 1, 0, 0], np.uint64)  # words 2 and 3: float64 0.0
 _CUBINS: dict[str, bytes] = {}
 
 
@@ -81,12 +87,12 @@ class DeviceComparer:
         """Release the result buffer."""
         self._result.free()
 
-    def _run(self, name: str, signature: str, n: int, *args) -> np.ndarray:
-        """Launch ``name`` over ``n`` elements; its four result words (uint64)."""
+    def _run(self, name: str, signature: str, n: int, *args, init: np.ndarray = _RESULT_INIT) -> np.ndarray:
+        """Launch ``name`` over ``n`` elements; its four result words (uint64), set to ``init`` before."""
         fn = self._functions.get(name)
         if fn is None:
             fn = self._functions[name] = self.module.function(name, signature)
-        self.drv.memcpy_htod(self._result, _RESULT_INIT)
+        self.drv.memcpy_htod(self._result, init)
         if n:
             blocks = max(1, min(MAX_BLOCKS, math.ceil(n / BLOCK)))
             fn.launch((blocks, 1, 1), (BLOCK, 1, 1), (*args, np.uintp(int(self._result))))
@@ -126,3 +132,18 @@ class DeviceComparer:
         out = self._run(f"tolerance_{dtype}", "PPQddP", n, np.uintp(got), np.uintp(expected), np.uint64(n),
                         np.float64(atol), np.float64(rtol))
         return int(out[0]), int(out[1]), int(out[2]), int(out[3])
+
+    def norm(self, got: int, expected: int, n: int, dtype: str) -> tuple[int, int, float, float]:
+        """``(not_finite, first_not_finite, diff2, ref2)`` of ``n`` elements of ``dtype`` (one of
+        :data:`NORM_TYPES`) at ``got`` against the float64 elements at ``expected``: ``diff2``
+        sums ``(got - expected)**2`` over the finite elements, ``ref2`` sums ``expected**2``
+        (float64, in the order the atomics land: the last bits may vary from run to run).
+
+        Raises:
+            ValueError: ``dtype`` is not one of :data:`NORM_TYPES`.
+        """
+        if dtype not in NORM_TYPES:
+            raise ValueError(f"dtype {dtype} is not allowed; allowed: {', '.join(NORM_TYPES)}")
+        out = self._run(f"norm_{dtype}", "PPQP", n, np.uintp(got), np.uintp(expected), np.uint64(n), init=_NORM_INIT)
+        sums = out[2:].view(np.float64)
+        return int(out[0]), int(out[1]), float(sums[0]), float(sums[1])

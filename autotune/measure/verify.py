@@ -11,12 +11,18 @@ untouched and each checked output must match the reference under the kernel's co
 * ``tolerance``: poison ``0xFF`` (a NaN in every float type), every element finite and
   ``|got - expected| <= atol + rtol * |expected|``.
 * ``module:function``: poison ``0xFF``, then ``function(got, expected, name=, dims=)``
-  returns why it fails, or ``None``.
+  returns why it fails, or ``None``. A function that bounds the relative Frobenius error
+  ``||got - expected|| / ||expected||`` may say so by an attribute ``relative_norm(dtype, dims)``
+  giving the bound (``autotune.kernel.references:product_tolerance`` does): the error is then
+  computed on the device, and the function runs on the host only when the device finds an
+  element not finite or an error within a hair (:data:`NORM_MARGIN`) of the bound or above it,
+  to decide and to word the failure.
 
 A benchmark prepares one :class:`Verifier` per problem (once per measuring process): the
 inputs and the reference stay on the device and the comparisons above run there
 (:mod:`autotune.measure.device_compare`); a ``module:function`` comparison is Python and runs
-on the host, on the output copied back. The messages are the same either way.
+on the host, on the output copied back, unless it declares a ``relative_norm``. The messages are
+the same either way.
 
 The device is reached only through ``drv`` (the CUDA backend, :mod:`autotune.measure.backends`, or a
 fake in the tests).
@@ -32,13 +38,31 @@ import numpy as np
 from autotune.errors import TrialFailed
 from autotune.kernel.model import Check
 from autotune.measure.buffers import GUARD_BYTES, ArgSet
-from autotune.measure.device_compare import TOLERANCE_TYPES
+from autotune.measure.device_compare import NORM_TYPES, TOLERANCE_TYPES
 
-__all__ = ["GUARD_BYTES", "EXACT_POISONS", "NAN_POISON", "Verifier", "verify_outputs", "compare", "load_inputs"]
+__all__ = ["GUARD_BYTES", "EXACT_POISONS", "NAN_POISON", "NORM_MARGIN", "Verifier", "verify_outputs", "compare",
+           "load_inputs", "relative_norm_of"]
 
 EXACT_POISONS = (0xA5, 0x5A)
 NAN_POISON = 0xFF
 """All-ones bytes: a NaN in float16, float32 and float64."""
+NORM_MARGIN = 1e-6
+"""A relative error the device computes within this fraction of its bound is left to the host's
+function to decide (the device's sums are added in the order their atomics land)."""
+
+
+def relative_norm_of(check: Check, base: Path | None = None) -> Callable | None:
+    """The ``relative_norm(dtype, dims) -> bound`` of ``check``'s ``module:function`` comparison,
+    if the function declares one (else ``None``; ``exact`` and ``tolerance``: ``None``).
+
+    Raises:
+        KernelFileError: the function cannot be loaded.
+    """
+    if check.exact or check.compare == "tolerance":
+        return None
+    from autotune.kernel.callables import load_callable
+
+    return getattr(load_callable(check.compare, base), "relative_norm", None)
 
 
 def load_inputs(drv, args: ArgSet, roles: list[str], values: Mapping[int, np.ndarray], poison: int) -> None:
@@ -106,8 +130,10 @@ class Verifier:
         self.expected = {i: want.astype(dtypes[i]) if check.exact else want for i, want in expected.items()}
         self._buffers: list = []
         self.pristine = {i: self._upload(v) for i, v in values.items() if v.nbytes}
+        self.relative_norm = relative_norm_of(check, base) if comparer is not None else None
         on_device = comparer is not None and (check.exact or (check.compare == "tolerance" and all(
-            dtypes[i].name in TOLERANCE_TYPES for i in expected)))
+            dtypes[i].name in TOLERANCE_TYPES for i in expected)) or (self.relative_norm is not None and all(
+                dtypes[i].name in NORM_TYPES for i in expected)))
         self.expected_on_device = {i: self._upload(want if check.exact else want.astype(np.float64))
                                    for i, want in self.expected.items()} if on_device else {}
 
@@ -179,6 +205,11 @@ class Verifier:
             where = list(map(int, np.unravel_index(first, want.shape)))
             return (f"{count} of {n} elements of {name} differ from the reference; first at {where}: "
                     f"got 0x{int(got[0]):x}, expected 0x{int(want.reshape(-1).view(f'u{size}')[first]):x}")
+        if self.relative_norm is not None:
+            bad, _, diff2, ref2 = cmp.norm(at, int(self.expected_on_device[i]), n, self.dtypes[i].name)
+            error = float(np.sqrt(diff2 / ref2)) if ref2 > 0 else float(np.sqrt(diff2))
+            bound = float(self.relative_norm(self.dtypes[i], self.dims))
+            return self._on_host(args, i, poison) if bad or error > bound * (1 - NORM_MARGIN) else None
         bad, first_bad, off, _ = cmp.tolerance(at, int(self.expected_on_device[i]), n, self.dtypes[i].name,
                                                self.check.atol, self.check.rtol)
         if bad:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from autotune.measure.device import cuda_driver, open_device
-from autotune.measure.device_compare import TOLERANCE_TYPES, DeviceComparer
+from autotune.measure.device_compare import NORM_TYPES, TOLERANCE_TYPES, DeviceComparer
 
 from fakes import FakeDriver
 
@@ -64,5 +64,36 @@ def test_the_gpu_kernels_count_what_the_model_counts(dtype):
                 assert run(drv, comparer, want, got) == model, (dtype, n)
                 if n > 10:
                     assert model["exact"][0] >= 1 and model["bytes"][0] > 0
+        finally:
+            comparer.free()
+
+
+@pytest.mark.parametrize("dtype", NORM_TYPES)
+def test_the_gpu_norm_sums_what_numpy_sums(dtype):
+    """The sums of squares of a relative Frobenius error (a matrix product's check) and the
+    count and first index of elements not finite, against NumPy in float64."""
+    rng = np.random.default_rng(1)
+    drv = cuda_driver()
+    with open_device(0) as device:
+        comparer = DeviceComparer.load(drv, device.arch)
+        try:
+            for n in SIZES:
+                want = rng.uniform(-4, 4, n)
+                got = (want * (1 + rng.normal(0, 1e-3, n))).astype(dtype)
+                if n > 10:
+                    got[n // 2], got[n - 3] = np.inf, np.nan
+                pointers = []
+                for host in (got, want):
+                    buf = drv.mem_alloc(host.nbytes)
+                    drv.memcpy_htod(buf, host)
+                    pointers.append(buf)
+                bad, first, diff2, ref2 = comparer.norm(int(pointers[0]), int(pointers[1]), n, dtype)
+                for p in pointers:
+                    p.free()
+                g = got.astype(np.float64)
+                finite = np.isfinite(g)
+                assert (bad, first) == ((2, n // 2) if n > 10 else (0, 2**64 - 1)), (dtype, n)
+                assert diff2 == pytest.approx(np.sum((g[finite] - want[finite]) ** 2), rel=1e-9)
+                assert ref2 == pytest.approx(np.sum(want ** 2), rel=1e-9)
         finally:
             comparer.free()

@@ -23,7 +23,7 @@ from autotune.kernel.model import Check
 from autotune.measure.buffers import GUARD_BYTES, ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.reference import python_reference
 from autotune.measure.device_compare import DeviceComparer
-from autotune.measure.verify import EXACT_POISONS, NAN_POISON, Verifier, compare
+from autotune.measure.verify import EXACT_POISONS, NAN_POISON, Verifier, compare, relative_norm_of
 
 from fakes import FakeDriver
 from kernel_files import write_kernel
@@ -68,6 +68,17 @@ def spy(**kwargs):
 def within_a_tenth(got, expected, *, name, dims):
     error = float(np.max(np.abs(got.astype(np.float64) - expected)))
     return None if error <= 0.1 else f"{name} off by {error:.2f} at {sorted(dims.items())}"
+
+
+def within_norm(got, expected, *, name, dims):
+    seen.append(name)
+    if not np.isfinite(got).all():
+        return f"{name} has elements not finite"
+    error = np.linalg.norm(got.astype(np.float64) - expected) / np.linalg.norm(expected)
+    return None if error <= 0.01 else f"{name} relative error {error:.3g} > 0.01"
+
+
+within_norm.relative_norm = lambda dtype, dims: 0.01
 '''
 
 
@@ -167,7 +178,7 @@ class Run:
 
     def compared_where(self, before):
         check = self.kernel.check_spec
-        if Run.on_device and (check.exact or check.compare == "tolerance"):
+        if Run.on_device and (check.exact or check.compare == "tolerance" or relative_norm_of(check, self.kernel.path.parent)):
             assert self.drv.launches[before:], "no comparison kernel ran on the device"
         else:  # the host compared: a module:function comparison always does
             assert not self.drv.launches[before:]
@@ -539,3 +550,53 @@ def test_the_comparer_names_what_it_takes():
         comparer.tolerance(0, 0, 1, "complex64", 0.0, 0.0)
     assert comparer.not_byte(1024, 0, 0) == (0, 2**64 - 1)  # nothing to check: no launch
     assert not drv.launches
+
+
+def test_a_callable_comparison_with_a_relative_norm_is_computed_on_the_device(folder, compared_on):
+    """A ``module:function`` comparison that declares ``relative_norm`` (the matrix products'
+    ``product_tolerance`` does) is decided on the device where it passes: no output crosses
+    PCIe and the function is not called; where it fails, the host's function words it."""
+    run = Run(folder, vector_doc("rn", "ref.py:twice", compare="ref.py:within_norm"), {"n": 4000})
+    from autotune.kernel.callables import load_callable
+
+    seen = load_callable("ref.py:within_norm", folder).__globals__["seen"]  # the function's calls
+
+    def close(*, y, x, **_):
+        y[...] = 2 * x * (1 + 1e-3)
+
+    verifier = run.verifier()
+    dtoh = run.drv.copies["dtoh"]
+    verifier.verify(lambda: close(**run.arrays()), run.args)
+    calls = seen.count("y")
+    if compared_on == "device":
+        assert run.drv.launches.count("norm_float32") == 1 and calls == 0  # the host function never ran
+        assert run.drv.copies["dtoh"] - dtoh == 3 * 32 < run.args.nbytes[0]  # result words only
+    else:
+        assert calls == 1 and "norm_float32" not in run.drv.launches
+    verifier.free()
+
+    def far(*, y, x, **_):
+        y[...] = 2 * x * 1.02
+    assert run.fails(far).reason.startswith("y relative error 0.02")
+    assert run.fails(nothing).reason == "y has elements not finite"  # the NaN poison: worded by the host
+
+
+def test_product_tolerance_agrees_on_host_and_device(folder):
+    doc = {"name": "mm", "source": "k.cu", "function": "mm", "problem": {"dims": ["m", "n", "k"]},
+           "args": [{"name": "C", "array": ["m", "n"], "role": "out"}, {"name": "A", "array": ["m", "k"]},
+                    {"name": "B", "array": ["k", "n"]}],
+           "launch": {"block": [128], "grid": ["cdiv(m * n, 128)"]},
+           "space": {"params": {"B": [1]}, "default": {"B": 1}},
+           "check": {"reference": "autotune.kernel.references:matmul",
+                     "compare": "autotune.kernel.references:product_tolerance"}}
+    run = Run(folder, doc, {"m": 48, "n": 40, "k": 300})
+
+    def product(*, C, A, B, **_):
+        C[...] = (A @ B).astype(np.float32)
+    run.verify(product)
+
+    def one_off(*, C, A, B, **_):
+        C[...] = (A @ B).astype(np.float32)
+        C[3, 7] += 1.0
+    reason = run.fails(one_off).reason
+    assert reason.startswith("relative error") and "(K=300); worst at [3, 7]" in reason
