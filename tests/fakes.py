@@ -74,6 +74,7 @@ class FakeMatmulBench:
 
     memcpy_gbps = copy_gbps = None
     l2_mode = "single"
+    companion = False
 
     def __init__(self, device, m: int, n: int, k: int, dtype, kernel=None) -> None:
         self.device, self.rows, self.cols, self.depth, self.dtype = device, m, n, k, dtype
@@ -280,9 +281,11 @@ class FakeAnyBench:
 
     memcpy_gbps = copy_gbps = None
     l2_mode = "single"
+    companion = False
 
-    def __init__(self, device, problem, failures: dict[str, str] | None = None) -> None:
-        self.device, self.problem = device, problem
+    def __init__(self, device, problem, failures: dict[str, str] | None = None, also=()) -> None:
+        self.device, self.problem, self.also = device, problem, tuple(also)
+        self._others: dict[int, FakeAnyBench] = {}
         space = problem.kernel.space()
         self.optimum = {name: OPTIMUM.get(name, max(values)) for name, values in space.params}
         size = 1
@@ -306,6 +309,24 @@ class FakeAnyBench:
             raise failure
         ms = self.ms(config)
         return Measurement(ms, ms * 0.99, ms * 1.02, None, None, 32, 0, 50, phases=dict(PHASES_MS))
+
+    def at(self, i: int) -> "FakeAnyBench":
+        """The benchmark of the other shape ``also[i]`` (``Benchmark.at``); it records its calls
+        in this one's :attr:`calls` too, with the shape's dims."""
+        if i not in self._others:
+            other = self.also[i]
+            other = other.resolve() if hasattr(other, "resolve") else other
+            self._others[i] = type(self)(self.device, other, self.failures)
+            self._others[i].companion = True  # measured alongside another shape's search
+        return self._others[i]
+
+    def measure_at(self, i: int, config: Config) -> Measurement:
+        self.calls.append(("measure_at", f"{i} {config.key}"))
+        return self.at(i).measure(config)
+
+    def retime_at(self, i: int, configs, rounds):
+        self.calls.append(("retime_at", f"{i} {','.join(c.key for c in configs)}"))
+        return self.at(i).retime(configs, rounds)
 
     def retime(self, configs, rounds):
         from autotune.measure.measurement import Retiming

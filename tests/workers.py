@@ -233,7 +233,7 @@ def fake_open_benchmark(ordinal, problem, **options):
         hold(ordinal, "open")
     if os.environ.get("AUTOTUNE_FAKE_BENCH") == "any":  # any kernel's landscape (a workload's problems)
         mark(f"problem-{ordinal}-{problem.kernel.name}-{'x'.join(str(v) for _, v in problem.dims)}")
-        yield AnyBench(device, problem)
+        yield AnyBench(device, problem, also=options.get("also", ()))
         return
     yield FakeBench(device)
 

@@ -47,7 +47,7 @@ def fake_gpu(monkeypatch, device_info, failures=None) -> list:
 
     @contextlib.contextmanager
     def open_benchmark(ordinal, problem, **options):
-        bench = FakeAnyBench(device_info, problem, failures)
+        bench = FakeAnyBench(device_info, problem, failures, also=options.get("also", ()))
         opened.append(bench)
         yield bench
 

@@ -40,14 +40,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from autotune.errors import InvalidInputError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
-from autotune.kernel.problem import Problem
+from autotune.kernel.problem import Problem, ProblemRef
 from autotune.measure.bounds import Bounds
 from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.compile import CompiledKernel, Compiler
@@ -115,9 +115,14 @@ class Benchmark:
 
     def __init__(self, device: DeviceInfo, problem: Problem, *, warmup: int = 10, repeats: int = 50,
                  seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None,
-                 precision: Precision | None = None, energy: bool = False, early_stop: bool = True) -> None:
+                 precision: Precision | None = None, energy: bool = False, early_stop: bool = True,
+                 also: Sequence[Problem | ProblemRef] = (), compiler: Compiler | None = None) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
+        self._options = dict(warmup=warmup, repeats=repeats, seed=seed, bounds=bounds, precision=precision,
+                             energy=energy, early_stop=early_stop)
+        self.also = tuple(also)
+        self._others: dict[int, Benchmark] = {}
         self.drv = cuda_driver()
         self.problem = problem
         self.device, self.kernel, self.dtype, self.dims = device, problem.kernel, problem.dtype, problem.dims
@@ -137,7 +142,7 @@ class Benchmark:
         free, _ = self.drv.mem_get_info()
         footprint = check_fits(device, problem, free)
         self.rng = np.random.default_rng(seed)
-        self.compiler = Compiler(device.arch, device.max_threads_per_sm)
+        self.compiler = compiler or Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
         given = inputs or {}
         self._values = {i: self._input(a, shape, dt, given.get(a.name))
@@ -185,8 +190,39 @@ class Benchmark:
                         self.drv.memcpy_htod(args.pointers[i], np.ascontiguousarray(values))
             self._filled = True
 
+    def at(self, i: int) -> Benchmark:
+        """The benchmark of shape ``also[i]`` (another problem of this kernel and dtype), opened in
+        this context at its first use, then kept: it shares this benchmark's compiler (one
+        cubin and one module load serve every shape) and options, and holds its own inputs,
+        reference and bounds.
+
+        Raises:
+            InvalidInputError: no shape ``i``; another kernel or dtype; it does not fit in
+                free device memory.
+        """
+        if not 0 <= i < len(self.also):
+            raise InvalidInputError(f"shape {i} is not allowed; allowed: 0..{len(self.also) - 1}")
+        if i not in self._others:
+            other = self.also[i]
+            other = other.resolve() if isinstance(other, ProblemRef) else other
+            if other.kernel.name != self.kernel.name or other.dtype != self.dtype:
+                raise InvalidInputError(f"{other.label} is not a shape of {self.problem.label}'s kernel and dtype")
+            self._others[i] = Benchmark(self.device, other, **self._options, compiler=self.compiler)
+        return self._others[i]
+
+    def measure_at(self, i: int, config: Config) -> Measurement:
+        """:meth:`measure` ``config`` at shape ``also[i]`` (:meth:`at`)."""
+        return self.at(i).measure(config)
+
+    def retime_at(self, i: int, configs: list[Config], rounds: int = 5) -> list[Retiming]:
+        """:meth:`retime` ``configs`` at shape ``also[i]`` (:meth:`at`)."""
+        return self.at(i).retime(configs, rounds)
+
     def free(self) -> None:
-        """Release the device buffers."""
+        """Release the device buffers (the other shapes' too)."""
+        for other in self._others.values():
+            other.free()
+        self._others.clear()
         for held in (self._verifier, self._comparer):
             if held is not None:
                 held.free()

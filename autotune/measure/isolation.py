@@ -105,7 +105,12 @@ def _serve(bench, request) -> tuple:
     """One answer: ``("ok", result)``, ``("failed", status, reason)`` or ``("error", exc)``."""
     kind, payload = request
     try:
-        result = bench.measure(payload) if kind == "measure" else bench.retime(*payload)
+        if kind == "measure":
+            result = bench.measure(payload)
+        elif kind == "retime":
+            result = bench.retime(*payload)
+        else:  # measure_at, retime_at: another shape of the problem's kernel (Benchmark.at)
+            result = getattr(bench, kind)(*payload)
     except TrialFailed as failure:
         sticky = sticky_reason(failure.reason or "")
         return ("failed", "crash", sticky) if sticky else ("failed", failure.status, failure.reason)
@@ -155,7 +160,7 @@ def _ended(code: int | None) -> str:
 
 
 class IsolatedBenchmark:
-    """A benchmark living in a child process: ``measure``, ``retime``, ``device``,
+    """A benchmark living in a child process: ``measure``, ``retime``, ``measure_at``, ``retime_at``, ``device``,
     ``memcpy_gbps``, ``copy_gbps``, ``l2_mode`` and ``energy_note`` like :class:`~autotune.measure.benchmark.Benchmark`.
 
     Args:
@@ -278,6 +283,24 @@ class IsolatedBenchmark:
             TrialFailed: as :meth:`measure`, the limit ``len(configs) * rounds * trial_timeout``.
         """
         return self._ask(("retime", (list(configs), rounds)), self.trial_timeout * max(1, len(configs)) * rounds)
+
+    def measure_at(self, i: int, config):
+        """:meth:`measure` ``config`` at the benchmark's other shape ``i`` (its ``also``), in the
+        child (``Benchmark.measure_at``).
+
+        Raises:
+            TrialFailed: as :meth:`measure`.
+        """
+        return self._ask(("measure_at", (i, config)), self.trial_timeout)
+
+    def retime_at(self, i: int, configs, rounds: int = 5):
+        """:meth:`retime` ``configs`` at the other shape ``i``, in the child.
+
+        Raises:
+            TrialFailed: as :meth:`retime`.
+        """
+        return self._ask(("retime_at", (i, list(configs), rounds)),
+                         self.trial_timeout * max(1, len(configs)) * rounds)
 
     def close(self) -> None:
         """Ask the child to end; kill it if it has not within :data:`STOP_WAIT_S`."""

@@ -16,14 +16,20 @@ Both ``autotune.tune`` on one GPU and each worker of a search over several GPUs
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.base import signals as stop
+from autotune.search.companions import Companion
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
+
+if TYPE_CHECKING:
+    from autotune.kernel.problem import Problem
 
 __all__ = ["Started", "compile_pool", "search_on_gpu", "whole_space"]
 
@@ -75,7 +81,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                   arch: str | None = None, fresh: bool | None = None, budget=None,
                   on_start: Callable[[Started], None] | None = None,
                   on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-                  on_end: Callable[[Started, SearchResult], None] | None = None) -> SearchResult:
+                  on_end: Callable[[Started, SearchResult], None] | None = None,
+                  also: Sequence[Problem] = ()) -> SearchResult:
     """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
 
     Args:
@@ -92,6 +99,10 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         on_end: called once the search has ended (not when it raised), with what ``on_start``
             got and the result, while the measuring child is still open (``started.bench``):
             a workload's tuning measures the default and the winner there.
+        also: other problems of the kernel and dtype (other shapes), each config measured ok
+            measured at each of them too in the same measuring process, as trials of their own
+            studies, each with its own winner (:mod:`autotune.search.companions`;
+            ``result.companions``).
 
     Raises:
         As :func:`autotune.tune`.
@@ -137,9 +148,10 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
             if feed and feed[0] is not None:
                 feed[0].put(first[1])
 
+    shapes = {"also": [p.ref or p for p in also]} if also else {}
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
                                          trial_timeout=options.trial_timeout, precheck=precheck,
-                                         **options.benchmark_options(),
+                                         **options.benchmark_options(), **shapes,
                                          before=(lambda info: start_compiling(info.arch)) if precheck else None,
                                          meanwhile=meanwhile) as bench:
         if not feed:
@@ -149,7 +161,11 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         if options.objective != "time" and note:
             raise InvalidInputError(f"objective {options.objective} needs the energy per launch, and {note}")
         store = opened[0]
-        key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
+        toolchain = Toolchain.of(bench.device.arch)
+        key = TuningKey.of(problem, bench.device, toolchain)
+        companions = [Companion(TuningKey.of(p, bench.device, toolchain), functools.partial(bench.measure_at, i),
+                                retime_or_error(functools.partial(bench.retime_at, i)) if retime else None)
+                      for i, p in enumerate(also)]
         started = Started(key, store, space, bench, batch=batch)
         if on_start:
             on_start(started)
@@ -158,7 +174,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
-                       early=early[0] if early else None, budget=budget).run()
+                       early=early[0] if early else None, budget=budget, companions=companions).run()
         result.whole_space = whole
         if on_end is not None:
             on_end(started, result)

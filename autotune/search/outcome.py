@@ -57,6 +57,8 @@ class SearchResult:
             config was measured in the grid's order (``autotune.search.on_gpu.whole_space``).
         spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
             asks and tells, and reading what other processes measured).
+        companions: the results of the other shapes measured alongside
+            (:mod:`autotune.search.companions`), in the order given.
     """
 
     key: TuningKey
@@ -71,6 +73,7 @@ class SearchResult:
     reports: list = field(default_factory=list)
     whole_space: bool = False
     spent: dict[str, float] = field(default_factory=dict)
+    companions: list[SearchResult] = field(default_factory=list)
 
     @property
     def measured_count(self) -> int:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from autotune.errors import StoreError
@@ -43,6 +43,7 @@ from autotune.measure.nvml import clock_warning
 from autotune.base import signals as stop
 from autotune.store.study_labels import label_study
 from autotune.search import objective, proposals, retiming
+from autotune.search.companions import Companion, CompanionSearch
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
@@ -64,7 +65,10 @@ class Tuner:
     on another host) has measured or is measuring, and tells its strategy what they measured; a
     config is measured only by the process whose trial claimed it first
     (:meth:`StoredStudy.start`), so no two processes measure one config.
-    ``on_trial(outcome, result)`` is called after every trial. ``budget``: the configs the
+    ``on_trial(outcome, result)`` is called after every trial. ``companions``: other shapes of
+    the kernel and dtype, each config measured ok here is measured at each of them too, as a
+    trial of its own study, and each gets its own winner (:mod:`autotune.search.companions`;
+    ``result.companions`` holds their results). ``budget``: the configs the
     workers of one search may still measure, shared (:class:`~autotune.search.workers.SharedBudget`:
     ``take()`` before each trial, ``False`` when none is left; ``give_back()``; ``left()``):
     a worker measures while any is left, so the faster GPU measures more and all end together.
@@ -82,7 +86,7 @@ class Tuner:
     def __init__(self, key: TuningKey, space: SearchSpace, store: Store, options: SearchOptions,
                  instruments: Instruments, *, on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
                  part: tuple[int, int] = (0, 1), early: tuple[Strategy, list[Config]] | None = None,
-                 budget=None) -> None:
+                 budget=None, companions: Sequence[Companion] = ()) -> None:
         if options.traits.in_order:  # it walks the whole space
             proposals.check_grid(space)
         self.key, self.space, self.store, self.options, self.tools = key, space, store, options, instruments
@@ -94,6 +98,7 @@ class Tuner:
         self.flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
         self._checked = 0.0  # when trials dead before their first heartbeat were last looked for
         self._early = early  # (strategy, its first batch) from early(), handed to prefetch already
+        self.others = [CompanionSearch(c, store, space, options) for c in companions]
 
     @staticmethod
     def early(kernel: str, space: SearchSpace, options: SearchOptions, part: tuple[int, int] = (0, 1),
@@ -147,9 +152,13 @@ class Tuner:
                                        copy_gbps=tools.copy_gbps, l2_mode=tools.l2_mode, clocks=start_clocks,
                                        objective=self.options.objective)
         result = self.result = SearchResult(self.key, search_id)
+        result.companions = [c.result for c in self.others]
         status = "failed"
         try:
             with store.errors():  # Optuna's storage errors too: one StoreError line
+                for other in self.others:
+                    other.open(tools.memcpy_gbps, tools.copy_gbps, tools.l2_mode)
+                result.companions = [c.result for c in self.others]
                 self.seen = study.measured(result)
                 self.strategy = self._strategy()
                 self._loop(study)
@@ -161,6 +170,8 @@ class Tuner:
                     result.decision = retiming.decide(self.key, store, result, tools.retime, self.options.top_k,
                                                       self.options.rounds, self.options.objective)
                     self.flight.clear()
+                for other in self.others:  # each other shape's own winner
+                    other.decide()
             status = "finished"
         except KeyboardInterrupt:
             status = result.stopped = "interrupted"
@@ -168,6 +179,8 @@ class Tuner:
         except StoreError as exc:  # the database went away (or stayed locked) mid-search
             raise StoreError(f"{exc}; {what_was_kept(result, self.flight)}") from exc.__cause__ or exc
         finally:
+            for other in self.others:
+                other.close(status)
             with stop.shielded():
                 end_clocks = tools.clocks() if tools.clocks else None
                 result.clock_warning = clock_warning(start_clocks, end_clocks)
@@ -249,6 +262,9 @@ class Tuner:
                 continue
             self.seen[config] = outcome
             result.outcomes.append(outcome)
+            if outcome.status == "ok":  # one compile, a trial at every other shape
+                for other in self.others:
+                    other.trial(config, self.flight)
             score = objective.told(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
             if isinstance(score, tuple):  # a Pareto search: (ms, J); the re-timing ranks by the time
                 result.scores[config] = score

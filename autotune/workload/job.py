@@ -5,7 +5,9 @@ configs measured against each other.
 (:mod:`autotune.workload.pool`). A job with a budget is one search
 (:func:`autotune.search.on_gpu.search_on_gpu`, what ``autotune.tune`` runs on one GPU) with
 that many seconds as its timeout (less :data:`OVERHEAD_S` for starting the measuring
-process and the re-timings), ``resume`` on (a tuning resumed continues its studies), and the
+process and the re-timings), every config it measures measured too at the workload's other
+shapes of the kernel and dtype still to tune (one compile, a trial at each: ``Job.also``),
+``resume`` on (a tuning resumed continues its studies), and the
 strategy of the plan (``transfer`` from the nearest tuned shapes, else the default strategy, ``tpe``). In the same
 measuring process, once the search has ended, the kernel's default config and the search's
 winner are re-timed interleaved over :data:`FINAL_ROUNDS` rounds (:func:`measure_pair`):
@@ -48,7 +50,9 @@ space ends it first."""
 class Job:
     """What a GPU is asked to do for one problem: ``budget_s`` seconds of search (0: measure
     only) with ``strategy``, and ``result`` the row it updates (its spent time and trials so
-    far, for a resumed tuning)."""
+    far, for a resumed tuning); ``also``: the workload's other shapes of the kernel and dtype
+    still to tune, each config the search measures measured at them too
+    (:mod:`autotune.search.companions`), so their own searches start from it."""
 
     index: int
     ref: ProblemRef
@@ -56,6 +60,7 @@ class Job:
     strategy: str | None
     options: SearchOptions
     result: ProblemResult
+    also: tuple[ProblemRef, ...] = ()
 
 
 def measure_pair(bench, default: Config, chosen: Config, rounds: int = FINAL_ROUNDS):
@@ -131,7 +136,7 @@ def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, res
             result.status = "tuned"
 
     search_on_gpu(problem, ordinal, space, options, open_benchmark=open_benchmark, precheck=precheck,
-                  on_trial=on_trial, on_end=on_end)
+                  on_trial=on_trial, on_end=on_end, also=[ref.resolve() for ref in job.also])
 
 
 def _compare(bench, problem, winner: Config, result: ProblemResult, store, key) -> None:

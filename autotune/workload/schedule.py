@@ -3,7 +3,9 @@
 :class:`Scheduler` hands the problems out largest expected saving first, each with its share
 of what is left of the budget (:func:`autotune.workload.budget.allocate`, applied again at
 each hand-out, so what one problem does not use goes to the next ones), to one GPU or to the
-workers of several (:mod:`autotune.workload.pool`).
+workers of several (:mod:`autotune.workload.pool`). A problem's job names the problems after
+it of the same kernel and dtype (``Job.also``): its search measures every config at their
+shapes too, so each compile serves every shape of the kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ class Progress:
 
 
 
+def _same_kernel(row: PlanRow, other: PlanRow) -> bool:
+    """``row`` is another shape of ``other``'s kernel (the same source and spec) and dtype."""
+    a, b = row.problem, other.problem
+    return (a.kernel.name, a.kernel.source_hash, a.kernel.spec_hash, a.dtype) == \
+        (b.kernel.name, b.kernel.source_hash, b.kernel.spec_hash, b.dtype) and a.dims != b.dims
+
+
 class Scheduler:
     """Hands out the problems of a tuning (module doc): ``next()`` gives the next
     :class:`~autotune.workload.job.Job` (or ``None``), ``done(job, result)`` takes its
@@ -64,7 +73,8 @@ class Scheduler:
         self._next += 1
         self.flight[index] = budget
         result = self.results[row.recorded.ident]
-        return Job(index, row.problem.ref, budget, row.strategy if budget > 0 else None, self.options, result)
+        also = tuple(r.problem.ref for r in rest[1:] if budget > 0 and r.tunable and _same_kernel(r, row))
+        return Job(index, row.problem.ref, budget, row.strategy if budget > 0 else None, self.options, result, also)
 
     def done(self, job: Job, result: ProblemResult) -> None:
         self.flight.pop(job.index, None)

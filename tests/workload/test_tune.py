@@ -85,7 +85,7 @@ def test_tuning_measures_the_workload_at_the_default_and_tuned_configs(monkeypat
     record_app(monkeypatch, device_info, db_url)
     benches = fake_gpu(monkeypatch, device_info)
     events = []
-    outcome = tune_workload("app", budget_s=60, db=db_url, max_trials=6, options=SEEDED,
+    outcome = tune_workload("app", budget_s=3600, db=db_url, max_trials=6, options=SEEDED,
                             on_progress=lambda p: events.append((p.event, p.result.label, p.budget_s > 0)))
     results = {r.label: r for r in outcome.tuning.results}
     assert [e for e in events if e[0] == "start"] == [("start", "histogram256 100000 uint8", True),
@@ -96,7 +96,7 @@ def test_tuning_measures_the_workload_at_the_default_and_tuned_configs(monkeypat
         default = bench.problem.kernel.default_config()
         assert r.status == "tuned" and r.trials == 6 and r.strategy == DEFAULT_STRATEGY
         assert r.default_ms == pytest.approx(bench.ms(default))  # measured by the final re-timing, not estimated
-        assert r.tuned_ms == pytest.approx(min(bench.ms(c) for c in bench_configs(bench)))
+        assert r.tuned_ms == pytest.approx(min(bench.ms(c) for c in measured_at(benches, bench.problem)))
         assert r.tuned_ms <= r.default_ms and ("retime", f"{default.key},{r.config_key}") in bench.calls \
             or r.config_key == default.key
     default, tuned = outcome.totals()
@@ -112,6 +112,35 @@ def test_tuning_measures_the_workload_at_the_default_and_tuned_configs(monkeypat
     after = make_plan("app", budget_s=60, db=db_url)  # the runtime now picks the tuned configs
     assert {r.chosen.rung for r in after.rows} == {"exact"} and all(r.budget_s == 0 for r in after.rows)
     assert {r.label: r.chosen.config.key for r in after.rows} == {k: r.config_key for k, r in results.items()}
+
+
+def measured_at(benches, problem):
+    """Every config measured at ``problem``'s shape: by its own search, and by the searches of
+    its kernel's other shapes, which measure each config at the shapes still to tune."""
+    shapes = [b for b in benches if b.problem == problem]
+    shapes += [o for b in benches for o in b._others.values() if o.problem == problem]
+    return set().union(*(bench_configs(b) for b in shapes))
+
+
+def test_each_compile_is_measured_at_every_shape_of_its_kernel_still_to_tune(monkeypatch, device_info, db_url):
+    """The workload's histogram runs at two shapes: the first one's search measures each of its
+    configs at the second shape too (a trial of that shape's study); the second's search then
+    resumes that study, measures only new configs, and its result counts only its own trials."""
+    from autotune.workload.tune import tune_workload
+
+    record_app(monkeypatch, device_info, db_url)
+    benches = fake_gpu(monkeypatch, device_info)
+    outcome = tune_workload("app", budget_s=3600, db=db_url, max_trials=6, options=SEEDED)
+    first = next(b for b in benches if b.problem.dims == (("n", 100000),))
+    second = next(b for b in benches if b.problem.dims == (("n", 1000),))
+    (companion,) = first._others.values()
+    assert companion.problem == second.problem and not second._others  # nothing left to tune after it
+    alongside, own = bench_configs(companion), bench_configs(second)
+    assert alongside == bench_configs(first) and len(alongside) == 6 and len(own) == 6 and not alongside & own
+    results = {r.label: r for r in outcome.tuning.results}
+    assert results["histogram256 1000 uint8"].trials == 6
+    vec = next(b for b in benches if b.problem.kernel.name == "smem_vec")
+    assert not vec._others  # one shape of its kernel
 
 
 def bench_configs(bench):
@@ -223,7 +252,9 @@ def test_a_search_cut_by_a_signal_is_resumed_where_it_stopped(monkeypatch, devic
     fake_gpu(monkeypatch, device_info)
     real, seen = FakeAnyBench.measure, []
 
-    def measure(self, config):  # a signal during the 3rd measurement of the second problem
+    def measure(self, config):  # a signal during the 3rd measurement of the second problem's own search
+        if self.companion:  # measured alongside the first problem's search
+            return real(self, config)
         seen.append(self.problem.dims)
         if self.problem.dims == (("n", 1000),) and seen.count(self.problem.dims) == 3 and not getattr(
                 FakeAnyBench, "cut", False):
