@@ -83,3 +83,26 @@ def test_a_batched_tpe_search_compiles_ahead_and_stores_one_trial_per_config(tmp
     trials = optuna.load_study(study_name=result.key.study_name, storage=db).trials
     assert len(trials) == 12 and {t.user_attrs["status"] for t in trials} == {o.status for o in result.outcomes}
     assert "propose" in result.phase_totals
+
+
+def test_one_compile_is_measured_at_every_shape_in_one_measuring_process(tmp_path):
+    """A matmul_warp search with two companion shapes (autotune/search/companions.py): each
+    config measured ok at the search's shape is a trial at both others (verified there by the
+    device's relative norm), each shape gets its own re-timed winner, and lookup answers it."""
+    from autotune.kernel.problem import Problem
+    from autotune.search.on_gpu import search_on_gpu
+
+    db = f"sqlite:///{tmp_path / 'gpu.db'}"
+    options = autotune.SearchOptions(trials=5, strategy="random", seed=0, repeats=20, db=db, top_k=3, rounds=2)
+    main = Problem.of("matmul_warp", {"m": 512, "n": 512, "k": 256}, "float32")
+    others = [Problem.of("matmul_warp", {"m": 256, "n": 1024, "k": 128}, "float32"),
+              Problem.of("matmul_warp", {"m": 1000, "n": 300, "k": 70}, "float32")]
+    result = search_on_gpu(main, 0, main.kernel.space(), options, also=others)
+    ok = {o.config for o in result.outcomes if o.status == "ok"}
+    assert ok and result.decision is not None and len(result.companions) == 2
+    clear_cache()
+    for problem, found in zip(others, result.companions):
+        assert {o.config for o in found.outcomes} == ok and {o.status for o in found.outcomes} == {"ok"}
+        assert found.decision is not None
+        chosen = lookup("matmul_warp", problem.values, "float32", device=0, db=db)
+        assert chosen.rung == "exact" and chosen.config == found.decision.winner.config
