@@ -151,8 +151,11 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
 
     Raises:
         MissingWorkload: no workload ``name``.
-        InvalidInputError: ``directory`` is a file or a folder of other files; no tuning or
-            recording on a device named ``device_name``.
+        InvalidInputError: ``directory`` is ``-``, a file, a folder of other files or one whose
+            ``bundle.json`` is not autotune's, or holds a file of the user's where the bundle
+            would write one; a problem's kernel changed since it was recorded, or its chosen
+            config is outside its kernel's space; no tuning or recording on a device named
+            ``device_name``; the folder cannot be written (nothing changed then).
         GPUUnavailableError: no nvcc (the configs' toolchain).
         StoreError: the database cannot be read.
     """
@@ -179,14 +182,17 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         device = recorded_device(mine)
     measured = {r.ident: r for r in tuning.results} if tuning is not None else {}
     toolchain = Toolchain.of(device.arch)
-    entries, records, kernels, left_out, rungs, changed = [], {}, {}, [], Counter(), []
-    for p in problems:
-        found = resolve_recorded(p)
+    resolved = [(p, resolve_recorded(p)) for p in problems]
+    changed = [(p, found.changed) for p, found in resolved if found.problem is not None and found.changed]
+    if changed:
+        (p, what), more = changed[0], len(changed) - 1
+        raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}{f' (and {more} more)' if more else ''}: "
+                                f"its kernel changed since it was recorded ({what}); record the workload again with "
+                                "this kernel and tune it, then export the bundle")
+    entries, records, kernels, left_out, rungs = [], {}, {}, [], Counter()
+    for p, found in resolved:
         if found.problem is None:
             left_out.append(f"{p.label}: {found.why}")
-            continue
-        if found.changed:
-            changed.append((p, found.changed))
             continue
         problem = found.problem
         k = problem.kernel
@@ -211,11 +217,6 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
             records.setdefault(k.name, []).append(
                 HeaderRecord(device.name, device.compute_capability, problem.dims, problem.dtype.name,
                              chosen.config.as_dict(), chosen.median_ms))
-    if changed:
-        (p, what), more = changed[0], len(changed) - 1
-        raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}{f' (and {more} more)' if more else ''}: "
-                                f"its kernel changed since it was recorded ({what}); record the workload again with "
-                                "this kernel and tune it, then export the bundle")
     created = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     doc = {"format": FORMAT, "version": VERSION, "workload": name, "created": created, "autotune": __version__,
            "device": {"name": device.name, "compute_capability": device.compute_capability,
@@ -288,7 +289,10 @@ def _write(target: Path, files: dict[str, str], folder: _Folder) -> None:
             made.append(parent)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
         for name, text in files.items():
-            write_atomically(staging / name, text, f"bundle file {name}")
+            try:
+                write_atomically(staging / name, text, f"bundle file {name}")
+            except InvalidInputError as exc:  # named by its staging path: named here by the bundle's
+                raise _refused(target, f"{name}: {str(exc).rsplit(': ', 1)[-1]}") from None
         for name in sorted(folder.theirs):  # the user's files, the same ones (hard links)
             if (target / name).is_symlink():
                 os.symlink(os.readlink(target / name), staging / name)

@@ -153,7 +153,7 @@ def test_a_bundle_is_written_whole_or_not_at_all(recorded, tmp_path, monkeypatch
         return real(path, data, what)
 
     monkeypatch.setattr(bundle, "write_atomically", second_fails)
-    refused(export(recorded, folder, "app"), "No space left on device")
+    refused(export(recorded, folder, "app"), f"cannot write bundle {folder}: ", ": No space left on device")
     assert snapshot(folder) == before and staging_left(tmp_path) == []
     monkeypatch.setattr(bundle, "write_atomically", real)
 
