@@ -138,6 +138,34 @@ def test_db_upgrade_and_current(tmp_path):
     assert run("db", "current", "--db", url).output.strip() == head_revision()
 
 
+def test_db_upgrade_backs_up_an_older_database_first_and_says_where(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    url = f"sqlite:///{db}"
+    old = open_results(url, "unmigrated")
+    old.upgrade("0004")
+    old.close()
+    con = sqlite3.connect(db)
+    con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version, "
+                "cuda_version) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0')")
+    con.commit()
+    con.close()
+    r = run("db", "upgrade", "--db", url)
+    assert r.exit_code == 0, r.output
+    (backup,) = [p for p in tmp_path.iterdir() if ".bak-" in p.name]
+    assert backup.name.startswith("old.db.bak-0004-") and f"backed up the database to {backup} before" in r.output
+    copy = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    try:
+        assert copy.execute("select version_num from autotune_alembic_version").fetchall() == [("0004",)]
+        assert copy.execute("select name from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3",)]
+    finally:
+        copy.close()
+    r = run("db", "upgrade", "--db", url)  # at the newest revision: nothing to migrate, no second backup
+    assert r.exit_code == 0 and "backed up" not in r.output
+    assert len([p for p in tmp_path.iterdir() if ".bak-" in p.name]) == 1
+
+
 def test_autotune_db_env_var(fake_gpu, tmp_path):
     url = f"sqlite:///{tmp_path / 'env.db'}"
     r = runner.invoke(app, ["search", "--size", 32, "--trials", 2, "--sampler", "grid"], env={"AUTOTUNE_DB": url})

@@ -17,7 +17,8 @@ app.add_typer(db_app, name="db")
 @db_app.command("upgrade", short_help="Migrate the schema to the newest revision.")
 @handle_errors
 def upgrade(db: Db = None) -> None:
-    """Migrate the database schema to the newest revision (creates a new database), and label
+    """Migrate the database schema to the newest revision (creates a new database; a SQLite file
+    of an older revision is first copied to <file>.bak-<revision>-<time>, and the copy named), and label
     every study for optuna-dashboard that has no labels yet (searched before autotune 0.3.0).
 
     \b
@@ -26,7 +27,9 @@ def upgrade(db: Db = None) -> None:
       autotune db upgrade --db postgresql+psycopg://me@dbhost/autotune
     """
     store = open_db(db, "unmigrated")
-    store.upgrade()
+    backup = store.upgrade()
+    if backup is not None:
+        out.print(f"backed up the database to {backup} before migrating it", markup=False, soft_wrap=True)
     out.print(f"database {store.safe_url} is at schema revision {store.current_revision()}", markup=False)
     _say_labelled(store)
 

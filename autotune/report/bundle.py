@@ -16,28 +16,45 @@ versions, nvcc and compile flags, and each kernel's source and spec hashes.
 ``AUTOTUNE_BUNDLE``) without a database.
 
 The device model is the one the workload's last tuning ran on (``device_name``: the last one
-on a device whose name contains it), else the one it was recorded on. Nothing is written
-until every file is made: they are written to a new folder beside ``DIR``, which then becomes
-``DIR`` (or, where ``DIR`` is a bundle already, replaces its files, ``bundle.json`` last).
+on a device whose name contains it), else the one it was recorded on. Each recorded problem is
+turned back into a kernel by the plan's rule
+(:func:`autotune.store.workload_records.resolve_recorded`): a problem whose kernel cannot be
+loaded is left out (and said), one whose kernel changed since it was recorded (source or
+description) is refused, and so is a config that its kernel's space would not take (the reader's
+check, :func:`autotune.runtime.bundle.config_fault`).
+
+The folder ``DIR`` is autotune's: it may be new (missing parent folders are made, as
+``mkdir -p`` would), empty, or a bundle autotune wrote (its ``bundle.json`` has ``"format":
+"autotune-bundle"``); any other folder is refused and left as it was. In a bundle, autotune's
+files are ``bundle.json`` and the headers it lists (``files``, an optional field of version 1;
+for a bundle written before it, the headers of its kernels); every other file is the user's and
+is kept, byte for byte (a sub-folder, or a file of the user's where the bundle would write one,
+is refused). Nothing is written until every file is made: they are written to a new folder
+beside ``DIR`` (the user's files hard-linked into it), which then takes ``DIR``'s place in one
+step (``renameat2``'s exchange where the system has it, else two renames), and the old folder is
+removed. New folders and files follow the umask; a bundle written again keeps its folder's mode.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import shutil
+import stat
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autotune.base.files import write_atomically
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.base.files import is_stdout, read_text, write_atomically
+from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
 from autotune.report.header import HeaderRecord, render_header
-from autotune.runtime.bundle import FILE, FORMAT, VERSION
+from autotune.runtime.bundle import FILE, FORMAT, VERSION, config_fault
 
 __all__ = ["BundleReport", "export_bundle"]
 
@@ -58,23 +75,74 @@ class BundleReport:
         return sum(self.rungs.values())
 
 
-def _folder_ok(directory: Path) -> None:
-    """Refuse a target that is not a new folder, an empty one, or a bundle (nothing written).
+@dataclass(frozen=True)
+class _Folder:
+    """What :func:`_folder_ok` found at a bundle's folder: ``ours``, the names of autotune's files
+    in it (``None``: the folder does not exist yet), ``theirs``, the user's, and ``missing``, the
+    parent folders to make, outermost first."""
+
+    ours: frozenset[str] | None
+    theirs: frozenset[str] = frozenset()
+    missing: tuple[Path, ...] = ()
+
+
+def _refused(directory: Path, why: str) -> InvalidInputError:
+    return InvalidInputError(f"cannot write bundle {directory}: {why}")
+
+
+def _folder_ok(directory: Path) -> _Folder:
+    """Refuse a target that is not a new folder, an empty one, or a bundle autotune wrote
+    (nothing written, nothing made).
 
     Raises:
         InvalidInputError: naming it and what is allowed.
     """
-    if not directory.exists():
-        if not directory.parent.is_dir():
-            raise InvalidInputError(f"cannot write bundle {directory}: the folder {directory.parent} does not exist")
-        return
+    if not os.path.lexists(directory):
+        missing, up = [], directory.parent
+        while not os.path.lexists(up) and up != up.parent:
+            missing.append(up)
+            up = up.parent
+        if not up.is_dir():
+            raise _refused(directory, f"{up} is not a folder")
+        return _Folder(None, missing=tuple(reversed(missing)))
+    if directory.is_symlink():
+        raise _refused(directory, "it is a symbolic link; give the folder it points to, or a new folder")
     if not directory.is_dir():
-        raise InvalidInputError(f"cannot write bundle {directory}: it is a file; give a new folder or a bundle's")
+        raise _refused(directory, "it is a file; give a new folder or a bundle's")
     names = sorted(p.name for p in directory.iterdir())
-    if names and FILE not in names:
-        raise InvalidInputError(f"cannot write bundle {directory}: the folder holds other files "
-                                f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); give a new folder "
-                                "or a bundle's")
+    if not names:
+        return _Folder(frozenset())
+    if FILE not in names:
+        raise _refused(directory, f"the folder holds other files ({', '.join(names[:3])}"
+                                  f"{', ...' if len(names) > 3 else ''}); give a new folder or a bundle's")
+    ours = _ours(directory) & set(names)
+    theirs = frozenset(names) - ours
+    for name in sorted(theirs):
+        mode = (directory / name).lstat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise _refused(directory, f"it holds {name}, which is not a file autotune wrote and cannot be carried "
+                                      "over into the new bundle; move it out, or give another folder")
+    return _Folder(frozenset(ours), theirs)
+
+
+def _ours(directory: Path) -> set[str]:
+    """``bundle.json`` and the headers of the bundle in ``directory`` (module doc).
+
+    Raises:
+        InvalidInputError: its ``bundle.json`` is not one autotune wrote.
+    """
+    try:
+        doc = json.loads(read_text(directory / FILE, "bundle"))
+    except (InvalidInputError, ValueError):
+        doc = None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise _refused(directory, f"its {FILE} is not one autotune wrote (no \"format\": \"{FORMAT}\"); give a new "
+                                  "folder, an empty one or a bundle's")
+    listed = doc.get("files")
+    if not isinstance(listed, list):  # written before bundles listed their files: a header per kernel
+        entries = doc.get("entries")
+        listed = [f"{e.get('kernel')}.h" for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    return {FILE} | {n for n in listed if isinstance(n, str) and n.endswith(".h") and n == Path(n).name}
 
 
 def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device_name: str | None = None
@@ -83,20 +151,26 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
 
     Raises:
         MissingWorkload: no workload ``name``.
-        InvalidInputError: ``directory`` is a file or a folder of other files; no tuning or
-            recording on a device named ``device_name``.
+        InvalidInputError: ``directory`` is ``-``, a file, a folder of other files or one whose
+            ``bundle.json`` is not autotune's, or holds a file of the user's where the bundle
+            would write one; a problem's kernel changed since it was recorded, or its chosen
+            config is outside its kernel's space; no tuning or recording on a device named
+            ``device_name``; the folder cannot be written (nothing changed then).
         GPUUnavailableError: no nvcc (the configs' toolchain).
         StoreError: the database cannot be read.
     """
     from autotune import __version__
     from autotune.measure.toolchain import Toolchain
     from autotune.runtime.lookup import lookup
-    from autotune.store.workload_records import merged, recorded_device
+    from autotune.store.workload_records import merged, recorded_device, resolve_recorded
     from autotune.store.workloads import latest_tuning, workload_problems
 
+    if is_stdout(directory):
+        raise InvalidInputError(f"--bundle {os.fspath(directory)} is not allowed: a bundle is a folder ({FILE} and a "
+                                "header per kernel), not standard output; give a folder, e.g. deploy/app")
     target = Path(directory)
-    _folder_ok(target)
-    problems = merged(workload_problems(store, name))
+    problems = merged(workload_problems(store, name))  # the workload first: a typo in NAME is said as such
+    folder = _folder_ok(target)
     tuning = latest_tuning(store, name, device_name)
     if tuning is not None:
         device = tuning.device
@@ -108,15 +182,25 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         device = recorded_device(mine)
     measured = {r.ident: r for r in tuning.results} if tuning is not None else {}
     toolchain = Toolchain.of(device.arch)
+    resolved = [(p, resolve_recorded(p)) for p in problems]
+    changed = [(p, found.changed) for p, found in resolved if found.problem is not None and found.changed]
+    if changed:
+        (p, what), more = changed[0], len(changed) - 1
+        raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}{f' (and {more} more)' if more else ''}: "
+                                f"its kernel changed since it was recorded ({what}); record the workload again with "
+                                "this kernel and tune it, then export the bundle")
     entries, records, kernels, left_out, rungs = [], {}, {}, [], Counter()
-    for p in problems:
-        try:
-            problem = Problem.of(p.kernel_ref or p.kernel, p.dims, p.dtype)
-        except AutotuneError as exc:
-            left_out.append(f"{p.label}: {exc}")
+    for p, found in resolved:
+        if found.problem is None:
+            left_out.append(f"{p.label}: {found.why}")
             continue
+        problem = found.problem
         k = problem.kernel
         chosen = lookup(problem, device=device, db=store.url)
+        fault = config_fault(k, problem.dims, problem.dtype.name, chosen.config.as_dict())
+        if fault:
+            raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}: {fault}; its kernel's space "
+                                    "would refuse it where the bundle is read")
         r = measured.get(p.ident)
         entries.append({"kernel": k.name, "kernel_ref": p.kernel_ref or k.name, "source_hash": k.source_hash,
                         "spec_hash": k.spec_hash,
@@ -139,8 +223,8 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                       "sm_count": device.sm_count, "total_memory": device.total_memory,
                       "driver_version": device.driver_version, "cuda_version": device.cuda_version},
            "toolchain": {"nvcc_version": toolchain.nvcc_version, "compile_flags": toolchain.compile_flags},
-           "entries": entries}
-    files = {FILE: json.dumps(doc, indent=1) + "\n"}
+           "files": [f"{kname}.h" for kname in sorted(kernels)], "entries": entries}
+    files = {FILE: json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n"}
     for kname, k in sorted(kernels.items()):
         provenance = [f"autotune {__version__}, {created}, workload {name!r}",
                       f"kernel {k.name} (source {k.source_hash[:12]}, description {k.spec_hash[:8]})",
@@ -148,7 +232,11 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                       f"{device.driver_version}, nvcc {toolchain.nvcc_version}"]
         files[f"{kname}.h"] = render_header(k.name, k.dims, k.tunables, k.default_config().as_dict(),
                                             records.get(kname, []), provenance=provenance)
-    _write(target, files)
+    clash = sorted(folder.theirs & set(files))
+    if clash:
+        raise _refused(target, f"it holds {', '.join(clash)}, which autotune did not write and the bundle would "
+                               "replace; move it out, or give another folder")
+    _write(target, files, folder)
     return BundleReport(target, device, rungs, tuple(n for n in files if n != FILE), tuple(left_out))
 
 
@@ -171,25 +259,104 @@ def _certificate(store, problem: Problem, device, chosen) -> dict | None:
     return {**dict(best.certificate), "samples": best.samples}
 
 
-def _write(target: Path, files: dict[str, str]) -> None:
-    """Every file of ``files`` in the folder ``target``, or none (module doc)."""
+def _finite(value):
+    """``value`` (a JSON document) with every number that is not finite as ``None``: JSON has no
+    NaN nor Infinity, and a bundle holding them is refused where it is read."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write(target: Path, files: dict[str, str], folder: _Folder) -> None:
+    """Every file of ``files`` in the folder ``target``, with the user's files ``folder.theirs``
+    kept, or nothing changed (module doc)."""
+    made: list[Path] = []
+    done = False
+    staging: Path | None = None
     try:
+        for parent in folder.missing:  # mkdir -p, each with the umask's mode
+            parent.mkdir()
+            made.append(parent)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write bundle {target}: {exc.strerror or exc}") from None
-    try:
         for name, text in files.items():
-            write_atomically(staging / name, text, f"bundle file {name}")
-        if not target.exists():
-            os.rename(staging, target)
-            return
-        old = {p.name for p in target.iterdir()}
-        for name in sorted(files, key=lambda n: n == FILE):  # bundle.json last
-            os.replace(staging / name, target / name)
-        for name in old - set(files):
-            if name.endswith(".h"):
-                (target / name).unlink(missing_ok=True)
+            try:
+                write_atomically(staging / name, text, f"bundle file {name}")
+            except InvalidInputError as exc:  # named by its staging path: named here by the bundle's
+                raise _refused(target, f"{name}: {str(exc).rsplit(': ', 1)[-1]}") from None
+        for name in sorted(folder.theirs):  # the user's files, the same ones (hard links)
+            if (target / name).is_symlink():
+                os.symlink(os.readlink(target / name), staging / name)
+            else:
+                os.link(target / name, staging / name, follow_symlinks=False)
+        keep = stat.S_IMODE(target.stat().st_mode) if folder.ours is not None else 0o777 & ~_umask()
+        os.chmod(staging, keep)
+        _swap(staging, target)
+        done = True
     except OSError as exc:
-        raise InvalidInputError(f"cannot write bundle {target}: {exc.strerror or exc}") from None
+        raise _refused(target, exc.strerror or str(exc)) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)  # after the swap: the old folder
+        if not done:
+            for parent in reversed(made):
+                try:
+                    parent.rmdir()
+                except OSError:
+                    pass
+
+
+def _swap(staging: Path, target: Path) -> None:
+    """Put the folder ``staging`` in ``target``'s place in one step; the old ``target``, if any,
+    is then at ``staging`` (for the caller to remove). Where the two cannot be exchanged at once
+    (no ``renameat2``): ``target`` is renamed aside, ``staging`` renamed in (the old one renamed
+    back if that fails), and the old one renamed to ``staging``."""
+    if not os.path.lexists(target):
+        os.rename(staging, target)
+        return
+    if _exchange(staging, target):
+        return
+    aside = staging.with_name(staging.name + ".old")
+    os.rename(target, aside)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(aside, target)
+        raise
+    os.rename(aside, staging)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Exchange the paths ``a`` and ``b`` atomically (Linux ``renameat2(RENAME_EXCHANGE)``, glibc
+    2.28 and later); ``False`` where the system or the file system does not offer it.
+
+    Raises:
+        OSError: the exchange failed for another reason.
+    """
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))

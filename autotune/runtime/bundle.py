@@ -9,11 +9,19 @@ and CUDA versions, nvcc and the compile flags, and each kernel's source and spec
 bundle is a file: every process that reads it picks the same config for the same problem.
 
 Reading it (:func:`read_bundle`) checks it whole, and refuses with one line naming the file
-and what is wrong: not found, not JSON (truncated, corrupt), not a bundle, another format
-version, a malformed entry. Using it (:func:`bundle_config`) checks it against where it runs:
+and what is wrong: not found, not JSON (truncated, corrupt, or holding ``NaN`` or ``Infinity``,
+which JSON does not allow), not a bundle, another format version, a malformed entry. A bundle
+is input, not trusted code: its strings (the device's name, ``created``, nvcc's version...) are
+kept inert, every character that is not printable (a terminal escape) written as its escape
+(``\x1b``), so that printing them moves no cursor. Using it (:func:`bundle_config`) checks it
+against where it runs:
 
 * a kernel whose source or description differs from the one the bundle was made for: refused,
   always (its configs may mean something else now), naming the kernel and both hashes;
+* then, once per kernel and bundle, every entry of that kernel: its config must set exactly
+  the kernel's tunables, to values of the kernel's search space that meet its constraints, and
+  give a launch (no division by zero, every grid and block size at least 1):
+  :func:`config_fault`; one that does not is refused, naming the entry;
 * another device model, driver or CUDA version, or another nvcc: refused, naming what
   differs, unless the user allows the ``same_arch`` rung (``allow_same_arch=True``,
   ``AUTOTUNE_BUNDLE_ALLOW=same_arch``): then a device of the same compute capability takes
@@ -27,6 +35,7 @@ note naming the bundle): the bundle, not a database, decides.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Mapping
@@ -46,7 +55,7 @@ if TYPE_CHECKING:
     from autotune.runtime.lookup import LaunchConfig
 
 __all__ = ["FORMAT", "VERSION", "FILE", "ENV", "ALLOW_ENV", "BundleError", "BundleEntry", "Bundle", "read_bundle",
-           "bundle_config", "given_bundle", "allowed_same_arch", "check_kernel", "device_differences"]
+           "bundle_config", "given_bundle", "allowed_same_arch", "check_kernel", "config_fault", "device_differences"]
 
 FORMAT = "autotune-bundle"
 """The ``format`` field of every bundle."""
@@ -104,6 +113,7 @@ class Bundle:
     compile_flags: str
     created: str
     entries: dict[tuple, BundleEntry] = field(default_factory=dict)
+    _checked: set[str] = field(default_factory=set, compare=False, repr=False)  # kernels whose entries passed
 
     def entry(self, kernel: str, dims: Dims, dtype: str) -> BundleEntry | None:
         return self.entries.get((kernel, dims, dtype))
@@ -161,7 +171,10 @@ def _parse(file: Path) -> Bundle:
     except InvalidInputError as exc:  # not a regular file, too large, not UTF-8: naming the file
         raise BundleError(str(exc)) from None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
+    except _NotFinite as exc:
+        raise bad(f"is not valid JSON (it holds {exc}, which JSON does not allow: every number must be finite)"
+                  ) from None
     except json.JSONDecodeError as exc:
         raise bad(f"is not valid JSON (truncated or corrupt: {exc.msg} at line {exc.lineno} column {exc.colno})"
                   ) from None
@@ -175,8 +188,10 @@ def _parse(file: Path) -> Bundle:
         info = DeviceInfo(*(device[n] for n in _DEVICE))
         if not all(isinstance(getattr(info, n), t) for n, t in zip(_DEVICE, (str, str, int, int, str, str))):
             raise TypeError("device fields of the wrong type")
+        info = DeviceInfo(_inert(info.name), _inert(info.compute_capability), info.sm_count, info.total_memory,
+                          _inert(info.driver_version), _inert(info.cuda_version))
         toolchain = doc["toolchain"]
-        nvcc, flags = str(toolchain["nvcc_version"]), str(toolchain["compile_flags"])
+        nvcc, flags = _inert(toolchain["nvcc_version"]), _inert(toolchain["compile_flags"])
         entries = {}
         for i, e in enumerate(doc["entries"]):
             try:
@@ -184,11 +199,35 @@ def _parse(file: Path) -> Bundle:
             except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
                 raise bad(f"entry {i + 1} is malformed ({_what(exc)})") from None
             entries[(entry.kernel, entry.dims, entry.dtype)] = entry
-        return Bundle(file, str(doc.get("workload", "")), info, nvcc, flags, str(doc.get("created", "")), entries)
+        return Bundle(file, _inert(doc.get("workload", "")), info, nvcc, flags, _inert(doc.get("created", "")), entries)
     except BundleError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
         raise bad(f"is malformed ({_what(exc)})") from None
+
+
+class _NotFinite(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` (or a number too large for a float) in a bundle's JSON."""
+
+
+def _not_finite(name: str):
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _inert(value: Any) -> str:
+    """``str(value)`` with every character that is not printable (a terminal escape, a bell, a
+    newline) written as its escape (``\x1b``): a bundle's text, printed, moves no cursor."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _what(exc: BaseException) -> str:
@@ -218,8 +257,8 @@ def _entry(e: Any) -> BundleEntry:
     if cert is not None and not (isinstance(cert, dict) and isinstance(cert.get("winner"), dict)
                                  and isinstance(cert.get("tied"), bool)):
         raise TypeError("certificate must be an object with winner and tied")
-    return BundleEntry(str(e["kernel"]), str(e["source_hash"]), str(e["spec_hash"]), pairs, str(e["dtype"]),
-                       dict(macros), rung, **figures, kernel_ref=str(e.get("kernel_ref", "")),
+    return BundleEntry(_inert(e["kernel"]), _inert(e["source_hash"]), _inert(e["spec_hash"]), pairs, _inert(e["dtype"]),
+                       dict(macros), rung, **figures, kernel_ref=_inert(e.get("kernel_ref", "")),
                        certificate=dict(cert) if cert is not None else None)
 
 
@@ -258,15 +297,62 @@ def _differs(bundle: Bundle, device: DeviceInfo, toolchain: Toolchain) -> list[s
     return out
 
 
+def config_fault(kernel, dims: Dims | Mapping[str, int], dtype: str, macros: Mapping[str, int]) -> str:
+    """Why the config ``macros`` cannot be launched with ``kernel`` on ``dims`` and ``dtype``
+    (``""``: it can): it must set exactly the kernel's tunables, to values of the kernel's search
+    space that meet its constraints, and give a launch whose every grid and block size is at
+    least 1 (no division by zero). What a bundle's reader checks of each entry, and its writer
+    of each config (``autotune export NAME --bundle DIR``)."""
+    from autotune.errors import AutotuneError
+    from autotune.kernel.problem import Problem
+
+    try:
+        problem = Problem.of(kernel, dict(dims), dtype)
+        config = Config.of(kernel.name, macros)
+        kernel.check(config)
+    except (AutotuneError, TypeError) as exc:
+        return str(exc).splitlines()[0]
+    broken = kernel.space().violations(config)
+    if broken:
+        return f"config {config.key} is not in {kernel.name}'s space ({'; '.join(broken)})"
+    try:
+        geometry = problem.geometry(config)
+    except (ArithmeticError, ValueError) as exc:
+        return f"config {config.key} gives no launch ({type(exc).__name__}: {exc})"
+    if min(*geometry.grid, *geometry.block) < 1:
+        return f"config {config.key} gives no launch (grid {geometry.grid}, block {geometry.block})"
+    return ""
+
+
+def _check_entries(bundle: Bundle, kernel) -> None:
+    """Refuse ``bundle`` where an entry of ``kernel`` holds a config ``kernel`` cannot launch
+    (:func:`config_fault`); each kernel is checked once per bundle read."""
+    if kernel.name in bundle._checked:
+        return
+    for e in bundle.entries.values():
+        if e.kernel != kernel.name:
+            continue
+        fault = config_fault(kernel, e.dims, e.dtype, e.macros)
+        if fault:
+            shape = "x".join(str(v) for _, v in e.dims)
+            raise BundleError(f"bundle {bundle.path}: entry {e.kernel} {shape} {e.dtype} cannot be used: {fault}; "
+                              "export the bundle again")
+    bundle._checked.add(kernel.name)
+
+
 def check_kernel(bundle: Bundle, kernel) -> None:
     """Refuse ``bundle`` for ``kernel`` where it was made for another source or description
-    of a kernel of that name (nothing to refuse where it holds none of it).
+    of a kernel of that name, or where one of its entries of that kernel holds a config the
+    kernel cannot launch (:func:`config_fault`; nothing to refuse where it holds none of it).
 
     Raises:
-        BundleError: naming the kernel and both hashes.
+        BundleError: naming the kernel and both hashes, or the entry and what is wrong.
     """
     made = bundle.kernels().get(kernel.name)
-    if made is None or made == (kernel.source_hash, kernel.spec_hash):
+    if made is None:
+        return
+    if made == (kernel.source_hash, kernel.spec_hash):
+        _check_entries(bundle, kernel)
         return
     what = "source" if made[0] != kernel.source_hash else "description (spec)"
     there, here = (made[0], kernel.source_hash) if made[0] != kernel.source_hash else (made[1], kernel.spec_hash)

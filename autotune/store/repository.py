@@ -183,19 +183,27 @@ class Store:
             except SQLAlchemyError:  # the connection is gone already
                 pass
 
-    def upgrade(self, revision: str = "head") -> None:
-        """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone).
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone); a SQLite
+        file at an older revision is backed up first, as when it is opened
+        (:func:`autotune.store.schema.prepare`).
+
+        Returns:
+            The path of that backup (also kept in :attr:`backup`), else ``None``.
 
         Raises:
-            StoreError: the database cannot be opened, is newer than this code, or a
-                migration fails.
+            StoreError: the database cannot be opened, is newer than this code, or the backup
+                or a migration fails.
         """
-        def attempt() -> None:
+        def attempt() -> str | None:
             with self.errors("cannot migrate"):
                 with schema.init_lock(self.engine):
-                    schema.upgrade(self.engine, revision)
+                    return schema.prepare(self.engine, revision)
 
-        locking.retrying(attempt)
+        made = locking.retrying(attempt)
+        if made is not None:
+            self.backup = made
+        return made
 
     def current_revision(self) -> str | None:
         """The Alembic revision of autotune's tables; ``None`` for a database never migrated.

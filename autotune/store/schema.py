@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-import shutil
 import weakref
 from datetime import datetime, timezone
 from pathlib import Path
@@ -134,8 +133,9 @@ def _sqlite_foreign_keys_off(connection) -> Iterator[None]:
         raw.execute("PRAGMA foreign_keys=ON")
 
 
-def prepare(engine: Engine) -> str | None:
-    """Bring the database to the newest revision under the rules of this module.
+def prepare(engine: Engine, revision: str = "head") -> str | None:
+    """Bring the database to ``revision`` (the newest by default) under the rules of this
+    module: a SQLite file at an older revision is backed up first (:func:`_backup`).
 
     Returns:
         The path of the backup made before migrating an older SQLite file, else ``None``.
@@ -144,12 +144,11 @@ def prepare(engine: Engine) -> str | None:
         StoreError: newer schema, unreadable database, failed backup or migration.
     """
     current = current_revision(engine)
-    head = head_revision()
-    if current == head:
+    if current == (head_revision() if revision == "head" else revision):
         return None
     _refuse_newer(engine, current)
     backup = _backup(engine, current) if current is not None else None
-    upgrade(engine)
+    upgrade(engine, revision)
     return backup
 
 
@@ -170,24 +169,46 @@ def _revision_known(revision: str) -> bool:
 
 
 def _backup(engine: Engine, revision: str) -> str | None:
-    """Copy the SQLite file to ``<file>.bak-<revision>-<time>``: to a temporary name first,
-    renamed when whole, so that no half-written backup is ever left (a signal, a full disk)."""
+    """Copy the SQLite database to ``<file>.bak-<revision>-<time>`` through SQLite's online
+    backup API (:meth:`sqlite3.Connection.backup`): a consistent snapshot of every committed row,
+    those still in ``<file>-wal`` included (a copy of the main file alone would miss them). It is
+    written to a temporary name and renamed when whole, so that no half-written backup is ever
+    left (a signal, a full disk)."""
+    import sqlite3
+
     path = engine.url.database
-    if engine.dialect.name != "sqlite" or not path or path == ":memory:" or not os.path.exists(path):
+    if engine.dialect.name != "sqlite" or not path or path == ":memory:" or path.startswith("file:") \
+            or not os.path.exists(path):
         return None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     target = f"{path}.bak-{revision}-{stamp}"
     partial = f"{target}.partial"
     try:
-        shutil.copy2(path, partial)
+        source = sqlite3.connect(path, timeout=60)
+        try:
+            copy = sqlite3.connect(partial)
+            try:
+                source.backup(copy)
+                copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, no -wal beside it
+            finally:
+                copy.close()
+        finally:
+            source.close()
         os.replace(partial, target)
-    except OSError as exc:
-        _remove(partial)
-        raise StoreError(f"cannot back up {path} before migrating it: {exc.strerror}") from exc
+    except (OSError, sqlite3.Error) as exc:
+        _remove_partial(partial)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreError(f"cannot back up {path} before migrating it: {reason}") from exc
     except BaseException:
-        _remove(partial)
+        _remove_partial(partial)
         raise
     return target
+
+
+def _remove_partial(partial: str) -> None:
+    """The partial backup and any companion file SQLite made for it."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        _remove(partial + suffix)
 
 
 def _remove(path: str) -> None:

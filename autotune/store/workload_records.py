@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.dims import Dims, format_shape
 from autotune.measure.device import DeviceInfo
 
-__all__ = ["MAX_NAME", "check_name", "CallCount", "RecordedProblem", "WorkloadSummary", "ProblemResult",
-           "TuningRecord", "device_model", "merged", "recorded_device"]
+if TYPE_CHECKING:
+    from autotune.kernel.problem import Problem
+
+__all__ = ["MAX_NAME", "check_name", "CallCount", "RecordedProblem", "Resolved", "resolve_recorded", "WorkloadSummary",
+           "ProblemResult", "TuningRecord", "device_model", "merged", "recorded_device"]
 
 MAX_NAME = 100
 """Most characters of a workload's name."""
@@ -115,6 +119,48 @@ class RecordedProblem:
         (counts recorded before and after an edit of the kernel are one problem: the current
         kernel is the one tuned)."""
         return (self.kernel, self.dims, self.dtype)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A recorded problem as today's kernel file or catalog has it (:func:`resolve_recorded`).
+
+    Attributes:
+        problem: the problem resolved today; ``None`` where its kernel cannot be found, ``why``
+            then saying why.
+        changed: where the kernel's source or description differs from the one recorded, what
+            differs (``"source 0123456789ab recorded, abcdef012345 now"``); ``""``: the same.
+    """
+
+    problem: Problem | None
+    why: str = ""
+    changed: str = ""
+
+
+def resolve_recorded(p: RecordedProblem) -> Resolved:
+    """The one rule that turns a recorded problem back into a kernel (the plan, the tuning and
+    the bundle all use it): its kernel file, else its catalog name (a kernel built in Python has
+    neither), loaded today and resolved by ``Problem.of``; the kernel must still be named as
+    recorded, and its source and spec hashes are compared with the recorded ones
+    (:attr:`Resolved.changed`)."""
+    from autotune.errors import AutotuneError
+    from autotune.kernel.catalog import KERNELS
+    from autotune.kernel.problem import Problem
+
+    ref = p.kernel_ref or (p.kernel if p.kernel in KERNELS else "")
+    if not ref:
+        return Resolved(None, "its kernel was built in Python (no kernel file): it cannot be tuned from the record")
+    try:
+        problem = Problem.of(ref, p.dims, p.dtype)
+    except AutotuneError as exc:
+        return Resolved(None, f"its kernel cannot be loaded: {exc}")
+    k = problem.kernel
+    if k.name != p.kernel:
+        return Resolved(None, f"{ref} is now kernel {k.name}, not {p.kernel}")
+    changed = [f"{what} {then[:12]} recorded, {now[:12]} now"
+               for what, then, now in (("source", p.source_hash, k.source_hash), ("description", p.spec_hash,
+                                                                                   k.spec_hash)) if then != now]
+    return Resolved(problem, changed="; ".join(changed))
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from autotune.errors import AutotuneError
 from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
-from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device
+from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device, resolve_recorded
 from autotune.workload.budget import allocate
 from autotune.workload.gain import expected_gain, observed_gains
 
@@ -89,20 +88,12 @@ class WorkloadPlan:
 
 
 def _resolve(p: RecordedProblem) -> tuple[Problem | None, str]:
-    """The problem as today's kernel file or catalog has it, or ``None`` and why not."""
-    from autotune.kernel.catalog import KERNELS
-
-    ref = p.kernel_ref or (p.kernel if p.kernel in KERNELS else "")
-    if not ref:
-        return None, "its kernel was built in Python (no kernel file): it cannot be tuned from the record"
-    try:
-        problem = Problem.of(ref, p.dims, p.dtype)
-    except AutotuneError as exc:
-        return None, f"its kernel cannot be loaded: {exc}"
-    if problem.kernel.name != p.kernel:
-        return None, f"{ref} is now kernel {problem.kernel.name}, not {p.kernel}"
-    return problem, "" if problem.kernel.source_hash == p.source_hash and problem.kernel.spec_hash == p.spec_hash \
-        else "its kernel changed since it was recorded: the current one is tuned"
+    """The problem as today's kernel file or catalog has it, or ``None`` and why not
+    (:func:`autotune.store.workload_records.resolve_recorded`, the rule the bundle uses too)."""
+    found = resolve_recorded(p)
+    if found.problem is None:
+        return None, found.why
+    return found.problem, "its kernel changed since it was recorded: the current one is tuned" if found.changed else ""
 
 
 def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo, db: str | None,

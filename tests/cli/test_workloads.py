@@ -108,3 +108,35 @@ def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_ur
     assert {row["gpu"] for row in doc["records"]} == {0, 1}  # different problems on different GPUs
     opened = sorted(p.name for p in marks.iterdir() if p.name.startswith("problem-"))
     assert len(opened) == 2 and {name.split("-")[1] for name in opened} == {"0", "1"}
+
+
+def _hostile_bundle(folder: Path, device_info) -> None:
+    """A bundle whose strings hold terminal escapes (a title change, a bell, cursor moves, a colour)."""
+    from autotune.kernel.catalog import get_kernel
+
+    k = get_kernel("smem_vec")
+    doc = {"format": "autotune-bundle", "version": 1, "workload": "app\x1b[2J", "created": "\x1b]0;pwned\x07 2026",
+           "device": {"name": f"{device_info.name}\x1b[31m", "compute_capability": "9.0", "sm_count": 132,
+                      "total_memory": 85_000_000_000, "driver_version": "13.0\x1b[1A", "cuda_version": "13.0"},
+           "toolchain": {"nvcc_version": "13.0\x1b[1A\r", "compile_flags": "-O3"},
+           "entries": [{"kernel": "smem_vec", "kernel_ref": "smem_vec", "source_hash": k.source_hash,
+                        "spec_hash": k.spec_hash, "dims": {"rows": 100, "cols": 64}, "dtype": "float32",
+                        "config": k.default_config().as_dict(), "rung": "exact"}]}
+    folder.mkdir()
+    (folder / "bundle.json").write_text(json.dumps(doc))
+
+
+def test_autotune_bundle_shows_a_bundles_strings_inert(tmp_path, monkeypatch, device_info):
+    from autotune.measure import device
+
+    folder = tmp_path / "deploy"
+    _hostile_bundle(folder, device_info)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
+    r = run("bundle", folder)  # another "GPU model" (its name holds an escape): refused, the line inert
+    assert r.exit_code == 2 and r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1, r.output
+    assert "\\x1b[31m" in r.output and "\x1b" not in r.output
+    r = run("bundle", folder, "--allow-same-arch")
+    assert r.exit_code == 0, r.output
+    assert not any(c in r.output for c in "\x1b\x07\r"), repr(r.output)
+    for shown in ("x1b[2J", "\\x1b]0;pwned\\x07 2026", "13.0\\x1b[1A\\r"):  # the workload is shown as a repr
+        assert shown in r.output, (shown, r.output)

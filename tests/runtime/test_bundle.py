@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,6 +169,12 @@ def test_a_bundle_of_another_arch_or_kernel_source_is_refused_even_if_allowed(tu
                                                                 "version 1"),
     (lambda text: text.replace('"device"', '"devise"'), "is malformed (missing field 'device')"),
     (lambda text: text.replace('"dims": {', '"dims": {"zz": -1, ', 1), "entry 1 is malformed"),
+    (lambda text: re.sub(r'"median_ms": [^,\n]+', '"median_ms": NaN', text, count=1),
+     "is not valid JSON (it holds NaN, which JSON does not allow: every number must be finite)"),
+    (lambda text: re.sub(r'"tuned_ms": [^,\n]+', '"tuned_ms": -Infinity', text, count=1),
+     "is not valid JSON (it holds -Infinity"),
+    (lambda text: re.sub(r'"default_ms": [^,\n]+', '"default_ms": 1e999', text, count=1),
+     "is not valid JSON (it holds 1e999"),
 ])
 def test_a_bad_bundle_is_one_error_naming_the_file(tuned, db_url, tmp_path, mangle, message):
     folder = tmp_path / "deploy"
@@ -178,6 +185,38 @@ def test_a_bad_bundle_is_one_error_naming_the_file(tuned, db_url, tmp_path, mang
     with pytest.raises(BundleError) as info:
         autotune.launcher(HISTOGRAM, bundle=folder)
     assert str(info.value).startswith(f"bundle {file}: {message}") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("change, fault", [
+    ({"BLOCK_SIZE": 7}, "config BLOCK_SIZE=7,COPIES=4,MAX_BLOCKS=1056 is not in histogram256's space (BLOCK_SIZE=7 "
+                        "is not one of [128, 256, 512, 1024])"),
+    ({"BLOCK_SIZE": 0}, "BLOCK_SIZE=0 is not one of [128, 256, 512, 1024]"),
+    ({"COPIES": None}, "sets macros ['BLOCK_SIZE', 'MAX_BLOCKS']; histogram256 takes"),
+    ({"WARPS": 4}, "sets macros ['BLOCK_SIZE', 'COPIES', 'MAX_BLOCKS', 'WARPS']"),
+])
+def test_an_entry_whose_config_the_kernel_cannot_launch_is_refused_naming_it(tuned, db_url, tmp_path, monkeypatch,
+                                                                              device_info, change, fault):
+    from autotune.measure import device
+
+    folder = tmp_path / "deploy"
+    assert export(db_url, folder).exit_code == 0
+    file = folder / "bundle.json"
+    doc = json.loads(file.read_text())
+    for e in doc["entries"]:
+        if e["kernel"] == "histogram256" and e["dims"] == {"n": 1000}:
+            e["config"] = {"BLOCK_SIZE": 256, "COPIES": 4, "MAX_BLOCKS": 1056, **change}
+            e["config"] = {k: v for k, v in e["config"].items() if v is not None}
+    file.write_text(json.dumps(doc))
+    autotune.clear_cache()
+    fake = install(monkeypatch, autotune.load_kernel(HISTOGRAM), device_info)
+    with pytest.raises(BundleError) as info:  # the other entry of the kernel is launched: the bundle is checked whole
+        autotune.launcher(HISTOGRAM, bundle=folder)(Tensor((256,), "uint32"), Tensor((100000,), "uint8"))
+    assert str(info.value).startswith(f"bundle {file}: entry histogram256 1000 uint8 cannot be used: ")
+    assert fault in str(info.value) and "\n" not in str(info.value) and fake.launches == []
+    monkeypatch.setattr(device, "query_device", lambda ordinal: dataclasses.replace(device_info, ordinal=ordinal))
+    r = runner.invoke(app, ["bundle", str(folder)])
+    assert r.exit_code == 2 and r.output.startswith(f"error: bundle {file}: entry histogram256 1000 uint8 cannot be "
+                                                    "used") and len(r.output.strip().splitlines()) == 1, r.output
 
 
 def test_a_missing_bundle_is_one_error(tmp_path):

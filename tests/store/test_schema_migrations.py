@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+from pathlib import Path
 
 import optuna
 import pytest
@@ -247,17 +248,66 @@ def test_an_older_database_is_backed_up_then_migrated_keeping_its_rows(tmp_path)
     con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, driver_version,"
                 " cuda_version) values ('NVIDIA H100 80GB HBM3', '9.0', 132, 85000000000, '13.0', '13.0')")
     con.commit()
+    before = list(con.iterdump())
     con.close()
-    before = db.read_bytes()
 
     store = open_results(url)  # opening migrates automatically, after a backup
     assert store.current_revision() == ScriptDirectory.from_config(_alembic_config(url)).get_current_head() != "0001"
     assert store.backup is not None and store.backup.startswith(f"{db}.bak-0001-")
-    assert open(store.backup, "rb").read() == before
+    copy = sqlite3.connect(f"file:{store.backup}?mode=ro", uri=True)
+    assert list(copy.iterdump()) == before  # every table and row as it was (SQLite's backup API)
+    copy.close()
     con = sqlite3.connect(db)
     assert con.execute("select name from autotune_devices").fetchall() == [("NVIDIA H100 80GB HBM3",)]
     con.close()
     assert open_results(url).backup is None  # at head: nothing to migrate, no second backup
+
+
+def _wal_only_rows(db, n: int):
+    """Insert ``n`` device rows into the SQLite file ``db`` (at revision 0001) through a
+    connection that never checkpoints (``wal_autocheckpoint=0``) and stays open, so that the
+    rows are committed but only in ``db-wal``; returns that connection (close it to checkpoint)."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    for i in range(n):
+        con.execute("insert into autotune_devices (name, compute_capability, sm_count, total_memory, "
+                    "driver_version, cuda_version) values (?, '9.0', 132, 85000000000, '13.0', '13.0')",
+                    (f"GPU {i}",))
+        con.commit()
+    return con
+
+
+def test_the_backup_before_a_migration_holds_the_rows_still_in_the_wal(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    url = f"sqlite:///{db}"
+    old = open_results(url, "unmigrated")
+    old.upgrade("0001")
+    old.close()  # its tables checkpointed into the file; the rows below are not
+    held = _wal_only_rows(db, 301)
+    try:
+        assert (tmp_path / "old.db-wal").stat().st_size > 0
+        main_only = sqlite3.connect(f"file:{db}?immutable=1", uri=True)  # the main file alone: rows not in it
+        assert main_only.execute("select count(*) from autotune_devices").fetchone()[0] == 0
+        main_only.close()
+        store = open_results(url)  # migrates, after a backup
+        assert store.backup is not None
+        store.close()
+    finally:
+        held.close()
+    copy = sqlite3.connect(f"file:{store.backup}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in copy.execute("select name from autotune_devices order by id")]
+        assert names == [f"GPU {i}" for i in range(301)]
+        assert copy.execute("select version_num from autotune_alembic_version").fetchall() == [("0001",)]
+        assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        copy.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if ".bak-" in p.name) == [Path(store.backup).name]
 
 
 def check_units_of_one_model_are_merged(url: str) -> None:
