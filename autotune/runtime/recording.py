@@ -117,7 +117,9 @@ def record(name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY
 
     Raises:
         InvalidInputError: a name that is empty, too long or not printable; a bad
-            ``sample_every`` or ``flush_s`` (nothing is written).
+            ``sample_every``, ``flush_s`` or ``db`` (nothing is written).
+        StoreError: the database cannot be opened for writing (refused here, before the
+            program's work runs, not when the block ends).
     """
     return Recording(name, db=db, sample_every=sample_every, flush_s=flush_s)
 
@@ -152,6 +154,8 @@ class Recording:
 
     def __init__(self, name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY,
                  flush_s: float = FLUSH_S) -> None:
+        from autotune.kernel.arguments import check_db_arg
+        from autotune.store.opening import open_store
         from autotune.store.workload_records import check_name
 
         self.name = check_name(name)
@@ -160,6 +164,7 @@ class Recording:
             raise InvalidInputError(f"sample_every {sample_every!r} is not allowed; give a power of two >= 1")
         if not isinstance(flush_s, (int, float)) or isinstance(flush_s, bool) or not flush_s > 0:
             raise InvalidInputError(f"flush_s {flush_s!r} is not allowed; give a positive number of seconds")
+        check_db_arg(db)
         self.db, self.sample_every, self.flush_s = db, sample_every, float(flush_s)
         self.run = secrets.token_hex(8)
         self.batches = 0
@@ -174,7 +179,9 @@ class Recording:
         self._flush_lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._store = None
+        # opened now: a database that cannot be written is refused before the program's work
+        # runs, not when the block ends with its counts (issue 51)
+        self._store = open_store(db)
         self._previous_term = None
         self._warned = False
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import autotune
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.loader import load_kernel
 from autotune.runtime import compiled as launch_module
@@ -215,6 +215,20 @@ def test_a_bad_record_name_is_one_error_and_nothing_is_written(tmp_path, name, m
 def test_bad_recording_options_are_refused(options, message):
     with pytest.raises(InvalidInputError, match=message):
         autotune.record("x", **options)
+
+
+@pytest.mark.parametrize("db, error, message", [
+    ("", InvalidInputError, "db '' is not allowed; it is empty"),
+    (42, InvalidInputError, "db 42 is not allowed; give a SQLAlchemy URL"),
+    ("nonsense", StoreError, "invalid database URL 'nonsense'"),
+    ("sqlite:///{tmp}/missing/x.db", StoreError, "the folder of database {tmp}/missing/x.db does not exist"),
+    ("sqlite:///{tmp}", StoreError, "results database {tmp} is a folder, not a database file"),
+])
+def test_a_bad_db_is_refused_by_record_itself_before_the_work_runs(tmp_path, db, error, message):
+    with pytest.raises(error) as info:  # not when the block ends, after the program's work has run
+        autotune.record("x", db=db.format(tmp=tmp_path) if isinstance(db, str) else db)
+    assert message.format(tmp=tmp_path) in str(info.value)
+    assert recording.active() is None and list(tmp_path.iterdir()) == []
 
 
 def test_one_recording_at_a_time(fake, db_url):
