@@ -39,6 +39,13 @@ A sample's time is the GPU time between the two events: the kernel itself, plus 
 own cost (about a microsecond). A sample whose host side took longer than :data:`MAX_HOST_US`
 is dropped (the GPU may have idled between its events while another thread held the GIL). Launches captured in a CUDA graph are counted but not timed
 (events in a capture time nothing). One recording is active per process at a time.
+
+A child forked while a recording is active (``os.fork``, ``multiprocessing``'s fork) records its
+own launches under a run id of its own, its batches numbered from 1: what the parent counted
+before the fork is the parent's to write (the child kept the parent's run id and batch number
+and wrote the parent's pending counts as its own batch, which then made the database drop the
+parent's batch of that number as stored: issue 51). A child that ends with ``os._exit``
+(``multiprocessing``) keeps the batches its flusher wrote, not its last one.
 """
 
 from __future__ import annotations
@@ -485,6 +492,28 @@ class Recording:
                 self._written(marks)
             return written
 
+    # -- fork -----------------------------------------------------------------------------
+
+    def _forked(self) -> None:
+        """In a child forked while this recording is active (module doc): a new run id and
+        batch count; what was counted before the fork taken as written (it is the parent's),
+        the samples in flight and the event pairs (of the parent's CUDA context) dropped; locks
+        made anew (another thread of the parent may have held one at the fork); the parent's
+        database connections dropped unclosed; the flusher, which did not survive the fork,
+        started again."""
+        self._flush_lock = threading.RLock()
+        self.run, self.batches, self.error, self._warned, self._unsent = secrets.token_hex(8), 0, None, False, None
+        self._pending, self._events, self._created = collections.deque(), {}, 0
+        for slot in self._slots:
+            slot.lock = threading.Lock()
+            slot.samples.clear()
+        self._flushed = {id(slot): (slot.calls[0], slot.sampled, slot.sampled_ms, 0) for slot in self._slots}
+        if self._store is not None:
+            self._store.after_fork()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._flusher, name=f"autotune-record-{self.name}", daemon=True)
+        self._thread.start()
+
     # -- exit and SIGTERM -----------------------------------------------------------------
 
     def _hook_sigterm(self) -> None:
@@ -529,6 +558,19 @@ def _at_exit() -> None:
         except Exception as exc:  # noqa: BLE001  (at exit: said, not raised)
             warnings.warn(f"recording {recording.name!r}: the last batch could not be written: {exc}",
                           RuntimeWarning, stacklevel=1)
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork``'s hook in a child: the module's lock made anew (a thread of the
+    parent may have held it), and the active recording's run made the child's own."""
+    global _lock
+    _lock = threading.RLock()
+    if _active is not None:
+        _active._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def track(p) -> None:

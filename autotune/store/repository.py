@@ -143,6 +143,13 @@ class Store:
         """Close the pooled connections (SQLite then folds its WAL into the database file)."""
         self.engine.dispose()
 
+    def after_fork(self) -> None:
+        """In a child process forked while this store was open: drop the pooled connections,
+        which are the parent's, without closing them (closing one here could end the parent's
+        session), so that the child opens its own (SQLAlchemy's recipe for ``os.fork``:
+        ``dispose(close=False)``)."""
+        self.engine.dispose(close=False)
+
     def __repr__(self) -> str:
         return f"Store({self._safe_url!r})"
 

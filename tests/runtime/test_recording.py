@@ -390,3 +390,24 @@ def test_two_programs_recording_into_one_database_lose_nothing(tmp_path, db_url)
     found = problems(db_url, "shared")
     assert {label: (p.calls, p.runs) for label, p in found.items()} == \
         {"histogram256 1000 uint8": (800, 2), "smem_vec 100x64 float32": (800, 2)}
+
+
+def test_a_child_forked_inside_a_recorded_block_loses_none_of_the_parents_counts(tmp_path, db_url):
+    # the child kept the parent's run id and batch number: its batch 1 (the parent's pending
+    # counts and its own) made the parent's batch 1 a duplicate, dropped: 150 of 200 calls kept
+    proc = child("fork", db_url, "forked", 100, tmp_path)
+    code, err = ended(proc)
+    assert code == 0, err
+    found = problems(db_url, "forked")
+    assert {label: (p.calls, p.runs) for label, p in found.items()} == \
+        {"histogram256 1000 uint8": (200, 2), "smem_vec 100x64 float32": (200, 2)}
+    import sqlite3
+
+    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    rows = con.execute("select run, batch, dims, calls from autotune_workload_calls").fetchall()
+    con.close()
+    by_run = {}
+    for run, batch, dims, calls in rows:
+        by_run.setdefault(run, {})[(batch, dims)] = calls
+    assert sorted(by_run.values(), key=lambda b: sum(b.values())) == [  # the child's own 50; the parent's 150
+        {(1, "n=1000"): 50, (1, "rows=100,cols=64"): 50}, {(1, "n=1000"): 150, (1, "rows=100,cols=64"): 150}]
