@@ -64,7 +64,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError, InvalidInputError, StoreError
 from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
 
@@ -624,6 +624,8 @@ def from_environment() -> None:
 
     Raises:
         InvalidInputError: a name that is not allowed (``AUTOTUNE_RECORD=...`` named).
+        StoreError: the database (``AUTOTUNE_DB``, else the default) cannot be opened for
+            writing (``AUTOTUNE_RECORD=...`` named): said at the first launch, not at exit.
     """
     global _env_checked
     if _env_checked:
@@ -639,6 +641,8 @@ def from_environment() -> None:
             recording = Recording(name)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{ENV}={name!r}: {exc}") from None
+        except StoreError as exc:
+            raise StoreError(f"{ENV}={name!r}: {exc}") from exc.__cause__
         recording.start()
 
 

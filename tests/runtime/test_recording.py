@@ -265,6 +265,19 @@ def test_a_bad_autotune_record_is_one_error_naming_it(fake, histogram, db_url, m
         recording._forget_environment()
 
 
+def test_autotune_record_with_a_database_that_cannot_be_opened_says_so_at_the_first_launch(fake, histogram, db_url,
+                                                                                             monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOTUNE_RECORD", "app")
+    monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path}/missing/x.db")
+    recording._forget_environment()
+    try:
+        with pytest.raises(StoreError, match=r"AUTOTUNE_RECORD='app': the folder of database .*/missing/x.db does not"):
+            autotune.launcher(histogram, db=db_url)(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
+    finally:
+        recording._forget_environment()
+    assert recording.active() is None and not (tmp_path / "missing").exists()
+
+
 def test_a_batch_that_cannot_be_written_is_sent_again_unchanged(fake, histogram, db_url, monkeypatch):
     from autotune.errors import StoreError
     from autotune.store import workloads
