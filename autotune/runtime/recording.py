@@ -209,6 +209,9 @@ class Recording:
         global _active
         with _lock:
             if _active is not None:
+                if self._store is not None:  # opened by record(); opened again if this one starts later
+                    self._store.close()
+                    self._store = None
                 raise InvalidInputError(f"recording {self.name!r} cannot start: recording {_active.name!r} is "
                                         "active in this process; stop it first")
             _active = self
