@@ -11,7 +11,10 @@ times each. MODE:
 * ``env``: recorded through ``AUTOTUNE_RECORD`` (set by the test), same waiting (SIGTERM);
 * ``forever``: inside ``autotune.record``, flushing every 10 ms, launching until killed,
   writing ``MARKS_DIR/batches-N`` as batch N is written (SIGKILL);
-* ``plain``: inside ``autotune.record``, the launches, then the block ends.
+* ``plain``: inside ``autotune.record``, the launches, then the block ends;
+* ``fork``: inside ``autotune.record`` (no batch written before the block ends), the launches,
+  then ``os.fork()``: the child launches ``LAUNCHES // 2`` times each and ends its block; the
+  parent waits for it, launches ``LAUNCHES // 2`` times each more and ends its block.
 """
 
 from __future__ import annotations
@@ -99,6 +102,21 @@ def main(mode: str, db: str, name: str, n: str, marks: str) -> None:
             r.flush = flush
             while True:
                 launches(50, db)
+    elif mode == "fork":
+        child = False
+        with autotune.record(name, db=db, flush_s=3600):
+            launches(int(n), db)
+            pid = os.fork()
+            if pid == 0:
+                child = True
+                launches(int(n) // 2, db)
+            else:
+                _, status = os.waitpid(pid, 0)
+                if status != 0:
+                    raise SystemExit(f"the forked child ended with status {status}")
+                launches(int(n) // 2, db)
+        if child:
+            os._exit(0)  # its block ended (its batch written): the parent's code is not the child's
     else:
         with autotune.record(name, db=db, flush_s=0.01):
             launches(int(n), db)

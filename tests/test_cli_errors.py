@@ -188,6 +188,8 @@ CASES = [
          "--strategy-option 'startup=2' is not allowed; strategy random takes no option"),
     Case(S + ["--size", 64, "--strategy", "bandit", "--strategy-option", "startup=2"],  # bandit takes none
          "--strategy-option 'startup=2' is not allowed; strategy bandit takes no option"),
+    Case(["tune-shapes", "smem_pad", "--dims-range", "rows=1:2,rows=3:4,cols=64:128"],  # issue 51: not the last taken
+         "dim rows is given twice (--dims-range rows=1:2 and rows=3:4); give each dim once"),
     Case(["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128", "--strategy-option", "queue=-1"],
          "--strategy-option 'queue=-1' is not allowed; option queue of strategy transfer takes an integer 0..1000"),
     Case(S + ["--size", 64, "--batch", 0], "--batch 0 is not allowed; give 1..1024 configs"),

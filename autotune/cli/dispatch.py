@@ -170,7 +170,7 @@ def parse_ranges(text: str, dims) -> dict[str, tuple[int, int]]:
 
     Raises:
         InvalidInputError: naming the part that is not ``DIM=LOW:HIGH`` with ``1 <= LOW <= HIGH``,
-            a dim the kernel lacks, or one it has that is missing.
+            a dim the kernel lacks, one it has that is missing, or one given twice.
     """
     found: dict[str, tuple[int, int]] = {}
     for part in (p.strip() for p in text.split(",")):
@@ -186,6 +186,9 @@ def parse_ranges(text: str, dims) -> dict[str, tuple[int, int]]:
         name = name.strip()
         if name not in dims:
             raise InvalidInputError(f"--dims-range names {name!r}; the kernel's dims are {', '.join(dims)}")
+        if name in found:  # as --dims refuses it: the last one silently taking over would tune another range
+            raise InvalidInputError(f"dim {name} is given twice (--dims-range {name}={found[name][0]}:{found[name][1]} "
+                                    f"and {name}={lo}:{hi}); give each dim once")
         found[name] = (lo, hi)
     missing = [d for d in dims if d not in found]
     if missing:

@@ -304,9 +304,12 @@ def bundle_(
       autotune bundle deploy/app --device 1 --allow-same-arch
     """
     from autotune.errors import AutotuneError, GPUUnavailableError
+    from autotune.kernel.arguments import check_ordinal_arg
     from autotune.kernel.catalog import KERNELS, resolve_kernel
     from autotune.runtime.bundle import BundleError, check_kernel, read_bundle
 
+    if device is not None:  # a bad ordinal first, before the bundle is read or a backend asked
+        check_ordinal_arg(device, "--device")
     b = read_bundle(folder)
     refs = {e.kernel: e.kernel_ref for e in b.entries.values()}
     unchecked = []

@@ -249,49 +249,58 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
     """Write the trials of ``loaded`` (:func:`read_t4`) into ``store`` in one transaction (module
     docstring). ``ImportReport.stale`` counts imported trials of keys stale on this machine.
 
+    The transaction is retried while another writer holds the database, as every write of the
+    store's is (:meth:`~autotune.store.repository.Store.transaction`): it waited 30 s in one
+    attempt, and two imports at once on a loaded machine gave up after 38 s (issue 51).
+
     Raises:
-        StoreError: the database cannot be written; nothing is written.
+        StoreError: the database cannot be written, or stays locked past the retries; nothing
+            is written.
     """
+    study = f"import:{Path(loaded.path).name}"[:1024]
+    return store.transaction(lambda session: _write_t4(session, loaded, study))
+
+
+def _write_t4(session, loaded: T4File, study: str) -> ImportReport:
+    """One attempt of :func:`import_t4`'s transaction in ``session``: counted from nothing."""
     from autotune.store.key import dims_key
 
-    study = f"import:{Path(loaded.path).name}"[:1024]
     imported = skipped = stale_count = best = 0
-    with store.session() as session:
-        for index, key in enumerate(loaded.keys):
-            mine = [t for t in loaded.trials if t.key == index]
-            if not mine:
-                continue
-            device = device_row(session, key["device"])
-            kernel = kernel_row(session, key["kernel"], key["source_hash"], key["spec_hash"])
+    for index, key in enumerate(loaded.keys):
+        mine = [t for t in loaded.trials if t.key == index]
+        if not mine:
+            continue
+        device = device_row(session, key["device"])
+        kernel = kernel_row(session, key["kernel"], key["source_hash"], key["spec_hash"])
+        session.flush()
+        shape = {"dims": dims_key(key["dims"]), "dtype": key["dtype"], "nvcc_version": key["nvcc_version"],
+                 "compile_flags": key["compile_flags"]}
+        stored = set(session.execute(
+            select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
+            .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
+                   *(getattr(Search, f) == v for f, v in shape.items()))).all())
+        fresh = []
+        for t in mine:  # one pass: a result given twice in the file is stored once
+            if (t.config.key, t.status) not in stored:
+                stored.add((t.config.key, t.status))
+                fresh.append(t)
+        skipped += len(mine) - len(fresh)
+        if not fresh:
+            continue
+        stamps = [t.created_at for t in fresh]
+        search = Search(device=device, kernel=kernel, **shape, study_name=study, sampler="import", seed=None,
+                        started_at=min(stamps), finished_at=max(stamps), status="finished")
+        session.add(search)
+        became = False
+        for number, t in enumerate(fresh):
+            trial = Trial(search=search, number=number, config_key=t.config.key, macros=t.config.as_dict(),
+                          status=t.status, reason=t.reason, phases=t.phases, created_at=t.created_at,
+                          **t.measured)
+            session.add(trial)
             session.flush()
-            shape = {"dims": dims_key(key["dims"]), "dtype": key["dtype"], "nvcc_version": key["nvcc_version"],
-                     "compile_flags": key["compile_flags"]}
-            stored = set(session.execute(
-                select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
-                .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
-                       *(getattr(Search, f) == v for f, v in shape.items()))).all())
-            fresh = []
-            for t in mine:  # one pass: a result given twice in the file is stored once
-                if (t.config.key, t.status) not in stored:
-                    stored.add((t.config.key, t.status))
-                    fresh.append(t)
-            skipped += len(mine) - len(fresh)
-            if not fresh:
-                continue
-            stamps = [t.created_at for t in fresh]
-            search = Search(device=device, kernel=kernel, **shape, study_name=study, sampler="import", seed=None,
-                            started_at=min(stamps), finished_at=max(stamps), status="finished")
-            session.add(search)
-            became = False
-            for number, t in enumerate(fresh):
-                trial = Trial(search=search, number=number, config_key=t.config.key, macros=t.config.as_dict(),
-                              status=t.status, reason=t.reason, phases=t.phases, created_at=t.created_at,
-                              **t.measured)
-                session.add(trial)
-                session.flush()
-                if t.status == "ok":
-                    became = update_best(session, search, trial) or became
-            best += became
-            imported += len(fresh)
-            stale_count += len(fresh) * loaded.stale[index]
+            if t.status == "ok":
+                became = update_best(session, search, trial) or became
+        best += became
+        imported += len(fresh)
+        stale_count += len(fresh) * loaded.stale[index]
     return ImportReport(imported=imported, skipped=skipped, stale=stale_count, best=best)

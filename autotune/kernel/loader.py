@@ -344,16 +344,23 @@ def _flags(r: _Reader, table: dict, defaults: dict, space: dict
     ``{ maxrregcount = [0, 64, 128], ptxas_opt = [1, 3], fast_math = [0, 1] }``. Each becomes a
     tunable of the space (``NVCC_MAXRREGCOUNT`` ...) whose default, unless ``[space] default``
     gives one, is the neutral value (nvcc's own behaviour), which must then be in its list.
-    ``defaults`` gets them. Returns the space params and the tunable -> flag map."""
+    ``defaults`` gets them. A ``[space] params`` entry of a flag's tunable name is refused:
+    its values would skip these checks and still reach nvcc as the flag (``NVCC_FAST_MATH =
+    [0, 1, 7]``: 7 passed on as ``--use_fast_math``). Returns the space params and the tunable
+    -> flag map."""
     from autotune.kernel.model import FLAGS
 
     if table and "file" in space:
         raise r.fail("[flags]", "is allowed with [space] params only (a space file has no flags)")
+    given = space.get("params") if isinstance(space.get("params"), dict) else {}
     params, flags = [], {}
     for key, values in table.items():
         if key not in FLAGS:
             raise r.fail(f"[flags] {key}", f"is not a flag autotune knows; allowed: {', '.join(FLAGS)}")
         name, (low, high), neutral = FLAGS[key]
+        if name in given:
+            raise r.fail(f"[flags] {key}", f"its tunable {name} is also in [space] params; give its values in "
+                                           "[flags] only")
         if (not isinstance(values, list) or not values
                 or any(not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high for v in values)):
             raise r.fail(f"[flags] {key}", f"{values!r} is not allowed; give a list of integers {low}..{high}")

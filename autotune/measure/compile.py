@@ -197,7 +197,8 @@ def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvc
         TrialFailed: ``compile_error`` with the first error line (failures are not cached).
         GPUUnavailableError: ``nvcc`` is not on PATH.
     """
-    key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc))
+    # nvcc's NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS reach its command line: they key the entry too
+    key = cubin_cache.entry_key(source, options, arch, nvcc_version(nvcc), cubin_cache.nvcc_environment())
     hit = cubin_cache.load(key)
     if hit is not None:
         return hit[0], hit[1], True

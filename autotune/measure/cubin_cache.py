@@ -1,8 +1,10 @@
 """Compiled cubins kept on disk, so that a config compiled once is loaded, never rebuilt.
 
 An entry is keyed by everything that decides the binary: the SHA-256 of the kernel's source
-text, the nvcc options (the config's macros, the dtype macro, the flags), the target arch
-and the nvcc release. It lives in the platformdirs user cache folder (``AUTOTUNE_CACHE_DIR``
+text, the nvcc options (the config's macros, the dtype macro, the flags), the target arch,
+the nvcc release, and the options nvcc reads from its environment (:data:`NVCC_ENV`:
+``NVCC_PREPEND_FLAGS`` and ``NVCC_APPEND_FLAGS``, where set), so that a cubin built with, say,
+``NVCC_APPEND_FLAGS=-G`` is never loaded by a build without it (issue 51). It lives in the platformdirs user cache folder (``AUTOTUNE_CACHE_DIR``
 overrides it) as one file: a JSON header line (the cubin's SHA-256 and what ptxas reported)
 and the cubin's bytes. Writes go to a temporary file in the same folder, renamed into place
 (atomic: concurrent compiles of one config never see half a file). An entry that does not
@@ -25,10 +27,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_ENV", "building", "cache_dir", "entry_key", "load", "store"]
+__all__ = ["CACHE_ENV", "NVCC_ENV", "building", "cache_dir", "entry_key", "nvcc_environment", "load", "store"]
 
 CACHE_ENV = "AUTOTUNE_CACHE_DIR"
 """Environment variable naming the cache folder (default: platformdirs' user cache dir)."""
+NVCC_ENV = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+"""The environment variables whose options nvcc adds to every command line it is given (before
+and after ours): set, they change the binary, so they are part of an entry's key."""
+
+
+def nvcc_environment() -> tuple[str, ...]:
+    """``NAME=value`` of each variable of :data:`NVCC_ENV` set to more than blanks, in that order."""
+    return tuple(f"{name}={os.environ[name]}" for name in NVCC_ENV if os.environ.get(name, "").strip())
 
 
 def cache_dir() -> Path:
@@ -40,9 +50,14 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("autotune")) / "cubins"
 
 
-def entry_key(source: str, options: Sequence[str], arch: str, nvcc_version: str) -> str:
-    """The hex SHA-256 naming the entry of one build (each input in its own length-prefixed field)."""
+def entry_key(source: str, options: Sequence[str], arch: str, nvcc_version: str,
+              environment: Sequence[str] = ()) -> str:
+    """The hex SHA-256 naming the entry of one build (each input in its own length-prefixed field);
+    ``environment``: :func:`nvcc_environment` (none set: the key of a build without it, as
+    before it was a field)."""
     fields = [hashlib.sha256(source.encode()).hexdigest(), *options, f"arch={arch}", f"nvcc={nvcc_version}"]
+    if environment:
+        fields.append({"environment": list(environment)})
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 

@@ -103,8 +103,12 @@ def query_device(ordinal: int = 0) -> DeviceInfo:
 
     Raises:
         GPUUnavailableError: no driver, no backend installed, or no device at all.
-        InvalidInputError: ``ordinal`` is not in ``0 .. count-1``.
+        InvalidInputError: ``ordinal`` is no ordinal (an integer >= 0), said before any backend is
+            asked (``plan --device -1`` named the missing backend), or is not in ``0 .. count-1``.
     """
+    from autotune.kernel.arguments import check_ordinal_arg
+
+    check_ordinal_arg(ordinal, "--device")
     drv = cuda_driver()
     count = drv.device_count()
     if count == 0:

@@ -39,6 +39,13 @@ A sample's time is the GPU time between the two events: the kernel itself, plus 
 own cost (about a microsecond). A sample whose host side took longer than :data:`MAX_HOST_US`
 is dropped (the GPU may have idled between its events while another thread held the GIL). Launches captured in a CUDA graph are counted but not timed
 (events in a capture time nothing). One recording is active per process at a time.
+
+A child forked while a recording is active (``os.fork``, ``multiprocessing``'s fork) records its
+own launches under a run id of its own, its batches numbered from 1: what the parent counted
+before the fork is the parent's to write (the child kept the parent's run id and batch number
+and wrote the parent's pending counts as its own batch, which then made the database drop the
+parent's batch of that number as stored: issue 51). A child that ends with ``os._exit``
+(``multiprocessing``) keeps the batches its flusher wrote, not its last one.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from autotune.errors import AutotuneError, InvalidInputError
+from autotune.errors import AutotuneError, InvalidInputError, StoreError
 from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
 
@@ -117,7 +124,9 @@ def record(name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY
 
     Raises:
         InvalidInputError: a name that is empty, too long or not printable; a bad
-            ``sample_every`` or ``flush_s`` (nothing is written).
+            ``sample_every``, ``flush_s`` or ``db`` (nothing is written).
+        StoreError: the database cannot be opened for writing (refused here, before the
+            program's work runs, not when the block ends).
     """
     return Recording(name, db=db, sample_every=sample_every, flush_s=flush_s)
 
@@ -152,6 +161,8 @@ class Recording:
 
     def __init__(self, name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY,
                  flush_s: float = FLUSH_S) -> None:
+        from autotune.kernel.arguments import check_db_arg
+        from autotune.store.opening import open_store
         from autotune.store.workload_records import check_name
 
         self.name = check_name(name)
@@ -160,6 +171,7 @@ class Recording:
             raise InvalidInputError(f"sample_every {sample_every!r} is not allowed; give a power of two >= 1")
         if not isinstance(flush_s, (int, float)) or isinstance(flush_s, bool) or not flush_s > 0:
             raise InvalidInputError(f"flush_s {flush_s!r} is not allowed; give a positive number of seconds")
+        check_db_arg(db)
         self.db, self.sample_every, self.flush_s = db, sample_every, float(flush_s)
         self.run = secrets.token_hex(8)
         self.batches = 0
@@ -174,7 +186,9 @@ class Recording:
         self._flush_lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._store = None
+        # opened now: a database that cannot be written is refused before the program's work
+        # runs, not when the block ends with its counts (issue 51)
+        self._store = open_store(db)
         self._previous_term = None
         self._warned = False
 
@@ -195,6 +209,9 @@ class Recording:
         global _active
         with _lock:
             if _active is not None:
+                if self._store is not None:  # opened by record(); opened again if this one starts later
+                    self._store.close()
+                    self._store = None
                 raise InvalidInputError(f"recording {self.name!r} cannot start: recording {_active.name!r} is "
                                         "active in this process; stop it first")
             _active = self
@@ -478,6 +495,28 @@ class Recording:
                 self._written(marks)
             return written
 
+    # -- fork -----------------------------------------------------------------------------
+
+    def _forked(self) -> None:
+        """In a child forked while this recording is active (module doc): a new run id and
+        batch count; what was counted before the fork taken as written (it is the parent's),
+        the samples in flight and the event pairs (of the parent's CUDA context) dropped; locks
+        made anew (another thread of the parent may have held one at the fork); the parent's
+        database connections dropped unclosed; the flusher, which did not survive the fork,
+        started again."""
+        self._flush_lock = threading.RLock()
+        self.run, self.batches, self.error, self._warned, self._unsent = secrets.token_hex(8), 0, None, False, None
+        self._pending, self._events, self._created = collections.deque(), {}, 0
+        for slot in self._slots:
+            slot.lock = threading.Lock()
+            slot.samples.clear()
+        self._flushed = {id(slot): (slot.calls[0], slot.sampled, slot.sampled_ms, 0) for slot in self._slots}
+        if self._store is not None:
+            self._store.after_fork()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._flusher, name=f"autotune-record-{self.name}", daemon=True)
+        self._thread.start()
+
     # -- exit and SIGTERM -----------------------------------------------------------------
 
     def _hook_sigterm(self) -> None:
@@ -522,6 +561,19 @@ def _at_exit() -> None:
         except Exception as exc:  # noqa: BLE001  (at exit: said, not raised)
             warnings.warn(f"recording {recording.name!r}: the last batch could not be written: {exc}",
                           RuntimeWarning, stacklevel=1)
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork``'s hook in a child: the module's lock made anew (a thread of the
+    parent may have held it), and the active recording's run made the child's own."""
+    global _lock
+    _lock = threading.RLock()
+    if _active is not None:
+        _active._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def track(p) -> None:
@@ -575,6 +627,8 @@ def from_environment() -> None:
 
     Raises:
         InvalidInputError: a name that is not allowed (``AUTOTUNE_RECORD=...`` named).
+        StoreError: the database (``AUTOTUNE_DB``, else the default) cannot be opened for
+            writing (``AUTOTUNE_RECORD=...`` named): said at the first launch, not at exit.
     """
     global _env_checked
     if _env_checked:
@@ -590,6 +644,8 @@ def from_environment() -> None:
             recording = Recording(name)
         except InvalidInputError as exc:
             raise InvalidInputError(f"{ENV}={name!r}: {exc}") from None
+        except StoreError as exc:
+            raise StoreError(f"{ENV}={name!r}: {exc}") from exc.__cause__
         recording.start()
 
 

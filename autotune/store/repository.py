@@ -13,9 +13,9 @@ written. Optuna is imported only by :meth:`Store.optuna_storage`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.engine import make_url
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"]
+
+T = TypeVar("T")
 
 
 class Store:
@@ -143,6 +145,13 @@ class Store:
         """Close the pooled connections (SQLite then folds its WAL into the database file)."""
         self.engine.dispose()
 
+    def after_fork(self) -> None:
+        """In a child process forked while this store was open: drop the pooled connections,
+        which are the parent's, without closing them (closing one here could end the parent's
+        session), so that the child opens its own (SQLAlchemy's recipe for ``os.fork``:
+        ``dispose(close=False)``)."""
+        self.engine.dispose(close=False)
+
     def __repr__(self) -> str:
         return f"Store({self._safe_url!r})"
 
@@ -182,6 +191,22 @@ class Store:
                 session.close()
             except SQLAlchemyError:  # the connection is gone already
                 pass
+
+    def transaction(self, work: Callable[[Session], T]) -> T:
+        """``work(session)`` in one transaction (:meth:`session`), run again whole while a
+        concurrent writer refuses it (:func:`autotune.store.locking.retrying`: SQLite locked, for
+        up to ``LOCK_WAIT_S`` seconds in short attempts): the door for a write of another
+        package that is not a method here (a T4 import). ``work`` must start afresh each time
+        (what it counted in a refused attempt was rolled back).
+
+        Raises:
+            StoreError: a database error, or still refused at the end of the retries.
+        """
+        def attempt() -> T:
+            with self.session() as session:
+                return work(session)
+
+        return locking.retrying(attempt)
 
     def upgrade(self, revision: str = "head") -> str | None:
         """Migrate autotune's tables to ``revision`` (Optuna's tables are left alone); a SQLite

@@ -92,6 +92,22 @@ def test_bad_input_is_one_error_line_exit_2_and_nothing_written(tmp_path, args, 
     assert len(r.output.strip().splitlines()) == 1 and not db.exists()
 
 
+@pytest.mark.parametrize("command", [["plan", "app"], ["bundle", "no-such-bundle"]])
+def test_a_bad_device_ordinal_is_named_before_any_backend_or_file(monkeypatch, tmp_path, command):
+    import autotune.measure.device
+
+    def asked():
+        raise AssertionError("the CUDA backend was asked before the ordinal was checked")
+
+    monkeypatch.setattr(autotune.measure.device, "cuda_driver", asked)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "never.db"
+    r = run(*command, "--device", "-1", *(["--db", f"sqlite:///{db}"] if command[0] == "plan" else []))
+    assert r.exit_code == 2, r.output
+    assert r.output.strip() == "error: --device -1 is not allowed; give a CUDA ordinal 0, 1, ..."
+    assert not db.exists() and list(tmp_path.iterdir()) == [], "nothing is written"
+
+
 def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_url, tmp_path):
     record_app(monkeypatch, device_info, db_url, calls=(30, 0, 5))  # two problems: one per GPU
     marks = tmp_path / "marks"

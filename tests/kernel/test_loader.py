@@ -219,6 +219,8 @@ BAD = [
     ((("flags", {"ptxas_opt": [1, 4]}),), "[flags] ptxas_opt", "[1, 4] is not allowed; give a list of integers 0..3"),
     ((("flags", {"fast_math": [1]}),), "[flags] fast_math", "[1] lacks 0 (nvcc's own behaviour, the default)"),
     ((("flags", {"fast_math": True}),), "[flags] fast_math", "is not allowed"),
+    ((("space", "params", {"BLOCK": [64, 128, 256], "NVCC_FAST_MATH": [0, 1, 7]}), ("flags", {"fast_math": [0, 1]})),
+     "[flags] fast_math", "its tunable NVCC_FAST_MATH is also in [space] params; give its values in [flags] only"),
 ]
 
 

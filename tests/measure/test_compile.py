@@ -297,7 +297,37 @@ def test_the_cache_key_covers_source_options_arch_and_nvcc():
                 entry_key("src", ["-DTILE_DIM=64", "-O3"], "sm_90", "13.0.88"),
                 entry_key("src", ["-DTILE_DIM=32", "-O2"], "sm_90", "13.0.88"),
                 entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_80", "13.0.88"),
-                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "12.8.93")}) == 6
+                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "12.8.93"),
+                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88", ["NVCC_APPEND_FLAGS=-G"]),
+                entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88", ["NVCC_PREPEND_FLAGS=-G"])}) == 8
+    assert entry_key("src", ["-DTILE_DIM=32", "-O3"], "sm_90", "13.0.88", ()) == base  # none set: the key as before
+
+
+def test_nvccs_environment_flags_key_the_cubin_cache(tmp_path, monkeypatch):
+    """nvcc adds NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS to every command line: a cubin built with
+    one set is not loaded by a build without it, nor the other way round (issue 51: a -G or
+    --use_fast_math set there reached every later build through the cache)."""
+    from autotune.measure import cubin_cache
+    from autotune.measure.compile import cubin_of_source
+
+    monkeypatch.setenv(cubin_cache.CACHE_ENV, str(tmp_path / "cache"))
+    for name in cubin_cache.NVCC_ENV:
+        monkeypatch.delenv(name, raising=False)
+    source = 'extern "C" __global__ void k(int *out) {\n#ifdef POISON\n  out[0] = 7;\n#else\n  out[0] = 1;\n#endif\n}\n'
+    plain, _, cached = cubin_of_source(source, [], "sm_90")
+    assert not cached
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", "-DPOISON")
+    poisoned, _, cached = cubin_of_source(source, [], "sm_90")
+    assert not cached and poisoned != plain  # built with the flag, not the plain build loaded
+    assert cubin_of_source(source, [], "sm_90")[::2] == (poisoned, True)
+    monkeypatch.setenv("NVCC_APPEND_FLAGS", " ")  # blanks add nothing: the plain build
+    assert cubin_of_source(source, [], "sm_90")[::2] == (plain, True)
+    monkeypatch.delenv("NVCC_APPEND_FLAGS")
+    monkeypatch.setenv("NVCC_PREPEND_FLAGS", "-DPOISON")  # the other variable: another entry
+    assert cubin_of_source(source, [], "sm_90")[::2] == (poisoned, False)
+    monkeypatch.delenv("NVCC_PREPEND_FLAGS")
+    assert cubin_of_source(source, [], "sm_90")[::2] == (plain, True)  # unset again: the plain build
+    assert len(list((tmp_path / "cache").rglob("*.cubin"))) == 3
 
 
 def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import autotune
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.loader import load_kernel
 from autotune.runtime import compiled as launch_module
@@ -217,6 +217,20 @@ def test_bad_recording_options_are_refused(options, message):
         autotune.record("x", **options)
 
 
+@pytest.mark.parametrize("db, error, message", [
+    ("", InvalidInputError, "db '' is not allowed; it is empty"),
+    (42, InvalidInputError, "db 42 is not allowed; give a SQLAlchemy URL"),
+    ("nonsense", StoreError, "invalid database URL 'nonsense'"),
+    ("sqlite:///{tmp}/missing/x.db", StoreError, "the folder of database {tmp}/missing/x.db does not exist"),
+    ("sqlite:///{tmp}", StoreError, "results database {tmp} is a folder, not a database file"),
+])
+def test_a_bad_db_is_refused_by_record_itself_before_the_work_runs(tmp_path, db, error, message):
+    with pytest.raises(error) as info:  # not when the block ends, after the program's work has run
+        autotune.record("x", db=db.format(tmp=tmp_path) if isinstance(db, str) else db)
+    assert message.format(tmp=tmp_path) in str(info.value)
+    assert recording.active() is None and list(tmp_path.iterdir()) == []
+
+
 def test_one_recording_at_a_time(fake, db_url):
     with autotune.record("first", db=db_url):
         with pytest.raises(InvalidInputError, match="recording 'second' cannot start: recording 'first' is active"):
@@ -249,6 +263,19 @@ def test_a_bad_autotune_record_is_one_error_naming_it(fake, histogram, db_url, m
             autotune.launcher(histogram, db=db_url)(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
     finally:
         recording._forget_environment()
+
+
+def test_autotune_record_with_a_database_that_cannot_be_opened_says_so_at_the_first_launch(fake, histogram, db_url,
+                                                                                             monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOTUNE_RECORD", "app")
+    monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path}/missing/x.db")
+    recording._forget_environment()
+    try:
+        with pytest.raises(StoreError, match=r"AUTOTUNE_RECORD='app': the folder of database .*/missing/x.db does not"):
+            autotune.launcher(histogram, db=db_url)(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
+    finally:
+        recording._forget_environment()
+    assert recording.active() is None and not (tmp_path / "missing").exists()
 
 
 def test_a_batch_that_cannot_be_written_is_sent_again_unchanged(fake, histogram, db_url, monkeypatch):
@@ -376,3 +403,24 @@ def test_two_programs_recording_into_one_database_lose_nothing(tmp_path, db_url)
     found = problems(db_url, "shared")
     assert {label: (p.calls, p.runs) for label, p in found.items()} == \
         {"histogram256 1000 uint8": (800, 2), "smem_vec 100x64 float32": (800, 2)}
+
+
+def test_a_child_forked_inside_a_recorded_block_loses_none_of_the_parents_counts(tmp_path, db_url):
+    # the child kept the parent's run id and batch number: its batch 1 (the parent's pending
+    # counts and its own) made the parent's batch 1 a duplicate, dropped: 150 of 200 calls kept
+    proc = child("fork", db_url, "forked", 100, tmp_path)
+    code, err = ended(proc)
+    assert code == 0, err
+    found = problems(db_url, "forked")
+    assert {label: (p.calls, p.runs) for label, p in found.items()} == \
+        {"histogram256 1000 uint8": (200, 2), "smem_vec 100x64 float32": (200, 2)}
+    import sqlite3
+
+    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    rows = con.execute("select run, batch, dims, calls from autotune_workload_calls").fetchall()
+    con.close()
+    by_run = {}
+    for run, batch, dims, calls in rows:
+        by_run.setdefault(run, {})[(batch, dims)] = calls
+    assert sorted(by_run.values(), key=lambda b: sum(b.values())) == [  # the child's own 50; the parent's 150
+        {(1, "n=1000"): 50, (1, "rows=100,cols=64"): 50}, {(1, "n=1000"): 150, (1, "rows=100,cols=64"): 150}]
