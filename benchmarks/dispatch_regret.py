@@ -1,11 +1,11 @@
 """Issue 36: the held-out regret of the dispatch (and of today's nearest_shape rung), per kernel.
 
 Two parts. The GPU part only records trials into a results database; the regret is arithmetic
-on those trials (autotune.store.dispatch, tested on the CPU).
+on those trials (autotune.dispatch, tested on the CPU).
 
     record   (GPU) for one kernel and a declared range of shapes: tune at most 12 training
              shapes picked as `autotune tune-shapes` picks them (log-spaced farthest points, then
-             regret-weighted; autotune.store.dispatch.next_shapes), each search a `transfer`
+             regret-weighted; autotune.dispatch.next_shapes), each search a `transfer`
              search of --trials configs (a whole sweep where the space is smaller) that first
              measures the configs of the dispatch learned so far; then search each of the
              --held-out shapes (log-uniform in the range, seeded, none a training shape) the same
@@ -16,7 +16,7 @@ on those trials (autotune.store.dispatch, tested on the CPU).
     fill     (GPU) measure at each held-out shape the configs the dispatch and nearest_shape pick
              there that are not measured yet (after a change of the model, say).
     report   (CPU) read a trials CSV: learn the dispatch from the training shapes, score it on
-             the held-out ones (autotune.store.dispatch.evaluate), and print median and worst
+             the held-out ones (autotune.dispatch.evaluate), and print median and worst
              regret, shapes below the default beyond 1 %, beside nearest_shape and the default.
 
 The GPU part measures in this process, one CUDA context for every shape (the library's
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from autotune.kernel.catalog import resolve_kernel  # noqa: E402
 from autotune.kernel.config import Config  # noqa: E402
-from autotune.store.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
+from autotune.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
                                      regret_weights, shape_order, summarize, tables_from_trials)
 
 FIELDS = ("role", "dims", "config", "status", "median_ms", "trial_id")

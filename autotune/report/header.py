@@ -15,7 +15,7 @@ the asked dtype only:
 
 1. this device model (same name and compute capability): the exact shape
    (``AUTOTUNE_RUNG_EXACT``), else its dispatch (``AUTOTUNE_RUNG_DISPATCH``): the same configs,
-   regret table and rule as :mod:`autotune.store.dispatch` (the regrets written with ``repr``, so
+   regret table and rule as :mod:`autotune.dispatch` (the regrets written with ``repr``, so
    C reads back the very doubles Python used, and the rule runs the same operations in the same
    order); where the header holds no dispatch for the model, the nearest shape by log-distance
    ``sqrt(sum over dims of ln(d / d')^2)`` (``AUTOTUNE_RUNG_NEAREST_SHAPE``, the same number);
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES
 from autotune.report.header_template import TEMPLATE
-from autotune.store.dispatch import Dispatch
+from autotune.dispatch import Dispatch
 
 __all__ = ["HeaderDispatch", "HeaderRecord", "render_header"]
 
@@ -86,7 +86,7 @@ class HeaderDispatch:
         device: the device's name (as in :class:`HeaderRecord`).
         compute_capability: ``"9.0"``.
         dtype: element type name.
-        dispatch: the :class:`~autotune.store.dispatch.Dispatch` (its dims in the kernel's order).
+        dispatch: the :class:`~autotune.dispatch.Dispatch` (its dims in the kernel's order).
     """
 
     device: str

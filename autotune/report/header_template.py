@@ -22,7 +22,7 @@ TEMPLATE = """\
  * Ladder: this device model (same name and compute capability), exact shape, else its dispatch
  * (a few configs and a rule: the k nearest tuned shapes by log-distance over the dims; among the
  * configs faster than the default by more than the margin at each of them, the least log regret
- * there weighted 1/(distance + eps); none: the default; autotune/store/dispatch.py), or, for records
+ * there weighted 1/(distance + eps); none: the default; autotune/dispatch/), or, for records
  * without a dispatch, the nearest shape; else another device of the same compute capability,
  * nearest shape; else the kernel's default. Only configs of the asked dtype are used.
  * Example: long long dims[{P}_NUM_DIMS] = {{{dims_example}}};
@@ -137,7 +137,7 @@ static inline double {p}_log_distance(const long long *want, const long long *tu
     return sqrt(sum);
 }}
 
-/* The dispatch's config for dims: the rule of autotune/store/dispatch.py, step for step. */
+/* The dispatch's config for dims: the rule of autotune/dispatch/, step for step. */
 static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long long *dims)
 {{
     double distance[{P}_DISPATCH_MAX_SHAPES], score[{P}_DISPATCH_MAX_CONFIGS];

@@ -1,10 +1,10 @@
 """``autotune tune-shapes``: tune shapes picked so that a kernel's dispatch covers a range of dims.
 
 :func:`tune_shapes` tunes ``count`` shapes of a declared range (``{dim: (low, high)}``), one
-after the other, each picked by :func:`autotune.store.dispatch.next_shapes` from what the
+after the other, each picked by :func:`autotune.dispatch.next_shapes` from what the
 store holds when it is picked: the farthest point of the range (in log space) from every shape
 tuned on this device model, until three shapes are tuned; from then on each tuned shape's
-distance counts ``1 + its held-out regret`` times (:func:`autotune.store.dispatch.leave_one_out`),
+distance counts ``1 + its held-out regret`` times (:func:`autotune.dispatch.leave_one_out`),
 so the next shape goes where the dispatch is far from its evidence and did worst.
 
 Each search reuses the ones before it: the ``transfer`` strategy (unless another is given)
@@ -25,7 +25,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult
-from autotune.store.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
+from autotune.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
 
 if TYPE_CHECKING:
     from autotune.kernel.model import Kernel

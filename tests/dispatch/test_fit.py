@@ -1,4 +1,4 @@
-"""The dispatch (autotune.store.dispatch): regret arithmetic, the configs it keeps, the rule
+"""The dispatch (autotune.dispatch): regret arithmetic, the configs it keeps, the rule
 that picks one (and never leaves the default without evidence), which shapes to tune next; read
 from the store by lookup's dispatch rung, relearned when trials change; the C header's select
 picks what Python picks; ``autotune dispatch`` and ``tune-shapes``; and the committed benchmark
@@ -26,7 +26,8 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.measurement import Measurement
 from autotune.report.header import HeaderDispatch, render_header
-from autotune.store.dispatch import (HeldOut, ShapeTable, build_dispatch, evaluate, leave_one_out, log_grid,
+from autotune.dispatch import cache as dispatch_cache
+from autotune.dispatch import (HeldOut, ShapeTable, build_dispatch, evaluate, leave_one_out, log_grid,
                                      nearest_shape_config, next_shapes, regret, regret_weights, summarize,
                                      tables_from_trials)
 from autotune.store.key import tuning_key
@@ -214,9 +215,14 @@ def test_lookup_answers_from_the_dispatch_and_relearns_when_trials_change(db_url
     assert got.tuned_shape in ((1024, 1024), (4096, 4096)) and got.median_ms in (0.8, 0.85)
     assert got.note.startswith("dispatch of 2 tuned shapes on this device: config 2 of")
     assert lookup(K, (2048, 2048), device=device_info, db=db_url) is got  # warm: the same answer
+    fits = dispatch_cache.fits()
+    for shape in ((1500, 1500), (3000, 2000), (700, 5000)):  # cold lookups of other shapes: no fit again
+        assert lookup(K, shape, device=device_info, db=db_url).rung == "dispatch"
+    assert dispatch_cache.fits() == fits
     # new trials: B much faster at a shape near 3000^2; a shape never asked relearns (no clear_cache)
     put(store, device_info, (3000, 3000), {DEFAULT: 1.0, A: 0.9, B: 0.5})
     near = lookup(K, (3001, 3001), device=device_info, db=db_url)
+    assert dispatch_cache.fits() == fits + 1
     assert near.rung == "dispatch" and near.config == B and near.tuned_shape == (3000, 3000)
     # the nearest_shape rung is still there to compare with
     assert lookup(K, (3001, 3001), device=device_info, db=db_url, shape_rung="nearest_shape").rung == "nearest_shape"
