@@ -55,12 +55,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autotune.dispatch.tables import FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order
+from autotune.dispatch.tree import Node, describe, fit_tree, leaf_of, mark_uncertain
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
-__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "Dispatch", "build_dispatch"]
+__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch"]
 
-MAX_CONFIGS = 8
+MAX_CONFIGS = 10
 """Most configs a dispatch holds (the default included)."""
 MARGIN = 0.01
 """The noise: the default is left only where another config's score is lower by more than
@@ -70,6 +71,12 @@ EPS = 0.1
 away weighs half as much as one at the same place."""
 KS = (1, 2, 3, 4)
 """Neighbour counts tried; cross-validation picks one."""
+COVER = math.log1p(0.02)
+"""A config covers a tuned shape where its log regret there is within this (2 %) of the best."""
+RULES = ("knn", "tree", "nearest")
+"""The rules cross-validation chooses from (module doc, step 3); ties go in this order."""
+DEPTHS = (1, 2, 3)
+"""Tree depths tried."""
 _TIE = 1e-9
 _SCORE_TIE = 1e-12
 
@@ -125,12 +132,15 @@ class Dispatch:
         regrets: ``regrets[s][c]``: the log regret of ``configs[c]`` at ``shapes[s]`` the rule
             uses (module doc, step 1).
         times: ``times[s][c]``: its median time there, ms (``None``: not measured; ``inf``: failed).
-        k: neighbours the rule weighs.
+        k: neighbours the ``knn`` rule weighs.
         eps: added to a distance in a neighbour's weight.
-        margin: relative margin by which a config must beat the default's score (0.01 = 1 %).
-        cv_regret: the mean held-out log regret of each ``k`` tried (cross-validation), ``{k: value}``.
+        margin: relative margin by which a config must beat the default (0.01 = 1 %).
+        cv_regret: the mean held-out log regret of each rule tried (cross-validation), by name
+            (``"knn k=2"``, ``"tree depth=1"``, ``"nearest"``).
         figures: ``figures[s][c]``: ``(gbps, gflops, pct_memcpy)`` of its trial there (``None``s
             where not measured or without such objectives), for notes.
+        kind: the rule: ``"knn"``, ``"tree"`` or ``"nearest"`` (module doc, step 3).
+        nodes: the tree's nodes (:class:`~autotune.dispatch.tree.Node`, root first) for ``"tree"``.
     """
 
     kernel: str
@@ -142,39 +152,70 @@ class Dispatch:
     k: int = 1
     eps: float = EPS
     margin: float = MARGIN
-    cv_regret: Mapping[int, float] = field(default_factory=dict, compare=False)
+    cv_regret: Mapping[str, float] = field(default_factory=dict, compare=False)
     figures: tuple[tuple[tuple[float | None, float | None, float | None], ...], ...] = field(default=(),
                                                                                              compare=False)
+    kind: str = "knn"
+    nodes: tuple[Node, ...] = ()
 
     @property
     def margin_log(self) -> float:
         """``ln(1 + margin)``: the margin in the scores' log units."""
         return math.log1p(self.margin)
 
-    def choose(self, shape: Sequence[int]) -> tuple[int, int]:
-        """``(config index, index of the nearest tuned shape)`` for ``shape`` (values in the
-        kernel's dims order; below 1 counts as 1); ``(0, -1)`` without tuned shapes."""
+    def pick(self, shape: Sequence[int]) -> tuple[int, int, bool]:
+        """``(config index, index of the nearest tuned shape, uncertain)`` for ``shape`` (values
+        in the kernel's dims order; below 1 counts as 1); ``(0, -1, False)`` without tuned
+        shapes. ``uncertain``: the tree's leaf answers its minimax config (module doc, step 5)."""
         if len(shape) != len(self.dims):
             raise InvalidInputError(f"shape {tuple(shape)} has {len(shape)} dims; {self.kernel} takes "
                                     f"{', '.join(self.dims)}")
+        if not self.shapes:
+            return 0, -1, False
         distances = [_distance(shape, s) for s in self.shapes]
-        return _choose(distances, self.regrets, self.k, self.eps, self.margin_log)
+        if self.kind == "tree":
+            leaf = leaf_of(self.nodes, shape)
+            return leaf.config, _nearest(distances, 1)[0], leaf.uncertain
+        if self.kind == "nearest":
+            near = _nearest(distances, 1)[0]
+            return _argmin(self.regrets[near]), near, False
+        config, near = _choose(distances, self.regrets, self.k, self.eps, self.margin_log)
+        return config, near, False
+
+    def choose(self, shape: Sequence[int]) -> tuple[int, int]:
+        """``(config index, index of the nearest tuned shape)`` for ``shape`` (:meth:`pick`)."""
+        return self.pick(shape)[:2]
 
     def config_for(self, shape: Sequence[int]) -> Config:
         """The config the rule picks for ``shape``."""
-        return self.configs[self.choose(shape)[0]]
+        return self.configs[self.pick(shape)[0]]
 
     def rule(self) -> str:
         """The rule in one line, e.g. for ``autotune dispatch``."""
+        if self.kind == "tree":
+            return (f"a decision tree over the dims' logs: {describe(self.nodes, self.dims)}; each leaf the config "
+                    f"of least regret at its tuned shapes never slower than the default there by more than "
+                    f"{100 * self.margin:g} %")
+        if self.kind == "nearest":
+            return "the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
         return (f"the {self.k} nearest tuned shape{'s' if self.k > 1 else ''} by log distance "
                 f"sqrt(sum ln(d/d')^2); among the configs faster than the default by more than "
                 f"{100 * self.margin:g} % at each of them, the least log regret there weighted 1/(distance + "
                 f"{self.eps:g}); none: the default")
 
 
+def _argmin(row: Sequence[float]) -> int:
+    """The index of the least value, ties to the first (the C header's loop)."""
+    best = 0
+    for c in range(1, len(row)):
+        if row[c] < row[best] - _SCORE_TIE:
+            best = c
+    return best
+
+
 def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence[str], *,
                    max_configs: int = MAX_CONFIGS, margin: float = MARGIN, ks: Sequence[int] = KS,
-                   eps: float = EPS) -> Dispatch:
+                   eps: float = EPS, rules: Sequence[str] = RULES, depths: Sequence[int] = DEPTHS) -> Dispatch:
     """Learn a dispatch from the tables of the tuned shapes (module doc).
 
     Args:
@@ -184,40 +225,70 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
         dims: the kernel's dim names.
         max_configs: most configs, >= 1.
         margin: the noise, relative (0.01 = 1 %).
-        ks: neighbour counts to choose from by cross-validation.
+        ks: neighbour counts the ``knn`` rule is tried with.
         eps: see :data:`EPS`.
+        rules: the rules tried (of :data:`RULES`); cross-validation keeps one.
+        depths: the tree depths tried.
 
     Raises:
-        InvalidInputError: ``max_configs`` below 1, no ``ks``, two tables of one shape, or a
-            table whose shape has another number of dims.
+        InvalidInputError: ``max_configs`` below 1, no ``ks``, a rule not in :data:`RULES`, two
+            tables of one shape, or a table whose shape has another number of dims.
     """
     import numpy as np
 
-    if max_configs < 1 or not ks or any(k < 1 for k in ks):
-        raise InvalidInputError(f"max_configs {max_configs} and ks {tuple(ks)} are not allowed; give >= 1")
+    if max_configs < 1 or not ks or any(k < 1 for k in ks) or not depths or any(d < 1 for d in depths):
+        raise InvalidInputError(f"max_configs {max_configs}, ks {tuple(ks)} and depths {tuple(depths)} are not "
+                                "allowed; give >= 1")
+    if not rules or any(r not in RULES for r in rules):
+        raise InvalidInputError(f"rules {tuple(rules)} are not allowed; allowed: {', '.join(RULES)}")
     shapes = [t.shape for t in tables]
     if len(set(shapes)) != len(shapes) or any(len(s) != len(dims) for s in shapes):
         raise InvalidInputError(f"tables of {default.kernel} must be of distinct shapes of {len(dims)} dims")
     order = {s: i for i, s in enumerate(shape_order(shapes))}
     tables = sorted(tables, key=lambda t: order[t.shape])
+    shapes = [t.shape for t in tables]
     pool = [default] + sorted({c for t in tables for c in t.times} - {default}, key=lambda c: c.key)
     matrix = _regret_matrix(tables, pool)
-    dist = np.array([[_distance(a.shape, b.shape) for b in tables] for a in tables]).reshape(len(tables), len(tables))
+    dist = np.array([[_distance(a, b) for b in shapes] for a in shapes]).reshape(len(shapes), len(shapes))
     margin_log = math.log1p(margin)
-    cv: dict[int, float] = {}
-    usable = [k for k in sorted(set(ks)) if k < len(tables)] or [min(ks)]
-    if len(tables) >= 2:
-        for k in usable:
-            cv[k] = float(np.mean([_held_out_regret(matrix, dist, i, k, eps, margin, max_configs)
-                                   for i in range(len(tables))]))
-        k = min(cv, key=lambda k: (round(cv[k], 12), k))
-    else:
-        k = usable[0]
-    chosen = _greedy(matrix, list(range(len(tables))), max_configs, margin_log)
-    return Dispatch(default.kernel, tuple(dims), tuple(t.shape for t in tables), tuple(pool[c] for c in chosen),
-                    tuple(tuple(float(matrix[s, c]) for c in chosen) for s in range(len(tables))),
-                    tuple(tuple(t.ms(pool[c]) for c in chosen) for t in tables), k, eps, margin, cv,
-                    tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables))
+    candidates = _candidates(rules, ks, depths, len(tables))
+    cv, evidence = _cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs)
+    kind, param = (min(cv, key=lambda c: (round(cv[c], 12), candidates.index(c))) if cv else candidates[0])
+    chosen = _cover(matrix, list(range(len(tables))), max_configs, margin_log)
+    regrets = matrix[:, chosen] if len(tables) else np.zeros((0, len(chosen)))
+    nodes: tuple[Node, ...] = ()
+    if kind == "tree":
+        nodes = fit_tree(shapes, regrets, param, margin_log)
+        if (kind, param) in evidence:
+            nodes = mark_uncertain(nodes, shapes, regrets, evidence[(kind, param)], margin_log)
+    k = param if kind == "knn" else 1
+    return Dispatch(default.kernel, tuple(dims), tuple(shapes), tuple(pool[c] for c in chosen),
+                    tuple(tuple(float(v) for v in row) for row in regrets),
+                    tuple(tuple(t.ms(pool[c]) for c in chosen) for t in tables), k, eps, margin,
+                    {_name(c): v for c, v in cv.items()},
+                    tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables),
+                    kind, nodes)
+
+
+def _name(candidate: tuple[str, int]) -> str:
+    kind, param = candidate
+    return f"knn k={param}" if kind == "knn" else f"tree depth={param}" if kind == "tree" else kind
+
+
+def _candidates(rules: Sequence[str], ks: Sequence[int], depths: Sequence[int], n: int) -> list[tuple[str, int]]:
+    """The rules tried, in the order ties go: the ``knn`` ks that fit (``k`` below the number of
+    shapes, else the least), the trees' depths, ``nearest``."""
+    out: list[tuple[str, int]] = []
+    for rule in RULES:
+        if rule not in rules:
+            continue
+        if rule == "knn":
+            out += [("knn", k) for k in (sorted(k for k in set(ks) if k < n) or [min(ks)])]
+        elif rule == "tree":
+            out += [("tree", d) for d in sorted(set(depths))]
+        else:
+            out.append(("nearest", 1))
+    return out
 
 
 def _regret_matrix(tables: Sequence[ShapeTable], pool: Sequence[Config]):
@@ -234,28 +305,57 @@ def _regret_matrix(tables: Sequence[ShapeTable], pool: Sequence[Config]):
     return out
 
 
-def _greedy(matrix, rows: Sequence[int], max_configs: int, margin_log: float) -> list[int]:
+def _cover(matrix, rows: Sequence[int], max_configs: int, margin_log: float) -> list[int]:
     """Step 2 (module doc) over ``rows`` of the regret matrix: column indices, 0 (the default) first."""
     import numpy as np
 
-    sub = matrix[rows]
+    sub = matrix[list(rows)]
     chosen = [0]
     current = sub[:, 0].copy()
+    covers = sub <= COVER
+    covered = covers[:, 0].copy()
     while len(chosen) < max_configs and sub.shape[1] > len(chosen):
         gains = np.clip(current[:, None] - sub, 0.0, None).sum(axis=0)
         gains[chosen] = -1.0
-        best = int(np.argmax(gains))
-        if not gains[best] > margin_log:
-            break
+        counts = covers[~covered].sum(axis=0)
+        counts[chosen] = -1
+        if counts.max() > 0:  # set cover first: most shapes newly within COVER of their best, then the gain
+            best = int(np.lexsort((-gains, -counts))[0])
+        else:
+            best = int(np.argmax(gains))
+            if not gains[best] > margin_log:
+                break
         chosen.append(best)
         current = np.minimum(current, sub[:, best])
+        covered |= covers[:, best]
     return chosen
 
 
-def _held_out_regret(matrix, dist, i: int, k: int, eps: float, margin: float, max_configs: int) -> float:
-    """The log regret at tuned shape ``i`` of the dispatch learned from the others (step 4)."""
-    others = [s for s in range(matrix.shape[0]) if s != i]
-    chosen = _greedy(matrix, others, max_configs, math.log1p(margin))
-    rows = [[float(matrix[s, c]) for c in chosen] for s in others]
-    pick, _ = _choose([float(dist[i, s]) for s in others], rows, k, eps, math.log1p(margin))
-    return float(matrix[i, chosen[pick]])
+def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: float, max_configs: int):
+    """Step 4 (module doc): ``({candidate: mean held-out log regret}, {candidate: per shape, the
+    held-out evidence of :func:`~autotune.dispatch.tree.mark_uncertain`})``; empty below two shapes."""
+    n = matrix.shape[0]
+    if n < 2:
+        return {}, {}
+    sums = {c: 0.0 for c in candidates}
+    evidence = {c: [0.0] * n for c in candidates}
+    for i in range(n):
+        others = [s for s in range(n) if s != i]
+        chosen = _cover(matrix, others, max_configs, margin_log)
+        sub = matrix[others][:, chosen]
+        rows = [[float(v) for v in row] for row in sub]
+        distances = [float(dist[i, s]) for s in others]
+        trees = {}
+        for kind, param in candidates:
+            if kind == "knn":
+                pick, _ = _choose(distances, rows, param, eps, margin_log)
+            elif kind == "nearest":
+                pick = _argmin(rows[_nearest(distances, 1)[0]])
+            else:
+                trees[param] = fit_tree([shapes[s] for s in others], sub, param, margin_log)
+                pick = leaf_of(trees[param], shapes[i]).config
+            value = float(matrix[i, chosen[pick]])
+            sums[(kind, param)] += value
+            below = value - float(matrix[i, 0]) > margin_log
+            evidence[(kind, param)][i] = math.inf if below else value
+    return {c: v / n for c, v in sums.items()}, evidence
