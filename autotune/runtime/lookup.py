@@ -8,10 +8,12 @@ it took (:attr:`LaunchConfig.rung`):
    hashes, dims, dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
 2. ``dispatch``: the same device model, kernel, dtype and toolchain, tuned for other dims: the
    config the kernel's dispatch picks (:mod:`autotune.dispatch`): a few configs learned
-   from every stored trial of those shapes (the default always one of them) and a rule over
-   the dims (distance-weighted nearest tuned shapes, by log-distance ``sqrt(sum over the
-   kernel's dims of ln(d/d')^2)``) that leaves the default only where the trials say another
-   config is faster beyond the noise. The dispatch is learned once per process and database
+   from every stored trial of those shapes (the default always one of them) and the rule over
+   the dims that held-out regret kept (distance-weighted nearest tuned shapes by log-distance
+   ``sqrt(sum over the kernel's dims of ln(d/d')^2)``, a decision tree over the dims' logs, or
+   the nearest shape's best), which leaves the default only where the trials say another config
+   is faster beyond the noise; where its held-out evidence is uncertain, the region's safe
+   (minimax) config, the note says so. The dispatch is learned once per process and database
    state (rebuilt when a trial of the kernel is stored: the largest trial id or the count
    changes). ``shape_rung="nearest_shape"`` climbs this project's earlier rung instead, kept for
    comparison: the stored best of the nearest tuned dims by the same distance (a ratio measure,
@@ -299,13 +301,16 @@ def _dispatch(store: Reader, db: str, k, key: TuningKey) -> Dispatch:
 def _dispatch_answer(d: Dispatch, key: TuningKey, skipped: str) -> LaunchConfig:
     """The dispatch rung's answer for ``key``'s dims: the config, and what it measured at the
     nearest tuned shape where it was measured there."""
-    index, near = d.choose(key.shape)
+    index, near, uncertain = d.pick(key.shape)
     config, shape = d.configs[index], d.shapes[near]
     ms = d.times[near][index]
     gbps, gflops, pct = d.figures[near][index] if d.figures else (None, None, None)
     measured = ms is not None and ms != float("inf")
     n = len(d.shapes)
     which = "the kernel's default" if index == 0 else f"config {index + 1} of {len(d.configs)}"
+    if uncertain:  # the held-out evidence near this shape is uncertain: the safe config of its region
+        which += (", the safe one of an uncertain region (its held-out regret went beyond 8 % or below "
+                  "the default)")
     dims = tuple(zip(d.dims, shape))
     there = (f"{gflops:.0f} GFLOP/s" if gflops is not None else f"{gbps:.0f} GB/s" if gbps is not None
              else f"{ms:.4g} ms") if measured else "not measured"
