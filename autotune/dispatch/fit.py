@@ -51,15 +51,16 @@ Everything here is a pure function of plain values: no database, no GPU.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from autotune.dispatch.tables import FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order
+from autotune.dispatch.tables import (FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order,
+                                      tables_from_trials)
 from autotune.dispatch.tree import Node, describe, fit_tree, leaf_of, mark_uncertain
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
-__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch"]
+__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch", "fit_trials"]
 
 MAX_CONFIGS = 10
 """Most configs a dispatch holds (the default included)."""
@@ -268,6 +269,15 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
                     {_name(c): v for c, v in cv.items()},
                     tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables),
                     kind, nodes)
+
+
+def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables: Iterable[str]) -> Dispatch:
+    """The dispatch of a kernel's stored trials at its tuned shapes (of one device model, dtype and
+    toolchain, as the store supplies them: :meth:`~autotune.store.reader.ResultsReader.shape_trials`),
+    of configs setting exactly ``tunables``: what ``lookup``'s rung and a bundle both fit."""
+    names = set(tunables)
+    kept = [t for t in trials if {n for n, _ in t.config.macros} == names]
+    return build_dispatch(tables_from_trials(kept), default, dims)
 
 
 def _name(candidate: tuple[str, int]) -> str:

@@ -48,7 +48,7 @@ from autotune.kernel.dims import shape_distance
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.measure.toolchain import Toolchain
-from autotune.dispatch import Dispatch, build_dispatch, tables_from_trials
+from autotune.dispatch import Dispatch, fit_trials
 from autotune.dispatch.cache import fitted
 from autotune.store import stale
 from autotune.kernel.model import Kernel
@@ -289,11 +289,9 @@ def _dispatch(store: Reader, db: str, k, key: TuningKey) -> Dispatch:
     identity = (db, key.device.name, key.device.compute_capability, key.device.sm_count, key.device.total_memory,
                 key.device.driver_version, key.device.cuda_version, key.kernel, key.source_hash, key.spec_hash,
                 key.dtype, key.nvcc_version, key.compile_flags)
-    tunables = set(k.tunables)
 
     def fit() -> Dispatch:
-        trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
-        return build_dispatch(tables_from_trials(trials), k.default_config(), [n for n, _ in key.dims])
+        return fit_trials(store.shape_trials(key), k.default_config(), [n for n, _ in key.dims], k.tunables)
 
     return fitted(identity, store.trials_state(key.kernel), fit)
 
