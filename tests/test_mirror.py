@@ -25,6 +25,7 @@ UNCHECKED = ("gpu",)  # folders of tests/ the rule leaves alone
 CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_app_tuning_benchmark.py",  # benchmarks/app_tuning.py on the fake application
     "test_certify_regret_benchmark.py",  # benchmarks/certify_regret.py
+    "test_dispatch_regret_benchmark.py",  # benchmarks/dispatch_regret.py on its fake landscape
     "test_energy_front_benchmark.py",  # benchmarks/energy_front.py
     "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, flags_vs_macros.py, search_replay_compare.py
     "test_cli.py",  # the command line end to end (search, best, list, info, db)
