@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 from autotune.dispatch.tables import (FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order,
                                       tables_from_trials)
-from autotune.dispatch.tree import Node, describe, fit_tree, leaf_of, mark_uncertain
+from autotune.dispatch.tree import Node, describe, fit_tree, fit_trees, leaf_of, mark_uncertain
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
@@ -355,14 +355,14 @@ def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: fl
         sub = matrix[others][:, chosen]
         rows = [[float(v) for v in row] for row in sub]
         distances = [float(dist[i, s]) for s in others]
-        trees = {}
+        depths = [param for kind, param in candidates if kind == "tree"]
+        trees = fit_trees([shapes[s] for s in others], sub, depths, margin_log) if depths else {}
         for kind, param in candidates:
             if kind == "knn":
                 pick, _ = _choose(distances, rows, param, eps, margin_log)
             elif kind == "nearest":
                 pick = _argmin(rows[_nearest(distances, 1)[0]])
             else:
-                trees[param] = fit_tree([shapes[s] for s in others], sub, param, margin_log)
                 pick = leaf_of(trees[param], shapes[i]).config
             value = float(matrix[i, chosen[pick]])
             sums[(kind, param)] += value

@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNCERTAIN", "Node", "features", "feature_value", "fit_tree", "leaf_of", "mark_uncertain", "describe"]
+__all__ = ["UNCERTAIN", "Node", "features", "feature_value", "fit_tree", "fit_trees", "leaf_of", "mark_uncertain", "describe"]
 
 UNCERTAIN = math.log1p(0.08)
 """A held-out log regret beyond this (8 %) makes the leaf of that shape uncertain."""
@@ -116,49 +116,72 @@ def _split(regrets, x, rows: list[int], margin_log: float):
         order = np.argsort(x[rows_a, f], kind="stable")
         values = x[rows_a[order], f]
         s, o = sub[order], over[order]
-        csum = np.cumsum(s, axis=0)
-        cmax = np.maximum.accumulate(o, axis=0)
-        rsum = np.cumsum(s[::-1], axis=0)[::-1]
-        rmax = np.maximum.accumulate(o[::-1], axis=0)[::-1]
-        for i in range(len(rows) - 1):
-            if not values[i + 1] > values[i]:
-                continue
-            left = np.where(cmax[i] <= margin_log, csum[i], np.inf).min()
-            right = np.where(rmax[i + 1] <= margin_log, rsum[i + 1], np.inf).min()
-            gain = here - (left + right)
-            if gain > _GAIN and (best is None or gain > best[0] + _GAIN):
-                threshold = float((values[i] + values[i + 1]) / 2)
-                best = (gain, f, threshold, [int(r) for r in rows_a[order[:i + 1]]],
-                        [int(r) for r in rows_a[order[i + 1:]]])
+        # the leaves' costs of every cut at once: left of cut i the first i + 1 shapes
+        left = np.where(np.maximum.accumulate(o, axis=0) <= margin_log, np.cumsum(s, axis=0), np.inf).min(axis=1)
+        right = np.where(np.maximum.accumulate(o[::-1], axis=0)[::-1] <= margin_log,
+                         np.cumsum(s[::-1], axis=0)[::-1], np.inf).min(axis=1)
+        gains = here - (left[:-1] + right[1:])
+        gains[~(values[1:] > values[:-1])] = -np.inf
+        i = int(np.argmax(gains))  # ties: the lower threshold
+        if gains[i] > _GAIN and (best is None or gains[i] > best[0] + _GAIN):
+            threshold = float((values[i] + values[i + 1]) / 2)
+            best = (float(gains[i]), f, threshold, [int(r) for r in rows_a[order[:i + 1]]],
+                    [int(r) for r in rows_a[order[i + 1:]]])
     return best
 
 
 def fit_tree(shapes: Sequence[Sequence[int]], regrets, depth: int, margin_log: float) -> tuple[Node, ...]:
     """A tree of at most ``depth`` levels over ``shapes`` (the tuned shapes) and ``regrets``
     (a NumPy array, shapes by configs, column 0 the default; module doc)."""
+    return fit_trees(shapes, regrets, (depth,), margin_log)[depth]
+
+
+def fit_trees(shapes: Sequence[Sequence[int]], regrets, depths: Sequence[int], margin_log: float
+              ) -> dict[int, tuple[Node, ...]]:
+    """:func:`fit_tree` at each of ``depths``, grown once: the greedy growth of a shallower tree
+    is the deeper one's, cut at its depth."""
     import numpy as np
 
-    coefs = features(len(shapes[0])) if len(shapes) else []
+    if not len(shapes):
+        return {d: (Node(config=0),) for d in depths}
+    coefs = features(len(shapes[0]))
     x = np.array([[feature_value(c, s) for c in coefs] for s in shapes], dtype=float).reshape(len(shapes), len(coefs))
-    nodes: list[Node | None] = []
+    grown: list = []  # (rows, split or None, left, right), preorder
 
     def grow(rows: list[int], level: int) -> int:
-        at = len(nodes)
-        nodes.append(None)
-        found = _split(regrets, x, rows, margin_log) if level < depth and len(rows) > 1 else None
+        at = len(grown)
+        grown.append(None)
+        found = _split(regrets, x, rows, margin_log) if level < max(depths) and len(rows) > 1 else None
         if found is None:
-            nodes[at] = Node(config=_leaf_config(regrets, rows, margin_log)[0])
+            grown[at] = (rows, None, -1, -1)
         else:
             _, f, threshold, left, right = found
             li = grow(left, level + 1)
             ri = grow(right, level + 1)
-            nodes[at] = Node(coefs[f], threshold, li, ri)
+            grown[at] = (rows, (coefs[f], threshold), li, ri)
         return at
 
-    if not len(shapes):
-        return (Node(config=0),)
     grow(list(range(len(shapes))), 0)
-    return tuple(nodes)  # type: ignore[arg-type]
+
+    def cut(depth: int) -> tuple[Node, ...]:
+        nodes: list[Node | None] = []
+
+        def emit(i: int, level: int) -> int:
+            rows, split, li, ri = grown[i]
+            at = len(nodes)
+            nodes.append(None)
+            if split is None or level >= depth:
+                nodes[at] = Node(config=_leaf_config(regrets, rows, margin_log)[0])
+            else:
+                left = emit(li, level + 1)
+                right = emit(ri, level + 1)
+                nodes[at] = Node(split[0], split[1], left, right)
+            return at
+
+        emit(0, 0)
+        return tuple(nodes)  # type: ignore[arg-type]
+
+    return {d: cut(d) for d in depths}
 
 
 def mark_uncertain(nodes: Sequence[Node], shapes: Sequence[Sequence[int]], regrets, held_out: Sequence[float],
