@@ -322,12 +322,15 @@ def test_autotune_dispatch_prints_the_table_rule_held_out_regret_and_where_to_tu
     assert r.output.startswith("dispatch of smem_pad float32 on NVIDIA H100 80GB HBM3: 4 tuned shapes, 3 configs")
     assert "(the default)" in r.output and "held-out regret" in r.output and "nearest_shape" in r.output
     assert "tune next" in r.output and re.search(r"dispatch\s+median \d", r.output)
+    flat = " ".join(r.output.split())  # the rule's line may wrap
+    assert re.search(r"kept by leave-one-shape-out: knn k=1 [\d.]+ %, knn k=2 .*, tree depth=1 .*, nearest ", flat)
     r = run("dispatch", K, "--db", db_url, "--format", "json")
     assert r.exit_code == 0, r.output
     import json
 
     doc = json.loads(r.output)
     assert doc["dispatches"][0]["configs"][0] == DEFAULT.key and len(doc["records"]) == 4
+    assert doc["dispatches"][0]["kind"] in ("knn", "tree", "nearest") and "tree depth=2" in doc["dispatches"][0]["cv_regret"]
     r = run("dispatch", K, "--db", db_url, "--dtype", "float64")
     assert r.exit_code == 2 and r.output.startswith("error: nothing is tuned for smem_pad float64")
     assert "autotune tune-shapes smem_pad --dims-range rows=LOW:HIGH,cols=LOW:HIGH" in r.output
