@@ -224,7 +224,8 @@ def tune_shapes_command(
     point farthest (log-spaced) from every shape tuned on this device, then, once three are
     tuned, weighted by where the dispatch's held-out regret is largest. Each search reuses those
     before it (the transfer strategy) and first measures the configs of the dispatch learned so
-    far. Ends with the dispatch (as `autotune dispatch` prints it).
+    far. Then every tuned shape's winner and runner-up is timed at every tuned shape (the dense
+    matrix the dispatch is fit on). Ends with the dispatch (as `autotune dispatch` prints it).
 
     \b
     Examples:
