@@ -28,7 +28,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["UNCERTAIN", "Node", "features", "feature_value", "fit_tree", "fit_trees", "leaf_of", "mark_uncertain", "describe"]
+__all__ = ["UNCERTAIN", "Node", "features", "feature_value", "fit_tree", "fit_trees", "leaf_of", "mark_uncertain",
+           "describe"]
 
 UNCERTAIN = math.log1p(0.08)
 """A held-out log regret beyond this (8 %) makes the leaf of that shape uncertain."""

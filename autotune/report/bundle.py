@@ -155,10 +155,10 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                       f"kernel {k.name} (source {k.source_hash[:12]}, description {k.spec_hash[:8]})",
                       f"{device.name} sm_{device.compute_capability.replace('.', '')}, driver "
                       f"{device.driver_version}, nvcc {toolchain.nvcc_version}"]
+        mine = [HeaderDispatch(device.name, device.compute_capability, dtype, d)
+                for (kn, dtype), d in sorted(dispatches.items()) if kn == kname]
         files[f"{kname}.h"] = render_header(k.name, k.dims, k.tunables, k.default_config().as_dict(),
-                                            records.get(kname, []), provenance=provenance,
-                                            dispatches=[HeaderDispatch(device.name, device.compute_capability, dtype, d)
-                                                        for (kn, dtype), d in sorted(dispatches.items()) if kn == kname])
+                                            records.get(kname, []), provenance=provenance, dispatches=mine)
     _write(target, files)
     return BundleReport(target, device, rungs, tuple(n for n in files if n != FILE), tuple(left_out))
 
