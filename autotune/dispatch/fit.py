@@ -5,46 +5,52 @@ For one kernel, dtype and device model, a dispatch holds a few configs (at most
 one of them. It is learned from the trials of every tuned shape, not only each shape's best:
 a config measured at several shapes is evidence of how it does across them.
 
-The method, in four steps (:func:`build_dispatch`):
+The method, in five steps (:func:`build_dispatch`):
 
 1. **Regret tables.** For each tuned shape ``s`` and each config ``c`` measured there, the log
    regret ``R[s][c] = ln(T[s][c] / B[s])``: its median time against the fastest measured at
    ``s`` (0 for the shape's best). A config not measured at ``s`` counts as the worst config
    measured there (no evidence is never taken as good evidence); one that failed there (a
-   compile error, out of resources, a wrong result) as :data:`FAILED_REGRET`.
-2. **Configs.** The default first, then, greedily, the config that lowers the sum over the
+   compile error, out of resources, a wrong result) as :data:`FAILED_REGRET`. ``tune-shapes``'
+   dense matrix (:mod:`autotune.search.shapes`) measures each shape's winner and runner-up at
+   every tuned shape, so the guess is rarely needed.
+2. **Configs.** The default first, then, greedily, a set cover: the config within :data:`COVER`
+   (2 %) of the best at the most tuned shapes not yet covered (ties: the larger gain below);
+   once every shape is covered (or none covers another), the config that lowers the sum over the
    tuned shapes of the best regret among the chosen ones the most, until :data:`MAX_CONFIGS`
-   or until no config lowers it by more than the noise (:data:`MARGIN`): the greedy algorithm
-   of facility location, within ``1 - 1/e`` of the best such set (Cornuejols, Fisher and
-   Nemhauser, Management Science 23(8), 1977; Nemhauser, Wolsey and Fisher, Math. Programming
-   14, 1978). Helion's ahead-of-time autotuning fits a decision tree to a few configs in the
-   same spirit; here the set is chosen for what it covers, and the rule below picks from it.
-3. **Rule.** Distance-weighted k nearest neighbours (Dudani, IEEE Trans. SMC 6(4), 1976) over
-   the tuned shapes, by the lookup ladder's log distance ``sqrt(sum over dims of ln(d/d')^2)``.
-   The default is left only where the stored evidence says another config is faster: the
-   candidates are the configs measured faster than the default at every one of the ``k``
-   nearest tuned shapes by more than the noise (``R[s][c] < R[s][default] - ln(1 + MARGIN)``);
-   among them the one of the least score ``sum w_s R[s][c]`` over those shapes, ``w_s = 1 /
-   (distance + EPS)``, wins; no candidate: the default. Neighbours at equal distance (within
-   1e-9) go in the shapes' order: the larger volume, then the larger dims in the kernel's order
-   (the ladder's tie rule); equal scores (within 1e-12) to the config listed first. (The first
-   version of this rule, scored on the benchmark's recorded trials before this one, left the
-   default where the winner's weighted score beat the default's by more than the margin; it
-   went below the default at 7 of 20 held-out transpose shapes: ``benchmarks/README.md``.)
-4. **k.** Chosen among :data:`KS` by leave-one-shape-out cross-validation over the tuned shapes
-   (Stone, J. R. Stat. Soc. B 36(2), 1974): each shape's regret under the dispatch learned from
-   the others; the least mean wins, ties to the smaller ``k``.
+   (10, Helion's ahead-of-time bound) or until none lowers it by more than the noise
+   (:data:`MARGIN`): the greedy algorithm of facility location, within ``1 - 1/e`` of the best
+   such set (Cornuejols, Fisher and Nemhauser, Management Science 23(8), 1977; Nemhauser,
+   Wolsey and Fisher, Math. Programming 14, 1978).
+3. **Rules** (:data:`RULES`), each picking one of those configs for a shape:
+
+   * ``knn``: distance-weighted k nearest neighbours (Dudani, IEEE Trans. SMC 6(4), 1976) over
+     the tuned shapes, by the lookup ladder's log distance ``sqrt(sum over dims of ln(d/d')^2)``.
+     The default is left only where the stored evidence says another config is faster: the
+     candidates are the configs measured faster than the default at every one of the ``k``
+     nearest tuned shapes by more than the noise (``R[s][c] < R[s][default] - ln(1 + MARGIN)``);
+     among them the one of the least score ``sum w_s R[s][c]`` over those shapes, ``w_s = 1 /
+     (distance + EPS)``, wins; no candidate: the default. Neighbours at equal distance (within
+     1e-9) go in the shapes' order: the larger volume, then the larger dims in the kernel's
+     order (the ladder's tie rule); equal scores (within 1e-12) to the config listed first.
+   * ``tree``: a decision tree over the dims' logs, their products and ratios, fit to regret,
+     each leaf answering a config no slower than the default at its shapes
+     (:mod:`autotune.dispatch.tree`; Helion's ahead-of-time heuristic is the anchor).
+   * ``nearest``: the config of least regret at the nearest tuned shape.
+4. **The rule kept**: knn's ``k`` among :data:`KS`, the tree's depth among :data:`DEPTHS`, or
+   nearest, by leave-one-shape-out cross-validation over the tuned shapes (Stone, J. R. Stat.
+   Soc. B 36(2), 1974): each shape's log regret under the dispatch learned from the others (its
+   configs chosen again without it); the least mean wins, ties in :data:`RULES`' order (knn, the
+   rule before the others, first).
+5. **Uncertain regions.** A tree's leaf where a tuned shape, held out, got a config slower than
+   its default beyond the noise or beyond :data:`~autotune.dispatch.tree.UNCERTAIN` from its
+   best answers the leaf's minimax config (:func:`~autotune.dispatch.tree.mark_uncertain`), and
+   :meth:`Dispatch.pick` says so.
 
 The same arithmetic runs in the C header's ``select`` (:mod:`autotune.report.header`), from the
-same numbers (the regret table is written with ``repr``, which reads back exactly).
+same numbers (the regret table and the thresholds are written with ``repr``, which reads back
+exactly), and a bundle carries the same numbers (:mod:`autotune.dispatch.codec`).
 
-Held-out regret (:func:`evaluate`, :func:`leave_one_out`, :func:`summarize`): a shape's time
-with the config a dispatch learned without it picks, against the shape's own best
-(``time / best - 1``), from stored trials only; beside it the regret of today's
-``nearest_shape`` rung (the best config of the nearest other tuned shape) and of the default.
-:func:`next_shapes` says which shapes to tune next so that a dispatch covers a range.
-
-Everything here is a pure function of plain values: no database, no GPU.
 Everything here is a pure function of plain values: no database, no GPU.
 """
 
@@ -60,7 +66,8 @@ from autotune.dispatch.tree import Node, describe, fit_tree, fit_trees, leaf_of,
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
-__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch", "fit_trials"]
+__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch",
+           "fit_trials"]
 
 MAX_CONFIGS = 10
 """Most configs a dispatch holds (the default included)."""
