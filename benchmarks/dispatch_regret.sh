@@ -19,7 +19,7 @@
 #                 is compiled in the background while the others are measured: the cubin cache is
 #                 per config); `transfer` searches of 100 configs, batch 16
 # Output ($OUT): dispatch.db (every trial), <date>_<gpu>_dispatch_<kernel>_float32_trials.csv per
-# kernel, extras.tgz (each kernel's plan and log), dispatch_regret_stdout.txt.
+# kernel with its _report.txt, extras.tgz (each kernel's plan and log), dispatch_regret_stdout.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-record}
@@ -43,7 +43,7 @@ step() {  # one kernel; the database is copied out after each, so a cut-off call
   python3 benchmarks/dispatch_regret.py "$phase" --db "sqlite:///$db" --out "$work" "$@" ${DISPATCH_ARGS:-} 2>&1 |
     tee -a "$log"
   cp "$db" "$out/dispatch.db"
-  cp "$work"/*_trials.csv "$out/" 2>/dev/null
+  cp "$work"/*_trials.csv "$work"/*_report.txt "$out/" 2>/dev/null
   tar czf "$out/extras.tgz" -C "$work" $(cd "$work" && ls *_plan.json *.log 2>/dev/null)
 }
 
