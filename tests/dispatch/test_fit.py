@@ -398,3 +398,21 @@ def test_the_committed_regret_figures_are_what_the_code_computes(trials):
         line = next(line for line in text.splitlines() if line.strip().startswith(f"{label}:"))
         assert f"median regret {100 * s.median:.1f} %, worst {100 * s.worst:.1f} %" in line
         assert f"slower than the default by > 1 % at {s.below_default}" in line
+
+
+def test_lookup_says_when_the_dispatch_answers_an_uncertain_regions_safe_config(db_url, device_info, monkeypatch):
+    from autotune.dispatch.tree import Node
+    from autotune.runtime import lookup as lookup_module
+
+    store = open_results(db_url)
+    put(store, device_info, (1024, 1024), {DEFAULT: 1.0, A: 0.8})
+    put(store, device_info, (4096, 4096), {DEFAULT: 1.0, A: 0.85})
+
+    def uncertain_tree(trials, default, dims, tunables):  # a tree whose one leaf is uncertain
+        d = build_dispatch(tables_from_trials(list(trials)), default, dims, rules=("tree",))
+        return replace(d, nodes=(Node(config=d.configs.index(A), uncertain=True),))
+
+    monkeypatch.setattr(lookup_module, "fit_trials", uncertain_tree)
+    got = lookup(K, (2048, 2048), device=device_info, db=db_url)
+    assert got.rung == "dispatch" and got.config == A
+    assert "the safe one of an uncertain region" in got.note
