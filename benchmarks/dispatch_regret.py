@@ -1,30 +1,35 @@
-"""Issue 36: the held-out regret of the dispatch (and of today's nearest_shape rung), per kernel.
+"""Issues 36 and 48: the held-out regret of the dispatch (and of the nearest_shape rung), per kernel.
 
 Two parts. The GPU part only records trials into a results database; the regret is arithmetic
-on those trials (autotune.store.dispatch, tested on the CPU).
+on those trials (autotune.dispatch, tested on the CPU).
 
     record   (GPU) for one kernel and a declared range of shapes: tune at most 12 training
              shapes picked as `autotune tune-shapes` picks them (log-spaced farthest points, then
-             regret-weighted; autotune.store.dispatch.next_shapes), each search a `transfer`
+             regret-weighted; autotune.dispatch.next_shapes), each search a `transfer`
              search of --trials configs (a whole sweep where the space is smaller) that first
              measures the configs of the dispatch learned so far; then search each of the
              --held-out shapes (log-uniform in the range, seeded, none a training shape) the same
              way, first measuring the configs of the dispatch learned from the training shapes
-             and the nearest training shape's best (so the regret of both is measured). Every trial
-             goes to --db; the plan (range, training and held-out shapes) to <out>/<kernel>_plan.json
-             and the trials to <out>/<date>_<gpu>_dispatch_<kernel>_trials.csv.
+             and the nearest training shape's best (so the regret of both is measured). Between
+             the two, the dense matrix (issue 48; --no-matrix: none): every training shape's winner
+             and runner-up timed at every training shape where it was not measured
+             (autotune.search.shapes.matrix_configs), its GPU seconds per training shape kept in
+             the plan. Every trial goes to --db; the plan (range, training and held-out shapes) to
+             <out>/<kernel>_plan.json, the trials to <out>/<date>_<gpu>_dispatch_<kernel>_trials.csv
+             and, once held-out shapes are measured, the report beside them (_report.txt).
     fill     (GPU) measure at each held-out shape the configs the dispatch and nearest_shape pick
              there that are not measured yet (after a change of the model, say).
     report   (CPU) read a trials CSV: learn the dispatch from the training shapes, score it on
-             the held-out ones (autotune.store.dispatch.evaluate), and print median and worst
-             regret, shapes below the default beyond 1 %, beside nearest_shape and the default.
+             the held-out ones (autotune.dispatch.evaluate), and print median and worst
+             regret, shapes below the default beyond 1 %, beside nearest_shape and the default,
+             and the same for each rule the dispatch chooses from (knn, tree, nearest) forced.
 
 The GPU part measures in this process, one CUDA context for every shape (the library's
 Benchmark, compile pool and strategies; no measuring child and no Optuna study per shape: a
 search's fixed cost, ~4 s, times 32 shapes would not fit the time on the GPU). Each config is
 built once (the cubin cache is per config, not per shape) and verified at every shape.
 
-    python benchmarks/dispatch_regret.py record --kernel matmul_warp --range m=256:2048,n=256:2048,k=256:2048 \
+    python benchmarks/dispatch_regret.py record --kernel matmul_warp --range m=256:4096,n=256:4096,k=256:4096 \
         --multiple 32 --space benchmarks/spaces/matmul_warp_1332.toml --db sqlite:///$OUT/dispatch.db --out $OUT
     python benchmarks/dispatch_regret.py report benchmarks/results/..._dispatch_matmul_warp_trials.csv
 """
@@ -48,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from autotune.kernel.catalog import resolve_kernel  # noqa: E402
 from autotune.kernel.config import Config  # noqa: E402
-from autotune.store.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
+from autotune.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
                                      regret_weights, shape_order, summarize, tables_from_trials)
 
 FIELDS = ("role", "dims", "config", "status", "median_ms", "trial_id")
@@ -245,6 +250,10 @@ def record(args) -> int:
                 path = write_trials(rec, kernel, train, held, out, args.dtype)
                 say(f"done: {len(rec.tables(train))} training and {len(rec.tables(held))} held-out shapes "
                     f"measured; {path}")
+                if rec.tables(held):
+                    text = report_text(path, kernel, plan)
+                    path.with_name(path.name.replace("_trials.csv", "_report.txt")).write_text(text)
+                    print(text, end="", flush=True)
     return 0
 
 
@@ -266,6 +275,8 @@ def _record(rec, args, kernel, ranges, plan, plan_path, default, deadline, say):
         plan_path.write_text(json.dumps(plan, indent=1))
         say(f"train {len(train)}/{args.train} {shape}: {got['measured']} ok, {got['failed']} failed, "
             f"{got['seconds']:.1f} s")
+    if args.matrix and train and time.monotonic() < deadline:
+        _matrix(rec, train, plan, plan_path, say)
     tables = rec.tables(train)
     dispatch = build_dispatch(tables, default, kernel.dims)
     held = [tuple(s) for s in plan["held_out"]] or held_out_shapes(ranges, args.held_out, set(train),
@@ -282,6 +293,27 @@ def _record(rec, args, kernel, ranges, plan, plan_path, default, deadline, say):
         say(f"held out {i + 1}/{len(held)} {shape}: {got['measured']} ok, {got['failed']} failed, "
             f"{got['seconds']:.1f} s")
     return train, held
+
+
+def _matrix(rec, train, plan, plan_path, say) -> None:
+    """Time every training shape's winner and runner-up at every training shape where it is not
+    measured yet (the dense matrix of ``tune-shapes``), adding the seconds and trials to the plan."""
+    from autotune.search.shapes import matrix_configs
+
+    tables = rec.tables(train)
+    configs = matrix_configs(tables)
+    seconds = trials = 0.0
+    for t in tables:
+        missing = [c for c in configs if t.ms(c) is None]
+        if missing:
+            got = rec.search(t.shape, "grid", 0, missing, [])
+            seconds += got["seconds"]
+            trials += got["measured"] + got["failed"]
+    done = plan.setdefault("matrix", {"seconds": 0.0, "trials": 0, "configs": 0})
+    done.update(seconds=done["seconds"] + seconds, trials=int(done["trials"] + trials), configs=len(configs))
+    plan_path.write_text(json.dumps(plan, indent=1))
+    say(f"dense matrix: {len(configs)} winners and runners-up at {len(tables)} training shapes, {int(trials)} "
+        f"trials, {seconds:.1f} s ({seconds / max(1, len(tables)):.1f} s per training shape)")
 
 
 def _log_distance(a, b) -> float:
@@ -354,18 +386,28 @@ def pct(value) -> str:
 
 def report(args) -> int:
     path = Path(args.trials)
-    kernel_name, train, held = read_trials(path)
-    kernel = resolve_kernel(args.kernel or kernel_name)
+    kernel = resolve_kernel(args.kernel or read_trials(path)[0])
+    plan_path = Path(args.plan) if args.plan else None
+    text = report_text(path, kernel, json.loads(plan_path.read_text()) if plan_path else None)
+    print(text, end="")
+    if args.write:
+        Path(args.write).write_text(text)
+    return 0
+
+
+def report_text(path: Path, kernel, plan: dict | None = None) -> str:
+    """The report of a trials CSV (module doc); ``plan``: the recorder's, for the matrix's cost."""
+    _, train, held = read_trials(path)
     default = kernel.default_config()
     started = time.perf_counter()
     dispatch = build_dispatch(train, default, kernel.dims)
     built_ms = (time.perf_counter() - started) * 1e3
     rows = evaluate(train, held, default, kernel.dims)
+    cv = ", ".join(f"{k} {100 * math.expm1(v):.1f} %" for k, v in dispatch.cv_regret.items())
     lines = [f"# benchmarks/dispatch_regret.py report {path.name}",
              f"# {kernel.name}: {len(train)} training shapes, {len(held)} held-out shapes; dispatch of "
-             f"{len(dispatch.configs)} configs, rule: {dispatch.rule()} (k by cross-validation: "
-             + ", ".join(f"k={k} {100 * math.expm1(v):.1f} %" for k, v in sorted(dispatch.cv_regret.items()))
-             + f"); learned in {built_ms:.0f} ms",
+             f"{len(dispatch.configs)} configs, rule: {dispatch.rule()} (kept by leave-one-shape-out: {cv})"
+             f"; learned in {built_ms:.0f} ms",
              "", "configs (0 = the kernel's default):"]
     lines += [f"  {i}: {c.key}" for i, c in enumerate(dispatch.configs)]
     lines += ["", "training shapes (the config the rule picks there):"]
@@ -380,11 +422,17 @@ def report(args) -> int:
         s = summarize(rows, which)
         lines.append(f"{label:>13}: median regret {pct(s.median)}, worst {pct(s.worst)} over {s.measured} of "
                      f"{s.shapes} held-out shapes measured; slower than the default by > 1 % at {s.below_default}")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.write:
-        Path(args.write).write_text(text)
-    return 0
+    for rule in ("knn", "tree", "nearest"):  # each rule the dispatch chooses from, forced
+        s = summarize(evaluate(train, held, default, kernel.dims, rules=(rule,)))
+        lines.append(f"{'rule ' + rule:>13}: median regret {pct(s.median)}, worst {pct(s.worst)} over {s.measured} "
+                     f"of {s.shapes}; slower than the default by > 1 % at {s.below_default}")
+    dense = sum(t.ms(c) is not None for t in train for c in dispatch.configs) / max(1, len(train) * len(dispatch.configs))
+    lines.append(f"dense: {100 * dense:.0f} % of the dispatch's configs measured at every training shape")
+    m = (plan or {}).get("matrix")
+    if m:
+        lines.append(f"dense matrix: {m['configs']} winners and runners-up, {m['trials']} trials, {m['seconds']:.1f} s "
+                     f"of GPU, {m['seconds'] / max(1, len(train)):.1f} s per tuned shape")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -407,10 +455,13 @@ def main() -> int:
             p.add_argument("--trials", type=int, default=100)
             p.add_argument("--batch", type=int, default=16)
             p.add_argument("--seed", type=int, default=0)
+            p.add_argument("--no-matrix", dest="matrix", action="store_false",
+                           help="no dense matrix between the training and the held-out shapes")
     p = sub.add_parser("report")
     p.add_argument("trials")
     p.add_argument("--kernel", help="the kernel (name or file) if the file name does not say it")
     p.add_argument("--write")
+    p.add_argument("--plan", help="the recorder's <kernel>_plan.json, for the dense matrix's cost")
     args = ap.parse_args()
     return {"record": record, "fill": fill, "report": report}[args.command](args)
 

@@ -19,6 +19,9 @@ Fresh process: ``--fresh`` new Python processes each import autotune and make on
 lookup in the existing database, as a program's first ``autotune.transpose`` does (its GPU
 part, the CUDA context and module load, is not in this figure); median and max of the import
 and of the lookup, and the heavy modules the process had imported by then.
+The rule alone: each rule a dispatch may keep (``knn``, ``tree``, ``nearest``), fit from the same
+trials, its ``Dispatch.pick`` of a new shape timed as the warm calls are (what a cold lookup of a
+shape in a process whose dispatch is fit pays beyond its state query), and the fit itself.
 """
 
 from __future__ import annotations
@@ -115,6 +118,31 @@ def learned_us(device: DeviceInfo, db: str, times: int) -> list[float]:
     return out
 
 
+def rule_ns(db: str, calls: int) -> list[tuple[str, float, float, float]]:
+    """``(rule, pick median ns, pick p99 ns, fit ms)`` of each rule a dispatch may keep, fit from
+    the database's trials of DEVICE."""
+    from autotune.dispatch import build_dispatch, tables_from_trials
+
+    k = get_kernel(KERNEL)
+    store = Store(db)
+    tables = tables_from_trials(store.shape_trials(tuning_key(KERNEL, DEVICE, (1, 1), "float32")))
+    store.close()
+    out = []
+    clock = time.perf_counter_ns
+    for rule in ("knn", "tree", "nearest"):
+        t0 = clock()
+        d = build_dispatch(tables, k.default_config(), k.dims, rules=(rule,))
+        fit_ms = (clock() - t0) / 1e6
+        times = [0] * calls
+        for i in range(calls):
+            shape = (3001 + i % 97, 2999)
+            t0 = clock()
+            d.pick(shape)
+            times[i] = clock() - t0
+        out.append((rule, statistics.median(times), pct(times, 99), fit_ms))
+    return out
+
+
 FRESH = """
 import sys, time
 t0 = time.perf_counter()
@@ -186,6 +214,7 @@ def main() -> int:
             rows.append((rung, f"{shape[0]}x{shape[1]} {dtype}", statistics.median(warm) / 1e3, pct(warm, 99) / 1e3,
                          statistics.median(cold) / 1e3, max(cold) / 1e3))
         learned = learned_us(DEVICE, db, args.cold)
+        rules = rule_ns(db, min(args.calls, 100_000))
 
     when = datetime.datetime.now(datetime.timezone.utc)
     lines = [
@@ -208,6 +237,11 @@ def main() -> int:
     warm = {r[0]: r[2] for r in rows}
     lines.append(f"warm dispatch - warm nearest_shape: {warm['dispatch'] - warm['nearest_shape']:+.2f} us "
                  f"(issue 36 target: within 0.5 us)")
+    lines.append(f"warm dispatch rung {warm['dispatch']:.2f} us: issue 48's target <= 2 us "
+                 f"{'met' if warm['dispatch'] <= 2 else 'NOT met'} (the dispatch is fit once per store change)")
+    lines += ["", f"{'rule':<14} {'pick median us':>15} {'pick p99 us':>12} {'fit ms':>8}   (the rule alone, "
+                  f"{len(TUNED) - 2} tuned shapes)"]
+    lines += [f"{rule:<14} {med / 1e3:>15.2f} {p99 / 1e3:>12.2f} {fit:>8.1f}" for rule, med, p99, fit in rules]
     lines += ["", f"first lookup of this process (it filled the DB: its modules are loaded): {first_us / 1e3:.1f} ms",
               f"fresh process, existing DB, {args.fresh} processes: import autotune median "
               f"{statistics.median(imports):.1f} ms (max {max(imports):.1f}); first lookup median "

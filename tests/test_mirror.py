@@ -1,7 +1,7 @@
 """Tests mirror the package (docs/architecture.md, "Where the tests live"), asserted over tests/.
 
-A test file of one module sits at the module's mirror: ``autotune/store/dispatch.py`` is tested
-in ``tests/store/test_dispatch.py``, ``autotune/errors.py`` in ``tests/test_errors.py``. Its name
+A test file of one module sits at the module's mirror: ``autotune/dispatch/fit.py`` is tested
+in ``tests/dispatch/test_fit.py``, ``autotune/errors.py`` in ``tests/test_errors.py``. Its name
 is ``test_<module>.py`` or ``test_<module>_<aspect>.py`` for a module of the folder it is in. A
 test file spanning several modules (the command line end to end, the docs, the floors, the
 packaging, the example applications, the benchmarks' scripts) is named in :data:`CROSS_CUTTING`
@@ -25,6 +25,7 @@ UNCHECKED = ("gpu",)  # folders of tests/ the rule leaves alone
 CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_app_tuning_benchmark.py",  # benchmarks/app_tuning.py on the fake application
     "test_certify_regret_benchmark.py",  # benchmarks/certify_regret.py
+    "test_dispatch_regret_benchmark.py",  # benchmarks/dispatch_regret.py on its fake landscape
     "test_energy_front_benchmark.py",  # benchmarks/energy_front.py
     "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, flags_vs_macros.py, search_replay_compare.py
     "test_cli.py",  # the command line end to end (search, best, list, info, db)
@@ -177,10 +178,9 @@ def test_the_rule_names_where_a_flat_test_file_goes():
     assert expected_places("test_errors") == ["tests/test_errors.py (for autotune/errors.py)"]
     assert expected_places("test_tuner_batches_more") == [
         "tests/search/test_tuner_batches_more.py (for autotune/search/tuner.py)"]
-    dispatch = expected_places("test_dispatch")  # three modules of that name; the test file of one exists
-    assert _paths(dispatch) == ["tests/cli/test_dispatch.py", "tests/report/test_dispatch.py",
-                                "tests/store/test_dispatch.py"]
-    assert all("tests/store/test_dispatch.py has that name" in place for place in dispatch)
+    bundle = expected_places("test_bundle")  # two modules of that name; the test file of one exists
+    assert _paths(bundle) == ["tests/report/test_bundle.py", "tests/runtime/test_bundle.py"]
+    assert all("tests/runtime/test_bundle.py has that name" in place for place in bundle)
     assert expected_places("test_strategy_grid") == [
         "tests/search/strategies/test_<module>_grid.py (for the module of autotune/search/strategies/ it tests)"]
     message = problem(TESTS / "test_tuner_batches_more.py")

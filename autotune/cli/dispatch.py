@@ -118,7 +118,8 @@ def _summary_dict(s) -> dict | None:
 def _document(r) -> dict:
     d = r.dispatch
     return {"device": r.device, "compute_capability": r.compute_capability, "dtype": r.dtype,
-            "configs": [c.key for c in d.configs], "k": d.k, "eps": d.eps, "margin": d.margin, "rule": d.rule(),
+            "configs": [c.key for c in d.configs], "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
+            "rule": d.rule(),
             "cv_regret": {str(k): v for k, v in d.cv_regret.items()},
             "tuned_shapes": [{"shape": list(s), "pick": d.choose(s)[0]} for s in d.shapes],
             "held_out": {"dispatch": _summary_dict(r.dispatch_summary), "nearest_shape": _summary_dict(r.nearest_summary),
@@ -132,8 +133,8 @@ def _print_report(r, k, wide: bool) -> None:
     out.print(f"dispatch of {k.name} {r.dtype} on {r.device}: {len(d.shapes)} tuned shape"
               f"{'s' if len(d.shapes) != 1 else ''}, {len(d.configs)} config{'s' if len(d.configs) != 1 else ''}",
               style="bold", markup=False, soft_wrap=True)
-    cv = ", ".join(f"k={n} {_pct(math.expm1(v))}" for n, v in sorted(d.cv_regret.items()))
-    print_pairs(out, [("rule", d.rule() + (f" (k by leave-one-shape-out: {cv})" if cv else ""))])
+    cv = ", ".join(f"{n} {_pct(math.expm1(v))}" for n, v in d.cv_regret.items())
+    print_pairs(out, [("rule", d.rule() + (f" (kept by leave-one-shape-out: {cv})" if cv else ""))])
     picks = {}
     for s in d.shapes:
         picks.setdefault(d.choose(s)[0], []).append(_shape(s))
@@ -226,7 +227,8 @@ def tune_shapes_command(
     point farthest (log-spaced) from every shape tuned on this device, then, once three are
     tuned, weighted by where the dispatch's held-out regret is largest. Each search reuses those
     before it (the transfer strategy) and first measures the configs of the dispatch learned so
-    far. Ends with the dispatch (as `autotune dispatch` prints it).
+    far. Then every tuned shape's winner and runner-up is timed at every tuned shape (the dense
+    matrix the dispatch is fit on). Ends with the dispatch (as `autotune dispatch` prints it).
 
     \b
     Examples:

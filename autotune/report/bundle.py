@@ -10,6 +10,9 @@ and, where the store has one for a problem tuned exactly (rung ``exact``), its w
 ``certificate``: the final re-timing's 95 % CI of the winner against the runner-up, the rounds
 and the winner's timed samples, and whether they were statistically tied (an optional field of
 bundle format version 1: readers before it ignore it, bundles without it read as before);
+the dispatch of each kernel and dtype where the store holds tuned shapes of it (``dispatches``,
+:mod:`autotune.dispatch.codec`, also an optional field: the rung ``lookup`` climbs for a shape
+nobody tuned, so the bundle and each header answer such a shape as ``lookup`` does);
 and once, the provenance every config was chosen under: device model, driver and CUDA
 versions, nvcc and compile flags, and each kernel's source and spec hashes.
 :mod:`autotune.runtime.bundle` reads it back (``autotune.launcher(..., bundle=DIR)``,
@@ -50,10 +53,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from autotune.base.files import is_stdout, read_text, write_atomically
+from autotune.dispatch import fit_trials
+from autotune.dispatch.codec import to_json
 from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
-from autotune.report.header import HeaderRecord, render_header
+from autotune.report.header import HeaderDispatch, HeaderRecord, render_header
 from autotune.runtime.bundle import FILE, FORMAT, VERSION, config_fault
 
 __all__ = ["BundleReport", "export_bundle"]
@@ -189,7 +194,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}{f' (and {more} more)' if more else ''}: "
                                 f"its kernel changed since it was recorded ({what}); record the workload again with "
                                 "this kernel and tune it, then export the bundle")
-    entries, records, kernels, left_out, rungs = [], {}, {}, [], Counter()
+    entries, records, kernels, left_out, rungs, shaped = [], {}, {}, [], Counter(), {}
     for p, found in resolved:
         if found.problem is None:
             left_out.append(f"{p.label}: {found.why}")
@@ -213,6 +218,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
             entries[-1]["certificate"] = cert
         rungs[chosen.rung] += 1
         kernels[k.name] = k
+        shaped.setdefault((k.name, problem.dtype.name), problem)
         if chosen.rung != "default":
             records.setdefault(k.name, []).append(
                 HeaderRecord(device.name, device.compute_capability, problem.dims, problem.dtype.name,
@@ -224,20 +230,42 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                       "driver_version": device.driver_version, "cuda_version": device.cuda_version},
            "toolchain": {"nvcc_version": toolchain.nvcc_version, "compile_flags": toolchain.compile_flags},
            "files": [f"{kname}.h" for kname in sorted(kernels)], "entries": entries}
+    dispatches = _dispatches(store, shaped, device, toolchain)
+    if dispatches:  # an optional field of version 1: readers before it ignore it
+        doc["dispatches"] = [{"dtype": dtype, **to_json(d)} for (_, dtype), d in sorted(dispatches.items())]
     files = {FILE: json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n"}
     for kname, k in sorted(kernels.items()):
         provenance = [f"autotune {__version__}, {created}, workload {name!r}",
                       f"kernel {k.name} (source {k.source_hash[:12]}, description {k.spec_hash[:8]})",
                       f"{device.name} sm_{device.compute_capability.replace('.', '')}, driver "
                       f"{device.driver_version}, nvcc {toolchain.nvcc_version}"]
+        mine = [HeaderDispatch(device.name, device.compute_capability, dtype, d)
+                for (kn, dtype), d in sorted(dispatches.items()) if kn == kname]
         files[f"{kname}.h"] = render_header(k.name, k.dims, k.tunables, k.default_config().as_dict(),
-                                            records.get(kname, []), provenance=provenance)
+                                            records.get(kname, []), provenance=provenance, dispatches=mine)
     clash = sorted(folder.theirs & set(files))
     if clash:
         raise _refused(target, f"it holds {', '.join(clash)}, which autotune did not write and the bundle would "
                                "replace; move it out, or give another folder")
     _write(target, files, folder)
     return BundleReport(target, device, rungs, tuple(n for n in files if n != FILE), tuple(left_out))
+
+
+def _dispatches(store, problems: dict[tuple[str, str], Problem], device, toolchain) -> dict:
+    """``{(kernel, dtype): Dispatch}`` of each kernel and dtype of the workload on ``device``: the
+    one ``lookup``'s dispatch rung fits from the same trials (:func:`autotune.dispatch.fit_trials`),
+    where the store holds tuned shapes of it, so a shape the bundle does not hold gets there what
+    ``lookup`` gives it here."""
+    from autotune.store.key import TuningKey
+
+    out = {}
+    for (name, dtype), problem in problems.items():
+        k = problem.kernel
+        key = TuningKey.of(problem, device, toolchain)
+        d = fit_trials(store.shape_trials(key), k.default_config(), [n for n, _ in key.dims], k.tunables)
+        if d.shapes:
+            out[(name, dtype)] = d
+    return out
 
 
 def _certificate(store, problem: Problem, device, chosen) -> dict | None:

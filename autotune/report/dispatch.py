@@ -2,13 +2,13 @@
 
 :func:`stored_tables` reads the kernel's non-stale trials (:mod:`autotune.store.stale`, the
 rules ``best`` and ``lookup`` use) and groups them per device (name and compute capability) and
-dtype into the tables a dispatch is learned from (:func:`autotune.store.dispatch.tables_from_trials`).
-:func:`dispatch_reports` learns each dispatch (:func:`autotune.store.dispatch.build_dispatch`),
-holds each tuned shape out in turn (:func:`autotune.store.dispatch.leave_one_out`: its time with
+dtype into the tables a dispatch is learned from (:func:`autotune.dispatch.tables_from_trials`).
+:func:`dispatch_reports` learns each dispatch (:func:`autotune.dispatch.build_dispatch`),
+holds each tuned shape out in turn (:func:`autotune.dispatch.leave_one_out`: its time with
 the config the dispatch learned from the other shapes picks, against its own best, from the
 stored trials), with today's ``nearest_shape`` rung and the default beside it, and says where
 more tuning would pay most: the tuned shapes whose held-out regret is largest, and new shapes
-(:func:`autotune.store.dispatch.next_shapes` over the tuned shapes' range, weighted by those
+(:func:`autotune.dispatch.next_shapes` over the tuned shapes' range, weighted by those
 regrets). The C header (:mod:`autotune.report.tuned_header`) reads the same tables.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from autotune.kernel.model import Kernel
 from autotune.store import stale
-from autotune.store.dispatch import (Dispatch, HeldOut, ShapeTable, Summary, build_dispatch, leave_one_out,
+from autotune.dispatch import (Dispatch, HeldOut, ShapeTable, Summary, build_dispatch, leave_one_out,
                                      next_shapes, regret_weights, summarize,
                                      tables_from_trials)
 
@@ -74,7 +74,7 @@ class DispatchReport:
             of today's ``nearest_shape`` rung and of the default (``None`` without held-out rows).
         worst: the tuned shapes whose held-out regret is largest (worst first, at most ``top``):
             their neighbourhoods need more tuned shapes.
-        suggested: new shapes to tune (:func:`~autotune.store.dispatch.next_shapes` over the
+        suggested: new shapes to tune (:func:`~autotune.dispatch.next_shapes` over the
             range of the tuned shapes, weighted by the held-out regrets).
     """
 

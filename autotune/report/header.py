@@ -15,7 +15,7 @@ the asked dtype only:
 
 1. this device model (same name and compute capability): the exact shape
    (``AUTOTUNE_RUNG_EXACT``), else its dispatch (``AUTOTUNE_RUNG_DISPATCH``): the same configs,
-   regret table and rule as :mod:`autotune.store.dispatch` (the regrets written with ``repr``, so
+   regret table and rule as :mod:`autotune.dispatch` (the regrets written with ``repr``, so
    C reads back the very doubles Python used, and the rule runs the same operations in the same
    order); where the header holds no dispatch for the model, the nearest shape by log-distance
    ``sqrt(sum over dims of ln(d / d')^2)`` (``AUTOTUNE_RUNG_NEAREST_SHAPE``, the same number);
@@ -48,9 +48,11 @@ from dataclasses import dataclass
 from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DTYPES
 from autotune.report.header_template import TEMPLATE
-from autotune.store.dispatch import Dispatch
+from autotune.dispatch import Dispatch
 
 __all__ = ["HeaderDispatch", "HeaderRecord", "render_header"]
+
+_KINDS = {"knn": 0, "tree": 1, "nearest": 2}  # the C header's dispatch kinds
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CC = re.compile(r"(\d+)\.(\d+)\Z")
@@ -86,7 +88,7 @@ class HeaderDispatch:
         device: the device's name (as in :class:`HeaderRecord`).
         compute_capability: ``"9.0"``.
         dtype: element type name.
-        dispatch: the :class:`~autotune.store.dispatch.Dispatch` (its dims in the kernel's order).
+        dispatch: the :class:`~autotune.dispatch.Dispatch` (its dims in the kernel's order).
     """
 
     device: str
@@ -191,7 +193,7 @@ def _dispatch_tables(dispatches: Iterable[HeaderDispatch], dims: tuple[str, ...]
                      tunables: tuple[str, ...]) -> dict[str, object]:
     """The template's dispatch fields: one row per dispatch, and the shapes, configs and regrets
     of all of them, each dispatch's at its offsets."""
-    rows, shapes, configs, regrets, seen = [], [], [], [], set()
+    rows, shapes, configs, regrets, nodes, seen = [], [], [], [], [], set()
     most_shapes = most_configs = 1
     for h in dispatches:
         d, cc = h.dispatch, _CC.match(h.compute_capability or "")
@@ -210,7 +212,11 @@ def _dispatch_tables(dispatches: Iterable[HeaderDispatch], dims: tuple[str, ...]
         values = [_macros(c.as_dict(), tunables, f"a dispatch config of {h.device!r}") for c in d.configs]
         rows.append(f"    {{{_c_string(h.device)}, {cc.group(1)}, {cc.group(2)}, {_c_string(h.dtype)}, {len(shapes)}, "
                     f"{len(d.shapes)}, {len(configs)}, {len(d.configs)}, {len(regrets)}, {d.k}, {d.eps!r}, "
-                    f"{d.margin_log!r}}},\n")
+                    f"{d.margin_log!r}, {_KINDS[d.kind]}, {len(nodes)}}},\n")
+        for n in d.nodes:
+            coef = ", ".join(str(c) for c in (n.coef or (0,) * len(dims)))
+            nodes.append(f"    {{{{{coef}}}, {n.threshold!r}, {n.left}, {n.right}, {n.config}}},"
+                         f"{' /* uncertain: minimax */' if n.uncertain else ''}\n")
         for shape in d.shapes:
             where = ",".join(f"{n}={v}" for n, v in zip(dims, shape))
             shapes.append(f"    {{{', '.join(f'{v}LL' for v in shape)}}}, /* {where} */\n")
@@ -219,7 +225,8 @@ def _dispatch_tables(dispatches: Iterable[HeaderDispatch], dims: tuple[str, ...]
         most_shapes, most_configs = max(most_shapes, len(d.shapes)), max(most_configs, len(d.configs))
     none = "/* none: a placeholder */"
     return {"ndispatches": len(rows), "max_shapes": most_shapes, "max_configs": most_configs,
-            "dispatches": "".join(rows) or f"    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0}} {none}\n",
+            "dispatches": "".join(rows) or f"    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0}} {none}\n",
+            "dispatch_nodes": "".join(nodes) or f"    {{{{0}}, 0.0, -1, -1, 0}} {none}\n",
             "dispatch_shapes": "".join(shapes) or f"    {{0}} {none}\n",
             "dispatch_configs": "".join(configs) or f"    {{0}} {none}\n",
             "dispatch_regrets": "".join(f"    {', '.join(regrets[i:i + 6])},\n" for i in range(0, len(regrets), 6))

@@ -5,7 +5,7 @@
 ``nentries``, ``ndispatches``, ``max_shapes``, ``max_configs``, and the rendered pieces
 ``provenance``, ``dims_list``, ``dims_example``, ``dim_indices``, ``macro_indices``,
 ``dim_names``, ``macro_names``, ``default``, ``default_comment``, ``entries``, ``dispatches``,
-``dispatch_shapes``, ``dispatch_configs`` and ``dispatch_regrets``. Literal braces of the C code
+``dispatch_shapes``, ``dispatch_configs``, ``dispatch_regrets`` and ``dispatch_nodes``. Literal braces of the C code
 are doubled.
 """
 
@@ -20,9 +20,11 @@ TEMPLATE = """\
  *   rung (may be NULL): AUTOTUNE_RUNG_EXACT, _DISPATCH, _SAME_ARCH or _DEFAULT.
  *   m: {P}_NUM_MACROS ints, m[{P}_MACRO_<NAME>] is macro NAME's value.
  * Ladder: this device model (same name and compute capability), exact shape, else its dispatch
- * (a few configs and a rule: the k nearest tuned shapes by log-distance over the dims; among the
- * configs faster than the default by more than the margin at each of them, the least log regret
- * there weighted 1/(distance + eps); none: the default; autotune/store/dispatch.py), or, for records
+ * (a few configs and the rule cross-validation kept, autotune/dispatch/: the k nearest tuned
+ * shapes by log-distance over the dims, among the configs faster than the default by more than
+ * the margin at each of them the least log regret there weighted 1/(distance + eps), none: the
+ * default; or a decision tree over sums of the dims' logs; or the config of least regret at the
+ * nearest tuned shape), or, for records
  * without a dispatch, the nearest shape; else another device of the same compute capability,
  * nearest shape; else the kernel's default. Only configs of the asked dtype are used.
  * Example: long long dims[{P}_NUM_DIMS] = {{{dims_example}}};
@@ -111,7 +113,16 @@ typedef struct {{
     const char *dtype;
     int first_shape, num_shapes, first_config, num_configs, first_regret, k;
     double eps, margin_log;
+    int kind, first_node; /* kind: 0 nearest neighbours (k), 1 decision tree (its nodes), 2 nearest shape */
 }} {p}_dispatch;
+
+/* A decision tree's node: a split goes left where sum coef[i] * log(dims[i]) <= threshold; a
+   leaf (left < 0) answers config (an index into its dispatch's configs). */
+typedef struct {{
+    signed char coef[{P}_NUM_DIMS];
+    double threshold;
+    int left, right, config;
+}} {p}_dispatch_node;
 
 static const {p}_dispatch {p}_dispatches[] = {{
 {dispatches}}};
@@ -125,6 +136,9 @@ static const int {p}_dispatch_configs[][{P}_NUM_MACROS] = {{
 static const double {p}_dispatch_regrets[] = {{
 {dispatch_regrets}}};
 
+static const {p}_dispatch_node {p}_dispatch_nodes[] = {{
+{dispatch_nodes}}};
+
 /* Log-distance from the asked dims to a tuned shape (dims below 1 count as 1). */
 static inline double {p}_log_distance(const long long *want, const long long *tuned)
 {{
@@ -137,12 +151,23 @@ static inline double {p}_log_distance(const long long *want, const long long *tu
     return sqrt(sum);
 }}
 
-/* The dispatch's config for dims: the rule of autotune/store/dispatch.py, step for step. */
+/* The dispatch's config for dims: the rule of autotune/dispatch/, step for step. */
 static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long long *dims)
 {{
     double distance[{P}_DISPATCH_MAX_SHAPES], score[{P}_DISPATCH_MAX_CONFIGS];
     int used[{P}_DISPATCH_MAX_SHAPES], near[{P}_DISPATCH_MAX_SHAPES], n = 0, s, c, r, best = 0;
     const double *regret = {p}_dispatch_regrets + d->first_regret;
+    if (d->kind == 1) {{ /* the tree: the same sums of logs, in the same order, as Python */
+        const {p}_dispatch_node *node = {p}_dispatch_nodes + d->first_node;
+        while (node->left >= 0) {{
+            double f = 0.0;
+            for (c = 0; c < {P}_NUM_DIMS; ++c)
+                if (node->coef[c])
+                    f += node->coef[c] * log((double)(dims[c] < 1 ? 1 : dims[c]));
+            node = {p}_dispatch_nodes + d->first_node + (f <= node->threshold ? node->left : node->right);
+        }}
+        return {p}_dispatch_configs[d->first_config + node->config];
+    }}
     for (s = 0; s < d->num_shapes; ++s) {{
         distance[s] = {p}_log_distance(dims, {p}_dispatch_shapes[d->first_shape + s]);
         used[s] = 0;
@@ -160,6 +185,12 @@ static inline const int *{p}_dispatch_pick(const {p}_dispatch *d, const long lon
         w = 1.0 / (distance[pick] + d->eps);
         for (c = 0; c < d->num_configs; ++c)
             score[c] += w * regret[pick * d->num_configs + c];
+    }}
+    if (d->kind == 2) {{ /* the nearest tuned shape's least regret, ties to the first config */
+        for (c = 1; c < d->num_configs; ++c)
+            if (regret[near[0] * d->num_configs + c] < regret[near[0] * d->num_configs + best] - 1e-12)
+                best = c;
+        return {p}_dispatch_configs[d->first_config + best];
     }}
     for (c = 1; c < d->num_configs; ++c) {{
         int beats = 1; /* faster than the default at every one of the nearest shapes, beyond the noise */

@@ -1,7 +1,7 @@
 """``autotune export --header``: the stored best configs of one kernel as a C/C++ header.
 
 Reads the kernel's non-stale best configs (:mod:`autotune.store.stale`) and the trials each
-device model's dispatch is learned from (:func:`autotune.store.dispatch.build_dispatch`, per
+device model's dispatch is learned from (:func:`autotune.dispatch.build_dispatch`, per
 device name, compute capability and dtype) from the results database, and renders them with
 :func:`autotune.report.header.render_header`; the file is written beside its final name and
 renamed over it, so it is never half written.
@@ -18,7 +18,7 @@ from autotune.kernel.model import Kernel
 from autotune.report.header import HeaderDispatch, HeaderRecord, render_header
 from autotune.store import stale
 from autotune.report.dispatch import stored_tables
-from autotune.store.dispatch import build_dispatch
+from autotune.dispatch import build_dispatch
 
 __all__ = ["HeaderReport", "export_header", "header_dispatches"]
 

@@ -28,8 +28,10 @@ against where it runs:
   the bundle's configs at the ``same_arch`` rung (a note says what differs); another compute
   capability is refused even then.
 
-A problem the bundle does not hold gets the kernel's default config (rung ``default``, the
-note naming the bundle): the bundle, not a database, decides.
+A problem the bundle does not hold gets its kernel's dispatch where the bundle carries one
+(rung ``dispatch``, the config ``lookup`` gives it from the database the bundle was made from),
+else the kernel's default config (rung ``default``, the note naming the bundle): the bundle, not
+a database, decides.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.base import caches
+from autotune.dispatch import Dispatch
+from autotune.dispatch.codec import from_json
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims, make_dims
@@ -113,6 +117,7 @@ class Bundle:
     compile_flags: str
     created: str
     entries: dict[tuple, BundleEntry] = field(default_factory=dict)
+    dispatches: dict[tuple[str, str], Dispatch] = field(default_factory=dict)
     _checked: set[str] = field(default_factory=set, compare=False, repr=False)  # kernels whose entries passed
 
     def entry(self, kernel: str, dims: Dims, dtype: str) -> BundleEntry | None:
@@ -199,7 +204,15 @@ def _parse(file: Path) -> Bundle:
             except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
                 raise bad(f"entry {i + 1} is malformed ({_what(exc)})") from None
             entries[(entry.kernel, entry.dims, entry.dtype)] = entry
-        return Bundle(file, _inert(doc.get("workload", "")), info, nvcc, flags, _inert(doc.get("created", "")), entries)
+        dispatches = {}
+        for i, e in enumerate(doc.get("dispatches", ())):
+            try:
+                d = from_json(e)
+            except (KeyError, TypeError, ValueError, AttributeError, InvalidInputError) as exc:
+                raise bad(f"dispatch {i + 1} is malformed ({_what(exc)})") from None
+            dispatches[(d.kernel, str(e["dtype"]))] = d
+        return Bundle(file, _inert(doc.get("workload", "")), info, nvcc, flags, _inert(doc.get("created", "")), entries,
+                      dispatches)
     except BundleError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
@@ -337,6 +350,15 @@ def _check_entries(bundle: Bundle, kernel) -> None:
             shape = "x".join(str(v) for _, v in e.dims)
             raise BundleError(f"bundle {bundle.path}: entry {e.kernel} {shape} {e.dtype} cannot be used: {fault}; "
                               "export the bundle again")
+    for (name, dtype), d in bundle.dispatches.items():  # a dispatch's configs, at each of its tuned shapes
+        if name != kernel.name:
+            continue
+        for config in d.configs:
+            for shape in d.shapes:
+                fault = config_fault(kernel, tuple(zip(d.dims, shape)), dtype, config.as_dict())
+                if fault:
+                    raise BundleError(f"bundle {bundle.path}: the dispatch of {name} {dtype} cannot be used: {fault}; "
+                                      "export the bundle again")
     bundle._checked.add(kernel.name)
 
 
@@ -396,6 +418,17 @@ def bundle_config(bundle: Bundle, problem: Problem, device: DeviceInfo, toolchai
     differs = _differs(bundle, device, toolchain)
     device_differences(bundle, device, toolchain, allow_same_arch)
     e = bundle.entry(k.name, problem.dims, problem.dtype.name)
+    d = bundle.dispatches.get((k.name, problem.dtype.name))
+    if e is None and d is not None and d.shapes and d.dims == tuple(n for n, _ in problem.dims):
+        index, near, uncertain = d.pick(tuple(v for _, v in problem.dims))
+        where = f" (allowed: {'; '.join(differs)} differ)" if differs else ""
+        ms = d.times[near][index] if d.times else None
+        return LaunchConfig(d.configs[index], "tuned", rung="same_arch" if differs else "dispatch",
+                            note=f"from bundle {bundle.path}, workload {bundle.workload!r}: dispatch of "
+                                 f"{len(d.shapes)} tuned shapes on {bundle.device.name}"
+                                 f"{', an uncertain region: its safe config' if uncertain else ''}{where}",
+                            tuned_shape=d.shapes[near], tuned_device=bundle.device.name,
+                            tuned_dims=tuple(zip(d.dims, d.shapes[near])), median_ms=ms)
     if e is None:
         return LaunchConfig(k.default_config(), "default", rung="default",
                             note=f"{problem.label} is not in bundle {bundle.path}; using the kernel's default")

@@ -7,11 +7,13 @@ it took (:attr:`LaunchConfig.rung`):
 1. ``exact``: the stored best of the exact key (device model, kernel name, source and spec
    hashes, dims, dtype, nvcc version and compile flags; :mod:`autotune.store.key`).
 2. ``dispatch``: the same device model, kernel, dtype and toolchain, tuned for other dims: the
-   config the kernel's dispatch picks (:mod:`autotune.store.dispatch`): a few configs learned
-   from every stored trial of those shapes (the default always one of them) and a rule over
-   the dims (distance-weighted nearest tuned shapes, by log-distance ``sqrt(sum over the
-   kernel's dims of ln(d/d')^2)``) that leaves the default only where the trials say another
-   config is faster beyond the noise. The dispatch is learned once per process and database
+   config the kernel's dispatch picks (:mod:`autotune.dispatch`): a few configs learned
+   from every stored trial of those shapes (the default always one of them) and the rule over
+   the dims that held-out regret kept (distance-weighted nearest tuned shapes by log-distance
+   ``sqrt(sum over the kernel's dims of ln(d/d')^2)``, a decision tree over the dims' logs, or
+   the nearest shape's best), which leaves the default only where the trials say another config
+   is faster beyond the noise; where its held-out evidence is uncertain, the region's safe
+   (minimax) config, the note says so. The dispatch is learned once per process and database
    state (rebuilt when a trial of the kernel is stored: the largest trial id or the count
    changes). ``shape_rung="nearest_shape"`` climbs this project's earlier rung instead, kept for
    comparison: the stored best of the nearest tuned dims by the same distance (a ratio measure,
@@ -46,8 +48,9 @@ from autotune.kernel.dims import shape_distance
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo, query_device
 from autotune.measure.toolchain import Toolchain
+from autotune.dispatch import Dispatch, fit_trials
+from autotune.dispatch.cache import fitted
 from autotune.store import stale
-from autotune.store.dispatch import Dispatch, build_dispatch, tables_from_trials
 from autotune.kernel.model import Kernel
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.urls import given_url
@@ -116,7 +119,6 @@ _open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; neve
 _stores: dict[str, Reader] = {}
 _warned: set[str] = set()  # databases whose older schema was warned about
 _devices: dict[int, DeviceInfo] = {}
-_dispatches: dict[tuple, tuple[tuple, Dispatch]] = {}  # (db, key identity without dims) -> (store state, dispatch)
 
 
 def _clear_answers() -> None:
@@ -129,7 +131,6 @@ def _clear_answers() -> None:
         for store in _stores.values():
             store.close()
         _stores.clear()
-        _dispatches.clear()
 
 
 caches.register("lookup", _clear_answers)
@@ -282,35 +283,32 @@ def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
 
 
 def _dispatch(store: Reader, db: str, k, key: TuningKey) -> Dispatch:
-    """The dispatch of ``key``'s kernel, dtype, device model and toolchain (any dims), learned
-    from the store's trials, or the one learned before if no trial of the kernel was stored since
-    (one query for the store's state; :mod:`autotune.store.trial_sql`)."""
+    """The dispatch of ``key``'s kernel, dtype, device model and toolchain (any dims), fit from
+    the store's trials once per store state (:mod:`autotune.dispatch.cache`: one query for the
+    state, :mod:`autotune.store.trial_sql`; the trials are read and fit only when it changed)."""
     identity = (db, key.device.name, key.device.compute_capability, key.device.sm_count, key.device.total_memory,
                 key.device.driver_version, key.device.cuda_version, key.kernel, key.source_hash, key.spec_hash,
                 key.dtype, key.nvcc_version, key.compile_flags)
-    state = store.trials_state(key.kernel)
-    with _open_lock:
-        known = _dispatches.get(identity)
-    if known is not None and known[0] == state:
-        return known[1]
-    tunables = set(k.tunables)
-    trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
-    d = build_dispatch(tables_from_trials(trials), k.default_config(), [n for n, _ in key.dims])
-    with _open_lock:
-        _dispatches[identity] = (state, d)
-    return d
+
+    def fit() -> Dispatch:
+        return fit_trials(store.shape_trials(key), k.default_config(), [n for n, _ in key.dims], k.tunables)
+
+    return fitted(identity, store.trials_state(key.kernel), fit)
 
 
 def _dispatch_answer(d: Dispatch, key: TuningKey, skipped: str) -> LaunchConfig:
     """The dispatch rung's answer for ``key``'s dims: the config, and what it measured at the
     nearest tuned shape where it was measured there."""
-    index, near = d.choose(key.shape)
+    index, near, uncertain = d.pick(key.shape)
     config, shape = d.configs[index], d.shapes[near]
     ms = d.times[near][index]
     gbps, gflops, pct = d.figures[near][index] if d.figures else (None, None, None)
     measured = ms is not None and ms != float("inf")
     n = len(d.shapes)
     which = "the kernel's default" if index == 0 else f"config {index + 1} of {len(d.configs)}"
+    if uncertain:  # the held-out evidence near this shape is uncertain: the safe config of its region
+        which += (", the safe one of an uncertain region (its held-out regret went beyond 8 % or below "
+                  "the default)")
     dims = tuple(zip(d.dims, shape))
     there = (f"{gflops:.0f} GFLOP/s" if gflops is not None else f"{gbps:.0f} GB/s" if gbps is not None
              else f"{ms:.4g} ms") if measured else "not measured"

@@ -1,10 +1,10 @@
 """``autotune tune-shapes``: tune shapes picked so that a kernel's dispatch covers a range of dims.
 
 :func:`tune_shapes` tunes ``count`` shapes of a declared range (``{dim: (low, high)}``), one
-after the other, each picked by :func:`autotune.store.dispatch.next_shapes` from what the
+after the other, each picked by :func:`autotune.dispatch.next_shapes` from what the
 store holds when it is picked: the farthest point of the range (in log space) from every shape
 tuned on this device model, until three shapes are tuned; from then on each tuned shape's
-distance counts ``1 + its held-out regret`` times (:func:`autotune.store.dispatch.leave_one_out`),
+distance counts ``1 + its held-out regret`` times (:func:`autotune.dispatch.leave_one_out`),
 so the next shape goes where the dispatch is far from its evidence and did worst.
 
 Each search reuses the ones before it: the ``transfer`` strategy (unless another is given)
@@ -12,6 +12,13 @@ measures the best configs of the nearest tuned shapes first and warm-starts its 
 their trials, and the configs of the dispatch learned so far are measured first
 (``SearchOptions.queue``), so that every config the dispatch may pick is measured at every
 shape (its held-out regret is then known, not guessed).
+
+Then the dense matrix (:func:`complete_matrix`): the winner and the runner-up of every tuned
+shape of the key (this run's and those tuned before), each timed at every tuned shape where it
+was not measured, through the same search path (a resumed search of the shape whose queue is
+those configs and whose trials are their number), so every timing is a stored trial: the
+matrix survives and grows with each run, and the dispatch compares configs on shapes where
+they were all measured instead of guessing the missing ones as the worst.
 """
 
 from __future__ import annotations
@@ -25,15 +32,17 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult
-from autotune.store.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
+from autotune.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
 
 if TYPE_CHECKING:
     from autotune.kernel.model import Kernel
 
-__all__ = ["Planned", "tune_shapes", "WEIGHTED_FROM"]
+__all__ = ["Planned", "tune_shapes", "complete_matrix", "matrix_configs", "WEIGHTED_FROM", "MATRIX_TOP"]
 
 WEIGHTED_FROM = 3
 """Tuned shapes from which the held-out regrets weigh where the next shape goes."""
+MATRIX_TOP = 2
+"""The configs of each tuned shape timed at every other: its winner and its runner-up."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,9 @@ class Planned:
 def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int]], count: int,
                 dtype: Any = "float32", *, device: int = 0, multiple: int = 1, options: SearchOptions | None = None,
                 on_plan: Callable[[Planned], None] | None = None, tune: Callable[..., SearchResult] | None = None,
-                device_info=None) -> list[SearchResult]:
-    """Tune ``count`` shapes of ``ranges`` (module doc); returns each search's result, in order.
+                device_info=None, matrix: bool = True) -> list[SearchResult]:
+    """Tune ``count`` shapes of ``ranges`` (module doc); returns each search's result, in order,
+    then those of the dense matrix's searches (:func:`complete_matrix`).
 
     Args:
         kernel: a catalog name, a kernel file's path, or a Kernel.
@@ -65,6 +75,8 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
         on_plan: called with each shape before it is tuned.
         tune: the search (default :func:`autotune.tune`; tests inject a fake).
         device_info: the device's :class:`~autotune.measure.device.DeviceInfo` (default: queried).
+        matrix: then time each tuned shape's winner and runner-up at every tuned shape
+            (:func:`complete_matrix`); ``on_plan`` is told of each such search too.
 
     Raises:
         InvalidInputError: a range over other dims than the kernel's, a bad range, count or
@@ -115,5 +127,57 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
         queue = build_dispatch(tables, k.default_config(), names).configs[1:] if tables else ()
         results.append(tune(k, dict(zip(names, shape)), low.dtype, device=device,
                             options=options.replace(queue=tuple(queue))))
+    if matrix:
+        results += complete_matrix(k, key, low.dtype, device=device, options=options, tune=tune, on_plan=on_plan)
     return results
+
+
+def _tables(key, options: SearchOptions, tunables: set[str]):
+    from autotune.store.opening import open_results
+
+    store = open_results(options.db, "lookup")
+    try:
+        trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
+    finally:
+        store.close()
+    return tables_from_trials(trials)
+
+
+def matrix_configs(tables, top: int = MATRIX_TOP) -> list:
+    """The distinct configs of the dense matrix: the ``top`` fastest measured at each tuned shape
+    (its winner and runner-up), in the tables' order."""
+    out: list = []
+    for t in tables:
+        for c in sorted(t.times, key=lambda c: (t.times[c], c.key))[:top]:
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def complete_matrix(kernel: Kernel, key, dtype: Any, *, device: int = 0, options: SearchOptions,
+                    tune: Callable[..., SearchResult], on_plan: Callable[[Planned], None] | None = None,
+                    top: int = MATRIX_TOP) -> list[SearchResult]:
+    """Time every tuned shape's winner and runner-up (:func:`matrix_configs`) at every tuned shape
+    of ``key``'s kernel, dtype, device model and toolchain where it was neither measured nor failed:
+    per shape, one resumed search whose queue is those configs and whose trials are their number
+    (re-timing at most 3 of its best), so each timing is a stored trial. Returns those searches'
+    results, in the tables' order (none where the matrix is dense already).
+
+    Raises:
+        as :func:`autotune.tune`.
+    """
+    tables = _tables(key, options, set(kernel.tunables))
+    configs = matrix_configs(tables, top)
+    names = kernel.dims
+    out = []
+    todo = [(t, [c for c in configs if t.ms(c) is None]) for t in tables]
+    todo = [(t, missing) for t, missing in todo if missing]
+    for i, (t, missing) in enumerate(todo):
+        if on_plan is not None:
+            on_plan(Planned(i, len(todo), t.shape, f"the dense matrix: {len(missing)} of the {len(configs)} "
+                                                   "winners and runners-up not measured here"))
+        out.append(tune(kernel, dict(zip(names, t.shape)), dtype, device=device,
+                        options=options.replace(queue=tuple(missing), trials=len(missing), resume=True,
+                                                top_k=min(options.top_k, 3))))
+    return out
 

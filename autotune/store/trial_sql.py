@@ -1,5 +1,5 @@
 """The trials of every shape of one kernel, dtype, device model and toolchain, as plain SQL: what a
-dispatch (:mod:`autotune.store.dispatch`) is learned from, read by the
+dispatch (:mod:`autotune.dispatch`) is learned from, read by the
 :class:`~autotune.store.repository.Store` (through SQLAlchemy) and by the stdlib ``sqlite3``
 reader of a process's first lookup (:mod:`autotune.store.reader`), as
 :mod:`autotune.store.best_sql` is for the bests.

@@ -56,3 +56,25 @@ def test_an_untuned_shape_takes_the_dispatch_and_launches(tmp_path, device):
     out = subprocess.run([str(tmp_path / "sel")], capture_output=True, text=True, check=True).stdout.split()
     c = got.config
     assert out == ["1", *(str(c[m]) for m in ("BLOCK_ROWS", "DIAGONAL", "IPAD", "TILE_DIM"))]
+
+
+def test_tune_shapes_ends_with_a_dense_matrix_on_the_gpu(tmp_path, device):
+    """Issue 48: after tune-shapes' searches, every tuned shape's winner and runner-up is timed at
+    every tuned shape, as stored trials, and lookup's dispatch is fit on them."""
+    from autotune.dispatch import tables_from_trials
+    from autotune.search.options import SearchOptions
+    from autotune.search.shapes import matrix_configs, tune_shapes
+    from autotune.store.key import tuning_key
+    from autotune.store.opening import open_results
+
+    db = f"sqlite:///{tmp_path / 'gpu.db'}"
+    options = SearchOptions(trials=6, strategy="random", repeats=20, top_k=2, rounds=1, db=db)
+    results = tune_shapes("smem_pad", {"rows": (256, 4096), "cols": (256, 4096)}, 3, options=options)
+    assert len(results) >= 3
+    store = open_results(db)
+    tables = tables_from_trials(store.shape_trials(tuning_key("smem_pad", device, (1, 1), "float32")))
+    configs = matrix_configs(tables)
+    assert len(tables) == 3 and all(t.ms(c) is not None for t in tables for c in configs)
+    clear_cache()
+    got = lookup("smem_pad", (1000, 3000), "float32", device=device, db=db)
+    assert got.rung == "dispatch" and got.note.startswith("dispatch of 3 tuned shapes on this device")

@@ -106,7 +106,14 @@ def test_the_launcher_reads_the_bundle_without_a_database(tuned, db_url, tmp_pat
     chosen = f.prepared(bins, Tensor((100000,), "uint8")).launcher.chosen
     assert (chosen.config.key, chosen.rung) == (tuned["histogram256 100000 uint8"].config_key, "exact")
     assert chosen.note.startswith(f"from bundle {folder / 'bundle.json'}, workload 'app': exact on NVIDIA H100")
-    other = f.prepared(bins, Tensor((777,), "uint8")).launcher.chosen  # not in the bundle: the default
+    other = f.prepared(bins, Tensor((777,), "uint8")).launcher.chosen  # not in the bundle: its dispatch
+    assert other.rung == "dispatch" and other.note.startswith(f"from bundle {folder / 'bundle.json'}, workload "
+                                                              "'app': dispatch of 2 tuned shapes on NVIDIA H100")
+    file = folder / "bundle.json"  # a bundle without dispatches (written before them): the default
+    file.write_text(json.dumps({k: v for k, v in json.loads(file.read_text()).items() if k != "dispatches"}))
+    autotune.clear_cache()
+    f = autotune.launcher(HISTOGRAM, bundle=folder)
+    other = f.prepared(bins, Tensor((777,), "uint8")).launcher.chosen
     assert other.rung == "default" and other.note == (f"histogram256 777 uint8 is not in bundle "
                                                       f"{folder / 'bundle.json'}; using the kernel's default")
     assert len(fake.launches) == 1 and not (tmp_path / "none.db").exists()

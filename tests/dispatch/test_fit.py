@@ -1,4 +1,4 @@
-"""The dispatch (autotune.store.dispatch): regret arithmetic, the configs it keeps, the rule
+"""The dispatch (autotune.dispatch): regret arithmetic, the configs it keeps, the rule
 that picks one (and never leaves the default without evidence), which shapes to tune next; read
 from the store by lookup's dispatch rung, relearned when trials change; the C header's select
 picks what Python picks; ``autotune dispatch`` and ``tune-shapes``; and the committed benchmark
@@ -26,7 +26,8 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.measurement import Measurement
 from autotune.report.header import HeaderDispatch, render_header
-from autotune.store.dispatch import (HeldOut, ShapeTable, build_dispatch, evaluate, leave_one_out, log_grid,
+from autotune.dispatch import cache as dispatch_cache
+from autotune.dispatch import (HeldOut, ShapeTable, build_dispatch, evaluate, leave_one_out, log_grid,
                                      nearest_shape_config, next_shapes, regret, regret_weights, summarize,
                                      tables_from_trials)
 from autotune.store.key import tuning_key
@@ -117,7 +118,10 @@ def test_configs_are_chosen_greedily_for_what_they_cover_at_most_max_configs():
     d = build_dispatch(tables, DEFAULT, DIMS)
     assert d.configs[:2] == (DEFAULT, C) and set(d.configs) == {DEFAULT, A, B, C}
     assert build_dispatch(tables, DEFAULT, DIMS, max_configs=2).configs == (DEFAULT, C)
-    assert set(d.cv_regret) == {1, 2, 3} and d.k == min(d.cv_regret, key=lambda k: (round(d.cv_regret[k], 12), k))
+    assert set(d.cv_regret) == {"knn k=1", "knn k=2", "knn k=3", "tree depth=1", "tree depth=2", "tree depth=3",
+                                "nearest"}
+    kept = min(d.cv_regret, key=lambda c: round(d.cv_regret[c], 12))  # ties: the order above
+    assert kept == {"knn": f"knn k={d.k}", "tree": "tree depth=", "nearest": "nearest"}[d.kind] or d.kind == "tree"
 
 
 def test_equal_distances_go_to_the_larger_volume_then_the_larger_dims():
@@ -214,9 +218,14 @@ def test_lookup_answers_from_the_dispatch_and_relearns_when_trials_change(db_url
     assert got.tuned_shape in ((1024, 1024), (4096, 4096)) and got.median_ms in (0.8, 0.85)
     assert got.note.startswith("dispatch of 2 tuned shapes on this device: config 2 of")
     assert lookup(K, (2048, 2048), device=device_info, db=db_url) is got  # warm: the same answer
+    fits = dispatch_cache.fits()
+    for shape in ((1500, 1500), (3000, 2000), (700, 5000)):  # cold lookups of other shapes: no fit again
+        assert lookup(K, shape, device=device_info, db=db_url).rung == "dispatch"
+    assert dispatch_cache.fits() == fits
     # new trials: B much faster at a shape near 3000^2; a shape never asked relearns (no clear_cache)
     put(store, device_info, (3000, 3000), {DEFAULT: 1.0, A: 0.9, B: 0.5})
     near = lookup(K, (3001, 3001), device=device_info, db=db_url)
+    assert dispatch_cache.fits() == fits + 1
     assert near.rung == "dispatch" and near.config == B and near.tuned_shape == (3000, 3000)
     # the nearest_shape rung is still there to compare with
     assert lookup(K, (3001, 3001), device=device_info, db=db_url, shape_rung="nearest_shape").rung == "nearest_shape"
@@ -259,15 +268,17 @@ def test_store_trial_queries_on_every_database(shared_db, device_info):
 # --- the C header selects as Python does ---------------------------------------------------
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
-def test_the_headers_select_picks_what_the_dispatch_picks(tmp_path):
+@pytest.mark.parametrize("rule", ["knn", "tree", "nearest"])
+def test_the_headers_select_picks_what_the_dispatch_picks(tmp_path, rule):
     rnd = random.Random(36)
     configs = [DEFAULT] + [c for c in SMEM.space().configs() if c != DEFAULT][:9]
     sizes = [2 ** k for k in range(6, 15)] + [3000, 777, 5001]
     tables = []
     for shape in {(rnd.choice(sizes), rnd.choice(sizes)) for _ in range(14)}:
         tables.append(table(shape, {c: rnd.uniform(0.5, 2.0) for c in configs if rnd.random() < 0.8 or c == DEFAULT}))
-    d = build_dispatch(tables, DEFAULT, DIMS)
-    assert len(d.configs) > 2 and len(d.shapes) > 5
+    d = build_dispatch(tables, DEFAULT, DIMS, rules=(rule,))
+    assert len(d.configs) > 2 and len(d.shapes) > 5 and d.kind == rule
+    assert rule != "tree" or len(d.nodes) > 2
     text = render_header(K, DIMS, SMEM.tunables, DEFAULT.as_dict(), [],
                          dispatches=[HeaderDispatch("GPU X", "9.0", "float32", d)])
     (tmp_path / "tuned.h").write_text(text)
@@ -288,7 +299,7 @@ def test_the_headers_select_picks_what_the_dispatch_picks(tmp_path):
         c = d.config_for(q)
         want.append(" ".join(["1", *(str(c[n]) for n in names)]))
     assert got == want
-    assert len({line for line in got}) > 2  # several configs were picked
+    assert len(set(got)) > (1 if rule == "tree" else 2)  # several configs were picked
 
 
 # --- the commands -------------------------------------------------------------------------
@@ -311,12 +322,15 @@ def test_autotune_dispatch_prints_the_table_rule_held_out_regret_and_where_to_tu
     assert r.output.startswith("dispatch of smem_pad float32 on NVIDIA H100 80GB HBM3: 4 tuned shapes, 3 configs")
     assert "(the default)" in r.output and "held-out regret" in r.output and "nearest_shape" in r.output
     assert "tune next" in r.output and re.search(r"dispatch\s+median \d", r.output)
+    flat = " ".join(r.output.split())  # the rule's line may wrap
+    assert re.search(r"kept by leave-one-shape-out: knn k=1 [\d.]+ %, knn k=2 .*, tree depth=1 .*, nearest ", flat)
     r = run("dispatch", K, "--db", db_url, "--format", "json")
     assert r.exit_code == 0, r.output
     import json
 
     doc = json.loads(r.output)
     assert doc["dispatches"][0]["configs"][0] == DEFAULT.key and len(doc["records"]) == 4
+    assert doc["dispatches"][0]["kind"] in ("knn", "tree", "nearest") and "tree depth=2" in doc["dispatches"][0]["cv_regret"]
     r = run("dispatch", K, "--db", db_url, "--dtype", "float64")
     assert r.exit_code == 2 and r.output.startswith("error: nothing is tuned for smem_pad float64")
     assert "autotune tune-shapes smem_pad --dims-range rows=LOW:HIGH,cols=LOW:HIGH" in r.output
@@ -384,3 +398,21 @@ def test_the_committed_regret_figures_are_what_the_code_computes(trials):
         line = next(line for line in text.splitlines() if line.strip().startswith(f"{label}:"))
         assert f"median regret {100 * s.median:.1f} %, worst {100 * s.worst:.1f} %" in line
         assert f"slower than the default by > 1 % at {s.below_default}" in line
+
+
+def test_lookup_says_when_the_dispatch_answers_an_uncertain_regions_safe_config(db_url, device_info, monkeypatch):
+    from autotune.dispatch.tree import Node
+    from autotune.runtime import lookup as lookup_module
+
+    store = open_results(db_url)
+    put(store, device_info, (1024, 1024), {DEFAULT: 1.0, A: 0.8})
+    put(store, device_info, (4096, 4096), {DEFAULT: 1.0, A: 0.85})
+
+    def uncertain_tree(trials, default, dims, tunables):  # a tree whose one leaf is uncertain
+        d = build_dispatch(tables_from_trials(list(trials)), default, dims, rules=("tree",))
+        return replace(d, nodes=(Node(config=d.configs.index(A), uncertain=True),))
+
+    monkeypatch.setattr(lookup_module, "fit_trials", uncertain_tree)
+    got = lookup(K, (2048, 2048), device=device_info, db=db_url)
+    assert got.rung == "dispatch" and got.config == A
+    assert "the safe one of an uncertain region" in got.note

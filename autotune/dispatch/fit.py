@@ -1,0 +1,378 @@
+"""A dispatch: the config to launch a shape nobody tuned with, learned from every stored trial.
+
+For one kernel, dtype and device model, a dispatch holds a few configs (at most
+:data:`MAX_CONFIGS`, the kernel's default always the first) and a rule over the dims that picks
+one of them. It is learned from the trials of every tuned shape, not only each shape's best:
+a config measured at several shapes is evidence of how it does across them.
+
+The method, in five steps (:func:`build_dispatch`):
+
+1. **Regret tables.** For each tuned shape ``s`` and each config ``c`` measured there, the log
+   regret ``R[s][c] = ln(T[s][c] / B[s])``: its median time against the fastest measured at
+   ``s`` (0 for the shape's best). A config not measured at ``s`` counts as the worst config
+   measured there (no evidence is never taken as good evidence); one that failed there (a
+   compile error, out of resources, a wrong result) as :data:`FAILED_REGRET`. ``tune-shapes``'
+   dense matrix (:mod:`autotune.search.shapes`) measures each shape's winner and runner-up at
+   every tuned shape, so the guess is rarely needed.
+2. **Configs.** The default first, then, greedily, a set cover: the config within :data:`COVER`
+   (2 %) of the best at the most tuned shapes not yet covered (ties: the larger gain below);
+   once every shape is covered (or none covers another), the config that lowers the sum over the
+   tuned shapes of the best regret among the chosen ones the most, until :data:`MAX_CONFIGS`
+   (10, Helion's ahead-of-time bound) or until none lowers it by more than the noise
+   (:data:`MARGIN`): the greedy algorithm of facility location, within ``1 - 1/e`` of the best
+   such set (Cornuejols, Fisher and Nemhauser, Management Science 23(8), 1977; Nemhauser,
+   Wolsey and Fisher, Math. Programming 14, 1978).
+3. **Rules** (:data:`RULES`), each picking one of those configs for a shape:
+
+   * ``knn``: distance-weighted k nearest neighbours (Dudani, IEEE Trans. SMC 6(4), 1976) over
+     the tuned shapes, by the lookup ladder's log distance ``sqrt(sum over dims of ln(d/d')^2)``.
+     The default is left only where the stored evidence says another config is faster: the
+     candidates are the configs measured faster than the default at every one of the ``k``
+     nearest tuned shapes by more than the noise (``R[s][c] < R[s][default] - ln(1 + MARGIN)``);
+     among them the one of the least score ``sum w_s R[s][c]`` over those shapes, ``w_s = 1 /
+     (distance + EPS)``, wins; no candidate: the default. Neighbours at equal distance (within
+     1e-9) go in the shapes' order: the larger volume, then the larger dims in the kernel's
+     order (the ladder's tie rule); equal scores (within 1e-12) to the config listed first.
+   * ``tree``: a decision tree over the dims' logs, their products and ratios, fit to regret,
+     each leaf answering a config no slower than the default at its shapes
+     (:mod:`autotune.dispatch.tree`; Helion's ahead-of-time heuristic is the anchor).
+   * ``nearest``: the config of least regret at the nearest tuned shape.
+4. **The rule kept**: knn's ``k`` among :data:`KS`, the tree's depth among :data:`DEPTHS`, or
+   nearest, by leave-one-shape-out cross-validation over the tuned shapes (Stone, J. R. Stat.
+   Soc. B 36(2), 1974): each shape's log regret under the dispatch learned from the others (its
+   configs chosen again without it); the least mean wins, ties in :data:`RULES`' order (knn, the
+   rule before the others, first).
+5. **Uncertain regions.** A tree's leaf where a tuned shape, held out, got a config slower than
+   its default beyond the noise or beyond :data:`~autotune.dispatch.tree.UNCERTAIN` from its
+   best answers the leaf's minimax config (:func:`~autotune.dispatch.tree.mark_uncertain`), and
+   :meth:`Dispatch.pick` says so.
+
+The same arithmetic runs in the C header's ``select`` (:mod:`autotune.report.header`), from the
+same numbers (the regret table and the thresholds are written with ``repr``, which reads back
+exactly), and a bundle carries the same numbers (:mod:`autotune.dispatch.codec`).
+
+Everything here is a pure function of plain values: no database, no GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from autotune.dispatch.tables import (FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order,
+                                      tables_from_trials)
+from autotune.dispatch.tree import Node, describe, fit_tree, fit_trees, leaf_of, mark_uncertain
+from autotune.errors import InvalidInputError
+from autotune.kernel.config import Config
+
+__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch",
+           "fit_trials"]
+
+MAX_CONFIGS = 10
+"""Most configs a dispatch holds (the default included)."""
+MARGIN = 0.01
+"""The noise: the default is left only where another config's score is lower by more than
+``ln(1 + MARGIN)`` (1 %), and a config joins the set only if it lowers the total regret by more."""
+EPS = 0.1
+"""Added to the log distance in the neighbours' weights ``1 / (distance + EPS)``: a shape 10 %
+away weighs half as much as one at the same place."""
+KS = (1, 2, 3, 4)
+"""Neighbour counts tried; cross-validation picks one."""
+COVER = math.log1p(0.02)
+"""A config covers a tuned shape where its log regret there is within this (2 %) of the best."""
+RULES = ("knn", "tree", "nearest")
+"""The rules cross-validation chooses from (module doc, step 3); ties go in this order."""
+DEPTHS = (1, 2, 3)
+"""Tree depths tried."""
+_TIE = 1e-9
+_SCORE_TIE = 1e-12
+
+
+def _nearest(distances: Sequence[float], k: int) -> list[int]:
+    """Indices of the ``k`` smallest distances: equal ones (within 1e-9) in index order. The C
+    header runs the same selection."""
+    used = [False] * len(distances)
+    out = []
+    for _ in range(min(k, len(distances))):
+        pick = -1
+        for i, d in enumerate(distances):
+            if not used[i] and (pick < 0 or d < distances[pick] - _TIE):
+                pick = i
+        used[pick] = True
+        out.append(pick)
+    return out
+
+
+def _choose(distances: Sequence[float], rows: Sequence[Sequence[float]], k: int, eps: float,
+            margin_log: float) -> tuple[int, int]:
+    """The rule (module doc, step 3): ``(config index, nearest shape index)``; ``rows[s][c]``
+    is the log regret of config ``c`` at shape ``s``."""
+    near = _nearest(distances, k)
+    if not near:
+        return 0, -1
+    n_configs = len(rows[near[0]])
+    scores = [0.0] * n_configs
+    for s in near:
+        w = 1.0 / (distances[s] + eps)
+        for c in range(n_configs):
+            scores[c] += w * rows[s][c]
+    best = 0
+    for c in range(1, n_configs):
+        beats = True  # faster than the default at every one of the nearest tuned shapes, beyond the noise
+        for s in near:
+            if not rows[s][c] < rows[s][0] - margin_log:
+                beats = False
+        if beats and (best == 0 or scores[c] < scores[best] - _SCORE_TIE):
+            best = c
+    return best, near[0]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """A kernel's dispatch for one dtype and device model (module doc).
+
+    Attributes:
+        kernel: the kernel's name.
+        dims: its dim names, in order.
+        shapes: the tuned shapes, in the ladder's tie order (:func:`shape_order`).
+        configs: the configs it picks from; ``configs[0]`` is the kernel's default.
+        regrets: ``regrets[s][c]``: the log regret of ``configs[c]`` at ``shapes[s]`` the rule
+            uses (module doc, step 1).
+        times: ``times[s][c]``: its median time there, ms (``None``: not measured; ``inf``: failed).
+        k: neighbours the ``knn`` rule weighs.
+        eps: added to a distance in a neighbour's weight.
+        margin: relative margin by which a config must beat the default (0.01 = 1 %).
+        cv_regret: the mean held-out log regret of each rule tried (cross-validation), by name
+            (``"knn k=2"``, ``"tree depth=1"``, ``"nearest"``).
+        figures: ``figures[s][c]``: ``(gbps, gflops, pct_memcpy)`` of its trial there (``None``s
+            where not measured or without such objectives), for notes.
+        kind: the rule: ``"knn"``, ``"tree"`` or ``"nearest"`` (module doc, step 3).
+        nodes: the tree's nodes (:class:`~autotune.dispatch.tree.Node`, root first) for ``"tree"``.
+    """
+
+    kernel: str
+    dims: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    configs: tuple[Config, ...]
+    regrets: tuple[tuple[float, ...], ...]
+    times: tuple[tuple[float | None, ...], ...]
+    k: int = 1
+    eps: float = EPS
+    margin: float = MARGIN
+    cv_regret: Mapping[str, float] = field(default_factory=dict, compare=False)
+    figures: tuple[tuple[tuple[float | None, float | None, float | None], ...], ...] = field(default=(),
+                                                                                             compare=False)
+    kind: str = "knn"
+    nodes: tuple[Node, ...] = ()
+
+    @property
+    def margin_log(self) -> float:
+        """``ln(1 + margin)``: the margin in the scores' log units."""
+        return math.log1p(self.margin)
+
+    def pick(self, shape: Sequence[int]) -> tuple[int, int, bool]:
+        """``(config index, index of the nearest tuned shape, uncertain)`` for ``shape`` (values
+        in the kernel's dims order; below 1 counts as 1); ``(0, -1, False)`` without tuned
+        shapes. ``uncertain``: the tree's leaf answers its minimax config (module doc, step 5)."""
+        if len(shape) != len(self.dims):
+            raise InvalidInputError(f"shape {tuple(shape)} has {len(shape)} dims; {self.kernel} takes "
+                                    f"{', '.join(self.dims)}")
+        if not self.shapes:
+            return 0, -1, False
+        distances = [_distance(shape, s) for s in self.shapes]
+        if self.kind == "tree":
+            leaf = leaf_of(self.nodes, shape)
+            return leaf.config, _nearest(distances, 1)[0], leaf.uncertain
+        if self.kind == "nearest":
+            near = _nearest(distances, 1)[0]
+            return _argmin(self.regrets[near]), near, False
+        config, near = _choose(distances, self.regrets, self.k, self.eps, self.margin_log)
+        return config, near, False
+
+    def choose(self, shape: Sequence[int]) -> tuple[int, int]:
+        """``(config index, index of the nearest tuned shape)`` for ``shape`` (:meth:`pick`)."""
+        return self.pick(shape)[:2]
+
+    def config_for(self, shape: Sequence[int]) -> Config:
+        """The config the rule picks for ``shape``."""
+        return self.configs[self.pick(shape)[0]]
+
+    def rule(self) -> str:
+        """The rule in one line, e.g. for ``autotune dispatch``."""
+        if self.kind == "tree":
+            return (f"a decision tree over the dims' logs: {describe(self.nodes, self.dims)}; each leaf the config "
+                    f"of least regret at its tuned shapes never slower than the default there by more than "
+                    f"{100 * self.margin:g} %")
+        if self.kind == "nearest":
+            return "the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
+        return (f"the {self.k} nearest tuned shape{'s' if self.k > 1 else ''} by log distance "
+                f"sqrt(sum ln(d/d')^2); among the configs faster than the default by more than "
+                f"{100 * self.margin:g} % at each of them, the least log regret there weighted 1/(distance + "
+                f"{self.eps:g}); none: the default")
+
+
+def _argmin(row: Sequence[float]) -> int:
+    """The index of the least value, ties to the first (the C header's loop)."""
+    best = 0
+    for c in range(1, len(row)):
+        if row[c] < row[best] - _SCORE_TIE:
+            best = c
+    return best
+
+
+def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence[str], *,
+                   max_configs: int = MAX_CONFIGS, margin: float = MARGIN, ks: Sequence[int] = KS,
+                   eps: float = EPS, rules: Sequence[str] = RULES, depths: Sequence[int] = DEPTHS) -> Dispatch:
+    """Learn a dispatch from the tables of the tuned shapes (module doc).
+
+    Args:
+        tables: one per tuned shape (:func:`tables_from_trials`); may be empty (then the
+            dispatch always answers the default).
+        default: the kernel's default config (always ``configs[0]``).
+        dims: the kernel's dim names.
+        max_configs: most configs, >= 1.
+        margin: the noise, relative (0.01 = 1 %).
+        ks: neighbour counts the ``knn`` rule is tried with.
+        eps: see :data:`EPS`.
+        rules: the rules tried (of :data:`RULES`); cross-validation keeps one.
+        depths: the tree depths tried.
+
+    Raises:
+        InvalidInputError: ``max_configs`` below 1, no ``ks``, a rule not in :data:`RULES`, two
+            tables of one shape, or a table whose shape has another number of dims.
+    """
+    import numpy as np
+
+    if max_configs < 1 or not ks or any(k < 1 for k in ks) or not depths or any(d < 1 for d in depths):
+        raise InvalidInputError(f"max_configs {max_configs}, ks {tuple(ks)} and depths {tuple(depths)} are not "
+                                "allowed; give >= 1")
+    if not rules or any(r not in RULES for r in rules):
+        raise InvalidInputError(f"rules {tuple(rules)} are not allowed; allowed: {', '.join(RULES)}")
+    shapes = [t.shape for t in tables]
+    if len(set(shapes)) != len(shapes) or any(len(s) != len(dims) for s in shapes):
+        raise InvalidInputError(f"tables of {default.kernel} must be of distinct shapes of {len(dims)} dims")
+    order = {s: i for i, s in enumerate(shape_order(shapes))}
+    tables = sorted(tables, key=lambda t: order[t.shape])
+    shapes = [t.shape for t in tables]
+    pool = [default] + sorted({c for t in tables for c in t.times} - {default}, key=lambda c: c.key)
+    matrix = _regret_matrix(tables, pool)
+    dist = np.array([[_distance(a, b) for b in shapes] for a in shapes]).reshape(len(shapes), len(shapes))
+    margin_log = math.log1p(margin)
+    candidates = _candidates(rules, ks, depths, len(tables))
+    cv, evidence = _cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs)
+    kind, param = (min(cv, key=lambda c: (round(cv[c], 12), candidates.index(c))) if cv else candidates[0])
+    chosen = _cover(matrix, list(range(len(tables))), max_configs, margin_log)
+    regrets = matrix[:, chosen] if len(tables) else np.zeros((0, len(chosen)))
+    nodes: tuple[Node, ...] = ()
+    if kind == "tree":
+        nodes = fit_tree(shapes, regrets, param, margin_log)
+        if (kind, param) in evidence:
+            nodes = mark_uncertain(nodes, shapes, regrets, evidence[(kind, param)], margin_log)
+    k = param if kind == "knn" else 1
+    return Dispatch(default.kernel, tuple(dims), tuple(shapes), tuple(pool[c] for c in chosen),
+                    tuple(tuple(float(v) for v in row) for row in regrets),
+                    tuple(tuple(t.ms(pool[c]) for c in chosen) for t in tables), k, eps, margin,
+                    {_name(c): v for c, v in cv.items()},
+                    tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables),
+                    kind, nodes)
+
+
+def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables: Iterable[str]) -> Dispatch:
+    """The dispatch of a kernel's stored trials at its tuned shapes (of one device model, dtype and
+    toolchain, as the store supplies them: :meth:`~autotune.store.reader.ResultsReader.shape_trials`),
+    of configs setting exactly ``tunables``: what ``lookup``'s rung and a bundle both fit."""
+    names = set(tunables)
+    kept = [t for t in trials if {n for n, _ in t.config.macros} == names]
+    return build_dispatch(tables_from_trials(kept), default, dims)
+
+
+def _name(candidate: tuple[str, int]) -> str:
+    kind, param = candidate
+    return f"knn k={param}" if kind == "knn" else f"tree depth={param}" if kind == "tree" else kind
+
+
+def _candidates(rules: Sequence[str], ks: Sequence[int], depths: Sequence[int], n: int) -> list[tuple[str, int]]:
+    """The rules tried, in the order ties go: the ``knn`` ks that fit (``k`` below the number of
+    shapes, else the least), the trees' depths, ``nearest``."""
+    out: list[tuple[str, int]] = []
+    for rule in RULES:
+        if rule not in rules:
+            continue
+        if rule == "knn":
+            out += [("knn", k) for k in (sorted(k for k in set(ks) if k < n) or [min(ks)])]
+        elif rule == "tree":
+            out += [("tree", d) for d in sorted(set(depths))]
+        else:
+            out.append(("nearest", 1))
+    return out
+
+
+def _regret_matrix(tables: Sequence[ShapeTable], pool: Sequence[Config]):
+    """``R[s][c]`` of step 1 (module doc) as a NumPy array, shapes by configs."""
+    import numpy as np
+
+    out = np.empty((len(tables), len(pool)))
+    for s, t in enumerate(tables):
+        best = t.best_ms
+        row = [t.ms(c) for c in pool]
+        known = [math.log(ms / best) for ms in row if ms is not None and not math.isinf(ms)]
+        worst = max(known)
+        out[s] = [worst if ms is None else FAILED_REGRET if math.isinf(ms) else math.log(ms / best) for ms in row]
+    return out
+
+
+def _cover(matrix, rows: Sequence[int], max_configs: int, margin_log: float) -> list[int]:
+    """Step 2 (module doc) over ``rows`` of the regret matrix: column indices, 0 (the default) first."""
+    import numpy as np
+
+    sub = matrix[list(rows)]
+    chosen = [0]
+    current = sub[:, 0].copy()
+    covers = sub <= COVER
+    covered = covers[:, 0].copy()
+    while len(chosen) < max_configs and sub.shape[1] > len(chosen):
+        gains = np.clip(current[:, None] - sub, 0.0, None).sum(axis=0)
+        gains[chosen] = -1.0
+        counts = covers[~covered].sum(axis=0)
+        counts[chosen] = -1
+        if counts.max() > 0:  # set cover first: most shapes newly within COVER of their best, then the gain
+            best = int(np.lexsort((-gains, -counts))[0])
+        else:
+            best = int(np.argmax(gains))
+            if not gains[best] > margin_log:
+                break
+        chosen.append(best)
+        current = np.minimum(current, sub[:, best])
+        covered |= covers[:, best]
+    return chosen
+
+
+def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: float, max_configs: int):
+    """Step 4 (module doc): ``({candidate: mean held-out log regret}, {candidate: per shape, the
+    held-out evidence of :func:`~autotune.dispatch.tree.mark_uncertain`})``; empty below two shapes."""
+    n = matrix.shape[0]
+    if n < 2:
+        return {}, {}
+    sums = {c: 0.0 for c in candidates}
+    evidence = {c: [0.0] * n for c in candidates}
+    for i in range(n):
+        others = [s for s in range(n) if s != i]
+        chosen = _cover(matrix, others, max_configs, margin_log)
+        sub = matrix[others][:, chosen]
+        rows = [[float(v) for v in row] for row in sub]
+        distances = [float(dist[i, s]) for s in others]
+        depths = [param for kind, param in candidates if kind == "tree"]
+        trees = fit_trees([shapes[s] for s in others], sub, depths, margin_log) if depths else {}
+        for kind, param in candidates:
+            if kind == "knn":
+                pick, _ = _choose(distances, rows, param, eps, margin_log)
+            elif kind == "nearest":
+                pick = _argmin(rows[_nearest(distances, 1)[0]])
+            else:
+                pick = leaf_of(trees[param], shapes[i]).config
+            value = float(matrix[i, chosen[pick]])
+            sums[(kind, param)] += value
+            below = value - float(matrix[i, 0]) > margin_log
+            evidence[(kind, param)][i] = math.inf if below else value
+    return {c: v / n for c, v in sums.items()}, evidence
