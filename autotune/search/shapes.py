@@ -11,7 +11,9 @@ Each search reuses the ones before it: the ``transfer`` strategy (unless another
 measures the best configs of the nearest tuned shapes first and warm-starts its model with
 their trials, and the configs of the dispatch learned so far are measured first
 (``SearchOptions.queue``), so that every config the dispatch may pick is measured at every
-shape (its held-out regret is then known, not guessed).
+shape (its held-out regret is then known, not guessed); and every config it measures is
+measured at the range's shapes tuned before it too, in the same measuring process (``also``:
+one compile, a trial at each shape, :mod:`autotune.search.companions`).
 
 Then the dense matrix (:func:`complete_matrix`): the winner and the runner-up of every tuned
 shape of the key (this run's and those tuned before), each timed at every tuned shape where it
@@ -125,8 +127,9 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
         if on_plan is not None:
             on_plan(Planned(i, count, shape, why))
         queue = build_dispatch(tables, k.default_config(), names).configs[1:] if tables else ()
+        also = [dict(zip(names, t)) for t in tuned if all(lo <= v <= hi for v, (lo, hi) in zip(t, spans))]
         results.append(tune(k, dict(zip(names, shape)), low.dtype, device=device,
-                            options=options.replace(queue=tuple(queue))))
+                            options=options.replace(queue=tuple(queue)), also=also))
     if matrix:
         results += complete_matrix(k, key, low.dtype, device=device, options=options, tune=tune, on_plan=on_plan)
     return results

@@ -38,7 +38,8 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
          options: SearchOptions | None = None,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
-         on_report: Callable[[WorkerReport], None] | None = None, **fields: Any) -> SearchResult:
+         on_report: Callable[[WorkerReport], None] | None = None,
+         also: Sequence[Mapping[str, int] | Sequence[int] | Dims] = (), **fields: Any) -> SearchResult:
     """Search ``kernel``'s space for ``dims`` and ``dtype``; store every trial and the winner.
 
     Args:
@@ -53,6 +54,10 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
         on_start: called once the search has started (its key, store and space), one GPU or several.
         on_trial: called after each trial with its outcome and the result so far (one GPU).
         on_report: called with a worker's report whenever it changes (several GPUs).
+        also: other dims of the kernel at ``dtype`` (one GPU): each config measured ok is
+            measured at each of them too, in the same measuring process (one compile, a trial
+            of each shape's own study, each shape's own re-timed winner:
+            ``result.companions``, :mod:`autotune.search.companions`).
         **fields: the fields of ``options`` as keywords (``trials=50, strategy="random"``), over
             ``options`` if both are given (``sampler=`` is the deprecated name of ``strategy``).
 
@@ -83,12 +88,18 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
     problem = Problem.of(kernel, dims, dtype)
+    others = [Problem.of(problem.kernel, d, problem.dtype) for d in also]
+    others = [p for i, p in enumerate(others) if p != problem and p not in others[:i]]
     space_ = problem.kernel.space(options.space)
     ordinals = [device] if isinstance(device, int) else list(device)
+    if others and len(ordinals) > 1:
+        raise InvalidInputError(f"also (other shapes measured alongside) is not allowed with several GPUs "
+                                f"({len(ordinals)} given); give one GPU")
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:
-            return search_on_gpu(problem, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial)
+            return search_on_gpu(problem, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial,
+                                 also=others)
         return _tune_many(problem, ordinals, space_, options, on_start, on_report)
 
 

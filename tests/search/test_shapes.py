@@ -23,8 +23,8 @@ class ShapedBench(FakeAnyBench):
     """The fake benchmark of any kernel, its optimum moving with the shape: small shapes (below a
     million elements) want the smallest value of each macro, large ones the largest."""
 
-    def __init__(self, device, problem, failures=None) -> None:
-        super().__init__(device, problem, failures)
+    def __init__(self, device, problem, failures=None, also=()) -> None:
+        super().__init__(device, problem, failures, also)
         rows, cols = (v for _, v in problem.dims)
         if rows * cols < 1_000_000:
             self.optimum = {name: min(values) for name, values in problem.kernel.space().params}
@@ -38,7 +38,7 @@ def shaped_gpu(monkeypatch, device_info):
 
     @contextlib.contextmanager
     def open_benchmark(ordinal, problem, **options):
-        bench = ShapedBench(device_info, problem)
+        bench = ShapedBench(device_info, problem, also=options.get("also", ()))
         opened.append(bench)
         yield bench
 
@@ -47,9 +47,10 @@ def shaped_gpu(monkeypatch, device_info):
     return opened
 
 
-def seeded_tune(kernel, dims, dtype, *, device, options):
+def seeded_tune(kernel, dims, dtype, *, device, options, also=()):
     """``autotune.tune`` with a seed of its own per shape (one seed for all would measure the
-    same random configs at every shape: a dense matrix from the start)."""
+    same random configs at every shape: a dense matrix from the start), and without the
+    shapes tuned before measured alongside (``also``), for the same reason."""
     import autotune
 
     return autotune.tune(kernel, dims, dtype, device=device, options=options.replace(seed=sum(dims.values())))
@@ -89,3 +90,26 @@ def test_without_the_matrix_only_the_searches_run(shaped_gpu, db_url, device_inf
     assert len(results) == 2
     tables = _tables(db_url, device_info)
     assert any(t.ms(c) is None for t in tables for c in matrix_configs(tables))
+
+
+def test_each_search_measures_its_configs_at_the_shapes_tuned_before_it(shaped_gpu, db_url, device_info):
+    """``also``: the second and third searches measure each config at the range's shapes tuned
+    before them too (one compile, a trial at each shape)."""
+    import autotune
+
+    asked = []
+
+    def tune(kernel, dims, dtype, *, device, options, also=()):
+        asked.append((dict(dims), [dict(d) for d in also]))
+        return autotune.tune(kernel, dims, dtype, device=device, options=options.replace(seed=sum(dims.values())),
+                             also=also)
+    options = SearchOptions(trials=4, strategy="random", seed=1, db=db_url, top_k=2, rounds=1)
+    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 3, options=options, device_info=device_info,
+                          matrix=False, tune=tune)
+    assert [len(also) for _, also in asked] == [0, 1, 2]
+    assert sorted(map(str, asked[2][1])) == sorted(map(str, [asked[0][0], asked[1][0]]))
+    last = results[2]
+    assert len(last.companions) == 2
+    ok = {o.config for o in last.outcomes if o.status == "ok"}
+    for c in last.companions:  # each config measured there now, or earlier (the default, a queued one)
+        assert ok <= set(c.measured) and {o.config for o in c.outcomes} <= ok and c.outcomes
