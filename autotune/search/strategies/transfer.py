@@ -60,7 +60,7 @@ does on the configs measured on this one, not by its distance alone, is the idea
 M. Feurer, B. Letham and E. Bakshy's ranking-weighted ensemble (RGPE, "Scalable meta-learning
 for Bayesian optimization", arXiv:1802.02219, 2018), here reduced to one comparison of best
 times against the plain search's configs measured in the same batches. The constants were
-chosen on issue 35's replays (benchmarks/transfer_screen.py, seeds 100..107, never the seeds
+chosen on issue 35's replays (benchmarks/archive/transfer_screen.py, seeds 100..107, never the seeds
 a result reports). Options (``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``,
 ``share``, ``then``. Measured with ``benchmarks/search_replay.py --ours transfer``
 (benchmarks/results/2026-11-27_cpu_search_replay_transfer_blend_12tables_20seeds.md; the verdict's
@@ -72,12 +72,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies.base import Known, Strategy
+from autotune.search.strategies.registry import DEFAULT_STRATEGY, make_strategy
+from autotune.search.strategies.traits import StrategyOption
 
-__all__ = ["Transfer", "QUEUE", "SHAPES", "PROBE", "FIRST", "SLACK", "SHARE", "PAYS", "PATIENCE", "nearest_bests"]
+__all__ = ["Transfer", "QUEUE", "SHAPES", "PROBE", "FIRST", "SLACK", "SHARE", "PAYS", "PATIENCE", "OPTIONS",
+           "nearest_bests", "transfer"]
 
 QUEUE = 8
 """Most configs queued from the nearest shapes' bests."""
@@ -286,3 +290,27 @@ class Transfer(Strategy):
             pays = ms is not None and ms <= best_then * (1 + PAYS)
             self._misses[shape] = 0 if pays else self._misses.get(shape, 0) + 1
         self._judge()
+
+
+OPTIONS = (
+    StrategyOption("queue", QUEUE, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
+    StrategyOption("shapes", SHAPES, low=1, high=1000, doc="nearest shapes whose bests are queued"),
+    StrategyOption("probe", PROBE, low=1, high=1000, doc="the plain search's configs measured before the prior's "
+                                                         "are judged (none of the prior's is asked before them)"),
+    StrategyOption("slack", SLACK, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
+                                                           "1 + slack times the controls' best"),
+    StrategyOption("first", FIRST, low=1, high=1000, doc="most of the prior's configs asked or measured before "
+                                                         "its verdict"),
+    StrategyOption("share", SHARE, low=0.0, high=1.0, doc="share of the slots a trusted prior takes, interleaved "
+                                                          "with the plain search's, until its queue is done"),
+    StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "tpe_local", "bandit", "random"),
+                   doc="the plain search, told every config; its configs are the prior's controls (the "
+                       "default strategy)"))
+"""The options of ``transfer`` (``strategy_options``), each defaulting to the constant above."""
+
+
+def transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
+             **options: Any) -> Strategy:
+    """The ``transfer`` strategy's factory: :class:`Transfer` over the plain search ``then``,
+    built through the registry."""
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
