@@ -26,7 +26,8 @@ CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_app_tuning_benchmark.py",  # benchmarks/app_tuning.py on the fake application
     "test_certify_regret_benchmark.py",  # benchmarks/certify_regret.py
     "test_energy_front_benchmark.py",  # benchmarks/energy_front.py
-    "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, flags_vs_macros.py, search_replay_compare.py
+    "test_benchmarks.py",  # benchmarks/: the maintained scripts, the archive, the paths the docs name
+    "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, archive/flags_vs_macros.py, archive/search_replay_compare.py
     "test_cli.py",  # the command line end to end (search, best, list, info, db)
     "test_cli_errors.py",  # every kind of bad input of every command
     "test_concurrency.py",  # processes searching into one database, one killed
