@@ -37,14 +37,10 @@ __all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "SWEEP_STRATEGY", "pareto_stra
 DEFAULT_STRATEGY = "tpe_local"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
-shapes): written here only, so that a new default is this one line. ``tpe_local`` (TPE, half
-of its proposals after a start of 5 one-macro steps from the best so far) led plain
-``tpe`` in the mean over the 12 recorded tables at 50 and 100 configs in all four settings
-of issue 35's replay (batch 16 and 1, the default first or not; 8 seeds:
-benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20. Its start is
-the ``blend`` design over the valid configs (``start=blend``) since it led Optuna's own random
-start in the mean in all four settings at every budget (seeds 100..107 screened, 0..19
-reported: benchmarks/results/2026-11-27_cpu_search_replay_tpe_local_blend_12tables_20seeds.md)."""
+shapes): written here only, so that a new default is this one line. ``tpe_local``: TPE, half
+of its proposals after a start of 5 one-macro steps from the best so far, the start a ``blend``
+design over the valid configs (why it is the default: benchmarks/README.md, "The search
+strategies' evidence")."""
 
 SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:

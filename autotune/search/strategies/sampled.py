@@ -28,9 +28,9 @@ With ``local`` above 0 (``tpe:local=F``), once ``local_after`` configs are told 
 proposals are instead one-macro
 neighbours of the best config told so far (one macro to another of its values; the nearest
 ordinals first, ties in random order), the step of a first-improvement hill climber; they are
-enqueued into the study as fixed trials, so the model learns from them too. This is issue 35's
-hybrid: the hill climber from the default led TPE on smem_vec 2048^2 (0.62 / 0.84 / 0.91 against
-0.24 / 0.42 / 0.62), and in a batch of 16 TPE's constant-liar guesses learn little.
+enqueued into the study as fixed trials, so the model learns from them too: a hybrid of TPE
+and a hill climber (the measurements behind it: benchmarks/README.md, "The search strategies'
+evidence").
 
 With ``start`` other than ``"sampler"``, while fewer than ``start_until`` configs are told (``tpe``:
 its ``startup``; at batch 16 that is the whole first batch, asked before any is measured), the

@@ -59,13 +59,10 @@ ordered by a distance (here the lookup ladder's shape distance,
 does on the configs measured on this one, not by its distance alone, is the idea of
 M. Feurer, B. Letham and E. Bakshy's ranking-weighted ensemble (RGPE, "Scalable meta-learning
 for Bayesian optimization", arXiv:1802.02219, 2018), here reduced to one comparison of best
-times against the plain search's configs measured in the same batches. The constants were
-chosen on issue 35's replays (benchmarks/archive/transfer_screen.py, seeds 100..107, never the seeds
-a result reports). Options (``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``,
-``share``, ``then``. Measured with ``benchmarks/search_replay.py --ours transfer``
-(benchmarks/results/2026-11-27_cpu_search_replay_transfer_blend_12tables_20seeds.md; the verdict's
-wait for ``first`` prior configs was screened against ``first=1`` on seeds 100..107,
-``..._transfer_blend_screen_seeds100-107.md``).
+times against the plain search's configs measured in the same batches. Options
+(``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``, ``share``,
+``then``. How the constants were chosen, and what ``transfer`` scores: benchmarks/README.md,
+"The search strategies' evidence".
 """
 
 from __future__ import annotations
@@ -94,8 +91,8 @@ FIRST = 2
 here slower than the controls') is dropped once this many of its configs are measured."""
 SLACK = 0.0
 """The prior is trusted while its best here is at most (1 + SLACK) times the controls' best. 0: while
-it is at least as fast as every control measured (issue 35's screening, seeds 100..107: 0.05 kept
-softmax_rows_flags 4096x1024's mediocre prior, at 1.16 times the optimum, too long at batch 1)."""
+it is at least as fast as every control measured (a larger slack kept a mediocre prior too long:
+benchmarks/README.md, "The search strategies' evidence")."""
 SHARE = 0.5
 """Share of the slots a trusted prior takes (the rest: the plain search's controls), until its queue is done."""
 PAYS = 0.02
