@@ -37,8 +37,7 @@ from typing import Any
 
 from autotune.errors import InvalidInputError
 from autotune.store import queries, stale
-from autotune.store.queries import StoredSearch
-from autotune.store.records import TrialRecord
+from autotune.store.records import StoredSearch, TrialRecord
 from autotune.store.repository import Store
 from autotune.base.files import write_atomically
 from autotune.interchange.share import ExportReport, _iso, known_kernels

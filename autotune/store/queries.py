@@ -27,7 +27,7 @@ from autotune.store.records import (BestRecord, ExportDetails, SearchIdentity, S
                                     BenchRunRows, best_from_row, trial_record)
 from autotune.store.trial_sql import ShapeTrial, select_shape_trials, select_state, select_trials, shape_trial_from_row
 
-__all__ = ["Reads", "StoredSearch", "ExportDetails", "latest_search_trials", "latest_bench_run", "tried_dims",
+__all__ = ["Reads", "latest_search_trials", "latest_bench_run", "tried_dims",
            "export_details", "key_history"]
 
 
