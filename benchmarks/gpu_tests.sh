@@ -2,7 +2,8 @@
 # The `gpu` tests on the GPU machine, several pytest processes at once (one GPU, shared), each
 # group's log kept: bash benchmarks/gpu_tests.sh GROUP... where a GROUP is pytest arguments in
 # one word, ':' between them, e.g. tests/gpu/test_gpu_search.py or
-# tests/gpu/test_gpu_kernels.py:-k:skinny. Groups run 4 at a time (GPU_TEST_JOBS).
+# tests/gpu/test_gpu_kernels.py:-k:skinny. Groups run 4 at a time (GPU_TEST_JOBS); GPU_TEST_MARK=gpu_slow
+# runs the slower tier (default: gpu, the fast one).
 # Output: $OUT (or benchmarks/results)/<date>_<gpu>_gpu_tests<GPU_TESTS_SUFFIX>.txt, the groups' logs
 # one after another; written also when the script is stopped (SIGTERM, e.g. by `timeout`): a group
 # cut short says so.
@@ -23,7 +24,7 @@ i=0
 for group in "$@"; do
   i=$((i + 1))
   ( IFS=':' read -r -a args <<< "$group"
-    python3 -m pytest -q -m gpu -p no:cacheprovider "${args[@]}" > "$logs/$(printf %02d $i).log" 2>&1
+    python3 -m pytest -q -m "${GPU_TEST_MARK:-gpu}" -p no:cacheprovider "${args[@]}" > "$logs/$(printf %02d $i).log" 2>&1
     echo "exit $? for: ${args[*]}" >> "$logs/$(printf %02d $i).log" ) &
   while [ "$(jobs -r | wc -l)" -ge "${GPU_TEST_JOBS:-4}" ]; do wait -n; done
 done

@@ -103,7 +103,7 @@ TABLES = (
     _spec("matmul_warp", "matmul_warp_1332.toml", "float32", "matmul_warp", m=3333, n=2222, k=1111),
     # a user kernel: the README's example reduction over a widened space of 1,024 configs
     _spec("examples/reduction/reduce.toml", "reduce_sum_1024.toml", "float32", "reduce_sum", n=67108864),
-    # issue 35's new spaces of 500+ configs (benchmarks/record_new_tables.sh): matmul_reg widened,
+    # issue 35's new spaces of 500+ configs (benchmarks/archive/record_new_tables.sh): matmul_reg widened,
     # the histogram example widened, the softmax example with nvcc flags as tunables
     _spec("matmul_reg", "matmul_reg_1024.toml", "float32", "matmul_reg", m=2048, n=2048, k=2048),
     _spec("examples/histogram/histogram.toml", "histogram_768.toml", "uint8", "histogram256", n=16777216),

@@ -1,7 +1,8 @@
 """Shared fixtures. Every test gets its own temporary SQLite database.
 
-Tests marked ``gpu`` run only where a CUDA backend (cuda-bindings or PyCUDA) and a CUDA device are present; elsewhere
-they are skipped with the reason. Tests marked ``postgres`` run only where
+Tests marked ``gpu`` (the fast GPU tier) or ``gpu_slow`` (the slower one; docs/architecture.md,
+"GPU tests in two tiers") run only where a CUDA backend (cuda-bindings or PyCUDA) and a CUDA
+device are present; elsewhere they are skipped with the reason. Tests marked ``postgres`` run only where
 ``AUTOTUNE_TEST_POSTGRES_URL`` names a reachable PostgreSQL server (a superuser URL, e.g.
 ``postgresql+psycopg://autotune@127.0.0.1:5432/postgres``; ``.ci/postgres.sh`` starts one);
 each gets a database of its own (:func:`pg_url`), created for it and dropped afterwards.
@@ -57,9 +58,9 @@ def pytest_collection_modifyitems(config, items):
     """Skip what this machine cannot run (module doc); under pytest-xdist (the README's command,
     ``-n auto --dist loadgroup``) every ``gpu`` test goes to one worker, so no two share the GPU."""
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords or "gpu_slow" in item.keywords:
             item.add_marker(pytest.mark.xdist_group("gpu"))
-        for mark, missing in (("gpu", _gpu_missing), ("postgres", _postgres_missing)):
+        for mark, missing in (("gpu", _gpu_missing), ("gpu_slow", _gpu_missing), ("postgres", _postgres_missing)):
             if mark in item.keywords:
                 reason = missing()
                 if reason:

@@ -1,6 +1,6 @@
 """The benchmarks' widened spaces and flag kernel files (benchmarks/spaces, benchmarks/kernels)
 load, hold the valid configs their comments state (issue 35's new recorded tables need 500+),
-and benchmarks/flags_vs_macros.py compares a table's best macro-only config with its best."""
+and benchmarks/archive/flags_vs_macros.py compares a table's best macro-only config with its best."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_the_flag_kernels_tune_nvcc_flags_beside_the_macros():
 
 
 def _flags_script():
-    spec = importlib.util.spec_from_file_location("flags_vs_macros", BENCH / "flags_vs_macros.py")
+    spec = importlib.util.spec_from_file_location("flags_vs_macros", BENCH / "archive" / "flags_vs_macros.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("flags_vs_macros", module)
     spec.loader.exec_module(module)
@@ -63,7 +63,7 @@ def test_flags_vs_macros_says_when_no_flag_helps():
 
 
 def test_search_replay_compare_counts_level_cells_by_target_2s_rule(tmp_path):
-    spec = importlib.util.spec_from_file_location("search_replay_compare", BENCH / "search_replay_compare.py")
+    spec = importlib.util.spec_from_file_location("search_replay_compare", BENCH / "archive" / "search_replay_compare.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     head = "table,tool,strategy,batch,default_first,budget,P,P_se\n"

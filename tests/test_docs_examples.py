@@ -7,7 +7,7 @@ the test (``AUTOTUNE_DB``, set by tests/conftest.py), from the repository root; 
 0, and every line of shown output without a digit (timings and counts vary) must be printed.
 An HTML comment on the line before a block marks it:
 
-- ``<!-- example: gpu -->``: needs a GPU; a ``gpu`` test (skipped without one);
+- ``<!-- example: gpu -->``: needs a GPU; a ``gpu_slow`` test (the slower GPU tier; skipped without one);
 - ``<!-- example: exit N -->``: its last command exits N;
 - ``<!-- example: skip (why) -->``: never run (e.g. several machines); the reason is required.
 
@@ -72,7 +72,7 @@ def _params():
     for ex in EXAMPLES:
         if ex.mark == "skip":
             continue
-        yield pytest.param(ex, id=ex.id, marks=[pytest.mark.gpu] if ex.mark == "gpu" else [])
+        yield pytest.param(ex, id=ex.id, marks=[pytest.mark.gpu_slow] if ex.mark == "gpu" else [])
 
 
 def _commands(body: str) -> list[tuple[str, list[str]]]:

@@ -22,7 +22,7 @@ PACKAGE = ROOT / "autotune"
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 
 THIRD_PARTY = {  # library -> the folders it may be imported under (docs/architecture.md, "Rules")
-    "sqlalchemy": ("store", "interchange"),
+    "sqlalchemy": ("store",),
     "alembic": ("store",),
     "pycuda": ("measure", "runtime"),
     "cuda": ("measure", "runtime"),  # cuda.bindings (cuda-bindings)

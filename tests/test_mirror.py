@@ -27,7 +27,8 @@ CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_certify_regret_benchmark.py",  # benchmarks/certify_regret.py
     "test_dispatch_regret_benchmark.py",  # benchmarks/dispatch_regret.py on its fake landscape
     "test_energy_front_benchmark.py",  # benchmarks/energy_front.py
-    "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, flags_vs_macros.py, search_replay_compare.py
+    "test_benchmarks.py",  # benchmarks/: the maintained scripts, the archive, the paths the docs name
+    "test_benchmark_spaces.py",  # benchmarks/spaces, benchmarks/kernels, archive/flags_vs_macros.py, archive/search_replay_compare.py
     "test_cli.py",  # the command line end to end (search, best, list, info, db)
     "test_cli_errors.py",  # every kind of bad input of every command
     "test_concurrency.py",  # processes searching into one database, one killed
@@ -36,6 +37,7 @@ CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_docs_site.py",  # the API reference renders
     "test_example_app.py",  # examples/app/
     "test_faults.py",  # every command against a database that fails
+    "test_gpu_tiers.py",  # the GPU tests' two tiers (tests/gpu/)
     "test_histogram_emulated.py",  # examples/histogram/ on the CPU
     "test_layers.py",  # the floors of docs/architecture.md
     "test_matmul_cli.py",  # matrix products through CLI, search, store, lookup, export

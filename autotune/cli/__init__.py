@@ -72,13 +72,12 @@ def _backends(incomplete: str) -> list[str]:
 
 def _backend(value: Optional[str]) -> Optional[str]:
     if value is not None:
-        import os
-
+        from autotune import settings
         from autotune.measure import backends
 
         if value not in backends.names():
             raise typer.BadParameter(f"{value!r} is not a backend; allowed: {', '.join(backends.names())}")
-        os.environ[backends.ENV] = value  # the measuring processes inherit it
+        settings.BACKEND.set(value)  # the measuring processes inherit it
     return value
 
 

@@ -102,10 +102,8 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
     """
     from autotune.kernel.catalog import get_kernel
     from autotune.interchange.table import table_from_trials
-    from autotune.store.records import trial_record
-    from autotune.interchange.t4 import key_trials, select_keys
-
-    from autotune.store import stale
+    from autotune.interchange.t4 import select_keys
+    from autotune.store import queries, stale
 
     k = get_kernel(kernel) if isinstance(kernel, str) else kernel
     chosen, reasons, _ = select_keys(store, kernel=k, dims=dims, device_name=device_name,
@@ -122,9 +120,8 @@ def export_cache(store, path: str | os.PathLike[str], *, kernel: Any, space=None
         raise InvalidInputError(f"a Kernel Tuner cache holds one key; {len(chosen)} stored keys of {k.name}{filters} "
                                 f"match ({found}): narrow them with --dims/--size, --dtype or --device")
     record = chosen[0]
-    with store.session() as session:
-        _, trials = key_trials(session, record)
-        table = table_from_trials(trial_record(t, record.kernel) for t in trials)
+    [(_, trials)] = queries.key_history(store, [record])
+    table = table_from_trials(trials)
     space = space if space is not None else k.space()
     try:
         write_cache(table, space, path, kernel_name=k.name, device_name=record.device_name,

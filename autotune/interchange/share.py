@@ -38,14 +38,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
 
 from autotune.base.files import read_text, write_atomically
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import KERNELS
-from autotune.store import stale
+from autotune.store import queries, stale
 from autotune.store.key import Dims
-from autotune.store.models import Best, Search, Trial
 from autotune.store.records import BestRecord, ImportedResult
 from autotune.store.repository import Store
 from autotune.interchange.share_entry import Checker, Legacy, check_entry, describe, moment
@@ -200,17 +198,12 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
     chosen = [v.record for v in judged.verdicts if include_stale or v.reason is None]
     reasons, unchecked = judged.reasons, len(judged.unknown)
     results = []
-    with store.session() as session:
-        for record in chosen:
-            search = session.get(Search, record.search_id)
-            trial = session.get(Trial, record.trial_id)
-            best = session.scalars(select(Best).where(Best.trial_id == record.trial_id).limit(1)).one_or_none()
-            tie_group = best.tie_group if best is not None else None
-            if tie_group is None and record.tie_group:
-                tie_group = [{"config": key} for key in record.tie_group]
-            results.append(entry(record, total_memory=search.device.total_memory, tie_group=tie_group,
-                                 launches=trial.launches if trial is not None else None,
-                                 l2_mode=search.l2_mode))
+    for record, details in zip(chosen, queries.export_details(store, chosen)):
+        tie_group = details.tie_group
+        if tie_group is None and record.tie_group:
+            tie_group = [{"config": key} for key in record.tie_group]
+        results.append(entry(record, total_memory=details.total_memory, tie_group=tie_group,
+                             launches=details.launches, l2_mode=details.l2_mode))
     document = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "exported_at": _iso(datetime.now(UTC)),
                 "autotune_version": __version__, "results": results}
     try:

@@ -34,17 +34,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
 
 from autotune.errors import InvalidInputError
-from autotune.store import stale
-from autotune.store.models import Search, Trial
+from autotune.store import queries, stale
+from autotune.store.records import StoredSearch, TrialRecord
 from autotune.store.repository import Store
 from autotune.base.files import write_atomically
 from autotune.interchange.share import ExportReport, _iso, known_kernels
 
-__all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document", "select_keys",
-           "key_trials"]
+__all__ = ["T4_VERSION", "FORMAT", "INVALIDITY", "MEASUREMENTS", "export_t4", "t4_document", "select_keys"]
 
 T4_VERSION = "1.0.0"
 """The T4 schema version written (and read)."""
@@ -60,12 +58,12 @@ MEASUREMENTS = (("median_ms", "time", "ms"), ("min_ms", "min_ms", "ms"), ("max_m
 """(trial column, T4 measurement name, unit) of each measured figure."""
 
 
-def _key_of(search: Search) -> dict[str, Any]:
-    d, k = search.device, search.kernel
+def _key_of(search: StoredSearch) -> dict[str, Any]:
+    d = search.device
     return {"device": {"name": d.name, "compute_capability": d.compute_capability, "sm_count": d.sm_count,
                        "total_memory": d.total_memory, "driver_version": d.driver_version,
                        "cuda_version": d.cuda_version},
-            "kernel": {"name": k.name, "source_hash": k.source_hash, "spec_hash": k.spec_hash},
+            "kernel": {"name": search.kernel, "source_hash": search.source_hash, "spec_hash": search.spec_hash},
             "dims": search.dims, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
             "compile_flags": search.compile_flags}
 
@@ -82,10 +80,10 @@ def _times(phases: Mapping[str, float] | None) -> dict[str, Any]:
     return out
 
 
-def _result(trial: Trial, key_index: int) -> dict[str, Any]:
+def _result(trial: TrialRecord, key_index: int) -> dict[str, Any]:
     return {
         "timestamp": _iso(trial.created_at),
-        "configuration": dict(sorted(trial.macros.items())),
+        "configuration": trial.config.as_dict(),
         "objectives": ["time"],
         "times": _times(trial.phases),
         "invalidity": INVALIDITY[trial.status],
@@ -139,17 +137,6 @@ def select_keys(store: Store, *, kernel: Any = None, dims: Mapping[str, int] | s
     return chosen, reasons, unchecked
 
 
-def key_trials(session, record) -> tuple[Search, list[Trial]]:
-    """The search of ``record`` (a BestRecord) and every trial of every search of its key, in
-    stored order (``session``: an open :meth:`Store.session`)."""
-    best_search = session.get(Search, record.search_id)
-    same_key = select(Search.id).where(
-        Search.device_id == best_search.device_id, Search.kernel_id == best_search.kernel_id,
-        Search.dims == best_search.dims, Search.dtype == best_search.dtype,
-        Search.nvcc_version == best_search.nvcc_version, Search.compile_flags == best_search.compile_flags)
-    return best_search, list(session.scalars(select(Trial).where(Trial.search_id.in_(same_key)).order_by(Trial.id)))
-
-
 def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
               dims: Mapping[str, int] | str | list | None = None, device_name: str | None = None,
               include_stale: bool = False, nvcc_version: str | None = None, dtype: str | None = None) -> ExportReport:
@@ -165,11 +152,9 @@ def export_t4(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
     chosen, reasons, unchecked = select_keys(store, kernel=kernel, dims=dims, device_name=device_name,
                                              include_stale=include_stale, nvcc_version=nvcc_version, dtype=dtype)
     keys, results = [], []
-    with store.session() as session:
-        for record in chosen:
-            search, trials = key_trials(session, record)
-            results += [_result(t, len(keys)) for t in trials]
-            keys.append(_key_of(search))
+    for search, trials in queries.key_history(store, chosen):
+        results += [_result(t, len(keys)) for t in trials]
+        keys.append(_key_of(search))
     try:
         text = json.dumps(t4_document(keys, results), indent=1, allow_nan=False) + "\n"
     except ValueError as exc:

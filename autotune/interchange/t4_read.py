@@ -23,15 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES
 from autotune.store import stale
-from autotune.store.models import TRIAL_STATUSES, Search, Trial
+from autotune.store.models import TRIAL_STATUSES
 from autotune.store.repository import Store
-from autotune.store.rows import device_row, kernel_row, update_best
 from autotune.interchange.share import FORMAT as OWN_FORMAT, ImportReport, ResultsFile, known_kernels, load_document, results_of
 from autotune.interchange.share_entry import BIGINT_MAX, Checker, _config, _dims, describe, moment
 from autotune.interchange.t4 import FORMAT, INVALIDITY, MEASUREMENTS, T4_VERSION
@@ -258,49 +255,13 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
             is written.
     """
     study = f"import:{Path(loaded.path).name}"[:1024]
-    return store.transaction(lambda session: _write_t4(session, loaded, study))
-
-
-def _write_t4(session, loaded: T4File, study: str) -> ImportReport:
-    """One attempt of :func:`import_t4`'s transaction in ``session``: counted from nothing."""
-    from autotune.store.key import dims_key
-
     imported = skipped = stale_count = best = 0
-    for index, key in enumerate(loaded.keys):
-        mine = [t for t in loaded.trials if t.key == index]
-        if not mine:
-            continue
-        device = device_row(session, key["device"])
-        kernel = kernel_row(session, key["kernel"], key["source_hash"], key["spec_hash"])
-        session.flush()
-        shape = {"dims": dims_key(key["dims"]), "dtype": key["dtype"], "nvcc_version": key["nvcc_version"],
-                 "compile_flags": key["compile_flags"]}
-        stored = set(session.execute(
-            select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
-            .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
-                   *(getattr(Search, f) == v for f, v in shape.items()))).all())
-        fresh = []
-        for t in mine:  # one pass: a result given twice in the file is stored once
-            if (t.config.key, t.status) not in stored:
-                stored.add((t.config.key, t.status))
-                fresh.append(t)
-        skipped += len(mine) - len(fresh)
-        if not fresh:
-            continue
-        stamps = [t.created_at for t in fresh]
-        search = Search(device=device, kernel=kernel, **shape, study_name=study, sampler="import", seed=None,
-                        started_at=min(stamps), finished_at=max(stamps), status="finished")
-        session.add(search)
-        became = False
-        for number, t in enumerate(fresh):
-            trial = Trial(search=search, number=number, config_key=t.config.key, macros=t.config.as_dict(),
-                          status=t.status, reason=t.reason, phases=t.phases, created_at=t.created_at,
-                          **t.measured)
-            session.add(trial)
-            session.flush()
-            if t.status == "ok":
-                became = update_best(session, search, trial) or became
+    keys = [(index, key, [t for t in loaded.trials if t.key == index]) for index, key in enumerate(loaded.keys)]
+    keys = [(index, key, mine) for index, key, mine in keys if mine]
+    done = store.add_key_trials([(key, mine) for _, key, mine in keys], study_name=study)
+    for (index, _, _), (fresh, left, became) in zip(keys, done):
+        skipped += left
         best += became
-        imported += len(fresh)
-        stale_count += len(fresh) * loaded.stale[index]
+        imported += fresh
+        stale_count += fresh * loaded.stale[index]
     return ImportReport(imported=imported, skipped=skipped, stale=stale_count, best=best)

@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from autotune import settings
+
 __all__ = ["CACHE_ENV", "NVCC_ENV", "building", "cache_dir", "entry_key", "nvcc_environment", "load", "store"]
 
 CACHE_ENV = "AUTOTUNE_CACHE_DIR"
@@ -43,8 +45,8 @@ def nvcc_environment() -> tuple[str, ...]:
 
 def cache_dir() -> Path:
     """The folder of cached cubins: ``$AUTOTUNE_CACHE_DIR`` or ``<user cache dir>/autotune/cubins``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
+    if folder := settings.CACHE_DIR.get():
+        return Path(folder)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("autotune")) / "cubins"

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from autotune import settings
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
@@ -39,7 +40,7 @@ AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
 
 
-WORKERS_ENV = "AUTOTUNE_COMPILE_WORKERS"
+WORKERS_ENV = settings.COMPILE_WORKERS.name
 """Environment variable: how many configs to compile at once ahead of the GPU (0: none)."""
 
 NICE = 10
@@ -63,7 +64,7 @@ def workers() -> int:
     Raises:
         InvalidInputError: the variable is not an integer >= 0.
     """
-    text = os.environ.get(WORKERS_ENV, "").strip()
+    text = settings.COMPILE_WORKERS.get().strip()
     if text:
         if not text.isdigit():
             raise InvalidInputError(f"{WORKERS_ENV}={text!r} is not allowed; give 0 (off) or a number of workers")

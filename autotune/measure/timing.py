@@ -13,7 +13,7 @@ the times the events report, so it is deterministic for given times (the tests d
 a fake device), and an early-stopped config can never be the best (its median is above the
 best median at the time, and the best only gets faster).
 
-Certified timing (:class:`Precision`, issue 40): instead of a fixed count, a config is sampled
+Certified timing (:class:`Precision`): instead of a fixed count, a config is sampled
 until the 95 % confidence interval of its median is narrow enough: half its width at most
 ``rel`` of the median (default 1 %) or ``floor_ms`` (default 0.5 µs), whichever is larger, with
 at least ``min_samples`` and at most ``max_samples`` samples. The interval is the

@@ -18,7 +18,7 @@ from autotune.errors import AutotuneError, NotTunedError
 from autotune.report.bench import BenchLine
 from autotune.store.key import Dims, dims_key, format_shape, parse_dims_key
 from autotune.store.records import BestRecord
-from autotune.store.report_queries import latest_bench_run, latest_search_trials, tried_dims
+from autotune.store.queries import latest_bench_run, latest_search_trials, tried_dims
 from autotune.store.repository import Store
 
 __all__ = ["MissingData", "Figure", "FIGURES", "figure_of", "Heatmap", "BenchData", "ScalingPoint", "Scaling",

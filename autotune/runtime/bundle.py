@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autotune import settings
 from autotune.base import caches
 from autotune.dispatch import Dispatch
 from autotune.dispatch.codec import from_json
@@ -279,7 +280,7 @@ def given_bundle(bundle: str | os.PathLike[str] | None) -> str | None:
     """The bundle a launch reads: ``bundle`` if given, else ``AUTOTUNE_BUNDLE`` (``None``: none)."""
     if bundle is not None:
         return str(bundle)
-    return os.environ.get(ENV) or None
+    return settings.BUNDLE.get() or None
 
 
 def allowed_same_arch(allow: bool | None) -> bool:
@@ -290,7 +291,7 @@ def allowed_same_arch(allow: bool | None) -> bool:
     """
     if allow is not None:
         return bool(allow)
-    value = os.environ.get(ALLOW_ENV, "")
+    value = settings.BUNDLE_ALLOW.get()
     if value not in ("", "same_arch"):
         raise InvalidInputError(f"{ALLOW_ENV}={value!r} is not allowed; allowed: same_arch, or unset")
     return value == "same_arch"

@@ -22,9 +22,9 @@ Instances are not shared between threads (the buffer is refilled per call):
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 
+from autotune import settings
 from autotune.errors import AutotuneError, InvalidInputError
 from autotune.kernel.model import Array
 from autotune.kernel.resets import fill_ops
@@ -43,7 +43,7 @@ def launch_api() -> str:
     Raises:
         InvalidInputError: ``AUTOTUNE_LAUNCH_API`` is something else.
     """
-    chosen = os.environ.get("AUTOTUNE_LAUNCH_API", "")
+    chosen = settings.LAUNCH_API.get()
     if chosen not in ("", "ctypes", "cuda.bindings"):
         raise InvalidInputError(f"AUTOTUNE_LAUNCH_API={chosen!r} is not allowed; allowed: ctypes, cuda.bindings")
     if chosen == "ctypes":

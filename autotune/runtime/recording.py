@@ -64,6 +64,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from autotune import settings
 from autotune.errors import AutotuneError, InvalidInputError, StoreError
 from autotune.runtime import driver
 from autotune.runtime.streams import stream_handle
@@ -637,7 +638,7 @@ def from_environment() -> None:
         if _env_checked:
             return
         _env_checked = True
-        name = os.environ.get(ENV)
+        name = settings.RECORD.get()
         if not name or _active is not None:
             return
         try:

@@ -1,10 +1,10 @@
 """Choosing the winner of a search from the interleaved re-timing of its top configs.
 
 Timings of near-equal configs differ from run to run, so "the fastest" alone would change
-between identical searches. The rule (issue 4):
+between identical searches. The rule:
 
 1. the fastest is the config of lowest pooled median;
-2. its tie group is every config statistically tied with it (issue 40). The rounds are
+2. its tie group is every config statistically tied with it. The rounds are
    interleaved, so in each round a config and the fastest ran under the same clocks and
    temperature: the ratio of their round medians is a paired observation, and from
    :data:`PAIRED_ROUNDS` rounds on a config is tied when the confidence interval of the median

@@ -40,12 +40,12 @@ row, recording which GPU it is, and sends its progress to the parent through a q
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from autotune import settings
 from autotune.kernel.problem import ProblemRef
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
@@ -291,9 +291,7 @@ def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, i
     prints no traceback of the process's exit; SIGTERM then ends it silently."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if compilers is not None:  # this process's compile pool (autotune.measure.pipeline.workers)
-        from autotune.measure.pipeline import WORKERS_ENV
-
-        os.environ[WORKERS_ENV] = str(compilers)
+        settings.COMPILE_WORKERS.set(str(compilers))
     try:
         with stop.deferred():
             stop.unblock()

@@ -11,6 +11,7 @@ waits without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import random
@@ -18,6 +19,8 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import StoreError
@@ -26,7 +29,7 @@ from autotune.base import signals as stop
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-__all__ = ["LOCK_WAIT_S", "BUSY_TIMEOUT_S", "SESSION_BUSY_TIMEOUT_S", "RETRIES", "conflict", "retrying",
+__all__ = ["advisory_lock", "LOCK_WAIT_S", "BUSY_TIMEOUT_S", "SESSION_BUSY_TIMEOUT_S", "RETRIES", "conflict", "retrying",
            "retry_when_locked", "database_error_in", "is_database_error", "configure_sqlite"]
 
 LOCK_WAIT_S = 60.0
@@ -158,3 +161,32 @@ def configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool
             wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
             connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+@contextlib.contextmanager
+def advisory_lock(engine: Any, key: int, errors: Callable[[], AbstractContextManager[None]]) -> Iterator[None]:
+    """Hold PostgreSQL's session advisory lock ``key`` on a connection of its own for the block
+    (:meth:`autotune.store.repository.Store.claim_lock`), taken within ``errors()``; on another
+    database, nothing is held."""
+    from sqlalchemy import text
+
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with errors():
+        connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        except BaseException:
+            connection.invalidate()  # never back to the pool holding (or awaiting) the lock
+            connection.close()
+            raise
+    try:
+        yield
+    finally:
+        try:
+            connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        except BaseException:  # noqa: BLE001  (a lost database: its closing frees the lock)
+            connection.invalidate()
+        finally:
+            connection.close()

@@ -2,8 +2,8 @@
 
 A process's first :func:`autotune.lookup` (and so its first ``autotune.transpose``) reads one to
 three best rows. Opening the database through SQLAlchemy cost that call a quarter of a second
-(importing SQLAlchemy and the ORM models: 339 ms for the first transpose with a database on
-the H100 host, against 61 ms without one; ``benchmarks/results/..._transpose_vs_peers.md``).
+(importing SQLAlchemy and the ORM models; the measurement: benchmarks/README.md, "The first
+lookup without SQLAlchemy").
 :class:`SqliteReader` answers the same reads as :class:`~autotune.store.repository.Store`
 opened ``read_only`` (:meth:`best`, :meth:`find_best`, :attr:`schema_state`, and the trials a
 dispatch is learned from: :meth:`shape_trials`, :meth:`trials_state`), from the same SQL

@@ -13,11 +13,13 @@ from autotune.kernel.dims import NamedDims
 from autotune.store.key import Dims, parse_dims_key
 
 if TYPE_CHECKING:  # records are read without SQLAlchemy too (autotune.store.reader)
+    from autotune.measure.device import DeviceInfo
     from autotune.measure.measurement import Decision, Retiming
     from autotune.store.models import Trial
 
 __all__ = ["TrialRecord", "BestRecord", "ImportedResult", "trial_record", "best_from_row", "MEASURED", "CERTIFIED",
-           "certificate", "certificate_lines"]
+           "certificate", "certificate_lines", "SearchTrials", "SearchIdentity", "BenchRunRows",
+           "StoredSearch", "ExportDetails"]
 
 MEASURED = ("median_ms", "min_ms", "max_ms", "gbps", "pct_memcpy", "registers", "shared_bytes", "launches",
             "pct_copy", "occupancy", "gflops")
@@ -258,3 +260,71 @@ def certificate_lines(cert: Mapping[str, Any] | None) -> list[str]:
     else:
         lines.append("not tied: every other re-timed config is slower, paired over the rounds")
     return lines
+
+
+@dataclass(frozen=True)
+class SearchTrials:
+    """Every trial (ok or failed, in order) of a kernel row on a device of one name for one
+    problem: ``trials`` are mappings of ``macros, status, gbps, gflops, median_ms, config_key``;
+    ``skipped``: why each more recent search identity was left out (stale), most recent first.
+    No trials: every search was left out."""
+
+    device: str
+    source_hash: str
+    trials: tuple[dict[str, Any], ...]
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchIdentity:
+    """What a search's results were measured with, as :func:`autotune.store.stale.stale_reason`
+    reads it (``config``: the macros of one of its ``ok`` trials)."""
+
+    device: str
+    compute_capability: str
+    kernel_id: int
+    source_hash: str
+    spec_hash: str
+    nvcc_version: str
+    compile_flags: str
+    config: Any
+
+
+@dataclass(frozen=True)
+class BenchRunRows:
+    """One stored bench run and its rows (mappings of the ``autotune_bench_rows`` columns asked for)."""
+
+    run_id: int
+    device: str
+    dtype: str
+    memcpy_gbps: float | None
+    l2_mode: str
+    nvcc_version: str
+    created_at: datetime
+    rows: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class StoredSearch:
+    """What a stored search was measured with: its device (all its fields), kernel, problem and build."""
+
+    device: DeviceInfo
+    kernel: str
+    source_hash: str
+    spec_hash: str
+    dims: str
+    dtype: str
+    nvcc_version: str
+    compile_flags: str
+    l2_mode: str | None
+
+
+@dataclass(frozen=True)
+class ExportDetails:
+    """What a results file's entry needs beside a :class:`BestRecord`: the search's device memory
+    and L2 mode, the trial's launches, the best's tie group as stored (``None``: none stored)."""
+
+    total_memory: int
+    l2_mode: str | None
+    launches: int | None
+    tie_group: list[dict[str, Any]] | None

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, select, text
+from sqlalchemy import Engine, create_engine, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,13 +26,13 @@ from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
-from autotune.store import best_sql, locking, rows, study_storage
-from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
+from autotune.store import locking, rows, study_storage
+from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
-from autotune.store.records import (CERTIFIED, MEASURED, BestRecord, ImportedResult, TrialRecord, best_from_row, certificate,
+from autotune.store.records import (CERTIFIED, MEASURED, BestRecord, ImportedResult, TrialRecord, certificate,
                                     trial_record)
-from autotune.store.trial_sql import ShapeTrial, select_shape_trials, select_state, select_trials, shape_trial_from_row
+from autotune.store.queries import Reads
 from . import schema
 
 if TYPE_CHECKING:
@@ -43,8 +43,9 @@ __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"
 T = TypeVar("T")
 
 
-class Store:
-    """The results database at ``url``, a URL the door resolved and checked.
+class Store(Reads):
+    """The results database at ``url``, a URL the door resolved and checked: its writes here,
+    its reads in :class:`~autotune.store.queries.Reads`.
 
     Built by the one door only, :func:`autotune.store.opening.open_results` (which resolves the
     URL once with :func:`~autotune.store.urls.resolve_url` and, for a writable opening, refuses
@@ -257,12 +258,6 @@ class Store:
         (:func:`autotune.store.study_storage.fail_trials_dead_before_heartbeat`); their Optuna ids."""
         return study_storage.fail_trials_dead_before_heartbeat(self, storage, study_name)
 
-    @locking.retry_when_locked
-    def claimed_before(self, study_id: int, trial_id: int, params: Mapping[str, float]) -> bool:
-        """Whether Optuna study ``study_id`` holds a live trial of the config ``params`` older
-        than ``trial_id`` (:func:`autotune.store.study_storage.claimed_before`)."""
-        return study_storage.claimed_before(self, study_id, trial_id, params)
-
     @contextmanager
     def claim_lock(self, name: str) -> Iterator[None]:
         """Hold a lock named ``name`` (a study and a config) against every process on this
@@ -273,27 +268,8 @@ class Store:
         Raises:
             StoreError: the database cannot be used.
         """
-        if self.engine.dialect.name != "postgresql":
+        with locking.advisory_lock(self.engine, study_storage.advisory_key(name), self.errors):
             yield
-            return
-        key = study_storage.advisory_key(name)
-        with self.errors():
-            connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            try:
-                connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
-            except BaseException:
-                connection.invalidate()  # never back to the pool holding (or awaiting) the lock
-                connection.close()
-                raise
-        try:
-            yield
-        finally:
-            try:
-                connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-            except BaseException:  # noqa: BLE001  (a lost database: its closing frees the lock)
-                connection.invalidate()
-            finally:
-                connection.close()
 
     @locking.retry_when_locked
     def start_search(
@@ -409,177 +385,6 @@ class Store:
             best.certificate = certificate(decision)
 
     @locking.retry_when_locked
-    def best(self, key: TuningKey) -> BestRecord | None:
-        """The best stored config of exactly ``key``, or ``None``."""
-        found = self._bests(*best_sql.select_best(best_sql.key_columns(key)))
-        return found[0] if found else None
-
-    def _bests(self, sql: str, params: Mapping[str, Any]) -> list[BestRecord]:
-        """The records of the best rows :mod:`autotune.store.best_sql` selects (none from a
-        read-only opening of a missing database, or of one without autotune's tables)."""
-        if self.read_only and self.schema_state in ("missing", "empty"):
-            return []
-        with self.session() as session:
-            return [best_from_row(row) for row in session.execute(text(sql), params).mappings()]
-
-    @locking.retry_when_locked
-    def key_trials(self, key: TuningKey) -> list[TrialRecord]:
-        """Every trial of every search of exactly ``key`` (a resumed study has several),
-        in the order they were stored."""
-        stmt = (
-            select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
-            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(*rows.key_filter(key), *rows.search_key_filter(key))
-            .order_by(Trial.id)
-        )
-        with self.session() as session:
-            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
-
-    @locking.retry_when_locked
-    def trials_by_key(self, *, kernel: str, dims: Mapping[str, int] | Dims | str, dtype: str,
-                      device_name: str | None = None) -> dict[TuningKey, list[TrialRecord]]:
-        """The trials of every key of ``kernel`` at exactly ``dims`` and ``dtype`` (of a device whose
-        name holds ``device_name``, case ignored), searched or imported, each key's in the order
-        stored; keys sorted by device name, then by their first trial."""
-        text_dims = dims if isinstance(dims, str) else dims_key(tuple(dims.items()) if isinstance(dims, Mapping) else dims)
-        stmt = (
-            select(Trial, Kernel, Device, Search).join(Search, Trial.search_id == Search.id)
-            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(Kernel.name == kernel, Search.dims == text_dims, Search.dtype == dtype)
-            .order_by(Trial.id)
-        )
-        if device_name:
-            escaped = device_name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            stmt = stmt.where(Device.name.ilike(f"%{escaped}%", escape="\\"))
-        if self.read_only and self.schema_state in ("missing", "empty"):
-            return {}
-        keys: dict[TuningKey, list[TrialRecord]] = {}
-        with self.session() as session:
-            for trial, k, d, s in session.execute(stmt):
-                info = DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version,
-                                  d.cuda_version)
-                key = TuningKey(info, k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype,
-                                s.nvcc_version, s.compile_flags)
-                keys.setdefault(key, []).append(trial_record(trial, k.name))
-        return dict(sorted(keys.items(), key=lambda item: (item[0].device.name, item[1][0].id)))
-
-    @locking.retry_when_locked
-    def study_keys(self) -> dict[str, TuningKey]:
-        """The key of each Optuna study a search used, by study name (the study names of imports,
-        ``import:<file>``, name no Optuna study and are left out)."""
-        stmt = (
-            select(Search.study_name, Search.dims, Search.dtype, Search.nvcc_version, Search.compile_flags,
-                   Kernel.name, Kernel.source_hash, Kernel.spec_hash, Device.name, Device.compute_capability,
-                   Device.sm_count, Device.total_memory, Device.driver_version, Device.cuda_version)
-            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(Search.sampler != "import").distinct()
-        )
-        keys: dict[str, TuningKey] = {}
-        with self.session() as session:
-            for (name, dims, dtype, nvcc, flags, kernel, source_hash, spec_hash, device, cc, sms, memory, driver,
-                 cuda) in session.execute(stmt):
-                info = DeviceInfo(device, cc, sms, memory, driver, cuda)
-                keys.setdefault(name, TuningKey(info, kernel, source_hash, spec_hash, parse_dims_key(dims), dtype,
-                                                nvcc, flags))
-        return keys
-
-    @locking.retry_when_locked
-    def shape_trials(self, key: TuningKey) -> list[ShapeTrial]:
-        """Every trial of ``key``'s identity (device model, kernel name and hashes, dtype, nvcc,
-        compile flags) at any dims, in the order stored: what a dispatch is learned from
-        (:mod:`autotune.store.trial_sql`; none from a read-only opening of a missing or empty database)."""
-        if self.read_only and self.schema_state in ("missing", "empty"):
-            return []
-        with self.session() as session:
-            sql, params = select_shape_trials(key)
-            return [shape_trial_from_row(row) for row in session.execute(text(sql), params).mappings()]
-
-    @locking.retry_when_locked
-    def kernel_trials(self, kernel: str, **equal: Any) -> list[ShapeTrial]:
-        """Every trial of kernel name ``kernel`` whose search's fields equal ``equal`` (the filters
-        of :func:`autotune.store.trial_sql.select_trials`: device fields, hashes, dtype, nvcc,
-        compile flags), any dims, in the order stored.
-
-        Raises:
-            ValueError: a filter that is not one.
-        """
-        if self.read_only and self.schema_state in ("missing", "empty"):
-            return []
-        sql, params = select_trials({"kernel": kernel, **equal})
-        with self.session() as session:
-            return [shape_trial_from_row(row) for row in session.execute(text(sql), params).mappings()]
-
-    @locking.retry_when_locked
-    def trials_state(self, kernel: str) -> tuple[int | None, int]:
-        """``(largest trial id, number of trials)`` stored for kernel name ``kernel`` (``(None, 0)``: none)."""
-        if self.read_only and self.schema_state in ("missing", "empty"):
-            return None, 0
-        sql, params = select_state(kernel)
-        with self.session() as session:
-            row = session.execute(text(sql), params).mappings().one()
-            return row["last_id"], row["trial_count"]
-
-    @locking.retry_when_locked
-    def find_best(
-        self, *, kernel: str | None = None, dims: Mapping[str, int] | Dims | str | None = None,
-        dtype: str | None = None, device_name: str | None = None, source_hash: str | None = None,
-        spec_hash: str | None = None,
-    ) -> list[BestRecord]:
-        """Best configs matching every filter given, sorted by device name, kernel, dims (by
-        their values), dtype.
-
-        Args:
-            kernel: the kernel's name (every source and spec of it).
-            dims: exactly these dims: a mapping or :data:`~autotune.store.key.Dims` in the kernel's
-                declared order, or their text form (``"rows=8192,cols=8192"``).
-            device_name: a case-insensitive substring of the device's name.
-        """
-        filters = best_sql.filter_columns(kernel=kernel, dims=dims, dtype=dtype, source_hash=source_hash,
-                                          spec_hash=spec_hash)
-        return best_sql.sorted_bests(self._bests(*best_sql.select_best(filters, device_name)))
-
-    @locking.retry_when_locked
-    def study_trials(self, search_id: int) -> list[TrialRecord]:
-        """Every trial of the study that search ``search_id`` wrote into: the trials of every
-        search of its study name and kernel (a resumed study, the workers of several GPUs), in the
-        order stored (empty for an unknown search)."""
-        with self.session() as session:
-            search = session.get(Search, search_id)
-            if search is None:
-                return []
-            stmt = (
-                select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
-                .join(Kernel, Search.kernel_id == Kernel.id)
-                .where(Search.study_name == search.study_name, Search.kernel_id == search.kernel_id)
-                .order_by(Trial.id)
-            )
-            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
-
-    def pareto_front(self, search_id: int) -> list[TrialRecord]:
-        """The Pareto front of time and energy of the study search ``search_id`` wrote into:
-        its non-dominated valid trials (ms, J per launch), fastest first, one per config
-        (:func:`autotune.store.pareto.front`, derived from :meth:`study_trials`; nothing of it
-        is stored). Failed trials and trials without energy are never on it.
-
-        Raises:
-            StoreError: the database cannot be read.
-        """
-        from autotune.store.pareto import front
-
-        return front(self.study_trials(search_id))
-
-    @locking.retry_when_locked
-    def trials(self, search_id: int) -> list[TrialRecord]:
-        """Every trial of a search, in trial-number order (empty for an unknown search)."""
-        stmt = (
-            select(Trial, Kernel.name).join(Search, Trial.search_id == Search.id)
-            .join(Kernel, Search.kernel_id == Kernel.id)
-            .where(Trial.search_id == search_id).order_by(Trial.number, Trial.id)
-        )
-        with self.session() as session:
-            return [trial_record(trial, name) for trial, name in session.execute(stmt)]
-
-    @locking.retry_when_locked
     def add_imported(self, results: Sequence[ImportedResult], *, study_name: str,
                      sampler: str = "import") -> list[str]:
         """Record imported results in one transaction, each as a finished search (``study_name``,
@@ -593,6 +398,14 @@ class Store:
         """
         with self.session() as session:
             return [rows.add_imported(session, item, study_name, sampler) for item in results]
+
+    def add_key_trials(self, keys: Sequence[tuple[Mapping[str, Any], Sequence[Any]]], *,
+                       study_name: str) -> list[tuple[int, int, bool]]:
+        """Store each key's trials in one transaction (:func:`autotune.store.rows.add_key_trials`:
+        a T4 file's import), run again whole while a concurrent writer refuses it
+        (:meth:`transaction`); returns ``(stored, skipped, became best)`` of each key, in order."""
+        return self.transaction(lambda session: [rows.add_key_trials(session, key, trials, study_name)
+                                                 for key, trials in keys])
 
     @locking.retry_when_locked
     def save_bench_run(self, device: DeviceInfo, dims: Mapping[str, int] | Dims | str, dtype: str,

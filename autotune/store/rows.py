@@ -19,7 +19,7 @@ from autotune.store.models import BenchRow, BenchRun, Best, Device, Kernel, Sear
 from autotune.store.records import ImportedResult
 
 __all__ = ["check_trial", "device_row", "kernel_row", "search_row", "best_key", "update_best", "key_filter",
-           "search_key_filter", "add_imported", "add_bench_run", "BENCH_ROW_FIELDS"]
+           "search_key_filter", "add_imported", "add_key_trials", "add_bench_run", "BENCH_ROW_FIELDS"]
 
 BENCH_ROW_FIELDS = ("name", "kind", "median_ms", "gbps", "pct_memcpy", "config_key", "source", "registers",
                     "shared_bytes", "occupancy", "note", "gflops")
@@ -148,6 +148,44 @@ def add_imported(session: Session, item: ImportedResult, study_name: str, sample
     best.certificate = dict(item.certificate) if item.certificate is not None else None
     session.flush()
     return "best"
+
+
+def add_key_trials(session: Session, key: Mapping[str, Any], trials: Sequence[Any], study_name: str
+                   ) -> tuple[int, int, bool]:
+    """Store ``trials`` (each with ``config``, ``status``, ``reason``, ``phases``, ``created_at``
+    and the mapping ``measured`` of trial columns) of one key (a T4 file's key: ``device``,
+    ``kernel``, ``source_hash``, ``spec_hash``, ``dims``, ``dtype``, ``nvcc_version``,
+    ``compile_flags``) as one finished search of ``study_name``, but those whose config and
+    status the key holds already (or given twice); returns ``(stored, skipped, became best)``."""
+    device = device_row(session, key["device"])
+    kernel = kernel_row(session, key["kernel"], key["source_hash"], key["spec_hash"])
+    session.flush()
+    shape = {"dims": dims_key(key["dims"]), "dtype": key["dtype"], "nvcc_version": key["nvcc_version"],
+             "compile_flags": key["compile_flags"]}
+    stored = set(session.execute(
+        select(Trial.config_key, Trial.status).join(Search, Trial.search_id == Search.id)
+        .where(Search.device_id == device.id, Search.kernel_id == kernel.id,
+               *(getattr(Search, f) == v for f, v in shape.items()))).all())
+    fresh = []
+    for t in trials:  # one pass: a result given twice in the file is stored once
+        if (t.config.key, t.status) not in stored:
+            stored.add((t.config.key, t.status))
+            fresh.append(t)
+    if not fresh:
+        return 0, len(trials), False
+    stamps = [t.created_at for t in fresh]
+    search = Search(device=device, kernel=kernel, **shape, study_name=study_name, sampler="import", seed=None,
+                    started_at=min(stamps), finished_at=max(stamps), status="finished")
+    session.add(search)
+    became = False
+    for number, t in enumerate(fresh):
+        trial = Trial(search=search, number=number, config_key=t.config.key, macros=t.config.as_dict(),
+                      status=t.status, reason=t.reason, phases=t.phases, created_at=t.created_at, **t.measured)
+        session.add(trial)
+        session.flush()
+        if t.status == "ok":
+            became = update_best(session, search, trial) or became
+    return len(fresh), len(trials) - len(fresh), became
 
 
 def add_bench_run(session: Session, device: DeviceInfo, dims: str, dtype: str, nvcc_version: str,

@@ -9,9 +9,7 @@ under the schema lock. Optuna is imported only here, and only when a search asks
 from __future__ import annotations
 
 import hashlib
-import json
 import warnings
-from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,7 +19,7 @@ if TYPE_CHECKING:
     import optuna
 
 __all__ = ["HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
-           "claimed_before", "advisory_key"]
+           "advisory_key"]
 
 HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
@@ -76,7 +74,7 @@ class _Sessions(Protocol):
 
     def errors(self) -> AbstractContextManager[None]: ...
 
-    def session(self) -> AbstractContextManager[Any]: ...
+    def trials_without_heartbeat(self, study_id: int) -> list[int]: ...
 
 
 def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages.RDBStorage,
@@ -93,16 +91,12 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
     """
     import datetime
 
-    import sqlalchemy as sa
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
-    stmt = sa.text("SELECT t.trial_id FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
-                   "WHERE t.study_id = :sid AND t.state = 'RUNNING' AND h.trial_id IS NULL")
     with store.errors():
         sid = storage.get_study_id_from_name(study_name)
-    with store.session() as session:
-        ids = session.execute(stmt, {"sid": sid}).scalars().all()
+    ids = store.trials_without_heartbeat(sid)
     cutoff = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)  # Optuna keeps local time
     failed = []
     with store.errors():
@@ -115,31 +109,6 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
                 except UpdateFinishedTrialError:  # another process failed or finished it first
                     pass
     return failed
-
-
-def claimed_before(store: _Sessions, study_id: int, trial_id: int, params: Mapping[str, float]) -> bool:
-    """Whether Optuna study ``study_id`` holds a live trial of the config ``params`` (each
-    parameter's internal value, as Optuna stores it) older than trial ``trial_id``: RUNNING,
-    COMPLETE, or FAIL with a measured status (not one of :data:`NOT_MEASURED`, nor none: a
-    trial failed by heartbeat). Read through ``store`` in a transaction of its own, after the
-    caller's trial was committed (see :meth:`autotune.search.study.StoredStudy.start`)."""
-    import sqlalchemy as sa
-
-    names = list(params)
-    same = " OR ".join(f"(p.param_name = :n{i} AND p.param_value = :v{i})" for i in range(len(names)))
-    lost = ", ".join(f":x{i}" for i in range(len(NOT_MEASURED)))
-    stmt = sa.text(
-        "SELECT t.trial_id FROM trials t JOIN trial_params p ON p.trial_id = t.trial_id "
-        f"WHERE t.study_id = :sid AND t.trial_id < :mine AND ({same}) AND (t.state IN ('RUNNING', 'COMPLETE') "
-        "OR (t.state = 'FAIL' AND EXISTS (SELECT 1 FROM trial_user_attributes a WHERE a.trial_id = t.trial_id "
-        f"AND a.key = 'status' AND a.value_json NOT IN ({lost})))) "
-        "GROUP BY t.trial_id HAVING COUNT(*) = :n")
-    values: dict[str, Any] = {"sid": study_id, "mine": trial_id, "n": len(names)}
-    values.update({f"n{i}": name for i, name in enumerate(names)})
-    values.update({f"v{i}": float(params[name]) for i, name in enumerate(names)})
-    values.update({f"x{i}": json.dumps(status) for i, status in enumerate(NOT_MEASURED)})
-    with store.session() as session:
-        return session.execute(stmt, values).first() is not None
 
 
 def advisory_key(name: str) -> int:

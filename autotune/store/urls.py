@@ -5,14 +5,14 @@ application's. Below :mod:`autotune.store.repository` (the Store resolves its UR
 
 from __future__ import annotations
 
-import os
 
+from autotune import settings
 from autotune.errors import StoreError
 from autotune.store.location import default_url, sqlite_path
 
 __all__ = ["ENV", "OPTUNA_TABLES", "given_url", "resolve_url", "refuse_foreign", "foreign_tables"]
 
-ENV = "AUTOTUNE_DB"
+ENV = settings.DB.name
 """Environment variable naming the results database's URL (the CLI's ``--db`` reads it too)."""
 
 OPTUNA_TABLES = frozenset({
@@ -26,7 +26,7 @@ the study storage shares autotune's database (:meth:`Store.optuna_storage`)."""
 def given_url(url: str | None = None) -> str:
     """The URL as given: ``url``, else ``$AUTOTUNE_DB``, else ``""`` (the default, not resolved:
     nothing is imported or created). Cheap: what a warm lookup keys its cache by."""
-    return url or os.environ.get(ENV) or ""
+    return url or settings.DB.get() or ""
 
 
 def resolve_url(url: str | None = None, *, create: bool = True) -> str:

@@ -17,7 +17,6 @@ dies without a word fails its problem (``worker died``) and takes no other; the 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue
 import signal
 from collections.abc import Callable, Sequence
@@ -127,11 +126,11 @@ def _worker(ordinal: int, inbox, events, open_benchmark, compilers: int) -> None
     flight ends ``interrupted`` and is reported), compiling on ``compilers`` threads (its share
     of the host's: N full-size nvcc pools on one host made the measuring processes wait for the
     CPU, issue 37)."""
-    from autotune.measure.pipeline import WORKERS_ENV
+    from autotune import settings
     from autotune.search.study import quiet_optuna
     from autotune.workload.job import run_job
 
-    os.environ[WORKERS_ENV] = str(compilers)
+    settings.COMPILE_WORKERS.set(str(compilers))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     quiet_optuna()  # the parent shows the progress
     try:

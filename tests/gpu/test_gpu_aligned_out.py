@@ -9,7 +9,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from gpu_transposes import check_exact, check_views_and_batches
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["smem_aligned_out"]
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (127, 1031), (1031, 127), (64, 64), (4093, 4099)]

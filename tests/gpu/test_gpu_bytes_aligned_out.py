@@ -8,7 +8,7 @@ import pytest
 from autotune.kernel.catalog import KERNELS
 from gpu_transposes import check_exact, check_views_and_batches
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["smem_bytes_aligned_out"]
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (127, 1031), (1031, 127), (128, 128), (4093, 4099)]

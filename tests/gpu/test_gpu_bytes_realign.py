@@ -13,7 +13,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from gpu_transposes import check_exact, check_launched, offset_cases
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["smem_bytes"]
 SHAPES = [(1, 1), (1, 300), (300, 1), (33, 17), (67, 131), (129, 257), (64, 64), (128, 128), (1000, 1003),

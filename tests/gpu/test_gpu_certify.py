@@ -12,7 +12,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.timing import PROBE, Precision
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 
 def bench(device, **options) -> Benchmark:

@@ -12,7 +12,7 @@ import autotune
 from autotune import clear_cache, lookup
 from autotune.kernel.catalog import get_kernel
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 
 def test_an_untuned_shape_takes_the_dispatch_and_launches(tmp_path, device):

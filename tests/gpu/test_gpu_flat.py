@@ -9,7 +9,7 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
 from gpu_transposes import check_exact, check_views_and_batches
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["naive_flat"]
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (33, 65), (16, 16), (9, 20003), (127, 1031), (1031, 127), (4093, 4099)]

@@ -6,7 +6,7 @@ import pytest
 from autotune import clear_cache, lookup, transpose
 from autotune.errors import InvalidInputError
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 SHAPES = [(1, 1), (1, 333), (333, 1), (33, 65), (64, 128), (1000, 3001), (2048, 1024)]
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64"]

@@ -23,8 +23,6 @@ from autotune.measure.timing import EarlyStop
 
 from kernel_files import catalog_doc, write_kernel
 
-pytestmark = pytest.mark.gpu
-
 MOVES = sorted(before.MOVES)
 """The transposes and copies (the matrix products: test_gpu_matmul.py)."""
 SHAPES = [(1, 1), (1, 1000), (1000, 1), (32, 32), (33, 65), (127, 1031), (1024, 512), (2048, 2048)]
@@ -82,6 +80,7 @@ def cubins_built_ahead(device):
         list(pool.map(build, dict.fromkeys(jobs)))
 
 
+@pytest.mark.gpu_slow
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("kernel", MOVES)
 def test_kernel_is_exact_float32(device, kernel, shape):
@@ -95,6 +94,7 @@ def test_kernel_is_exact_float32(device, kernel, shape):
             assert m.gflops is None and m.pct_memcpy is None and m.pct_copy is None  # bounds off
 
 
+@pytest.mark.gpu_slow
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("kernel", MOVES)
 def test_kernel_is_exact_for_every_dtype(device, kernel, dtype):
@@ -106,6 +106,7 @@ def test_kernel_is_exact_for_every_dtype(device, kernel, dtype):
                 bench.verify(*bench.compile(config))  # raises TrialFailed on any mismatch
 
 
+@pytest.mark.gpu
 def test_a_planted_wrong_kernel_is_a_failed_trial(device, tmp_path):
     # copy_row really copies; a kernel file that says it transposes must be refused (square:
     # the shapes agree, the values do not)
@@ -119,6 +120,7 @@ def test_a_planted_wrong_kernel_is_a_failed_trial(device, tmp_path):
     assert info.value.status == "wrong_result" and "elements of out differ from the reference" in info.value.reason
 
 
+@pytest.mark.gpu
 def test_a_block_over_the_device_limit_is_a_resources_failure(device):
     with benchmark(device, "copy_row", (256, 256)) as bench:
         big = Config.of("copy_row", {"TILE_DIM": 64, "BLOCK_ROWS": 32})  # 2048 threads per block
@@ -127,6 +129,7 @@ def test_a_block_over_the_device_limit_is_a_resources_failure(device):
     assert info.value.status == "resources" and "threads per block" in info.value.reason
 
 
+@pytest.mark.gpu
 def test_a_grid_over_the_device_limit_is_a_resources_failure(device, tmp_path):
     # matmul_naive's grid is (cdiv(n, BLOCK_X), cdiv(m, BLOCK_Y)): y over 65535 blocks. The catalog's
     # kernel file declares m's largest ([problem] max), which refuses such dims before any trial; a
@@ -140,6 +143,7 @@ def test_a_grid_over_the_device_limit_is_a_resources_failure(device, tmp_path):
     assert info.value.status == "resources" and "y=65537 > 65535" in info.value.reason
 
 
+@pytest.mark.gpu
 def test_memcpy_copy_and_bandwidth_figures_are_consistent(device):
     with open_benchmark(0, Problem.of(KERNELS["smem_pad"], (4096, 4096), get_dtype("float32")), repeats=20) as bench:
         m = bench.measure(KERNELS["smem_pad"].default_config())
@@ -154,6 +158,7 @@ def test_memcpy_copy_and_bandwidth_figures_are_consistent(device):
         assert m.pct_copy is not None and m.pct_memcpy is not None
 
 
+@pytest.mark.gpu
 def test_device_identity_and_ordinal_range():
     info = query_device(0)
     assert info.compute_capability.count(".") == 1 and info.sm_count > 0 and info.total_memory > 0
@@ -162,6 +167,7 @@ def test_device_identity_and_ordinal_range():
         query_device(99)
 
 
+@pytest.mark.gpu
 def test_a_shape_larger_than_the_gpu_is_refused(device):
     with pytest.raises(InvalidInputError, match="GiB on the GPU"):
         Benchmark(device, Problem.of(KERNELS["smem_pad"], (2**20, 2**20), get_dtype("float64")))

@@ -20,7 +20,7 @@ from autotune.kernel.references import product_tolerance, relative_error, tolera
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.device import open_device
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 MATMULS = before.MATMULS
 SHAPES = [(64, 64, 64), (128, 128, 1), (33, 65, 17), (257, 129, 1031), (1, 1000, 3), (1000, 1, 7), (3, 5, 4096),

@@ -12,7 +12,7 @@ from autotune.cli import app
 from autotune.store.opening import open_results
 from autotune.store.pareto import dominates
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 
 def test_a_time_energy_search_finds_a_non_dominated_front(tmp_path):

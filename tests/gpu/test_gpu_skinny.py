@@ -12,7 +12,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from gpu_transposes import check_exact, check_launched, offset_cases
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["skinny"]
 SHAPES = [(1, 1), (3, 5), (7, 1001), (1001, 7), (33, 517), (517, 33), (64, 129), (65, 4097), (4097, 65),

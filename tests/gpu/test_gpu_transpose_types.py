@@ -6,7 +6,7 @@ import pytest
 
 from autotune.runtime.transpose.op import transpose, transpose_plan
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 SHAPES = [(1, 1), (1, 333), (333, 1), (33, 65), (64, 128), (1000, 3001)]
 TORCH_TYPES = ["bool", "int8", "uint8", "float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "int16", "int32",

@@ -9,7 +9,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from gpu_transposes import check_exact, check_launched
 
-pytestmark = pytest.mark.gpu
+pytestmark = pytest.mark.gpu_slow
 
 KERNEL = KERNELS["smem_vec_realign"]
 SHAPES = [(1, 1), (1, 1001), (1001, 1), (7, 13), (127, 1031), (257, 509), (64, 64), (1000, 1003), (2003, 1999)]

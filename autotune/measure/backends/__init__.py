@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import threading
 from collections.abc import Callable
 
+from autotune import settings
 from autotune.errors import GPUUnavailableError, InvalidInputError
 from autotune.measure.backends.base import Backend
 
 __all__ = ["ENV", "ORDER", "Backend", "register", "names", "installed", "chosen", "get", "use", "created", "reset"]
 
-ENV = "AUTOTUNE_BACKEND"
+ENV = settings.BACKEND.name
 """The environment variable that names the backend (read at each :func:`get` without a name)."""
 ORDER = ("cuda-bindings", "pycuda")
 """Without ``AUTOTUNE_BACKEND``: the first of these that is installed."""
@@ -79,7 +79,7 @@ def chosen() -> str:
     Raises:
         InvalidInputError: ``AUTOTUNE_BACKEND`` names no registered backend.
     """
-    asked = os.environ.get(ENV, "").strip()
+    asked = settings.BACKEND.get().strip()
     if asked:
         if asked not in _FACTORIES:
             raise InvalidInputError(f"{ENV}={asked!r} is not a backend; allowed: {', '.join(_FACTORIES)}")
@@ -122,7 +122,7 @@ def use(name: str) -> Backend:
         InvalidInputError, GPUUnavailableError: as :func:`get`.
     """
     backend = get(name)
-    os.environ[ENV] = name
+    settings.BACKEND.set(name)
     return backend
 
 

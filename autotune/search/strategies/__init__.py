@@ -9,12 +9,14 @@ its :class:`Traits` (what the search loop asks instead of the name).
     s.tell(batch[0], 0.153)    # median ms, or None for a failed config
 
 The contract is :class:`~autotune.search.strategies.base.Strategy`'s; :func:`register` adds
-a strategy (:mod:`autotune.search.strategies.registry`). The search loop
+a strategy (:mod:`autotune.search.strategies.registry`); the built-ins are
+:mod:`autotune.search.strategies.builtin`'s. The search loop
 (:class:`autotune.search.tuner.Tuner`) and a replay of a recorded table use the same objects.
 """
 
 from __future__ import annotations
 
+from autotune.search.strategies import builtin  # noqa: F401 - registers the built-ins
 from autotune.search.strategies.base import Known, Strategy
 from autotune.search.strategies.registry import (DEFAULT_STRATEGY, PARETO_STRATEGY, STRATEGIES, SWEEP_STRATEGY,
                                                  TRAITS, Factory, check_strategy, check_strategy_options, make_strategy,

@@ -1,5 +1,7 @@
-"""The registry of strategies: names, their factories and :class:`~autotune.search.strategies.traits.Traits`,
-and the default (:data:`DEFAULT_STRATEGY`, the one place to change it).
+"""The registry of strategies, its mechanism: names, their factories and
+:class:`~autotune.search.strategies.traits.Traits`, and the default (:data:`DEFAULT_STRATEGY`,
+the one place to change it). The built-ins are registered by
+:mod:`autotune.search.strategies.builtin`, each factory and its options beside its class.
 
 A user's strategy is one :func:`register` call away from ``autotune search --strategy NAME``
 and ``autotune.tune(..., strategy=NAME)`` (its docstring has an example). The factory is called
@@ -16,19 +18,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import types
-import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
+from autotune import settings
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.option_error import OptionError
 from autotune.search.strategies.base import Strategy
-from autotune.search.strategies.traits import StrategyOption, StrategyOptions, Traits
+from autotune.search.strategies.traits import StrategyOptions, Traits
 
 __all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "SWEEP_STRATEGY", "pareto_strategies", "STRATEGIES", "TRAITS", "Factory", "check_strategy",
            "check_strategy_options", "import_user_strategies", "make_strategy", "needs_prior", "register",
@@ -37,14 +37,10 @@ __all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "SWEEP_STRATEGY", "pareto_stra
 DEFAULT_STRATEGY = "tpe_local"
 """The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
 [`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
-shapes): written here only, so that a new default is this one line. ``tpe_local`` (TPE, half
-of its proposals after a start of 5 one-macro steps from the best so far) led plain
-``tpe`` in the mean over the 12 recorded tables at 50 and 100 configs in all four settings
-of issue 35's replay (batch 16 and 1, the default first or not; 8 seeds:
-benchmarks/results/2026-11-27_cpu_search_replay_tpe_variants.md), level at 20. Its start is
-the ``blend`` design over the valid configs (``start=blend``) since it led Optuna's own random
-start in the mean in all four settings at every budget (seeds 100..107 screened, 0..19
-reported: benchmarks/results/2026-11-27_cpu_search_replay_tpe_local_blend_12tables_20seeds.md)."""
+shapes): written here only, so that a new default is this one line. ``tpe_local``: TPE, half
+of its proposals after a start of 5 one-macro steps from the best so far, the start a ``blend``
+design over the valid configs (why it is the default: benchmarks/README.md, "The search
+strategies' evidence")."""
 
 SWEEP_STRATEGY = "grid"
 """The strategy that measures every valid config in the space's order (its traits:
@@ -57,130 +53,6 @@ names none: one whose traits say ``pareto``."""
 
 Factory = Callable[..., Strategy]
 """``factory(space, seed, history, **options)`` -> :class:`Strategy` (module doc)."""
-
-_STARTUP = StrategyOption("startup", 10, low=1, high=100_000,
-                          doc="configs proposed at random before the model proposes (Optuna's n_startup_trials)")
-
-
-_CANDIDATES = StrategyOption("candidates", 24, low=1, high=10_000,
-                             doc="configs TPE draws from its model of the good ones per proposal, keeping the "
-                                 "one of best expected improvement (Optuna's n_ei_candidates)")
-_LOCAL = StrategyOption("local", 0.0, low=0.0, high=1.0,
-                        doc="share of the proposals that are one-macro neighbours of the best config so far "
-                            "(a hill climber's step) instead of the model's")
-
-
-_START = StrategyOption("start", "sampler", choices=("sampler", "random", "spread", "latin", "blend"),
-                        doc="the first configs, while fewer than startup are told: the sampler's own random "
-                            "start (sampler), or a design over the valid configs: uniform (random), "
-                            "space-filling (spread), each macro's values covered evenly (latin), the "
-                            "farthest of the least covered (blend)")
-
-_CENTRES = StrategyOption("centres", 1, low=1, high=1000,
-                          doc="the local share's neighbours are those of this many best configs so far, "
-                              "taken in turn (1: the best's only)")
-
-_LOCAL_FIRST = StrategyOption("local_first", False, doc="a batch lists its local proposals (the best's "
-                                                        "neighbours) before the model's, so they are measured first")
-
-
-def _tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10, candidates: int = 24,
-         local: float = 0.0, start: str = "sampler", centres: int = 1, local_first: bool = False) -> Strategy:
-    """Optuna's TPESampler (Bergstra et al., NeurIPS 2011), multivariate (Falkner et al., 2018),
-    in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads;
-    with ``local``, that share of the proposals are neighbours of the best so far
-    (:mod:`autotune.search.strategies.sampled`)."""
-    import optuna
-
-    from autotune.search.strategies.sampled import Sampled
-
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup,
-                                         n_ei_candidates=candidates)
-    return Sampled(space, sampler, seed, history, name="tpe", local=local, local_after=startup, start=start,
-                   start_until=startup, centres=centres, local_first=local_first)
-
-
-def _tpe_local(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 5, candidates: int = 24,
-               local: float = 0.5, start: str = "blend", centres: int = 1,
-               local_first: bool = False) -> Strategy:
-    """:func:`_tpe` with a start of 5 from the ``blend`` design over the valid configs (at batch
-    16: the whole first batch; :mod:`autotune.search.strategies.sampled`), then half of its
-    proposals one-macro neighbours of the best config so far (a hill climber's step, after
-    Helion's pattern search): the default strategy (:data:`DEFAULT_STRATEGY`)."""
-    return _tpe(space, seed, history, startup=startup, candidates=candidates, local=local, start=start,
-                centres=centres, local_first=local_first)
-
-
-def _gp(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
-    """Optuna's GPSampler: Bayesian optimisation with a Gaussian process and log expected
-    improvement (needs PyTorch: ``pip install torch``; not in an extra, being large)."""
-    import optuna
-
-    from autotune.search.strategies.sampled import Sampled
-
-    sampler = optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False, n_startup_trials=startup)
-    return Sampled(space, sampler, seed, history, name="gp")
-
-
-def _cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
-    """Optuna's CmaEsSampler: CMA-ES (Hansen, 2016) with margin for integer parameters
-    (Hamano et al., GECCO 2022); needs the ``cmaes`` package (``pip install 'cuda-autotune[strategies]'``)."""
-    import optuna
-
-    from autotune.search.strategies.sampled import Sampled
-
-    with warnings.catch_warnings():  # with_margin is "experimental" in Optuna's words
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
-    return Sampled(space, sampler, seed, history, name="cmaes")
-
-
-_POPULATION = StrategyOption("population", 10, low=2, high=10_000,
-                             doc="configs per generation of NSGA-II (Optuna's population_size); the first "
-                                 "generation is random, so keep it well under --trials")
-
-
-def _nsga2(space: SearchSpace, seed: int | None, history: Iterable, population: int = 10,
-           objectives: int = 1) -> Strategy:
-    """Optuna's NSGAIISampler (Deb et al., IEEE TEC 2002): a genetic search whose survivors are
-    ranked by non-domination and crowding distance, over ``objectives`` values minimised together
-    (2, time and energy: a Pareto front; 1: a plain genetic search of the time)."""
-    import optuna
-
-    from autotune.search.strategies.sampled import Sampled
-
-    sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
-    return Sampled(space, sampler, seed, history, name="nsga2", objectives=objectives)
-
-
-def _bandit(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
-    """Local search, an additive model and random sampling, each proposal to the one that paid
-    lately (:mod:`autotune.search.strategies.bandit`, with its sources)."""
-    from autotune.search.strategies.bandit import Bandit
-
-    return Bandit(space, seed, history)
-
-
-def _grid(space: SearchSpace, seed: int | None, history: Iterable, part: tuple[int, int] = (0, 1),
-          last: Config | None = None, objectives: int = 1) -> Strategy:
-    from autotune.search.strategies.simple import Grid
-
-    return Grid(space, seed, history, part=part, last=last)
-
-
-def _random(space: SearchSpace, seed: int | None, history: Iterable, objectives: int = 1) -> Strategy:
-    from autotune.search.strategies.simple import Random
-
-    return Random(space, seed, history)
-
-
-def _transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
-              **options: Any) -> Strategy:
-    """The nearest shapes' bests, tried while they beat the plain search's configs measured
-    beside them, and the plain search ``then`` (:mod:`autotune.search.strategies.transfer`)."""
-    from autotune.search.strategies.transfer import Transfer
-
-    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)
 
 
 _FACTORIES: dict[str, Factory] = {}
@@ -253,32 +125,6 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
     _FACTORIES[name], _TRAITS[name] = factory, traits
 
 
-register("bandit", _bandit)
-register("tpe", _tpe, Traits(options=(_STARTUP, _CANDIDATES, _LOCAL, _START, _CENTRES, _LOCAL_FIRST)))
-register("random", _random, Traits(pareto=True))  # values are not read: any number of objectives
-register(SWEEP_STRATEGY, _grid, Traits(in_order=True, partitions=True, pareto=True))
-register("gp", _gp, Traits(packages=("torch",), options=(_STARTUP,)))
-register("cmaes", _cmaes, Traits(packages=("cmaes",)))
-register("transfer", _transfer, Traits(needs_prior=True, options=(
-    StrategyOption("queue", 8, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
-    StrategyOption("shapes", 4, low=1, high=1000, doc="nearest shapes whose bests are queued"),
-    StrategyOption("probe", 3, low=1, high=1000, doc="the plain search's configs measured before the prior's "
-                                                     "are judged (none of the prior's is asked before them)"),
-    StrategyOption("slack", 0.0, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
-                                                       "1 + slack times the controls' best"),
-    StrategyOption("first", 2, low=1, high=1000, doc="most of the prior's configs asked or measured before "
-                                                     "its verdict"),
-    StrategyOption("share", 0.5, low=0.0, high=1.0, doc="share of the slots a trusted prior takes, interleaved "
-                                                        "with the plain search's, until its queue is done"),
-    StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "tpe_local", "bandit", "random"),
-                   doc="the plain search, told every config; its configs are the prior's controls (the "
-                       "default strategy)"))))
-register(PARETO_STRATEGY, _nsga2, Traits(options=(_POPULATION,), pareto=True))
-register("tpe_local", _tpe_local, Traits(options=(
-    replace(_STARTUP, default=5), _CANDIDATES, replace(_LOCAL, default=0.5), replace(_START, default="blend"), _CENTRES,
-    _LOCAL_FIRST)))
-
-
 def pareto_strategies() -> list[str]:
     """The names of the registered strategies whose traits say ``pareto`` (for messages)."""
     return [name for name, traits in _TRAITS.items() if traits.pareto]
@@ -291,12 +137,12 @@ def import_user_strategies(modules: str | None = None) -> None:
     Raises:
         InvalidInputError: a module that cannot be imported (naming it).
     """
-    modules = os.environ.get("AUTOTUNE_STRATEGIES", "") if modules is None else modules
+    modules = settings.STRATEGIES.get() if modules is None else modules
     for module in filter(None, (m.strip() for m in modules.split(","))):
         try:
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001 - any failure of a user's module is one line
-            raise InvalidInputError(f"AUTOTUNE_STRATEGIES module {module!r} cannot be imported: "
+            raise InvalidInputError(f"{settings.STRATEGIES.name} module {module!r} cannot be imported: "
                                     f"{type(exc).__name__}: {exc}") from None
 
 

@@ -28,9 +28,9 @@ With ``local`` above 0 (``tpe:local=F``), once ``local_after`` configs are told 
 proposals are instead one-macro
 neighbours of the best config told so far (one macro to another of its values; the nearest
 ordinals first, ties in random order), the step of a first-improvement hill climber; they are
-enqueued into the study as fixed trials, so the model learns from them too. This is issue 35's
-hybrid: the hill climber from the default led TPE on smem_vec 2048^2 (0.62 / 0.84 / 0.91 against
-0.24 / 0.42 / 0.62), and in a batch of 16 TPE's constant-liar guesses learn little.
+enqueued into the study as fixed trials, so the model learns from them too: a hybrid of TPE
+and a hill climber (the measurements behind it: benchmarks/README.md, "The search strategies'
+evidence").
 
 With ``start`` other than ``"sampler"``, while fewer than ``start_until`` configs are told (``tpe``:
 its ``startup``; at batch 16 that is the whole first batch, asked before any is measured), the
@@ -52,12 +52,15 @@ from __future__ import annotations
 import random
 import warnings
 from collections.abc import Iterable
+from dataclasses import replace
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies.base import Strategy
+from autotune.search.strategies.traits import StrategyOption
 
-__all__ = ["Sampled", "FAILED_PENALTY", "SPREAD_CANDIDATES", "START_DESIGNS"]
+__all__ = ["Sampled", "FAILED_PENALTY", "SPREAD_CANDIDATES", "START_DESIGNS", "TPE_OPTIONS", "TPE_LOCAL_OPTIONS",
+           "GP_OPTIONS", "NSGA2_OPTIONS", "tpe", "tpe_local", "gp", "cmaes", "nsga2"]
 
 FAILED_PENALTY = 2.0
 """A failed config counts, in the model, as this many times the slowest config told so far."""
@@ -292,3 +295,94 @@ class Sampled(Strategy):
         state = TrialState.FAIL if value is None else TrialState.COMPLETE
         self._study.add_trial(optuna.trial.create_trial(state=state, values=value, params=self._ordinals(config),
                                                         distributions=self._dists))
+
+
+# The built-ins over Optuna's samplers (registered by :mod:`autotune.search.strategies.builtin`):
+# each factory ``factory(space, seed, history, **options)`` and the options its traits declare.
+
+STARTUP = StrategyOption("startup", 10, low=1, high=100_000,
+                         doc="configs proposed at random before the model proposes (Optuna's n_startup_trials)")
+CANDIDATES = StrategyOption("candidates", 24, low=1, high=10_000,
+                            doc="configs TPE draws from its model of the good ones per proposal, keeping the "
+                                "one of best expected improvement (Optuna's n_ei_candidates)")
+LOCAL = StrategyOption("local", 0.0, low=0.0, high=1.0,
+                       doc="share of the proposals that are one-macro neighbours of the best config so far "
+                           "(a hill climber's step) instead of the model's")
+START = StrategyOption("start", "sampler", choices=START_DESIGNS,
+                       doc="the first configs, while fewer than startup are told: the sampler's own random "
+                           "start (sampler), or a design over the valid configs: uniform (random), "
+                           "space-filling (spread), each macro's values covered evenly (latin), the "
+                           "farthest of the least covered (blend)")
+CENTRES = StrategyOption("centres", 1, low=1, high=1000,
+                         doc="the local share's neighbours are those of this many best configs so far, "
+                             "taken in turn (1: the best's only)")
+LOCAL_FIRST = StrategyOption("local_first", False, doc="a batch lists its local proposals (the best's "
+                                                       "neighbours) before the model's, so they are measured first")
+POPULATION = StrategyOption("population", 10, low=2, high=10_000,
+                            doc="configs per generation of NSGA-II (Optuna's population_size); the first "
+                                "generation is random, so keep it well under --trials")
+
+TPE_OPTIONS = (STARTUP, CANDIDATES, LOCAL, START, CENTRES, LOCAL_FIRST)
+"""The options of ``tpe``."""
+TPE_LOCAL_OPTIONS = (replace(STARTUP, default=5), CANDIDATES, replace(LOCAL, default=0.5),
+                     replace(START, default="blend"), CENTRES, LOCAL_FIRST)
+"""The options of ``tpe_local``: ``tpe``'s, with a start of 5 from the ``blend`` design and half
+of the proposals local."""
+GP_OPTIONS = (STARTUP,)
+"""The options of ``gp``."""
+NSGA2_OPTIONS = (POPULATION,)
+"""The options of ``nsga2``."""
+
+
+def tpe(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10, candidates: int = 24,
+        local: float = 0.0, start: str = "sampler", centres: int = 1, local_first: bool = False) -> Strategy:
+    """Optuna's TPESampler (Bergstra et al., NeurIPS 2011), multivariate (Falkner et al., 2018),
+    in its constant-liar mode: configs asked and not yet told count as bad, so a batch spreads;
+    with ``local``, that share of the proposals are neighbours of the best so far (module doc)."""
+    import optuna
+
+    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, n_startup_trials=startup,
+                                         n_ei_candidates=candidates)
+    return Sampled(space, sampler, seed, history, name="tpe", local=local, local_after=startup, start=start,
+                   start_until=startup, centres=centres, local_first=local_first)
+
+
+def tpe_local(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 5, candidates: int = 24,
+              local: float = 0.5, start: str = "blend", centres: int = 1, local_first: bool = False) -> Strategy:
+    """:func:`tpe` with a start of 5 from the ``blend`` design over the valid configs (at batch
+    16: the whole first batch), then half of its proposals one-macro neighbours of the best
+    config so far (a hill climber's step, after Helion's pattern search): the default strategy
+    (:data:`~autotune.search.strategies.registry.DEFAULT_STRATEGY`)."""
+    return tpe(space, seed, history, startup=startup, candidates=candidates, local=local, start=start,
+               centres=centres, local_first=local_first)
+
+
+def gp(space: SearchSpace, seed: int | None, history: Iterable, startup: int = 10) -> Strategy:
+    """Optuna's GPSampler: Bayesian optimisation with a Gaussian process and log expected
+    improvement (needs PyTorch: ``pip install torch``; not in an extra, being large)."""
+    import optuna
+
+    sampler = optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False, n_startup_trials=startup)
+    return Sampled(space, sampler, seed, history, name="gp")
+
+
+def cmaes(space: SearchSpace, seed: int | None, history: Iterable) -> Strategy:
+    """Optuna's CmaEsSampler: CMA-ES (Hansen, 2016) with margin for integer parameters
+    (Hamano et al., GECCO 2022); needs the ``cmaes`` package (``pip install 'cuda-autotune[strategies]'``)."""
+    import optuna
+
+    with warnings.catch_warnings():  # with_margin is "experimental" in Optuna's words
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
+    return Sampled(space, sampler, seed, history, name="cmaes")
+
+
+def nsga2(space: SearchSpace, seed: int | None, history: Iterable, population: int = 10,
+          objectives: int = 1) -> Strategy:
+    """Optuna's NSGAIISampler (Deb et al., IEEE TEC 2002): a genetic search whose survivors are
+    ranked by non-domination and crowding distance, over ``objectives`` values minimised together
+    (2, time and energy: a Pareto front; 1: a plain genetic search of the time)."""
+    import optuna
+
+    sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
+    return Sampled(space, sampler, seed, history, name="nsga2", objectives=objectives)

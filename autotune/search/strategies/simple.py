@@ -11,7 +11,7 @@ from autotune.kernel.space import SearchSpace
 from autotune.search.proposals import GRID_LIMIT, Unmeasured
 from autotune.search.strategies.base import Strategy
 
-__all__ = ["Grid", "Random", "draw_unknown"]
+__all__ = ["Grid", "Random", "draw_unknown", "grid", "random_configs"]
 
 RAW_TRIES = 64
 """Raw random combinations tried for a valid unknown one (a space too large to enumerate)
@@ -99,3 +99,14 @@ def draw_unknown(strategy: Strategy, rng: random.Random, also: set[Config], solv
         if not strategy.known(config) and config not in also and not space.violations(config):
             return config
     return strategy.nearest_unknown(point, also) if solve else None
+
+
+def grid(space: SearchSpace, seed: int | None, history: Iterable, part: tuple[int, int] = (0, 1),
+         last: Config | None = None, objectives: int = 1) -> Strategy:
+    """The ``grid`` strategy's factory (its traits say ``partitions`` and ``pareto``: it reads no value)."""
+    return Grid(space, seed, history, part=part, last=last)
+
+
+def random_configs(space: SearchSpace, seed: int | None, history: Iterable, objectives: int = 1) -> Strategy:
+    """The ``random`` strategy's factory (its traits say ``pareto``: it reads no value)."""
+    return Random(space, seed, history)

@@ -59,25 +59,26 @@ ordered by a distance (here the lookup ladder's shape distance,
 does on the configs measured on this one, not by its distance alone, is the idea of
 M. Feurer, B. Letham and E. Bakshy's ranking-weighted ensemble (RGPE, "Scalable meta-learning
 for Bayesian optimization", arXiv:1802.02219, 2018), here reduced to one comparison of best
-times against the plain search's configs measured in the same batches. The constants were
-chosen on issue 35's replays (benchmarks/transfer_screen.py, seeds 100..107, never the seeds
-a result reports). Options (``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``,
-``share``, ``then``. Measured with ``benchmarks/search_replay.py --ours transfer``
-(benchmarks/results/2026-11-27_cpu_search_replay_transfer_blend_12tables_20seeds.md; the verdict's
-wait for ``first`` prior configs was screened against ``first=1`` on seeds 100..107,
-``..._transfer_blend_screen_seeds100-107.md``).
+times against the plain search's configs measured in the same batches. Options
+(``strategy_options``): ``queue``, ``shapes``, ``probe``, ``slack``, ``first``, ``share``,
+``then``. How the constants were chosen, and what ``transfer`` scores: benchmarks/README.md,
+"The search strategies' evidence".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.strategies.base import Known, Strategy
+from autotune.search.strategies.registry import DEFAULT_STRATEGY, make_strategy
+from autotune.search.strategies.traits import StrategyOption
 
-__all__ = ["Transfer", "QUEUE", "SHAPES", "PROBE", "FIRST", "SLACK", "SHARE", "PAYS", "PATIENCE", "nearest_bests"]
+__all__ = ["Transfer", "QUEUE", "SHAPES", "PROBE", "FIRST", "SLACK", "SHARE", "PAYS", "PATIENCE", "OPTIONS",
+           "nearest_bests", "transfer"]
 
 QUEUE = 8
 """Most configs queued from the nearest shapes' bests."""
@@ -90,8 +91,8 @@ FIRST = 2
 here slower than the controls') is dropped once this many of its configs are measured."""
 SLACK = 0.0
 """The prior is trusted while its best here is at most (1 + SLACK) times the controls' best. 0: while
-it is at least as fast as every control measured (issue 35's screening, seeds 100..107: 0.05 kept
-softmax_rows_flags 4096x1024's mediocre prior, at 1.16 times the optimum, too long at batch 1)."""
+it is at least as fast as every control measured (a larger slack kept a mediocre prior too long:
+benchmarks/README.md, "The search strategies' evidence")."""
 SHARE = 0.5
 """Share of the slots a trusted prior takes (the rest: the plain search's controls), until its queue is done."""
 PAYS = 0.02
@@ -286,3 +287,27 @@ class Transfer(Strategy):
             pays = ms is not None and ms <= best_then * (1 + PAYS)
             self._misses[shape] = 0 if pays else self._misses.get(shape, 0) + 1
         self._judge()
+
+
+OPTIONS = (
+    StrategyOption("queue", QUEUE, low=0, high=1000, doc="most configs queued from the nearest shapes' bests"),
+    StrategyOption("shapes", SHAPES, low=1, high=1000, doc="nearest shapes whose bests are queued"),
+    StrategyOption("probe", PROBE, low=1, high=1000, doc="the plain search's configs measured before the prior's "
+                                                         "are judged (none of the prior's is asked before them)"),
+    StrategyOption("slack", SLACK, low=0.0, high=10.0, doc="the prior is kept while its best here is at most "
+                                                           "1 + slack times the controls' best"),
+    StrategyOption("first", FIRST, low=1, high=1000, doc="most of the prior's configs asked or measured before "
+                                                         "its verdict"),
+    StrategyOption("share", SHARE, low=0.0, high=1.0, doc="share of the slots a trusted prior takes, interleaved "
+                                                          "with the plain search's, until its queue is done"),
+    StrategyOption("then", DEFAULT_STRATEGY, choices=("tpe", "tpe_local", "bandit", "random"),
+                   doc="the plain search, told every config; its configs are the prior's controls (the "
+                       "default strategy)"))
+"""The options of ``transfer`` (``strategy_options``), each defaulting to the constant above."""
+
+
+def transfer(space: SearchSpace, seed: int | None, history: Iterable, then: str = DEFAULT_STRATEGY,
+             **options: Any) -> Strategy:
+    """The ``transfer`` strategy's factory: :class:`Transfer` over the plain search ``then``,
+    built through the registry."""
+    return Transfer(space, seed, history, then=lambda sp, sd: make_strategy(then, sp, sd), **options)

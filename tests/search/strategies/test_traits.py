@@ -108,6 +108,13 @@ def test_the_default_strategy_is_written_in_one_place():
         tree = ast.parse(path.read_text(), str(path))
         own = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and path.parent == FOLDER
                and any(getattr(t, "id", getattr(t, "attr", None)) == "name" for t in n.targets)}  # a strategy's own name
+        if path.parent == FOLDER:  # the name a built-in is registered under, and an option's choices, are names
+            own |= {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                    and getattr(n.func, "id", None) == "register"}
+            own |= {id(c) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "choices"
+                    for c in ast.walk(n.value)}
+            own |= {id(c) for n in ast.walk(tree) if isinstance(n, ast.Assign)  # a factory's name in __all__
+                    and any(getattr(t, "id", None) == "__all__" for t in n.targets) for c in ast.walk(n.value)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value == DEFAULT_STRATEGY and id(node) not in own:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")

@@ -1,0 +1,62 @@
+"""benchmarks/: the maintained drivers and runners (benchmarks/README.md's table) parse, nothing
+else lies at the folder's top, and every benchmarks/ path the docs, the README and the package
+name exists (the archived diagnostics are named under benchmarks/archive/)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+MAINTAINED = {
+    "app_tuning.py", "certify_regret.py", "dispatch_regret.py", "energy_front.py", "large_space_search.py",
+    "launch_overhead.py", "lookup_latency.py", "search_replay.py", "search_replay_ceiling.py",
+    "transpose_vs_peers.py", "unaligned_transpose.py", "examples_launch.py", "warm_l2_transpose.py",
+}
+RUNNERS = {
+    "app_tuning.sh", "certify_regret.sh", "dispatch_regret.sh", "energy_front.sh", "large_space_search.sh",
+    "launch_overhead.sh", "search_replay.sh", "transpose_vs_peers.sh", "unaligned_transpose.sh", "record_tables.sh",
+    "transpose_issue24.sh", "search_smem_pad.sh", "search_throughput.sh", "matmul_4096.sh", "examples_gpu.sh",
+    "gpu_tests.sh", "gpu_info.sh",
+}
+FOLDERS = {"archive", "results", "kernels", "spaces"}
+
+
+def test_the_folder_holds_the_maintained_scripts_only():
+    found = {p.name for p in BENCH.iterdir() if not p.name.startswith(".") and p.name != "__pycache__"}
+    assert found == MAINTAINED | RUNNERS | FOLDERS | {"README.md"}
+    readme = (BENCH / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in MAINTAINED | RUNNERS)
+
+
+@pytest.mark.parametrize("name", sorted(MAINTAINED))
+def test_a_maintained_driver_parses_and_reads_no_private_name_of_the_package(name):
+    """(The archived recording_samples.py read a recording's private fields: such a script breaks
+    silently when they change.)"""
+    tree = ast.parse((BENCH / name).read_text(), name)
+    private = [f"{name}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               and (n.module or "").startswith("autotune") and any(a.name.startswith("_") for a in n.names)]
+    assert private == []
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+@pytest.mark.parametrize("name", sorted(RUNNERS))
+def test_a_runner_parses(name):
+    subprocess.run(["bash", "-n", str(BENCH / name)], check=True)
+
+
+def test_every_benchmarks_path_the_docs_name_exists():
+    texts = [ROOT / "README.md", BENCH / "README.md", BENCH / "archive" / "README.md",
+             *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "autotune").rglob("*.py"))]
+    missing = []
+    for path in texts:
+        for ref in re.findall(r"benchmarks/[A-Za-z0-9_./-]*[A-Za-z0-9_]", path.read_text()):
+            if "..." not in ref and not (ROOT / ref).exists() and not any(ROOT.glob(ref + "*")):
+                missing.append(f"{path.relative_to(ROOT)}: {ref}")
+    assert missing == []
