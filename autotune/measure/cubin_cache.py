@@ -40,7 +40,8 @@ and after ours): set, they change the binary, so they are part of an entry's key
 
 def nvcc_environment() -> tuple[str, ...]:
     """``NAME=value`` of each variable of :data:`NVCC_ENV` set to more than blanks, in that order."""
-    return tuple(f"{name}={os.environ[name]}" for name in NVCC_ENV if os.environ.get(name, "").strip())
+    values = (os.environ.get("NVCC_PREPEND_FLAGS", ""), os.environ.get("NVCC_APPEND_FLAGS", ""))  # NVCC_ENV's order
+    return tuple(f"{name}={value}" for name, value in zip(NVCC_ENV, values) if value.strip())
 
 
 def cache_dir() -> Path:
