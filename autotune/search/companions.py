@@ -67,7 +67,7 @@ class CompanionSearch:
         self.result: SearchResult | None = None
         self.seen: set[Config] = set()
 
-    def open(self, memcpy_gbps=None, copy_gbps=None, l2_mode=None) -> None:
+    def begin(self, memcpy_gbps=None, copy_gbps=None, l2_mode=None) -> None:
         """Open (or create) the companion's study, read what it measured, start its search row.
 
         Raises:

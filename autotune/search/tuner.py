@@ -157,7 +157,7 @@ class Tuner:
         try:
             with store.errors():  # Optuna's storage errors too: one StoreError line
                 for other in self.others:
-                    other.open(tools.memcpy_gbps, tools.copy_gbps, tools.l2_mode)
+                    other.begin(tools.memcpy_gbps, tools.copy_gbps, tools.l2_mode)
                 result.companions = [c.result for c in self.others]
                 self.seen = study.measured(result)
                 self.strategy = self._strategy()
