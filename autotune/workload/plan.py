@@ -108,8 +108,9 @@ def _resolve(p: RecordedProblem) -> tuple[Problem | None, str]:
 def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo, db: str | None,
               resumed: Collection[tuple] = ()) -> list[PlanRow]:
     """A row per problem (budgets 0: :func:`rebudget` sets them), largest expected saving first.
-    A problem of ``resumed`` (identities whose search a signal interrupted) is planned as it was
-    before that search began: the best its partial study stored does not make it ``exact``.
+    A problem of ``resumed`` (identities whose search a signal or a kill interrupted) is planned
+    as it was before that search began: the best its partial study stored does not make it
+    ``exact``, nor count as a tuned shape's gain for the others (:func:`~autotune.workload.gain.observed_gains`).
 
     Raises:
         GPUUnavailableError: no nvcc (the key of a lookup holds its version).
@@ -131,7 +132,9 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
         chosen = lookup(problem, device=device, db=db)
         key = TuningKey.of(problem, device, toolchain)
         again = p.ident in resumed
-        observed, transfer = ([], False) if chosen.rung == "exact" and not again else observed_gains(store, key)
+        partial = {dims for kernel, dims, dtype in resumed if kernel == p.kernel and dtype == p.dtype}
+        observed, transfer = ([], False) if chosen.rung == "exact" and not again else \
+            observed_gains(store, key, partial)
         gain, why = expected_gain("default" if again else chosen.rung, observed)
         saving = (p.gpu_ms or 0.0) * gain
         if again:
