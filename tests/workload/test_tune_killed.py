@@ -146,3 +146,25 @@ def test_a_tuning_on_two_gpus_killed_takes_its_workers_and_resumes_both_searches
     assert (_stored(db, BIG), _stored(db, SMALL)) == (CAP, CAP)
     assert all(spent > 0 for _, _, spent in _results(db).values())
     _nothing_running(db)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_tuning_stopped_by_a_signal_resumes_within_the_trial_cap(signum, db_url, monkeypatch, device_info, tmp_path):
+    """Issue 51 (10): cut after 3 of its 6 trials by SIGTERM or SIGINT, the resumed search
+    measures 3 more: 6 stored, not 9."""
+    from autotune.workload.tune import tune_workload
+
+    record_app(monkeypatch, device_info, db_url, calls=(30, 10, 0))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = _start(db_url, marks, "measure-100000:4")
+    wait_for(proc, marks, "measure-0-100000-4")
+    proc.send_signal(signum)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, output
+    assert _results(db_url)[BIG][:2] == ("interrupted", 3) and _stored(db_url, BIG) == 3
+    fake_gpu(monkeypatch, device_info)
+    outcome = tune_workload("app", budget_s=600, db=db_url, max_trials=CAP, options=SearchOptions(seed=0))
+    big = next(r for r in outcome.tuning.results if r.dims == (("n", 100000),))
+    assert outcome.resumed and big.status == "tuned" and big.trials == CAP and _stored(db_url, BIG) == CAP
+    _nothing_running(db_url)
