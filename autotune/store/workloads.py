@@ -234,14 +234,17 @@ def _recover(session, t: WorkloadTuning, why: str) -> None:
 def _interrupt(session, t: WorkloadTuning, r: WorkloadResult, what: str) -> None:
     """Result ``r`` of tuning ``t``, whose search was cut where no one could store its result
     (``what`` happened), becomes ``interrupted``, its trials and seconds counting what its
-    searches stored: the trials of its key's searches begun since it was handed out (its
-    ``updated_at``; a ``pending`` one: since the tuning began), and the time from then to the
-    last of them. Those searches still ``running`` become ``interrupted``; its next search
-    resumes their study. A ``pending`` one whose key was not searched is left as it is."""
+    searches stored: the trials of its key's searches begun on its GPU since it was handed out
+    (its ``updated_at``; a ``pending`` one: since the tuning began), and the time from then to
+    the last of them. The searches still ``running`` that its job began (of its key, or of the
+    tuning's other problems measured alongside it on its GPU) become ``interrupted``; its next
+    search resumes their study. A ``pending`` one whose key was not searched is left as it is."""
     since = r.updated_at if r.status == "running" else t.started_at
-    searches = [s for s in session.scalars(select(Search).filter_by(device_id=t.device_id, kernel_id=r.kernel_id,
-                                                                    dims=r.dims, dtype=r.dtype))
-                if s.started_at >= since]
+    keys = {(x.kernel_id, x.dims, x.dtype) for x in session.scalars(select(WorkloadResult).filter_by(tuning_id=t.id))}
+    begun = [s for s in session.scalars(select(Search).filter_by(device_id=t.device_id))
+             if s.started_at >= since and (s.kernel_id, s.dims, s.dtype) in keys
+             and (r.gpu_ordinal is None or s.gpu_ordinal is None or s.gpu_ordinal == r.gpu_ordinal)]
+    searches = [s for s in begun if (s.kernel_id, s.dims, s.dtype) == (r.kernel_id, r.dims, r.dtype)]
     if r.status == "pending" and not searches:
         return
     trials, last = 0, None
@@ -254,7 +257,7 @@ def _interrupt(session, t: WorkloadTuning, r: WorkloadResult, what: str) -> None
     r.spent_s += max(0.0, (end - since).total_seconds())
     r.status = "interrupted"
     r.reason = f"{what}; the {trials or 0} trials its search stored are kept and its search is resumed"
-    for s in searches:
+    for s in begun:
         if s.status == "running":
             s.status, s.finished_at = "interrupted", end
 

@@ -72,8 +72,14 @@ def _results(db: str) -> dict[str, tuple]:
 
 
 def _stored(db: str, dims: str) -> int:
+    """Trials stored by the searches of the problem of ``dims`` (not those measured at its shape
+    alongside another problem's search: a companion's, where searches have them)."""
     return _rows(db, "select count(*) from autotune_trials t join autotune_searches s on t.search_id = s.id "
-                     f"where s.dims = '{dims}'")[0][0]
+                     f"where s.dims = '{dims}' and s.sampler not like '%(companion)'")[0][0]
+
+
+def _running_searches(db: str) -> list[int]:
+    return [i for (i,) in _rows(db, "select id from autotune_searches where status = 'running' order by id")]
 
 
 def _nothing_running(db: str) -> None:
@@ -106,7 +112,9 @@ def test_a_tuning_killed_resumes_its_cut_search_counting_what_it_stored(point, s
     assert _rows(db, "select status, owner_pid from autotune_workload_tunings") == [("running", proc.pid)]
     assert _results(db)[cut][:2] == ("running", 0)
     assert (_stored(db, BIG), _stored(db, SMALL)) == stored
-    assert _rows(db, f"select status from autotune_searches where dims = '{cut}'")[-1] == ("running",)
+    assert _rows(db, f"select status from autotune_searches where dims = '{cut}' and sampler not like "
+                     "'%(companion)' order by id")[-1] == ("running",)
+    killed = _running_searches(db)
 
     benches = fake_gpu(monkeypatch, device_info)
     outcome = tune_workload("app", budget_s=600, db=db, max_trials=CAP, options=SearchOptions(seed=0))
@@ -119,7 +127,8 @@ def test_a_tuning_killed_resumes_its_cut_search_counting_what_it_stored(point, s
     assert _stored(db, cut) == CAP and _results(db)[cut][:2] == ("tuned", CAP)  # the rows themselves
     other = next(r for r in outcome.tuning.results if r is not again)  # searched, or measured only where the
     assert other.status in ("tuned", "skipped") and _stored(db, dims_key(other.dims)) == other.trials  # plan expects no gain
-    assert _rows(db, f"select status from autotune_searches where dims = '{cut}' order by id")[0] == ("interrupted",)
+    statuses = dict(_rows(db, "select id, status from autotune_searches"))
+    assert {statuses[i] for i in killed} == {"interrupted"}  # the killed run's search rows, each of them
     _nothing_running(db)
 
 
@@ -129,11 +138,13 @@ def test_a_tuning_on_two_gpus_killed_takes_its_workers_and_resumes_both_searches
     record_app(monkeypatch, device_info, db, calls=(30, 10, 0))
     marks = tmp_path / "marks"
     marks.mkdir()
-    proc = _start(db, marks, "measure:3", gpus=2)
-    wait_for(proc, marks, "measure-0-3", "measure-1-3")
+    proc = _start(db, marks, "measure-100000:3,measure-1000:3", gpus=2)  # each problem's 3rd measurement
+    wait_for(proc, marks, "measure-0-100000-3", "measure-1-1000-3")
     _kill(proc, marks)  # the GPU workers and their measuring processes end with it
     assert sorted(s for s, _, _ in _results(db).values()) == ["running", "running"]
     assert (_stored(db, BIG), _stored(db, SMALL)) == (2, 2)
+    killed = _running_searches(db)
+    assert len(killed) >= 2
 
     (tmp_path / "again").mkdir()
     resumed = _start(db, tmp_path / "again", "", gpus=2)
@@ -145,6 +156,8 @@ def test_a_tuning_on_two_gpus_killed_takes_its_workers_and_resumes_both_searches
     assert {dims: r[:2] for dims, r in _results(db).items()} == {BIG: ("tuned", CAP), SMALL: ("tuned", CAP)}
     assert (_stored(db, BIG), _stored(db, SMALL)) == (CAP, CAP)
     assert all(spent > 0 for _, _, spent in _results(db).values())
+    statuses = dict(_rows(db, "select id, status from autotune_searches"))
+    assert {statuses[i] for i in killed} == {"interrupted"}
     _nothing_running(db)
 
 
