@@ -21,7 +21,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
 from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device
 from autotune.workload.budget import allocate
-from autotune.workload.gain import expected_gain, observed_gains
+from autotune.workload.gain import PRIOR_GAIN, expected_gain, observed_gains
 
 if TYPE_CHECKING:
     from autotune.runtime.lookup import LaunchConfig
@@ -110,7 +110,8 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
     """A row per problem (budgets 0: :func:`rebudget` sets them), largest expected saving first.
     A problem of ``resumed`` (identities whose search a signal or a kill interrupted) is planned
     as it was before that search began: the best its partial study stored does not make it
-    ``exact``, nor count as a tuned shape's gain for the others (:func:`~autotune.workload.gain.observed_gains`).
+    ``exact``, nor count as a tuned shape's gain for the others (:func:`~autotune.workload.gain.observed_gains`),
+    and its search goes on: its expected gain is at least :data:`~autotune.workload.gain.PRIOR_GAIN`.
 
     Raises:
         GPUUnavailableError: no nvcc (the key of a lookup holds its version).
@@ -136,6 +137,8 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
         observed, transfer = ([], False) if chosen.rung == "exact" and not again else \
             observed_gains(store, key, partial)
         gain, why = expected_gain("default" if again else chosen.rung, observed)
+        if again and gain < PRIOR_GAIN:  # its search goes on, whatever other shapes' partial results say
+            gain, why = PRIOR_GAIN, f"its cut search resumed (at least the assumed {PRIOR_GAIN:.0%})"
         saving = (p.gpu_ms or 0.0) * gain
         if again:
             note = note or "its interrupted search is resumed"

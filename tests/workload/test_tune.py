@@ -170,11 +170,10 @@ def test_an_interrupted_tuning_keeps_what_was_measured_and_resumes(monkeypatch, 
     spent = {r.label: r.spent_s for r in outcome.tuning.results}
     assert spent["histogram256 1000 uint8"] >= 3.0  # its first run's seconds count
     statuses = {r.label: r.status for r in outcome.tuning.results}
-    # the interrupted problem is done now: searched, or measured only where the plan, re-made at
-    # the resume, expects no gain from it (its tuned neighbour's best was the default)
-    assert sorted(statuses) == ["histogram256 1000 uint8", "histogram256 100000 uint8", "smem_vec 100x64 float32"]
-    assert statuses["histogram256 100000 uint8"] == statuses["smem_vec 100x64 float32"] == "tuned"
-    assert statuses["histogram256 1000 uint8"] in ("tuned", "skipped")
+    # the interrupted problem's search goes on, even where the plan, re-made at the resume, would
+    # expect no gain from it (its tuned neighbour's best was the default)
+    assert statuses == {"histogram256 1000 uint8": "tuned", "histogram256 100000 uint8": "tuned",
+                        "smem_vec 100x64 float32": "tuned"}
 
 
 def test_the_default_is_kept_where_it_re_times_faster_than_the_winner(monkeypatch, device_info, db_url):
