@@ -172,8 +172,9 @@ class AnyBench(FakeAnyBench):
         self.tag, self.measured = "x".join(str(v) for _, v in problem.dims), 0
         folder = os.environ.get("AUTOTUNE_FAKE_MARKS")
         if folder:  # whole when it appears
-            Path(folder, f".pids-{device.ordinal}-{self.tag}").write_text(f"{os.getpid()} {os.getppid()}")
-            os.replace(Path(folder, f".pids-{device.ordinal}-{self.tag}"), Path(folder, f"pids-{device.ordinal}-{self.tag}"))
+            name = f"pids-{device.ordinal}-{self.tag}"
+            Path(folder, f".{name}").write_text(f"{os.getpid()} {os.getppid()}")
+            os.replace(Path(folder, f".{name}"), Path(folder, name))
 
     def measure(self, config):
         AnyBench.count += 1

@@ -241,8 +241,8 @@ def _interrupt(session, t: WorkloadTuning, r: WorkloadResult, what: str) -> None
     search resumes their study. A ``pending`` one whose key was not searched is left as it is."""
     since = r.updated_at if r.status == "running" else t.started_at
     keys = {(x.kernel_id, x.dims, x.dtype) for x in session.scalars(select(WorkloadResult).filter_by(tuning_id=t.id))}
-    begun = [s for s in session.scalars(select(Search).filter_by(device_id=t.device_id))
-             if s.started_at >= since and (s.kernel_id, s.dims, s.dtype) in keys
+    since_then = select(Search).filter_by(device_id=t.device_id).where(Search.started_at >= since)
+    begun = [s for s in session.scalars(since_then) if (s.kernel_id, s.dims, s.dtype) in keys
              and (r.gpu_ordinal is None or s.gpu_ordinal is None or s.gpu_ordinal == r.gpu_ordinal)]
     searches = [s for s in begun if (s.kernel_id, s.dims, s.dtype) == (r.kernel_id, r.dims, r.dtype)]
     if r.status == "pending" and not searches:
@@ -315,8 +315,9 @@ def beat_tuning(store, tuning_id: int, token: str, wall_s: float) -> bool:
 def finish_tuning(store, tuning_id: int, status: str, wall_s: float, *, token: str | None = None) -> None:
     """Mark tuning ``tuning_id`` ``finished``, ``interrupted`` or ``failed``, its wall time
     ``wall_s`` (all its runs, s). A problem still ``running`` (its result never came back)
-    becomes ``interrupted`` with what its search stored (:func:`_interrupt`). With ``token``: only while the run ``token`` holds it (a tuning
-    another process took over is left to that one).
+    becomes ``interrupted`` with what its search stored (:func:`_interrupt`). With ``token``:
+    only while the run ``token`` holds it (a tuning another process took over is left to that
+    one).
 
     Raises:
         ValueError: another status.
