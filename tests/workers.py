@@ -19,7 +19,9 @@ every measurement appends ``<config key> <pid>`` to ``pids`` in the marker folde
 long the store (and Optuna's engine) wait for a locked SQLite database.
 ``$AUTOTUNE_FAKE_BENCH=any`` measures any kernel's problem on the landscape of
 ``fakes.FakeAnyBench`` (a workload's problems) and marks ``problem-<gpu>-<kernel>-<dims>``
-(measurements are marked and held as above).
+(measurements are marked and held as above, and also per problem, those of its own search: ``measure-<gpu>-<dims>-<n>``,
+held by ``measure-<dims>:N``; ``retime-<gpu>-<dims>`` as its re-timing starts, held by
+``retime-<dims>``; ``pids-<gpu>-<dims>`` holds the measuring process's pid and its parent's).
 """
 
 from __future__ import annotations
@@ -161,18 +163,39 @@ class FakeBench:
 
 class AnyBench(FakeAnyBench):
     """``fakes.FakeAnyBench`` with the markers, holds and delay of :class:`FakeBench`
-    (measurements counted per process)."""
+    (measurements counted per process, and per problem: module doc)."""
 
     count = 0
 
+    def __init__(self, device, problem, failures=None, **shapes):
+        super().__init__(device, problem, failures, **shapes)
+        self.tag, self.measured = "x".join(str(v) for _, v in problem.dims), 0
+        folder = os.environ.get("AUTOTUNE_FAKE_MARKS")
+        if folder:  # whole when it appears
+            name = f"pids-{device.ordinal}-{self.tag}"
+            Path(folder, f".{name}").write_text(f"{os.getpid()} {os.getppid()}")
+            os.replace(Path(folder, f".{name}"), Path(folder, name))
+
     def measure(self, config):
         AnyBench.count += 1
+        self.measured += 1
         mark(f"measure-{self.device.ordinal}-{AnyBench.count}")
-        if held("measure", AnyBench.count):
+        own = not getattr(self, "companion", False)  # not a shape measured alongside another's search
+        if own:
+            mark(f"measure-{self.device.ordinal}-{self.tag}-{self.measured}")
+        if held("measure", AnyBench.count) or (own and held(f"measure-{self.tag}", self.measured)):
             hold(self.device.ordinal, "measure")
         delays = os.environ.get("AUTOTUNE_FAKE_DELAY", "0").split(",")  # as FakeBench's
         time.sleep(float(delays[min(self.device.ordinal, len(delays) - 1)]))
         return super().measure(config)
+
+    def retime(self, configs, rounds):
+        if getattr(self, "companion", False):
+            return super().retime(configs, rounds)
+        mark(f"retime-{self.device.ordinal}-{self.tag}")
+        if held(f"retime-{self.tag}"):
+            hold(self.device.ordinal, "retime")
+        return super().retime(configs, rounds)
 
 
 STICKY_TEXT = "cuCtxSynchronize failed: an illegal memory access was encountered"

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 __all__ = ["SIGNALS", "handling", "deferred", "interruptible", "shielded", "check", "requested", "sleep",
-           "signal_number", "exit_code", "blocked", "unblock", "stop_workers"]
+           "signal_number", "exit_code", "blocked", "unblock", "stop_workers", "die_with_parent"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -192,3 +192,21 @@ def stop_workers(procs, signum: int, join_s: float) -> None:
         proc.join(join_s)
         if proc.is_alive():
             proc.kill()
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask Linux to SIGKILL this process when its parent ends (``PR_SET_PDEATHSIG``; elsewhere
+    nothing): a measuring child, a GPU worker, never outlives the process that started it,
+    even one killed without a word. ``parent``: the pid the caller was started by; where this
+    process has been re-parented already (its parent died before the request took effect), it
+    ends now."""
+    import ctypes
+    import contextlib
+    import os
+    import sys
+
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)

@@ -27,11 +27,9 @@ the child and re-raises) and is killed by the kernel if the parent dies (Linux
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import pickle
 import signal
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -80,13 +78,6 @@ class _Header:
     energy_note: str | None = None
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent ends (elsewhere: nothing)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _driver_errors() -> tuple[type[BaseException], ...]:
     """The driver errors of the backends this process made (:mod:`autotune.measure.backends`)."""
     from autotune.measure import backends
@@ -124,7 +115,7 @@ def _child(conn, opener, ordinal: int, ref, options: dict) -> None:
     """Body of the measuring process: resolve the problem (``ref``, a
     :class:`~autotune.kernel.problem.ProblemRef`), open the benchmark, send its header, answer
     requests until the pipe closes or ``None`` comes."""
-    _die_with_parent()
+    stop.die_with_parent()
     for s in stop.SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     stop.unblock()  # they came blocked (see IsolatedBenchmark._start); ignored from now on

@@ -298,8 +298,9 @@ TUNING_STATUSES = ("running", "finished", "interrupted", "failed")
 
 #: What a tuning did to one problem: ``pending`` (not reached yet), ``tuned`` (searched and
 #: measured), ``skipped`` (no budget, or tuned already: measured only), ``failed`` (with its
-#: reason), ``interrupted`` (Ctrl-C during its search: what was measured is kept).
-RESULT_STATUSES = ("pending", "tuned", "skipped", "failed", "interrupted")
+#: reason), ``interrupted`` (Ctrl-C during its search, or its process killed: what was measured
+#: is kept), ``running`` (handed to a GPU, being tuned now).
+RESULT_STATUSES = ("pending", "tuned", "skipped", "failed", "interrupted", "running")
 
 
 class Workload(Base):
@@ -346,7 +347,10 @@ class WorkloadCalls(Base):
 
 class WorkloadTuning(Base):
     """One ``autotune tune NAME`` on one device model: its budget (GPU seconds, all GPUs
-    together), the GPUs it ran on, its wall time so far (summed over resumed runs)."""
+    together), the GPUs it ran on, its wall time so far (summed over resumed runs), and the
+    process running it (``owner_*``: host name, pid, a token of its run; ``heartbeat_at``: when
+    it last said it is alive): a ``running`` tuning whose process is gone is resumed
+    (:mod:`autotune.store.leases`)."""
 
     __tablename__ = "autotune_workload_tunings"
     __table_args__ = (CheckConstraint(_in("status", TUNING_STATUSES), name="status_valid"),)
@@ -360,6 +364,10 @@ class WorkloadTuning(Base):
     wall_s: Mapped[float] = mapped_column(Float, default=0.0)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    owner_token: Mapped[str | None] = mapped_column(String(32))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     workload: Mapped[Workload] = relationship()
     device: Mapped[Device] = relationship()

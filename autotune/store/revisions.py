@@ -16,7 +16,7 @@ __all__ = ["VERSION_TABLE", "REVISIONS", "HEAD_REVISION", "revision_state", "new
 VERSION_TABLE = "autotune_alembic_version"
 """Our Alembic version table (Optuna's RDB storage keeps its own ``alembic_version``)."""
 
-REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
+REVISIONS: tuple[str, ...] = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
 """Every revision of ``migrations/versions``, oldest first: what a read-only opening compares
 a database's revision with, without parsing the migrations (a new migration adds its id
 here; ``tests/store/test_schema_migrations.py`` fails until it does)."""

@@ -17,6 +17,7 @@ A heuristic of this project (issue 34), from what the database holds:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -37,17 +38,18 @@ SHAPES = 8
 """Nearest tuned shapes whose gains are read."""
 
 
-def observed_gains(store: Store, key: TuningKey) -> tuple[list[float], bool]:
+def observed_gains(store: Store, key: TuningKey, partial: Collection = ()) -> tuple[list[float], bool]:
     """``1 - best / default`` of the :data:`SHAPES` tuned shapes of ``key``'s kernel and dtype
     nearest to its dims on its device model (fresh results only; each clipped to 0..0.95;
-    shapes without a measured default left out), and whether any other shape is tuned there
-    (a ``transfer`` search has something to start from)."""
+    shapes without a measured default left out; shapes of ``partial``, dims whose search was
+    cut and is resumed, left out too: their best is not a search's result), and whether any
+    other shape is tuned there (a ``transfer`` search has something to start from)."""
     problem = key.problem
     kernel = problem.kernel if problem is not None else None
     found = [r for r in store.find_best(kernel=key.kernel, dtype=key.dtype, source_hash=key.source_hash,
                                         spec_hash=key.spec_hash)
-             if r.device_name == key.device.name and r.dims != key.dims and [n for n, _ in r.dims] ==
-             [n for n, _ in key.dims]]
+             if r.device_name == key.device.name and r.dims != key.dims and r.dims not in partial
+             and [n for n, _ in r.dims] == [n for n, _ in key.dims]]
     if kernel is not None:
         found = stale.partition(found, {kernel.name: kernel}, key.nvcc_version).current
     found.sort(key=lambda r: shape_distance(r.dims, key.dims))

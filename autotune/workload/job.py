@@ -16,6 +16,11 @@ default comes out faster than the winner by more than :data:`NOISE`, the default
 key's best (what the runtime then picks), so no problem ends slower than its default. A job
 without a budget only measures the default and what the runtime picks today.
 
+The tuning's trial cap (``options.trials``: ``--max-trials``) holds per problem over every
+run of the tuning: a resumed search measures what is left of it after the trials its row
+counts already, and one with none left is not searched again: the key's best its earlier
+runs stored is re-timed against the default as a search's winner would be.
+
 A problem that fails (its kernel cannot load, no config of its search ran, the measuring
 process cannot start) is a result with its reason; it never stops the others.
 """
@@ -119,8 +124,12 @@ def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) 
 def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:
     from autotune.search.on_gpu import search_on_gpu
 
+    left = job.options.trials - job.result.trials  # the tuning's cap (TRIALS unless given), over its runs
+    if left <= 0:
+        _cap_reached(job, problem, ordinal, open_benchmark, precheck, result)
+        return
     options = job.options.replace(timeout=max(1.0, job.budget_s - OVERHEAD_S), strategy=job.strategy or DEFAULT_STRATEGY,
-                                  resume=True)  # trials: the tuning's cap (TRIALS unless given)
+                                  resume=True, trials=left)
     space = problem.kernel.space(options.space)
 
     def on_trial(outcome, found) -> None:  # counted as they come: an interrupted search keeps its count
@@ -158,6 +167,35 @@ def _compare(bench, problem, winner: Config, result: ProblemResult, store, key) 
         result.config_key, result.tuned_ms = default.key, d.pooled_median_ms
         result.reason = (f"the default re-timed {w.pooled_median_ms / d.pooled_median_ms - 1:.1%} faster than the "
                          f"search's winner {winner.key}: kept as the best")
+
+
+def _cap_reached(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:
+    """A problem whose earlier runs measured the tuning's trial cap: not searched again; the
+    key's best they stored is re-timed against the default (:func:`_compare`)."""
+    from autotune.measure import benchmark, isolation
+    from autotune.measure.toolchain import Toolchain
+    from autotune.runtime.lookup import lookup
+    from autotune.store.key import TuningKey
+    from autotune.store.opening import open_store
+
+    opener = open_benchmark or benchmark.open_benchmark
+    store = open_store(job.options.db)
+    try:
+        with isolation.open_isolated(opener, ordinal, problem, trial_timeout=job.options.trial_timeout,
+                                     precheck=precheck, **job.options.benchmark_options()) as bench:
+            chosen = lookup(problem, device=bench.device, db=job.options.db)
+            if chosen.rung != "exact":
+                result.status, result.reason = "failed", (f"no config ran in its {job.result.trials} trials "
+                                                          f"(--max-trials {job.options.trials})")
+                return
+            key = TuningKey.of(problem, bench.device, Toolchain.of(bench.device.arch))
+            _compare(bench, problem, chosen.config, result, store, key)
+    finally:
+        store.close()
+    if result.status != "failed":
+        result.status = "tuned"
+        result.reason = result.reason or (f"its {job.result.trials} trials (--max-trials {job.options.trials}) were "
+                                          "measured by earlier runs: their best re-timed against the default")
 
 
 def _measure_only(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:

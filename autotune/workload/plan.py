@@ -20,7 +20,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
 from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device, resolve_recorded
 from autotune.workload.budget import allocate
-from autotune.workload.gain import expected_gain, observed_gains
+from autotune.workload.gain import PRIOR_GAIN, expected_gain, observed_gains
 
 if TYPE_CHECKING:
     from autotune.runtime.lookup import LaunchConfig
@@ -99,8 +99,10 @@ def _resolve(p: RecordedProblem) -> tuple[Problem | None, str]:
 def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo, db: str | None,
               resumed: Collection[tuple] = ()) -> list[PlanRow]:
     """A row per problem (budgets 0: :func:`rebudget` sets them), largest expected saving first.
-    A problem of ``resumed`` (identities whose search a signal interrupted) is planned as it was
-    before that search began: the best its partial study stored does not make it ``exact``.
+    A problem of ``resumed`` (identities whose search a signal or a kill interrupted) is planned
+    as it was before that search began: the best its partial study stored does not make it
+    ``exact``, nor count as a tuned shape's gain for the others (:func:`~autotune.workload.gain.observed_gains`),
+    and its search goes on: its expected gain is at least :data:`~autotune.workload.gain.PRIOR_GAIN`.
 
     Raises:
         GPUUnavailableError: no nvcc (the key of a lookup holds its version).
@@ -122,8 +124,12 @@ def plan_rows(store: Store, problems: list[RecordedProblem], device: DeviceInfo,
         chosen = lookup(problem, device=device, db=db)
         key = TuningKey.of(problem, device, toolchain)
         again = p.ident in resumed
-        observed, transfer = ([], False) if chosen.rung == "exact" and not again else observed_gains(store, key)
+        partial = {dims for kernel, dims, dtype in resumed if kernel == p.kernel and dtype == p.dtype}
+        observed, transfer = ([], False) if chosen.rung == "exact" and not again else \
+            observed_gains(store, key, partial)
         gain, why = expected_gain("default" if again else chosen.rung, observed)
+        if again and gain < PRIOR_GAIN:  # its search goes on, whatever other shapes' partial results say
+            gain, why = PRIOR_GAIN, f"its cut search resumed (at least the assumed {PRIOR_GAIN:.0%})"
         saving = (p.gpu_ms or 0.0) * gain
         if again:
             note = note or "its interrupted search is resumed"

@@ -12,11 +12,15 @@ and SIGTERM blocked and unblock them once their handlers are in place; the paren
 signal on to every worker (each stops its search, its measured trials stored, and reports its
 problem ``interrupted``), waits for them, stores their results and re-raises. A worker that
 dies without a word fails its problem (``worker died``) and takes no other; the others go on.
+A parent killed without a word (SIGKILL) takes its workers with it (Linux ``PR_SET_PDEATHSIG``:
+:func:`autotune.base.signals.die_with_parent`; elsewhere a worker ends at its next job), so no
+orphan goes on measuring; the next ``autotune tune`` resumes what they were tuning.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import signal
 from collections.abc import Callable, Sequence
@@ -39,7 +43,7 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
     Raises:
         KeyboardInterrupt: after every worker stopped and their results were saved.
     """
-    from autotune.workload.schedule import Progress
+    from autotune.workload.schedule import Progress, handed_out
 
     from autotune.measure.pipeline import workers
 
@@ -56,6 +60,8 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
         if job is None:
             inboxes[ordinal].put(None)
             return
+        with stop.shielded():
+            save(handed_out(job, ordinal))
         jobs[ordinal] = job
         inboxes[ordinal].put(job)
         if on_progress is not None:
@@ -76,7 +82,7 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
         try:
             for o in ordinals:
                 procs[o] = context.Process(target=_worker, args=(o, inboxes[o], events, benchmark.open_benchmark,
-                                                                 compilers),
+                                                                 compilers, os.getpid()),
                                            daemon=False)  # not daemonic: its jobs measure in a child of their own
                 with stop.blocked():
                     procs[o].start()
@@ -121,15 +127,16 @@ def _stop(procs, events, take, signum: int) -> None:
             break
 
 
-def _worker(ordinal: int, inbox, events, open_benchmark, compilers: int) -> None:
+def _worker(ordinal: int, inbox, events, open_benchmark, compilers: int, parent: int) -> None:
     """Body of one GPU's worker: run each job sent until ``None`` (or a signal: the job in
-    flight ends ``interrupted`` and is reported), compiling on ``compilers`` threads (its share
-    of the host's: N full-size nvcc pools on one host made the measuring processes wait for the
-    CPU, issue 37)."""
+    flight ends ``interrupted`` and is reported; or the end of its ``parent``), compiling on
+    ``compilers`` threads (its share of the host's: N full-size nvcc pools on one host made
+    the measuring processes wait for the CPU, issue 37)."""
     from autotune import settings
     from autotune.search.study import quiet_optuna
     from autotune.workload.job import run_job
 
+    stop.die_with_parent(parent)
     settings.COMPILE_WORKERS.set(str(compilers))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     quiet_optuna()  # the parent shows the progress
@@ -141,6 +148,8 @@ def _worker(ordinal: int, inbox, events, open_benchmark, compilers: int) -> None
                     job = inbox.get(timeout=0.2)
                 except queue.Empty:
                     stop.check()  # a signal while waiting: stop
+                    if os.getppid() != parent:  # the parent is gone (where nothing killed this worker with it)
+                        return
                     continue
                 if job is None:
                     return

@@ -11,7 +11,7 @@ shapes too, so each compile serves every shape of the kernel.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autotune.search.options import SearchOptions
 from autotune.store.workload_records import ProblemResult
@@ -19,7 +19,7 @@ from autotune.workload.budget import allocate
 from autotune.workload.job import Job
 from autotune.workload.plan import PlanRow
 
-__all__ = ["DONE", "Progress", "Scheduler"]
+__all__ = ["DONE", "Progress", "Scheduler", "handed_out"]
 
 DONE = ("tuned", "skipped", "failed")
 """Result statuses a resumed tuning does not run again."""
@@ -36,6 +36,12 @@ class Progress:
     budget_s: float
     left: int
 
+def handed_out(job: Job, ordinal: int) -> ProblemResult:
+    """The row of ``job``'s problem as it is handed to GPU ``ordinal``: ``running``, with its
+    budget and strategy (stored before the job runs, so a tuning killed meanwhile knows which
+    problem it cut: :func:`autotune.store.workloads.open_tuning`)."""
+    return replace(job.result, status="running", gpu_ordinal=ordinal, budget_s=job.budget_s, strategy=job.strategy,
+                   reason=None)
 
 
 def _same_kernel(row: PlanRow, other: PlanRow) -> bool:

@@ -17,9 +17,17 @@ first, on one GPU or several at once, and measure the workload before and after.
    :class:`~autotune.workload.job.Job`: a search, then the default and the chosen config
    re-timed against each other. A problem whose search is not worth a budget (tuned
    already, or none left) is measured only.
-4. Every result is stored as it comes (``autotune_workload_results``). SIGINT or SIGTERM
-   stops every GPU: what was measured is kept, the tuning is ``interrupted`` and running the
-   same command again resumes it.
+4. Every result is stored as it comes (``autotune_workload_results``; a problem handed to a
+   GPU is ``running`` until its result comes). SIGINT or SIGTERM stops every GPU: what was
+   measured is kept, the tuning is ``interrupted`` and running the same command again
+   resumes it. The tuning row names this process and a heartbeat thread keeps it fresh
+   (:mod:`autotune.store.leases`): a tuning killed without a word (SIGKILL) is resumed by the
+   same command as an interrupted one, the trials and seconds its cut search stored
+   counted (:func:`autotune.store.workloads.open_tuning`); one running now in a live process
+   is refused (:class:`~autotune.store.workloads.TuningBusy`). GPU workers die with this
+   process.
+5. ``max_trials`` caps each problem's trials over every run of the tuning: a resumed search
+   measures what is left of it (:func:`autotune.workload.job.run_job`).
 
 The totals: each problem's GPU time per call at the default config and at the chosen one,
 weighted by its recorded calls, summed (:class:`TuningOutcome`).
@@ -38,7 +46,7 @@ from autotune.search.options import SearchOptions
 from autotune.store.workload_records import ProblemResult, TuningRecord
 from autotune.workload.job import TRIALS, run_job
 from autotune.workload.plan import PlanRow, merged, plan_rows
-from autotune.workload.schedule import Progress, Scheduler
+from autotune.workload.schedule import Progress, Scheduler, handed_out
 
 __all__ = ["TuningOutcome", "tune_workload"]
 
@@ -87,8 +95,8 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
         options: the searches' options (``repeats``, ``trial_timeout``, ``seed``, ``space``
             ...; ``trials``, ``timeout``, ``strategy`` and ``resume`` are set per problem);
             ``db`` is taken from here.
-        max_trials: at most this many configs measured per problem (default: its budget or
-            its space ends its search).
+        max_trials: at most this many configs measured per problem, over every run of the
+            tuning (default: its budget or its space ends its search).
         on_plan: called with the plan's rows and whether the tuning is resumed, before the first search.
         on_progress: called as each problem starts and ends (:class:`Progress`).
 
@@ -97,13 +105,15 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
         InvalidInputError: a bad name or devices, GPUs of several models.
         GPUUnavailableError: no GPU, CUDA backend or nvcc.
         StoreError: the database cannot be used.
+        TuningBusy: this tuning is running now in another live process.
         KeyboardInterrupt: SIGINT or SIGTERM, after every GPU stopped and what was measured
             was stored (the tuning is then ``interrupted``: run it again to resume).
     """
     from autotune.measure import device as devices_module
     from autotune.search.workers import check_one_model
+    from autotune.store import leases
     from autotune.store.opening import open_reader, open_store
-    from autotune.store.workloads import finish_tuning, open_tuning, save_result, workload_problems
+    from autotune.store.workloads import beat_tuning, finish_tuning, open_tuning, save_result, workload_problems
 
     options = SearchOptions.of(options, db=db) if db is not None else (options or SearchOptions())
     if max_trials is not None:
@@ -126,21 +136,25 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
         try:
             problems = merged(workload_problems(store, name))
             rows = plan_rows(store, problems, infos[0], store.url)
+            owner = leases.Owner.mine()
             tuning, resumed = open_tuning(store, name, infos[0], budget_s, len(ordinals),
-                                          [_result_of(r) for r in rows])
+                                          [_result_of(r) for r in rows], owner=owner)
+            before = tuning.wall_s  # the wall time of its earlier runs
             results = {r.ident: r for r in tuning.results}
-            interrupted = {r.ident for r in tuning.results if r.status == "interrupted"}
-            if interrupted:  # their partial bests are not what they were planned on
-                rows = plan_rows(store, problems, infos[0], store.url, resumed=interrupted)
-            for r in rows:  # a kernel that cannot be loaded any more: its row says so
-                if r.problem is None and results[r.recorded.ident].status == "pending":
-                    results[r.recorded.ident] = _result_of(r)
-                    save_result(store, tuning.id, results[r.recorded.ident])
-            if on_plan is not None:
-                on_plan(rows, resumed)
-            scheduler = Scheduler(rows, results, budget_s, options.replace(db=store.url))
             status = "interrupted"
+            beating = leases.Heartbeat(owner.token, lambda: beat_tuning(
+                store, tuning.id, owner.token, before + time.monotonic() - started)).start()
             try:
+                interrupted = {r.ident for r in tuning.results if r.status == "interrupted"}
+                if interrupted:  # their partial bests are not what they were planned on
+                    rows = plan_rows(store, problems, infos[0], store.url, resumed=interrupted)
+                for r in rows:  # a kernel that cannot be loaded any more: its row says so
+                    if r.problem is None and results[r.recorded.ident].status == "pending":
+                        results[r.recorded.ident] = _result_of(r)
+                        save_result(store, tuning.id, results[r.recorded.ident])
+                if on_plan is not None:
+                    on_plan(rows, resumed)
+                scheduler = Scheduler(rows, results, budget_s, options.replace(db=store.url))
                 if len(ordinals) == 1:
                     _one_gpu(scheduler, ordinals[0], store, tuning.id, on_progress)
                 else:
@@ -150,10 +164,11 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
                 status = "finished"
             finally:
                 wall = time.monotonic() - started
-                with stop.shielded():
-                    finish_tuning(store, tuning.id, status, wall)
-                    tuning = replace(tuning, results=[scheduler.results[r.ident] for r in tuning.results],
-                                     status=status, wall_s=tuning.wall_s + wall)
+                with stop.shielded():  # the scheduler keeps each result in ``results`` as it comes
+                    beating.stop()
+                    finish_tuning(store, tuning.id, status, before + wall, token=owner.token)
+                    tuning = replace(tuning, results=[results[r.ident] for r in tuning.results],
+                                     status=status, wall_s=before + wall)
         finally:
             store.close()
             caches.clear_cache()  # this process's lookups read the tuned configs from now on
@@ -169,6 +184,8 @@ def _one_gpu(scheduler: Scheduler, ordinal: int, store, tuning_id: int, on_progr
         job = scheduler.next()
         if job is None:
             return
+        with stop.shielded():
+            save_result(store, tuning_id, handed_out(job, ordinal))
         if on_progress is not None:
             on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left))
         result = run_job(job, ordinal)

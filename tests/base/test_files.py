@@ -132,6 +132,8 @@ ALLOWED_FILE_CALLS = {
         "nvcc's output, k.cubin, in a temporary folder autotune made for the build",
     ("autotune/store/schema.py", "init_lock", "open"):
         "SQLite's lock file <db>.lock, autotune's own, beside the database",
+    ("autotune/store/leases.py", "pid_alive", "open"):
+        "the kernel's /proc/<pid>/stat: whether a tuning's process is a zombie",
 }
 FILE_CALLS = {"open", "fdopen", "read_text", "read_bytes"}
 

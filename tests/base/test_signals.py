@@ -198,3 +198,15 @@ def test_sigterm_stops_every_worker_and_exits_143(tmp_path, run, cpu_load):
     assert rows(db, "select gpu_ordinal, status from autotune_searches order by gpu_ordinal") == [
         (0, "interrupted"), (1, "interrupted")], output
     assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
+
+
+def test_a_process_whose_parent_is_gone_already_ends_at_die_with_parent():
+    """A GPU worker or measuring child asks to die with its parent; one re-parented before it
+    asked (its parent killed meanwhile) ends at once instead of going on as an orphan."""
+    import subprocess
+    import sys
+
+    code = "from autotune.base.signals import die_with_parent; import os; die_with_parent(os.getppid()); print('on')"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "on\n"
+    gone = subprocess.run([sys.executable, "-c", code.replace("os.getppid()", "-7")], capture_output=True, text=True)
+    assert (gone.returncode, gone.stdout) == (1, "")

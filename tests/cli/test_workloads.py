@@ -74,6 +74,29 @@ def test_tune_prints_the_measured_workload_before_and_after(monkeypatch, device_
     assert r.exit_code == 0 and "exact" in r.output and "tuned already" in r.output
 
 
+def test_tune_refuses_a_tuning_running_in_a_live_process_in_one_line(monkeypatch, device_info, db_url):
+    from autotune.store.leases import Heartbeat, Owner
+    from autotune.store.opening import open_results
+    from autotune.store.workload_records import ProblemResult
+    from autotune.store.workloads import latest_tuning, open_tuning
+
+    record_app(monkeypatch, device_info, db_url, calls=(3, 0, 0))
+    fake_gpu(monkeypatch, device_info)
+    store = open_results(db_url)
+    owner = Owner.mine()
+    problem = ProblemResult("histogram256", "s", "p", "", (("n", 100000),), "uint8")
+    tuning, _ = open_tuning(store, "app", device_info, 60.0, 1, [problem], owner=owner)
+    beating = Heartbeat(owner.token, lambda: True, every_s=3600).start()  # a live tuning (this process's)
+    try:
+        r = run("tune", "app", "--budget", "1m", "--db", db_url)
+    finally:
+        beating.stop()
+    assert r.exit_code == 2 and r.output.startswith("error: workload 'app' is being tuned on NVIDIA H100"), r.output
+    assert len(r.output.strip().splitlines()) == 1 and "run this command again to resume it" in r.output
+    assert latest_tuning(store, "app").status == "running"  # untouched
+    store.close()
+
+
 @pytest.mark.parametrize("args, message", [
     (["plan", ""], "error: workload '' is empty"),
     (["plan", "x" * 101], "error: workload 'xxxxxxxxxxxxxxxxxxxx'... is 101 characters long"),

@@ -558,4 +558,38 @@ def test_0009_adds_certified_timing_and_energy_null_for_older_rows_and_downgrade
         assert "certificate" not in best and "objective" not in searches
         assert c.execute(sa.text("select count(*) from autotune_trials where id = 11")).scalar() == 1
     engine.dispose()
-    assert open_results(url).current_revision() == head_revision() == "0009"
+    assert open_results(url).current_revision() == head_revision()  # 0008 -> 0009 -> ... the newest
+
+
+def test_0010_names_a_tunings_process_and_lets_a_result_run_and_downgrades(shared_db):
+    """0010: a tuning's owner and heartbeat (NULL for older rows: such a tuning left running
+    counts as gone), and a result 'running'; the downgrade makes a running result 'interrupted'."""
+    from autotune.measure.device import DeviceInfo
+    from autotune.store.leases import Owner
+    from autotune.store.workload_records import CallCount, ProblemResult
+    from autotune.store.workloads import latest_tuning, open_tuning, save_result, write_batch
+
+    url = shared_db
+    device = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
+    store = open_results(url)
+    write_batch(store, "app", "run", 1, [CallCount(device, "smem_pad", "s", "p", "smem_pad", (("rows", 64), ("cols", 64)),
+                                                   "float32", 3)])
+    problem = ProblemResult("smem_pad", "s", "p", "smem_pad", (("rows", 64), ("cols", 64)), "float32")
+    tuning, _ = open_tuning(store, "app", device, 60.0, 1, [problem], owner=Owner.mine())
+    save_result(store, tuning.id, ProblemResult(**{**problem.__dict__, "status": "running"}))
+    store.close()
+    command.downgrade(_alembic_config(url), "0009")
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as c:
+        assert c.execute(sa.text("select status from autotune_workload_results")).scalar() == "interrupted"
+        columns = {col["name"] for col in sa.inspect(c).get_columns("autotune_workload_tunings")}
+        assert not columns & {"owner_host", "owner_pid", "owner_token", "heartbeat_at"} and "status" in columns
+        assert c.execute(sa.text("select status from autotune_workload_tunings")).scalar() == "running"
+    engine.dispose()
+    store = open_results(url)  # 0009 -> 0010: the tuning left running holds no owner: it is resumed
+    assert store.current_revision() == head_revision()
+    again, resumed = open_tuning(store, "app", device, 60.0, 1, [problem], owner=Owner.mine())
+    assert resumed and again.id == tuning.id and [r.status for r in again.results] == ["interrupted"]
+    save_result(store, tuning.id, ProblemResult(**{**problem.__dict__, "status": "running"}))  # allowed now
+    assert [r.status for r in latest_tuning(store, "app").results] == ["running"]
+    store.close()
