@@ -17,6 +17,8 @@ __all__ = [
     "StoreError",
     "NotTunedError",
     "TrialFailed",
+    "FIRST_SEARCH",
+    "nothing_tuned",
 ]
 
 
@@ -45,7 +47,20 @@ class StoreError(AutotuneError):
 
 
 class NotTunedError(AutotuneError, LookupError):
-    """Nothing is stored for the requested (device, kernel, shape, dtype) key."""
+    """Nothing is stored for the requested (device, kernel, shape, dtype) key.
+
+    Every reading command says it in one wording, :func:`nothing_tuned`, and exits 2."""
+
+
+FIRST_SEARCH = "autotune search --kernel smem_pad --size 2048"
+"""The command :func:`nothing_tuned` suggests where nothing says which problem is wanted."""
+
+
+def nothing_tuned(what: str | None = None, run: str = FIRST_SEARCH) -> str:
+    """The one wording of an empty answer: ``nothing is tuned yet; run: RUN`` (nothing asked
+    for in particular: a database with nothing stored, or none yet), or ``nothing is tuned for
+    WHAT; run: RUN``."""
+    return f"nothing is tuned {'yet' if what is None else 'for ' + what}; run: {run}"
 
 
 class TrialFailed(Exception):

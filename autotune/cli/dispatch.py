@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.errors import InvalidInputError, NotTunedError
+from autotune.errors import InvalidInputError, NotTunedError, nothing_tuned
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
@@ -78,8 +78,8 @@ def dispatch(
                                top=top)
     if not reports:
         where = f" on {name}" if name else ""
-        raise NotTunedError(f"nothing is tuned for {k.name}{' ' + dt if dt else ''}{where}; run: autotune tune-shapes "
-                            f"{kernel} --dims-range {','.join(f'{d}=LOW:HIGH' for d in k.dims)}")
+        raise NotTunedError(nothing_tuned(f"{k.name}{' ' + dt if dt else ''}{where}", f"autotune tune-shapes {kernel} "
+                                          f"--dims-range {','.join(f'{d}=LOW:HIGH' for d in k.dims)}"))
     if fmt is not Format.table:
         emit(out, [row for r in reports for row in _held_out_records(r)], _held_out_columns(), fmt,
              document={"kernel": k.name, "dispatches": [_document(r) for r in reports]})

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, NotTunedError
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
 from . import app
@@ -54,10 +54,9 @@ def workloads(db: Db = None, fmt: FormatOption = Format.table, wide: WideOption 
         found = list_workloads(store)
     finally:
         store.close()
-    if not found and fmt is Format.table:
-        out.print("no workload is recorded yet; record one: with autotune.record(NAME): ... or AUTOTUNE_RECORD=NAME",
-                  markup=False)
-        return
+    if not found:  # the rule of every reading command: an empty answer is an error line, exit 2
+        raise NotTunedError("no workload is recorded yet; record one: with autotune.record(NAME): ... or "
+                            "AUTOTUNE_RECORD=NAME")
     columns = [Column("workload", "name", lambda w: w.name), Column("problems", "problems", lambda w: w.problems,
                                                                      right=True),
                Column("calls", "calls", lambda w: w.calls, right=True),

@@ -333,7 +333,7 @@ def test_trials_lists_one_keys_trials_in_every_format(fake_gpu, db_url):  # noqa
     rows = list(csv.DictReader(io.StringIO(render(None, "trials", "--size", 64, "-f", "csv", "--db", db_url).stdout)))
     assert len(rows) == 7 and {"median_ms", "config", "reason", "occupancy"} <= set(rows[0])
     r = render(None, "trials", "--size", 128, "--db", db_url, code=2)
-    assert "error: no trials of smem_pad 128x128 float32" in r.stderr
+    assert "error: nothing is tuned for smem_pad 128x128 float32; run: autotune search" in r.stderr
 
 
 def test_stale_rows_are_coloured_where_colour_is_on():

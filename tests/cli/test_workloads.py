@@ -29,7 +29,7 @@ def run(*args):
 
 def test_workloads_lists_what_was_recorded(monkeypatch, device_info, db_url):
     r = run("workloads", "--db", db_url)
-    assert r.exit_code == 0 and "no workload is recorded yet" in r.output
+    assert r.exit_code == 2 and r.output.startswith("error: no workload is recorded yet; record one:")
     record_app(monkeypatch, device_info, db_url)
     record_app(monkeypatch, device_info, db_url, name="other", calls=(1, 0, 0))
     r = run("workloads", "--db", db_url, "--format", "json")
