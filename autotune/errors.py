@@ -19,6 +19,7 @@ __all__ = [
     "TrialFailed",
     "FIRST_SEARCH",
     "nothing_tuned",
+    "no_driver",
 ]
 
 
@@ -61,6 +62,14 @@ def nothing_tuned(what: str | None = None, run: str = FIRST_SEARCH) -> str:
     for in particular: a database with nothing stored, or none yet), or ``nothing is tuned for
     WHAT; run: RUN``."""
     return f"nothing is tuned {'yet' if what is None else 'for ' + what}; run: {run}"
+
+
+def no_driver(detail: object) -> GPUUnavailableError:
+    """The one wording of a machine without the CUDA driver, whichever layer found it (the
+    ``cuda-bindings`` backend, PyCUDA's, the ctypes calls of the runtime and of
+    :mod:`autotune.measure.occupancy`): ``detail`` is what the loader said."""
+    return GPUUnavailableError(f"the CUDA driver (libcuda.so.1) cannot be loaded: {detail}; autotune needs an "
+                               "NVIDIA GPU and its driver for this (check, best, list, export and report do not)")
 
 
 class TrialFailed(Exception):

@@ -199,6 +199,13 @@ def tune(
                                    **({"trial_timeout": trial_timeout} if trial_timeout is not None else {}))
     except OptionError as exc:
         raise exc.as_flag() from None
+    from autotune.store.workloads import workload_problems
+
+    reader = open_db(db, "read")  # the name before the GPUs (--device all asks the driver): a typo said as such
+    try:
+        workload_problems(reader, name)
+    finally:
+        reader.close()
     ordinals = parse_devices(device)
     from autotune.search.study import quiet_optuna
 

@@ -108,3 +108,19 @@ def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_ur
     assert {row["gpu"] for row in doc["records"]} == {0, 1}  # different problems on different GPUs
     opened = sorted(p.name for p in marks.iterdir() if p.name.startswith("problem-"))
     assert len(opened) == 2 and {name.split("-")[1] for name in opened} == {"0", "1"}
+
+
+@pytest.mark.parametrize("device", ["all", "0"])
+def test_tune_says_a_workload_typo_before_a_missing_driver(device, monkeypatch, db_url):
+    """Issue 49 item 7: ``tune app --device all`` without a GPU reported the missing driver
+    (``all`` counts the GPUs) before the workload that does not exist."""
+    from autotune.errors import no_driver
+    from autotune.measure import device as devices
+
+    def no_gpu(*_):
+        raise no_driver("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(devices, "device_count", no_gpu)
+    monkeypatch.setattr(devices, "query_device", no_gpu)
+    r = run("tune", "app", "--budget", "10s", "--device", device, "--db", db_url)
+    assert r.exit_code == 2 and r.output.startswith("error: workload 'app' does not exist"), r.output
