@@ -18,9 +18,10 @@ from ._common import (Db, Device, DType, StrategyOptionArg, err, handle_errors, 
                       parse_strategy_options)
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs
 from .check import _PathOrName
+from ._common import complete_kernel
 from .results import _device_filter
 
-KernelArg = Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL",
+KernelArg = Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL", autocompletion=complete_kernel,
                                                   help="A catalog kernel or the path of a kernel file (.toml).")]
 
 

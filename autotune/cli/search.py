@@ -24,6 +24,7 @@ from autotune.search.strategies import DEFAULT_STRATEGY, PARETO_STRATEGY, STRATE
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
+from ._common import complete_ordinals
 from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples,
                       MinSamples, Objective, Repeats, Rounds, SpaceFile, StrategyOptionArg, TopK, err, handle_errors,
                       open_db, out, parse_float, parse_int, parse_strategy_options)
@@ -40,6 +41,7 @@ Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metav
                                                    "GPU measures the batch before (default: one per compile "
                                                    "worker, AUTOTUNE_COMPILE_WORKERS or the CPU count).")]
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", rich_help_panel=MEASUREMENT,
+                                         autocompletion=complete_ordinals,
                                          help="CUDA device ordinal, or several (0,1) or all: "
                                               "one worker per GPU, one study (GPUs of one model).")]
 

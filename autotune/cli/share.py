@@ -15,7 +15,7 @@ from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err, handle_errors,
+from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, complete_workload, err, handle_errors,
                       on_interrupt, out)
 from .db import _say_labelled
 from .shape import Shape, shape_options
@@ -27,7 +27,7 @@ from .workloads import WorkloadName
 @shape_options
 def export(
     workload: Annotated[Optional[WorkloadName], typer.Argument(
-        parser=WorkloadName, metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
+        parser=WorkloadName, metavar="NAME", autocompletion=complete_workload, help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
         show_default=False)] = None,
     bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
                                                    help="Write workload NAME's bundle to the folder DIR: every "

@@ -12,7 +12,8 @@ from autotune.errors import InvalidInputError, NotTunedError
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
 from . import app
-from ._common import Db, Repeats, err, handle_errors, open_db, out, parse_float, parse_int
+from ._common import Db, Repeats, complete_ordinal, complete_ordinals, complete_workload, err, handle_errors, open_db
+from ._common import out, parse_float, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit
 
 class WorkloadName(str):
@@ -21,7 +22,7 @@ class WorkloadName(str):
 
 WorkloadName.__name__ = "name"
 
-Name = Annotated[WorkloadName, typer.Argument(parser=WorkloadName, metavar="NAME",
+Name = Annotated[WorkloadName, typer.Argument(parser=WorkloadName, metavar="NAME", autocompletion=complete_workload,
                                               help="The workload: the name it was recorded under "
                                                    "(autotune.record(NAME) or AUTOTUNE_RECORD=NAME).")]
 Budget = Annotated[str, typer.Option("--budget", "-b", metavar="DURATION",
@@ -89,7 +90,7 @@ def plan(
     name: Name,
     budget: Budget = "10m",
     device: Annotated[Optional[int], typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
-                                                  help="Plan for this GPU (default: the device model the "
+                                                  autocompletion=complete_ordinal, help="Plan for this GPU (default: the device model the "
                                                        "workload was recorded on; no GPU needed).")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", dir_okay=False, metavar="FILE.png",
                                                  help="Also plot each problem's share of the GPU time, before and "
@@ -159,7 +160,7 @@ def _plot(name: str, the_plan, path: Path, db: str | None) -> None:
 def tune(
     name: Name,
     budget: Budget = "10m",
-    device: Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
+    device: Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", autocompletion=complete_ordinals,
                                         help="GPU ordinal, several (0,1) or all: one worker per GPU, each taking "
                                              "the next problem (GPUs of one model).")] = "0",
     max_trials: Annotated[Optional[int], typer.Option("--max-trials", parser=parse_int, metavar="N",
