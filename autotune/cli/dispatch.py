@@ -119,7 +119,7 @@ def _summary_dict(s) -> dict | None:
 def _document(r) -> dict:
     d = r.dispatch
     return {"device": r.device, "compute_capability": r.compute_capability, "dtype": r.dtype,
-            "configs": [c.key for c in d.configs], "k": d.k, "eps": d.eps, "margin": d.margin, "rule": d.rule(),
+            "configs": [c.as_dict() for c in d.configs], "k": d.k, "eps": d.eps, "margin": d.margin, "rule": d.rule(),
             "cv_regret": {str(k): v for k, v in d.cv_regret.items()},
             "tuned_shapes": [{"shape": list(s), "pick": d.choose(s)[0]} for s in d.shapes],
             "held_out": {"dispatch": _summary_dict(r.dispatch_summary), "nearest_shape": _summary_dict(r.nearest_summary),

@@ -184,7 +184,7 @@ def trial_columns(records: list) -> list[Column]:
         Column("regs", "registers", lambda t: t.registers, right=True, wide=True),
         Column("occupancy", "occupancy", lambda t: t.occupancy, text=lambda v: f"{100 * v:.0f} %", right=True,
                wide=True),
-        Column("stored", "created_at", lambda t: f"{t.created_at:%Y-%m-%d %H:%M:%S}", wide=True),
+        Column("stored", "created_at", lambda t: t.created_at, lambda t: f"{t:%Y-%m-%d %H:%M:%S}", wide=True),
         Column("config", "config", lambda t: t.config.key, long=True),
         Column("reason", "reason", lambda t: t.reason, long=True, breaks=" "),
     ]
@@ -276,7 +276,7 @@ def _front_data(members: list | None) -> list[dict[str, Any]] | None:
     """A front as the JSON export of ``best`` writes it: each member's config, ms, J and role."""
     if members is None:
         return None
-    return [{"config": t.config.key, "median_ms": t.median_ms, "energy_j": t.energy_j,
+    return [{"config": t.config.as_dict(), "median_ms": t.median_ms, "energy_j": t.energy_j,
              "role": front_role(members, t) or None} for t in members]
 
 
@@ -327,7 +327,7 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None,
                text=lambda v: f"{v:.2f}", right=True, wide=True),
         Column("regs", "registers", lambda b: b.registers, right=True, wide=True),
         Column("smem B", "shared_bytes", lambda b: b.shared_bytes, right=True, wide=True),
-        Column("tuned", "tuned_at", lambda b: f"{b.updated_at:%Y-%m-%d %H:%M}", wide=True),
+        Column("tuned", "tuned_at", lambda b: b.updated_at, lambda t: f"{t:%Y-%m-%d %H:%M}", wide=True),
         Column("config", "config", lambda b: b.config.key, long=True),
         Column("tie group", "tie_group", lambda b: [t for t in b.tie_group if t != b.config.key] or None,
                text=" | ".join, long=True, wide=True, breaks=", |"),

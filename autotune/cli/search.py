@@ -28,7 +28,7 @@ from ._common import complete_ordinals
 from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples,
                       MinSamples, Objective, Repeats, Rounds, SpaceFile, StrategyOptionArg, TopK, err, handle_errors,
                       open_db, out, parse_float, parse_int, parse_strategy_options)
-from .output import Format, FormatOption, WideOption
+from .output import Format, FormatOption, WideOption, config_object
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
 from .search_tables import print_tables, top_rows
 from .shape import Shape, shape_options
@@ -307,9 +307,10 @@ def _print_result(say, result: SearchResult, store, problem, top: int, fmt: Form
                 "stopped": result.stopped, "measured": result.measured_count, "outcomes": counts}
     if fmt is Format.json:
         best = store.best(key)
-        document["best"] = None if best is None else {"config": best.config.key, "ms": best.time_ms,
+        document["best"] = None if best is None else {"config": best.config.as_dict(), "ms": best.time_ms,
                                                       "figure": figure(problem, best.time_ms),
-                                                      "unit": unit(kern), "tie_group": list(best.tie_group),
+                                                      "unit": unit(kern),
+                                                      "tie_group": [config_object(t) for t in best.tie_group],
                                                       "certificate": best.certificate}
     say.print()
     print_tables(out, rows, result, kern, fmt, wide, document)

@@ -300,7 +300,10 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer."""
+    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer; a missing
+    PostgreSQL driver names the extra that brings it."""
+    if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ("psycopg", "psycopg2"):
+        return f"{exc}; the PostgreSQL driver comes with the postgres extra: pip install 'cuda-autotune[postgres]'"
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -34,7 +34,7 @@ def test_workloads_lists_what_was_recorded(monkeypatch, device_info, db_url):
     record_app(monkeypatch, device_info, db_url, name="other", calls=(1, 0, 0))
     r = run("workloads", "--db", db_url, "--format", "json")
     assert r.exit_code == 0, r.output
-    found = {w["name"]: w for w in json.loads(r.output)}
+    found = {w["name"]: w for w in json.loads(r.output)["records"]}
     assert (found["app"]["problems"], found["app"]["calls"], found["app"]["runs"]) == (3, 45, 1)
     assert (found["other"]["problems"], found["other"]["calls"]) == (1, 1)
     assert found["app"]["devices"] == ["NVIDIA H100 80GB HBM3"] and found["app"]["gpu_ms"] > 0
@@ -110,7 +110,7 @@ def test_tune_on_two_gpus_hands_problems_to_both(monkeypatch, device_info, db_ur
     assert len(opened) == 2 and {name.split("-")[1] for name in opened} == {"0", "1"}
 
 
-@pytest.mark.parametrize("device", ["all", "0"])
+@pytest.mark.parametrize("device", ["all", "0", "0,1"])
 def test_tune_says_a_workload_typo_before_a_missing_driver(device, monkeypatch, db_url):
     """Issue 49 item 7: ``tune app --device all`` without a GPU reported the missing driver
     (``all`` counts the GPUs) before the workload that does not exist."""

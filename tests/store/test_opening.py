@@ -283,3 +283,21 @@ def test_every_mode_of_the_door_opens_as_it_says(tmp_path):
         opened.close()
     with pytest.raises(InvalidInputError, match=r"mode 'rw' is not allowed; allowed: " + ", ".join(MODES)):
         open_results(url, "rw")
+
+
+def test_a_postgresql_url_without_its_driver_names_the_extra(monkeypatch):
+    """Issue 49 item 12: ``--db postgresql+psycopg://...`` without psycopg said only ``No module
+    named 'psycopg'``."""
+    import builtins
+
+    real = builtins.__import__
+
+    def no_psycopg(name, *args, **kwargs):
+        if name.split(".")[0] == "psycopg":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    result = runner.invoke(app, ["best", "--size", "64", "--db", "postgresql+psycopg://me@127.0.0.1:1/db"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'cuda-autotune[postgres]'" in result.output and "Traceback" not in result.output, result.output
