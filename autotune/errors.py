@@ -50,7 +50,7 @@ class StoreError(AutotuneError):
 class NotTunedError(AutotuneError, LookupError):
     """Nothing is stored for the requested (device, kernel, shape, dtype) key.
 
-    Every reading command says it in one wording, :func:`nothing_tuned`, and exits 2."""
+    Every reading command says it in one wording, ``nothing_tuned``, and exits 2."""
 
 
 FIRST_SEARCH = "autotune search --kernel smem_pad --size 2048"
