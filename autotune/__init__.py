@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 _NAMES = {
     "Config": "autotune.kernel.config", "DTYPES": "autotune.kernel.dtypes", "AutotuneError": "autotune.errors",
@@ -38,26 +38,50 @@ _NAMES = {
     "tune_kernel": "autotune.search.tune_kernel", "KernelTuning": "autotune.search.tune_kernel",
 }
 
-__all__ = [*_NAMES, "__version__"]
+__all__ = [  # a literal list, so that type checkers read it (mypy --strict: no implicit re-export)
+    "AutotuneError",
+    "Config",
+    "DTYPES",
+    "KERNELS",
+    "Kernel",
+    "KernelTuning",
+    "LaunchConfig",
+    "Problem",
+    "STRATEGIES",
+    "SearchOptions",
+    "__version__",
+    "clear_cache",
+    "compiled",
+    "kernel_from_dict",
+    "launcher",
+    "load_kernel",
+    "lookup",
+    "record",
+    "resolve_kernel",
+    "transpose",
+    "tune",
+    "tune_kernel",
+]
+"""The public names; ``tests/test_public_api.py`` checks they are the lazy names and ``__version__``."""
 
 if TYPE_CHECKING:  # what type checkers and editors read; at run time __getattr__ imports each name
-    from autotune.base.caches import clear_cache
-    from autotune.errors import AutotuneError
-    from autotune.kernel.catalog import KERNELS, resolve_kernel
-    from autotune.kernel.config import Config
-    from autotune.kernel.dtypes import DTYPES
-    from autotune.kernel.loader import kernel_from_dict, load_kernel
-    from autotune.kernel.model import Kernel
-    from autotune.kernel.problem import Problem
-    from autotune.runtime.compiled import compiled
-    from autotune.runtime.launcher import launcher
-    from autotune.runtime.lookup import LaunchConfig, lookup
-    from autotune.runtime.recording import record
-    from autotune.runtime.transpose.op import transpose
-    from autotune.search.options import SearchOptions
-    from autotune.search.strategies import STRATEGIES
-    from autotune.search.tune import tune
-    from autotune.search.tune_kernel import KernelTuning, tune_kernel
+    from autotune.base.caches import clear_cache as clear_cache
+    from autotune.errors import AutotuneError as AutotuneError
+    from autotune.kernel.catalog import KERNELS as KERNELS, resolve_kernel as resolve_kernel
+    from autotune.kernel.config import Config as Config
+    from autotune.kernel.dtypes import DTYPES as DTYPES
+    from autotune.kernel.loader import kernel_from_dict as kernel_from_dict, load_kernel as load_kernel
+    from autotune.kernel.model import Kernel as Kernel
+    from autotune.kernel.problem import Problem as Problem
+    from autotune.runtime.compiled import compiled as compiled
+    from autotune.runtime.launcher import launcher as launcher
+    from autotune.runtime.lookup import LaunchConfig as LaunchConfig, lookup as lookup
+    from autotune.runtime.recording import record as record
+    from autotune.runtime.transpose.op import transpose as transpose
+    from autotune.search.options import SearchOptions as SearchOptions
+    from autotune.search.strategies import STRATEGIES as STRATEGIES
+    from autotune.search.tune import tune as tune
+    from autotune.search.tune_kernel import KernelTuning as KernelTuning, tune_kernel as tune_kernel
 
 
 if not TYPE_CHECKING:  # hidden from checkers, which would otherwise accept any name as an attribute

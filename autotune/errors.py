@@ -17,6 +17,9 @@ __all__ = [
     "StoreError",
     "NotTunedError",
     "TrialFailed",
+    "FIRST_SEARCH",
+    "nothing_tuned",
+    "no_driver",
 ]
 
 
@@ -45,7 +48,28 @@ class StoreError(AutotuneError):
 
 
 class NotTunedError(AutotuneError, LookupError):
-    """Nothing is stored for the requested (device, kernel, shape, dtype) key."""
+    """Nothing is stored for the requested (device, kernel, shape, dtype) key.
+
+    Every reading command says it in one wording, ``nothing_tuned``, and exits 2."""
+
+
+FIRST_SEARCH = "autotune search --kernel smem_pad --size 2048"
+"""The command :func:`nothing_tuned` suggests where nothing says which problem is wanted."""
+
+
+def nothing_tuned(what: str | None = None, run: str = FIRST_SEARCH) -> str:
+    """The one wording of an empty answer: ``nothing is tuned yet; run: RUN`` (nothing asked
+    for in particular: a database with nothing stored, or none yet), or ``nothing is tuned for
+    WHAT; run: RUN``."""
+    return f"nothing is tuned {'yet' if what is None else 'for ' + what}; run: {run}"
+
+
+def no_driver(detail: object) -> GPUUnavailableError:
+    """The one wording of a machine without the CUDA driver, whichever layer found it (the
+    ``cuda-bindings`` backend, PyCUDA's, the ctypes calls of the runtime and of
+    :mod:`autotune.measure.occupancy`): ``detail`` is what the loader said."""
+    return GPUUnavailableError(f"the CUDA driver (libcuda.so.1) cannot be loaded: {detail}; autotune needs an "
+                               "NVIDIA GPU and its driver for this (check, best, list, export and report do not)")
 
 
 class TrialFailed(Exception):

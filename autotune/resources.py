@@ -1,7 +1,8 @@
-"""Where the data shipped with autotune lives: kernel sources, search spaces, migrations.
+"""Where the data shipped with autotune lives: kernel sources, search spaces, migrations, and
+the examples the README and the tutorials use.
 
 In a source checkout (or an editable install) they are the top-level ``kernels/``,
-``configs/`` and ``migrations/`` folders of the repository; a wheel carries the same folders
+``configs/``, ``migrations/`` and ``examples/`` folders of the repository; a wheel carries the same folders
 inside the package as ``autotune/_data/<name>`` (see ``force-include`` in pyproject.toml).
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 __all__ = ["DATA_NAMES", "data_dir"]
 
 #: The data folders :func:`data_dir` knows.
-DATA_NAMES = frozenset({"kernels", "configs", "migrations"})
+DATA_NAMES = frozenset({"kernels", "configs", "migrations", "examples"})
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -23,7 +24,7 @@ def _candidates(name: str) -> tuple[Path, Path]:
 
 
 def data_dir(name: str) -> Path:
-    """The folder of shipped data ``name`` (``kernels``, ``configs`` or ``migrations``).
+    """The folder of shipped data ``name`` (``kernels``, ``configs``, ``migrations`` or ``examples``).
 
     Raises:
         ValueError: ``name`` is not one of :data:`DATA_NAMES`.

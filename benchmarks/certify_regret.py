@@ -113,10 +113,11 @@ def parse_run(stdout: str) -> dict:
     w = cert.get("winner") or {}
     rows = doc.get("top") or []
     samples = [r["samples"] for r in rows if r.get("samples") is not None]
-    return {"measured": int(doc.get("measured") or 0), "winner": best.get("config"),
+    key = lambda c: ",".join(f"{k}={v}" for k, v in c.items()) if isinstance(c, dict) else c  # noqa: E731
+    return {"measured": int(doc.get("measured") or 0), "winner": key(best.get("config")),
             "ms": w.get("pooled_median_ms", best.get("ms")), "ci_low": w.get("ci_low_ms"),
             "ci_high": w.get("ci_high_ms"), "tied": bool(cert.get("tied")),
-            "top": [r["config"] for r in rows[:TOP]], "samples": statistics.median(samples) if samples else None}
+            "top": [key(r["config"]) for r in rows[:TOP]], "samples": statistics.median(samples) if samples else None}
 
 
 def search(problem: dict, mode: str, index: int, options, clock: Clock) -> dict:

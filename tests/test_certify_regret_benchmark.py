@@ -57,9 +57,9 @@ def test_problem_specs(bench):
 
 
 def test_the_search_json_is_read(bench):
-    doc = {"measured": 54, "best": {"config": "A=1", "ms": 1.0, "certificate": {
-        "tied": True, "winner": {"config": "A=1", "pooled_median_ms": 1.01, "ci_low_ms": 1.0, "ci_high_ms": 1.02}}},
-        "top": [{"config": f"A={i}", "samples": s} for i, s in zip(range(1, 13), [20, 40, 60] * 4)]}
+    doc = {"measured": 54, "best": {"config": {"A": 1}, "ms": 1.0, "certificate": {
+        "tied": True, "winner": {"config": {"A": 1}, "pooled_median_ms": 1.01, "ci_low_ms": 1.0, "ci_high_ms": 1.02}}},
+        "top": [{"config": {"A": i}, "samples": s} for i, s in zip(range(1, 13), [20, 40, 60] * 4)]}
     r = bench.parse_run(json.dumps(doc))
     assert r == {"measured": 54, "winner": "A=1", "ms": 1.01, "ci_low": 1.0, "ci_high": 1.02, "tied": True,
                  "top": [f"A={i}" for i in range(1, 11)], "samples": 40}

@@ -1,4 +1,5 @@
 import contextlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -64,10 +65,23 @@ def test_search_then_best_and_list(fake_gpu, db_url):
     assert r.exit_code == 0 and best_key in r.output and "1024x1024" in r.output
 
 
-def test_search_refuses_an_existing_study_without_resume(fake_gpu, db_url):
+def test_the_same_search_run_again_shows_the_tuned_best(fake_gpu, db_url):
+    """Issue 49 item 2: the README's search run a second time is not an error: it says the
+    problem is tuned, prints its stored best (as ``best`` does) and measures no config;
+    ``--resume`` measures more."""
     assert run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--db", db_url).exit_code == 0
+    stored = run("best", "--kernel", "smem_pad", "--size", 256, "--format", "json", "--db", db_url).output
+    trials = lambda: len(json.loads(run("trials", "--size", 256, "--format", "json", "--db", db_url).stdout)["records"])
+    measured = trials()
     r = run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--db", db_url)
-    assert r.exit_code == 2 and "--resume" in r.output
+    assert r.exit_code == 0, r.output
+    assert "\nsmem_pad 256x256 float32 on NVIDIA H100 80GB HBM3 is tuned already; its stored best" in r.output
+    assert "0/3" not in r.output, r.output  # no progress bar of configs it will not measure
+    config = json.loads(stored)["records"][0]["config"]  # an object {macro: value}
+    assert "pass --resume to measure more" in r.output and ",".join(f"{k}={v}" for k, v in config.items()) in r.output
+    assert trials() == measured  # no config measured
+    r = run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--format", "json", "--db", db_url)
+    assert r.exit_code == 0 and json.loads(r.stdout) == json.loads(stored) and "tuned already" in r.stderr
     assert run("search", "--size", 256, "--trials", 3, "--sampler", "grid", "--resume", "--db", db_url).exit_code == 0
 
 
@@ -315,7 +329,7 @@ def test_search_and_best_show_the_certified_timing_and_the_winner_against_the_ru
 
     r = run("best", "--size", 256, "--db", db_url, "--format", "json")
     doc = json.loads(r.output)
-    cert = doc[0]["certificate"] if isinstance(doc, list) else doc["results"][0]["certificate"]
+    cert = doc["records"][0]["certificate"]
     assert cert["level"] == 0.95 and cert["runner_up"]["rounds"] == 4 and "ratio_low" in cert["runner_up"]
 
 

@@ -501,7 +501,8 @@ def test_export_and_report_of_a_missing_database_create_nothing(args, tmp_path):
     result = runner.invoke(app, [a.format(tmp=tmp_path) for a in args] + ["--db", f"sqlite:///{db}"])
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2, result.output
-    assert len(lines) == 1 and lines[0].startswith("error: no results database at "), result.output
+    assert len(lines) == 1 and lines[0].startswith("error: nothing is tuned yet; run: autotune search "), result.output
+    assert f"(no results database at {db} yet)" in lines[0]
     assert sorted(tmp_path.iterdir()) == []
 
 

@@ -38,6 +38,7 @@ CROSS_CUTTING = {  # test files (relative to tests/) that span several modules
     "test_example_app.py",  # examples/app/
     "test_faults.py",  # every command against a database that fails
     "test_gpu_tiers.py",  # the GPU tests' two tiers (tests/gpu/)
+    "test_fresh_install.py",  # a new user's first commands, from a wheel, in an empty home
     "test_histogram_emulated.py",  # examples/histogram/ on the CPU
     "test_layers.py",  # the floors of docs/architecture.md
     "test_matmul_cli.py",  # matrix products through CLI, search, store, lookup, export

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 ORDER = ("search", "sweep", "tune-shapes", "workloads", "plan", "tune", "best", "list", "trials", "dispatch", "kernels",
-         "check", "bench", "report", "export", "bundle", "import", "info", "db")
+         "check", "bench", "report", "export", "bundle", "import", "info", "examples", "db")
 """``autotune --help`` lists the commands in the order of the work: tune (one problem, its
 shapes, or a recorded workload), read the results,
 know the kernels, measure and plot, move results, then the installation and its database."""

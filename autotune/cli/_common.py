@@ -112,6 +112,53 @@ def complete_dtype(incomplete: str) -> list[str]:
     return [name for name in DTYPES if name.startswith(incomplete)]
 
 
+def complete_objective(incomplete: str) -> list[str]:
+    """``--objective`` completion: what a search may minimise."""
+    from autotune.search.options import OBJECTIVES
+
+    return [name for name in OBJECTIVES if name.startswith(incomplete)]
+
+
+def _ordinals() -> list[str]:
+    """The GPUs' ordinals as text (``["0"]`` where the driver cannot say: completion never fails)."""
+    try:
+        from autotune.measure.device import device_count
+
+        return [str(i) for i in range(device_count())] or ["0"]
+    except Exception:  # noqa: BLE001 - no driver, no backend: offer the first ordinal
+        return ["0"]
+
+
+def complete_ordinal(incomplete: str) -> list[str]:
+    """``--device ORDINAL`` completion: the GPUs' ordinals."""
+    return [o for o in _ordinals() if o.startswith(incomplete)]
+
+
+def complete_ordinals(incomplete: str) -> list[str]:
+    """``--device ORDINALS`` completion (``0``, ``0,1``, ``all``): ``all`` and the ordinals, after
+    the ones already typed (``0,`` completes to ``0,1``)."""
+    head, _, last = incomplete.rpartition(",")
+    done = set(head.split(",")) if head else set()
+    found = [f"{head + ',' if head else ''}{o}" for o in _ordinals() if o.startswith(last) and o not in done]
+    return found + (["all"] if not head and "all".startswith(incomplete) else [])
+
+
+def complete_workload(ctx: typer.Context, incomplete: str) -> list[str]:
+    """A workload NAME's completion: the workloads recorded in the database (``--db`` if typed
+    before the name, else ``$AUTOTUNE_DB`` or the default), read only; nothing where none can be read."""
+    try:
+        from autotune.store.opening import open_results
+        from autotune.store.workloads import list_workloads
+
+        store = open_results(ctx.params.get("db"), "read_only")
+        try:
+            return [w.name for w in list_workloads(store) if w.name.startswith(incomplete)]
+        finally:
+            store.close()
+    except Exception:  # noqa: BLE001 - completion never fails: no names where the database cannot be read
+        return []
+
+
 def complete_toml(incomplete: str) -> list[str]:
     """Completion of a TOML file's path (``--space``)."""
     return _files(incomplete, (".toml",))
@@ -131,6 +178,7 @@ Kernel = Annotated[str, typer.Option("--kernel", metavar="KERNEL", autocompletio
 DType = Annotated[str, typer.Option("--dtype", metavar="DTYPE", autocompletion=complete_dtype, rich_help_panel=PROBLEM,
                                     help=f"Element type: {', '.join(DTYPES)}.")]
 Device = Annotated[int, typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL", rich_help_panel=MEASUREMENT,
+                                     autocompletion=complete_ordinal,
                                      help="CUDA device ordinal.")]
 SpaceFile = Annotated[Optional[str], typer.Option("--space", metavar="FILE", autocompletion=complete_toml,
                                                   rich_help_panel=SEARCH,
@@ -183,6 +231,7 @@ MinSamples = Annotated[int, typer.Option("--min-samples", parser=parse_int, meta
 MaxSamples = Annotated[int, typer.Option("--max-samples", parser=parse_int, metavar="N", rich_help_panel=MEASUREMENT,
                                          help="Most samples of a config with --ci, precise or not.")]
 Objective = Annotated[str, typer.Option("--objective", metavar="WHAT", rich_help_panel=SEARCH,
+                                        autocompletion=complete_objective,
                                         help="What is minimised: time (per launch), energy (J per launch, NVML's "
                                              "energy counter), edp (energy x time), or time,energy: both "
                                              "together, a Pareto front (strategy nsga2; best shows it, "

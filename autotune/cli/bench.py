@@ -51,7 +51,7 @@ def bench(
         raise InvalidInputError(f"--device {device} is not allowed; give a CUDA device ordinal 0, 1, ...")
     if repeats < 20:
         raise InvalidInputError(f"--repeats {repeats} is not allowed; give 20 or more")
-    gpus.query_device(device)  # the environment first (PyCUDA, a GPU): a command that cannot run writes nothing
+    gpus.query_device(device)  # the environment first (a CUDA backend, a GPU): a command that cannot run writes nothing
     store = open_db(db)  # a database fault is said before a kernel is built or timed
     shown, key_text = format_shape(tuple(problem.items())), dims_key(tuple(problem.items()))
 

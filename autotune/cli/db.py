@@ -19,7 +19,7 @@ app.add_typer(db_app, name="db")
 def upgrade(db: Db = None) -> None:
     """Migrate the database schema to the newest revision (creates a new database; a SQLite file
     of an older revision is first copied to <file>.bak-<revision>-<time>, and the copy named), and label
-    every study for optuna-dashboard that has no labels yet (searched before autotune 0.3.0).
+    every study for optuna-dashboard that has no labels yet (searched before autotune 0.4.0).
 
     \b
     Examples:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.errors import InvalidInputError, NotTunedError
+from autotune.errors import InvalidInputError, NotTunedError, nothing_tuned
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
@@ -18,9 +18,10 @@ from ._common import (Db, Device, DType, StrategyOptionArg, err, handle_errors, 
                       parse_strategy_options)
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs
 from .check import _PathOrName
+from ._common import complete_kernel
 from .results import _device_filter
 
-KernelArg = Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL",
+KernelArg = Annotated[_PathOrName, typer.Argument(parser=_PathOrName, metavar="KERNEL", autocompletion=complete_kernel,
                                                   help="A catalog kernel or the path of a kernel file (.toml).")]
 
 
@@ -78,8 +79,8 @@ def dispatch(
                                top=top)
     if not reports:
         where = f" on {name}" if name else ""
-        raise NotTunedError(f"nothing is tuned for {k.name}{' ' + dt if dt else ''}{where}; run: autotune tune-shapes "
-                            f"{kernel} --dims-range {','.join(f'{d}=LOW:HIGH' for d in k.dims)}")
+        raise NotTunedError(nothing_tuned(f"{k.name}{' ' + dt if dt else ''}{where}", f"autotune tune-shapes {kernel} "
+                                          f"--dims-range {','.join(f'{d}=LOW:HIGH' for d in k.dims)}"))
     if fmt is not Format.table:
         emit(out, [row for r in reports for row in _held_out_records(r)], _held_out_columns(), fmt,
              document={"kernel": k.name, "dispatches": [_document(r) for r in reports]})
@@ -118,7 +119,7 @@ def _summary_dict(s) -> dict | None:
 def _document(r) -> dict:
     d = r.dispatch
     return {"device": r.device, "compute_capability": r.compute_capability, "dtype": r.dtype,
-            "configs": [c.key for c in d.configs], "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
+            "configs": [c.as_dict() for c in d.configs], "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
             "rule": d.rule(),
             "cv_regret": {str(k): v for k, v in d.cv_regret.items()},
             "tuned_shapes": [{"shape": list(s), "pick": d.choose(s)[0]} for s in d.shapes],

@@ -4,12 +4,52 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from autotune.store.location import masked_url, sqlite_path
 from autotune.store.urls import ENV, given_url, resolve_url
 from . import app
 from ._common import Db, handle_errors, out
 from .output import Format, FormatOption, print_pairs
+
+
+@app.command(short_help="Copy the examples the README and the tutorials use into a new folder.")
+@handle_errors
+def examples(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A folder that does not exist yet (its parent must).")]
+    = Path("examples"),
+) -> None:
+    """Copy the examples shipped with autotune (examples/reduction, softmax, histogram, app: the
+    kernels and the application the README and the tutorials use) into DIR, a new folder, so that
+    a pip install can follow them as written. Nothing is overwritten: an existing DIR is refused.
+
+    \b
+    Examples:
+      autotune examples
+      autotune check examples/reduction/reduce.toml --sample 8
+    """
+    import shutil
+
+    from autotune.errors import InvalidInputError
+    from autotune.resources import data_dir
+
+    source = data_dir("examples")
+    if folder.exists() or folder.is_symlink():
+        raise InvalidInputError(f"{folder} exists already; give a folder that does not exist (nothing is overwritten)")
+    if not folder.absolute().parent.is_dir():
+        raise InvalidInputError(f"cannot copy the examples to {folder}: the folder {folder.parent} does not exist")
+    temporary = folder.parent / f".{folder.name}.partial"
+    shutil.rmtree(temporary, ignore_errors=True)
+    try:
+        shutil.copytree(source, temporary, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        temporary.rename(folder)  # whole or not at all
+    except OSError as exc:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise InvalidInputError(f"cannot copy the examples to {folder}: {exc.strerror or exc}") from None
+    names = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    out.print(f"copied the examples to {folder}: {', '.join(names)}", markup=False)
 
 
 @app.command(short_help="Where the database is; versions of CUDA, nvcc; the GPUs.")

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any
 
@@ -169,9 +170,51 @@ def _blocks(records: Sequence[Any], columns: Sequence[Column], width: int) -> li
     return lines
 
 
+CONFIG_KEYS = ("config", "dispatch_config", "tie_group")
+"""The fields that hold a config (or a list of them): an object ``{macro: value}`` in JSON
+(``"A=1,B=2"`` in CSV and tables)."""
+
+
+def iso_utc(at: datetime) -> str:
+    """The one form of a time in JSON: ISO 8601 in UTC, ``2026-11-28T08:15:29.000123Z`` (a time
+    without a zone, as the database stores it, is UTC); the export file's form too."""
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return at.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def config_object(value: Any) -> Any:
+    """A config as JSON carries it: ``{macro: value}`` from a :class:`~autotune.kernel.config.Config`
+    or its key ``"A=1,B=2"``; anything else (``None``, a note) as it is."""
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    if isinstance(value, (list, tuple)):
+        return [config_object(v) for v in value]
+    if isinstance(value, str) and value and all("=" in part for part in value.split(",")):
+        pairs = [part.split("=", 1) for part in value.split(",")]
+        return {name.strip(): int(v) if v.strip().lstrip("-").isdigit() else v.strip() for name, v in pairs}
+    return value
+
+
+def json_value(value: Any) -> Any:
+    """``json.dumps``'s ``default``: a time as :func:`iso_utc`, a config as :func:`config_object`,
+    anything else as text."""
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    return str(value)
+
+
 def to_json(records: Sequence[Any], columns: Sequence[Column]) -> list[dict[str, Any]]:
-    """Every column of every record, raw values, keyed by :attr:`Column.key`."""
-    return [{c.key: c.get(r) for c in columns if c.data} for r in records]
+    """Every column of every record, raw values, keyed by :attr:`Column.key`; a config as an
+    object (:func:`config_object`)."""
+    return [{c.key: config_object(c.get(r)) if c.key in CONFIG_KEYS else c.get(r) for c in columns if c.data}
+            for r in records]
+
+
+def dumps(document: Any) -> str:
+    """The JSON text of every command's ``--format json`` (:func:`json_value` for times and configs)."""
+    return json.dumps(document, indent=2, default=json_value)
 
 
 def to_csv(records: Sequence[Any], columns: Sequence[Column]) -> str:
@@ -196,14 +239,14 @@ STALE_STYLE = "yellow"
 def emit(console, records: Sequence[Any], columns: Sequence[Column], fmt: Format = Format.table, *,
          wide: bool = False, title: str = "", document: dict[str, Any] | None = None,
          style: Callable[[Any], str | None] | None = None) -> None:
-    """Print ``records`` on ``console`` in ``fmt``. JSON is the list of records, or ``document``
-    with the records under ``"records"`` when one is given (a command's context: its key, ...).
+    """Print ``records`` on ``console`` in ``fmt``. JSON is one shape for every command: an object
+    with the records under ``"records"``, beside ``document``'s fields where one is given (a
+    command's context: its key, ...); times ISO 8601 UTC, configs objects (:func:`to_json`).
     ``style(record)``: a Rich style for the record's lines of a table (e.g. :data:`STALE_STYLE`),
     shown only where the console has colour (a terminal, ``NO_COLOR`` unset); the text is the same."""
     if fmt is Format.json:
-        rows = to_json(records, columns)
-        body = rows if document is None else {**document, "records": rows}
-        console.print(json.dumps(body, indent=2, default=str), markup=False, highlight=False, soft_wrap=True)
+        body = {**(document or {}), "records": to_json(records, columns)}
+        console.print(dumps(body), markup=False, highlight=False, soft_wrap=True)
     elif fmt is Format.csv:
         console.print(to_csv(records, columns), markup=False, highlight=False, soft_wrap=True, end="")
     else:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from autotune.errors import GPUUnavailableError, InvalidInputError, NotTunedError
+from autotune.errors import GPUUnavailableError, InvalidInputError, NotTunedError, nothing_tuned
 from autotune.kernel.catalog import KERNELS, resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
@@ -51,6 +51,11 @@ def best(
       autotune best --kernel matmul_reg --size 4096 --format json
     """
     kernels = _kernels(kernel)
+    if not kernel and not shape.given:  # which problem? none given: an empty database says so first
+        if not open_db(db, "read").find_best():
+            raise NotTunedError(nothing_tuned())
+        raise InvalidInputError("give the problem: --size N, --rows R --cols C, --m M --n N --k K or --dims "
+                                "NAME=N,... (and --kernel K); autotune list shows every tuned key")
     shapes = shape.shapes(next(iter(kernels.values())) if kernel else None)
     dt = get_dtype(dtype)
     name = _device_filter(device)
@@ -69,10 +74,10 @@ def best(
     if not shown_records:
         where = f" on {name}" if name else ""
         what = f"{kernel or 'any kernel'} {shown} {dt.name}{where}"
-        run = f"run: autotune search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}"
+        run = f"autotune search --kernel {kernel or 'KERNEL'} {shape_args(shapes[0])} --dtype {dt.name}"
         if note:
-            raise NotTunedError(f"nothing current is tuned for {what}: {note}, or {run} again")
-        raise NotTunedError(f"nothing is tuned for {what}; {run}")
+            raise NotTunedError(f"nothing current is tuned for {what}: {note}, or run: {run} again")
+        raise NotTunedError(nothing_tuned(what, run))
     if note and not include_stale:
         err.print(note, markup=False, soft_wrap=True)
     shown_records.sort(key=lambda b: (len(b.dims), b.shape, b.time_ms))
@@ -101,13 +106,12 @@ def list_(kernel: KernelRef = None, dims: DimsOption = None, db: Db = None, fmt:
     shapes = Shape(tuple(dims)).shapes(next(iter(kernels.values()))) if kernel and dims else None
     found = open_db(db, "read").find_best(kernel=next(iter(kernels)) if kernel else None)
     found = [b for b in found if shapes is None or dict(b.dims) in shapes]
-    if not found:
-        if fmt is not Format.table:
-            emit(out, [], best_columns([], {}), fmt)
-            return
-        out.print("nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048" if not kernel
-                  else f"nothing is tuned for {kernel}", markup=False)
-        return
+    if not found:  # one rule for every format: an empty answer is an error line, exit 2
+        if not kernel:
+            raise NotTunedError(nothing_tuned())
+        what = kernel + (f" {' or '.join(format_shape(tuple(s.items())) for s in shapes)}" if shapes else "")
+        raise NotTunedError(nothing_tuned(what, f"autotune search --kernel {kernel} "
+                                                f"{shape_args(shapes[0]) if shapes else '--size 2048'}"))
     marks = ["?" if not v.known else "" if v.reason is None else f"yes ({v.reason})"
              for v in stale.partition(found, kernels, stale.current_nvcc()).verdicts]
     emit_bests(found, f"{len(found)} tuned key{'s' if len(found) != 1 else ''}", fmt, wide, stale=marks)
@@ -143,13 +147,13 @@ def trials(
     kern = resolve_kernel(kernel)
     dims = shape.dims_for(kern)
     dt = get_dtype(dtype).name
-    found = open_db(db, "existing").trials_by_key(kernel=kern.name, dims=dims, dtype=dt, device_name=device)
+    found = open_db(db, "read").trials_by_key(kernel=kern.name, dims=dims, dtype=dt, device_name=device)
     if study is not None:
         found = {k: v for k, v in found.items() if k.study_name == study}
     what = f"{kern.name} {format_shape(tuple(dims.items()))} {dt}" + (f" on {device}" if device else "")
     if not found:
-        raise NotTunedError(f"no trials of {what}{' in study ' + study if study else ''}; run: autotune search "
-                            f"--kernel {kernel} {shape_args(dict(dims))} --dtype {dt}")
+        raise NotTunedError(nothing_tuned(what + (f" in study {study}" if study else ""),
+                                          f"autotune search --kernel {kernel} {shape_args(dict(dims))} --dtype {dt}"))
     if len(found) > 1:
         names = "; ".join(f"{k.device.name}, nvcc {k.nvcc_version}, source {k.source_hash[:12]}: --study '{k.study_name}'"
                           for k in found)
@@ -180,7 +184,7 @@ def trial_columns(records: list) -> list[Column]:
         Column("regs", "registers", lambda t: t.registers, right=True, wide=True),
         Column("occupancy", "occupancy", lambda t: t.occupancy, text=lambda v: f"{100 * v:.0f} %", right=True,
                wide=True),
-        Column("stored", "created_at", lambda t: f"{t.created_at:%Y-%m-%d %H:%M:%S}", wide=True),
+        Column("stored", "created_at", lambda t: t.created_at, lambda t: f"{t:%Y-%m-%d %H:%M:%S}", wide=True),
         Column("config", "config", lambda t: t.config.key, long=True),
         Column("reason", "reason", lambda t: t.reason, long=True, breaks=" "),
     ]
@@ -272,7 +276,7 @@ def _front_data(members: list | None) -> list[dict[str, Any]] | None:
     """A front as the JSON export of ``best`` writes it: each member's config, ms, J and role."""
     if members is None:
         return None
-    return [{"config": t.config.key, "median_ms": t.median_ms, "energy_j": t.energy_j,
+    return [{"config": t.config.as_dict(), "median_ms": t.median_ms, "energy_j": t.energy_j,
              "role": front_role(members, t) or None} for t in members]
 
 
@@ -323,7 +327,7 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None,
                text=lambda v: f"{v:.2f}", right=True, wide=True),
         Column("regs", "registers", lambda b: b.registers, right=True, wide=True),
         Column("smem B", "shared_bytes", lambda b: b.shared_bytes, right=True, wide=True),
-        Column("tuned", "tuned_at", lambda b: f"{b.updated_at:%Y-%m-%d %H:%M}", wide=True),
+        Column("tuned", "tuned_at", lambda b: b.updated_at, lambda t: f"{t:%Y-%m-%d %H:%M}", wide=True),
         Column("config", "config", lambda b: b.config.key, long=True),
         Column("tie group", "tie_group", lambda b: [t for t in b.tie_group if t != b.config.key] or None,
                text=" | ".join, long=True, wide=True, breaks=", |"),

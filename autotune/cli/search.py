@@ -19,14 +19,16 @@ from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.proposals import check_grid
+from autotune.search.study import StudyExistsError
 from autotune.search.strategies import DEFAULT_STRATEGY, PARETO_STRATEGY, STRATEGIES, SWEEP_STRATEGY
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
 from . import app
+from ._common import complete_ordinals
 from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples,
                       MinSamples, Objective, Repeats, Rounds, SpaceFile, StrategyOptionArg, TopK, err, handle_errors,
-                      out, parse_float, parse_int, parse_strategy_options)
-from .output import Format, FormatOption, WideOption
+                      open_db, out, parse_float, parse_int, parse_strategy_options)
+from .output import Format, FormatOption, WideOption, config_object
 from .search_many import BAR_WIDTH, best_text, print_reports, worker_progress
 from .search_tables import print_tables, top_rows
 from .shape import Shape, shape_options
@@ -39,6 +41,7 @@ Batch = Annotated[Optional[int], typer.Option("--batch", parser=parse_int, metav
                                                    "GPU measures the batch before (default: one per compile "
                                                    "worker, AUTOTUNE_COMPILE_WORKERS or the CPU count).")]
 DeviceSpec = Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", rich_help_panel=MEASUREMENT,
+                                         autocompletion=complete_ordinals,
                                          help="CUDA device ordinal, or several (0,1) or all: "
                                               "one worker per GPU, one study (GPUs of one model).")]
 
@@ -168,6 +171,22 @@ def _options(**given) -> SearchOptions:
         raise exc.as_flag() from None
 
 
+def _tuned_already(say, exc: StudyExistsError, options: SearchOptions, fmt: Format, wide: bool) -> bool:
+    """A search of a key already searched, without ``--resume``: say that it is tuned and print
+    its stored best, as ``autotune best`` does (exit 0); ``False`` where no best is stored yet
+    (an interrupted search: then the study-exists error stands, naming ``--resume``)."""
+    from .results import emit_bests
+
+    key = exc.key
+    record = open_db(options.db, "read").best(key)
+    if record is None:
+        return False
+    say.print(f"{key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} is tuned already; its stored "
+              "best below (autotune best shows it too); pass --resume to measure more of its space", markup=False)
+    emit_bests([record], "1 tuned key", fmt, wide)
+    return True
+
+
 def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.table, wide: bool = False) -> None:
     """Tune with progress; on Ctrl-C print the best so far and re-raise. Progress and text go
     to stdout with a table, to stderr with JSON or CSV (stdout is then the data alone)."""
@@ -205,6 +224,12 @@ def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.ta
             if started:
                 _print_best_so_far(say, started[0].store, started[0].key, problem)
             raise
+        except StudyExistsError as exc:  # the same command run again: its answer, not an error
+            if task is not None:
+                progress.remove_task(task)  # no bar of configs that will not be measured
+            if not _tuned_already(say, exc, options, fmt, wide):
+                raise
+            return
     if result.reports:
         print_reports(result.reports, say)
         if result.retimings:
@@ -282,9 +307,10 @@ def _print_result(say, result: SearchResult, store, problem, top: int, fmt: Form
                 "stopped": result.stopped, "measured": result.measured_count, "outcomes": counts}
     if fmt is Format.json:
         best = store.best(key)
-        document["best"] = None if best is None else {"config": best.config.key, "ms": best.time_ms,
+        document["best"] = None if best is None else {"config": best.config.as_dict(), "ms": best.time_ms,
                                                       "figure": figure(problem, best.time_ms),
-                                                      "unit": unit(kern), "tie_group": list(best.tie_group),
+                                                      "unit": unit(kern),
+                                                      "tie_group": [config_object(t) for t in best.tie_group],
                                                       "certificate": best.certificate}
     say.print()
     print_tables(out, rows, result, kern, fmt, wide, document)

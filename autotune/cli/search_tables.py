@@ -7,12 +7,11 @@ document with the key, the run's counts, the top configs, the re-timing and the 
 
 from __future__ import annotations
 
-import json
 
 from autotune.measure.figures import duration, figure, unit
 from autotune.search.outcome import SearchResult
 from autotune.store.records import certificate
-from .output import Column, Format, emit, rate
+from .output import Column, Format, config_object, dumps, emit, rate
 
 __all__ = ["top_rows", "print_tables"]
 
@@ -111,13 +110,15 @@ def print_tables(console, rows: list[dict], result: SearchResult, kern, fmt: For
     retimed = sorted((r for r in rows if r["pooled_ms"] is not None), key=lambda r: r["pooled_ms"])
     if fmt is Format.json:
         d = result.decision
-        document = {**document, "top": rows,
-                    "retiming": None if d is None else {"winner": d.winner.config.key, "fastest": d.fastest.config.key,
-                                                        "tie_group": [r.config.key for r in d.tie_group],
+        configs = lambda found: [{**r, "config": config_object(r["config"])} for r in found]  # noqa: E731
+        document = {**document, "top": configs(rows),
+                    "retiming": None if d is None else {"winner": d.winner.config.as_dict(),
+                                                        "fastest": d.fastest.config.as_dict(),
+                                                        "tie_group": [r.config.as_dict() for r in d.tie_group],
                                                         "rounds": len(d.winner.round_medians_ms),
                                                         "tied": d.tied, "certificate": certificate(d),
-                                                        "configs": retimed}}
-        console.print(json.dumps(document, indent=2, default=str), markup=False, highlight=False, soft_wrap=True)
+                                                        "configs": configs(retimed)}}
+        console.print(dumps(document), markup=False, highlight=False, soft_wrap=True)
         return
     emit(console, rows, top, fmt, wide=wide, title=f"top {len(rows)} configs of the study")
     d = result.decision

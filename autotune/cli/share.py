@@ -15,7 +15,7 @@ from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
 from . import app
-from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, err, handle_errors,
+from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, complete_workload, err, handle_errors,
                       on_interrupt, out)
 from .db import _say_labelled
 from .shape import Shape, shape_options
@@ -27,7 +27,7 @@ from .workloads import WorkloadName
 @shape_options
 def export(
     workload: Annotated[Optional[WorkloadName], typer.Argument(
-        parser=WorkloadName, metavar="NAME", help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
+        parser=WorkloadName, metavar="NAME", autocompletion=complete_workload, help="With --bundle: the recorded workload whose chosen configs the bundle holds.",
         show_default=False)] = None,
     bundle: Annotated[Optional[Path], typer.Option("--bundle", metavar="DIR",
                                                    help="Write workload NAME's bundle to the folder DIR: every "
@@ -50,7 +50,9 @@ def export(
                                                      help="Kernel Tuner cache file (JSON) to write with the trials "
                                                           "of one key, for Kernel Tuner's simulation mode "
                                                           "(tune_kernel with simulation_mode=True and cache=FILE; "
-                                                          "- for standard output).")] = None,
+                                                          "- for standard output). Kernel Tuner's simulation asks "
+                                                          "for any config of the space and fails on one not in "
+                                                          "the cache: sweep the key first for a whole cache.")] = None,
     space: SpaceFile = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", metavar="DTYPE", autocompletion=complete_dtype,
                                                  help="Only keys of this element type "
@@ -108,7 +110,7 @@ def export(
         from autotune.interchange.share import export_results as write
 
     target = t4 if t4 is not None else out_path
-    extra = {"dtype": dtype} if t4 is not None else {}
+    extra = {"dtype": dtype} if t4 is not None else {"empty": False}  # a results file of nothing: exit 2, none written
     report = write(open_db(db, "existing"), target, kernel=kern, dims=shapes, device_name=device,
                    include_stale=include_stale, nvcc_version=stale.current_nvcc(), **extra)
     count = report.exported
@@ -163,6 +165,12 @@ def _export_kt_cache(path: Path, kern, space: str | None, shapes, device: str | 
                                  nvcc_version=stale.current_nvcc())
     say.print(f"wrote {count} config(s) ({failed} failed) of {kern.name} to {path} for Kernel Tuner's "
               "simulation mode", markup=False)
+    whole = (chosen_space or kern.space()).count_within(1_000_000)
+    if whole is not None and count < whole:  # Kernel Tuner 1.5.0: "kernel configuration ... not in cache"
+        err.print(f"note: the cache holds {count} of the space's {whole} configs; Kernel Tuner's simulation mode "
+                  f"fails on a config not in it (kernel configuration ... not in cache): run autotune sweep "
+                  f"--kernel {kern.name} with the same problem first for a cache of the whole space, or restrict "
+                  "Kernel Tuner's strategy to what is cached", markup=False, soft_wrap=True)
 
 
 def _export_header(path: Path, kern, device: str | None, include_stale: bool, shaped: bool, db: str | None,

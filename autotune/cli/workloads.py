@@ -8,11 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, NotTunedError
+from autotune.measure.figures import duration
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
 from . import app
-from ._common import Db, Repeats, err, handle_errors, open_db, out, parse_float, parse_int
+from ._common import Db, Repeats, complete_ordinal, complete_ordinals, complete_workload, err, handle_errors, open_db
+from ._common import out, parse_float, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit
 
 class WorkloadName(str):
@@ -21,7 +23,7 @@ class WorkloadName(str):
 
 WorkloadName.__name__ = "name"
 
-Name = Annotated[WorkloadName, typer.Argument(parser=WorkloadName, metavar="NAME",
+Name = Annotated[WorkloadName, typer.Argument(parser=WorkloadName, metavar="NAME", autocompletion=complete_workload,
                                               help="The workload: the name it was recorded under "
                                                    "(autotune.record(NAME) or AUTOTUNE_RECORD=NAME).")]
 Budget = Annotated[str, typer.Option("--budget", "-b", metavar="DURATION",
@@ -29,7 +31,8 @@ Budget = Annotated[str, typer.Option("--budget", "-b", metavar="DURATION",
 
 
 def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value:.4g}"
+    """A time in ms as every table prints it (:func:`~autotune.measure.figures.duration`: µs below 0.1 ms)."""
+    return "" if value is None else duration(value)
 
 
 def _pct(value: float | None) -> str:
@@ -54,14 +57,13 @@ def workloads(db: Db = None, fmt: FormatOption = Format.table, wide: WideOption 
         found = list_workloads(store)
     finally:
         store.close()
-    if not found and fmt is Format.table:
-        out.print("no workload is recorded yet; record one: with autotune.record(NAME): ... or AUTOTUNE_RECORD=NAME",
-                  markup=False)
-        return
+    if not found:  # the rule of every reading command: an empty answer is an error line, exit 2
+        raise NotTunedError("no workload is recorded yet; record one: with autotune.record(NAME): ... or "
+                            "AUTOTUNE_RECORD=NAME")
     columns = [Column("workload", "name", lambda w: w.name), Column("problems", "problems", lambda w: w.problems,
                                                                      right=True),
                Column("calls", "calls", lambda w: w.calls, right=True),
-               Column("GPU ms", "gpu_ms", lambda w: w.gpu_ms, _ms, right=True),
+               Column("GPU time", "gpu_ms", lambda w: w.gpu_ms, _ms, right=True),
                Column("runs", "runs", lambda w: w.runs, right=True),
                Column("last recorded", "recorded_at", lambda w: w.recorded_at,
                       lambda t: f"{t:%Y-%m-%d %H:%M}", wide=True),
@@ -72,11 +74,11 @@ def workloads(db: Db = None, fmt: FormatOption = Format.table, wide: WideOption 
 def _plan_columns():
     return [Column("problem", "problem", lambda r: r.label),
             Column("calls", "calls", lambda r: r.recorded.calls, right=True),
-            Column("ms/call", "ms_per_call", lambda r: r.recorded.ms_per_call, _ms, right=True),
+            Column("per call", "ms_per_call", lambda r: r.recorded.ms_per_call, _ms, right=True),
             Column("share %", "share", lambda r: r.share, _pct, right=True),
             Column("rung", "rung", lambda r: r.chosen.rung if r.chosen else None),
             Column("gain %", "gain", lambda r: r.gain, _pct, right=True),
-            Column("saving ms", "saving_ms", lambda r: r.saving_ms, _ms, right=True),
+            Column("saving", "saving_ms", lambda r: r.saving_ms, _ms, right=True),
             Column("budget", "budget_s", lambda r: r.budget_s, lambda s: format_seconds(s) if s else "-", right=True),
             Column("strategy", "strategy", lambda r: r.strategy),
             Column("config", "config", lambda r: r.chosen.config.key if r.chosen else None, long=True),
@@ -90,7 +92,7 @@ def plan(
     name: Name,
     budget: Budget = "10m",
     device: Annotated[Optional[int], typer.Option("--device", "-d", parser=parse_int, metavar="ORDINAL",
-                                                  help="Plan for this GPU (default: the device model the "
+                                                  autocompletion=complete_ordinal, help="Plan for this GPU (default: the device model the "
                                                        "workload was recorded on; no GPU needed).")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", dir_okay=False, metavar="FILE.png",
                                                  help="Also plot each problem's share of the GPU time, before and "
@@ -160,7 +162,7 @@ def _plot(name: str, the_plan, path: Path, db: str | None) -> None:
 def tune(
     name: Name,
     budget: Budget = "10m",
-    device: Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS",
+    device: Annotated[str, typer.Option("--device", "-d", metavar="ORDINALS", autocompletion=complete_ordinals,
                                         help="GPU ordinal, several (0,1) or all: one worker per GPU, each taking "
                                              "the next problem (GPUs of one model).")] = "0",
     max_trials: Annotated[Optional[int], typer.Option("--max-trials", parser=parse_int, metavar="N",
@@ -200,7 +202,15 @@ def tune(
                                    **({"trial_timeout": trial_timeout} if trial_timeout is not None else {}))
     except OptionError as exc:
         raise exc.as_flag() from None
-    ordinals = parse_devices(device)
+    from autotune.store.workloads import workload_problems
+
+    parse_devices(device, count=lambda: 1 << 16)  # its spelling first (0,0; -1; x), no GPU asked
+    reader = open_db(db, "read")  # the name before the GPUs (--device all asks the driver): a typo said as such
+    try:
+        workload_problems(reader, name)
+    finally:
+        reader.close()
+    ordinals = parse_devices(device)  # all, or a list's range: the driver asked
     from autotune.search.study import quiet_optuna
 
     quiet_optuna()  # the progress lines below say what happens
@@ -218,7 +228,7 @@ def tune(
             out.print(f"GPU {p.ordinal}: {r.label}: {what}", markup=False, soft_wrap=True)
             return
         speed = f", {r.default_ms / r.tuned_ms:.2f}x the default" if r.default_ms and r.tuned_ms else ""
-        line = f"GPU {p.ordinal}: {r.label}: {r.status} ({r.trials} trials, {r.spent_s:.0f} s{speed})"
+        line = f"GPU {p.ordinal}: {r.label}: {r.status} ({r.trials} trials, {format_seconds(r.spent_s)}{speed})"
         (out if r.status != "failed" else err).print(line + (f": {r.reason}" if r.status == "failed" else ""),
                                                      markup=False, soft_wrap=True)
 
@@ -240,14 +250,14 @@ def _outcome_columns(calls):
     return [Column("problem", "problem", lambda r: r.label),
             Column("status", "status", lambda r: r.status),
             Column("calls", "calls", lambda r: calls.get(r.ident, 0), right=True),
-            Column("default ms", "default_ms", lambda r: r.default_ms, _ms, right=True),
-            Column("tuned ms", "tuned_ms", lambda r: r.tuned_ms, _ms, right=True),
+            Column("default", "default_ms", lambda r: r.default_ms, _ms, right=True),
+            Column("tuned", "tuned_ms", lambda r: r.tuned_ms, _ms, right=True),
             Column("speed-up", "speedup", lambda r: r.default_ms / r.tuned_ms if r.default_ms and r.tuned_ms
                    else None, lambda v: f"{v:.2f}x", right=True),
-            Column("GPU ms default", "gpu_ms_default", total("default_ms"), _ms, right=True, wide=True),
-            Column("GPU ms tuned", "gpu_ms_tuned", total("tuned_ms"), _ms, right=True, wide=True),
+            Column("GPU time default", "gpu_ms_default", total("default_ms"), _ms, right=True, wide=True),
+            Column("GPU time tuned", "gpu_ms_tuned", total("tuned_ms"), _ms, right=True, wide=True),
             Column("trials", "trials", lambda r: r.trials, right=True),
-            Column("spent", "spent_s", lambda r: r.spent_s, lambda s: f"{s:.0f} s", right=True),
+            Column("spent", "spent_s", lambda r: r.spent_s, format_seconds, right=True),
             Column("GPU", "gpu", lambda r: r.gpu_ordinal, wide=True),
             Column("config", "config", lambda r: r.config_key, long=True),
             Column("reason", "reason", lambda r: r.reason, long=True, breaks=" ")]
@@ -353,8 +363,8 @@ def bundle_(
     columns = [Column("kernel", "kernel", lambda e: e.kernel),
                Column("shape", "shape", lambda e: "x".join(str(v) for _, v in e.dims)),
                Column("dtype", "dtype", lambda e: e.dtype), Column("rung", "rung", lambda e: e.rung),
-               Column("default ms", "default_ms", lambda e: e.default_ms, _ms, right=True),
-               Column("tuned ms", "tuned_ms", lambda e: e.tuned_ms, _ms, right=True),
+               Column("default", "default_ms", lambda e: e.default_ms, _ms, right=True),
+               Column("tuned", "tuned_ms", lambda e: e.tuned_ms, _ms, right=True),
                Column("config", "config", lambda e: ",".join(f"{k}={v}" for k, v in sorted(e.macros.items())),
                       long=True)]
     emit(out, list(b.entries.values()), columns, fmt, wide=wide, document=document)

@@ -40,7 +40,7 @@ from typing import Any
 
 
 from autotune.base.files import read_text, write_atomically
-from autotune.errors import InvalidInputError
+from autotune.errors import InvalidInputError, NotTunedError, nothing_tuned
 from autotune.kernel.catalog import KERNELS
 from autotune.store import queries, stale
 from autotune.store.key import Dims
@@ -174,17 +174,20 @@ def known_kernels(extra: Iterable[Any] = ()) -> dict[str, Any]:
 
 def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = None,
                    dims: Mapping[str, int] | Dims | str | list | None = None, device_name: str | None = None,
-                   include_stale: bool = False, nvcc_version: str | None = None) -> ExportReport:
+                   include_stale: bool = False, nvcc_version: str | None = None,
+                   empty: bool = True) -> ExportReport:
     """Write the stored bests (of ``kernel``: a catalog name or a Kernel object; of exactly
     ``dims``, or of any of a list of dims; of devices whose name contains ``device_name``,
     case-insensitive) to the JSON file ``path``. Stale ones (:mod:`autotune.store.stale`, against
     ``nvcc_version`` where given) are left out unless ``include_stale``.
 
     The file is written to a temporary file beside ``path`` and renamed over it, so ``path``
-    is either the old file or the whole new one, never half written.
+    is either the old file or the whole new one, never half written. ``empty`` false: where
+    nothing is chosen, nothing is written and :class:`NotTunedError` is raised (the command line).
 
     Raises:
         InvalidInputError: unknown kernel, or ``path`` cannot be written.
+        NotTunedError: nothing to write, and ``empty`` is false.
         StoreError: the database cannot be read.
     """
     from autotune import __version__
@@ -197,6 +200,11 @@ def export_results(store: Store, path: str | os.PathLike[str], *, kernel: Any = 
     judged = stale.partition(records, kernels, nvcc_version)
     chosen = [v.record for v in judged.verdicts if include_stale or v.reason is None]
     reasons, unchecked = judged.reasons, len(judged.unknown)
+    if not chosen and not empty:
+        if not records and kernel is None and dims in (None, [None]) and device_name is None:
+            raise NotTunedError(f"{nothing_tuned()}; nothing written")
+        left = f" ({stale.summary(reasons)}: --include-stale writes them)" if reasons else ""
+        raise NotTunedError(f"{nothing_tuned('those filters', 'autotune list')}{left}; nothing written")
     results = []
     for record, details in zip(chosen, queries.export_details(store, chosen)):
         tie_group = details.tie_group

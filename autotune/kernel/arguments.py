@@ -5,7 +5,7 @@ opened, read or imported.
 :class:`~autotune.search.options.SearchOptions` call these at their top, and
 :meth:`autotune.kernel.problem.Problem.of` checks its kernel, dims and dtype with them before it
 resolves anything, so that ``tune("k.toml", 5)`` refuses the dims without reading the kernel
-file, and ``lookup(..., device=-1)`` names the ordinal instead of a missing PyCUDA. Each check
+file, and ``lookup(..., device=-1)`` names the ordinal instead of a missing CUDA backend. Each check
 looks at the value's type and range only (no file, no database, no GPU): whether a name is a
 catalog kernel, or dims fit the kernel, is for the resolution that follows.
 

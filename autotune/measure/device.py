@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import nvml
-from autotune.errors import GPUUnavailableError, InvalidInputError
+from autotune.errors import GPUUnavailableError, InvalidInputError, no_driver
 from autotune.measure.shared_memory import block_limit
 
 __all__ = ["DeviceInfo", "cuda_driver", "device_count", "query_device", "current_device", "open_device",
@@ -135,7 +135,10 @@ def current_device() -> DeviceInfo:
 def _cu_ctx_get_current():
     import ctypes
 
-    fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
+    except OSError as exc:
+        raise no_driver(exc) from None
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
     return fn
 

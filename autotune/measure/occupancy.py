@@ -15,12 +15,17 @@ from __future__ import annotations
 import ctypes
 import functools
 
+from autotune.errors import no_driver
+
 __all__ = ["occupancy", "active_blocks"]
 
 
 @functools.cache
 def _libcuda() -> ctypes.CDLL:
-    lib = ctypes.CDLL("libcuda.so.1")
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise no_driver(exc) from None
     lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
     lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
     lib.cuOccupancyMaxActiveBlocksPerMultiprocessor.argtypes = [

@@ -157,7 +157,7 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
             ``default`` that is not a Config of the kernel's tunables), each checked before
             anything is opened (``autotune.kernel.arguments``); a bundle that cannot be read or
             used here (``autotune.runtime.bundle.BundleError``, naming the file and what is wrong).
-        GPUUnavailableError: no current CUDA context, PyCUDA (the device's identity) or nvcc.
+        GPUUnavailableError: no current CUDA context, CUDA backend (the device's identity) or nvcc.
         AutotuneError: the chosen config does not compile or fit on this device.
     """
     from autotune.runtime.bundle import given_bundle

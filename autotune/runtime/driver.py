@@ -12,7 +12,7 @@ import ctypes
 import functools
 import threading
 
-from autotune.errors import AutotuneError, GPUUnavailableError
+from autotune.errors import AutotuneError, GPUUnavailableError, no_driver
 
 __all__ = ["libcuda", "current_context", "load_function", "function_attribute", "set_function_attribute", "launch",
            "copy_async", "fill_async"]
@@ -35,7 +35,7 @@ def libcuda() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
-        raise GPUUnavailableError(f"the CUDA driver (libcuda.so.1) cannot be loaded: {exc}") from None
+        raise no_driver(exc) from None
     lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(_PTR)]
     lib.cuModuleLoadData.argtypes = [ctypes.POINTER(_PTR), _PTR]
     lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(_PTR), _PTR, ctypes.c_char_p]

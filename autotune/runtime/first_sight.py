@@ -87,8 +87,8 @@ def tune_first(problem: Problem, ordinal: int, db: str | None, preset: str, rung
         return False
     try:
         best = json.loads(out)["best"]
-        chosen = f"{best['config']} ({best['figure']:.0f} {best['unit']})" if best["unit"] != "ms" else \
-            f"{best['config']} ({best['ms']:.4g} ms)"
+        key = ",".join(f"{k}={v}" for k, v in best["config"].items())  # JSON's config: an object
+        chosen = f"{key} ({best['figure']:.0f} {best['unit']})" if best["unit"] != "ms" else f"{key} ({best['ms']:.4g} ms)"
     except (ValueError, KeyError, TypeError):
         chosen = "(its JSON was not read)"
     warnings.warn(f"autotune: {label} had no tuned config; tuned it on first sight ({preset}: "

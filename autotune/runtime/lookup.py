@@ -150,8 +150,8 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
             catalog's matrix products), integers >= 1.
         dtype: NumPy dtype or its name.
-        device: CUDA ordinal (queried through PyCUDA once per process) or a ``DeviceInfo``
-            (``autotune.measure.device``).
+        device: CUDA ordinal (queried through the CUDA backend once per process:
+            ``cuda-bindings``, or PyCUDA) or a ``DeviceInfo`` (``autotune.measure.device``).
         db: SQLAlchemy URL of the results database (default: ``AUTOTUNE_DB`` or the
             platformdirs default).
         shape_rung: the second rung: ``"dispatch"`` (the default), or ``"nearest_shape"`` (the
@@ -162,7 +162,7 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             number), dims that do not fit the kernel, bad device, a ``shape_rung`` not in
             ``SHAPE_RUNGS``.
         GPUUnavailableError: no nvcc on PATH, or ``device`` is an ordinal and there is no
-            GPU or PyCUDA.
+            GPU, CUDA driver or CUDA backend (checked after the kernel, dims and dtype).
         StoreError: the database cannot be reached or read, or is of a newer schema than
             this autotune (one line, password masked). The database is opened read-only:
             none, never migrated, or of an older schema answers the ``default`` rung, its
@@ -227,7 +227,7 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
 
 def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
              given_db: str | None = None) -> LaunchConfig:
-    """The cold path: every argument checked (the device before PyCUDA is asked of it), then
+    """The cold path: every argument checked (the kernel, dims and dtype, then the device, before the CUDA backend is asked of it), then
     climb the ladder against the database (a few queries; the trials of the kernel's other
     shapes when its dispatch is not learned yet or the database changed)."""
     check_ordinal_arg(device, "device", also=(DeviceInfo,), also_text=" or a DeviceInfo")
@@ -236,9 +236,11 @@ def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
         check_kernel_arg(kernel, identity=True)
         check_dims_arg(dims)
         check_dtype_arg(dtype)
-    info = _device(device)
-    if isinstance(kernel, (Problem, str, Path, Kernel)):
+    resolved = isinstance(kernel, (Problem, str, Path, Kernel))
+    if resolved:  # the names before the GPU: a typo is said as such, also where there is no driver
         problem = Problem.of(kernel, None if isinstance(kernel, Problem) else dims, dtype)
+    info = _device(device)
+    if resolved:
         key = TuningKey.of(problem, info, Toolchain.of(info.arch))
         k = problem.kernel
     else:  # an object with a kernel's identity only (name, dims, hashes, default_config): a key by its fields

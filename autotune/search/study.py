@@ -32,7 +32,17 @@ from autotune.store.key import TuningKey
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["StoredStudy", "open_study", "quiet_optuna"]
+__all__ = ["StoredStudy", "StudyExistsError", "open_study", "quiet_optuna"]
+
+
+class StudyExistsError(InvalidInputError):
+    """A new search of a key whose study exists (``resume`` not given); ``key`` is the key.
+    The command line answers it with the key's stored best where there is one."""
+
+    def __init__(self, key: TuningKey) -> None:
+        super().__init__(f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
+                         "already; pass resume (--resume) to continue it")
+        self.key = key
 
 
 def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None, objective: str = "time"):
@@ -40,7 +50,8 @@ def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None, obje
     one direction (minimise), or one per objective of a Pareto search (``time,energy``: two).
 
     Raises:
-        InvalidInputError: the study exists and ``resume`` is false; ``resume`` of a study of
+        StudyExistsError: the study exists and ``resume`` is false.
+        InvalidInputError: ``resume`` of a study of
             another number of objectives (a single objective's study resumed with
             ``time,energy``, or the reverse).
         StoreError: the database cannot be used.
@@ -53,9 +64,7 @@ def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None, obje
             study = optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
                                         directions=["minimize"] * count, load_if_exists=resume)
         except optuna.exceptions.DuplicatedStudyError:
-            raise InvalidInputError(
-                f"a study for {key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} exists "
-                "already; pass resume (--resume) to continue it") from None
+            raise StudyExistsError(key) from None
         if len(study.directions) != count:
             raise InvalidInputError(
                 f"objective {objective} is not allowed with --resume here: the study for {key.kernel} "

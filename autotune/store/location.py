@@ -11,7 +11,16 @@ from urllib.parse import unquote
 
 from autotune.errors import StoreError
 
-__all__ = ["default_url", "sqlite_path", "refuse_folder"]
+__all__ = ["default_folder", "default_url", "sqlite_path", "refuse_folder"]
+
+
+def default_folder() -> Path:
+    """The folder of the default database: platformdirs' user data directory of ``autotune``
+    (not created here). Until a command writes to it, it may not exist: a read of the default
+    database then finds nothing stored, as it would in a missing file."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("autotune", appauthor=False))
 
 
 def default_url(create: bool = True) -> str:
@@ -22,9 +31,7 @@ def default_url(create: bool = True) -> str:
     Raises:
         StoreError: the directory cannot be created.
     """
-    import platformdirs
-
-    directory = Path(platformdirs.user_data_dir("autotune", appauthor=False))
+    directory = default_folder()
     try:
         if create:
             directory.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from autotune.errors import InvalidInputError, NotTunedError
+from autotune.errors import InvalidInputError, NotTunedError, nothing_tuned
 from autotune.store.location import sqlite_path
 from autotune.store.urls import refuse_foreign, resolve_url
 
@@ -73,8 +73,7 @@ def open_results(url: str | None = None, mode: Mode = "write") -> Store | Result
     if mode == "existing":
         path = sqlite_path(resolved)
         if path is not None and not path.exists():
-            raise NotTunedError(f"no results database at {path}: nothing is tuned there yet (run autotune search "
-                                "first, or give --db)")
+            raise NotTunedError(f"{nothing_tuned()} (no results database at {path} yet)")
     if mode == "lookup" and sqlite_path(resolved) is not None:
         from autotune.store.reader import SqliteReader
 

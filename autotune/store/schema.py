@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.errors import StoreError
 from autotune.resources import data_dir
-from autotune.store.location import refuse_folder
+from autotune.store.location import default_folder, refuse_folder
 from autotune.store.reader import read_only_options
 from autotune.store.revisions import HEAD_REVISION, REVISIONS, VERSION_TABLE, newer_error, revision_state
 
@@ -309,6 +309,8 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
     refuse_folder(parsed.database)
     folder = Path(parsed.database).expanduser().absolute().parent
     if not folder.is_dir():
+        if read_only and folder == default_folder().absolute():
+            return  # the default folder not made yet (an empty home): nothing is stored, nothing created
         raise StoreError(f"the folder of database {parsed.database} does not exist: {folder}; "
                          "create it or give another --db")
     if read_only:
@@ -319,7 +321,10 @@ def check_sqlite_path(url: str, *, read_only: bool = False) -> None:
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer."""
+    """The first line of the DBAPI error (or of ``exc``), without SQLAlchemy's footer; a missing
+    PostgreSQL driver names the extra that brings it."""
+    if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ("psycopg", "psycopg2"):
+        return f"{exc}; the PostgreSQL driver comes with the postgres extra: pip install 'cuda-autotune[postgres]'"
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

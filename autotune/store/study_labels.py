@@ -10,7 +10,7 @@ and in its user-attr filter.
 
 A search labels its study when it opens it (:func:`label_study`); ``autotune db upgrade`` and
 ``autotune import`` label every other study of the database (:func:`label_stored_studies`):
-those searched before labels existed (autotune < 0.3.0), or brought by a copied database.
+those searched before labels existed (autotune < 0.4.0), or brought by a copied database.
 
 Source: Optuna's ``Study.set_user_attr`` and ``Study.set_metric_names`` (optuna-dashboard shows
 both; the metric name replaces "Objective 0").

@@ -83,10 +83,11 @@ def allocate(savings: Sequence[float], budget_s: float, floor_s: float = FLOOR_S
 
 
 def format_seconds(seconds: float) -> str:
-    """``45 s``, ``2m30s``, ``1h05m``: a budget as a person reads it."""
+    """``45s``, ``2m30s``, ``1h05m``: every budget and time spent as printed (the form
+    ``--budget`` takes)."""
     s = int(round(seconds))
     if s < 60:
-        return f"{seconds:.0f} s"
+        return f"{s}s"
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -131,3 +131,42 @@ def test_where_it_can_write_it_installs(home):
     script = home / ".bash_completions" / "autotune.sh"
     assert "bash completion installed in" in result.output and script.is_file() and script.read_text()
     assert (home / ".bashrc").read_text().startswith("# my own settings\n")
+
+
+def _complete(*words: str) -> list[str]:
+    line = " ".join(("autotune", *words))
+    r = runner.invoke(app, [], prog_name="autotune",
+                      env={"_AUTOTUNE_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(len(words))})
+    return r.stdout.split()
+
+
+def test_names_and_values_complete_past_the_options(db_url, monkeypatch, device_info):
+    """Issue 49 item 9: kernels after dispatch and tune-shapes, workload names after plan, tune
+    and export (from the database, read only), and the values of --objective and --device."""
+    from autotune.errors import no_driver
+    from autotune.measure import device as devices
+    from workload_fixtures import record_app
+
+    assert _complete("dispatch", "smem_p") == ["smem_pad"]
+    assert _complete("tune-shapes", "matmul_w") == ["matmul_warp"]
+    assert _complete("search", "--objective", "e") == ["energy", "edp"]
+    assert _complete("search", "--objective", "time") == ["time", "time,energy"]
+    monkeypatch.setattr(devices, "device_count", lambda: 2)
+    assert _complete("search", "--device", "") == ["0", "1", "all"]
+    assert _complete("search", "--device", "0,") == ["0,1"]
+    assert _complete("tune", "app", "--device", "a") == ["all"]
+    assert _complete("sweep", "--device", "") == ["0", "1"]
+
+    def no_gpu():
+        raise no_driver("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(devices, "device_count", no_gpu)
+    assert _complete("plan", "app", "--device", "") == ["0"]  # no driver: the first ordinal, no error
+    assert _complete("plan", "--db", db_url, "") == []  # no database yet: nothing, and none created
+    assert not os.path.exists(db_url.removeprefix("sqlite:///"))
+    record_app(monkeypatch, device_info, db_url)
+    record_app(monkeypatch, device_info, db_url, name="apple", calls=(1, 0, 0))
+    monkeypatch.setenv("AUTOTUNE_DB", db_url)
+    for command in ("plan", "tune", "export"):
+        assert _complete(command, "ap") == ["app", "apple"], command
+    assert _complete("plan", "--db", db_url, "appl") == ["apple"]

@@ -121,7 +121,7 @@ def test_check_lists_failures_whole_and_registers_once(monkeypatch, width):
     assert_reads(r.stdout, width, [c.key for c in configs[1:]])
     assert "error: 2 of 3 builds of matmul_warp failed" in r.stderr
     data = json.loads(render(width, "check", "matmul_warp", "--format", "json", code=2).stdout)
-    assert data["registers"] == [32, 32] and [f["config"] for f in data["records"]] == [c.key for c in configs[1:]]
+    assert data["registers"] == [32, 32] and [f["config"] for f in data["records"]] == [c.as_dict() for c in configs[1:]]
 
 
 def test_json_and_csv_carry_every_column(fake_gpu, db_url):  # noqa: F811
@@ -130,14 +130,15 @@ def test_json_and_csv_carry_every_column(fake_gpu, db_url):  # noqa: F811
     assert doc["kernel"] == "smem_pad" and doc["dims"] == {"rows": 64, "cols": 64} and doc["stopped"] == "exhausted"
     assert len(doc["top"]) == 10 and doc["retiming"]["winner"] == doc["best"]["config"]
     assert "configs" in r.stderr
-    best = json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)
-    assert [b["config"] for b in best] == [doc["best"]["config"]]
+    best = json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)["records"]
+    assert [b["config"] for b in best] == [doc["best"]["config"]] and isinstance(doc["best"]["config"], dict)
     assert {"device", "registers", "shared_bytes", "tie_group", "gbps", "pct_memcpy"} <= set(best[0])
     rows = list(csv.DictReader(io.StringIO(render(None, "list", "--format", "csv", "--db", db_url).stdout)))
-    assert len(rows) == 1 and rows[0]["config"] == doc["best"]["config"] and rows[0]["stale"] == ""
+    assert len(rows) == 1 and rows[0]["config"] == ",".join(f"{k}={v}" for k, v in doc["best"]["config"].items())
+    assert rows[0]["stale"] == ""  # CSV: the config's key, a field of its own
     rows = list(csv.DictReader(io.StringIO(render(None, "sweep", "--size", 64, "-f", "csv", "--db", db_url).stdout)))
     assert len(rows) == 54 and sum(bool(row["pooled_ms"]) for row in rows) == 5  # every config of the grid
-    kernels = json.loads(render(None, "kernels", "--format", "json").stdout)
+    kernels = json.loads(render(None, "kernels", "--format", "json").stdout)["records"]
     assert {k["kernel"] for k in kernels} == set(KERNELS) and all(k["default_config"] for k in kernels)
 
 
@@ -290,7 +291,7 @@ def test_kernels_takes_a_pattern():
     r = render(80, "kernels", "matmul_*")
     assert r.stdout.startswith(f"{sum(k.startswith('matmul_') for k in KERNELS)} of {len(KERNELS)} catalog kernels "
                                "match 'matmul_*'")
-    shown = {k["kernel"] for k in json.loads(render(None, "kernels", "SKINNY", "--format", "json").stdout)}
+    shown = {k["kernel"] for k in json.loads(render(None, "kernels", "SKINNY", "--format", "json").stdout)["records"]}
     assert shown == {k for k, v in KERNELS.items() if "skinny" in k or "skinny" in (v.summary or "").lower()} and shown
     r = render(80, "kernels", "nothing_like_this")
     assert r.stdout == "" and "no catalog kernel matches 'nothing_like_this'" in r.stderr
@@ -304,7 +305,7 @@ def test_times_below_a_tenth_of_a_ms_print_in_microseconds(fake_gpu, db_url):  #
     render(None, "search", "--size", 64, "--sampler", "grid", "--db", db_url)
     text = render(120, "best", "--size", 64, "--db", db_url).stdout
     assert re.search(r"\s\d+\.\d\d µs\s", text) and "0.00" not in text  # the fake's 3 µs, not "0.0030"
-    assert json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)[0]["median_ms"] < 0.1
+    assert json.loads(render(None, "best", "--size", 64, "--format", "json", "--db", db_url).stdout)["records"][0]["median_ms"] < 0.1
 
 
 def test_out_dash_writes_to_stdout_for_jq(fake_gpu, db_url, tmp_path):  # noqa: F811
@@ -330,10 +331,12 @@ def test_trials_lists_one_keys_trials_in_every_format(fake_gpu, db_url):  # noqa
     doc = json.loads(render(None, "trials", "--size", 64, "--format", "json", "--db", db_url).stdout)
     assert doc["kernel"] == "smem_pad" and doc["study"].startswith("smem_pad@") and len(doc["records"]) == 7
     assert [t["number"] for t in doc["records"]] == list(range(7)) and all(t["status"] == "ok" for t in doc["records"])
+    assert all(isinstance(t["config"], dict) for t in doc["records"])  # issue 49 item 8: one schema
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", t["created_at"]) for t in doc["records"])
     rows = list(csv.DictReader(io.StringIO(render(None, "trials", "--size", 64, "-f", "csv", "--db", db_url).stdout)))
     assert len(rows) == 7 and {"median_ms", "config", "reason", "occupancy"} <= set(rows[0])
     r = render(None, "trials", "--size", 128, "--db", db_url, code=2)
-    assert "error: no trials of smem_pad 128x128 float32" in r.stderr
+    assert "error: nothing is tuned for smem_pad 128x128 float32; run: autotune search" in r.stderr
 
 
 def test_stale_rows_are_coloured_where_colour_is_on():

@@ -29,12 +29,12 @@ def run(*args):
 
 def test_workloads_lists_what_was_recorded(monkeypatch, device_info, db_url):
     r = run("workloads", "--db", db_url)
-    assert r.exit_code == 0 and "no workload is recorded yet" in r.output
+    assert r.exit_code == 2 and r.output.startswith("error: no workload is recorded yet; record one:")
     record_app(monkeypatch, device_info, db_url)
     record_app(monkeypatch, device_info, db_url, name="other", calls=(1, 0, 0))
     r = run("workloads", "--db", db_url, "--format", "json")
     assert r.exit_code == 0, r.output
-    found = {w["name"]: w for w in json.loads(r.output)}
+    found = {w["name"]: w for w in json.loads(r.output)["records"]}
     assert (found["app"]["problems"], found["app"]["calls"], found["app"]["runs"]) == (3, 45, 1)
     assert (found["other"]["problems"], found["other"]["calls"]) == (1, 1)
     assert found["app"]["devices"] == ["NVIDIA H100 80GB HBM3"] and found["app"]["gpu_ms"] > 0
@@ -179,3 +179,19 @@ def test_autotune_bundle_shows_a_bundles_strings_inert(tmp_path, monkeypatch, de
     assert not any(c in r.output for c in "\x1b\x07\r"), repr(r.output)
     for shown in ("x1b[2J", "\\x1b]0;pwned\\x07 2026", "13.0\\x1b[1A\\r"):  # the workload is shown as a repr
         assert shown in r.output, (shown, r.output)
+
+
+@pytest.mark.parametrize("device", ["all", "0", "0,1"])
+def test_tune_says_a_workload_typo_before_a_missing_driver(device, monkeypatch, db_url):
+    """Issue 49 item 7: ``tune app --device all`` without a GPU reported the missing driver
+    (``all`` counts the GPUs) before the workload that does not exist."""
+    from autotune.errors import no_driver
+    from autotune.measure import device as devices
+
+    def no_gpu(*_):
+        raise no_driver("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(devices, "device_count", no_gpu)
+    monkeypatch.setattr(devices, "query_device", no_gpu)
+    r = run("tune", "app", "--budget", "10s", "--device", device, "--db", db_url)
+    assert r.exit_code == 2 and r.output.startswith("error: workload 'app' does not exist"), r.output

@@ -329,8 +329,9 @@ def test_autotune_dispatch_prints_the_table_rule_held_out_regret_and_where_to_tu
     import json
 
     doc = json.loads(r.output)
-    assert doc["dispatches"][0]["configs"][0] == DEFAULT.key and len(doc["records"]) == 4
+    assert doc["dispatches"][0]["configs"][0] == DEFAULT.as_dict() and len(doc["records"]) == 4
     assert doc["dispatches"][0]["kind"] in ("knn", "tree", "nearest") and "tree depth=2" in doc["dispatches"][0]["cv_regret"]
+    assert all(isinstance(r["dispatch_config"], dict) for r in doc["records"])
     r = run("dispatch", K, "--db", db_url, "--dtype", "float64")
     assert r.exit_code == 2 and r.output.startswith("error: nothing is tuned for smem_pad float64")
     assert "autotune tune-shapes smem_pad --dims-range rows=LOW:HIGH,cols=LOW:HIGH" in r.output

@@ -106,3 +106,25 @@ def test_one_compile_is_measured_at_every_shape_in_one_measuring_process(tmp_pat
         assert found.decision is not None
         chosen = lookup("matmul_warp", problem.values, "float32", device=0, db=db)
         assert chosen.rung == "exact" and chosen.config == found.decision.winner.config
+
+
+def test_the_readme_search_run_twice_shows_the_tuned_best(tmp_path):
+    """Issue 49 item 2 on the GPU: the second run of the same search measures nothing, says the
+    problem is tuned and prints the stored best (exit 0); ``best`` prints the same config."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AUTOTUNE_DB": f"sqlite:///{tmp_path / 'twice.db'}"}
+    search = [sys.executable, "-m", "autotune", "search", "--kernel", "smem_pad", "--device", "0", "--size", "256",
+              "--trials", "4"]
+    first = subprocess.run(search, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = subprocess.run(search, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "smem_pad 256x256 float32 on " in again.stdout and "is tuned already" in again.stdout
+    best = subprocess.run([sys.executable, "-m", "autotune", "best", "--kernel", "smem_pad", "--size", "256",
+                           "--format", "json"], env=env, capture_output=True, text=True, timeout=600)
+    config = json.loads(best.stdout)["records"][0]["config"]
+    assert ",".join(f"{k}={v}" for k, v in config.items()) in again.stdout

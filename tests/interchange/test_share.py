@@ -268,7 +268,8 @@ def test_cli_export_then_import(tuned_a, url_a, url_b, tmp_path):
     assert "stale" not in r.output
 
     r = run("export", "--out", tmp_path / "none.json", "--device", "V100", "--db", url_a)
-    assert r.exit_code == 0 and "exported 0 results" in r.output and "nothing is tuned" in r.output
+    assert r.exit_code == 2 and "error: nothing is tuned for those filters; run: autotune list" in r.output
+    assert not (tmp_path / "none.json").exists()
 
 
 def test_cli_export_refusals(url_a, tmp_path):

@@ -257,7 +257,8 @@ def test_latest_bench_run_of_the_device_is_plotted(store, db_url, device_info, t
 
 def test_nothing_to_plot_is_an_error(db_url, tmp_path):
     r = run("report", "--out", tmp_path / "out", "--db", db_url)  # no database: refused, nothing created
-    assert r.exit_code == 2 and r.output.startswith("error: no results database at "), r.output
+    assert r.exit_code == 2 and r.output.startswith("error: nothing is tuned yet; run: "), r.output
+    assert "(no results database at " in r.output
     assert not (tmp_path / "out").exists()
     open_results(db_url).close()  # an empty database: nothing to plot
     r = run("report", "--out", tmp_path / "out", "--db", db_url)

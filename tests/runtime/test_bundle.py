@@ -257,8 +257,8 @@ def _best_shown(db_url, kernel, dims, dtype) -> str:
     r = runner.invoke(app, ["best", "--kernel", str(kernel), "--dims", dims, "--dtype", dtype, "--format", "json",
                             "--db", db_url])
     assert r.exit_code == 0, r.output
-    (row,) = json.loads(r.output)
-    return row["config"]
+    (row,) = json.loads(r.output)["records"]
+    return ",".join(f"{k}={v}" for k, v in row["config"].items())  # JSON: an object; the bundle's key
 
 
 def test_eight_processes_pick_the_same_config_as_autotune_best_from_the_database_and_the_bundle(

@@ -51,7 +51,7 @@ def child(monkeypatch, device_info, db_url):
             dims = {k: int(v) for k, v in (p.split("=") for p in args["--dims"].split(","))}
             autotune.tune(args["--kernel"], dims, args["--dtype"], device=0, trials=int(args["--trials"]),
                           strategy="grid", db=db_url)
-        return 0, '{"best": {"config": "TILE_DIM=32", "ms": 0.003, "figure": 2800.0, "unit": "GB/s"}}', ""
+        return 0, '{"best": {"config": {"TILE_DIM": 32}, "ms": 0.003, "figure": 2800.0, "unit": "GB/s"}}', ""
 
     monkeypatch.setattr(first_sight, "run_search", run_search)
     return commands

@@ -4,6 +4,7 @@ dispatch itself is tested in ``tests/store/test_dispatch.py``. Results are writt
 where a real (fake-timed) search is the point. No timing assertions here: see
 ``benchmarks/lookup_latency.py`` for latency."""
 
+import re
 import threading
 from dataclasses import dataclass, replace
 
@@ -14,7 +15,7 @@ from autotune.store.opening import open_results
 
 import autotune.runtime.lookup as tuned
 from autotune import Config, clear_cache, lookup
-from autotune.errors import InvalidInputError
+from autotune.errors import GPUUnavailableError, InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.store.key import tuning_key
 from autotune.measure.measurement import Measurement
@@ -435,3 +436,23 @@ def test_tune_refuses_bad_options_before_anything_is_opened(options, message, tm
     with pytest.raises(InvalidInputError, match=f"^{message}"):  # the library names the parameter
         tune("smem_pad", (64, 64), db=f"sqlite:///{tmp_path / 'never.db'}", **options)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("nosuch", (64, 64), "float32"), "unknown kernel 'nosuch'"),
+    (("smem_pad", (64, 64, 3), "float32"), "shape (64, 64, 3) is not allowed"),
+    (("smem_pad", (64, 64), "float17"), "float17"),
+])
+def test_a_typo_is_said_before_a_missing_driver(args, said, monkeypatch):
+    """Issue 49 item 7: without a GPU a bad name was answered with the missing CUDA driver."""
+    from autotune.errors import no_driver
+
+    def no_gpu(ordinal):
+        raise no_driver("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(tuned, "query_device", no_gpu)
+    clear_cache()
+    with pytest.raises(InvalidInputError, match=re.escape(said)):
+        lookup(*args, device=0)
+    with pytest.raises(GPUUnavailableError, match=r"^the CUDA driver \(libcuda.so.1\) cannot be loaded"):
+        lookup("smem_pad", (64, 64), "float32", device=0)

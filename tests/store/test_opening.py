@@ -207,8 +207,39 @@ def test_a_postgresql_schema_of_its_own_beside_another_applications_tables(pg_ur
 @pytest.mark.parametrize("args", [["best", "--size", "64"], ["list"]], ids=["best", "list"])
 def test_reading_commands_create_no_database(args, tmp_path):
     result = runner.invoke(app, args + ["--db", f"sqlite:///{tmp_path / 'new.db'}"])
-    assert result.exit_code == (2 if args[0] == "best" else 0) and "nothing is tuned" in result.output, result.output
+    assert result.exit_code == 2 and result.output.startswith("error: nothing is tuned "), result.output
     assert list(tmp_path.iterdir()) == []
+
+
+EMPTY_HOME_ANSWERS = {  # issue 49 item 1: what each reading command says in a home with no data folder yet
+    ("list",): "error: nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048",
+    ("list", "--format", "json"): "error: nothing is tuned yet; run: autotune search",
+    ("best",): "error: nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048",
+    ("best", "--kernel", "smem_pad", "--size", "64"): "error: nothing is tuned for smem_pad 64x64 float32; run: "
+                                                       "autotune search --kernel smem_pad --rows 64 --cols 64",
+    ("dispatch", "smem_pad"): "error: nothing is tuned for smem_pad; run: autotune tune-shapes smem_pad",
+    ("trials", "--size", "64"): "error: nothing is tuned for smem_pad 64x64 float32; run: autotune search",
+    ("export", "--out", "x.json"): "error: nothing is tuned yet; run: autotune search --kernel smem_pad --size 2048",
+    ("workloads",): "error: no workload is recorded yet; record one:",
+    ("db", "current"): "no database at sqlite:///",
+}
+
+
+@pytest.mark.parametrize("args", list(EMPTY_HOME_ANSWERS), ids=" ".join)
+def test_reading_commands_in_an_empty_home_say_nothing_is_tuned(args, tmp_path, monkeypatch):
+    """No ``AUTOTUNE_DB``, and the default database's folder (platformdirs' user data
+    directory) not made yet: every reading command answers in one line, ``nothing is tuned
+    ...; run: ...``, exit 2 (``db current``: the revision question has an answer, exit 0), and
+    creates nothing (no data folder, no output file)."""
+    monkeypatch.delenv("AUTOTUNE_DB")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, list(args))
+    assert result.output.startswith(EMPTY_HOME_ANSWERS[args]), result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert result.exit_code == (0 if args[0] == "db" else 2), result.output
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
 
 
 def test_a_store_is_built_by_the_door_only():
@@ -236,7 +267,7 @@ def test_every_mode_of_the_door_opens_as_it_says(tmp_path):
         opened = open_results(url, mode)
         assert opened.schema_state in ("missing", None) and not (tmp_path / "door.db").exists(), mode
         opened.close()
-    with pytest.raises(NotTunedError, match="no results database at"):
+    with pytest.raises(NotTunedError, match=r"^nothing is tuned yet; run: .* \(no results database at "):
         open_results(url, "existing")
     assert not (tmp_path / "door.db").exists()
     unmigrated = open_results(url, "unmigrated")
@@ -252,3 +283,21 @@ def test_every_mode_of_the_door_opens_as_it_says(tmp_path):
         opened.close()
     with pytest.raises(InvalidInputError, match=r"mode 'rw' is not allowed; allowed: " + ", ".join(MODES)):
         open_results(url, "rw")
+
+
+def test_a_postgresql_url_without_its_driver_names_the_extra(monkeypatch):
+    """Issue 49 item 12: ``--db postgresql+psycopg://...`` without psycopg said only ``No module
+    named 'psycopg'``."""
+    import builtins
+
+    real = builtins.__import__
+
+    def no_psycopg(name, *args, **kwargs):
+        if name.split(".")[0] == "psycopg":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    result = runner.invoke(app, ["best", "--size", "64", "--db", "postgresql+psycopg://me@127.0.0.1:1/db"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'cuda-autotune[postgres]'" in result.output and "Traceback" not in result.output, result.output

@@ -210,9 +210,9 @@ def test_search_then_best_shows_the_front_with_the_time_and_energy_optimal_named
         assert t.config.key in r.output and f"{t.energy_j:.4g}" in r.output
     r = run("best", "--kernel", "smem_pad", "--size", 256, "--db", db_url, "--format", "json")
     doc = json.loads(r.output)
-    record = doc[0] if isinstance(doc, list) else doc["records"][0]
+    record = doc["records"][0]
     assert record["objective"] == "time,energy"
-    assert [m["config"] for m in record["pareto_front"]] == [t.config.key for t in members]
+    assert [m["config"] for m in record["pareto_front"]] == [t.config.as_dict() for t in members]
     assert record["pareto_front"][0]["role"].startswith("time-optimal")
 
 

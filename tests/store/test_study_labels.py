@@ -48,7 +48,7 @@ def test_labelling_writes_only_what_differs(device_info):
 
 
 def _unlabelled_search(monkeypatch, db_url, device_info):
-    """A study searched as before labels existed (autotune < 0.3.0: no attrs, "Objective 0")."""
+    """A study searched as before labels existed (autotune < 0.4.0: no attrs, "Objective 0")."""
     import autotune.search.tuner as tuner
 
     with monkeypatch.context() as m:

@@ -40,7 +40,7 @@ def test_the_budget_rule_floor_then_shares_of_the_saving():
     assert allocate([1.0, 5.0, 3.0], 25.0, floor_s=10.0) == [0.0, 12.5, 12.5]
     assert allocate([1.0, 5.0], 4.0, floor_s=10.0) == [0.0, 4.0]
     assert allocate([0.0, 0.0], 100.0) == [0.0, 0.0] and allocate([1.0], 0.0) == [0.0]
-    assert FLOOR_S > 0 and format_seconds(45) == "45 s" and format_seconds(150) == "2m30s"
+    assert FLOOR_S > 0 and format_seconds(45) == "45s" and format_seconds(150) == "2m30s"
 
 
 def test_the_plan_ranks_problems_by_expected_saving(monkeypatch, device_info, db_url):

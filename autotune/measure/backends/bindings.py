@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from autotune.errors import GPUUnavailableError
+from autotune.errors import GPUUnavailableError, no_driver
 from autotune.measure.packing import PackedArguments
 from autotune.measure.backends.base import (SIGNATURE_CODES, Backend, CudaError, CudaLaunchError, CudaMemoryError,
                                             DeviceAllocation, DeviceProperties, Event, Function, Module)
@@ -68,7 +68,7 @@ class BindingsBackend(Backend):
             try:
                 status = self._cu.cuInit(0)[0]
             except RuntimeError as exc:  # "Failed to dlopen libcuda.so.1": no driver on this machine
-                raise GPUUnavailableError(f"the CUDA driver could not be loaded: {exc}") from None
+                raise no_driver(exc) from None
             if int(status) != 0:
                 raise GPUUnavailableError(f"the CUDA driver could not be initialised: cuInit failed: "
                                           f"{self._text(status)}")

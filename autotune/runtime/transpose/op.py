@@ -5,7 +5,7 @@ input's pointer, shape, strides and element type (:mod:`autotune.runtime.transpo
 launch prepared for (thread, context, kernel, database, rows, cols, element type), allocate
 the output, fill two pointers and call ``cuLaunchKernel``. The first call of a shape looks
 the config up, builds it through the on-disk cubin cache and loads it (no PyCUDA for the
-load; PyCUDA still reads the device's identity once per process).
+load; the CUDA backend, cuda-bindings or PyCUDA, still reads the device's identity once per process).
 """
 
 from __future__ import annotations

@@ -86,7 +86,8 @@ def test_a_registered_backend_is_made_once_and_use_passes_the_choice_to_child_pr
 
 
 def test_no_driver_on_the_machine_is_a_gpu_unavailable_error():
-    with pytest.raises(GPUUnavailableError, match="the CUDA driver could not be loaded: Failed to dlopen libcuda.so.1"):
+    with pytest.raises(GPUUnavailableError, match=r"^the CUDA driver \(libcuda.so.1\) cannot be loaded: Failed to dlopen "
+                                                  r"libcuda.so.1; autotune needs"):
         BindingsBackend(FakeCu(dlopen_fails=True)).device_count()
 
 
