@@ -58,7 +58,7 @@ class SearchResult:
         spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
             asks and tells, and reading what other processes measured).
         companions: the results of the other shapes measured alongside
-            (:mod:`autotune.search.companions`), in the order given.
+            (`autotune.search.companions`), in the order given.
     """
 
     key: TuningKey

@@ -57,7 +57,7 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
         also: other dims of the kernel at ``dtype`` (one GPU): each config measured ok is
             measured at each of them too, in the same measuring process (one compile, a trial
             of each shape's own study, each shape's own re-timed winner:
-            ``result.companions``, :mod:`autotune.search.companions`).
+            ``result.companions``; ``autotune.search.companions``).
         **fields: the fields of ``options`` as keywords (``trials=50, strategy="random"``), over
             ``options`` if both are given (``sampler=`` is the deprecated name of ``strategy``).
 
@@ -88,8 +88,7 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
     problem = Problem.of(kernel, dims, dtype)
-    others = [Problem.of(problem.kernel, d, problem.dtype) for d in also]
-    others = [p for i, p in enumerate(others) if p != problem and p not in others[:i]]
+    others = _other_shapes(problem, also)
     space_ = problem.kernel.space(options.space)
     ordinals = [device] if isinstance(device, int) else list(device)
     if others and len(ordinals) > 1:
@@ -101,6 +100,26 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
             return search_on_gpu(problem, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial,
                                  also=others)
         return _tune_many(problem, ordinals, space_, options, on_start, on_report)
+
+
+def _other_shapes(problem: Problem, also) -> list[Problem]:
+    """``also`` as problems of ``problem``'s kernel and dtype, each once, ``problem`` left out.
+
+    Raises:
+        InvalidInputError: ``also`` is not a list of dims, or holds dims the kernel refuses.
+    """
+    if isinstance(also, (str, bytes, Mapping)) or not isinstance(also, Sequence):
+        raise InvalidInputError(f"also {shown(also)} is not allowed; give a list of other dims of {problem.kernel.name} "
+                                "([{'rows': 64, 'cols': 128}, ...]), or none")
+    others: list[Problem] = []
+    for dims in also:
+        try:
+            other = Problem.of(problem.kernel, dims, problem.dtype)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"also: {exc}") from None
+        if other != problem and other not in others:
+            others.append(other)
+    return others
 
 
 def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_start, on_report) -> SearchResult:

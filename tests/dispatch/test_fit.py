@@ -355,7 +355,7 @@ def test_tune_shapes_tunes_spread_shapes_with_the_dispatchs_configs_first(db_url
 
     asked = []
 
-    def fake_tune(kernel, dims, dtype, *, device, options):
+    def fake_tune(kernel, dims, dtype, *, device, options, also=()):
         shape = (dims["rows"], dims["cols"])
         asked.append((shape, options))
         faster = A if shape[0] < 1000 else B

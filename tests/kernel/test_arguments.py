@@ -140,6 +140,8 @@ def table():
     for name in ("on_start", "on_trial", "on_report"):
         for v in [5, "print", True, [], 1.5]:
             add(("tune", name, v, name))
+    for v in [5, "64x128", {"rows": 64, "cols": 128}, [{"rows": 0, "cols": 64}], [(64,)], [{"rows": 64}], True]:
+        add(("tune", "also", v, "also"))
     options = {
         "trials": [0, -1, True, 1.5, "10", 2**40, NAN, None],
         "timeout": [0, -1, NAN, INF, True, "60", 1e300, []],
