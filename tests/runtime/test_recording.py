@@ -390,10 +390,13 @@ def test_sigkill_leaves_whole_batches_only(tmp_path, db_url):
     for batch, dims, calls in rows:
         batches.setdefault(batch, {})[dims] = calls
     assert len(batches) >= 3 and sorted(batches) == list(range(1, len(batches) + 1))  # none missing
-    for counted in batches.values():  # both problems, counted alike (the loop launches both, in turn)
-        assert set(counted) == {"n=1000", "rows=100,cols=64"}
-    totals = [sum(b[d] for b in batches.values()) for d in ("n=1000", "rows=100,cols=64")]
-    assert 0 <= totals[0] - totals[1] <= 1
+    # the loop launches both problems in turn, so over the whole batches their counts differ by
+    # at most the one launch the kill cut between them: a batch stored in part (one problem's row
+    # without the other's) would lose that batch's calls of one. (A batch may hold one problem
+    # only: the flusher can take its counts between the two launches of one turn.)
+    assert all(set(counted) <= {"n=1000", "rows=100,cols=64"} and counted for counted in batches.values())
+    totals = [sum(b.get(d, 0) for b in batches.values()) for d in ("n=1000", "rows=100,cols=64")]
+    assert 0 <= totals[0] - totals[1] <= 1 and totals[1] > 0
 
 
 def test_two_programs_recording_into_one_database_lose_nothing(tmp_path, db_url):
