@@ -31,6 +31,7 @@ def bench_module(monkeypatch, device_info):
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
     monkeypatch.setattr(lookup, "query_device", lambda ordinal: device_info)
+    monkeypatch.setattr(lookup, "_devices", {})  # the fake GPU's info must not outlive this test
     monkeypatch.setenv("AUTOTUNE", f"{sys.executable} {TESTS / 'workers.py'} cli 0")
     monkeypatch.setenv("AUTOTUNE_FAKE_BENCH", "any")
     spec = importlib.util.spec_from_file_location("app_tuning", ROOT / "benchmarks/app_tuning.py")

@@ -302,6 +302,7 @@ def test_a_cached_lookup_is_no_door_for_what_equals_it(monkeypatch, device_info,
     import autotune.runtime.lookup as lookup_module
 
     monkeypatch.setattr(lookup_module, "query_device", lambda ordinal: device_info)
+    monkeypatch.setattr(lookup_module, "_devices", {})  # the fake GPU's info must not outlive this test
     autotune.clear_cache()
     monkeypatch.setenv("AUTOTUNE_DB", db_url)
     good = autotune.lookup("smem_pad", (64, 64), "float32", device=0)

@@ -451,6 +451,7 @@ def test_a_typo_is_said_before_a_missing_driver(args, said, monkeypatch):
         raise no_driver("libcuda.so.1: cannot open shared object file")
 
     monkeypatch.setattr(tuned, "query_device", no_gpu)
+    monkeypatch.setattr(tuned, "_devices", {})  # device info outlives clear_cache: another test's fake GPU
     clear_cache()
     with pytest.raises(InvalidInputError, match=re.escape(said)):
         lookup(*args, device=0)
