@@ -152,7 +152,6 @@ class Tuner:
                                        copy_gbps=tools.copy_gbps, l2_mode=tools.l2_mode, clocks=start_clocks,
                                        objective=self.options.objective)
         result = self.result = SearchResult(self.key, search_id)
-        result.companions = [c.result for c in self.others]
         status = "failed"
         try:
             with store.errors():  # Optuna's storage errors too: one StoreError line

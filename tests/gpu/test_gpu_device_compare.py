@@ -4,6 +4,8 @@ counts and first indices of written guard bytes, of differing raw words, of non-
 and of elements off the tolerance, for every element type, on arrays of odd sizes with planted
 differences (NaN payloads, signed zeros, infinities, an element off by one ulp)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,18 @@ from fakes import FakeDriver
 pytestmark = pytest.mark.gpu
 
 SIZES = (1, 1000, 1_000_003)
+
+
+@contextlib.contextmanager
+def gpu_comparer():
+    """The CUDA driver and the comparison kernels loaded on GPU 0, freed after."""
+    drv = cuda_driver()
+    with open_device(0) as device:
+        comparer = DeviceComparer.load(drv, device.arch)
+        try:
+            yield drv, comparer
+        finally:
+            comparer.free()
 
 
 def pair(dtype: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -53,19 +67,14 @@ def run(drv, comparer, want: np.ndarray, got: np.ndarray) -> dict:
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64"])
 def test_the_gpu_kernels_count_what_the_model_counts(dtype):
     rng = np.random.default_rng(0)
-    drv = cuda_driver()
-    with open_device(0) as device:
-        comparer = DeviceComparer.load(drv, device.arch)
-        try:
-            for n in SIZES:
-                want, got = pair(dtype, n, rng)
-                fake = FakeDriver(1 << 25)
-                model = run(fake, DeviceComparer(fake, fake.load_module(b"")), want, got)
-                assert run(drv, comparer, want, got) == model, (dtype, n)
-                if n > 10:
-                    assert model["exact"][0] >= 1 and model["bytes"][0] > 0
-        finally:
-            comparer.free()
+    with gpu_comparer() as (drv, comparer):
+        for n in SIZES:
+            want, got = pair(dtype, n, rng)
+            fake = FakeDriver(1 << 25)
+            model = run(fake, DeviceComparer(fake, fake.load_module(b"")), want, got)
+            assert run(drv, comparer, want, got) == model, (dtype, n)
+            if n > 10:
+                assert model["exact"][0] >= 1 and model["bytes"][0] > 0
 
 
 @pytest.mark.parametrize("dtype", NORM_TYPES)
@@ -73,27 +82,22 @@ def test_the_gpu_norm_sums_what_numpy_sums(dtype):
     """The sums of squares of a relative Frobenius error (a matrix product's check) and the
     count and first index of elements not finite, against NumPy in float64."""
     rng = np.random.default_rng(1)
-    drv = cuda_driver()
-    with open_device(0) as device:
-        comparer = DeviceComparer.load(drv, device.arch)
-        try:
-            for n in SIZES:
-                want = rng.uniform(-4, 4, n)
-                got = (want * (1 + rng.normal(0, 1e-3, n))).astype(dtype)
-                if n > 10:
-                    got[n // 2], got[n - 3] = np.inf, np.nan
-                pointers = []
-                for host in (got, want):
-                    buf = drv.mem_alloc(host.nbytes)
-                    drv.memcpy_htod(buf, host)
-                    pointers.append(buf)
-                bad, first, diff2, ref2 = comparer.norm(int(pointers[0]), int(pointers[1]), n, dtype)
-                for p in pointers:
-                    p.free()
-                g = got.astype(np.float64)
-                finite = np.isfinite(g)
-                assert (bad, first) == ((2, n // 2) if n > 10 else (0, 2**64 - 1)), (dtype, n)
-                assert diff2 == pytest.approx(np.sum((g[finite] - want[finite]) ** 2), rel=1e-9)
-                assert ref2 == pytest.approx(np.sum(want ** 2), rel=1e-9)
-        finally:
-            comparer.free()
+    with gpu_comparer() as (drv, comparer):
+        for n in SIZES:
+            want = rng.uniform(-4, 4, n)
+            got = (want * (1 + rng.normal(0, 1e-3, n))).astype(dtype)
+            if n > 10:
+                got[n // 2], got[n - 3] = np.inf, np.nan
+            pointers = []
+            for host in (got, want):
+                buf = drv.mem_alloc(host.nbytes)
+                drv.memcpy_htod(buf, host)
+                pointers.append(buf)
+            bad, first, diff2, ref2 = comparer.norm(int(pointers[0]), int(pointers[1]), n, dtype)
+            for p in pointers:
+                p.free()
+            g = got.astype(np.float64)
+            finite = np.isfinite(g)
+            assert (bad, first) == ((2, n // 2) if n > 10 else (0, 2**64 - 1)), (dtype, n)
+            assert diff2 == pytest.approx(np.sum((g[finite] - want[finite]) ** 2), rel=1e-9)
+            assert ref2 == pytest.approx(np.sum(want ** 2), rel=1e-9)
