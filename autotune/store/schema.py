@@ -2,7 +2,10 @@
 
 Opening a database (:func:`prepare`) follows these rules:
 
-* empty database: migrate to the newest revision;
+* empty database (none of our tables, no version row): the newest revision's tables are created
+  from the models in one transaction and the version row written (:func:`create_head`), as
+  Alembic's cookbook advises for a new database ("building an up-to-date database from
+  scratch"): replaying every migration on SQLite rebuilds tables one batch at a time;
 * at the newest revision: nothing to do;
 * at an older revision: a SQLite file is first copied to ``<file>.bak-<revision>-<UTC time>``,
   then migrated (other databases are migrated in place; back them up with their own tools);
@@ -36,7 +39,7 @@ from autotune.store.reader import read_only_options
 from autotune.store.revisions import HEAD_REVISION, REVISIONS, VERSION_TABLE, newer_error, revision_state
 
 __all__ = ["VERSION_TABLE", "REVISIONS", "HEAD_REVISION", "head_revision", "current_revision", "stored_revision",
-           "upgrade", "prepare", "check_sqlite_path", "init_lock", "read_only_engine", "state"]
+           "upgrade", "prepare", "create_head", "check_sqlite_path", "init_lock", "read_only_engine", "state"]
 
 def _config(url: str):
     from alembic.config import Config
@@ -144,28 +147,60 @@ def prepare(engine: Engine, revision: str = "head") -> str | None:
         StoreError: newer schema, unreadable database, failed backup or migration.
     """
     current = current_revision(engine)
-    if current == (head_revision() if revision == "head" else revision):
+    target = HEAD_REVISION if revision == "head" else revision
+    if current == target:
         return None
     _refuse_newer(engine, current)
+    if current is None and target == HEAD_REVISION and create_head(engine):
+        return None
     backup = _backup(engine, current) if current is not None else None
     upgrade(engine, revision)
     return backup
+
+
+def create_head(engine: Engine) -> bool:
+    """In a database holding none of our tables and no version row: create the tables of the
+    newest revision from the models (:data:`autotune.store.models.Base`) and write
+    :data:`HEAD_REVISION` in :data:`VERSION_TABLE`, in one transaction, without importing
+    Alembic. ``tests/store/test_schema_migrations.py`` checks that this schema is the one the
+    migrations build, table by table.
+
+    Returns:
+        ``True`` if created; ``False`` where any of our tables or the version table exists
+        (then the migrations decide).
+
+    Raises:
+        StoreError: the database cannot be written.
+    """
+    from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, inspect
+
+    from autotune.store.models import Base
+
+    # Alembic's own version table: one VARCHAR(32) key named <table>_pkc (alembic.runtime.migration)
+    version = Table(VERSION_TABLE, MetaData(), Column("version_num", String(32), nullable=False),
+                    PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"))
+    try:
+        with engine.begin() as connection:
+            present = set(inspect(connection).get_table_names())
+            if present & (set(Base.metadata.tables) | {VERSION_TABLE}):
+                return False
+            Base.metadata.create_all(connection)
+            version.create(connection)
+            connection.execute(version.insert().values(version_num=HEAD_REVISION))
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot create the results database {_safe(engine)}: {one_line(exc)}") from exc
+    return True
 
 
 def _refuse_newer(engine: Engine, current: str | None = ...) -> None:
     if current is ...:
         current = current_revision(engine)
     if current is not None and not _revision_known(current):
-        raise newer_error(_safe(engine), current, head_revision())
+        raise newer_error(_safe(engine), current, HEAD_REVISION)
 
 
 def _revision_known(revision: str) -> bool:
-    from alembic.util import CommandError
-
-    try:
-        return _scripts().get_revision(revision) is not None
-    except CommandError:
-        return False
+    return revision in REVISIONS  # the migrations' ids: test_revisions_constant_names_every_migration_oldest_first
 
 
 def _backup(engine: Engine, revision: str) -> str | None:

@@ -378,9 +378,10 @@ def test_key_trials_span_every_search_of_the_key(store):
 def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(shared_db, monkeypatch):
     """Optuna's stale-trial check skips RUNNING trials without a heartbeat; the store fails them
     once they are older than the grace period, and leaves younger or heartbeating ones."""
-    import time
+    import datetime
 
     import optuna
+    import sqlalchemy as sa
     from optuna.trial import TrialState
 
     from autotune.store import study_storage
@@ -391,9 +392,12 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_after_the_grace(sha
     sid = storage.get_study_id_from_name("s")
     dead, beating = storage.create_new_trial(sid), storage.create_new_trial(sid)
     storage.record_heartbeat(beating)
-    time.sleep(1.1)
     young = storage.create_new_trial(sid)
-    monkeypatch.setattr(study_storage, "GRACE_S", 1)
+    # dead and beating started two hours ago (Optuna keeps local time), young now: no waiting on the clock
+    with storage.engine.begin() as connection:
+        connection.execute(sa.text("update trials set datetime_start = :t where trial_id in (:a, :b)"),
+                           {"t": datetime.datetime.now() - datetime.timedelta(hours=2), "a": dead, "b": beating})
+    monkeypatch.setattr(study_storage, "GRACE_S", 3600)
     assert store.fail_trials_dead_before_heartbeat(storage, "s") == [dead]
     states = [storage.get_trial(t).state for t in (dead, beating, young)]
     assert states == [TrialState.FAIL, TrialState.RUNNING, TrialState.RUNNING]
