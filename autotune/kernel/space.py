@@ -52,6 +52,33 @@ class _OutOfSteps(Exception):
     """The walk spent its budget of constraint checks."""
 
 
+MEMO_LIMIT = 1 << 16
+"""Most verdicts a constraint keeps (:class:`_Verdicts`); then it starts again."""
+
+
+class _Verdicts:
+    """One constraint's verdict for each combination of the macros it reads, evaluated once:
+    a search asks the same combinations again and again (each proposal checked, each walk to a
+    valid config near one), and a constraint reads a few macros of many. ``names``: those
+    macros, in a fixed order (the key's)."""
+
+    __slots__ = ("expr", "names", "memo")
+
+    def __init__(self, expr: Expr) -> None:
+        self.expr, self.names = expr, tuple(sorted(expr.names))
+        self.memo: dict[tuple[int, ...], bool] = {}
+
+    def __call__(self, env: Mapping[str, int]) -> bool:
+        """Whether the constraint holds for ``env`` (holding at least its macros)."""
+        key = tuple([env[n] for n in self.names])
+        held = self.memo.get(key)
+        if held is None:
+            if len(self.memo) >= MEMO_LIMIT:
+                self.memo.clear()
+            held = self.memo[key] = self.expr.holds(env)
+        return held
+
+
 @dataclass(frozen=True)
 class SearchSpace:
     """The values of each tunable macro of one kernel and the constraints between them.
@@ -107,7 +134,17 @@ class SearchSpace:
         if out or config.kernel != self.kernel:
             return out or [f"config is for {config.kernel}, space for {self.kernel}"]
         env = config.as_dict()
-        return [c for c, t in zip(self.constraints, self._trees) if not t.holds(env)]
+        return [c for c, held in zip(self.constraints, self._verdicts) if not held(env)]
+
+    def holds(self, values: Mapping[str, int]) -> bool:
+        """Whether ``values`` (a value for each macro, each one of its listed values) satisfy
+        every constraint: :meth:`violations` without building a config, for a strategy that
+        draws combinations and keeps the valid ones."""
+        return all(held(values) for held in self._verdicts)
+
+    @cached_property
+    def _verdicts(self) -> list[_Verdicts]:
+        return [_Verdicts(tree) for tree in self._trees]
 
     @property
     def raw_size(self) -> int:
@@ -186,9 +223,9 @@ class SearchSpace:
             orders = [o if name not in near or not o else _by_distance(o, near[name])
                       for (name, _), o in zip(self.params, orders)]
         depth_of = {n: i for i, n in enumerate(names)}
-        checks: list[list[Expr]] = [[] for _ in names]
-        for tree in self._trees:  # each constraint at the depth where its last macro is set
-            checks[max((depth_of[n] for n in tree.names if n in depth_of), default=0)].append(tree)
+        checks: list[list[_Verdicts]] = [[] for _ in names]
+        for held in self._verdicts:  # each constraint at the depth where its last macro is set
+            checks[max((depth_of[n] for n in held.names if n in depth_of), default=0)].append(held)
         env: dict[str, int] = {}
 
         def expand(depth: int) -> Iterator[Config]:
@@ -202,7 +239,7 @@ class SearchSpace:
                     budget[0] -= len(tests) + 1
                     if budget[0] < 0:
                         raise _OutOfSteps
-                if all(t.holds(env) for t in tests):
+                if all(held(env) for held in tests):
                     yield from expand(depth + 1)
             del env[name]
 

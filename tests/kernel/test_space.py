@@ -196,3 +196,25 @@ def test_iter_configs_and_count_agree_with_configs():
     space = KERNELS["smem_pad"].space()
     assert list(space.iter_configs()) == space.configs()
     assert space.count(10**6) == len(space.configs()) and space.count(3) in (4, len(space.configs()))
+
+
+def test_holds_answers_what_violations_answers_for_every_combination(monkeypatch):
+    """Each constraint's verdicts are kept per combination of the macros it reads; the answer
+    is the constraints' own for every combination of a space, also once the kept verdicts are
+    dropped (MEMO_LIMIT) and computed again."""
+    import itertools
+
+    from autotune.kernel import space as space_module
+
+    space = SearchSpace("smem_pad", (("BLOCK_ROWS", (1, 2, 4, 8, 16)), ("IPAD", (0, 1, 2)), ("TILE_DIM", (8, 16, 32, 64))),
+                        ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 256", "IPAD < 2 or TILE_DIM > 8"))
+    monkeypatch.setattr(space_module, "MEMO_LIMIT", 7)
+    for _ in range(2):  # the second pass reads kept verdicts (or recomputes those dropped)
+        valid = 0
+        for combo in itertools.product(*(values for _, values in space.params)):
+            point = dict(zip((n for n, _ in space.params), combo))
+            expected = (point["TILE_DIM"] % point["BLOCK_ROWS"] == 0 and point["TILE_DIM"] * point["BLOCK_ROWS"] <= 256
+                        and (point["IPAD"] < 2 or point["TILE_DIM"] > 8))
+            assert space.holds(point) == expected == (not space.violations(Config.of("smem_pad", point))), point
+            valid += expected
+        assert valid == len(space.configs())

@@ -95,9 +95,10 @@ def draw_unknown(strategy: Strategy, rng: random.Random, also: set[Config], solv
     space, point = strategy.space, {}
     for _ in range(RAW_TRIES):
         point = {name: rng.choice(values) for name, values in space.params}
-        config = Config.of(space.kernel, point)
-        if not strategy.known(config) and config not in also and not space.violations(config):
-            return config
+        if space.holds(point):  # the constraints first: most draws of a large space break one
+            config = Config.of(space.kernel, point)
+            if not strategy.known(config) and config not in also:
+                return config
     return strategy.nearest_unknown(point, also) if solve else None
 
 
