@@ -77,7 +77,7 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel].
+        kernel: a catalog name, a path to a kernel file, or a `Kernel`.
         dtype: the problem's dtype (NumPy dtype or name); ``None``: read from the arrays (the
             first array argument of dtype ``"T"``).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
@@ -116,7 +116,7 @@ class KernelLauncher:
     later calls of that shape are a dict lookup and one ``cuLaunchKernel`` (module
     ``autotune.runtime.launcher``).
 
-    Made by [`launcher`][autotune.runtime.launcher.launcher]. Thread-safe: each thread gets its own prepared launches.
+    Made by `launcher`. Thread-safe: each thread gets its own prepared launches.
     """
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
