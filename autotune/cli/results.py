@@ -149,7 +149,7 @@ def trials(
     dt = get_dtype(dtype).name
     found = open_db(db, "read").trials_by_key(kernel=kern.name, dims=dims, dtype=dt, device_name=device)
     if study is not None:
-        found = {k: v for k, v in found.items() if k.study_name == study}
+        found = {k: v for k, v in found.items() if study in (k.study_name, k.legacy_study_name)}
     what = f"{kern.name} {format_shape(tuple(dims.items()))} {dt}" + (f" on {device}" if device else "")
     if not found:
         raise NotTunedError(nothing_tuned(what + (f" in study {study}" if study else ""),

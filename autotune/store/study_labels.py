@@ -1,12 +1,10 @@
 """What optuna-dashboard shows of a study: a short label, the key's parts as user attrs to
 filter by, and the objective's name.
 
-The study's *name* stays the whole tuning key (:attr:`autotune.store.key.TuningKey.study_name`,
-130-140 characters): the name is how a search finds its study again, so a shorter name would
-orphan the studies of every existing database (and a new key part would need a migration of
-names). The dashboard's list shows that long name; the short ``label`` user attr (``smem_pad
-4096x4096 float32 on NVIDIA H100 80GB HBM3``) and the other attrs are on each study's page
-and in its user-attr filter.
+The study's *name* (:attr:`autotune.store.key.TuningKey.study_name`) reads kernel, shape,
+dtype and device model, then a hash of the whole key; a study of autotune < 0.4.0 keeps its
+legacy name (the whole key, 123-136 characters), by which a search still finds it. The label
+and the other attrs are on each study's page and in its user-attr filter.
 
 A search labels its study when it opens it (:func:`label_study`); ``autotune db upgrade`` and
 ``autotune import`` label every other study of the database (:func:`label_stored_studies`):
