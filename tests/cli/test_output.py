@@ -374,3 +374,23 @@ def test_stale_rows_are_coloured_where_colour_is_on():
     plain = Console(width=80, force_terminal=False, file=io.StringIO())
     emit(plain, records, columns, style=style)
     assert "\x1b[" not in plain.file.getvalue() and "yes (another nvcc)" in plain.file.getvalue()
+
+
+def test_list_wide_at_80_columns_is_a_table_with_a_second_row_per_key(db_url):
+    """Issue 49 item 12: ``list --wide`` at 80 columns turned every key into a block of 20
+    ``name  value`` lines; the --wide columns now get a second row of their own under each key's."""
+    from stored_results import configs, key, tune
+
+    store = open_results(db_url)
+    cs = configs()
+    for rows in (1024, 2048):
+        tune(store, key(rows=rows, cols=rows), [(cs[0], 2000.0), (cs[1], 2500.0)], retime=True)
+    lines = render(80, "list", "--wide", "--db", db_url).stdout.splitlines()
+    assert_reads("\n".join(lines), 80)
+    assert lines[1].startswith("kernel    shape") and lines[2].startswith("  % copy  spread %  regs  smem B  tuned")
+    assert set(lines[3]) == {"-", " "}
+    rows = [i for i, line in enumerate(lines) if line.startswith("smem_pad  ")]
+    assert len(rows) == 2 and all(re.match(r"^ +\d+\.\d  +\d\.\d\d +24 +4224  \d{4}-\d\d-\d\d ", lines[i + 1])
+                                  for i in rows), lines
+    narrow = render(80, "list", "--db", db_url).stdout.splitlines()  # without --wide: one row, as before
+    assert narrow[1].startswith("kernel    shape") and narrow[2].startswith("------")
