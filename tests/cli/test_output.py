@@ -356,6 +356,10 @@ def test_trials_of_a_kernel_edited_since_say_they_are_stale(fake_gpu, db_url):  
     assert r.stdout.startswith("3 trials of smem_pad 64x64 float32") and "stale: kernel source changed" in r.stdout
     doc = json.loads(render(None, "trials", "--size", 64, "--format", "json", "--db", db_url).stdout)
     assert doc["stale"] == "kernel source changed" and len(doc["records"]) == 3
+    render(None, "search", "--size", 64, "--sampler", "grid", "--trials", 3, "--resume", "--db", db_url)  # today's kernel
+    r = render(None, "trials", "--size", 64, "--db", db_url, code=2)
+    assert "2 keys of smem_pad 64x64 float32 have trials" in r.stderr
+    assert r.stderr.count("(stale: kernel source changed)") == 1, r.stderr
 
 
 def test_stale_rows_are_coloured_where_colour_is_on():
