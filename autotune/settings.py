@@ -18,6 +18,7 @@ variable                                what it sets
 ``AUTOTUNE_BUNDLE``                     :data:`BUNDLE`
 ``AUTOTUNE_BUNDLE_ALLOW``               :data:`BUNDLE_ALLOW`
 ``AUTOTUNE_RECORD``                     :data:`RECORD`
+``AUTOTUNE_TUNE``                       :data:`TUNE`
 ======================================  =========================================================
 """
 
@@ -27,7 +28,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = ["Setting", "SETTINGS", "DB", "CACHE_DIR", "BACKEND", "COMPILE_WORKERS", "STRATEGIES", "LAUNCH_API",
-           "BUNDLE", "BUNDLE_ALLOW", "RECORD"]
+           "BUNDLE", "BUNDLE_ALLOW", "RECORD", "TUNE"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ BUNDLE_ALLOW = Setting("AUTOTUNE_BUNDLE_ALLOW", "", "same_arch: a bundle made on
 RECORD = Setting("AUTOTUNE_RECORD", "", "records the launches of a program you do not edit, under this name "
                                         "(unset: no recording; autotune.runtime.recording)")
 
+TUNE = Setting("AUTOTUNE_TUNE", "", "tuning on first sight for every launcher of the process: off (none tunes, "
+                                    "whatever its tune=) or a preset, quick (every launcher without a bundle tunes) "
+                                    "(unset: each launcher's tune=; autotune.runtime.first_sight)")
+
 SETTINGS: tuple[Setting, ...] = (DB, CACHE_DIR, BACKEND, COMPILE_WORKERS, STRATEGIES, LAUNCH_API, BUNDLE,
-                                 BUNDLE_ALLOW, RECORD)
+                                 BUNDLE_ALLOW, RECORD, TUNE)
 """Every setting, in the order of the module doc's table."""

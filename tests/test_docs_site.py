@@ -100,7 +100,8 @@ def test_the_api_page_renders_what_it_should():
 
 def test_rendered_docstrings_hold_no_sphinx_roles():
     """mkdocstrings reads Google-style docstrings as Markdown: ``:class:`X``` stays literal text.
-    Cross-references are written ``[`X`][autotune.module.X]``, or plain code."""
+    A cross-reference is a public name in single backticks, `` `X` ``, which the site links
+    (docs/_hooks/plain_crossrefs.py)."""
     bad = [f"{where}: {m.group(0)}{doc[m.end():m.end() + 40].split(chr(96))[0]}`"
            for where, doc in _api_docstrings() for m in ROLE.finditer(doc)]
     assert bad == []
@@ -186,6 +187,31 @@ def test_built_api_page_has_none_of_the_defects_issue_39_found(site: Path):
     strategies = _text(section("autotune.search.strategies.STRATEGIES"))
     assert "Strategy name" in strategies and "{'tpe'" not in strategies and "<function" not in strategies
     assert 'href="#autotune.kernel.model.Kernel"' in tune  # a cross-link that resolves on the page
+
+
+def test_built_api_page_links_the_plain_backticked_names_of_docstrings(site: Path):
+    """Issue 49: docstrings say `` `LaunchConfig` `` (``help()`` shows no markup); the page links
+    it, and a member of a rendered class by ``Class.member``."""
+    page = (site / "reference" / "api" / "index.html").read_text()
+    lookup = page[page.index('id="autotune.runtime.lookup.lookup"'):page.index('id="autotune.runtime.lookup.LaunchConfig"')]
+    assert 'href="#autotune.runtime.lookup.LaunchConfig"' in lookup
+    assert 'href="#autotune.search.options.SearchOptions.replace"' in page
+    assert "][autotune." not in page
+
+
+def test_plain_crossrefs_links_only_known_names_in_single_backticks():
+    pytest.importorskip("griffe")
+    sys.path.insert(0, str(ROOT / "docs" / "_hooks"))
+    try:
+        import plain_crossrefs
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "_hooks"))
+    targets = {"LaunchConfig": "autotune.runtime.lookup.LaunchConfig", "SearchOptions.replace": "x.SearchOptions.replace"}
+    doc = "A `LaunchConfig`, ``LaunchConfig``, `other`, [`LaunchConfig`][y] and `SearchOptions.replace`."
+    assert plain_crossrefs.link(doc, targets) == (
+        "A [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig], ``LaunchConfig``, `other`, "
+        "[`LaunchConfig`][y] and [`SearchOptions.replace`][x.SearchOptions.replace].")
+    assert "autotune.runtime.lookup.LaunchConfig" in plain_crossrefs.rendered()
 
 
 def test_built_site_highlights_at_build_time_and_loads_nothing_from_elsewhere(site: Path):

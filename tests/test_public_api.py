@@ -184,3 +184,28 @@ def test_a_type_checker_sees_the_api(tmp_path):
                and "-> autotune.runtime.lookup.LaunchConfig" in line for line in lines), done.stdout
     assert any(':3: note: Revealed type is "int"' in line for line in lines), done.stdout
     assert any(':4: error: Module has no attribute "lookpu"' in line for line in lines), done.stdout
+
+
+def _public_docstrings():
+    """``(where, docstring)`` of every name of ``autotune.__all__`` and of the public members of
+    each class among them, as ``help()`` and an editor's hover show them."""
+    for name in PUBLIC:
+        obj = getattr(autotune, name)
+        yield f"autotune.{name}", inspect.getdoc(obj) or ""
+        if inspect.isclass(obj):
+            for member, value in vars(obj).items():
+                if not member.startswith("_") or member == "__call__":
+                    yield f"autotune.{name}.{member}", inspect.getdoc(value) or ""
+    yield "autotune", inspect.getdoc(autotune) or ""
+
+
+def test_public_docstrings_hold_no_cross_reference_markup():
+    """Issue 49 item 11: ``help(autotune.lookup)`` showed ``A [`LaunchConfig`][autotune.runtime.
+    lookup.LaunchConfig]``. A docstring says `` `LaunchConfig` ``; the docs site links it
+    (docs/_hooks/plain_crossrefs.py)."""
+    docs = dict(_public_docstrings())
+    assert "autotune.SearchOptions.replace" in docs and "autotune.Kernel.check" in docs
+    assert "`LaunchConfig`" in docs["autotune.lookup"]
+    bad = [f"{where}: {line.strip()}" for where, doc in docs.items() for line in doc.splitlines()
+           if "][autotune." in line]
+    assert bad == []

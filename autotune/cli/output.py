@@ -3,8 +3,10 @@
 A table never shrinks or ellipsises a cell. Short columns (names, times, figures) share a row;
 long values (configs, paths, descriptions) get a labelled line of their own under it, wrapped
 only at their separators (``,`` of a config, spaces of a text), so that a config reads whole at
-80 columns. Columns marked ``wide`` are shown with ``--wide`` only. When the short columns do
-not fit the width even so, every record becomes a block of ``name  value`` lines.
+80 columns. Columns marked ``wide`` are shown with ``--wide`` only; where the short ones of
+``--wide`` do not fit in one row, they get a second row of their own under each record's,
+indented. When the short columns do not fit the width even so, every record becomes a block of
+``name  value`` lines.
 
 JSON and CSV always carry every column, with raw values (numbers as numbers, ``null``/empty
 for what a record lacks), keyed by :attr:`Column.key`.
@@ -126,18 +128,40 @@ def _table(records: Sequence[Any], columns: Sequence[Column], width: int, wide: 
         return lines
     cells = [[c.cell(r) for c in short] for r in records]
     widths = [max(len(c.name), *(len(row[i]) for row in cells)) for i, c in enumerate(short)]
-    if sum(widths) + 2 * (len(widths) - 1) > width:
-        return lines + _blocks(records, shown, width)
+    # where the short columns of --wide do not fit in one row, the --wide ones get a second row
+    # of their own under each record's (indented 2), before a block per record
+    first = [i for i, c in enumerate(short) if not (wide and c.wide)]
+    second = [i for i, c in enumerate(short) if wide and c.wide]
+    if _span(widths, range(len(short))) > width:
+        if not (first and second and _span(widths, first) <= width and 2 + _span(widths, second) <= width):
+            return lines + _blocks(records, shown, width)
+    else:
+        first, second = list(range(len(short))), []
     label = max((len(c.name) for c in long), default=0)
-    lines.append((_row([c.name for c in short], short, widths), None))
-    lines.append(("  ".join("-" * w for w in widths), None))
-    for i, (record, row) in enumerate(zip(records, cells)):
-        lines.append((_row(row, short, widths), i))
+
+    def row(values: Sequence[str], which: list[int], indent: str = "") -> str:
+        return indent + _row([values[i] for i in which], [short[i] for i in which], [widths[i] for i in which])
+
+    names = [c.name for c in short]
+    lines.append((row(names, first), None))
+    if second:
+        lines.append((row(names, second, "  "), None))
+    lines.append(("  ".join("-" * widths[i] for i in first), None))
+    for i, (record, cell_row) in enumerate(zip(records, cells)):
+        lines.append((row(cell_row, first), i))
+        if second and any(cell_row[j] for j in second):
+            lines.append((row(cell_row, second, "  "), i))
         for c in long:
             value = c.cell(record)
             if value:
                 lines += [(line, i) for line in labelled(c.name, value, label, width, c.breaks, indent=2)]
     return lines
+
+
+def _span(widths: Sequence[int], which) -> int:
+    """The width of a row of the columns ``which`` (indexes into ``widths``), 2 spaces apart."""
+    which = list(which)
+    return sum(widths[i] for i in which) + 2 * (len(which) - 1)
 
 
 def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int]) -> str:

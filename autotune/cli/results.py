@@ -149,21 +149,39 @@ def trials(
     dt = get_dtype(dtype).name
     found = open_db(db, "read").trials_by_key(kernel=kern.name, dims=dims, dtype=dt, device_name=device)
     if study is not None:
-        found = {k: v for k, v in found.items() if k.study_name == study}
+        found = {k: v for k, v in found.items() if study in (k.study_name, k.legacy_study_name)}
     what = f"{kern.name} {format_shape(tuple(dims.items()))} {dt}" + (f" on {device}" if device else "")
     if not found:
         raise NotTunedError(nothing_tuned(what + (f" in study {study}" if study else ""),
                                           f"autotune search --kernel {kernel} {shape_args(dict(dims))} --dtype {dt}"))
+    nvcc = stale.current_nvcc()
+    why = {k: _stale_key(k, records, kern, nvcc) for k, records in found.items()}
     if len(found) > 1:
-        names = "; ".join(f"{k.device.name}, nvcc {k.nvcc_version}, source {k.source_hash[:12]}: --study '{k.study_name}'"
-                          for k in found)
+        names = "; ".join(f"{k.device.name}, nvcc {k.nvcc_version}, source {k.source_hash[:12]}"
+                          f"{f' (stale: {why[k]})' if why[k] else ''}: --study '{k.study_name}'" for k in found)
         raise InvalidInputError(f"{len(found)} keys of {what} have trials: {names}")
     [(key, records)] = found.items()
+    if why[key]:  # issue 49: the trials of a kernel edited since were listed as if current
+        err.print(f"stale: these trials are of {key.kernel} as it was built then ({why[key]}); neither best nor "
+                  f"lookup uses them; run: autotune search --kernel {kernel} {shape_args(dict(dims))} --dtype {dt}",
+                  markup=False, soft_wrap=True)
     columns = trial_columns(records)
     emit(out, records, columns, fmt, wide=wide, title=f"{len(records)} trials of {key.kernel} {key.display} {key.dtype} "
-         f"on {key.device.name} (nvcc {key.nvcc_version})",
+         f"on {key.device.name} (nvcc {key.nvcc_version}){f'; stale: {why[key]}' if why[key] else ''}",
          document={"study": key.study_name, "kernel": key.kernel, "dims": dict(key.dims), "dtype": key.dtype,
-                   "device": key.device.name, "nvcc": key.nvcc_version, "compile_flags": key.compile_flags})
+                   "device": key.device.name, "nvcc": key.nvcc_version, "compile_flags": key.compile_flags,
+                   "stale": why[key]})
+
+
+def _stale_key(key, records: list, kernel, nvcc: str | None) -> str | None:
+    """Why the trials of ``key`` are stale against ``kernel`` and today's nvcc
+    (:func:`autotune.store.stale.stale_reason`, its config check on the first trial), or ``None``."""
+    from types import SimpleNamespace
+
+    result = SimpleNamespace(source_hash=key.source_hash, spec_hash=key.spec_hash, nvcc_version=key.nvcc_version,
+                             compile_flags=key.compile_flags, compute_capability=key.device.compute_capability,
+                             config=records[0].config)
+    return stale.stale_reason(result, kernel, nvcc)
 
 
 def trial_columns(records: list) -> list[Column]:

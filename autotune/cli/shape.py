@@ -77,7 +77,7 @@ class Shape:
         return bool(self.dims) or any(getattr(self, f.name) is not None for f in fields(self) if f.name != "dims")
 
     def dims_for(self, kernel) -> dict[str, int]:
-        """The named dims for ``kernel`` (a [`Kernel`][autotune.kernel.model.Kernel], or anything with
+        """The named dims for ``kernel`` (a `Kernel`, or anything with
         ``name`` and ``dims``), in its order.
 
         ``--dims name=value`` names any of the kernel's dims; ``--rows --cols --m --n --k`` set
@@ -123,7 +123,7 @@ class Shape:
         return {d: given[d] for d in kernel.dims}
 
     def problem(self, kernel, dtype):
-        """The [`Problem`][autotune.kernel.problem.Problem] of ``kernel`` (a Kernel) at these dims and ``dtype``.
+        """The `Problem` of ``kernel`` (a Kernel) at these dims and ``dtype``.
 
         Raises:
             InvalidInputError: as `dims_for`, and a dtype the kernel does not take.

@@ -228,6 +228,18 @@ def import_(
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
     _say_labelled(store)
+    _say_import_studies(store, report)
+
+
+def _say_import_studies(store, report) -> None:
+    """Make the Optuna studies of the imported trials (optuna-dashboard shows them) and say so."""
+    from autotune.store.study_labels import make_import_studies
+
+    made = make_import_studies(store, report.searches) if report.imported else []
+    if made:
+        out.print(f"made {len(made)} Optuna stud{'ies' if len(made) != 1 else 'y'} of the imported trials for "
+                  f"optuna-dashboard, named after the key and '{report.searches}' (a search of the key on this "
+                  "machine keeps its own study)", markup=False, soft_wrap=True)
 
 
 def _written(write, what: str):
@@ -257,3 +269,4 @@ def _import_t4(loaded, db: str | None) -> None:
         out.print(f"{report.stale} of them are stale here (another kernel source or description, compile flags "
                   "or macros): kept, but lookups use only current results", markup=False)
     _say_labelled(store)
+    _say_import_studies(store, report)

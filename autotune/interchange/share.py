@@ -95,12 +95,15 @@ class ImportReport:
             (:func:`autotune.store.stale.stale_reason`; nvcc is not compared): kept, but
             :func:`autotune.lookup` does not use them.
         best: of the imported entries, those that became their key's best.
+        searches: the study name of the searches it recorded, ``import:<file name>``
+            (:func:`autotune.store.study_labels.make_import_studies` makes their Optuna studies).
     """
 
     imported: int
     skipped: int
     stale: int
     best: int = 0
+    searches: str = ""
 
 
 @dataclass(frozen=True)
@@ -322,4 +325,5 @@ def import_results(store: Store, path: str | os.PathLike[str] | ResultsFile,
     stale_count = sum(flag for flag, outcome in zip(loaded.stale, outcomes) if outcome != "duplicate")
     skipped = sum(outcome == "duplicate" for outcome in outcomes)
     best = sum(outcome == "best" for outcome in outcomes)
-    return ImportReport(imported=len(outcomes) - skipped, skipped=skipped, stale=stale_count, best=best)
+    return ImportReport(imported=len(outcomes) - skipped, skipped=skipped, stale=stale_count, best=best,
+                        searches=study)

@@ -264,4 +264,4 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
         best += became
         imported += fresh
         stale_count += fresh * loaded.stale[index]
-    return ImportReport(imported=imported, skipped=skipped, stale=stale_count, best=best)
+    return ImportReport(imported=imported, skipped=skipped, stale=stale_count, best=best, searches=study)

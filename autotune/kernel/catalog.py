@@ -69,7 +69,7 @@ class _Catalog(Mapping[str, Kernel]):
 
 
 KERNELS: Mapping[str, Kernel] = _Catalog()
-"""The catalog: name -> [`Kernel`][autotune.kernel.model.Kernel], every ``kernels/*.toml``
+"""The catalog: name -> `Kernel`, every ``kernels/*.toml``
 (``autotune kernels`` lists them), each file read on first use."""
 
 
@@ -98,7 +98,7 @@ def is_kernel_path(text: str) -> bool:
 
 
 def resolve_kernel(kernel: str | Path | Kernel) -> Kernel:
-    """A [`Kernel`][autotune.kernel.model.Kernel] from a catalog name, a path to a kernel file, or a Kernel.
+    """A `Kernel` from a catalog name, a path to a kernel file, or a Kernel.
 
     Raises:
         InvalidInputError: unknown catalog name; not a name, path or Kernel.

@@ -51,7 +51,7 @@ DTYPES: dict[str, DType] = {
     )
 }
 """The problem dtypes, by NumPy name: ``int8``, ``uint8``, ``int16``, ``float16``, ``int32``,
-``float32``, ``int64``, ``float64``, ``complex128``, each a [`DType`][autotune.kernel.dtypes.DType]
+``float32``, ``int64``, ``float64``, ``complex128``, each a `DType`
 (its C type is what the kernel's dtype macro, ``ELEM_T`` by default, is set to)."""
 
 WORD_DTYPES: dict[int, str] = {1: "uint8", 2: "float16", 4: "float32", 8: "float64", 16: "complex128"}

@@ -97,7 +97,7 @@ class _Reader:
 
 
 def kernel_from_dict(doc: dict[str, Any], path: Path | None = None, *, source_root: Path | None = None) -> Kernel:
-    """Build a [`Kernel`][autotune.kernel.model.Kernel] from a kernel file's document (a dict).
+    """Build a `Kernel` from a kernel file's document (a dict).
 
     Args:
         doc: the document, shaped like the TOML file (``{"name": ..., "source": ..., "problem": {...}}``).

@@ -237,7 +237,7 @@ class Kernel:
         return "".join("P" if isinstance(a, Array) else SCALAR_TYPES[a.ctype] for a in self.args)
 
     def check_dtype(self, dtype: DType | str) -> None:
-        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] unless this kernel takes ``dtype``."""
+        """Raise `InvalidInputError` unless this kernel takes ``dtype``."""
         name = get_dtype(dtype).name
         if name not in self.dtypes:
             raise InvalidInputError(f"kernel {self.name} does not support dtype {name!r}; "
@@ -250,7 +250,7 @@ class Kernel:
         return self.max_dims.get(dim, MAX_DIM)
 
     def check_dims(self, dims: Mapping[str, int]) -> None:
-        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] naming the first dim over its
+        """Raise `InvalidInputError` naming the first dim over its
         ``[problem] max``."""
         for name, value in dims.items():
             if value > self.largest(name):
@@ -262,7 +262,7 @@ class Kernel:
         return Config.of(self.name, dict(self.defaults))
 
     def check(self, config: Config) -> None:
-        """Raise [`InvalidInputError`][autotune.errors.InvalidInputError] unless ``config`` sets
+        """Raise `InvalidInputError` unless ``config`` sets
         exactly this kernel's tunables to non-negative integers."""
         if config.kernel != self.name:
             raise InvalidInputError(f"config {config} is not for kernel {self.name!r}")
@@ -279,7 +279,7 @@ class Kernel:
         then the dtype macro with the element's C type.
 
         Raises:
-            InvalidInputError: ``config`` does not fit this kernel ([`check`][autotune.kernel.model.Kernel.check]).
+            InvalidInputError: ``config`` does not fit this kernel (`Kernel.check`).
         """
         self.check(config)
         values = {**{k: v for k, v in config.as_dict().items() if k not in self.flags}, **self.fixed}
@@ -296,7 +296,7 @@ class Kernel:
 
     def geometry(self, config: Config, dims: Mapping[str, int], dtype: DType,
                  launch: Launch | None = None) -> Geometry:
-        """The [`Geometry`][autotune.kernel.model.Geometry] (grid, block, dynamic shared bytes) of ``config`` on ``dims``
+        """The `Geometry` (grid, block, dynamic shared bytes) of ``config`` on ``dims``
         (of ``launch``, default the kernel's own).
 
         Raises:
@@ -334,7 +334,7 @@ class Kernel:
 
     @cached_property
     def source_hash(self) -> str:
-        """SHA-256 (hex) of [`source_text`][autotune.kernel.model.Kernel.source_text]."""
+        """SHA-256 (hex) of `Kernel.source_text`."""
         return hashlib.sha256(self.source_text().encode()).hexdigest()
 
     @cached_property

@@ -2,9 +2,9 @@
 
 A `Problem` is what a search measures, what a key is made of, what a lookup answers
 and what a recording counts: ``smem_pad 8192x8192 float32``. It is built once at each edge
-([`tune`][autotune.tune], [`lookup`][autotune.lookup], [`compiled`][autotune.compiled], the launcher's cold
-path, [`transpose`][autotune.transpose], the command line's shape options) by `Problem.of`, which
-resolves the kernel (a catalog name, a kernel file's path, or a [`Kernel`][autotune.kernel.model.Kernel]),
+(`tune`, `lookup`, `compiled`, the launcher's cold
+path, `transpose`, the command line's shape options) by `Problem.of`, which
+resolves the kernel (a catalog name, a kernel file's path, or a `Kernel`),
 the dtype (a name or a NumPy dtype) and the dims (a mapping, pairs, or values in the kernel's
 order), and checks each once: the dtype is one the kernel takes, every dim is an integer in
 ``1 .. MAX_DIM`` and at most the kernel file's ``[problem] max``. Everything below
@@ -57,13 +57,13 @@ class ProblemRef:
 @dataclass(frozen=True)
 class Problem(NamedDims):
     """A kernel, its dims and a dtype (module doc). Frozen and hashable: a cache key (the
-    kernel by identity, as [`Kernel`][autotune.kernel.model.Kernel] compares).
+    kernel by identity, as `Kernel` compares).
 
     Attributes:
-        kernel: the resolved [`Kernel`][autotune.kernel.model.Kernel].
+        kernel: the resolved `Kernel`.
         dims: ``(name, value)`` pairs in the kernel's declared order, e.g. ``(("rows", 8192),
             ("cols", 8192))`` (also `shape`, `dims_key`, `display`).
-        dtype: the problem's [`DType`][autotune.kernel.dtypes.DType].
+        dtype: the problem's `DType`.
     """
 
     kernel: Kernel

@@ -2,7 +2,7 @@
 
 A `Toolchain` is resolved once at an edge (a search, a lookup's cold path, a bench run)
 with `Toolchain.of`, which runs ``nvcc --version`` once, and handed to whatever needs
-it ([`of`][autotune.store.key.TuningKey.of]), which never runs nvcc itself.
+it (`TuningKey.of`), which never runs nvcc itself.
 """
 
 from __future__ import annotations

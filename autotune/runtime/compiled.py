@@ -56,9 +56,9 @@ class Launcher:
     """A loaded kernel with its tuned config for one context and problem.
 
     Attributes:
-        problem: the [`Problem`][autotune.kernel.problem.Problem] (also its ``kernel``, ``dims``
+        problem: the `Problem` (also its ``kernel``, ``dims``
             and ``dtype`` as properties).
-        chosen: the [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig] used (config, rung, note).
+        chosen: the `LaunchConfig` used (config, rung, note).
         grid: the launch's blocks per grid (x, y, z).
         block: its threads per block (x, y, z).
         shared: its dynamic shared memory, bytes.
@@ -101,7 +101,7 @@ class Launcher:
         (PyTorch, CuPy, PyCUDA or any ``__cuda_array_interface__``), C-contiguous, of the
         argument's shape and dtype. Scalars come from the dims. Every array is checked on every
         call (PyTorch tensors through their own attributes, others through the interface); for
-        many launches [`launcher`][autotune.runtime.launcher.launcher] checks only what can change.
+        many launches `launcher` checks only what can change.
 
         Raises:
             InvalidInputError: wrong number of arrays, a shape, dtype or read-only output
@@ -138,13 +138,13 @@ def compiled(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Se
     """The tuned launch of ``kernel`` for ``dims`` and ``dtype`` on the current context's device.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel];
-            or a whole [`Problem`][autotune.kernel.problem.Problem] (then no ``dims`` and ``dtype``).
+        kernel: a catalog name, a path to a kernel file, or a `Kernel`;
+            or a whole `Problem` (then no ``dims`` and ``dtype``).
         dims: its named dims: a mapping ``{"n": 1048576}``, pairs, or values in its order.
         dtype: the problem's dtype (NumPy dtype or name).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
         default: the config to launch where nothing is tuned (the ``default`` rung of
-            [`lookup`][autotune.runtime.lookup.lookup]) instead of the kernel file's default, e.g.
+            `lookup`) instead of the kernel file's default, e.g.
             the transpose rule's config for a class of shapes (``autotune.runtime.transpose.choice.rule_config``).
         bundle: a deployment bundle's folder (``autotune export NAME --bundle DIR``) to take
             the config from instead of the database (default ``AUTOTUNE_BUNDLE``, if set;

@@ -77,7 +77,7 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
     """A tuned launch of ``kernel`` for any shape: ``f = launcher(kernel); f(*arrays)``.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel].
+        kernel: a catalog name, a path to a kernel file, or a `Kernel`.
         dtype: the problem's dtype (NumPy dtype or name); ``None``: read from the arrays (the
             first array argument of dtype ``"T"``).
         db: results database URL (default ``AUTOTUNE_DB`` or the platformdirs default).
@@ -95,6 +95,9 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
             with no tuned config stored is first tuned by a short search in a child process
             (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
             not) is said once by a ``TuningWarning``. Not with a bundle (its configs are chosen).
+            Processes meeting one new shape on one host search it once: the others wait for
+            that search and launch its winner. ``AUTOTUNE_TUNE`` overrides ``tune`` for the
+            whole process: ``off``, or ``quick`` (every launcher without a bundle).
 
     Raises:
         InvalidInputError: unknown kernel or dtype; a dim no array's shape names and not in
@@ -103,7 +106,8 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
             bool), checked before the kernel file is read (``autotune.kernel.arguments``); a
             bundle that cannot be read, or was made for another source of the kernel
             (``BundleError``: one line naming the file and what is wrong); ``tune`` not a
-            preset, or given with a bundle.
+            preset, or given with a bundle; at a new shape's first launch, ``AUTOTUNE_TUNE``
+            neither ``off`` nor a preset.
         KernelFileError: the kernel file is malformed.
     """
     return KernelLauncher(kernel, dtype, db=db, dims=dims, reset=reset, bundle=bundle,
@@ -116,7 +120,7 @@ class KernelLauncher:
     later calls of that shape are a dict lookup and one ``cuLaunchKernel`` (module
     ``autotune.runtime.launcher``).
 
-    Made by [`launcher`][autotune.runtime.launcher.launcher]. Thread-safe: each thread gets its own prepared launches.
+    Made by `launcher`. Thread-safe: each thread gets its own prepared launches.
     """
 
     def __init__(self, kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None, *,
@@ -256,7 +260,10 @@ class KernelLauncher:
         tuned first, once per launcher (``autotune.runtime.first_sight``)."""
         from autotune.runtime.compiled import compiled
 
-        if self.tune is not None and self.bundle is None and problem not in self._seen:
+        from autotune.runtime.first_sight import preset_now
+
+        preset = preset_now(self.tune)  # AUTOTUNE_TUNE, read at each new shape, else tune=
+        if preset is not None and self.bundle is None and problem not in self._seen:
             from autotune.base.caches import clear_cache
             from autotune.measure.device import current_device
             from autotune.runtime.first_sight import tune_first
@@ -267,8 +274,14 @@ class KernelLauncher:
                 self._seen.add(problem)
             device = current_device()
             answer = lookup(problem, device=device, db=self.db)
-            if first and answer.rung != "exact" and tune_first(problem, device.ordinal, self.db, self.tune,
-                                                                answer.rung, answer.config.key):
+
+            def stored() -> bool:  # after waiting for another process's search of it
+                clear_cache()
+                return lookup(problem, device=device, db=self.db).rung == "exact"
+
+            if first and answer.rung != "exact" and tune_first(problem, device.ordinal, self.db, preset,
+                                                                answer.rung, answer.config.key,
+                                                                device_name=device.name, stored=stored):
                 clear_cache()  # the lookup reads the stored winner afresh
         return compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
 

@@ -143,8 +143,8 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
 
     Args:
         kernel: a catalog name (``"smem_pad"``), a Kernel object (a user's kernel loaded from
-            its file, e.g. by [`resolve_kernel`][autotune.kernel.catalog.resolve_kernel]), or a
-            kernel file's path; or a whole [`Problem`][autotune.kernel.problem.Problem] (then no
+            its file, e.g. by `resolve_kernel`), or a
+            kernel file's path; or a whole `Problem` (then no
             ``dims`` and ``dtype``).
         dims: the problem: ``{name: value}`` over the kernel's dims (``{"n": 1048576}``), or
             the values in the kernel's dims order (``(rows, cols)``; ``(M, N, K)`` for the
@@ -170,8 +170,8 @@ def lookup(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequ
             about once as a ``RuntimeWarning``).
 
     Returns:
-        A [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig]; the same object for the same
-            arguments until [`clear_cache`][autotune.base.caches.clear_cache]. Cold calls query
+        A `LaunchConfig`; the same object for the same
+            arguments until `clear_cache`. Cold calls query
             the database (milliseconds); warm ones are one dict lookup under a lock (about a
             microsecond, ``benchmarks/lookup_latency.py``).
     """

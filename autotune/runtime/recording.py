@@ -1,8 +1,8 @@
 """Recording a program's launches: ``with autotune.record("NAME"):`` or ``AUTOTUNE_RECORD=NAME``.
 
-While a recording is active, every launch made through [`launcher`][autotune.launcher]
-(`KernelLauncher`'s prepared launches), [`compiled`][autotune.compiled] (`Launcher.__call__`)
-and [`transpose`][autotune.transpose] is counted per problem (the device model, the kernel
+While a recording is active, every launch made through `launcher`
+(`KernelLauncher`'s prepared launches), `compiled` (`Launcher.__call__`)
+and `transpose` is counted per problem (the device model, the kernel
 with its source and spec hashes, the dims, the dtype), and some calls are timed on
 the GPU with two CUDA events recorded on the launch's stream around them: the 2nd, 4th, 8th,
 ... call (every power of two) and one call in :data:`SAMPLE_EVERY` (the 2nd, then every N-th
@@ -120,7 +120,7 @@ def record(name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY
         flush_s: seconds between two batches written to the database (> 0).
 
     Returns:
-        A [`Recording`][autotune.runtime.recording.Recording], started when the ``with`` block
+        A `Recording`, started when the ``with`` block
             begins (or by its ``start()``).
 
     Raises:
@@ -149,7 +149,7 @@ class _Slot:
 
 class Recording:
     """An active or stopped recording of launches into one workload (made by
-    [`record`][autotune.runtime.recording.record]; module doc). A context manager; also
+    `record`; module doc). A context manager; also
     ``start()`` and ``stop()``.
 
     Attributes:

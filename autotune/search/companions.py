@@ -77,7 +77,7 @@ class CompanionSearch:
         self.study = StoredStudy(store, key, self.space, resume=True, objective=options.objective)
         label_study(self.study.study, key, options.strategy_name, store.errors,
                     strategy_options=dict(options.strategy_options))
-        search_id = store.start_search(key, study_name=key.study_name, sampler=f"{options.strategy_name} (companion)",
+        search_id = store.start_search(key, study_name=self.study.name, sampler=f"{options.strategy_name} (companion)",
                                        seed=options.seed, memcpy_gbps=memcpy_gbps, copy_gbps=copy_gbps,
                                        l2_mode=l2_mode, objective=options.objective)
         self.result = SearchResult(key, search_id)

@@ -79,29 +79,29 @@ def _seconds(value: Any) -> bool:
 @dataclass(frozen=True)
 class SearchOptions:
     """How one search runs: built once where the search is asked for (the CLI's flags,
-    [`tune`][autotune.search.tune.tune]'s keywords) and checked there. Frozen and hashable;
-    [`replace`][autotune.search.options.SearchOptions.replace] gives a copy.
+    `tune`'s keywords) and checked there. Frozen and hashable;
+    `SearchOptions.replace` gives a copy.
 
     Attributes:
         trials: configs to measure (1 .. ``MAX_COUNT``; fewer when the space runs out). A config is
             measured once per study: repeats and constraint breakers are never proposed.
         timeout: seconds after which no new config starts measuring (``None``: no limit).
         seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
-        strategy: a name of [`STRATEGIES`][autotune.search.strategies.STRATEGIES] (``bandit``, ``tpe``,
+        strategy: a name of `STRATEGIES` (``bandit``, ``tpe``,
             ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, ``nsga2``, or one
-            [`register`][autotune.search.strategies.registry.register]-ed) or an
+            `register`-ed) or an
             ``optuna.samplers.BaseSampler``; default (``None``)
-            [`DEFAULT_STRATEGY`][autotune.search.strategies.registry.DEFAULT_STRATEGY], or
-            [`PARETO_STRATEGY`][autotune.search.strategies.registry.PARETO_STRATEGY] (``nsga2``)
+            `DEFAULT_STRATEGY`, or
+            `PARETO_STRATEGY` (``nsga2``)
             for ``objective="time,energy"``. With that objective the strategy's traits must
             say ``pareto`` (``nsga2``, ``random``, ``grid``); an Optuna sampler given is told
             both values and must handle a multi-objective study (NSGA-II, TPE, random do).
         strategy_options: the strategy's own options, name -> value (or its text, as
             ``--strategy-option KEY=VALUE`` gives it): those its
-            [`Traits`][autotune.search.strategies.traits.Traits] name (``tpe``: ``startup``;
+            `Traits` name (``tpe``: ``startup``;
             ``transfer``: ``queue``, ``shapes``; ``bandit`` takes none), kept parsed
             as a read-only, hashable mapping. Changing ``strategy`` through
-            [`replace`][autotune.search.options.SearchOptions.replace] without giving these
+            `SearchOptions.replace` without giving these
             drops them (they were the old strategy's).
         batch: configs the strategy proposes at once, compiled on every core while the GPU
             measures the batch before (``None``: as many as the compile workers,
@@ -136,7 +136,7 @@ class SearchOptions:
     characters: an empty ``db`` would silently mean the default).
 
     Raises:
-        OptionError: (an [`InvalidInputError`][autotune.errors.InvalidInputError]) naming the
+        OptionError: (an `InvalidInputError`) naming the
             first field outside what is allowed, and what is.
     """
 
@@ -257,7 +257,7 @@ class SearchOptions:
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
         """``options`` (default: the defaults) with the keywords ``given`` over them, ``sampler=``
-        taken as the deprecated name of ``strategy`` (what [`tune`][autotune.search.tune.tune] takes).
+        taken as the deprecated name of ``strategy`` (what `tune` takes).
         A new ``strategy`` without ``strategy_options`` drops the old strategy's options.
 
         Raises:
@@ -287,7 +287,7 @@ class SearchOptions:
 
     @property
     def traits(self) -> Traits:
-        """What the strategy is ([`Traits`][autotune.search.strategies.traits.Traits]): what the
+        """What the strategy is (`Traits`): what the
         search loop asks, never the strategy's name."""
         return traits_of(self.strategy)
 

@@ -37,7 +37,7 @@ class TrialOutcome:
 @dataclass
 class SearchResult:
     """Outcome of a search (filled by ``autotune.search.tuner.Tuner``), what
-    [`tune`][autotune.search.tune.tune] returns.
+    `tune` returns.
 
     Attributes:
         key: the tuning key searched (kernel, device, dims, dtype, toolchain).

@@ -59,9 +59,10 @@ def open_study(store: Store, key: TuningKey, *, resume: bool, storage=None, obje
     import optuna
 
     count = len(objective.split(","))
+    storage = storage or store.optuna_storage()
     with store.errors():  # DuplicatedStudyError is raised from the database's IntegrityError
         try:
-            study = optuna.create_study(study_name=key.study_name, storage=storage or store.optuna_storage(),
+            study = optuna.create_study(study_name=store.study_name(key, storage), storage=storage,
                                         directions=["minimize"] * count, load_if_exists=resume)
         except optuna.exceptions.DuplicatedStudyError:
             raise StudyExistsError(key) from None
@@ -83,7 +84,8 @@ class StoredStudy:
         self.store, self.key, self.objective = store, key, objective
         self.storage = store.optuna_storage()
         self.study = open_study(store, key, resume=resume, storage=self.storage, objective=objective)
-        self._study_id = self.storage.get_study_id_from_name(key.study_name)
+        self.name = self.study.study_name  # the key's study_name, or its legacy name (a study of autotune < 0.4.0)
+        self._study_id = self.storage.get_study_id_from_name(self.name)
         self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
         self._beating: int | None = None
         self._read: set[int] = set()  # trials measured() returned already
@@ -101,7 +103,7 @@ class StoredStudy:
         with warnings.catch_warnings():  # "experimental" in Optuna's words since 2.9
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(self.study)
-        self.store.fail_trials_dead_before_heartbeat(self.storage, self.key.study_name)
+        self.store.fail_trials_dead_before_heartbeat(self.storage, self.name)
 
     def measured(self, result: SearchResult) -> dict[Config, TrialOutcome]:
         """Configs the study holds as measured (ok or failed) in trials not returned by an
@@ -170,7 +172,7 @@ class StoredStudy:
 
         template = create_trial(state=TrialState.RUNNING, params=config.as_dict(), distributions=self._dists)
         params = {n: self._dists[n].to_internal_repr(v) for n, v in config.as_dict().items()}
-        with self.store.claim_lock(f"{self.key.study_name}\0{config.key}"):
+        with self.store.claim_lock(f"{self.name}\0{config.key}"):
             trial_id = self.storage.create_new_trial(self._study_id, template_trial=template)
             self.storage.record_heartbeat(trial_id)
             if self.store.claimed_before(self._study_id, trial_id, params):

@@ -43,12 +43,12 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     """Search ``kernel``'s space for ``dims`` and ``dtype``; store every trial and the winner.
 
     Args:
-        kernel: a catalog name, a path to a kernel file, or a [`Kernel`][autotune.kernel.model.Kernel];
-            or a whole [`Problem`][autotune.kernel.problem.Problem] (then no ``dims`` and ``dtype``).
+        kernel: a catalog name, a path to a kernel file, or a `Kernel`;
+            or a whole `Problem` (then no ``dims`` and ``dtype``).
         dims: its named dims (``{"n": 1048576}``, pairs, or values in the kernel's order).
         dtype: the problem's dtype: a NumPy dtype or its name (``"float32"``), one the kernel takes.
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
-        options: the search's [`SearchOptions`][autotune.search.options.SearchOptions] (trials,
+        options: the search's `SearchOptions` (trials,
             timeout, seed, strategy, batch, resume, space, repeats, top_k, rounds, trial_timeout,
             db); default: the defaults, with ``fields`` over them.
         on_start: called once the search has started (its key, store and space), one GPU or several.
@@ -62,11 +62,11 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
             ``options`` if both are given (``sampler=`` is the deprecated name of ``strategy``).
 
     Returns:
-        The search's [`SearchResult`][autotune.search.outcome.SearchResult] (its ``key``, ``decision``...).
+        The search's `SearchResult` (its ``key``, ``decision``...).
 
     Raises:
         InvalidInputError: bad kernel, dims, dtype, option
-            ([`OptionError`][autotune.search.options.OptionError] names it), space or devices;
+            (`OptionError` names it), space or devices;
             ``options`` that is not a SearchOptions, a callback that is not callable; the study
             exists and ``resume`` is false. Each argument is checked by type and range before
             anything is read or opened (``autotune.kernel.arguments``).

@@ -53,8 +53,8 @@ def reference(**arguments):
 
 
 class KernelTuning(NamedTuple):
-    """What [`tune_kernel`][autotune.search.tune_kernel.tune_kernel] returns: the search's ``result``
-    ([`SearchResult`][autotune.search.outcome.SearchResult]), the ``kernel`` it built, and the
+    """What `tune_kernel` returns: the search's ``result``
+    (`SearchResult`), the ``kernel`` it built, and the
     kernel ``file`` it wrote (``autotune search --kernel FILE`` searches it again)."""
 
     result: SearchResult
@@ -233,12 +233,12 @@ def tune_kernel(name: str, source: str | Path, arguments: Mapping[str, Any] | Se
             is then the reference).
         folder: where the kernel file is written (default: ``<user cache>/autotune/kernels/NAME``).
         device: the CUDA ordinal.
-        **options: the search's options ([`SearchOptions`][autotune.search.options.SearchOptions]:
+        **options: the search's options (`SearchOptions`:
             ``trials=50``, ``strategy="random"``, ``db=``...).
 
     Returns:
         The search's result, the kernel and the kernel file written, as a
-            [`KernelTuning`][autotune.search.tune_kernel.KernelTuning].
+            `KernelTuning`.
 
     Raises:
         InvalidInputError: a bad argument, launch, space or answer (named); and as ``autotune.tune``.

@@ -147,7 +147,7 @@ class Tuner:
     def _search(self, study: StoredStudy) -> SearchResult:
         tools, store = self.tools, self.store
         start_clocks = tools.clocks() if tools.clocks else None
-        search_id = store.start_search(self.key, study_name=self.key.study_name, sampler=self.options.strategy_name,
+        search_id = store.start_search(self.key, study_name=study.name, sampler=self.options.strategy_name,
                                        seed=self.options.seed, memcpy_gbps=tools.memcpy_gbps,
                                        copy_gbps=tools.copy_gbps, l2_mode=tools.l2_mode, clocks=start_clocks,
                                        objective=self.options.objective)

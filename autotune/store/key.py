@@ -17,6 +17,7 @@ records which GPU measured its trials.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -84,7 +85,18 @@ class TuningKey(NamedDims):
 
     @property
     def study_name(self) -> str:
-        """Name of the Optuna study of this key (one study per key), e.g.
+        """Name of the Optuna study of this key (one study per key): the readable part first
+        (kernel, shape, dtype, device model), then 10 hex digits of the SHA-256 of the whole key
+        (:attr:`legacy_study_name`), e.g. ``smem_pad 8192x8192 float32 NVIDIA H100 80GB HBM3
+        #0123456789``. A study made before 0.4.0 keeps its :attr:`legacy_study_name`, and is
+        found by it (:func:`autotune.store.study_storage.stored_study_name`)."""
+        digest = hashlib.sha256(self.legacy_study_name.encode()).hexdigest()[:10]
+        return f"{self.kernel} {self.display} {self.dtype} {self.device.name} #{digest}"
+
+    @property
+    def legacy_study_name(self) -> str:
+        """The study name of autotune < 0.4.0, every part of the key, hashes first (123 to 136
+        characters), e.g.
         ``smem_pad@0123456789ab+89abcdef|NVIDIA H100 ...|nvcc13.0.88|-O3 -arch=sm_90|8192x8192|float32``."""
         d = self.device
         return (
@@ -92,7 +104,6 @@ class TuningKey(NamedDims):
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
             f"{self.compile_flags}|{self.display}|{self.dtype}"
         )
-
 
 def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
     """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's

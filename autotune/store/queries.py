@@ -83,6 +83,20 @@ class Reads:
             stmt = stmt.where(Device.name.ilike(f"%{escaped}%", escape="\\"))
         if self.read_only and self.schema_state in ("missing", "empty"):
             return {}
+        return self._trials_by_key(stmt)
+
+    @locking.retry_when_locked
+    def trials_of_searches(self, study_name: str) -> dict[TuningKey, list[TrialRecord]]:
+        """The trials of the searches recorded under ``study_name`` (an import's
+        ``import:<file name>``), by key, as :meth:`trials_by_key` gives them."""
+        stmt = (
+            select(Trial, Kernel, Device, Search).join(Search, Trial.search_id == Search.id)
+            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
+            .where(Search.study_name == study_name).order_by(Trial.id)
+        )
+        return self._trials_by_key(stmt)
+
+    def _trials_by_key(self, stmt) -> dict[TuningKey, list[TrialRecord]]:
         keys: dict[TuningKey, list[TrialRecord]] = {}
         with self.session() as session:
             for trial, k, d, s in session.execute(stmt):
@@ -95,8 +109,9 @@ class Reads:
 
     @locking.retry_when_locked
     def study_keys(self) -> dict[str, TuningKey]:
-        """The key of each Optuna study a search used, by study name (the study names of imports,
-        ``import:<file>``, name no Optuna study and are left out)."""
+        """The key of each Optuna study a search used, by study name (the search rows of imports,
+        ``import:<file>``, name no Optuna study of their own and are left out:
+        :func:`autotune.store.study_labels.make_import_studies` names theirs)."""
         stmt = (
             select(Search.study_name, Search.dims, Search.dtype, Search.nvcc_version, Search.compile_flags,
                    Kernel.name, Kernel.source_hash, Kernel.spec_hash, Device.name, Device.compute_capability,

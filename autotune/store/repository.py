@@ -253,6 +253,18 @@ class Store(Reads):
             except RuntimeError as exc:  # Optuna's tables of another Optuna version
                 raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
 
+    def study_name(self, key: TuningKey, storage: optuna.storages.RDBStorage | None = None) -> str:
+        """The name of ``key``'s Optuna study in this database: its ``study_name``, or the
+        ``legacy_study_name`` of a study made by autotune < 0.4.0
+        (:func:`autotune.store.study_storage.stored_study_name`).
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
+        storage = storage or self.optuna_storage()
+        with self.errors():
+            return study_storage.stored_study_name(storage, key)
+
     def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
         """Fail the RUNNING trials of study ``study_name`` that died before their first heartbeat
         (:func:`autotune.store.study_storage.fail_trials_dead_before_heartbeat`); their Optuna ids."""

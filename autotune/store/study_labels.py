@@ -1,12 +1,10 @@
 """What optuna-dashboard shows of a study: a short label, the key's parts as user attrs to
 filter by, and the objective's name.
 
-The study's *name* stays the whole tuning key (:attr:`autotune.store.key.TuningKey.study_name`,
-130-140 characters): the name is how a search finds its study again, so a shorter name would
-orphan the studies of every existing database (and a new key part would need a migration of
-names). The dashboard's list shows that long name; the short ``label`` user attr (``smem_pad
-4096x4096 float32 on NVIDIA H100 80GB HBM3``) and the other attrs are on each study's page
-and in its user-attr filter.
+The study's *name* (:attr:`autotune.store.key.TuningKey.study_name`) reads kernel, shape,
+dtype and device model, then a hash of the whole key; a study of autotune < 0.4.0 keeps its
+legacy name (the whole key, 123-136 characters), by which a search still finds it. The label
+and the other attrs are on each study's page and in its user-attr filter.
 
 A search labels its study when it opens it (:func:`label_study`); ``autotune db upgrade`` and
 ``autotune import`` label every other study of the database (:func:`label_stored_studies`):
@@ -28,7 +26,8 @@ if TYPE_CHECKING:
 
     from autotune.store.key import TuningKey
 
-__all__ = ["METRIC_NAMES", "PARETO_METRIC_NAMES", "label_study", "label_stored_studies", "study_attrs"]
+__all__ = ["METRIC_NAMES", "PARETO_METRIC_NAMES", "label_study", "label_stored_studies", "study_attrs",
+           "import_study_name", "make_import_studies"]
 
 METRIC_NAMES = ["median ms"]
 """The objective as the dashboard names it: the median time per launch of a config, ms."""
@@ -113,3 +112,59 @@ def label_stored_studies(store) -> int:
                     strategy_options=frozen.user_attrs.get("strategy_options"))
         labelled += 1
     return labelled
+
+
+def import_study_name(key: TuningKey, searches: str) -> str:
+    """The Optuna study of ``key``'s trials imported under ``searches`` (``import:<file name>``):
+    ``smem_pad 4096x4096 float32 NVIDIA H100 80GB HBM3 #0123456789 import:tuned.json``. Never the
+    key's own study (:attr:`~autotune.store.key.TuningKey.study_name`), which a search resumes:
+    a config measured elsewhere is no trial of this machine's search."""
+    return f"{key.study_name} {searches}"[:512]
+
+
+def make_import_studies(store, searches: str) -> list[str]:
+    """Make, for each key with trials imported under ``searches`` (the search rows' study name of
+    one import, ``import:<file name>``), an Optuna study of those trials, so that
+    optuna-dashboard shows them (:func:`import_study_name`; made again from the stored trials
+    when the same file is imported again). An ``ok`` trial is a COMPLETE trial valued by its
+    median time (ms, the metric ``median ms``); any other a FAIL trial; each keeps the ``status``,
+    the ``reason`` and when it was measured (``measured_at``, UTC) as user attrs, since Optuna
+    dates a trial it is given now. The study carries the key's labels (:func:`study_attrs`) and
+    ``imported_from``. Returns the names of the studies made.
+
+    Raises:
+        StoreError: the database cannot be read or written.
+    """
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import TrialState, create_trial
+
+    found = store.trials_of_searches(searches)
+    if not found:
+        return []
+    storage = store.optuna_storage()
+    made = []
+    for key, trials in found.items():
+        name = import_study_name(key, searches)
+        macros = sorted({m for t in trials for m, _ in t.config.macros})
+        choices = {m: sorted({v for t in trials for n, v in t.config.macros if n == m}) for m in macros}
+        dists = {m: CategoricalDistribution(choices[m]) for m in macros}
+        frozen = []
+        for t in trials:
+            params = dict(t.config.macros)
+            ok = t.status == "ok" and t.median_ms is not None
+            attrs = {"status": t.status, "measured_at": f"{t.created_at:%Y-%m-%dT%H:%M:%S}Z" if t.created_at else None}
+            if t.reason:
+                attrs["reason"] = t.reason
+            frozen.append(create_trial(state=TrialState.COMPLETE if ok else TrialState.FAIL,
+                                       value=t.median_ms if ok else None, params=params,
+                                       distributions={m: dists[m] for m in params}, user_attrs=attrs))
+        with store.errors():
+            with contextlib.suppress(KeyError):
+                optuna.delete_study(study_name=name, storage=storage)  # the same file imported again
+            study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+            study.add_trials(frozen)
+            study.set_user_attr("imported_from", searches.removeprefix("import:"))
+        label_study(study, key, None, store.errors)
+        made.append(name)
+    return made

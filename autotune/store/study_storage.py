@@ -18,8 +18,10 @@ from autotune.store import locking
 if TYPE_CHECKING:
     import optuna
 
+    from autotune.store.key import TuningKey
+
 __all__ = ["HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
-           "advisory_key"]
+           "advisory_key", "stored_study_name"]
 
 HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
@@ -66,6 +68,21 @@ def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
 
     storage.record_heartbeat = record_heartbeat
     return storage
+
+
+def stored_study_name(storage: optuna.storages.BaseStorage, key: TuningKey) -> str:
+    """The name under which ``storage`` holds ``key``'s study: its
+    :attr:`~autotune.store.key.TuningKey.study_name`, or the
+    :attr:`~autotune.store.key.TuningKey.legacy_study_name` of a study made by autotune < 0.4.0
+    where only that one exists (so that such a study resumes, its trials read as before). A key
+    with neither gets the new name."""
+    for name in (key.study_name, key.legacy_study_name):
+        try:
+            storage.get_study_id_from_name(name)
+        except KeyError:
+            continue
+        return name
+    return key.study_name
 
 
 class _Sessions(Protocol):

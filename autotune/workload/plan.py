@@ -37,7 +37,7 @@ class PlanRow:
         recorded: what was recorded of it (calls, sampled GPU time; summed over device models).
         problem: the problem resolved today (``None``: its kernel cannot be found; ``note`` says why).
         share: its part of the workload's recorded GPU time, 0..1 (``None``: never timed).
-        chosen: the [`LaunchConfig`][autotune.runtime.lookup.LaunchConfig] the runtime picks today.
+        chosen: the `LaunchConfig` the runtime picks today.
         gain: the fraction of its GPU time tuning is expected to save, 0..1; ``gain_why`` says
             where the figure comes from.
         saving_ms: expected GPU time saved over the recorded calls, ms.

@@ -329,7 +329,7 @@ def test_trials_lists_one_keys_trials_in_every_format(fake_gpu, db_url):  # noqa
         assert text.startswith("7 trials of smem_pad 64x64 float32 on NVIDIA H100 80GB HBM3")
         assert_reads(text, width)
     doc = json.loads(render(None, "trials", "--size", 64, "--format", "json", "--db", db_url).stdout)
-    assert doc["kernel"] == "smem_pad" and doc["study"].startswith("smem_pad@") and len(doc["records"]) == 7
+    assert doc["kernel"] == "smem_pad" and doc["study"].startswith("smem_pad 64x64 float32 NVIDIA H100") and len(doc["records"]) == 7
     assert [t["number"] for t in doc["records"]] == list(range(7)) and all(t["status"] == "ok" for t in doc["records"])
     assert all(isinstance(t["config"], dict) for t in doc["records"])  # issue 49 item 8: one schema
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", t["created_at"]) for t in doc["records"])
@@ -337,6 +337,29 @@ def test_trials_lists_one_keys_trials_in_every_format(fake_gpu, db_url):  # noqa
     assert len(rows) == 7 and {"median_ms", "config", "reason", "occupancy"} <= set(rows[0])
     r = render(None, "trials", "--size", 128, "--db", db_url, code=2)
     assert "error: nothing is tuned for smem_pad 128x128 float32; run: autotune search" in r.stderr
+    assert doc["stale"] is None
+
+
+def test_trials_of_a_kernel_edited_since_say_they_are_stale(fake_gpu, db_url):  # noqa: F811
+    """Issue 49 item 12: the trials of a key whose kernel changed since were listed as if current."""
+    import sqlalchemy
+
+    render(None, "search", "--size", 64, "--sampler", "grid", "--trials", 3, "--db", db_url)
+    engine = sqlalchemy.create_engine(db_url)
+    with engine.begin() as connection:  # the kernel's source as it was before an edit
+        connection.execute(sqlalchemy.text("UPDATE autotune_kernels SET source_hash = :h WHERE name = 'smem_pad'"),
+                           {"h": "0" * 64})
+    engine.dispose()
+    r = render(80, "trials", "--kernel", "smem_pad", "--size", 64, "--db", db_url)
+    assert "stale: these trials are of smem_pad as it was built then (kernel source changed)" in r.stderr
+    assert "run: autotune search --kernel smem_pad --rows 64 --cols 64 --dtype float32" in r.stderr
+    assert r.stdout.startswith("3 trials of smem_pad 64x64 float32") and "stale: kernel source changed" in r.stdout
+    doc = json.loads(render(None, "trials", "--size", 64, "--format", "json", "--db", db_url).stdout)
+    assert doc["stale"] == "kernel source changed" and len(doc["records"]) == 3
+    render(None, "search", "--size", 64, "--sampler", "grid", "--trials", 3, "--resume", "--db", db_url)  # today's kernel
+    r = render(None, "trials", "--size", 64, "--db", db_url, code=2)
+    assert "2 keys of smem_pad 64x64 float32 have trials" in r.stderr
+    assert r.stderr.count("(stale: kernel source changed)") == 1, r.stderr
 
 
 def test_stale_rows_are_coloured_where_colour_is_on():
@@ -355,3 +378,23 @@ def test_stale_rows_are_coloured_where_colour_is_on():
     plain = Console(width=80, force_terminal=False, file=io.StringIO())
     emit(plain, records, columns, style=style)
     assert "\x1b[" not in plain.file.getvalue() and "yes (another nvcc)" in plain.file.getvalue()
+
+
+def test_list_wide_at_80_columns_is_a_table_with_a_second_row_per_key(db_url):
+    """Issue 49 item 12: ``list --wide`` at 80 columns turned every key into a block of 20
+    ``name  value`` lines; the --wide columns now get a second row of their own under each key's."""
+    from stored_results import configs, key, tune
+
+    store = open_results(db_url)
+    cs = configs()
+    for rows in (1024, 2048):
+        tune(store, key(rows=rows, cols=rows), [(cs[0], 2000.0), (cs[1], 2500.0)], retime=True)
+    lines = render(80, "list", "--wide", "--db", db_url).stdout.splitlines()
+    assert_reads("\n".join(lines), 80)
+    assert lines[1].startswith("kernel    shape") and lines[2].startswith("  % copy  spread %  regs  smem B  tuned")
+    assert set(lines[3]) == {"-", " "}
+    rows = [i for i, line in enumerate(lines) if line.startswith("smem_pad  ")]
+    assert len(rows) == 2 and all(re.match(r"^ +\d+\.\d  +\d\.\d\d +24 +4224  \d{4}-\d\d-\d\d ", lines[i + 1])
+                                  for i in rows), lines
+    narrow = render(80, "list", "--db", db_url).stdout.splitlines()  # without --wide: one row, as before
+    assert narrow[1].startswith("kernel    shape") and narrow[2].startswith("------")

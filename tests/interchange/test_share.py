@@ -263,9 +263,10 @@ def test_cli_export_then_import(tuned_a, url_a, url_b, tmp_path):
     assert r.exit_code == 0, r.output
     assert "imported 4 result(s)" in r.output and "skipped 0 already stored" in r.output
     assert "1 of them are stale here" in r.output
+    assert "made 4 Optuna studies of the imported trials for optuna-dashboard" in r.output  # one per key
     r = run("import", path, "--db", url_b)
     assert r.exit_code == 0 and "imported 0 result(s)" in r.output and "skipped 4 already stored" in r.output
-    assert "stale" not in r.output
+    assert "stale" not in r.output and "Optuna" not in r.output
 
     r = run("export", "--out", tmp_path / "none.json", "--device", "V100", "--db", url_a)
     assert r.exit_code == 2 and "error: nothing is tuned for those filters; run: autotune list" in r.output

@@ -154,8 +154,41 @@ def test_cli_export_t4_and_import_detects_the_format(store_a, tmp_path):
     result = runner.invoke(app, ["import", str(path), "--db", url_b])
     assert result.exit_code == 0, result.output
     assert "imported 8 trial(s) from T4 file" in result.output
+    assert "made 3 Optuna studies of the imported trials for optuna-dashboard" in result.output
     both = runner.invoke(app, ["export", "--t4", str(path), "--out", str(tmp_path / "x.json"), "--db", url_a])
     assert both.exit_code == 2 and both.output.startswith("error:")
+
+
+def test_imported_t4_trials_make_an_optuna_study_per_key_that_the_dashboard_shows(store_a, tmp_path):
+    """Issue 49 item 12: imported results made no Optuna study, so optuna-dashboard never showed
+    them. Each key's imported trials are a study of their own (never the key's search study):
+    ok trials COMPLETE at their median ms, the failed one FAIL with its reason."""
+    import optuna
+
+    from autotune.store.study_labels import import_study_name, make_import_studies
+
+    path = tmp_path / "t4.json"
+    export_t4(store_a, path)
+    b = open_results(f"sqlite:///{tmp_path / 'b.db'}")
+    report = import_t4(b, read_t4(path))
+    made = make_import_studies(b, report.searches)
+    [h100] = [k for k in b.trials_of_searches("import:t4.json") if k.device.name.startswith("NVIDIA H100")
+              and k.shape == (1024, 1024)]
+    name = import_study_name(h100, "import:t4.json")
+    assert len(made) == 3 and name in made and name.startswith("smem_pad 1024x1024 float32 NVIDIA H100")
+    study = optuna.load_study(study_name=name, storage=b.optuna_storage())
+    states = sorted(t.state.name for t in study.trials)
+    assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
+    stored = {t.config.key: t for t in store_a.trials_by_key(kernel="smem_pad", dims={"rows": 1024, "cols": 1024},
+                                                              dtype="float32", device_name="H100")[h100]}
+    for trial in study.trials:
+        config = ",".join(f"{m}={v}" for m, v in sorted(trial.params.items()))
+        assert trial.value == stored[config].median_ms or (trial.value is None and trial.user_attrs["reason"])
+    assert study.user_attrs["imported_from"] == "t4.json" and study.user_attrs["kernel"] == "smem_pad"
+    assert study.metric_names == ["median ms"]
+    assert all(s.study_name != h100.study_name for s in optuna.get_all_study_summaries(b.optuna_storage()))
+    assert make_import_studies(b, report.searches) == made  # again: made afresh, not doubled
+    assert len(optuna.load_study(study_name=name, storage=b.optuna_storage()).trials) == 4
 
 
 def test_constraint_results_are_left_out(store_a, tmp_path):

@@ -142,8 +142,8 @@ def test_k_is_part_of_the_key_and_the_study(device_info):
     from autotune.store.key import tuning_key
 
     keys = [tuning_key("matmul_tiled", device_info, {"m": 256, "n": 256, "k": k}, "float32") for k in (256, 512)]
-    assert keys[0].study_name != keys[1].study_name and keys[0].study_name.endswith("|256x256x256|float32")
+    assert keys[0].study_name != keys[1].study_name and keys[0].study_name.startswith("matmul_tiled 256x256x256 float32 ")
     assert keys[0].shape == (256, 256, 256) and keys[1].dim("k") == 512
     assert keys[0].dims_key == "m=256,n=256,k=256" and keys[0].dims == (("m", 256), ("n", 256), ("k", 256))
     assert tuning_key("matmul_tiled", device_info, (256, 256, 512), "float32") == keys[1]  # values in order
-    assert tuning_key("smem_pad", device_info, (256, 256), "float32").study_name.endswith("|256x256|float32")
+    assert tuning_key("smem_pad", device_info, (256, 256), "float32").study_name.startswith("smem_pad 256x256 float32 ")

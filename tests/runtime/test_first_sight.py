@@ -96,3 +96,60 @@ def test_a_failed_search_is_said_and_the_ladders_config_launched(fake, monkeypat
                                                        r"the default config BLOCK_ROWS=8"):
         f(Tensor((16, 16)), Tensor((16, 16)))
     assert len(fake.launches) == 1
+
+
+def test_processes_meeting_one_new_shape_run_one_search_the_others_wait_and_read_it(tmp_path):
+    """Issue 49 item 12: N ranks meeting one new shape each started a search on the same GPU.
+    Three processes at once: one searches (holding the shape's lock); the others wait for it,
+    then find its winner stored and search nothing."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    child = Path(__file__).resolve().parent.parent / "first_sight_child.py"
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "AUTOTUNE_CACHE_DIR": str(tmp_path / "cache")}  # the one lock folder of the host
+    procs = [subprocess.Popen([sys.executable, str(child), str(marks)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 120
+        while not (len(list(marks.glob("arrived-*"))) == 3 and list(marks.glob("searching-*"))):
+            assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+            assert time.monotonic() < deadline, "no search started"
+            time.sleep(0.01)
+        assert len(list(marks.glob("searching-*"))) == 1  # the others wait at the lock
+        (marks / "release").touch()
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0, 0], outputs
+    firsts = sorted(out.splitlines()[0] for out, _ in outputs)
+    assert firsts == ["read True", "read True", "searched True"], outputs
+    assert len(list(marks.glob("searching-*"))) == 1
+    said = "\n".join(out for out, _ in outputs)
+    assert said.count("another process tuned it on first sight") == 2 and said.count("tuned it on first sight (quick") == 1
+
+
+def test_autotune_tune_switches_first_sight_tuning_for_the_whole_process(fake, child, db_url, monkeypatch):
+    """AUTOTUNE_TUNE=off: a launcher with tune="quick" searches nothing; =quick: one that asked
+    nothing tunes; another value is refused at the new shape's first launch."""
+    monkeypatch.setenv("AUTOTUNE_TUNE", "off")
+    f = autotune.launcher("smem_pad", db=db_url, tune="quick")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing said
+        f(Tensor((64, 32)), Tensor((32, 64)))
+    assert child == []
+    monkeypatch.setenv("AUTOTUNE_TUNE", "quick")
+    g = autotune.launcher("smem_pad", db=db_url)
+    with pytest.warns(first_sight.TuningWarning, match=r"smem_pad 32x16 float32 on GPU 0 had no tuned config; tuned"):
+        g(Tensor((16, 32)), Tensor((32, 16)))
+    assert len(child) == 1
+    monkeypatch.setenv("AUTOTUNE_TUNE", "slow")
+    with pytest.raises(InvalidInputError, match=r"AUTOTUNE_TUNE='slow' is not allowed; allowed: off, quick"):
+        autotune.launcher("smem_pad", db=db_url)(Tensor((8, 8)), Tensor((8, 8)))

@@ -116,3 +116,27 @@ def test_the_earlier_trial_holds_when_two_are_written_before_either_is_checked(d
     finally:
         first.close()
         second.close()
+
+
+def test_a_study_of_autotune_before_0_4_resumes_under_its_legacy_name(db_url, key):
+    """Issue 49: study names became short (readable part first); a database searched before
+    keeps its studies under the old names, and a search of the same key resumes that study
+    (its measured configs are not measured again) instead of starting a new one."""
+    import optuna
+
+    store = open_results(db_url)
+    old = optuna.create_study(study_name=key.legacy_study_name, storage=store.optuna_storage())
+    dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in SPACE.params}
+    old.add_trial(optuna.trial.create_trial(params=CONFIG.as_dict(), distributions=dists, value=0.5,
+                                            user_attrs={"status": "ok"}))
+    assert store.study_name(key) == key.legacy_study_name
+    study = opened(db_url, key)
+    try:
+        assert study.name == key.legacy_study_name and study.start(CONFIG) is None  # measured, in the old study
+    finally:
+        study.close()
+    names = [s.study_name for s in optuna.get_all_study_summaries(store.optuna_storage())]
+    assert names == [key.legacy_study_name]  # no second study
+    fresh = TuningKey(key.device, key.kernel, key.source_hash, key.spec_hash, (("rows", 512), ("cols", 512)),
+                      key.dtype, key.nvcc_version, key.compile_flags)
+    assert store.study_name(fresh) == fresh.study_name  # a new key gets the new name

@@ -29,11 +29,17 @@ def test_tuning_key_of_a_catalog_kernel_carries_its_hashes_and_named_dims(device
 
 
 def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
+    """Issue 49: the name was the whole key, hashes first, 123-136 characters; it reads kernel,
+    shape, dtype and device first now, then a hash of the whole key."""
     key = tuning_key("smem_pad", device_info, (8192, 8192), "float32")
-    assert key.study_name.startswith(f"smem_pad@{key.source_hash[:12]}+{key.spec_hash[:8]}|NVIDIA H100")
-    assert key.study_name.endswith("|8192x8192|float32")
-    other_spec = dataclasses.replace(key, spec_hash="0" * 64)
-    assert other_spec.study_name != key.study_name
+    assert key.study_name.startswith("smem_pad 8192x8192 float32 NVIDIA H100 80GB HBM3 #")
+    assert len(key.study_name) <= 64 and len(key.study_name.rsplit("#", 1)[1]) == 10
+    for change in ({"spec_hash": "0" * 64}, {"source_hash": "0" * 64}, {"nvcc_version": "12.4.131"},
+                   {"compile_flags": "-O3 -arch=sm_80"}):
+        assert dataclasses.replace(key, **change).study_name != key.study_name, change
+    # the name of autotune < 0.4.0, by which its studies are still found
+    assert key.legacy_study_name.startswith(f"smem_pad@{key.source_hash[:12]}+{key.spec_hash[:8]}|NVIDIA H100")
+    assert key.legacy_study_name.endswith("|8192x8192|float32")
 
 
 @pytest.mark.parametrize("dims", [(), (("n", 5.0),), (("n", True),), {"n": 5}, ((5, "n"),), [("n", 5)]])

@@ -60,7 +60,7 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
             8-byte elements whose output rows are not, ``naive_flat`` for small matrices; the
             list with its measurements is docs/transpose.md). Views and batches need a kernel that
             takes ``ld`` and ``batch_stride``: every catalog transpose does.
-        db: results database URL (see [`lookup`][autotune.runtime.lookup.lookup]).
+        db: results database URL (see `lookup`).
         out: optional C-contiguous ``(..., cols, rows)`` array of elements of the same size
             and type to write into (any accepted kind).
         stream: stream to launch on (default: the caller's current stream of ``a``'s library,
@@ -68,7 +68,7 @@ def transpose(a: Any, *, kernel: str | Path | Kernel | None = None, db: str | No
             capture; the legacy default stream for PyCUDA arrays).
 
     Elements are moved as words of their size: a dtype of the catalog
-    ([`DTYPES`][autotune.kernel.dtypes.DTYPES]) uses the config tuned for itself, any other
+    (`DTYPES`) uses the config tuned for itself, any other
     (bool, bfloat16, float8, complex64, unsigned ints) the config tuned for the canonical dtype
     of its size (``autotune.kernel.dtypes.WORD_DTYPES``), as ``transpose_plan``'s ``chosen``
     says. A 1-row or 1-column input whose elements are contiguous is copied with

@@ -35,8 +35,8 @@ __all__ = ["DEFAULT_STRATEGY", "PARETO_STRATEGY", "SWEEP_STRATEGY", "pareto_stra
            "traits_of"]
 
 DEFAULT_STRATEGY = "tpe_local"
-"""The strategy of a search that names none (``autotune search``, [`tune`][autotune.search.tune.tune],
-[`SearchOptions`][autotune.search.options.SearchOptions], a workload's problem without tuned
+"""The strategy of a search that names none (``autotune search``, `tune`,
+`SearchOptions`, a workload's problem without tuned
 shapes): written here only, so that a new default is this one line. ``tpe_local``: TPE, half
 of its proposals after a start of 5 one-macro steps from the best so far, the start a ``blend``
 design over the valid configs (why it is the default: benchmarks/README.md, "The search
@@ -60,7 +60,7 @@ _TRAITS: dict[str, Traits] = {}
 
 STRATEGIES: Mapping[str, Factory] = types.MappingProxyType(_FACTORIES)
 """Strategy name -> ``factory(space, seed, history, **options)`` (read-only;
-[`register`][autotune.search.strategies.registry.register] adds one); ``make_strategy`` also
+`register` adds one); ``make_strategy`` also
 takes any Optuna sampler. ``grid``: the space's order; ``random``: uniform over the valid
 configs; ``tpe``, ``gp``, ``cmaes``: Optuna's samplers over the macros' ordinals;
 ``transfer``: the bests of the nearest tuned shapes, tried while they beat the default
@@ -72,7 +72,7 @@ TRAITS: Mapping[str, Traits] = types.MappingProxyType(_TRAITS)
 
 def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace: bool = False) -> None:
     """Make ``factory`` the strategy called ``name``, with ``traits``: selectable by name from
-    [`tune`][autotune.search.tune.tune], [`SearchOptions`][autotune.search.options.SearchOptions],
+    `tune`, `SearchOptions`,
     ``autotune search --strategy NAME`` and a replay.
 
     ```python
@@ -103,7 +103,7 @@ def register(name: str, factory: Factory, traits: Traits = Traits(), *, replace:
             ``last=`` where several workers share one study); returns a ``Strategy``
             (``autotune.search.strategies.base``).
         traits: what the search loop needs to know of it
-            ([`Traits`][autotune.search.strategies.traits.Traits]); default: a plain ask/tell
+            (`Traits`); default: a plain ask/tell
             strategy without options.
         replace: allow replacing a strategy registered already (else that is refused).
 

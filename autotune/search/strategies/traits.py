@@ -36,7 +36,7 @@ Value = int | float | bool | str
 @dataclass(frozen=True)
 class StrategyOption:
     """One option a strategy takes (``SearchOptions.strategy_options``,
-    ``--strategy-option KEY=VALUE``), declared in its [`Traits`][autotune.search.strategies.traits.Traits].
+    ``--strategy-option KEY=VALUE``), declared in its `Traits`.
 
     Attributes:
         name: the key (``startup``).
@@ -132,7 +132,7 @@ class StrategyOptions(Mapping):
 @dataclass(frozen=True)
 class Traits:
     """What a strategy is, declared once where it is registered
-    ([`register`][autotune.search.strategies.registry.register]); the search loop asks these,
+    (`register`); the search loop asks these,
     never the strategy's name. The defaults describe a plain ask/tell strategy (and any Optuna
     sampler given instead of a name): no prior, its own order, one share, no package, no option.
 
@@ -148,7 +148,7 @@ class Traits:
         packages: modules it needs besides Optuna, each installed by ``pip install`` of that
             name; checked when the options are built, before any GPU work (``gp``: ``torch``;
             ``cmaes``: ``cmaes``).
-        options: the [`StrategyOption`][autotune.search.strategies.traits.StrategyOption] values
+        options: the `StrategyOption` values
             it takes, passed to its factory as keywords, defaults filled in.
         pareto: it minimises several objectives together (``objective="time,energy"``): its
             ``tell`` takes a tuple of values, one per objective (ms, J), or ``None`` for a
