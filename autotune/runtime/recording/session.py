@@ -61,6 +61,8 @@ class Recording:
         batches: batches written so far.
         error: the last error writing a batch (``None``: none); its counts are kept and
             written with the next batch.
+        counts: what was counted, per prepared launch (``autotune.runtime.recording.counts``).
+        events: the CUDA events of its samples (``autotune.runtime.recording.events``).
     """
 
     def __init__(self, name: str, *, db: str | None = None, sample_every: int = SAMPLE_EVERY,
