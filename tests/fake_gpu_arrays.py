@@ -173,10 +173,11 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
     libcuda. Configs are not built (``build_cubin`` answers an empty cubin)."""
     from autotune.measure import compile as compile_module
     from autotune.measure import device as device_module
-    from autotune.runtime import driver, recording
+    from autotune.runtime import driver
+    from autotune.runtime.recording import events as recording_events
 
     fake = FakeLibcuda(kernel)
-    monkeypatch.setattr(recording, "_host_ns", fake.host_ns)  # the machine's speed drops no sample
+    monkeypatch.setattr(recording_events, "_host_ns", fake.host_ns)  # the machine's speed drops no sample
     monkeypatch.setenv("AUTOTUNE_LAUNCH_API", "ctypes")  # the fake libcuda, also where cuda-bindings is installed
     monkeypatch.setitem(sys.modules, "torch", fake_torch(streams or {0: 0x5000, 1: 0x5001}))
     monkeypatch.setattr(driver, "libcuda", lambda: fake)

@@ -1,4 +1,4 @@
-"""A program recording its launches, run by tests/runtime/test_recording.py in a subprocess (fake
+"""A program recording its launches, run by tests/runtime/recording/test_session.py in a subprocess (fake
 PyTorch and a fake CUDA driver: tests/fake_gpu_arrays.py; no GPU).
 
     python tests/recording_child.py MODE DB_URL NAME LAUNCHES MARKS_DIR
@@ -44,7 +44,8 @@ def install() -> FakeLibcuda:
     """What tests/fake_gpu_arrays.install does, without pytest's monkeypatch."""
     from autotune.measure import compile as compile_module
     from autotune.measure import device as device_module
-    from autotune.runtime import driver, recording
+    from autotune.runtime import driver
+    from autotune.runtime.recording import events as recording_events
     import autotune.runtime.streams as streams_module
 
     os.environ["AUTOTUNE_LAUNCH_API"] = "ctypes"  # the fake libcuda, also where cuda-bindings is installed
@@ -53,7 +54,7 @@ def install() -> FakeLibcuda:
                                                                                                   bx, by, bz), fake)
     sys.modules["torch"] = fake_torch({0: 0x5000, 1: 0x5001})
     driver.libcuda = lambda: fake
-    recording._host_ns = fake.host_ns  # a loaded machine drops no sample
+    recording_events._host_ns = fake.host_ns  # a loaded machine drops no sample
     driver.current_context = lambda: fake.context
     driver.load_function = lambda cubin, name: (0xBA5, 0xF00)
     compile_module.build_cubin = lambda k, config, dtype, arch: (b"", {}, True)

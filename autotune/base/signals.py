@@ -21,18 +21,22 @@ Where the signal is acted on:
 The first signal is acted on once; later ones are ignored while the search stops (its
 clean-up must not be cut short either). :func:`exit_code` gives 130 for SIGINT, 143 for
 SIGTERM. Handlers exist only in the main thread; elsewhere these helpers do nothing.
+
+Outside a command, a library user's program keeps its own SIGTERM action: :func:`on_sigterm`
+runs a last piece of work first (a recording's last batch), then that action.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 __all__ = ["SIGNALS", "handling", "deferred", "interruptible", "shielded", "check", "requested", "sleep",
-           "signal_number", "exit_code", "blocked", "unblock", "stop_workers", "die_with_parent"]
+           "signal_number", "exit_code", "blocked", "unblock", "stop_workers", "die_with_parent", "on_sigterm"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -210,3 +214,35 @@ def die_with_parent(parent: int | None = None) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def on_sigterm(action: Callable[[], None]) -> Callable[[], None]:
+    """Run ``action`` when SIGTERM comes, then the signal's previous action: its handler, or
+    the default one (the process ends by SIGTERM, as it would have); an ignored SIGTERM stays
+    ignored. ``action`` must not raise. Installed in the main thread only (elsewhere, and
+    outside the main interpreter, nothing is).
+
+    Returns:
+        The function that takes it back: the previous handler is put back if this one is
+        still the installed one (in the main thread; elsewhere it does nothing).
+    """
+    if not _main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame) -> None:
+        action()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main interpreter
+        return lambda: None
+
+    def undo() -> None:
+        if _main_thread() and signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    return undo

@@ -25,7 +25,8 @@ over the kernel model):
 3b. Energy (``energy=True``, where NVML has the total-energy counter): after timing, a window
    of :data:`ENERGY_WINDOW_MS` of back-to-back launches between two readings of the counter
    gives joules per launch (:class:`~autotune.measure.nvml.EnergyMeter`); a config stopped
-   early is not metered. Without the counter, :attr:`Benchmark.energy_note` says why.
+   early is not metered (:mod:`autotune.measure.energy`). Without the counter,
+   :attr:`Benchmark.energy_note` says why.
 4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
    device-to-device ``cudaMemcpy`` moving the same bytes, and the ``bound_kernel`` (e.g.
    ``copy_row``) at its default config on the same dims, both timed the same way in the same run.
@@ -33,6 +34,9 @@ over the kernel model):
 L2: for a kernel with a ``bytes`` objective whose arguments fit in twice the L2 cache,
 launches rotate over enough argument sets (filled with the same values) to cover four times
 the L2, so that no config is credited with cache bandwidth (:attr:`Benchmark.l2_mode`).
+
+Other shapes of the kernel and dtype, measured with the same compiler (``also``, ``at``,
+``measure_at``, ``retime_at``), are :mod:`autotune.measure.other_shapes`.
 """
 
 from __future__ import annotations
@@ -53,7 +57,10 @@ from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_v
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
 from autotune.measure.device_compare import DeviceComparer
+from autotune.measure.energy import ENERGY_WINDOW_MS as ENERGY_WINDOW_MS
+from autotune.measure.energy import joules_per_launch
 from autotune.measure.measurement import Measurement, Retiming
+from autotune.measure.other_shapes import OtherShapes
 from autotune.measure.phases import PhaseClock
 from autotune.measure.reference import kernel_reference, python_reference
 from autotune.measure.resets import Prelude
@@ -64,8 +71,6 @@ from autotune.measure.verify import Verifier, relative_norm_of
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID", "ENERGY_WINDOW_MS"]
 
-ENERGY_WINDOW_MS = 200.0
-"""Launches metered for energy last at least this long (NVML's counter moves every few tens of ms)."""
 ROTATE_COVER = 4  # rotating argument sets cover this many times the L2
 MAX_SETS = 64
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -87,7 +92,7 @@ def check_fits(device: DeviceInfo, problem: Problem, free: int | None = None) ->
     return need
 
 
-class Benchmark:
+class Benchmark(OtherShapes):
     """Verifies and times configs of one problem (kernel, dims, dtype) on one device.
 
     Must be used inside a current CUDA context (:func:`open_benchmark` gives one).
@@ -119,10 +124,8 @@ class Benchmark:
                  also: Sequence[Problem | ProblemRef] = (), compiler: Compiler | None = None) -> None:
         if repeats < 20:
             raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
-        self._options = dict(warmup=warmup, repeats=repeats, seed=seed, bounds=bounds, precision=precision,
-                             energy=energy, early_stop=early_stop)
-        self.also = tuple(also)
-        self._others: dict[int, Benchmark] = {}
+        self._other_shapes(also, dict(warmup=warmup, repeats=repeats, seed=seed, bounds=bounds, precision=precision,
+                                      energy=energy, early_stop=early_stop))
         self.drv = cuda_driver()
         self.problem = problem
         self.device, self.kernel, self.dtype, self.dims = device, problem.kernel, problem.dtype, problem.dims
@@ -190,39 +193,9 @@ class Benchmark:
                         self.drv.memcpy_htod(args.pointers[i], np.ascontiguousarray(values))
             self._filled = True
 
-    def at(self, i: int) -> Benchmark:
-        """The benchmark of shape ``also[i]`` (another problem of this kernel and dtype), opened in
-        this context at its first use, then kept: it shares this benchmark's compiler (one
-        cubin and one module load serve every shape) and options, and holds its own inputs,
-        reference and bounds.
-
-        Raises:
-            InvalidInputError: no shape ``i``; another kernel or dtype; it does not fit in
-                free device memory.
-        """
-        if not 0 <= i < len(self.also):
-            raise InvalidInputError(f"shape {i} is not allowed; allowed: 0..{len(self.also) - 1}")
-        if i not in self._others:
-            other = self.also[i]
-            other = other.resolve() if isinstance(other, ProblemRef) else other
-            if other.kernel.name != self.kernel.name or other.dtype != self.dtype:
-                raise InvalidInputError(f"{other.label} is not a shape of {self.problem.label}'s kernel and dtype")
-            self._others[i] = Benchmark(self.device, other, **self._options, compiler=self.compiler)
-        return self._others[i]
-
-    def measure_at(self, i: int, config: Config) -> Measurement:
-        """:meth:`measure` ``config`` at shape ``also[i]`` (:meth:`at`)."""
-        return self.at(i).measure(config)
-
-    def retime_at(self, i: int, configs: list[Config], rounds: int = 5) -> list[Retiming]:
-        """:meth:`retime` ``configs`` at shape ``also[i]`` (:meth:`at`)."""
-        return self.at(i).retime(configs, rounds)
-
     def free(self) -> None:
         """Release the device buffers (the other shapes' too)."""
-        for other in self._others.values():
-            other.free()
-        self._others.clear()
+        self._free_other_shapes()
         for held in (self._verifier, self._comparer):
             if held is not None:
                 held.free()
@@ -371,21 +344,10 @@ class Benchmark:
                            seen[0] if seen else None)
 
     def energy(self, launch, median_ms: float) -> float | None:
-        """Joules per launch of ``launch`` (a config's launcher, ``median_ms`` per launch): the
-        energy counter's rise over at least :data:`ENERGY_WINDOW_MS` of back-to-back launches
-        (``None``: no meter, or the counter did not move)."""
-        if self.meter is None:
-            return None
-        count = max(1, math.ceil(ENERGY_WINDOW_MS / max(median_ms, 1e-4)))
-        end = self.drv.event()
-        self.drv.synchronize()  # nothing of the timing still runs in the window
-        before = self.meter.millijoules()
-        for _ in range(count):
-            launch()
-        end.record()
-        end.synchronize()
-        rise = self.meter.millijoules() - before
-        return rise / 1000.0 / count if rise > 0 else None
+        """Joules per launch of ``launch`` (a config's launcher, ``median_ms`` per launch) over a
+        window of launches (:func:`~autotune.measure.energy.joules_per_launch`; ``None``: no
+        meter, or the counter did not move)."""
+        return joules_per_launch(self.drv, self.meter, launch, median_ms)
 
     def figures(self, ms: float) -> tuple[float | None, float | None]:
         """GB/s of the objective's bytes and GFLOP/s of its flops in ``ms`` (``None`` where not given)."""

@@ -113,7 +113,7 @@ class EnergyMeter:
     millijoules since the driver loaded; Volta and newer), read before and after a window of
     launches: the energy per launch is the difference over the launches. The counter is updated
     by the driver every few tens of ms, so the window must be long (the benchmark's
-    :data:`autotune.measure.benchmark.ENERGY_WINDOW_MS`); it counts the whole board, idle power
+    :data:`autotune.measure.energy.ENERGY_WINDOW_MS`); it counts the whole board, idle power
     included, which is why the launches are queued back to back. Reads only.
 
     Args:

@@ -21,8 +21,9 @@ The figure is GFLOP/s, GB/s or the median time, whichever every result involved 
 and raises :class:`~autotune.errors.NotTunedError` when it can write none.
 
 Matplotlib is imported inside the plotting functions only, and drawn through its ``Agg``
-canvas on a :class:`matplotlib.figure.Figure` (no pyplot, no global backend switch), so
-importing autotune never imports matplotlib.
+canvas on a :class:`matplotlib.figure.Figure` (no pyplot, no global backend switch:
+``autotune.report.figure``), so importing autotune never imports matplotlib. The front's plot is
+``autotune.report.pareto_plot``.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autotune.errors import InvalidInputError, NotTunedError
+from autotune.errors import NotTunedError
 from autotune.kernel.dtypes import get_dtype
 from autotune.report.bench import BenchLine
 from autotune.report.data import (BenchData, Heatmap, MissingData, Scaling, ScalingPoint, bench_data, heatmap_data,
                                   kernel_of, largest_shape, on, scaling_data, search_hint)
+from autotune.report.figure import DPI as DPI
+from autotune.report.figure import FIGSIZE as FIGSIZE
+from autotune.report.figure import NOTE_CHARS as NOTE_CHARS
+from autotune.report.figure import TITLE_CHARS as TITLE_CHARS
+from autotune.report.figure import check_out_dir, new_figure, save
+from autotune.report.pareto_plot import pareto_bests as pareto_bests
+from autotune.report.pareto_plot import plot_pareto as plot_pareto
 from autotune.store.key import Dims, format_shape
 from autotune.store.repository import Store
 
@@ -45,54 +53,8 @@ __all__ = [
     "MissingData", "Heatmap", "BenchData", "ScalingPoint", "Scaling", "Report",
     "heatmap_data", "bench_data", "scaling_data", "largest_shape",
     "plot_heatmap", "plot_kernels", "plot_scaling", "plot_pareto", "pareto_bests", "write_report", "heatmap_title",
-    "DPI", "FIGSIZE",
+    "DPI", "FIGSIZE", "TITLE_CHARS", "NOTE_CHARS",
 ]
-
-DPI = 110
-"""Resolution of every PNG, dots per inch."""
-FIGSIZE = {"heatmap": (9.0, 6.5), "kernels": (12.0, 6.5), "scaling": (9.0, 6.0), "pareto": (9.0, 6.5)}
-"""Size of each plot, inches (the PNG is ``FIGSIZE * DPI`` pixels)."""
-
-
-# --------------------------------------------------------------------------- plots
-
-
-def _figure(kind: str):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=FIGSIZE[kind], dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as PNG, creating its directory; whole or not at all, and
-    only over a regular file (:func:`autotune.base.files.write_atomically`)."""
-    import io
-
-    from autotune.base.files import write_atomically
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    png = io.BytesIO()
-    fig.savefig(png, dpi=DPI, format="png")
-    return write_atomically(path, png.getvalue(), "plot")
-
-
-def _check_out_dir(out_dir: Path) -> Path:
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidInputError(f"--out {out_dir} is a file; give a directory")
-    return out_dir
-
-
-TITLE_CHARS = 70
-"""A title line wraps after this many characters (11 pt over a 9-inch figure with its colour bar)."""
-NOTE_CHARS = 125
-"""A footnote line (8 pt across the figure) wraps after this many characters."""
 
 
 def _value_label(value: float) -> str:
@@ -115,7 +77,7 @@ def plot_heatmap(store: Store, out_dir: Path, kernel: Any, dims: Mapping[str, in
     import numpy as np
     from matplotlib.patches import Rectangle
 
-    fig = _figure("heatmap")
+    fig = new_figure("heatmap")
     ax = fig.add_subplot()
     values = np.ma.masked_invalid(np.array(
         [[data.cells.get((x, y), np.nan) for x in data.xs] for y in data.ys], dtype=float))
@@ -155,7 +117,7 @@ def plot_heatmap(store: Store, out_dir: Path, kernel: Any, dims: Mapping[str, in
             f"'failed': no ok trial. {data.ok_trials} ok and {data.failed_trials} failed trials; kernel source "
             f"{data.source_hash[:12]}")
     fig.supxlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)), fontsize=8, color="0.3")
-    return _save(fig, Path(out_dir) / f"heatmap_{data.kernel}_{format_shape(data.dims)}_{dtype}.png")
+    return save(fig, Path(out_dir) / f"heatmap_{data.kernel}_{format_shape(data.dims)}_{dtype}.png")
 
 
 def heatmap_title(data: Heatmap) -> str:
@@ -188,7 +150,7 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
     kernel_lines = data.kernel_lines()
     field = "gflops" if any(line.gflops is not None for line in kernel_lines) else "gbps"
     unit, label = ("GFLOP/s", "GFLOP/s") if field == "gflops" else ("GB/s", "effective bandwidth (GB/s)")
-    fig = _figure("kernels")
+    fig = new_figure("kernels")
     ax = fig.add_subplot()
     groups: dict[str, list[BenchLine]] = {}
     for line in kernel_lines:
@@ -262,7 +224,7 @@ def plot_kernels(store: Store, out_dir: Path, dims: Mapping[str, int] | Dims, dt
     if failed:
         fig.supxlabel("failed: the config did not produce a result (see the notes of autotune bench's table)",
                       fontsize=8, color="0.3")
-    return _save(fig, Path(out_dir) / f"kernels_{format_shape(data.dims)}_{dtype}.png")
+    return save(fig, Path(out_dir) / f"kernels_{format_shape(data.dims)}_{dtype}.png")
 
 
 def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: str | None = None, *,
@@ -284,7 +246,7 @@ def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: s
                           "for another size")
     from matplotlib.ticker import FuncFormatter
 
-    fig = _figure("scaling")
+    fig = new_figure("scaling")
     ax = fig.add_subplot()
     xs = [p.elements for p in data.points]
     ax.plot(xs, [p.value for p in data.points], "o-", color=_COLOURS["tuned"], linewidth=2, markersize=7,
@@ -313,7 +275,7 @@ def plot_scaling(store: Store, out_dir: Path, kernel: Any, dtype: str, device: s
     ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
     ax.set_title(f"{data.kernel} {data.dtype} on {data.device}: {data.figure.unit} against size\n"
                  f"{len(data.points)} tuned shape{'s' if len(data.points) != 1 else ''}", fontsize=12)
-    return _save(fig, Path(out_dir) / f"scaling_{data.kernel}_{dtype}.png")
+    return save(fig, Path(out_dir) / f"scaling_{data.kernel}_{dtype}.png")
 
 
 def _elements_label(value: float, _pos) -> str:
@@ -326,57 +288,6 @@ def _elements_label(value: float, _pos) -> str:
 
 # --------------------------------------------------------------------------- all of it
 
-
-def pareto_bests(store: Store, kernel: Any, dims: Mapping[str, int] | Dims, dtype: str,
-                 device: str | None = None) -> list:
-    """The stored bests of ``kernel`` at ``dims`` and ``dtype`` (on a device whose name holds
-    ``device``) whose search minimised ``time,energy``: those :func:`plot_pareto` draws."""
-    found = store.find_best(kernel=kernel_of(kernel).name, dims=dims, dtype=dtype, device_name=device)
-    return [b for b in found if "," in b.objective]
-
-
-def plot_pareto(store: Store, out_dir: Path, best) -> Path:
-    """Write ``pareto_<kernel>_<dims>_<dtype>.png`` into ``out_dir`` for one stored best of a
-    ``--objective time,energy`` search (a :class:`~autotune.store.records.BestRecord`): every
-    valid trial of its study as median ms (x) against J per launch (y), grey; the Pareto front
-    (:meth:`~autotune.store.repository.Store.pareto_front`) joined as a step line in red, its
-    time-optimal and energy-optimal members named. Returns the path.
-
-    Raises:
-        MissingData: no trial of the study has both a time and an energy per launch.
-    """
-    from autotune.store.pareto import front, named_ends
-
-    trials = [t for t in store.study_trials(best.search_id)
-              if t.status == "ok" and t.median_ms is not None and t.energy_j is not None]
-    members = front(trials)
-    if not members:
-        raise MissingData(f"no trial of {best.kernel} {best.display} {best.dtype} with both a time and an energy "
-                          "per launch: run autotune search --objective time,energy on a GPU with the energy counter")
-    fig = _figure("pareto")
-    ax = fig.add_subplot()
-    on_front = {id(t) for t in members}
-    rest = [t for t in trials if id(t) not in on_front]
-    ax.scatter([t.median_ms for t in rest], [t.energy_j for t in rest], s=18, color="0.65",
-               label=f"other valid configs ({len(rest)})")
-    ax.step([t.median_ms for t in members], [t.energy_j for t in members], where="post", color="tab:red",
-            linewidth=1.2, alpha=0.6)
-    ax.scatter([t.median_ms for t in members], [t.energy_j for t in members], s=42, color="tab:red", zorder=3,
-               label=f"Pareto front ({len(members)})")
-    fastest, frugal = named_ends(members)
-    for t, name, offset in ((fastest, "time-optimal", (8, 10)), (frugal, "energy-optimal", (8, -16))):
-        ax.annotate(f"{name}: {t.median_ms:.4g} ms, {t.energy_j:.4g} J", (t.median_ms, t.energy_j),
-                    xytext=offset, textcoords="offset points", fontsize=8, color="tab:red")
-    ax.set_xlabel("median time per launch (ms)")
-    ax.set_ylabel("energy per launch (J)")
-    ax.grid(color="0.9")
-    ax.legend(fontsize=8, loc="upper right")
-    title = f"{best.kernel} {best.display} {best.dtype} on {best.device_name}: time and energy"
-    ax.set_title("\n".join(textwrap.wrap(title, TITLE_CHARS)), fontsize=11)
-    note = (f"time-optimal: {fastest.config.key}; energy-optimal: {frugal.config.key}; "
-            f"{len(trials)} valid trials with energy (failed trials are never on the front)")
-    fig.supxlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)), fontsize=8, color="0.3")
-    return _save(fig, Path(out_dir) / f"pareto_{best.kernel}_{format_shape(best.dims)}_{best.dtype}.png")
 
 
 @dataclass
@@ -412,7 +323,7 @@ def write_report(store: Store, out_dir: Path, *, kernel: Any = "smem_pad",
     dims = tuple(dims.items()) if isinstance(dims, Mapping) else dims
     if dims is None:
         dims = largest_shape(store, k, dtype, device)
-    out = _check_out_dir(out_dir)
+    out = check_out_dir(out_dir)
     jobs: Sequence = []
     if dims is None:
         report.skipped.append(f"no trials of {k.name} {dtype} and no bench run of {dtype}{on(device)}: "

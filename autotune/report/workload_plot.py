@@ -8,7 +8,7 @@ the final re-timing), each as a share of the total before. The plot takes plain 
 floor needs nothing of the workload's.
 
 Matplotlib is imported inside the function and drawn through its ``Agg`` canvas (no pyplot),
-as :mod:`autotune.report.plots` does.
+as every plot of the report does (``autotune.report.figure``).
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ def plot_shares(bars: Sequence[ShareBar], path: str | Path, title: str) -> Path:
         NotTunedError: no bar has a GPU time to show.
         InvalidInputError: ``path`` cannot be written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from autotune.report.plots import DPI, _save
+    from autotune.report.figure import new_figure, save
 
     shown = sorted((b for b in bars if b.recorded > 0), key=lambda b: -b.recorded)
     if not shown:
@@ -58,8 +55,7 @@ def plot_shares(bars: Sequence[ShareBar], path: str | Path, title: str) -> Path:
                                                  total(lambda b: b.default), total(lambda b: b.tuned))]
     whole = sum(b.recorded for b in shown)
     measured = any(b.tuned is not None for b in shown)
-    fig = Figure(figsize=(10.0, 1.2 + 0.32 * len(shown)), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(size=(10.0, 1.2 + 0.32 * len(shown)))
     ax = fig.add_subplot()
     ys = list(range(len(shown)))[::-1]
     height = 0.27 if measured else 0.6
@@ -80,4 +76,4 @@ def plot_shares(bars: Sequence[ShareBar], path: str | Path, title: str) -> Path:
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, Path(path))
+    return save(fig, Path(path))

@@ -15,10 +15,12 @@ import threading
 from autotune.errors import AutotuneError, GPUUnavailableError, no_driver
 
 __all__ = ["libcuda", "current_context", "load_function", "function_attribute", "set_function_attribute", "launch",
-           "copy_async", "fill_async"]
+           "copy_async", "fill_async", "stream_capturing", "create_event", "destroy_event", "record_event",
+           "event_done", "elapsed_ms", "push_context", "pop_context"]
 
 _U = ctypes.c_uint
 _PTR = ctypes.c_void_p
+CUDA_SUCCESS, CUDA_ERROR_NOT_READY = 0, 600
 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
 CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -47,7 +49,7 @@ def libcuda() -> ctypes.CDLL:
     lib.cuMemsetD16Async.argtypes = [ctypes.c_uint64, ctypes.c_ushort, ctypes.c_size_t, _PTR]
     lib.cuMemsetD32Async.argtypes = [ctypes.c_uint64, _U, ctypes.c_size_t, _PTR]
     lib.cuMemsetD2D32Async.argtypes = [ctypes.c_uint64, ctypes.c_size_t, _U, ctypes.c_size_t, ctypes.c_size_t, _PTR]
-    # the recording's events (autotune.runtime.recording): handles are pointers, which ctypes
+    # the recording's events (autotune.runtime.recording.events): handles are pointers, which ctypes
     # would otherwise pass as 32-bit ints
     lib.cuEventCreate.argtypes = [ctypes.POINTER(_PTR), _U]
     lib.cuEventRecord.argtypes = [_PTR, _PTR]
@@ -164,3 +166,89 @@ def fill_async(fills, pointer: int, stream: int) -> None:
 
 
 _MEMSETS = {"d8": "cuMemsetD8Async", "d16": "cuMemsetD16Async", "d32": "cuMemsetD32Async"}
+
+
+# -- CUDA events: the recording's samples (autotune.runtime.recording.events) ------------------
+
+def stream_capturing(stream: int) -> bool:
+    """Whether ``stream`` is capturing a CUDA graph (``cuStreamIsCapturing``): events recorded
+    there time nothing.
+
+    Raises:
+        AutotuneError: the driver refused the query.
+    """
+    status = ctypes.c_int(0)
+    result = libcuda().cuStreamIsCapturing(stream, ctypes.byref(status))
+    if result != CUDA_SUCCESS:
+        raise AutotuneError(f"cuStreamIsCapturing failed with CUDA error {result}")
+    return status.value != 0
+
+
+def create_event() -> int:
+    """A new CUDA event in the current context (``cuEventCreate``, default flags: timing on).
+
+    Raises:
+        AutotuneError: the driver refused it.
+    """
+    event = _PTR()
+    status = libcuda().cuEventCreate(ctypes.byref(event), 0)
+    if status != CUDA_SUCCESS:
+        raise AutotuneError(f"cuEventCreate failed with CUDA error {status}")
+    return event.value
+
+
+def destroy_event(event: int) -> None:
+    """Destroy ``event`` (``cuEventDestroy``; its context current); a refusal is ignored: the
+    event is gone either way."""
+    libcuda().cuEventDestroy_v2(event)
+
+
+def record_event(event: int, stream: int) -> None:
+    """Record ``event`` on ``stream`` (``cuEventRecord``).
+
+    Raises:
+        AutotuneError: the driver refused it.
+    """
+    status = libcuda().cuEventRecord(event, stream)
+    if status != CUDA_SUCCESS:
+        raise AutotuneError(f"cuEventRecord failed with CUDA error {status}")
+
+
+def event_done(event: int, wait: bool = False) -> bool:
+    """Whether the work before ``event`` has completed (``cuEventQuery``); ``wait``: wait for it
+    first (``cuEventSynchronize``).
+
+    Raises:
+        AutotuneError: the driver answered an error (not "not ready").
+    """
+    lib = libcuda()
+    status = lib.cuEventSynchronize(event) if wait else lib.cuEventQuery(event)
+    if status == CUDA_ERROR_NOT_READY:
+        return False
+    if status != CUDA_SUCCESS:
+        raise AutotuneError(f"{'cuEventSynchronize' if wait else 'cuEventQuery'} failed with CUDA error {status}")
+    return True
+
+
+def elapsed_ms(start: int, end: int) -> float:
+    """The GPU time between two completed events, in ms (``cuEventElapsedTime``).
+
+    Raises:
+        AutotuneError: the driver refused it.
+    """
+    ms = ctypes.c_float(0.0)
+    status = libcuda().cuEventElapsedTime(ctypes.byref(ms), start, end)
+    if status != CUDA_SUCCESS:
+        raise AutotuneError(f"cuEventElapsedTime failed with CUDA error {status}")
+    return ms.value
+
+
+def push_context(context: int) -> bool:
+    """Make ``context`` current on this thread above the one there (``cuCtxPushCurrent``);
+    ``False`` where the driver refused it (a context already destroyed, at exit)."""
+    return libcuda().cuCtxPushCurrent_v2(context) == CUDA_SUCCESS
+
+
+def pop_context() -> None:
+    """Take the context :func:`push_context` made current off this thread (``cuCtxPopCurrent``)."""
+    libcuda().cuCtxPopCurrent_v2(ctypes.byref(_PTR()))

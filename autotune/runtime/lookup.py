@@ -26,15 +26,15 @@ it took (:attr:`LaunchConfig.rung`):
 Stale results (:mod:`autotune.store.stale`: another kernel source or description, nvcc,
 compile flags, or macros that no longer fit the kernel) are never used, and counted in the
 note. Answers are cached per process on the call's arguments (a warm call is one dict lookup
-under a lock); device info for an ordinal is queried once per process. :func:`autotune.clear_cache`
-forgets answers.
+under a lock); device info for an ordinal is queried once per process, and each database is
+opened read-only once (``autotune.runtime.databases``). :func:`autotune.clear_cache` forgets
+answers.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +54,7 @@ from autotune.store import stale
 from autotune.kernel.model import Kernel
 from autotune.store.key import Dims, TuningKey, format_shape, tuning_key
 from autotune.store.urls import given_url
+from autotune.runtime import databases
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only for a database that is not a SQLite file
@@ -115,9 +116,7 @@ class LaunchConfig:
 
 _lock = threading.Lock()  # guards _cache only: a warm call holds it for one dict lookup
 _cache: dict[tuple, LaunchConfig] = {}
-_open_lock = threading.Lock()  # guards _stores and _devices (slow to fill; never blocks warm calls)
-_stores: dict[str, Reader] = {}
-_warned: set[str] = set()  # databases whose older schema was warned about
+_open_lock = threading.Lock()  # guards _devices (slow to fill; never blocks warm calls)
 _devices: dict[int, DeviceInfo] = {}
 
 
@@ -127,10 +126,7 @@ def _clear_answers() -> None:
     :mod:`autotune.base.caches`, which :func:`autotune.clear_cache` walks."""
     with _lock:
         _cache.clear()
-    with _open_lock:
-        for store in _stores.values():
-            store.close()
-        _stores.clear()
+    databases.close_all()
 
 
 caches.register("lookup", _clear_answers)
@@ -246,8 +242,8 @@ def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
     else:  # an object with a kernel's identity only (name, dims, hashes, default_config): a key by its fields
         k, key = kernel, tuning_key(kernel, info, dims, dtype)
     dt = key.dtype
-    store = _store(db)
-    unusable = _unusable(store)
+    store = databases.reader(db)
+    unusable = databases.unusable(store)
     if unusable:
         return LaunchConfig(k.default_config(), "default", rung="default",
                             note=f"nothing tuned for {k.name} {format_shape(key.dims)} {dt} on {info.name} "
@@ -342,40 +338,6 @@ def _device(device: int | DeviceInfo) -> DeviceInfo:
         if device not in _devices:
             _devices[device] = query_device(device)
         return _devices[device]
-
-
-def _store(db: str) -> Reader:
-    """One reader per database URL (``""``: the default ``sqlite:///<user data dir>/autotune.db``
-    of :func:`autotune.store.location.default_url`), opened read-only: no migration, lock
-    file, backup or write, so a database on a read-only mount or of another user serves
-    lookups. A SQLite file (or none yet) is read through the standard library
-    (:class:`~autotune.store.reader.SqliteReader`: a first call imports no SQLAlchemy), any
-    other database through :class:`~autotune.store.repository.Store`."""
-    from autotune.store.opening import open_results
-
-    with _open_lock:
-        if db not in _stores:
-            _stores[db] = open_results(db or None, "lookup")
-        return _stores[db]
-
-
-def _unusable(store: Reader) -> str | None:
-    """Why ``store`` holds no usable result (no database, never migrated, an older schema
-    that only ``autotune db upgrade`` can bring up to date), or ``None``. An older schema is
-    also said once per process as a ``RuntimeWarning``."""
-    where = store.safe_url
-    if store.schema_state == "missing":
-        return f"no results database at {where}"
-    if store.schema_state == "empty":
-        return f"{where} holds no autotune tables"
-    if store.schema_state == "older":
-        note = (f"results database {where} is of an older schema, read by no lookup until it is migrated: "
-                f"run `autotune db upgrade --db {where}`")
-        if where not in _warned:
-            _warned.add(where)
-            warnings.warn(note, RuntimeWarning, stacklevel=4)
-        return note
-    return None
 
 
 def _same_device(info: DeviceInfo, r: BestRecord) -> bool:

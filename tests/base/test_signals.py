@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,8 @@ from autotune.store.key import tuning_key
 from signals import finish, release, repeat, start_cli, wait_for
 from test_concurrency import intact, rows
 from workers import DEVICE
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _interrupt_self() -> None:
@@ -210,3 +213,74 @@ def test_a_process_whose_parent_is_gone_already_ends_at_die_with_parent():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "on\n"
     gone = subprocess.run([sys.executable, "-c", code.replace("os.getppid()", "-7")], capture_output=True, text=True)
     assert (gone.returncode, gone.stdout) == (1, "")
+
+
+def test_on_sigterm_runs_its_action_then_the_previous_handler_and_is_taken_back():
+    seen = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(("previous", signum)))
+    try:
+        theirs = signal.getsignal(signal.SIGTERM)
+        undo = stop.on_sigterm(lambda: seen.append("action"))
+        assert signal.getsignal(signal.SIGTERM) is not theirs
+        signal.raise_signal(signal.SIGTERM)
+        assert seen == ["action", ("previous", signal.SIGTERM)]
+        undo()
+        assert signal.getsignal(signal.SIGTERM) is theirs
+        undo()  # twice: nothing more
+        assert signal.getsignal(signal.SIGTERM) is theirs
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_on_sigterm_leaves_a_handler_installed_after_it_in_place():
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        undo = stop.on_sigterm(lambda: None)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # someone else's, installed after
+        undo()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_on_sigterm_keeps_an_ignored_sigterm_ignored():
+    seen = []
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        undo = stop.on_sigterm(lambda: seen.append("action"))
+        signal.raise_signal(signal.SIGTERM)  # the process lives on: SIGTERM was ignored
+        assert seen == ["action"]
+        undo()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_on_sigterm_ends_the_process_by_sigterm_where_that_was_the_default(tmp_path):
+    import subprocess
+    import sys
+
+    mark = tmp_path / "action"
+    code = ("import os, pathlib, signal\n"
+            "from autotune.base import signals\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+            f"signals.on_sigterm(lambda: pathlib.Path({str(mark)!r}).touch())\n"
+            "signal.raise_signal(signal.SIGTERM)\n"
+            "raise SystemExit('still alive after SIGTERM')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert mark.exists()
+
+
+def test_on_sigterm_outside_the_main_thread_installs_nothing():
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    undos = []
+    t = threading.Thread(target=lambda: undos.append(stop.on_sigterm(lambda: None)))
+    t.start()
+    t.join()
+    assert signal.getsignal(signal.SIGTERM) is before
+    undos[0]()
+    assert signal.getsignal(signal.SIGTERM) is before

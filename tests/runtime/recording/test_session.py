@@ -1,4 +1,4 @@
-"""Recording launches (autotune/runtime/recording.py) without a GPU: fake PyTorch tensors and a
+"""Recording launches (autotune/runtime/recording/: record and Recording, end to end) without a GPU: fake PyTorch tensors and a
 fake driver whose CUDA events read a GPU clock that each launch advances
 (tests/fake_gpu_arrays.py). Counts per problem, sampled GPU time, the hot path swapped in and
 out, batches in the database, bad names, AUTOTUNE_RECORD, and processes interrupted by
@@ -26,8 +26,8 @@ from autotune.runtime.transpose.prepared import PreparedTranspose
 
 from fake_gpu_arrays import Tensor, install
 
-ROOT = Path(__file__).resolve().parents[2]
-CHILD = Path(__file__).resolve().parents[1] / "recording_child.py"
+ROOT = Path(__file__).resolve().parents[3]
+CHILD = Path(__file__).resolve().parents[2] / "recording_child.py"
 
 
 @pytest.fixture
@@ -147,11 +147,11 @@ def test_a_sample_whose_host_side_stalled_is_dropped(fake, histogram, db_url, mo
 
     def host_ns():
         return next(clock)
-    monkeypatch.setattr(recording, "_host_ns", host_ns)
+    monkeypatch.setattr(recording.events, "_host_ns", host_ns)
     with autotune.record("host", db=db_url, sample_every=64, flush_s=3600):
         f(bins, data)
         f(bins, data)  # sampled: its host side read 10 µs
-        monkeypatch.setattr(recording, "MAX_HOST_US", 5.0)
+        monkeypatch.setattr(recording.events, "MAX_HOST_US", 5.0)
         f(bins, data)
         f(bins, data)  # sampled: 10 µs is over the limit now
     (w,) = problems(db_url, "host").values()
@@ -167,8 +167,8 @@ def test_a_launch_in_a_graph_capture_is_counted_not_timed(fake, histogram, db_ur
 
 
 def test_samples_in_flight_are_capped_and_the_events_destroyed_at_stop(fake, histogram, db_url, monkeypatch):
-    monkeypatch.setattr(recording, "MAX_IN_FLIGHT", 3)
-    monkeypatch.setattr(recording, "READ_S", 3600.0)  # the flusher reads nothing back: only stop() does
+    monkeypatch.setattr(recording.events, "MAX_IN_FLIGHT", 3)
+    monkeypatch.setattr(recording.flusher, "READ_S", 3600.0)  # the flusher reads nothing back: only stop() does
     f = autotune.launcher(histogram, db=db_url)
     bins, data = Tensor((256,), "uint32"), Tensor((64,), "uint8")
     f(bins, data)
@@ -176,7 +176,7 @@ def test_samples_in_flight_are_capped_and_the_events_destroyed_at_stop(fake, his
     with autotune.record("cap", db=db_url, sample_every=1, flush_s=3600) as r:
         for _ in range(10):
             f(bins, data)
-        assert len(r._pending) == 3  # calls 5 to 10 found the limit (calls 2-4 in flight): counted, not timed
+        assert len(r.events.pending) == 3  # calls 5 to 10 found the limit (calls 2-4 in flight): counted, not timed
     (w,) = problems(db_url, "cap").values()
     assert (w.calls, w.sampled) == (10, 3)
     assert sorted(lib.destroyed) == sorted(lib.events)  # every event made was destroyed at stop
@@ -240,7 +240,7 @@ def test_one_recording_at_a_time(fake, db_url):
 def test_autotune_record_starts_at_the_first_cold_launch_and_stops_at_exit(fake, histogram, db_url, monkeypatch):
     monkeypatch.setenv("AUTOTUNE_RECORD", "from env")
     monkeypatch.setenv("AUTOTUNE_DB", db_url)
-    recording._forget_environment()
+    recording.environment.forget()
     try:
         f = autotune.launcher(histogram, db=db_url)
         assert recording.active() is None  # nothing until a launch is prepared
@@ -248,33 +248,33 @@ def test_autotune_record_starts_at_the_first_cold_launch_and_stops_at_exit(fake,
         f(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
         r = recording.active()
         assert r is not None and r.name == "from env"
-        recording._at_exit()
+        recording.state.at_exit()
         assert recording.active() is None
     finally:
-        recording._forget_environment()
+        recording.environment.forget()
     assert problems(db_url, "from env")["histogram256 64 uint8"].calls == 2
 
 
 def test_a_bad_autotune_record_is_one_error_naming_it(fake, histogram, db_url, monkeypatch):
     monkeypatch.setenv("AUTOTUNE_RECORD", "\x07bell")
-    recording._forget_environment()
+    recording.environment.forget()
     try:
         with pytest.raises(InvalidInputError, match=r"AUTOTUNE_RECORD='\\x07bell': record name"):
             autotune.launcher(histogram, db=db_url)(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
     finally:
-        recording._forget_environment()
+        recording.environment.forget()
 
 
 def test_autotune_record_with_a_database_that_cannot_be_opened_says_so_at_the_first_launch(fake, histogram, db_url,
                                                                                              monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_RECORD", "app")
     monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path}/missing/x.db")
-    recording._forget_environment()
+    recording.environment.forget()
     try:
         with pytest.raises(StoreError, match=r"AUTOTUNE_RECORD='app': the folder of database .*/missing/x.db does not"):
             autotune.launcher(histogram, db=db_url)(Tensor((256,), "uint32"), Tensor((64,), "uint8"))
     finally:
-        recording._forget_environment()
+        recording.environment.forget()
     assert recording.active() is None and not (tmp_path / "missing").exists()
 
 
