@@ -150,47 +150,6 @@ def store(db_url):
     opened.close()
 
 
-_TEMPLATE: dict[str, str] = {}
-"""The migrated SQLite file of this test process (made once by the real migrations)."""
-
-
-@pytest.fixture(autouse=True)
-def _migrated_from_template(request, monkeypatch, tmp_path_factory):
-    """A new, empty SQLite database that a store migrates to head gets a copy of one migrated
-    template instead (SQLite's backup API), made once per test process by the real migrations:
-    every store test ran all of them on a fresh file, about a second each. Tests of the
-    migrations themselves (store/test_schema_migrations.py, store/test_postgres.py) and any other revision than
-    head, or a database holding tables, take the real path."""
-    if request.module.__name__ in ("test_schema_migrations", "test_postgres"):
-        yield
-        return
-    from autotune.store import schema
-
-    real = schema.upgrade
-
-    def upgrade(engine, revision: str = "head") -> None:
-        if revision != "head" or engine.dialect.name != "sqlite" or schema.current_revision(engine) is not None:
-            return real(engine, revision)
-        import sqlalchemy as sa
-
-        with engine.connect() as connection:
-            tables = sa.inspect(connection).get_table_names()
-        if tables:  # (Optuna's, say: migrated for real, with this connection closed)
-            return real(engine, revision)
-        if "path" not in _TEMPLATE:
-            path = tmp_path_factory.mktemp("template") / "migrated.db"
-            template = sa.create_engine(f"sqlite:///{path}")
-            real(template)
-            template.dispose()
-            _TEMPLATE["path"] = str(path)
-        import sqlite3
-
-        with engine.connect() as connection, sqlite3.connect(_TEMPLATE["path"]) as source:
-            source.backup(connection.connection.driver_connection)
-
-    monkeypatch.setattr(schema, "upgrade", upgrade)
-    yield
-
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def shared_db(request, tmp_path):
