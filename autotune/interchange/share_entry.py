@@ -17,7 +17,9 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.space import MAX_MACRO_VALUE
 from autotune.kernel.dims import MAX_DIM
-from autotune.store.key import Dims, dims_key, parse_dims_key
+from autotune.kernel.problem import ProblemKey
+from autotune.measure.device import DeviceInfo
+from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.records import ImportedResult
 
 __all__ = ["Checker", "Legacy", "check_entry", "moment"]
@@ -176,9 +178,9 @@ def check_entry(check: Checker, item: Any, at: str, version: int, kernels: Mappi
     if l2_mode is not None:
         check.string(l2_mode, f"{at}.l2_mode", max_len=16)
     tie_group = _tie_group(check, check.get(item, "tie_group", at, optional=True), f"{at}.tie_group")
+    key = TuningKey(DeviceInfo(**device), ProblemKey(name, source, spec, dims, dtype), nvcc, flags)
     result = ImportedResult(
-        device=device, gpu_uuid=gpu_uuid, kernel=name, source_hash=source, spec_hash=spec, dims=dims, dtype=dtype,
-        nvcc_version=nvcc, compile_flags=flags, config=config, measurement=m,
+        key=key, gpu_uuid=gpu_uuid, config=config, measurement=m,
         memcpy_gbps=optional_number("memcpy_gbps"), copy_gbps=optional_number("copy_gbps"), l2_mode=l2_mode,
         pooled_median_ms=optional_number("pooled_median_ms"), spread=optional_number("spread", False),
         rounds=check.integer(check.get(item, "rounds", at, optional=True), f"{at}.rounds", null=True),

@@ -18,49 +18,46 @@ records which GPU measured its trials.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from autotune.kernel.dims import Dims, NamedDims, dims_key, format_shape, make_dims, parse_dims_key
+from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
+from autotune.kernel.problem import ProblemFields, ProblemKey
 from autotune.measure.device import DeviceInfo
 
 if TYPE_CHECKING:
     from autotune.kernel.problem import Problem
     from autotune.measure.toolchain import Toolchain
 
-__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
+__all__ = ["Dims", "ProblemKey", "TuningKey", "KeyFields", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
 
 @dataclass(frozen=True)
-class TuningKey(NamedDims):
-    """Identity of one tuning problem.
+class TuningKey(ProblemFields):
+    """Identity of one tuning problem: a stored problem (its
+    :class:`~autotune.kernel.problem.ProblemKey`) on a device model built with a toolchain.
 
     Attributes:
         device: the GPU; its model is the identity (``uuid``, ``ordinal`` and
             ``pci_bus_id`` are not: they say which GPU of that model measured).
-        kernel: the kernel's name, e.g. ``smem_pad``.
-        source_hash: SHA-256 of the kernel source after includes (hex).
-        spec_hash: SHA-256 of the kernel's launch-relevant description (hex): two kernels of
-            one name and source but other arguments, launch or dims are other keys.
-        dims: the problem's named dimensions in the kernel's declared order (:data:`Dims`).
-        dtype: element type name, e.g. ``float32``.
+        problem_key: the kernel's name, source and spec hashes, the dims and the dtype's name;
+            each is also an attribute of the key, read through it: ``kernel`` (e.g.
+            ``smem_pad``), ``source_hash`` (SHA-256 of the kernel source after includes, hex),
+            ``spec_hash`` (SHA-256 of the kernel's launch-relevant description: two kernels of
+            one name and source but other arguments, launch or dims are other keys), ``dims``
+            (the problem's named dimensions in the kernel's declared order, :data:`Dims`) and
+            ``dtype`` (element type name, e.g. ``float32``).
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
         problem: the :class:`~autotune.kernel.problem.Problem` the key was made of
             (:meth:`of`), ``None`` for a key read back from stored text; not part of the
             key's identity (equality, hash).
-
-    Raises:
-        ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
     """
 
     device: DeviceInfo
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: Dims
-    dtype: str
+    problem_key: ProblemKey
     nvcc_version: str
     compile_flags: str
     problem: Problem | None = field(default=None, compare=False, repr=False)
@@ -69,18 +66,27 @@ class TuningKey(NamedDims):
     def of(cls, problem: Problem, device: DeviceInfo, toolchain: Toolchain) -> TuningKey:
         """The key of ``problem`` on ``device`` built with ``toolchain``: the kernel's name and
         its current source and spec hashes, the dims and the dtype's name (runs nothing)."""
-        k = problem.kernel
-        return cls(device, k.name, k.source_hash, k.spec_hash, problem.dims, problem.dtype.name,
-                   toolchain.nvcc_version, toolchain.compile_flags, problem)
+        return cls(device, ProblemKey.of(problem), toolchain.nvcc_version, toolchain.compile_flags, problem)
 
     def __post_init__(self) -> None:
-        if (not isinstance(self.dims, tuple) or not self.dims
-                or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
-                           for p in self.dims)):
-            raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
         p = self.problem
         if p is not None and (p.dims, p.dtype.name, p.kernel.name) != (self.dims, self.dtype, self.kernel):
-            object.__setattr__(self, "problem", None)  # a copy with other dims (dataclasses.replace): not its problem
+            object.__setattr__(self, "problem", None)  # another problem's key: not its problem
+
+    def at(self, dims: Dims) -> TuningKey:
+        """This key at other ``dims`` (``(name, value)`` pairs): the same device, kernel, dtype
+        and toolchain."""
+        return self.replace(dims=dims)
+
+    def replace(self, **changes: Any) -> TuningKey:
+        """A copy with ``changes``, fields of the key (``device``, ``nvcc_version``...) or of its
+        stored problem (``dims``, ``dtype``, ``spec_hash``...).
+
+        Raises:
+            TypeError: a name that is neither.
+        """
+        own = {name: changes.pop(name) for name in list(changes) if name in _OWN}
+        return dataclasses.replace(self, problem_key=dataclasses.replace(self.problem_key, **changes), **own)
 
     @property
     def study_name(self) -> str:
@@ -92,6 +98,9 @@ class TuningKey(NamedDims):
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
             f"{self.compile_flags}|{self.display}|{self.dtype}"
         )
+
+
+_OWN = {f.name for f in dataclasses.fields(TuningKey)}
 
 
 def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
@@ -122,6 +131,59 @@ def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, d
     toolchain = Toolchain.of(device.arch)
     if isinstance(kernel, (str, Path, Kernel)):
         return TuningKey.of(Problem.of(kernel, dims, dtype), device, toolchain)
-    return TuningKey(device, kernel.name, kernel.source_hash, kernel.spec_hash,
-                     make_dims(kernel.dims, dims, f"kernel {kernel.name}"), get_dtype(dtype).name,
+    return TuningKey(device, ProblemKey(kernel.name, kernel.source_hash, kernel.spec_hash,
+                                        make_dims(kernel.dims, dims, f"kernel {kernel.name}"), get_dtype(dtype).name),
                      toolchain.nvcc_version, toolchain.compile_flags)
+
+
+class KeyFields(ProblemFields):
+    """The fields of a record's :class:`TuningKey` (``key``), read through it: a stored best
+    and an imported result keep their attributes (``device_name``, ``kernel``, ``dims``,
+    ``nvcc_version``...) without restating them."""
+
+    key: TuningKey
+
+    @property
+    def problem_key(self) -> ProblemKey:  # type: ignore[override]  # ProblemFields's attribute, read-only here
+        """The stored problem (:attr:`TuningKey.problem_key`)."""
+        return self.key.problem_key
+
+    @property
+    def device(self) -> DeviceInfo:
+        """The device model (:attr:`TuningKey.device`)."""
+        return self.key.device
+
+    @property
+    def device_name(self) -> str:
+        """The device model's name, e.g. ``NVIDIA H100 80GB HBM3``."""
+        return self.key.device.name
+
+    @property
+    def compute_capability(self) -> str:
+        """The device's compute capability, e.g. ``9.0``."""
+        return self.key.device.compute_capability
+
+    @property
+    def sm_count(self) -> int:
+        """The device's streaming multiprocessors."""
+        return self.key.device.sm_count
+
+    @property
+    def driver_version(self) -> str:
+        """The device's driver API version, e.g. ``13.0``."""
+        return self.key.device.driver_version
+
+    @property
+    def cuda_version(self) -> str:
+        """The CUDA release of the backend's binding, e.g. ``13.0``."""
+        return self.key.device.cuda_version
+
+    @property
+    def nvcc_version(self) -> str:
+        """nvcc's version, e.g. ``13.0.88`` (:attr:`TuningKey.nvcc_version`)."""
+        return self.key.nvcc_version
+
+    @property
+    def compile_flags(self) -> str:
+        """The compile flags besides the macros (:attr:`TuningKey.compile_flags`)."""
+        return self.key.compile_flags

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from autotune.kernel.config import Config
 from autotune.search.outcome import TrialOutcome
 from autotune.search.study import StoredStudy
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 
 from fakes import FakeTimer
 from test_tuner import SPACE
@@ -26,8 +26,8 @@ NEIGHBOUR = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "T
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 256), ("cols", 256)), "float32", "13.0.88",
-                     "-O3 -arch=sm_90")
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64, (("rows", 256), ("cols", 256)), "float32"),
+                     "13.0.88", "-O3 -arch=sm_90")
 
 
 def opened(db, key) -> StoredStudy:

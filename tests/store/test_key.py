@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.device import DeviceInfo
-from autotune.store.key import TuningKey, tuning_key
+from autotune.store.key import ProblemKey, TuningKey, tuning_key
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
@@ -32,11 +30,11 @@ def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
     key = tuning_key("smem_pad", device_info, (8192, 8192), "float32")
     assert key.study_name.startswith(f"smem_pad@{key.source_hash[:12]}+{key.spec_hash[:8]}|NVIDIA H100")
     assert key.study_name.endswith("|8192x8192|float32")
-    other_spec = dataclasses.replace(key, spec_hash="0" * 64)
+    other_spec = key.replace(spec_hash="0" * 64)
     assert other_spec.study_name != key.study_name
 
 
 @pytest.mark.parametrize("dims", [(), (("n", 5.0),), (("n", True),), {"n": 5}, ((5, "n"),), [("n", 5)]])
 def test_tuning_key_refuses_malformed_dims(dims):
     with pytest.raises(ValueError, match="dims must be"):
-        TuningKey(H100, "k", "a" * 64, "b" * 64, dims, "float32", "13.0.88", "-O3")
+        TuningKey(H100, ProblemKey("k", "a" * 64, "b" * 64, dims, "float32"), "13.0.88", "-O3")
