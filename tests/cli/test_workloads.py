@@ -227,14 +227,21 @@ def test_autotune_bundle_checks_the_kernel_file_an_entry_was_exported_from(tmp_p
     from autotune.measure import device
     from kernel_files import copy_catalog_kernel
 
+    KERNELS = catalog.KERNELS
     path = copy_catalog_kernel(tmp_path / "kernels", "smem_vec", "app_vec")
     mine = catalog.resolve_kernel(str(path))
     _bundle_of(tmp_path / "deploy", device_info, mine, str(path))
     monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
     # a catalog of a later autotune that holds another kernel of that name
-    monkeypatch.setitem(catalog.KERNELS, "app_vec", dataclasses.replace(catalog.KERNELS["smem_pad"], name="app_vec"))
+    later = {**catalog.KERNELS, "app_vec": dataclasses.replace(catalog.KERNELS["smem_pad"], name="app_vec")}
+    monkeypatch.setattr(catalog, "KERNELS", later)
+    r = run("bundle", tmp_path / "deploy")  # the file's kernel is checked: it cannot load beside that catalog
+    assert r.exit_code == 2 and r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"{path}: name: 'app_vec' is a catalog kernel's name" in r.output, r.output
+    assert "another source" not in r.output  # not the catalog's kernel compared with the file's hashes
+    monkeypatch.setattr(catalog, "KERNELS", KERNELS)  # today's catalog: the file's kernel checked, and unchanged
     r = run("bundle", tmp_path / "deploy")
-    assert r.exit_code == 0 and f"usable on {device_info.name}" in r.output, r.output
+    assert r.exit_code == 0 and f"usable on {device_info.name}" in r.output and "not checked" not in r.output, r.output
 
 
 def test_a_kernel_changed_since_it_was_recorded_is_flagged_by_plan_export_and_bundle(tmp_path, monkeypatch, db_url,
