@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.arguments import check_dims_arg, check_dtype_arg, check_kernel_arg
@@ -39,7 +39,9 @@ from autotune.kernel.model import Geometry, Kernel, Launch
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-__all__ = ["Geometry", "Problem", "ProblemRef", "ProblemKey", "ProblemFields", "Resolved"]
+__all__ = ["Geometry", "Problem", "ProblemRef", "ProblemKey", "ProblemFields", "Resolved", "Through"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -265,49 +267,48 @@ class ProblemKey(NamedDims):
         return (self.kernel, self.dims, self.dtype)
 
 
+class Through(Generic[T]):
+    """A read-only attribute read through an attribute of the object: in a class,
+    ``kernel: Through[str] = Through("problem_key")`` reads ``obj.kernel`` as
+    ``obj.problem_key.kernel``, and ``device_name: Through[str] = Through("key.device", "name")``
+    as ``obj.key.device.name``; setting it raises ``AttributeError``."""
+
+    def __init__(self, via: str, name: str = "") -> None:
+        self.via, self.name = via.split("."), name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+        self.attribute = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Through[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> T | Through[T]:
+        if obj is None:
+            return self
+        for step in self.via:
+            obj = getattr(obj, step)
+        return getattr(obj, self.name)
+
+    def __set__(self, obj: object, value: T) -> None:
+        raise AttributeError(f"{self.attribute} is read through {'.'.join(self.via)}; it cannot be set")
+
+
 class ProblemFields(NamedDims):
     """The fields of a record's `ProblemKey` (``problem_key``), read through it: the records
     that hold one (the tuning key, a stored best, a workload's counts...) keep their public
-    attributes (``record.kernel``, ``record.dims``...) without restating them."""
+    attributes without restating them: ``kernel``, ``source_hash``, ``spec_hash``, ``dims``,
+    ``dtype``, ``kernel_ref``, ``label``, ``ident`` (as `ProblemKey` has them)."""
 
     problem_key: ProblemKey
-
-    @property
-    def kernel(self) -> str:
-        """The kernel's name (`ProblemKey.kernel`)."""
-        return self.problem_key.kernel
-
-    @property
-    def source_hash(self) -> str:
-        """SHA-256 of the kernel source after includes, hex (`ProblemKey.source_hash`)."""
-        return self.problem_key.source_hash
-
-    @property
-    def spec_hash(self) -> str:
-        """SHA-256 of the kernel's launch-relevant description, hex (`ProblemKey.spec_hash`)."""
-        return self.problem_key.spec_hash
-
-    @property  # type: ignore[override]  # NamedDims's attribute, read-only here
-    def dims(self) -> Dims:
-        """The problem's named dimensions in the kernel's declared order (`ProblemKey.dims`)."""
-        return self.problem_key.dims
-
-    @property
-    def dtype(self) -> str:
-        """The dtype's name (`ProblemKey.dtype`)."""
-        return self.problem_key.dtype
-
-    @property
-    def kernel_ref(self) -> str:
-        """The kernel's catalog name or file path (`ProblemKey.kernel_ref`)."""
-        return self.problem_key.kernel_ref
-
-    @property
-    def label(self) -> str:
-        """``smem_pad 300x200 float32`` (`ProblemKey.label`)."""
-        return self.problem_key.label
-
-    @property
-    def ident(self) -> tuple[str, Dims, str]:
-        """The kernel's name, dims and dtype (`ProblemKey.ident`)."""
-        return self.problem_key.ident
+    kernel: Through[str] = Through("problem_key")
+    source_hash: Through[str] = Through("problem_key")
+    spec_hash: Through[str] = Through("problem_key")
+    dims: Through[Dims] = Through("problem_key")  # type: ignore[assignment]  # NamedDims's, read-only here
+    dtype: Through[str] = Through("problem_key")
+    kernel_ref: Through[str] = Through("problem_key")
+    label: Through[str] = Through("problem_key")
+    ident: Through[tuple[str, Dims, str]] = Through("problem_key")

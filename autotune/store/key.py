@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
-from autotune.kernel.problem import ProblemFields, ProblemKey
+from autotune.kernel.problem import ProblemFields, ProblemKey, Through
 from autotune.measure.device import DeviceInfo
 
 if TYPE_CHECKING:
@@ -137,53 +137,20 @@ def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, d
 
 
 class KeyFields(ProblemFields):
-    """The fields of a record's :class:`TuningKey` (``key``), read through it: a stored best
-    and an imported result keep their attributes (``device_name``, ``kernel``, ``dims``,
-    ``nvcc_version``...) without restating them."""
+    """The fields of a record's :class:`TuningKey` (``key``), read through it: a stored best, an
+    imported result and a stored search keep their attributes without restating them: the
+    stored problem's (``problem_key``, ``kernel``, ``dims``...:
+    :class:`~autotune.kernel.problem.ProblemFields`), the device model (``device``, and its
+    ``device_name``, ``compute_capability``, ``sm_count``, ``driver_version``,
+    ``cuda_version``) and the toolchain (``nvcc_version``, ``compile_flags``)."""
 
     key: TuningKey
-
-    @property
-    def problem_key(self) -> ProblemKey:  # type: ignore[override]  # ProblemFields's attribute, read-only here
-        """The stored problem (:attr:`TuningKey.problem_key`)."""
-        return self.key.problem_key
-
-    @property
-    def device(self) -> DeviceInfo:
-        """The device model (:attr:`TuningKey.device`)."""
-        return self.key.device
-
-    @property
-    def device_name(self) -> str:
-        """The device model's name, e.g. ``NVIDIA H100 80GB HBM3``."""
-        return self.key.device.name
-
-    @property
-    def compute_capability(self) -> str:
-        """The device's compute capability, e.g. ``9.0``."""
-        return self.key.device.compute_capability
-
-    @property
-    def sm_count(self) -> int:
-        """The device's streaming multiprocessors."""
-        return self.key.device.sm_count
-
-    @property
-    def driver_version(self) -> str:
-        """The device's driver API version, e.g. ``13.0``."""
-        return self.key.device.driver_version
-
-    @property
-    def cuda_version(self) -> str:
-        """The CUDA release of the backend's binding, e.g. ``13.0``."""
-        return self.key.device.cuda_version
-
-    @property
-    def nvcc_version(self) -> str:
-        """nvcc's version, e.g. ``13.0.88`` (:attr:`TuningKey.nvcc_version`)."""
-        return self.key.nvcc_version
-
-    @property
-    def compile_flags(self) -> str:
-        """The compile flags besides the macros (:attr:`TuningKey.compile_flags`)."""
-        return self.key.compile_flags
+    problem_key: Through[ProblemKey] = Through("key")  # type: ignore[assignment]  # read-only here
+    device: Through[DeviceInfo] = Through("key")
+    device_name: Through[str] = Through("key.device", "name")
+    compute_capability: Through[str] = Through("key.device")
+    sm_count: Through[int] = Through("key.device")
+    driver_version: Through[str] = Through("key.device")
+    cuda_version: Through[str] = Through("key.device")
+    nvcc_version: Through[str] = Through("key")
+    compile_flags: Through[str] = Through("key")

@@ -67,3 +67,17 @@ def test_the_key_of_a_problem_and_what_it_is_equal_by():
 def test_a_problem_key_refuses_malformed_dims(dims):
     with pytest.raises(ValueError, match="dims must be"):
         ProblemKey("k", "a" * 64, "b" * 64, dims, "float32")
+
+
+def test_a_record_reads_its_problem_keys_fields_and_cannot_set_them():
+    from autotune.store.workload_records import ProblemResult
+
+    stored = _stored()
+    result = ProblemResult(stored, status="tuned")
+    assert (result.kernel, result.source_hash, result.spec_hash, result.dims, result.dtype, result.kernel_ref) == (
+        stored.kernel, stored.source_hash, stored.spec_hash, stored.dims, stored.dtype, stored.kernel_ref)
+    assert result.label == stored.label and result.ident == stored.ident and result.shape == (100, 64)
+    with pytest.raises(AttributeError, match="kernel is read through problem_key; it cannot be set"):
+        result.kernel = "other"  # type: ignore[misc]
+    result.status = "failed"  # its own fields stay as they were: mutable
+    assert result.status == "failed" and result.kernel == "smem_vec"
