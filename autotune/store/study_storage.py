@@ -127,7 +127,10 @@ class Studies:
     engine: Any
     errors: Callable[..., AbstractContextManager[None]]
     _masked: Callable[[str], str]
-    _safe_url: str
+
+    if TYPE_CHECKING:
+        @property
+        def _safe_url(self) -> str: ...
 
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under
