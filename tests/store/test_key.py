@@ -38,3 +38,14 @@ def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
 def test_tuning_key_refuses_malformed_dims(dims):
     with pytest.raises(ValueError, match="dims must be"):
         TuningKey(H100, ProblemKey("k", "a" * 64, "b" * 64, dims, "float32"), "13.0.88", "-O3")
+
+
+def test_a_key_is_replaced_in_either_part_and_keeps_its_problem_only_where_it_is_the_same(device_info):
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
+    moved = key.replace(dims=(("rows", 8), ("cols", 8)), nvcc_version="12.8.93")
+    assert (moved.dims, moved.nvcc_version, moved.kernel, moved.device) == (
+        (("rows", 8), ("cols", 8)), "12.8.93", "smem_pad", device_info)
+    assert moved.problem is None and key.problem is not None and key.replace(nvcc_version="x").problem is key.problem
+    assert key.at((("rows", 8), ("cols", 8))) == moved.replace(nvcc_version=key.nvcc_version)
+    with pytest.raises(TypeError):
+        key.replace(colour="red")
