@@ -50,3 +50,18 @@ def write_kernel(path, doc: dict):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(toml(doc))
     return path
+
+
+def copy_catalog_kernel(folder, catalog_name: str, name: str, *, edit_source: bool = False):
+    """Catalog kernel ``catalog_name`` as the kernel file ``folder/<name>.toml`` of kernel
+    ``name`` (``folder`` a ``pathlib.Path``); with ``edit_source``, its source changed (a line
+    added before an include of the catalog's source). Returns the kernel file's path."""
+    from pathlib import Path
+
+    doc = {**catalog_doc(catalog_name), "name": name}
+    if edit_source:
+        source = Path(folder) / f"{name}_edited.cu"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(f"// edited since it was tuned\n#include \"{doc['source']}\"\n")
+        doc["source"] = str(source)
+    return write_kernel(Path(folder) / f"{name}.toml", doc)

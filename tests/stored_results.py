@@ -8,7 +8,7 @@ from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement, Retiming
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 from autotune.store.repository import Store
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0",
@@ -19,10 +19,18 @@ A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, 42_000_000_000, "12.4", "
 def key(kernel: str = "smem_pad", device: DeviceInfo = H100, rows: int = 1024, cols: int = 1024,
         **changes) -> TuningKey:
     k = get_kernel(kernel)
-    fields = dict(source_hash=k.source_hash, spec_hash=k.spec_hash, dims=(("rows", rows), ("cols", cols)),
-                  dtype="float32", nvcc_version="13.0.88", compile_flags=f"-O3 -arch={device.arch}")
+    fields = dict(kernel=kernel, source_hash=k.source_hash, spec_hash=k.spec_hash,
+                  dims=(("rows", rows), ("cols", cols)), dtype="float32", nvcc_version="13.0.88",
+                  compile_flags=f"-O3 -arch={device.arch}")
     fields.update(changes)
-    return TuningKey(device=device, kernel=kernel, **fields)
+    return key_of(device, **fields)
+
+
+def key_of(device: DeviceInfo, **fields) -> TuningKey:
+    """The key of ``fields``: the stored problem's (kernel, source_hash, spec_hash, dims, dtype)
+    and the toolchain's (nvcc_version, compile_flags)."""
+    problem = ProblemKey(**{n: fields.pop(n) for n in ("kernel", "source_hash", "spec_hash", "dims", "dtype")})
+    return TuningKey(device, problem, **fields)
 
 
 def configs(kernel: str = "smem_pad") -> list[Config]:

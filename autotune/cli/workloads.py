@@ -305,7 +305,7 @@ def bundle_(
     """Show what a bundle (autotune export NAME --bundle DIR) holds: its provenance and every
     problem's config and rung; and check it as a launch would where it runs: against the GPU
     (model, driver, compute capability), nvcc, and the current source of each of its kernels
-    (the catalog's, or the kernel file it was exported from). A bundle that cannot be used here
+    (the kernel file it was exported from, else the catalog's: the rule plan and export use). A bundle that cannot be used here
     is one error line naming the file and what differs, exit 2.
 
     \b
@@ -313,26 +313,21 @@ def bundle_(
       autotune bundle deploy/app
       autotune bundle deploy/app --device 1 --allow-same-arch
     """
-    from autotune.errors import AutotuneError, GPUUnavailableError
+    from autotune.errors import GPUUnavailableError
     from autotune.kernel.arguments import check_ordinal_arg
-    from autotune.kernel.catalog import KERNELS, resolve_kernel
     from autotune.runtime.bundle import BundleError, check_kernel, read_bundle
 
     if device is not None:  # a bad ordinal first, before the bundle is read or a backend asked
         check_ordinal_arg(device, "--device")
     b = read_bundle(folder)
-    refs = {e.kernel: e.kernel_ref for e in b.entries.values()}
+    stored = {e.kernel: e.problem_key for e in b.entries.values()}
     unchecked = []
-    for name, ref in sorted(refs.items()):
-        where = name if name in KERNELS else ref
-        try:
-            kernel = resolve_kernel(where) if where else None
-        except AutotuneError:
-            kernel = None
-        if kernel is None or kernel.name != name:
+    for name, problem_key in sorted(stored.items()):
+        found = problem_key.resolve()  # the one rule: its kernel file, else its catalog name
+        if found.kernel is None:
             unchecked.append(name)
             continue
-        check_kernel(b, kernel)
+        check_kernel(b, found.kernel)
     checked = "not checked against a GPU"
     try:
         from autotune.measure.device import query_device

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 
@@ -296,8 +295,7 @@ def results_of(name: str, document: Any, kernels: Iterable[Any] = ()) -> Results
         raise check.fail("results", f"is {describe(results)}; it must be a list")
     known, legacy = known_kernels(kernels), Legacy(SPEC_HASHES_0_1, MATMUL_0_1)
     checked = [check_entry(check, item, f"results[{i}]", version, known, legacy) for i, item in enumerate(results)]
-    flags = tuple(stale.stale_reason(SimpleNamespace(**vars(r), compute_capability=r.device["compute_capability"]),
-                                     k, None) is not None for r, k in checked)
+    flags = tuple(stale.stale_reason(r, k, None) is not None for r, k in checked)
     return ResultsFile(name, version, exported_at, autotune_version, tuple(r for r, _ in checked), flags)
 
 

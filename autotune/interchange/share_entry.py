@@ -10,14 +10,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DTYPES
 from autotune.kernel.space import MAX_MACRO_VALUE
 from autotune.kernel.dims import MAX_DIM
-from autotune.store.key import Dims, dims_key, parse_dims_key
+from autotune.kernel.problem import ProblemKey
+from autotune.measure.device import DeviceInfo
+from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
 from autotune.store.records import ImportedResult
 
 __all__ = ["Checker", "Legacy", "check_entry", "moment"]
@@ -70,6 +72,13 @@ class Checker:
         if len(value) > max_len:
             raise self.fail(where, f"is {len(value)} characters long; at most {max_len} are allowed")
         return value
+
+    @overload
+    def integer(self, value: Any, where: str, *, low: int = 1, high: int = INT_MAX, null: Literal[False] = False
+                ) -> int: ...
+
+    @overload
+    def integer(self, value: Any, where: str, *, low: int = 1, high: int = INT_MAX, null: bool) -> int | None: ...
 
     def integer(self, value: Any, where: str, *, low: int = 1, high: int = INT_MAX, null: bool = False) -> int | None:
         if value is None and null:
@@ -130,17 +139,17 @@ def check_entry(check: Checker, item: Any, at: str, version: int, kernels: Mappi
 
     where = f"{at}.device"
     raw = check.obj(check.get(item, "device", at), where)
-    device = {
-        "name": check.string(check.get(raw, "name", where), f"{where}.name", max_len=255),
-        "compute_capability": check.string(check.get(raw, "compute_capability", where),
-                                           f"{where}.compute_capability", max_len=16),
-        "sm_count": check.integer(check.get(raw, "sm_count", where), f"{where}.sm_count"),
-        "total_memory": check.integer(check.get(raw, "total_memory", where), f"{where}.total_memory",
-                                      high=BIGINT_MAX),
-        "driver_version": check.string(check.get(raw, "driver_version", where), f"{where}.driver_version",
-                                       max_len=32),
-        "cuda_version": check.string(check.get(raw, "cuda_version", where), f"{where}.cuda_version", max_len=32),
-    }
+    device = DeviceInfo(
+        name=check.string(check.get(raw, "name", where), f"{where}.name", max_len=255),
+        compute_capability=check.string(check.get(raw, "compute_capability", where),
+                                        f"{where}.compute_capability", max_len=16),
+        sm_count=check.integer(check.get(raw, "sm_count", where), f"{where}.sm_count"),
+        total_memory=check.integer(check.get(raw, "total_memory", where), f"{where}.total_memory",
+                                   high=BIGINT_MAX),
+        driver_version=check.string(check.get(raw, "driver_version", where), f"{where}.driver_version",
+                                    max_len=32),
+        cuda_version=check.string(check.get(raw, "cuda_version", where), f"{where}.cuda_version", max_len=32),
+    )
     gpu_uuid = check.string(check.get(raw, "uuid", where), f"{where}.uuid", max_len=64, empty=True)
 
     where = f"{at}.kernel"
@@ -176,9 +185,9 @@ def check_entry(check: Checker, item: Any, at: str, version: int, kernels: Mappi
     if l2_mode is not None:
         check.string(l2_mode, f"{at}.l2_mode", max_len=16)
     tie_group = _tie_group(check, check.get(item, "tie_group", at, optional=True), f"{at}.tie_group")
+    key = TuningKey(device, ProblemKey(name, source, spec, dims, dtype), nvcc, flags)
     result = ImportedResult(
-        device=device, gpu_uuid=gpu_uuid, kernel=name, source_hash=source, spec_hash=spec, dims=dims, dtype=dtype,
-        nvcc_version=nvcc, compile_flags=flags, config=config, measurement=m,
+        key=key, gpu_uuid=gpu_uuid, config=config, measurement=m,
         memcpy_gbps=optional_number("memcpy_gbps"), copy_gbps=optional_number("copy_gbps"), l2_mode=l2_mode,
         pooled_median_ms=optional_number("pooled_median_ms"), spread=optional_number("spread", False),
         rounds=check.integer(check.get(item, "rounds", at, optional=True), f"{at}.rounds", null=True),

@@ -64,7 +64,7 @@ def _key_of(search: StoredSearch) -> dict[str, Any]:
                        "total_memory": d.total_memory, "driver_version": d.driver_version,
                        "cuda_version": d.cuda_version},
             "kernel": {"name": search.kernel, "source_hash": search.source_hash, "spec_hash": search.spec_hash},
-            "dims": search.dims, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
+            "dims": search.dims_key, "dtype": search.dtype, "nvcc_version": search.nvcc_version,
             "compile_flags": search.compile_flags}
 
 

@@ -14,14 +14,20 @@ and checks nothing again.
 A problem crosses a process boundary as its `ProblemRef` (the kernel's catalog name
 or file path, the dims and the dtype's name): the receiving process resolves it, reading the
 kernel file itself. A kernel built in Python (no file) is pickled whole.
+
+A problem is stored as its `ProblemKey`: the kernel's name and its source and spec hashes, the
+dims and the dtype's name, plain text that outlives the kernel file. Every stored record of a
+problem (the tuning key, a stored best, an imported result, a workload's counts and results, a
+bundle's entry) holds one and reads its fields through it (`ProblemFields`), and one rule turns
+it back into a problem of today's kernel, comparing the hashes: `ProblemKey.resolve`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.arguments import check_dims_arg, check_dtype_arg, check_kernel_arg
@@ -33,7 +39,9 @@ from autotune.kernel.model import Geometry, Kernel, Launch
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-__all__ = ["Geometry", "Problem", "ProblemRef"]
+__all__ = ["Geometry", "Problem", "ProblemRef", "ProblemKey", "ProblemFields", "Resolved", "Through"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -158,3 +166,149 @@ class Problem(NamedDims):
 
     def __str__(self) -> str:
         return self.label
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A stored problem as today's kernel file or catalog has it (`ProblemKey.resolve`).
+
+    Attributes:
+        problem: the problem resolved today; ``None`` where its kernel cannot be found, ``why``
+            then saying why.
+        changed: where the kernel's source or description differs from the one stored, what
+            differs (``"source 0123456789ab recorded, abcdef012345 now"``); ``""``: the same.
+        kernel: today's kernel of that name (``None``: not found), also where its dims or dtype
+            no longer fit it (``problem`` then ``None``).
+    """
+
+    problem: Problem | None
+    why: str = ""
+    changed: str = ""
+    kernel: Kernel | None = None
+
+
+@dataclass(frozen=True)
+class ProblemKey(NamedDims):
+    """The identity of a stored problem, as plain text that outlives the kernel file (module doc).
+
+    Attributes:
+        kernel: the kernel's name, e.g. ``smem_pad``.
+        source_hash: SHA-256 of the kernel source after includes (hex).
+        spec_hash: SHA-256 of the kernel's launch-relevant description (hex).
+        dims: ``(name, value)`` pairs in the kernel's declared order.
+        dtype: the dtype's name, e.g. ``float32``.
+        kernel_ref: where the kernel is found again: its catalog name or kernel file path
+            (``""``: unknown, or a kernel built in Python); not part of the identity (equality, hash).
+
+    Raises:
+        ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
+    """
+
+    kernel: str
+    source_hash: str
+    spec_hash: str
+    dims: Dims
+    dtype: str
+    kernel_ref: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.dims, tuple) or not self.dims
+                or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
+                           for p in self.dims)):
+            raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
+
+    @classmethod
+    def of(cls, problem: Problem) -> ProblemKey:
+        """The key of ``problem`` with its kernel's current hashes (its `ProblemRef`'s kernel
+        as ``kernel_ref``)."""
+        k, ref = problem.kernel, problem.ref
+        return cls(k.name, k.source_hash, k.spec_hash, problem.dims, problem.dtype.name, ref.kernel if ref else "")
+
+    def at(self, dims: Dims) -> ProblemKey:
+        """The same kernel and dtype at other ``dims`` (``(name, value)`` pairs)."""
+        return ProblemKey(self.kernel, self.source_hash, self.spec_hash, dims, self.dtype, self.kernel_ref)
+
+    def resolve(self) -> Resolved:
+        """The one rule that turns a stored problem back into a kernel (the plan, the tuning, the
+        bundle's export and ``autotune bundle`` all use it): its kernel file, else its catalog
+        name (a kernel built in Python has neither), loaded today and resolved by `Problem.of`;
+        the kernel must still be named as stored, and its source and spec hashes are compared
+        with the stored ones (`Resolved.changed`)."""
+        from autotune.errors import AutotuneError
+        from autotune.kernel.catalog import KERNELS, resolve_kernel
+
+        ref = self.kernel_ref or (self.kernel if self.kernel in KERNELS else "")
+        if not ref:
+            return Resolved(None, "its kernel was built in Python (no kernel file): it cannot be tuned from the record")
+        try:
+            k = resolve_kernel(ref)
+        except AutotuneError as exc:
+            return Resolved(None, f"its kernel cannot be loaded: {exc}")
+        if k.name != self.kernel:
+            return Resolved(None, f"{ref} is now kernel {k.name}, not {self.kernel}")
+        changed = "; ".join(f"{what} {then[:12]} recorded, {now[:12]} now"
+                            for what, then, now in (("source", self.source_hash, k.source_hash),
+                                                    ("description", self.spec_hash, k.spec_hash)) if then != now)
+        try:
+            problem = Problem.of(k, self.dims, self.dtype)
+        except AutotuneError as exc:
+            return Resolved(None, f"its kernel cannot be loaded: {exc}", changed, k)
+        return Resolved(problem, changed=changed, kernel=k)
+
+    @property
+    def label(self) -> str:
+        """``smem_pad 300x200 float32``: how messages name the problem."""
+        return f"{self.kernel} {self.display} {self.dtype}"
+
+    @property
+    def ident(self) -> tuple[str, Dims, str]:
+        """The kernel's name, the dims, the dtype: what tells the problems of a workload apart
+        (counts recorded before and after an edit of the kernel are one problem)."""
+        return (self.kernel, self.dims, self.dtype)
+
+
+class Through(Generic[T]):
+    """A read-only attribute read through an attribute of the object: in a class,
+    ``kernel: Through[str] = Through("problem_key")`` reads ``obj.kernel`` as
+    ``obj.problem_key.kernel``, and ``device_name: Through[str] = Through("key.device", "name")``
+    as ``obj.key.device.name``; setting it raises ``AttributeError``."""
+
+    def __init__(self, via: str, name: str = "") -> None:
+        self.via, self.name = via.split("."), name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+        self.attribute = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Through[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object, owner: type | None = None) -> T | Through[T]:
+        if obj is None:
+            return self
+        for step in self.via:
+            obj = getattr(obj, step)
+        return getattr(obj, self.name)
+
+    def __set__(self, obj: object, value: T) -> None:
+        raise AttributeError(f"{self.attribute} is read through {'.'.join(self.via)}; it cannot be set")
+
+
+class ProblemFields(NamedDims):
+    """The fields of a record's `ProblemKey` (``problem_key``), read through it: the records
+    that hold one (the tuning key, a stored best, a workload's counts...) keep their public
+    attributes without restating them: ``kernel``, ``source_hash``, ``spec_hash``, ``dims``,
+    ``dtype``, ``kernel_ref``, ``label``, ``ident`` (as `ProblemKey` has them)."""
+
+    problem_key: ProblemKey
+    kernel: Through[str] = Through("problem_key")
+    source_hash: Through[str] = Through("problem_key")
+    spec_hash: Through[str] = Through("problem_key")
+    dims: Through[Dims] = Through("problem_key")  # type: ignore[assignment]  # NamedDims's, read-only here
+    dtype: Through[str] = Through("problem_key")
+    kernel_ref: Through[str] = Through("problem_key")
+    label: Through[str] = Through("problem_key")
+    ident: Through[tuple[str, Dims, str]] = Through("problem_key")

@@ -21,7 +21,7 @@ versions, nvcc and compile flags, and each kernel's source and spec hashes.
 The device model is the one the workload's last tuning ran on (``device_name``: the last one
 on a device whose name contains it), else the one it was recorded on. Each recorded problem is
 turned back into a kernel by the plan's rule
-(:func:`autotune.store.workload_records.resolve_recorded`): a problem whose kernel cannot be
+(:meth:`autotune.kernel.problem.ProblemKey.resolve`): a problem whose kernel cannot be
 loaded is left out (and said), one whose kernel changed since it was recorded (source or
 description) is refused, and so is a config that its kernel's space would not take (the reader's
 check, :func:`autotune.runtime.bundle.config_fault`).
@@ -167,7 +167,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
     from autotune import __version__
     from autotune.measure.toolchain import Toolchain
     from autotune.runtime.lookup import lookup
-    from autotune.store.workload_records import merged, recorded_device, resolve_recorded
+    from autotune.store.workload_records import merged, recorded_device
     from autotune.store.workloads import latest_tuning, workload_problems
 
     if is_stdout(directory):
@@ -187,7 +187,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         device = recorded_device(mine)
     measured = {r.ident: r for r in tuning.results} if tuning is not None else {}
     toolchain = Toolchain.of(device.arch)
-    resolved = [(p, resolve_recorded(p)) for p in problems]
+    resolved = [(p, p.problem_key.resolve()) for p in problems]
     changed = [(p, found.changed) for p, found in resolved if found.problem is not None and found.changed]
     if changed:
         (p, what), more = changed[0], len(changed) - 1

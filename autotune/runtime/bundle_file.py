@@ -31,6 +31,7 @@ from autotune.dispatch import Dispatch
 from autotune.dispatch.codec import from_json
 from autotune.errors import InvalidInputError
 from autotune.kernel.dims import Dims, make_dims
+from autotune.kernel.problem import ProblemFields, ProblemKey
 from autotune.measure.device import DeviceInfo
 
 __all__ = ["FORMAT", "VERSION", "FILE", "BundleError", "BundleEntry", "Bundle", "read_bundle"]
@@ -52,8 +53,9 @@ class BundleError(InvalidInputError):
 
 
 @dataclass(frozen=True)
-class BundleEntry:
-    """One problem's config in a bundle: the kernel (name and hashes), dims, dtype, the config's
+class BundleEntry(ProblemFields):
+    """One problem's config in a bundle: the problem (``problem_key``: the kernel's name and
+    hashes, dims, dtype and where the kernel was found, each read through it), the config's
     macros, the rung it was chosen at, and the figures it was exported with (ms); ``certificate``:
     the winner's certificate where the bundle holds one (the store's
     ``autotune_best.certificate``: ``level``, ``tied``, ``tie_group``, ``winner`` and
@@ -61,17 +63,12 @@ class BundleEntry:
     ``samples``, the winner trial's timed samples), else ``None`` (an optional field of version 1:
     bundles written before it have none)."""
 
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: Dims
-    dtype: str
+    problem_key: ProblemKey
     macros: dict[str, int]
     rung: str
     median_ms: float | None = None
     default_ms: float | None = None
     tuned_ms: float | None = None
-    kernel_ref: str = ""
     certificate: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
@@ -173,7 +170,7 @@ def _parse(file: Path) -> Bundle:
                 entry = _entry(e)
             except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
                 raise bad(f"entry {i + 1} is malformed ({_what(exc)})") from None
-            entries[(entry.kernel, entry.dims, entry.dtype)] = entry
+            entries[entry.ident] = entry
         dispatches = {}
         for i, e in enumerate(doc.get("dispatches", ())):
             try:
@@ -240,6 +237,6 @@ def _entry(e: Any) -> BundleEntry:
     if cert is not None and not (isinstance(cert, dict) and isinstance(cert.get("winner"), dict)
                                  and isinstance(cert.get("tied"), bool)):
         raise TypeError("certificate must be an object with winner and tied")
-    return BundleEntry(_inert(e["kernel"]), _inert(e["source_hash"]), _inert(e["spec_hash"]), pairs, _inert(e["dtype"]),
-                       dict(macros), rung, **figures, kernel_ref=_inert(e.get("kernel_ref", "")),
-                       certificate=dict(cert) if cert is not None else None)
+    problem = ProblemKey(_inert(e["kernel"]), _inert(e["source_hash"]), _inert(e["spec_hash"]), pairs,
+                         _inert(e["dtype"]), _inert(e.get("kernel_ref", "")))
+    return BundleEntry(problem, dict(macros), rung, **figures, certificate=dict(cert) if cert is not None else None)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from autotune.base import caches
@@ -263,7 +263,7 @@ def _resolve(kernel, dims, dtype, device, db: str, shape_rung: str = "dispatch",
         mine = [r for r in fresh if _same_device(info, r)]
         others = [r for r in fresh if not _same_device(info, r)]
         for r in sorted(mine, key=lambda r: _shape_rank(r, want)):
-            if store.best(replace(key, dims=r.dims)) is not None:  # the full identity
+            if store.best(key.at(r.dims)) is not None:  # the full identity
                 n = len({m.dims for m in mine})
                 return _answer(r, "nearest_shape", f"tuned for {r.display} on this device "
                                                    f"(nearest of {n} tuned shape{'s' if n > 1 else ''})", skipped)

@@ -4,7 +4,6 @@ ladder's shape distance (:func:`autotune.kernel.dims.shape_distance`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from autotune.search.strategies.base import Known
@@ -31,6 +30,6 @@ def other_shapes(store: Store, key: TuningKey) -> list[Known]:
         if r.dims == key.dims or [n for n, _ in r.dims] != names or r.device_name != key.device.name:
             continue
         distance = shape_distance(r.dims, key.dims)
-        out += [Known(t.config, t.median_ms, distance, r.dims) for t in store.key_trials(replace(key, dims=r.dims))
+        out += [Known(t.config, t.median_ms, distance, r.dims) for t in store.key_trials(key.at(r.dims))
                 if t.status == "ok"]
     return sorted(out, key=lambda k: k.distance)

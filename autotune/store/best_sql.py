@@ -20,7 +20,8 @@ __all__ = ["SELECT_BEST", "COLUMNS", "select_best", "key_columns", "filter_colum
 
 COLUMNS: dict[str, str] = {
     "device_name": "d.name", "compute_capability": "d.compute_capability", "sm_count": "d.sm_count",
-    "driver_version": "d.driver_version", "cuda_version": "d.cuda_version", "device_uuid": "s.gpu_uuid",
+    "total_memory": "d.total_memory", "driver_version": "d.driver_version", "cuda_version": "d.cuda_version",
+    "device_uuid": "s.gpu_uuid",
     "kernel": "k.name", "source_hash": "k.source_hash", "spec_hash": "k.spec_hash",
     "dims": "b.dims", "dtype": "b.dtype", "nvcc_version": "b.nvcc_version", "compile_flags": "b.compile_flags",
     "macros": "t.macros", "median_ms": "t.median_ms", "min_ms": "t.min_ms", "max_ms": "t.max_ms",

@@ -19,49 +19,46 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from autotune.kernel.dims import Dims, NamedDims, dims_key, format_shape, make_dims, parse_dims_key
+from autotune.kernel.dims import Dims, dims_key, format_shape, make_dims, parse_dims_key
+from autotune.kernel.problem import ProblemFields, ProblemKey, Through
 from autotune.measure.device import DeviceInfo
 
 if TYPE_CHECKING:
     from autotune.kernel.problem import Problem
     from autotune.measure.toolchain import Toolchain
 
-__all__ = ["Dims", "TuningKey", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
+__all__ = ["Dims", "ProblemKey", "TuningKey", "KeyFields", "tuning_key", "dims_key", "parse_dims_key", "format_shape"]
 
 
 @dataclass(frozen=True)
-class TuningKey(NamedDims):
-    """Identity of one tuning problem.
+class TuningKey(ProblemFields):
+    """Identity of one tuning problem: a stored problem (its
+    :class:`~autotune.kernel.problem.ProblemKey`) on a device model built with a toolchain.
 
     Attributes:
         device: the GPU; its model is the identity (``uuid``, ``ordinal`` and
             ``pci_bus_id`` are not: they say which GPU of that model measured).
-        kernel: the kernel's name, e.g. ``smem_pad``.
-        source_hash: SHA-256 of the kernel source after includes (hex).
-        spec_hash: SHA-256 of the kernel's launch-relevant description (hex): two kernels of
-            one name and source but other arguments, launch or dims are other keys.
-        dims: the problem's named dimensions in the kernel's declared order (:data:`Dims`).
-        dtype: element type name, e.g. ``float32``.
+        problem_key: the kernel's name, source and spec hashes, the dims and the dtype's name;
+            each is also an attribute of the key, read through it: ``kernel`` (e.g.
+            ``smem_pad``), ``source_hash`` (SHA-256 of the kernel source after includes, hex),
+            ``spec_hash`` (SHA-256 of the kernel's launch-relevant description: two kernels of
+            one name and source but other arguments, launch or dims are other keys), ``dims``
+            (the problem's named dimensions in the kernel's declared order, :data:`Dims`) and
+            ``dtype`` (element type name, e.g. ``float32``).
         nvcc_version: e.g. ``13.0.88``.
         compile_flags: the flags besides the macros, space separated, e.g. ``-O3 -arch=sm_90``.
         problem: the :class:`~autotune.kernel.problem.Problem` the key was made of
             (:meth:`of`), ``None`` for a key read back from stored text; not part of the
             key's identity (equality, hash).
-
-    Raises:
-        ValueError: ``dims`` is not a non-empty tuple of ``(name, int)`` pairs.
     """
 
     device: DeviceInfo
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: Dims
-    dtype: str
+    problem_key: ProblemKey
     nvcc_version: str
     compile_flags: str
     problem: Problem | None = field(default=None, compare=False, repr=False)
@@ -70,18 +67,27 @@ class TuningKey(NamedDims):
     def of(cls, problem: Problem, device: DeviceInfo, toolchain: Toolchain) -> TuningKey:
         """The key of ``problem`` on ``device`` built with ``toolchain``: the kernel's name and
         its current source and spec hashes, the dims and the dtype's name (runs nothing)."""
-        k = problem.kernel
-        return cls(device, k.name, k.source_hash, k.spec_hash, problem.dims, problem.dtype.name,
-                   toolchain.nvcc_version, toolchain.compile_flags, problem)
+        return cls(device, ProblemKey.of(problem), toolchain.nvcc_version, toolchain.compile_flags, problem)
 
     def __post_init__(self) -> None:
-        if (not isinstance(self.dims, tuple) or not self.dims
-                or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int
-                           for p in self.dims)):
-            raise ValueError(f"dims must be a non-empty tuple of (name, int) pairs, not {self.dims!r}")
         p = self.problem
         if p is not None and (p.dims, p.dtype.name, p.kernel.name) != (self.dims, self.dtype, self.kernel):
-            object.__setattr__(self, "problem", None)  # a copy with other dims (dataclasses.replace): not its problem
+            object.__setattr__(self, "problem", None)  # another problem's key: not its problem
+
+    def at(self, dims: Dims) -> TuningKey:
+        """This key at other ``dims`` (``(name, value)`` pairs): the same device, kernel, dtype
+        and toolchain."""
+        return self.replace(dims=dims)
+
+    def replace(self, **changes: Any) -> TuningKey:
+        """A copy with ``changes``, fields of the key (``device``, ``nvcc_version``...) or of its
+        stored problem (``dims``, ``dtype``, ``spec_hash``...).
+
+        Raises:
+            TypeError: a name that is neither.
+        """
+        own = {name: changes.pop(name) for name in list(changes) if name in _OWN}
+        return dataclasses.replace(self, problem_key=dataclasses.replace(self.problem_key, **changes), **own)
 
     @property
     def study_name(self) -> str:
@@ -104,6 +110,10 @@ class TuningKey(NamedDims):
             f"{d.sm_count}SM|drv{d.driver_version}|cuda{d.cuda_version}|nvcc{self.nvcc_version}|"
             f"{self.compile_flags}|{self.display}|{self.dtype}"
         )
+
+
+_OWN = {f.name for f in dataclasses.fields(TuningKey)}
+
 
 def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, dtype: str) -> TuningKey:
     """The key of ``kernel`` on ``device`` for problem ``dims`` of ``dtype``, with the kernel's
@@ -133,6 +143,26 @@ def tuning_key(kernel, device: DeviceInfo, dims: Mapping[str, int] | Sequence, d
     toolchain = Toolchain.of(device.arch)
     if isinstance(kernel, (str, Path, Kernel)):
         return TuningKey.of(Problem.of(kernel, dims, dtype), device, toolchain)
-    return TuningKey(device, kernel.name, kernel.source_hash, kernel.spec_hash,
-                     make_dims(kernel.dims, dims, f"kernel {kernel.name}"), get_dtype(dtype).name,
+    return TuningKey(device, ProblemKey(kernel.name, kernel.source_hash, kernel.spec_hash,
+                                        make_dims(kernel.dims, dims, f"kernel {kernel.name}"), get_dtype(dtype).name),
                      toolchain.nvcc_version, toolchain.compile_flags)
+
+
+class KeyFields(ProblemFields):
+    """The fields of a record's :class:`TuningKey` (``key``), read through it: a stored best, an
+    imported result and a stored search keep their attributes without restating them: the
+    stored problem's (``problem_key``, ``kernel``, ``dims``...:
+    :class:`~autotune.kernel.problem.ProblemFields`), the device model (``device``, and its
+    ``device_name``, ``compute_capability``, ``sm_count``, ``driver_version``,
+    ``cuda_version``) and the toolchain (``nvcc_version``, ``compile_flags``)."""
+
+    key: TuningKey
+    problem_key: Through[ProblemKey] = Through("key")  # type: ignore[assignment]  # read-only here
+    device: Through[DeviceInfo] = Through("key")
+    device_name: Through[str] = Through("key.device", "name")
+    compute_capability: Through[str] = Through("key.device")
+    sm_count: Through[int] = Through("key.device")
+    driver_version: Through[str] = Through("key.device")
+    cuda_version: Through[str] = Through("key.device")
+    nvcc_version: Through[str] = Through("key")
+    compile_flags: Through[str] = Through("key")

@@ -14,43 +14,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    CheckConstraint,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Text,
-    TypeDecorator,
-    UniqueConstraint,
-)
+from sqlalchemy import (JSON, BigInteger, CheckConstraint, DateTime, Float, ForeignKey, Integer, MetaData, String, Text,
+                        TypeDecorator, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = [
-    "NAMING_CONVENTION",
-    "SEARCH_STATUSES",
-    "TRIAL_STATUSES",
-    "Base",
-    "Device",
-    "Kernel",
-    "Search",
-    "Trial",
-    "Best",
-    "BenchRun",
-    "BenchRow",
-    "BENCH_KINDS",
-    "Workload",
-    "WorkloadCalls",
-    "WorkloadTuning",
-    "WorkloadResult",
-    "TUNING_STATUSES",
-    "RESULT_STATUSES",
-    "utcnow",
-]
+__all__ = ["NAMING_CONVENTION", "SEARCH_STATUSES", "TRIAL_STATUSES", "Base", "Device", "Kernel", "Search", "Trial", "Best",
+           "BenchRun", "BenchRow", "BENCH_KINDS", "Workload", "WorkloadCalls", "WorkloadTuning", "WorkloadResult",
+           "TUNING_STATUSES", "RESULT_STATUSES", "utcnow"]
 
 #: Constraint names, after Prefect's convention (``uq_<table>__<columns>`` and so on).
 NAMING_CONVENTION = {

@@ -21,7 +21,7 @@ from sqlalchemy import func, select, text
 from autotune.measure.device import DeviceInfo
 from autotune.store import best_sql, locking, rows
 from autotune.store.study_storage import NOT_MEASURED
-from autotune.store.key import Dims, TuningKey, dims_key, parse_dims_key
+from autotune.store.key import Dims, ProblemKey, TuningKey, dims_key, parse_dims_key
 from autotune.store.models import Best, BenchRow, BenchRun, Device, Kernel, Search, Trial
 from autotune.store.records import (BestRecord, ExportDetails, SearchIdentity, SearchTrials, StoredSearch, TrialRecord,
                                     BenchRunRows, best_from_row, trial_record)
@@ -100,11 +100,7 @@ class Reads:
         keys: dict[TuningKey, list[TrialRecord]] = {}
         with self.session() as session:
             for trial, k, d, s in session.execute(stmt):
-                info = DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version,
-                                  d.cuda_version)
-                key = TuningKey(info, k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype,
-                                s.nvcc_version, s.compile_flags)
-                keys.setdefault(key, []).append(trial_record(trial, k.name))
+                keys.setdefault(_search_key(s, d, k), []).append(trial_record(trial, k.name))
         return dict(sorted(keys.items(), key=lambda item: (item[0].device.name, item[1][0].id)))
 
     @locking.retry_when_locked
@@ -124,8 +120,8 @@ class Reads:
             for (name, dims, dtype, nvcc, flags, kernel, source_hash, spec_hash, device, cc, sms, memory, driver,
                  cuda) in session.execute(stmt):
                 info = DeviceInfo(device, cc, sms, memory, driver, cuda)
-                keys.setdefault(name, TuningKey(info, kernel, source_hash, spec_hash, parse_dims_key(dims), dtype,
-                                                nvcc, flags))
+                stored = ProblemKey(kernel, source_hash, spec_hash, parse_dims_key(dims), dtype)
+                keys.setdefault(name, TuningKey(info, stored, nvcc, flags))
         return keys
 
     @locking.retry_when_locked
@@ -359,11 +355,15 @@ def tried_dims(store, kernel: str, dtype: str, device: str | None = None) -> tup
     return list(searched), list(benched)
 
 
+def _search_key(s: Search, d: Device, k: Kernel) -> TuningKey:
+    """The key of search ``s`` of device row ``d`` and kernel row ``k``."""
+    info = DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version, d.cuda_version)
+    return TuningKey(info, ProblemKey(k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype),
+                     s.nvcc_version, s.compile_flags)
+
+
 def _stored_search(search: Search) -> StoredSearch:
-    d, k = search.device, search.kernel
-    return StoredSearch(DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version,
-                                   d.cuda_version), k.name, k.source_hash, k.spec_hash, search.dims, search.dtype,
-                        search.nvcc_version, search.compile_flags, search.l2_mode)
+    return StoredSearch(_search_key(search, search.device, search.kernel), search.l2_mode)
 
 
 def export_details(store, records: Sequence[BestRecord]) -> list[ExportDetails]:

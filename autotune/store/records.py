@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from autotune.kernel.config import Config
-from autotune.kernel.dims import NamedDims
-from autotune.store.key import Dims, parse_dims_key
+from autotune.kernel.problem import ProblemKey
+from autotune.measure.device import DeviceInfo
+from autotune.store.key import KeyFields, TuningKey, parse_dims_key
 
 if TYPE_CHECKING:  # records are read without SQLAlchemy too (autotune.store.reader)
-    from autotune.measure.device import DeviceInfo
     from autotune.measure.measurement import Decision, Retiming
     from autotune.store.models import Trial
 
@@ -69,28 +69,19 @@ class TrialRecord:
 
 
 @dataclass(frozen=True)
-class BestRecord(NamedDims):
+class BestRecord(KeyFields):
     """The best config stored for one key (the lowest median time), with its measurement (units
-    as in :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s; ``dims``
-    the key's named dimensions in the kernel's declared order). The device fields are the model
-    (the key); ``device_uuid`` is the physical GPU that measured the best trial (``''`` where
-    unknown); ``objective`` what the search of the best trial minimised (``time``, ``energy``,
-    ``edp`` or ``time,energy``: then the key's study has a Pareto front,
+    as in :class:`TrialRecord`; ``memcpy_gbps`` is the search's memcpy bandwidth, GB/s). The key's
+    fields read through it (:class:`~autotune.store.key.KeyFields`: ``device_name``,
+    ``compute_capability``, ``sm_count``, ``driver_version``, ``cuda_version``, ``kernel``,
+    ``source_hash``, ``spec_hash``, ``dims``, ``dtype``, ``nvcc_version``, ``compile_flags``):
+    the device fields are the model; ``device_uuid`` is the physical GPU that measured the best
+    trial (``''`` where unknown); ``objective`` what the search of the best trial minimised
+    (``time``, ``energy``, ``edp`` or ``time,energy``: then the key's study has a Pareto front,
     :meth:`~autotune.store.repository.Store.pareto_front` of ``search_id``)."""
 
-    device_name: str
-    compute_capability: str
-    sm_count: int
-    driver_version: str
-    cuda_version: str
+    key: TuningKey
     device_uuid: str
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: Dims
-    dtype: str
-    nvcc_version: str
-    compile_flags: str
     config: Config
     median_ms: float
     min_ms: float
@@ -142,13 +133,13 @@ class BestRecord(NamedDims):
 
 
 @dataclass(frozen=True)
-class ImportedResult:
+class ImportedResult(KeyFields):
     """One validated result of an export file, as :meth:`autotune.store.repository.Store.add_imported`
     records it.
 
     Attributes:
-        device: the identity columns of the device model (name, compute_capability, sm_count,
-            total_memory, driver_version, cuda_version).
+        key: its tuning key (the device model, the stored problem, the toolchain), its fields
+            read through it (:class:`~autotune.store.key.KeyFields`).
         gpu_uuid: the GPU that measured it (``''`` where unknown).
         measurement: the trial's measured columns (:data:`MEASURED`; missing ones are ``None``).
         tie_group: the re-timing's tie group as stored (a list of ``{"config": key, ...}``) or ``None``.
@@ -156,15 +147,8 @@ class ImportedResult:
         certificate: the final re-timing's certificate (:func:`certificate`), or ``None``.
     """
 
-    device: Mapping[str, Any]
+    key: TuningKey
     gpu_uuid: str
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: Dims
-    dtype: str
-    nvcc_version: str
-    compile_flags: str
     config: Config
     measurement: Mapping[str, Any]
     memcpy_gbps: float | None
@@ -196,7 +180,12 @@ def best_from_row(row: Mapping[str, Any]) -> BestRecord:
                                       for v in (fields.pop("macros"), fields["tie_group"], fields.get("certificate")))
     updated = fields["updated_at"]
     updated = datetime.fromisoformat(updated) if isinstance(updated, str) else updated
-    fields.update(config=Config.of(fields["kernel"], macros), dims=parse_dims_key(fields["dims"]),
+    device = DeviceInfo(*(fields.pop(name) for name in ("device_name", "compute_capability", "sm_count",
+                                                        "total_memory", "driver_version", "cuda_version")))
+    problem = ProblemKey(fields.pop("kernel"), fields.pop("source_hash"), fields.pop("spec_hash"),
+                         parse_dims_key(fields.pop("dims")), fields.pop("dtype"))
+    key = TuningKey(device, problem, fields.pop("nvcc_version"), fields.pop("compile_flags"))
+    fields.update(key=key, config=Config.of(key.kernel, macros),
                   tie_group=tuple(m["config"] for m in tie_group or ()), certificate=certificate,
                   updated_at=updated.replace(tzinfo=UTC) if updated.tzinfo is None else updated.astimezone(UTC))
     return BestRecord(**fields)
@@ -305,17 +294,11 @@ class BenchRunRows:
 
 
 @dataclass(frozen=True)
-class StoredSearch:
-    """What a stored search was measured with: its device (all its fields), kernel, problem and build."""
+class StoredSearch(KeyFields):
+    """What a stored search was measured with: its key (device, kernel, problem and build, each
+    read through it: :class:`~autotune.store.key.KeyFields`) and its L2 mode."""
 
-    device: DeviceInfo
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    dims: str
-    dtype: str
-    nvcc_version: str
-    compile_flags: str
+    key: TuningKey
     l2_mode: str | None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, select
 from sqlalchemy.engine import make_url
@@ -26,26 +26,25 @@ from autotune.errors import AutotuneError, StoreError
 from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.measure.measurement import Decision, Measurement
-from autotune.store import locking, rows, study_storage
+from autotune.store import locking, rows
 from autotune.store.key import Dims, TuningKey, dims_key
 from autotune.store.location import default_url
 from autotune.store.models import SEARCH_STATUSES, Best, Device, Kernel, Search, Trial, utcnow
 from autotune.store.records import (CERTIFIED, MEASURED, BestRecord, ImportedResult, TrialRecord, certificate,
                                     trial_record)
 from autotune.store.queries import Reads
+from autotune.store.study_storage import Studies
 from . import schema
-
-if TYPE_CHECKING:
-    import optuna
 
 __all__ = ["Store", "TrialRecord", "BestRecord", "ImportedResult", "default_url"]
 
 T = TypeVar("T")
 
 
-class Store(Reads):
+class Store(Reads, Studies):
     """The results database at ``url``, a URL the door resolved and checked: its writes here,
-    its reads in :class:`~autotune.store.queries.Reads`.
+    its reads in :class:`~autotune.store.queries.Reads`, Optuna's study storage in
+    :class:`~autotune.store.study_storage.Studies`.
 
     Built by the one door only, :func:`autotune.store.opening.open_results` (which resolves the
     URL once with :func:`~autotune.store.urls.resolve_url` and, for a writable opening, refuses
@@ -238,50 +237,6 @@ class Store(Reads):
             StoreError: the database cannot be read.
         """
         return locking.retrying(lambda: schema.current_revision(self.engine))
-
-    def optuna_storage(self) -> optuna.storages.RDBStorage:
-        """Optuna's RDB storage on the same database (its tables created under
-        :func:`autotune.store.schema.init_lock` if missing).
-
-        Trials send a heartbeat (:data:`autotune.store.study_storage.HEARTBEAT_S`); see
-        :func:`autotune.store.study_storage.rdb_storage`.
-        """
-        with self.errors("cannot open Optuna's storage in"):
-            try:
-                with schema.init_lock(self.engine):
-                    return study_storage.rdb_storage(self.url, sqlite=self.engine.dialect.name == "sqlite")
-            except RuntimeError as exc:  # Optuna's tables of another Optuna version
-                raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
-
-    def study_name(self, key: TuningKey, storage: optuna.storages.RDBStorage | None = None) -> str:
-        """The name of ``key``'s Optuna study in this database: its ``study_name``, or the
-        ``legacy_study_name`` of a study made by autotune < 0.4.0
-        (:func:`autotune.store.study_storage.stored_study_name`).
-
-        Raises:
-            StoreError: the database cannot be read.
-        """
-        storage = storage or self.optuna_storage()
-        with self.errors():
-            return study_storage.stored_study_name(storage, key)
-
-    def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
-        """Fail the RUNNING trials of study ``study_name`` that died before their first heartbeat
-        (:func:`autotune.store.study_storage.fail_trials_dead_before_heartbeat`); their Optuna ids."""
-        return study_storage.fail_trials_dead_before_heartbeat(self, storage, study_name)
-
-    @contextmanager
-    def claim_lock(self, name: str) -> Iterator[None]:
-        """Hold a lock named ``name`` (a study and a config) against every process on this
-        database for the block: PostgreSQL's session advisory lock on a connection of its own,
-        released on exit or when the process dies (its connection closes). SQLite needs none
-        (it writes one transaction at a time): nothing is held.
-
-        Raises:
-            StoreError: the database cannot be used.
-        """
-        with locking.advisory_lock(self.engine, study_storage.advisory_key(name), self.errors):
-            yield
 
     @locking.retry_when_locked
     def start_search(

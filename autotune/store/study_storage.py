@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from autotune.store import locking
+from autotune.errors import StoreError
+from autotune.store import locking, schema
 
 if TYPE_CHECKING:
     import optuna
 
     from autotune.store.key import TuningKey
 
-__all__ = ["HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
+__all__ = ["Studies", "HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
            "advisory_key", "stored_study_name"]
 
 HEARTBEAT_S = 5
@@ -131,3 +133,60 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
 def advisory_key(name: str) -> int:
     """A signed 64-bit key for ``name`` (PostgreSQL's advisory locks take one bigint)."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+class Studies:
+    """The Store's door to Optuna's study storage on its database (a mixin:
+    :class:`~autotune.store.repository.Store` gives ``engine``, ``url``, ``errors()`` and
+    ``session()``)."""
+
+    url: str
+    engine: Any
+    errors: Callable[..., AbstractContextManager[None]]
+    _masked: Callable[[str], str]
+
+    if TYPE_CHECKING:
+        @property
+        def _safe_url(self) -> str: ...
+
+    def optuna_storage(self) -> optuna.storages.RDBStorage:
+        """Optuna's RDB storage on the same database (its tables created under
+        :func:`autotune.store.schema.init_lock` if missing).
+
+        Trials send a heartbeat (:data:`HEARTBEAT_S`); see :func:`rdb_storage`.
+        """
+        with self.errors("cannot open Optuna's storage in"):
+            try:
+                with schema.init_lock(self.engine):
+                    return rdb_storage(self.url, sqlite=self.engine.dialect.name == "sqlite")
+            except RuntimeError as exc:  # Optuna's tables of another Optuna version
+                raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
+
+    def study_name(self, key: TuningKey, storage: optuna.storages.RDBStorage | None = None) -> str:
+        """The name of ``key``'s Optuna study in this database: its ``study_name``, or the
+        ``legacy_study_name`` of a study made by autotune < 0.4.0 (:func:`stored_study_name`).
+
+        Raises:
+            StoreError: the database cannot be read.
+        """
+        storage = storage or self.optuna_storage()
+        with self.errors():
+            return stored_study_name(storage, key)
+
+    def fail_trials_dead_before_heartbeat(self, storage: optuna.storages.RDBStorage, study_name: str) -> list[int]:
+        """Fail the RUNNING trials of study ``study_name`` that died before their first heartbeat
+        (:func:`fail_trials_dead_before_heartbeat`); their Optuna ids."""
+        return fail_trials_dead_before_heartbeat(self, storage, study_name)  # type: ignore[arg-type]
+
+    @contextmanager
+    def claim_lock(self, name: str) -> Iterator[None]:
+        """Hold a lock named ``name`` (a study and a config) against every process on this
+        database for the block: PostgreSQL's session advisory lock on a connection of its own,
+        released on exit or when the process dies (its connection closes). SQLite needs none
+        (it writes one transaction at a time): nothing is held.
+
+        Raises:
+            StoreError: the database cannot be used.
+        """
+        with locking.advisory_lock(self.engine, advisory_key(name), self.errors):
+            yield

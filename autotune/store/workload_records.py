@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from autotune.errors import InvalidInputError
-from autotune.kernel.dims import Dims, format_shape
+from autotune.kernel.problem import ProblemFields, ProblemKey
 from autotune.measure.device import DeviceInfo
 
-if TYPE_CHECKING:
-    from autotune.kernel.problem import Problem
-
-__all__ = ["MAX_NAME", "check_name", "CallCount", "RecordedProblem", "Resolved", "resolve_recorded", "WorkloadSummary",
+__all__ = ["MAX_NAME", "check_name", "CallCount", "RecordedProblem", "WorkloadSummary",
            "ProblemResult", "TuningRecord", "device_model", "merged", "recorded_device"]
 
 MAX_NAME = 100
@@ -54,47 +50,33 @@ def device_model(info: DeviceInfo) -> DeviceInfo:
 
 
 @dataclass(frozen=True)
-class CallCount:
+class CallCount(ProblemFields):
     """What a recording counted for one problem since its last batch: ``calls`` launches, of
     which ``sampled`` were timed, taking ``sampled_ms`` of GPU time in all (ms).
 
-    ``kernel_ref`` is what resolves the kernel again (its catalog name or kernel file path;
-    ``""`` for a kernel built in Python, which a workload cannot tune)."""
+    ``problem_key`` is the problem, its ``kernel_ref`` what resolves the kernel again (its
+    catalog name or kernel file path; ``""`` for a kernel built in Python, which a workload
+    cannot tune)."""
 
     device: DeviceInfo
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    kernel_ref: str
-    dims: Dims
-    dtype: str
+    problem_key: ProblemKey
     calls: int
     sampled: int = 0
     sampled_ms: float = 0.0
 
 
 @dataclass(frozen=True)
-class RecordedProblem:
+class RecordedProblem(CallCount):
     """One problem of a workload, its counts summed over every recording process (``runs``).
 
     Attributes:
         device: the device model it ran on.
-        kernel, source_hash, spec_hash: the kernel's identity when it was recorded.
-        kernel_ref: its catalog name or kernel file path (``""``: built in Python).
-        dims: ``(name, value)`` pairs in the kernel's order; ``dtype``: its dtype's name.
+        problem_key: the problem, with its kernel's identity when it was recorded and its
+            ``kernel_ref`` (catalog name or kernel file path; ``""``: built in Python); its
+            fields read through it (``kernel``, ``dims``, ``dtype``, ``label``, ``ident``...).
         calls: launches recorded; ``sampled`` of them timed, ``sampled_ms`` in all (ms).
     """
 
-    device: DeviceInfo
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    kernel_ref: str
-    dims: Dims
-    dtype: str
-    calls: int
-    sampled: int
-    sampled_ms: float
     runs: int = 1
 
     @property
@@ -107,60 +89,6 @@ class RecordedProblem:
         """GPU time of every recorded call, ms: ``calls`` x :attr:`ms_per_call`."""
         per = self.ms_per_call
         return None if per is None else per * self.calls
-
-    @property
-    def label(self) -> str:
-        """``smem_pad 300x200 float32``."""
-        return f"{self.kernel} {format_shape(self.dims)} {self.dtype}"
-
-    @property
-    def ident(self) -> tuple:
-        """What tells the problems of a workload apart: the kernel's name, the dims, the dtype
-        (counts recorded before and after an edit of the kernel are one problem: the current
-        kernel is the one tuned)."""
-        return (self.kernel, self.dims, self.dtype)
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A recorded problem as today's kernel file or catalog has it (:func:`resolve_recorded`).
-
-    Attributes:
-        problem: the problem resolved today; ``None`` where its kernel cannot be found, ``why``
-            then saying why.
-        changed: where the kernel's source or description differs from the one recorded, what
-            differs (``"source 0123456789ab recorded, abcdef012345 now"``); ``""``: the same.
-    """
-
-    problem: Problem | None
-    why: str = ""
-    changed: str = ""
-
-
-def resolve_recorded(p: RecordedProblem) -> Resolved:
-    """The one rule that turns a recorded problem back into a kernel (the plan, the tuning and
-    the bundle all use it): its kernel file, else its catalog name (a kernel built in Python has
-    neither), loaded today and resolved by ``Problem.of``; the kernel must still be named as
-    recorded, and its source and spec hashes are compared with the recorded ones
-    (:attr:`Resolved.changed`)."""
-    from autotune.errors import AutotuneError
-    from autotune.kernel.catalog import KERNELS
-    from autotune.kernel.problem import Problem
-
-    ref = p.kernel_ref or (p.kernel if p.kernel in KERNELS else "")
-    if not ref:
-        return Resolved(None, "its kernel was built in Python (no kernel file): it cannot be tuned from the record")
-    try:
-        problem = Problem.of(ref, p.dims, p.dtype)
-    except AutotuneError as exc:
-        return Resolved(None, f"its kernel cannot be loaded: {exc}")
-    k = problem.kernel
-    if k.name != p.kernel:
-        return Resolved(None, f"{ref} is now kernel {k.name}, not {p.kernel}")
-    changed = [f"{what} {then[:12]} recorded, {now[:12]} now"
-               for what, then, now in (("source", p.source_hash, k.source_hash), ("description", p.spec_hash,
-                                                                                   k.spec_hash)) if then != now]
-    return Resolved(problem, changed="; ".join(changed))
 
 
 @dataclass(frozen=True)
@@ -179,10 +107,11 @@ class WorkloadSummary:
 
 
 @dataclass
-class ProblemResult:
+class ProblemResult(ProblemFields):
     """What a tuning did to one problem (a row of ``autotune_workload_results``).
 
     Attributes:
+        problem_key: the problem (its fields read through it: ``kernel``, ``dims``, ``label``...).
         status: ``pending``, ``tuned``, ``skipped``, ``failed`` or ``interrupted``
             (:data:`autotune.store.models.RESULT_STATUSES`).
         reason: why it failed or was skipped (one line), or a note.
@@ -194,12 +123,7 @@ class ProblemResult:
             one (ms), interleaved in one re-timing; ``None``: not measured.
     """
 
-    kernel: str
-    source_hash: str
-    spec_hash: str
-    kernel_ref: str
-    dims: Dims
-    dtype: str
+    problem_key: ProblemKey
     status: str = "pending"
     reason: str | None = None
     strategy: str | None = None
@@ -210,15 +134,6 @@ class ProblemResult:
     config_key: str | None = None
     default_ms: float | None = None
     tuned_ms: float | None = None
-
-    @property
-    def ident(self) -> tuple:
-        """As :attr:`RecordedProblem.ident`: kernel name, dims, dtype."""
-        return (self.kernel, self.dims, self.dtype)
-
-    @property
-    def label(self) -> str:
-        return f"{self.kernel} {format_shape(self.dims)} {self.dtype}"
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import replace
 from sqlalchemy import func, select, update
 
 from autotune.errors import AutotuneError, InvalidInputError
+from autotune.kernel.problem import ProblemKey
 from autotune.measure.device import DeviceInfo
 from autotune.store import leases, locking, rows
 from autotune.store.key import dims_key, parse_dims_key
@@ -143,7 +144,7 @@ def workload_problems(store, name: str) -> list[RecordedProblem]:
                 .where(WorkloadCalls.workload_id == w.id)
                 .group_by(Device.id, Kernel.id, WorkloadCalls.kernel_ref, WorkloadCalls.dims, WorkloadCalls.dtype)
             ).all()
-            return [RecordedProblem(_device(d), k, src, spec, ref, parse_dims_key(dims), dtype, int(calls),
+            return [RecordedProblem(_device(d), ProblemKey(k, src, spec, parse_dims_key(dims), dtype, ref), int(calls),
                                     int(sampled), float(ms), int(runs))
                     for d, k, src, spec, ref, dims, dtype, calls, sampled, ms, runs in found]
 
@@ -155,10 +156,14 @@ def _tuning_record(session, t: WorkloadTuning) -> TuningRecord:
     results = session.scalars(select(WorkloadResult).filter_by(tuning_id=t.id).order_by(WorkloadResult.id)).all()
     return TuningRecord(t.id, t.workload.name, _device(t.device), t.budget_s, t.gpus, t.status, t.wall_s,
                         t.started_at, t.finished_at,
-                        [ProblemResult(r.kernel.name, r.kernel.source_hash, r.kernel.spec_hash, r.kernel_ref,
-                                       parse_dims_key(r.dims), r.dtype, r.status, r.reason, r.strategy, r.budget_s,
-                                       r.spent_s, r.trials, r.gpu_ordinal, r.config_key, r.default_ms, r.tuned_ms)
-                         for r in results])
+                        [ProblemResult(_stored(r), r.status, r.reason, r.strategy, r.budget_s, r.spent_s, r.trials,
+                                       r.gpu_ordinal, r.config_key, r.default_ms, r.tuned_ms) for r in results])
+
+
+def _stored(row: WorkloadCalls | WorkloadResult) -> ProblemKey:
+    """The stored problem of a workload's row: its kernel row, dims, dtype and kernel_ref."""
+    k = row.kernel
+    return ProblemKey(k.name, k.source_hash, k.spec_hash, parse_dims_key(row.dims), row.dtype, row.kernel_ref)
 
 
 def open_tuning(store, name: str, device: DeviceInfo, budget_s: float, gpus: int,

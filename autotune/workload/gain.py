@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from autotune.kernel.dims import shape_distance
@@ -56,7 +55,7 @@ def observed_gains(store: Store, key: TuningKey, partial: Collection = ()) -> tu
     default = kernel.default_config() if kernel is not None else None
     gains = []
     for r in found[:SHAPES]:
-        times = [t.median_ms for t in store.key_trials(replace(key, dims=r.dims))
+        times = [t.median_ms for t in store.key_trials(key.at(r.dims))
                  if t.status == "ok" and t.config == default and t.median_ms]
         if times and r.median_ms:
             gains.append(min(0.95, max(0.0, 1.0 - r.median_ms / min(times))))

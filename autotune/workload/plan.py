@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.kernel.problem import Problem
 from autotune.measure.device import DeviceInfo
-from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device, resolve_recorded
+from autotune.store.workload_records import RecordedProblem, device_model, merged, recorded_device
 from autotune.workload.budget import allocate
 from autotune.workload.gain import PRIOR_GAIN, expected_gain, observed_gains
 
@@ -89,8 +89,8 @@ class WorkloadPlan:
 
 def _resolve(p: RecordedProblem) -> tuple[Problem | None, str]:
     """The problem as today's kernel file or catalog has it, or ``None`` and why not
-    (:func:`autotune.store.workload_records.resolve_recorded`, the rule the bundle uses too)."""
-    found = resolve_recorded(p)
+    (:meth:`autotune.kernel.problem.ProblemKey.resolve`, the rule the bundle uses too)."""
+    found = p.problem_key.resolve()
     if found.problem is None:
         return None, found.why
     return found.problem, "its kernel changed since it was recorded: the current one is tuned" if found.changed else ""

@@ -75,11 +75,11 @@ class TuningOutcome:
 
 
 def _result_of(row: PlanRow) -> ProblemResult:
-    p = row.recorded
-    kernel = row.problem.kernel if row.problem is not None else None
-    source, spec = (kernel.source_hash, kernel.spec_hash) if kernel is not None else (p.source_hash, p.spec_hash)
-    status, reason = ("pending", None) if row.problem is not None else ("skipped", row.note)
-    return ProblemResult(p.kernel, source, spec, p.kernel_ref, p.dims, p.dtype, status=status, reason=reason)
+    stored = row.recorded.problem_key
+    if row.problem is None:
+        return ProblemResult(stored, status="skipped", reason=row.note)
+    k = row.problem.kernel  # the kernel of today is the one tuned
+    return ProblemResult(replace(stored, source_hash=k.source_hash, spec_hash=k.spec_hash))
 
 
 def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), db: str | None = None,

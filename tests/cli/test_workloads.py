@@ -77,6 +77,7 @@ def test_tune_prints_the_measured_workload_before_and_after(monkeypatch, device_
 def test_tune_refuses_a_tuning_running_in_a_live_process_in_one_line(monkeypatch, device_info, db_url):
     from autotune.store.leases import Heartbeat, Owner
     from autotune.store.opening import open_results
+    from autotune.kernel.problem import ProblemKey
     from autotune.store.workload_records import ProblemResult
     from autotune.store.workloads import latest_tuning, open_tuning
 
@@ -84,7 +85,7 @@ def test_tune_refuses_a_tuning_running_in_a_live_process_in_one_line(monkeypatch
     fake_gpu(monkeypatch, device_info)
     store = open_results(db_url)
     owner = Owner.mine()
-    problem = ProblemResult("histogram256", "s", "p", "", (("n", 100000),), "uint8")
+    problem = ProblemResult(ProblemKey("histogram256", "s", "p", (("n", 100000),), "uint8"))
     tuning, _ = open_tuning(store, "app", device_info, 60.0, 1, [problem], owner=owner)
     beating = Heartbeat(owner.token, lambda: True, every_s=3600).start()  # a live tuning (this process's)
     try:
@@ -195,3 +196,79 @@ def test_tune_says_a_workload_typo_before_a_missing_driver(device, monkeypatch, 
     monkeypatch.setattr(devices, "query_device", no_gpu)
     r = run("tune", "app", "--budget", "10s", "--device", device, "--db", db_url)
     assert r.exit_code == 2 and r.output.startswith("error: workload 'app' does not exist"), r.output
+
+
+def _bundle_of(folder: Path, device_info, kernel, kernel_ref: str, source_hash: str | None = None) -> None:
+    """A bundle of one problem of ``kernel`` (exported from ``kernel_ref``, ``source_hash`` its
+    kernel's then) for ``device_info`` and this machine's nvcc, as ``autotune export`` writes it."""
+    from autotune.measure.toolchain import Toolchain
+
+    tc = Toolchain.of(device_info.arch)
+    d = device_info
+    doc = {"format": "autotune-bundle", "version": 1, "workload": "app", "created": "2026-11-28 12:00 UTC",
+           "device": {"name": d.name, "compute_capability": d.compute_capability, "sm_count": d.sm_count,
+                      "total_memory": d.total_memory, "driver_version": d.driver_version,
+                      "cuda_version": d.cuda_version},
+           "toolchain": {"nvcc_version": tc.nvcc_version, "compile_flags": tc.compile_flags},
+           "entries": [{"kernel": kernel.name, "kernel_ref": kernel_ref, "source_hash": source_hash or kernel.source_hash,
+                        "spec_hash": kernel.spec_hash, "dims": {"rows": 100, "cols": 64}, "dtype": "float32",
+                        "config": kernel.default_config().as_dict(), "rung": "default"}]}
+    folder.mkdir()
+    (folder / "bundle.json").write_text(json.dumps(doc))
+
+
+def test_autotune_bundle_checks_the_kernel_file_an_entry_was_exported_from(tmp_path, monkeypatch, device_info):
+    """Issue 50: ``autotune bundle`` took the catalog's kernel of an entry's name before the kernel
+    file the entry was exported from; it resolves it by the rule the plan and the export use
+    (``ProblemKey.resolve``: the kernel file first), so it checks the kernel a launch uses."""
+    import dataclasses
+
+    from autotune.kernel import catalog
+    from autotune.measure import device
+    from kernel_files import copy_catalog_kernel
+
+    KERNELS = catalog.KERNELS
+    path = copy_catalog_kernel(tmp_path / "kernels", "smem_vec", "app_vec")
+    mine = catalog.resolve_kernel(str(path))
+    _bundle_of(tmp_path / "deploy", device_info, mine, str(path))
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
+    # a catalog of a later autotune that holds another kernel of that name
+    later = {**catalog.KERNELS, "app_vec": dataclasses.replace(catalog.KERNELS["smem_pad"], name="app_vec")}
+    monkeypatch.setattr(catalog, "KERNELS", later)
+    r = run("bundle", tmp_path / "deploy")  # the file's kernel is checked: it cannot load beside that catalog
+    assert r.exit_code == 2 and r.output.startswith("error: ") and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"{path}: name: 'app_vec' is a catalog kernel's name" in r.output, r.output
+    assert "another source" not in r.output  # not the catalog's kernel compared with the file's hashes
+    monkeypatch.setattr(catalog, "KERNELS", KERNELS)  # today's catalog: the file's kernel checked, and unchanged
+    r = run("bundle", tmp_path / "deploy")
+    assert r.exit_code == 0 and f"usable on {device_info.name}" in r.output and "not checked" not in r.output, r.output
+
+
+def test_a_kernel_changed_since_it_was_recorded_is_flagged_by_plan_export_and_bundle(tmp_path, monkeypatch, db_url,
+                                                                                      device_info):
+    """One rule for all three: the plan flags it (and tunes today's kernel), the export and
+    ``autotune bundle`` refuse it, each naming both source hashes."""
+    from autotune.kernel.catalog import get_kernel
+    from autotune.kernel.problem import ProblemKey
+    from autotune.measure import device
+    from autotune.store.opening import open_results
+    from autotune.store.workload_records import CallCount
+    from autotune.store.workloads import workload_problems, write_batch
+    from autotune.workload.plan import _resolve
+
+    k, then = get_kernel("smem_vec"), "ab" * 32
+    store = open_results(db_url)
+    write_batch(store, "app", "run", 1, [CallCount(device_info, ProblemKey(k.name, then, k.spec_hash, (
+        ("rows", 100), ("cols", 64)), "float32", k.name), calls=10, sampled=2, sampled_ms=0.5)])
+    [recorded] = workload_problems(store, "app")
+    store.close()
+    problem, note = _resolve(recorded)
+    assert problem is not None and note == "its kernel changed since it was recorded: the current one is tuned"
+    r = run("export", "app", "--bundle", tmp_path / "exported", "--db", db_url)
+    assert r.exit_code == 2 and "its kernel changed since it was recorded" in r.output, r.output
+    assert f"source {then[:12]} recorded, {k.source_hash[:12]} now" in r.output
+    _bundle_of(tmp_path / "deploy", device_info, k, k.name, source_hash=then)
+    monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
+    r = run("bundle", tmp_path / "deploy")
+    assert r.exit_code == 2 and r.output.startswith("error: ") and "another source of kernel smem_vec" in r.output
+    assert f"({then[:12]} there, {k.source_hash[:12]} here)" in r.output, r.output

@@ -190,7 +190,7 @@ def test_the_candidate_grid_rounds_to_multiples_inside_the_range():
 
 def put(store, device, shape, times: dict, dtype="float32", **key_changes):
     """One search at ``shape`` storing ``times`` (config -> ms; ``None``: failed)."""
-    key = replace(tuning_key(K, device, shape, dtype), **key_changes)
+    key = tuning_key(K, device, shape, dtype).replace(**key_changes)
     sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
     for n, (config, ms) in enumerate(times.items()):
         if ms is None:

@@ -29,6 +29,7 @@ def record(db_url, device_info, name: str, problems, *, source_hash: str | None 
     """Workload ``name``: 10 calls of each ``(kernel, dims, dtype)`` of ``problems``, recorded
     with the catalog kernel's hashes (``source_hash``: recorded with that source hash instead)."""
     from autotune.kernel.catalog import get_kernel
+    from autotune.kernel.problem import ProblemKey
     from autotune.store.opening import open_results
     from autotune.store.workload_records import CallCount
     from autotune.store.workloads import write_batch
@@ -37,8 +38,8 @@ def record(db_url, device_info, name: str, problems, *, source_hash: str | None 
     counts = []
     for kernel, dims, dtype in problems:
         k = get_kernel(kernel)
-        counts.append(CallCount(device_info, k.name, source_hash or k.source_hash, k.spec_hash, k.name, dims, dtype,
-                                calls=10, sampled=2, sampled_ms=0.5))
+        stored = ProblemKey(k.name, source_hash or k.source_hash, k.spec_hash, dims, dtype, k.name)
+        counts.append(CallCount(device_info, stored, calls=10, sampled=2, sampled_ms=0.5))
     write_batch(store, name, f"run-{name}", 1, counts)
     store.close()
 

@@ -18,7 +18,7 @@ from autotune.cli import app
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.catalog import get_kernel
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.report.plots import DPI, FIGSIZE, heatmap_data, largest_shape, scaling_data
 from autotune.store.repository import Store
@@ -39,7 +39,8 @@ def run(*args):
 def key_of(device, kernel: str, rows: int, cols: int, dtype: str = "float32", source: str | None = None) -> TuningKey:
     k = get_kernel(kernel)
     arch = "sm_" + device.compute_capability.replace(".", "")  # the flags of the device's own architecture
-    return TuningKey(device, k.name, source or k.source_hash, k.spec_hash, (("rows", rows), ("cols", cols)), dtype,
+    return TuningKey(device, ProblemKey(k.name, source or k.source_hash, k.spec_hash,
+                                        (("rows", rows), ("cols", cols)), dtype),
                      "13.0.88", f"-O3 -arch={arch}")
 
 

@@ -7,7 +7,6 @@ import json
 import random
 import shutil
 import subprocess
-from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -52,7 +51,7 @@ def tuned_once(tmp_path_factory):
     configs = [VEC.default_config()] + [c for c in VEC.space().configs() if c != VEC.default_config()][:5]
     for i in range(12):
         shape = (int(2 ** rnd.uniform(5, 12)), int(2 ** rnd.uniform(5, 12)))
-        key = replace(tuning_key("smem_vec", device, shape, "float32"))
+        key = tuning_key("smem_vec", device, shape, "float32")
         sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
         wide = shape[1] > shape[0]
         for n, c in enumerate(configs):

@@ -50,7 +50,7 @@ def tune(db_url, device_info, shape=(512, 512), dtype="float32"):
 
 def put(store, device, shape, i=0, gbps=2000.0, dtype="float32", **key_changes) -> Config:
     """Store ``CONFIGS[i]`` as the best of ``device``/``shape`` (key fields overridable)."""
-    key = replace(tuning_key("smem_pad", device, shape, dtype), **key_changes)
+    key = tuning_key("smem_pad", device, shape, dtype).replace(**key_changes)
     sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
     ms = 2 * shape[0] * shape[1] * 4 / (gbps * 1e9) * 1e3
     store.record_trial(sid, 0, CONFIGS[i], status="ok",

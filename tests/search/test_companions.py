@@ -13,14 +13,15 @@ from autotune.search.companions import Companion
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import Tuner, search
 from autotune.search.instruments import Instruments
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 
 from fakes import FakeTimer, fake_retime
 from test_tuner import SPACE
 
 
 def shape_key(device_info, rows: int, cols: int) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", rows), ("cols", cols)), "float32",
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64,
+                                             (("rows", rows), ("cols", cols)), "float32"),
                      "13.0.88", "-O3 -arch=sm_90")
 
 

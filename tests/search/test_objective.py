@@ -14,7 +14,7 @@ from autotune.measure.measurement import Measurement
 from autotune.search.objective import value
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 
 from fakes import FakeTimer, fake_retime
 
@@ -25,7 +25,8 @@ SPACE = SearchSpace("smem_pad", (("BLOCK_ROWS", (4, 8, 16, 32)), ("DIAGONAL", (0
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)), "float32",
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64,
+                                             (("rows", 1024), ("cols", 1024)), "float32"),
                      "13.0.88", "-O3 -arch=sm_90")
 
 

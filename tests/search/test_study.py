@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from autotune.kernel.config import Config
 from autotune.search.outcome import TrialOutcome
 from autotune.search.study import StoredStudy
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 
 from fakes import FakeTimer
 from test_tuner import SPACE
@@ -26,8 +26,8 @@ NEIGHBOUR = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "T
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 256), ("cols", 256)), "float32", "13.0.88",
-                     "-O3 -arch=sm_90")
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64, (("rows", 256), ("cols", 256)), "float32"),
+                     "13.0.88", "-O3 -arch=sm_90")
 
 
 def opened(db, key) -> StoredStudy:
@@ -137,6 +137,5 @@ def test_a_study_of_autotune_before_0_4_resumes_under_its_legacy_name(db_url, ke
         study.close()
     names = [s.study_name for s in optuna.get_all_study_summaries(store.optuna_storage())]
     assert names == [key.legacy_study_name]  # no second study
-    fresh = TuningKey(key.device, key.kernel, key.source_hash, key.spec_hash, (("rows", 512), ("cols", 512)),
-                      key.dtype, key.nvcc_version, key.compile_flags)
+    fresh = key.replace(dims=(("rows", 512), ("cols", 512)))
     assert store.study_name(fresh) == fresh.study_name  # a new key gets the new name

@@ -7,7 +7,7 @@ from autotune.store.opening import open_results
 
 from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 from autotune.kernel.space import SearchSpace
 from autotune.search import tuner as tuner_module
 from autotune.search.options import SearchOptions
@@ -24,8 +24,9 @@ DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TIL
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)), "float32", "13.0.88",
-                     "-O3 -arch=sm_90")
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64,
+                                             (("rows", 1024), ("cols", 1024)), "float32"),
+                     "13.0.88", "-O3 -arch=sm_90")
 
 
 @pytest.mark.parametrize("sampler", ["grid", "tpe", "random"])

@@ -10,7 +10,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 from autotune.store.repository import Store
 
 from fakes import FakeTimer
@@ -22,7 +22,8 @@ DEFAULT = Config.of("smem_pad", {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TIL
 
 
 def key_of(device_info, rows=1024, cols=1024) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", rows), ("cols", cols)), "float32",
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64,
+                                             (("rows", rows), ("cols", cols)), "float32"),
                      "13.0.88", "-O3 -arch=sm_90")
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import get_kernel
 from autotune.measure.device import DeviceInfo
-from autotune.store.key import TuningKey, tuning_key
+from autotune.store.key import ProblemKey, TuningKey, tuning_key
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
 
@@ -36,7 +34,7 @@ def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
     assert len(key.study_name) <= 64 and len(key.study_name.rsplit("#", 1)[1]) == 10
     for change in ({"spec_hash": "0" * 64}, {"source_hash": "0" * 64}, {"nvcc_version": "12.4.131"},
                    {"compile_flags": "-O3 -arch=sm_80"}):
-        assert dataclasses.replace(key, **change).study_name != key.study_name, change
+        assert key.replace(**change).study_name != key.study_name, change
     # the name of autotune < 0.4.0, by which its studies are still found
     assert key.legacy_study_name.startswith(f"smem_pad@{key.source_hash[:12]}+{key.spec_hash[:8]}|NVIDIA H100")
     assert key.legacy_study_name.endswith("|8192x8192|float32")
@@ -45,4 +43,15 @@ def test_study_name_is_readable_and_tells_sources_and_specs_apart(device_info):
 @pytest.mark.parametrize("dims", [(), (("n", 5.0),), (("n", True),), {"n": 5}, ((5, "n"),), [("n", 5)]])
 def test_tuning_key_refuses_malformed_dims(dims):
     with pytest.raises(ValueError, match="dims must be"):
-        TuningKey(H100, "k", "a" * 64, "b" * 64, dims, "float32", "13.0.88", "-O3")
+        TuningKey(H100, ProblemKey("k", "a" * 64, "b" * 64, dims, "float32"), "13.0.88", "-O3")
+
+
+def test_a_key_is_replaced_in_either_part_and_keeps_its_problem_only_where_it_is_the_same(device_info):
+    key = tuning_key("smem_pad", device_info, (256, 256), "float32")
+    moved = key.replace(dims=(("rows", 8), ("cols", 8)), nvcc_version="12.8.93")
+    assert (moved.dims, moved.nvcc_version, moved.kernel, moved.device) == (
+        (("rows", 8), ("cols", 8)), "12.8.93", "smem_pad", device_info)
+    assert moved.problem is None and key.problem is not None and key.replace(nvcc_version="x").problem is key.problem
+    assert key.at((("rows", 8), ("cols", 8))) == moved.replace(nvcc_version=key.nvcc_version)
+    with pytest.raises(TypeError):
+        key.replace(colour="red")

@@ -26,7 +26,7 @@ from autotune.search.objective import told, values
 from autotune.search.options import SearchOptions
 from autotune.search.strategies import DEFAULT_STRATEGY, STRATEGIES, TRAITS, make_strategy
 from autotune.search.tuner import search
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 from autotune.store.pareto import dominates, front, named_ends
 
 from fakes import FakeTimer, fake_retime
@@ -40,7 +40,8 @@ runner = CliRunner()
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)), "float32",
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64,
+                                             (("rows", 1024), ("cols", 1024)), "float32"),
                      "13.0.88", "-O3 -arch=sm_90")
 
 

@@ -74,7 +74,7 @@ def test_the_reader_reads_exactly_what_the_store_reads(url, tuned):
         assert reader.schema_state == store.schema_state == "current"
         for key in tuned:
             assert reader.best(key) == store.best(key) is not None
-        assert reader.best(replace(tuned[0], dtype="int8")) is None is store.best(replace(tuned[0], dtype="int8"))
+        assert reader.best(tuned[0].replace(dtype="int8")) is None is store.best(tuned[0].replace(dtype="int8"))
         filters = [{}, {"kernel": "smem_pad"}, {"dtype": "float64"}, {"dims": {"rows": 256, "cols": 256}},
                    {"dims": "rows=512,cols=256"}, {"device_name": "50%"}, {"device_name": "gpu_5"},
                    {"device_name": "%"}, {"device_name": "_"}, {"device_name": "h100"}, {"device_name": "h1%"},

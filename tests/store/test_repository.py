@@ -14,6 +14,7 @@ from autotune.kernel.config import Config
 from autotune.measure.device import DeviceInfo
 from autotune.errors import StoreError
 from autotune.store.key import TuningKey
+from stored_results import key_of
 from autotune.measure.measurement import Measurement
 from autotune.store.repository import BestRecord, Store, TrialRecord, default_url
 
@@ -25,7 +26,7 @@ def make_key(device: DeviceInfo = H100, rows: int = 4096, cols: int = 4096, **ch
     fields = dict(kernel="smem_pad", source_hash="a" * 64, spec_hash="e" * 64, dims=(("rows", rows), ("cols", cols)),
                   dtype="float32", nvcc_version="13.0.88", compile_flags="-O3 -arch=sm_90")
     fields.update(changes)
-    return TuningKey(device=device, **fields)
+    return key_of(device, **fields)
 
 
 def config(tile: int = 32, rows: int = 8, kernel: str = "smem_pad") -> Config:

@@ -82,9 +82,7 @@ def run(*args):
 
 
 def tune(store: Store, kernel, device, n: int, block: int, ms: float, **key_changes) -> Config:
-    import dataclasses
-
-    key = dataclasses.replace(tuning_key(kernel, device, {"n": n}, "float32"), **key_changes)
+    key = tuning_key(kernel, device, {"n": n}, "float32").replace(**key_changes)
     sid = store.start_search(key, study_name=key.study_name, sampler="tpe", seed=1, memcpy_gbps=None)
     config = Config.of(kernel.name, {"BLOCK": block})
     store.record_trial(sid, 0, config, status="ok", measurement=Measurement(ms, ms, ms, None, None, 12, 0, 50))

@@ -615,15 +615,16 @@ def test_0010_names_a_tunings_process_and_lets_a_result_run_and_downgrades(share
     counts as gone), and a result 'running'; the downgrade makes a running result 'interrupted'."""
     from autotune.measure.device import DeviceInfo
     from autotune.store.leases import Owner
+    from autotune.kernel.problem import ProblemKey
     from autotune.store.workload_records import CallCount, ProblemResult
     from autotune.store.workloads import latest_tuning, open_tuning, save_result, write_batch
 
     url = shared_db
     device = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
     store = open_results(url)
-    write_batch(store, "app", "run", 1, [CallCount(device, "smem_pad", "s", "p", "smem_pad", (("rows", 64), ("cols", 64)),
-                                                   "float32", 3)])
-    problem = ProblemResult("smem_pad", "s", "p", "smem_pad", (("rows", 64), ("cols", 64)), "float32")
+    stored = ProblemKey("smem_pad", "s", "p", (("rows", 64), ("cols", 64)), "float32", "smem_pad")
+    write_batch(store, "app", "run", 1, [CallCount(device, stored, 3)])
+    problem = ProblemResult(stored)
     tuning, _ = open_tuning(store, "app", device, 60.0, 1, [problem], owner=Owner.mine())
     save_result(store, tuning.id, ProblemResult(**{**problem.__dict__, "status": "running"}))
     store.close()

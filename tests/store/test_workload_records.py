@@ -1,37 +1,33 @@
-"""The one rule that turns a recorded problem back into a kernel
-(``autotune.store.workload_records.resolve_recorded``), which the plan, the tuning and the
-bundle share: a kernel changed since it was recorded is said, with both hashes."""
+"""A workload's records (autotune/store/workload_records.py) compose the stored problem
+(``ProblemKey``) and read its fields through it; one problem recorded on several device
+models is one problem of the plan (:func:`merged`)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from autotune.kernel.catalog import get_kernel
-from autotune.store.workload_records import RecordedProblem, resolve_recorded
+from autotune.kernel.problem import ProblemKey
+from autotune.store.workload_records import ProblemResult, RecordedProblem, merged
 
 
 def _recorded(device_info, **change) -> RecordedProblem:
     k = get_kernel("smem_vec")
-    p = RecordedProblem(device_info, k.name, k.source_hash, k.spec_hash, k.name, (("rows", 100), ("cols", 64)),
-                        "float32", calls=10, sampled=2, sampled_ms=0.5)
-    return replace(p, **change)
+    stored = ProblemKey(k.name, k.source_hash, k.spec_hash, (("rows", 100), ("cols", 64)), "float32", k.name)
+    return replace(RecordedProblem(device_info, stored, calls=10, sampled=2, sampled_ms=0.5), **change)
 
 
-def test_a_recorded_problem_resolves_to_todays_kernel_and_says_what_changed(device_info):
-    k = get_kernel("smem_vec")
-    same = resolve_recorded(_recorded(device_info))
-    assert same.problem is not None and same.problem.kernel.name == "smem_vec" and same.changed == ""
-    source = resolve_recorded(_recorded(device_info, source_hash="ab" * 32))
-    assert source.problem is not None and source.changed == f"source {'ab' * 6} recorded, {k.source_hash[:12]} now"
-    spec = resolve_recorded(_recorded(device_info, spec_hash="cd" * 32))
-    assert spec.changed == f"description {'cd' * 6} recorded, {k.spec_hash[:12]} now"
+def test_a_recorded_problem_reads_its_identity_through_its_problem_key(device_info):
+    p = _recorded(device_info)
+    k = p.problem_key
+    assert (p.kernel, p.source_hash, p.spec_hash, p.dims, p.dtype, p.kernel_ref) == (
+        k.kernel, k.source_hash, k.spec_hash, k.dims, k.dtype, k.kernel_ref)
+    assert p.label == "smem_vec 100x64 float32" and p.ident == k.ident and p.gpu_ms == 2.5
+    result = ProblemResult(k)
+    assert result.ident == p.ident and result.label == p.label
 
 
-def test_a_recorded_problem_whose_kernel_cannot_be_found_says_why(device_info):
-    python_built = resolve_recorded(_recorded(device_info, kernel="mine", kernel_ref=""))
-    assert python_built.problem is None and "built in Python" in python_built.why
-    renamed = resolve_recorded(_recorded(device_info, kernel="old_name"))
-    assert renamed.problem is None and renamed.why == "smem_vec is now kernel smem_vec, not old_name"
-    gone = resolve_recorded(_recorded(device_info, kernel_ref="/no/such/kernel.toml"))
-    assert gone.problem is None and gone.why.startswith("its kernel cannot be loaded: ")
-
+def test_counts_of_one_problem_on_two_device_models_are_summed(device_info):
+    other = replace(device_info, name="NVIDIA A100")
+    merged_ = merged([_recorded(device_info), _recorded(other, calls=5, sampled=1, sampled_ms=1.0)])
+    assert len(merged_) == 1 and merged_[0].calls == 15 and merged_[0].device == other

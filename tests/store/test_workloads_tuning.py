@@ -16,18 +16,19 @@ import sqlalchemy as sa
 from autotune.store.leases import LEASE_S, Heartbeat, Owner
 from autotune.store.models import utcnow
 from autotune.store.opening import open_results
+from autotune.kernel.problem import ProblemKey
 from autotune.store.workload_records import CallCount, ProblemResult
 from autotune.store.workloads import (TuningBusy, beat_tuning, finish_tuning, latest_tuning, open_tuning, save_result,
                                       write_batch)
 
 DIMS = (("rows", 64), ("cols", 64))
-PROBLEM = ProblemResult("smem_pad", "s", "p", "smem_pad", DIMS, "float32")
+PROBLEM = ProblemResult(ProblemKey("smem_pad", "s", "p", DIMS, "float32", "smem_pad"))
 
 
 @pytest.fixture
 def store(db_url, device_info):
     s = open_results(db_url)
-    write_batch(s, "app", "run", 1, [CallCount(device_info, "smem_pad", "s", "p", "smem_pad", DIMS, "float32", 3)])
+    write_batch(s, "app", "run", 1, [CallCount(device_info, PROBLEM.problem_key, 3)])
     yield s
     s.close()
 

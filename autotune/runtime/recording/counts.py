@@ -63,6 +63,7 @@ class Counts:
     def batch(self) -> tuple[list, dict]:
         """What was counted since the last batch, per problem (``CallCount``), and each
         slot's counts now (taken as written once the batch is: :meth:`written`)."""
+        from autotune.kernel.problem import ProblemKey
         from autotune.store.workload_records import CallCount, device_model
 
         grouped: dict[tuple, list] = {}
@@ -73,10 +74,7 @@ class Counts:
             marks[id(slot)] = (calls, sampled, ms, taken)
             if calls == done[0] and sampled == done[1]:
                 continue
-            p = slot.problem
-            k, ref = p.kernel, p.ref
-            key = (device_model(slot.device), k.name, k.source_hash, k.spec_hash, ref.kernel if ref else "",
-                   p.dims, p.dtype.name)
+            key = (device_model(slot.device), ProblemKey.of(slot.problem))
             total = grouped.setdefault(key, [0, []])
             total[0] += calls - done[0]
             total[1] += slot.samples[:taken]

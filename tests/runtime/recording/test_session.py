@@ -304,12 +304,13 @@ def test_a_batch_that_cannot_be_written_is_sent_again_unchanged(fake, histogram,
 
 def test_write_batch_twice_counts_once(db_url, device_info):
     from autotune.store.opening import open_store
+    from autotune.kernel.problem import ProblemKey
     from autotune.store.workload_records import CallCount
     from autotune.store.workloads import write_batch
 
     k = KERNELS["smem_vec"]
-    count = CallCount(device_info, k.name, k.source_hash, k.spec_hash, "smem_vec", (("rows", 5), ("cols", 7)),
-                      "float32", 3, 1, 0.5)
+    count = CallCount(device_info, ProblemKey(k.name, k.source_hash, k.spec_hash, (("rows", 5), ("cols", 7)),
+                                              "float32", "smem_vec"), 3, 1, 0.5)
     store = open_store(db_url)
     assert write_batch(store, "twice", "run1", 1, [count]) == 1
     assert write_batch(store, "twice", "run1", 1, [count]) == 0
