@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from autotune.cli import app
 from autotune.kernel.catalog import KERNELS
+from compile_sample import compile_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "kernels").glob("*.toml"))
@@ -39,17 +40,12 @@ def test_every_shipped_kernel_file_is_there():
     assert len(SHIPPED) >= 15
 
 
-CI_SAMPLE = 12
-"""``autotune check`` of a shipped file in CI builds a sample of at most this many configs:
-its default, corners (first, last, each listed value) and evenly spaced ones (``--sample``);
-tests/measure/test_compile.py compiles every config of the small spaces and 48 of the large ones."""
-
-
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 @pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_shipped_kernel_file_passes(path):
     size = len(KERNELS[path.stem].space().configs())
-    sample = ["--sample", CI_SAMPLE] if size > CI_SAMPLE else []
+    n, _ = compile_sample(KERNELS[path.stem])  # the configs tests/measure/test_compile.py built: cached
+    sample = ["--sample", n] if size > n else []
     dtypes = KERNELS[path.stem].dtypes  # float32, or the first dtype of a kernel without it (smem_bytes)
     dtype = "float32" if "float32" in dtypes else dtypes[0]
     code, output = check(path, "--dtype", dtype, *sample)  # every dtype's default build: tests/measure/test_compile.py
@@ -78,12 +74,13 @@ def test_a_sample_holds_the_default_every_listed_value_and_the_ends():
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
 @pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_both_examples_pass_for_every_dtype(path):
-    code, output = check(path)
+    """Both dtypes of a sample (every config of the first dtype: tests/measure/test_compile.py)."""
+    code, output = check(path, "--sample", 12)
     assert code == 0, output
-    builds = int(re.search(r"compiled (\d+) of \1 builds \(\d+ configs x 2 dtypes: float32, float64\)",
-                           output).group(1))
-    assert builds >= 2 * 40, output  # a space worth searching
-    assert "ok: every config" in output
+    size = int(re.search(r"compiled 24 of 24 builds \(12 configs \(a sample of the space's (\d+)\) x 2 dtypes: "
+                         r"float32, float64\)", output).group(1))
+    assert size >= 40, output  # a space worth searching
+    assert "ok: every sampled config" in output
 
 
 SMALL_SPACE = "params = { BLOCK_SIZE = [256, 1024], ITEMS_PER_THREAD = [4, 8], MAX_BLOCKS = [1024] }"
@@ -174,10 +171,11 @@ def test_failed_builds_are_listed_and_one_error_line_counts_them(broken, old, ne
 
 
 def test_more_than_20_failures_are_counted_not_listed(broken):
-    code, output = check(broken("sum += in[j];", "sum += in[j]", cu=True), "--dtype", "float32,float64")
+    code, output = check(broken("sum += in[j];", "sum += in[j]", cu=True), "--dtype", "float32,float64",
+                         "--sample", 12)
     assert code == 2, output
     assert len([l for l in output.splitlines() if l.startswith("  failed:")]) == 20, output
-    assert "  ... and 76 more" in output and errors(output) == ["error: 96 of 96 builds of reduce_sum failed"]
+    assert "  ... and 4 more" in output and errors(output) == ["error: 24 of 24 builds of reduce_sum failed"]
 
 
 @pytest.mark.parametrize("args, message", [

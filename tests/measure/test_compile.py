@@ -1,6 +1,7 @@
-"""Every config of every shipped search space compiles with nvcc for sm_90 (no GPU needed),
-with the static shared memory the kernels had before the kernel model; so do the examples'
-spaces (examples/*/*.toml) where the examples exist."""
+"""The shipped search spaces compile with nvcc for sm_90 (no GPU needed), with the static
+shared memory the kernels had before the kernel model: a sample of each that holds its default,
+its ends and every listed value (tests/compile_sample.py); every config of the examples' spaces
+(examples/*/*.toml)."""
 
 import os
 import shutil
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import catalog_before as before
+from compile_sample import compile_sample
 from autotune.errors import TrialFailed
 from autotune.kernel.catalog import KERNELS
 from autotune.kernel.config import Config
@@ -33,18 +35,12 @@ def compile_all(kernel, jobs):
         return list(pool.map(lambda job: compile_cubin(*job, "sm_90", kernel=kernel), jobs))
 
 
-CI_SAMPLE = 48
-"""Spaces of more configs than this are compiled as a deterministic sample (the default, the
-first and last config, the first holding each listed value, then evenly spaced ones:
-:meth:`~autotune.kernel.space.SearchSpace.sample`); matmul_warp's 22,944 would take hours."""
-
-
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 @pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_every_config_of_the_shipped_space_compiles(kernel):
     k = KERNELS[kernel]
-    configs = k.space().sample(CI_SAMPLE, (k.default_config(),))
-    assert len(configs) == min(CI_SAMPLE, len(k.space().configs())) or len(configs) < CI_SAMPLE
+    n, configs = compile_sample(k)  # the default, the ends and every listed value (tests/compile_sample.py)
+    assert len(configs) == min(n, len(k.space().configs()))
     # float32 where the kernel takes it, else one dtype of each item size it takes (smem_bytes: 1 and 2 bytes)
     dtypes = [get_dtype("float32")] if "float32" in k.dtypes else list({get_dtype(d).itemsize: get_dtype(d)
                                                                          for d in k.dtypes}.values())
@@ -184,17 +180,17 @@ def test_invalid_register_tiles_are_compile_errors(macros, message):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
-def test_smem_vec_moves_16_byte_vectors_every_config(dtype, tmp_path):
-    """Every config of the shipped smem_vec space loads and stores global memory with 128-bit
-    accesses, one per vector of a thread (PTX ld.global.{nc,cs}.v4.u32 / st.global[.cs].v4.u32;
-    LDG.E.128 / STG.E.128 in SASS)."""
+def test_smem_vec_moves_16_byte_vectors_each_sampled_config(dtype, tmp_path):
+    """Each sampled config of the shipped smem_vec space (tests/compile_sample.py: every value of
+    every macro) loads and stores global memory with 128-bit accesses, one per vector of a
+    thread (PTX ld.global.{nc,cs}.v4.u32 / st.global[.cs].v4.u32; LDG.E.128 / STG.E.128 in SASS)."""
     import re
     import subprocess
 
     k = KERNELS["smem_vec"]
     src = tmp_path / "vec.cu"
     src.write_text(k.source_text())
-    for config in k.space().configs():
+    for config in compile_sample(k)[1]:
         ptx = tmp_path / "vec.ptx"
         subprocess.run(["nvcc", "-ptx", "-arch=sm_90", *nvcc_options(k, config, get_dtype(dtype)), "-o", str(ptx),
                         str(src)], check=True, capture_output=True)
