@@ -76,7 +76,7 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
         job = jobs.pop(ordinal, None)
         if job is None:
             return
-        scheduler.done(job, result)
+        result = scheduler.done(job, result)
         with stop.shielded():
             save(result)
         if on_progress is not None:

@@ -14,7 +14,8 @@ goes idle gets a resumed search (:class:`~autotune.workload.job.Job` ``round`` >
 resumes, no config is measured twice) of the problem whose expected gain per second is
 largest (:func:`gain_per_s`), its share of what is left by :func:`~autotune.workload.budget.allocate`
 over those rates. Not given one: a problem not worth a search, in flight, failed, whose search
-measured its space whole, or whose trials reached the tuning's cap. Every share is taken out
+measured its space whole, or whose trials reached the tuning's cap. A further round that
+fails keeps the problem's earlier result (its seconds and trials counted) and ends its rounds. Every share is taken out
 of what is left, so the rounds never give more than the budget: it is exceeded only by what a
 search's last config (and its final re-timing) takes past its deadline.
 """
@@ -104,7 +105,7 @@ class Scheduler:
         self.rows = {r.recorded.ident: r for r in rows if r.problem is not None}
         self.flight: dict[int, float] = {}  # job index -> its budget
         self.running: dict[int, tuple] = {}  # job index -> its problem's identity
-        self.whole: set[tuple] = set()  # problems whose search measured their space whole
+        self.closed: set[tuple] = set()  # no further round: measured whole, or a further round failed
         self.rounds: list[Round] = []
         self._next = 0
         self._index = len(self.todo)  # further rounds' job indices
@@ -132,7 +133,7 @@ class Scheduler:
     def _worth_more(self, ident: tuple) -> bool:
         """Whether a further round of problem ``ident`` could measure anything (module doc)."""
         row, result = self.rows.get(ident), self.results[ident]
-        return (row is not None and row.tunable and result.status in ("tuned", "skipped") and ident not in self.whole
+        return (row is not None and row.tunable and result.status in ("tuned", "skipped") and ident not in self.closed
                 and ident not in self.running.values() and result.trials < self.options.trials)
 
     def _further(self) -> Job | None:
@@ -156,15 +157,23 @@ class Scheduler:
         return Job(index, row.problem.ref, budget, row.strategy or DEFAULT_STRATEGY, self.options,
                    self.results[ident], round=self._round[ident])
 
-    def done(self, job: Job, result: ProblemResult) -> None:
+    def done(self, job: Job, result: ProblemResult) -> ProblemResult:
+        """Take ``job``'s ``result`` back; returns the problem's row to store: ``result``, or,
+        where a further round failed, its earlier round's result with every round's seconds,
+        trials and budget (a search that ran before keeps its answer; no round follows)."""
         self.flight.pop(job.index, None)
         self.running.pop(job.index, None)
-        self.results[result.ident] = result
         if getattr(result, "whole", False):
-            self.whole.add(result.ident)
+            self.closed.add(result.ident)
+        if job.round > 1 and result.status == "failed":
+            self.closed.add(result.ident)
+            result = replace(job.result, spent_s=result.spent_s, trials=result.trials, budget_s=result.budget_s,
+                             reason=f"its round {job.round} failed ({result.reason}); the result before it is kept")
+        self.results[result.ident] = result
         if job.round > 1:
             self.rounds.append(Round(result.label, job.round, job.budget_s, max(0.0, result.spent_s - job.result.spent_s),
                                      result.trials - job.result.trials))
+        return result
 
     @property
     def left(self) -> int:

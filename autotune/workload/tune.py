@@ -196,8 +196,7 @@ def _one_gpu(scheduler: Scheduler, ordinal: int, store, tuning_id: int, on_progr
             save_result(store, tuning_id, handed_out(job, ordinal))
         if on_progress is not None:
             on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left, job.round))
-        result = run_job(job, ordinal)
-        scheduler.done(job, result)
+        result = scheduler.done(job, run_job(job, ordinal))
         with stop.shielded():
             save_result(store, tuning_id, result)
         if result.status == "interrupted":

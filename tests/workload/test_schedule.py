@@ -46,7 +46,8 @@ def _fake_job(job, ordinal: int, early: float = 0.4, whole=()) -> JobResult:
     row = {f.name: getattr(job.result, f.name) for f in fields(ProblemResult)}
     return JobResult(**{**row, "status": "tuned", "gpu_ordinal": ordinal, "budget_s": job.granted_s,
                         "spent_s": job.result.spent_s + took, "trials": job.result.trials + 10,
-                        "strategy": job.strategy}, whole=job.result.label in whole)
+                        "strategy": job.strategy, "default_ms": 2.0, "tuned_ms": 1.0},
+                     whole=job.result.label in whole)
 
 
 def _spent(scheduler: Scheduler) -> float:
@@ -257,3 +258,19 @@ def test_a_tuning_on_two_fake_gpus_whose_spaces_are_measured_whole_stops_early(m
     assert doc["status"] == "finished" and doc["gpus"] == 2
     assert doc["further_rounds"] == 0 and doc["spent_s"] < 3600 / 2
     assert {row["status"] for row in doc["records"]} == {"tuned"}
+
+
+def test_a_further_round_that_fails_keeps_the_result_before_it_and_ends_its_rounds(monkeypatch, device_info, db_url):
+    s = _scheduler(monkeypatch, device_info, db_url, budget_s=100.0)
+    failed = []
+    while (job := s.next()) is not None:
+        result = _fake_job(job, 0)
+        if job.round > 1:  # its measuring process crashed, say
+            result = replace(result, status="failed", reason="the GPU 0 worker died (exit code -9)", tuned_ms=None)
+            failed.append(job)
+        kept = s.done(job, result)
+        if job.round > 1:
+            assert kept.status == "tuned" and kept.tuned_ms == job.result.tuned_ms == 1.0
+            assert kept.spent_s == result.spent_s and kept.trials == result.trials  # every round counted
+            assert kept.reason.startswith(f"its round {job.round} failed (the GPU 0 worker died")
+    assert failed and len({j.result.label for j in failed}) == len(failed)  # one failed round each, then none
