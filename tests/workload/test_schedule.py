@@ -274,3 +274,47 @@ def test_a_further_round_that_fails_keeps_the_result_before_it_and_ends_its_roun
             assert kept.spent_s == result.spent_s and kept.trials == result.trials  # every round counted
             assert kept.reason.startswith(f"its round {job.round} failed (the GPU 0 worker died")
     assert failed and len({j.result.label for j in failed}) == len(failed)  # one failed round each, then none
+
+
+def test_a_gpu_with_nothing_to_do_waits_for_what_the_others_leave(monkeypatch, device_info, db_url):
+    """The pool on two fake GPUs (worker processes, tests/workers.py's benchmark): GPU 1 is
+    offered nothing while GPU 0's job runs; it waits, and takes a job once GPU 0's is done
+    (what a first round leaves becomes a further round), instead of ending its worker."""
+    import workers
+    from autotune.measure import benchmark
+    from autotune.workload.job import Job
+    from autotune.workload.pool import run_pool
+    from autotune.workload.plan import make_plan
+    from autotune.workload.tune import _result_of
+
+    record_app(monkeypatch, device_info, db_url)
+    rows = make_plan("app", budget_s=60, db=db_url).rows
+    monkeypatch.setenv("AUTOTUNE_FAKE_GPUS", ",".join([device_info.name] * 2))
+    monkeypatch.setenv("AUTOTUNE_FAKE_BENCH", "any")
+    monkeypatch.setattr(benchmark, "open_benchmark", workers.fake_open_benchmark)
+    options = SEEDED.replace(db=db_url)
+    jobs = [Job(i, r.problem.ref, 0.0, None, options, _result_of(r)) for i, r in enumerate(rows)]  # measure only
+
+    class Gated:
+        """Hands out job 0, then nothing until it is done, then the rest."""
+
+        def __init__(self):
+            self.given, self.finished, self.refused = 0, [], []
+            self.left = len(jobs)
+
+        def next(self):
+            if self.given == 1 and not self.finished or self.given == len(jobs):
+                self.refused.append(self.given)
+                return None
+            self.given += 1
+            return jobs[self.given - 1]
+
+        def done(self, job, result):
+            self.finished.append(job.index)
+            return result
+
+    gated, saved = Gated(), []
+    run_pool(gated, [0, 1], saved.append, None)
+    ran = {r.label: r.gpu_ordinal for r in saved if r.status != "running"}
+    assert gated.refused[0] == 1 and gated.finished[0] == 0  # GPU 1 was refused while job 0 ran
+    assert len(ran) == len(jobs) and set(ran.values()) == {0, 1}  # ...and then took a job: it had waited
