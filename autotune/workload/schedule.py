@@ -14,7 +14,8 @@ goes idle gets a resumed search (:class:`~autotune.workload.job.Job` ``round`` >
 resumes, no config is measured twice) of the problem whose expected gain per second is
 largest (:func:`gain_per_s`), its share of what is left by :func:`~autotune.workload.budget.allocate`
 over those rates. Not given one: a problem not worth a search, in flight, failed, whose search
-measured its space whole, or whose trials reached the tuning's cap. A further round that
+measured its space whole (its search's word, or its trials as many as the space's valid
+configs), or whose trials reached the tuning's cap. A further round that
 fails keeps the problem's earlier result (its seconds and trials counted) and ends its rounds. Every share is taken out
 of what is left, so the rounds never give more than the budget: it is exceeded only by what a
 search's last config (and its final re-timing) takes past its deadline.
@@ -134,7 +135,22 @@ class Scheduler:
         """Whether a further round of problem ``ident`` could measure anything (module doc)."""
         row, result = self.rows.get(ident), self.results[ident]
         return (row is not None and row.tunable and result.status in ("tuned", "skipped") and ident not in self.closed
-                and ident not in self.running.values() and result.trials < self.options.trials)
+                and ident not in self.running.values() and result.trials < self.options.trials
+                and not self._counted_whole(row, result))
+
+    def _counted_whole(self, row: PlanRow, result: ProblemResult) -> bool:
+        """Whether the problem's trials cover every valid config of its space: a tuning resumed
+        after its first round knows so without a search's word (:attr:`~autotune.workload.job.JobResult.whole` is
+        not stored)."""
+        from autotune.errors import AutotuneError
+
+        if not result.trials:
+            return False
+        try:
+            valid = row.problem.kernel.space(self.options.space).count_within(result.trials)
+        except AutotuneError:
+            return False
+        return valid is not None and valid <= result.trials
 
     def _further(self) -> Job | None:
         """A further round's job (module doc), or ``None``: too little budget left, or no

@@ -318,3 +318,18 @@ def test_a_gpu_with_nothing_to_do_waits_for_what_the_others_leave(monkeypatch, d
     ran = {r.label: r.gpu_ordinal for r in saved if r.status != "running"}
     assert gated.refused[0] == 1 and gated.finished[0] == 0  # GPU 1 was refused while job 0 ran
     assert len(ran) == len(jobs) and set(ran.values()) == {0, 1}  # ...and then took a job: it had waited
+
+
+def test_a_resumed_tuning_knows_a_space_measured_whole_from_its_trials(monkeypatch, device_info, db_url):
+    """Resumed after its first round, the tuning has no search's word that a space was measured
+    whole: trials as many as the space's valid configs say it, and no further round is given."""
+    s = _scheduler(monkeypatch, device_info, db_url, budget_s=300.0)
+    for ident, row in s.rows.items():
+        size = row.problem.kernel.space().count(10_000)
+        s.results[ident] = replace(s.results[ident], status="tuned", trials=size, spent_s=20.0)
+    s.todo = []  # every problem done by the earlier run
+    assert s.next() is None
+    ident = next(iter(s.rows))
+    s.results[ident] = replace(s.results[ident], trials=s.results[ident].trials - 1)  # one config left
+    job = s.next()
+    assert job is not None and job.round == 2 and job.result.label == s.rows[ident].label
