@@ -179,7 +179,9 @@ def tune(
 ) -> None:
     """Tune a recorded workload: spend the budget (GPU time, summed over the GPUs) where the
     expected saved GPU time is largest, one search per problem (transfer from the nearest tuned
-    shapes where there are some), different problems on different GPUs at once; then measure
+    shapes where there are some), different problems on different GPUs at once, and what they
+    leave in further rounds (resumed searches, largest expected gain per second first) until the
+    budget is spent or every space was measured whole; then measure
     each problem at its default and its tuned config, and print the workload's GPU time both
     ways. Ctrl-C keeps what was measured; the same command resumes. A problem that fails is a
     row with its reason.
