@@ -15,7 +15,7 @@ resumes, no config is measured twice) of the problem whose expected gain per sec
 largest (:func:`gain_per_s`), its share of what is left by :func:`~autotune.workload.budget.allocate`
 over those rates. Not given one: a problem not worth a search, in flight, failed, whose search
 measured its space whole (its search's word, or its trials as many as the space's valid
-configs), or whose trials reached the tuning's cap. A further round that
+configs), whose last further round measured no config, or whose trials reached the tuning's cap. A further round that
 fails keeps the problem's earlier result (its seconds and trials counted) and ends its rounds. Every share is taken out
 of what is left, so the rounds never give more than the budget: it is exceeded only by what a
 search's last config (and its final re-timing) takes past its deadline.
@@ -179,8 +179,8 @@ class Scheduler:
         trials and budget (a search that ran before keeps its answer; no round follows)."""
         self.flight.pop(job.index, None)
         self.running.pop(job.index, None)
-        if getattr(result, "whole", False):
-            self.closed.add(result.ident)
+        if getattr(result, "whole", False) or (job.round > 1 and result.trials == job.result.trials):
+            self.closed.add(result.ident)  # measured whole, or a further round that measured nothing
         if job.round > 1 and result.status == "failed":
             self.closed.add(result.ident)
             result = replace(job.result, spent_s=result.spent_s, trials=result.trials, budget_s=result.budget_s,

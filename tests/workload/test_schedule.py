@@ -333,3 +333,16 @@ def test_a_resumed_tuning_knows_a_space_measured_whole_from_its_trials(monkeypat
     s.results[ident] = replace(s.results[ident], trials=s.results[ident].trials - 1)  # one config left
     job = s.next()
     assert job is not None and job.round == 2 and job.result.label == s.rows[ident].label
+
+
+def test_a_further_round_that_measured_nothing_is_the_problem_s_last(monkeypatch, device_info, db_url):
+    """However little such a round costs, the rounds end: one that measured no config closes its problem."""
+    s = _scheduler(monkeypatch, device_info, db_url, budget_s=1000.0)
+    further = []
+    while (job := s.next()) is not None:
+        result = _fake_job(job, 0)
+        if job.round > 1:
+            further.append(job.result.label)
+            result = replace(result, trials=job.result.trials, spent_s=job.result.spent_s + 0.01)
+        s.done(job, result)
+    assert sorted(further) == sorted(row.label for row in s.rows.values())  # one each, then none
