@@ -187,8 +187,8 @@ class Scheduler:
                              reason=f"its round {job.round} failed ({result.reason}); the result before it is kept")
         self.results[result.ident] = result
         if job.round > 1:
-            self.rounds.append(Round(result.label, job.round, job.budget_s, max(0.0, result.spent_s - job.result.spent_s),
-                                     result.trials - job.result.trials))
+            took = max(0.0, result.spent_s - job.result.spent_s)
+            self.rounds.append(Round(result.label, job.round, job.budget_s, took, result.trials - job.result.trials))
         return result
 
     @property
