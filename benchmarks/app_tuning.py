@@ -174,7 +174,8 @@ def outcome(db: str) -> dict:
                      "trials": r.trials, "spent_s": r.spent_s, "budget_s": r.budget_s, "config": r.config_key,
                      "default_ms": r.default_ms, "tuned_ms": r.tuned_ms, "gpu": r.gpu_ordinal,
                      "recorded_ms": p.ms_per_call})
-    return {"rows": rows, "wall_s": tuning.wall_s, "spent_s": tuning.spent_s, "status": tuning.status,
+    return {"rows": rows, "wall_s": tuning.wall_s, "spent_s": tuning.spent_s, "budget_s": tuning.budget_s,
+            "status": tuning.status,
             "gpus": tuning.gpus, "device": tuning.device.name}
 
 
@@ -297,7 +298,11 @@ def summary(result: dict, long_rows: dict) -> list[str]:
     lines += ["", f"workload GPU time over its recorded calls: default configs {total_d:.4g} ms, tuned {total_t:.4g} "
                   f"ms: {100 * (1 - total_t / total_d):.1f} % less ({total_d / total_t:.2f}x)" if total_t else "",
               f"tuning: {result['spent_s']:.0f} s of GPU time spent, wall {result['wall_s']:.0f} s on "
-              f"{result['gpus']} GPU(s)",
+              f"{result['gpus']} GPU(s)" + (f"; budget {result['budget_s']:.0f} s, spent "
+                                           f"{result['spent_s'] - result['budget_s']:+.1f} s past it (target: spent "
+                                           "unless every space was measured whole, at most +5 s; the tune log's "
+                                           "'further rounds' line says what the first round left)"
+                                           if result.get("budget_s") else ""),
               f"slower than their default by more than 1 %: {', '.join(slower) or 'none'}"]
     if weights:
         lines.append(f"tuned config's % of its own best from a longer search, weighted by tuned GPU time: "

@@ -95,5 +95,6 @@ def test_the_benchmark_records_tunes_resumes_and_reports(bench_module, monkeypat
     assert "workload GPU time over its recorded calls: default configs" in text
     assert "tuned config's % of its own best from a longer search, weighted by tuned GPU time" in text
     assert "slower than their default by more than 1 %: none" in text
+    assert "; budget 40 s, spent " in text and "s past it (target: spent unless every space was measured whole" in text
     assert (tmp_path / "out" / "app_plan_before.png").exists() and (tmp_path / "out" / "app_plan_after.png").exists()
     assert (tmp_path / "out" / "state" / "app.db").exists()

@@ -179,7 +179,9 @@ def tune(
 ) -> None:
     """Tune a recorded workload: spend the budget (GPU time, summed over the GPUs) where the
     expected saved GPU time is largest, one search per problem (transfer from the nearest tuned
-    shapes where there are some), different problems on different GPUs at once; then measure
+    shapes where there are some), different problems on different GPUs at once, and what they
+    leave in further rounds (resumed searches, largest expected gain per second first) until the
+    budget is spent or every space was measured whole; then measure
     each problem at its default and its tuned config, and print the workload's GPU time both
     ways. Ctrl-C keeps what was measured; the same command resumes. A problem that fails is a
     row with its reason.
@@ -225,6 +227,8 @@ def tune(
         r = p.result
         if p.event == "start":
             what = f"search {format_seconds(p.budget_s)}" if p.budget_s > 0 else "measure"
+            if p.round > 1:
+                what += f" more (round {p.round}: what the budget has left)"
             out.print(f"GPU {p.ordinal}: {r.label}: {what}", markup=False, soft_wrap=True)
             return
         speed = f", {r.default_ms / r.tuned_ms:.2f}x the default" if r.default_ms and r.tuned_ms else ""
@@ -270,7 +274,8 @@ def print_outcome(outcome, fmt: Format, wide: bool) -> None:
     default, tuned = outcome.totals()
     document = {"workload": t.workload, "device": t.device.name, "status": t.status, "budget_s": t.budget_s,
                 "spent_s": t.spent_s, "wall_s": outcome.wall_s, "gpus": t.gpus, "gpu_ms_default": default,
-                "gpu_ms_tuned": tuned}
+                "gpu_ms_tuned": tuned, "further_rounds": len(outcome.rounds),
+                "further_rounds_s": sum(r.spent_s for r in outcome.rounds)}
     emit(out, t.results, _outcome_columns(outcome.calls), fmt, wide=wide, document=document,
          title=f"workload {t.workload} on {t.device.name}: tuned {sum(r.status == 'tuned' for r in t.results)}, "
                f"measured only {sum(r.status == 'skipped' for r in t.results)}, failed "
@@ -280,6 +285,12 @@ def print_outcome(outcome, fmt: Format, wide: bool) -> None:
     runs = f"; {format_seconds(t.wall_s)} over every run of this tuning" if outcome.resumed else ""
     out.print(f"spent {format_seconds(t.spent_s)} of GPU time of {format_seconds(t.budget_s)} in "
               f"{format_seconds(outcome.wall_s)} on {t.gpus} GPU{'s' * (t.gpus > 1)}{runs}", markup=False)
+    if outcome.rounds:
+        problems = len({r.label for r in outcome.rounds})
+        out.print(f"of which {format_seconds(sum(r.spent_s for r in outcome.rounds))} in {len(outcome.rounds)} further "
+                  f"round{'s' * (len(outcome.rounds) > 1)} ({problems} problem{'s' * (problems > 1)} searched again "
+                  f"with what the first round left, {sum(r.trials for r in outcome.rounds)} more trials)",
+                  markup=False, soft_wrap=True)
     if default is not None:
         out.print(f"workload GPU time over its recorded calls, measured: default configs {default:.4g} ms, tuned "
                   f"{tuned:.4g} ms ({100 * (1 - tuned / default):.1f} % less, {default / tuned:.2f}x)",

@@ -21,6 +21,12 @@ run of the tuning: a resumed search measures what is left of it after the trials
 counts already, and one with none left is not searched again: the key's best its earlier
 runs stored is re-timed against the default as a search's winner would be.
 
+A job of a further round (``Job.round`` > 1: the budget a workload's first round left,
+:class:`autotune.workload.schedule.Scheduler`) is the same resumed search, given
+``budget_s`` more seconds: its row's budget is what every round gave it, its trials and seconds
+those of every round. A search that ended with no config left to propose (every valid config
+of its space measured) says so (:attr:`JobResult.whole`): no round is worth giving it again.
+
 A problem that fails (its kernel cannot load, no config of its search ran, the measuring
 process cannot start) is a result with its reason; it never stops the others.
 """
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from autotune.errors import AutotuneError, TrialFailed
 from autotune.kernel.config import Config
@@ -38,7 +44,7 @@ from autotune.search.options import SearchOptions
 from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.store.workload_records import ProblemResult
 
-__all__ = ["Job", "run_job", "measure_pair", "OVERHEAD_S", "FINAL_ROUNDS", "NOISE", "TRIALS"]
+__all__ = ["Job", "JobResult", "run_job", "measure_pair", "OVERHEAD_S", "FINAL_ROUNDS", "NOISE", "TRIALS"]
 
 OVERHEAD_S = 4.0
 """Seconds of a job's budget kept for its measuring process's start and the re-timings."""
@@ -66,6 +72,23 @@ class Job:
     options: SearchOptions
     result: ProblemResult
     also: tuple[ProblemRef, ...] = ()
+    round: int = 1
+
+    @property
+    def granted_s(self) -> float:
+        """The seconds its row says the problem was given: this job's, plus (a further round:
+        ``round`` > 1) what its earlier rounds were given."""
+        return self.budget_s + (self.result.budget_s if self.round > 1 else 0.0)
+
+
+@dataclass
+class JobResult(ProblemResult):
+    """What :func:`run_job` gives back: the problem's row (stored as a
+    :class:`~autotune.store.workload_records.ProblemResult`) and ``whole``: its search ended
+    with every valid config of its space measured (``exhausted``), so a further round would
+    measure nothing."""
+
+    whole: bool = False
 
 
 def measure_pair(bench, default: Config, chosen: Config, rounds: int = FINAL_ROUNDS):
@@ -99,12 +122,14 @@ def _failure_reason(outcomes) -> str:
     return f"no config ran: {n} of {len(outcomes)} trials {status}" + (f" (first: {first})" if first else "")
 
 
-def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) -> ProblemResult:
+def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) -> JobResult:
     """Run ``job`` on GPU ``ordinal`` (module doc); the job's result, updated. SIGINT or
     SIGTERM (:mod:`autotune.base.signals`) end it with status ``interrupted`` (what was
     measured is stored): the caller then stops."""
     started = time.monotonic()
-    result = replace(job.result, gpu_ordinal=ordinal, strategy=job.strategy, budget_s=job.budget_s, reason=None)
+    row = {f.name: getattr(job.result, f.name) for f in fields(ProblemResult)}
+    result = JobResult(**{**row, "gpu_ordinal": ordinal, "strategy": job.strategy, "budget_s": job.granted_s,
+                          "reason": None})
     try:
         problem = job.ref.resolve()
         if job.budget_s > 0:
@@ -121,7 +146,7 @@ def run_job(job: Job, ordinal: int, open_benchmark=None, precheck: bool = True) 
     return result
 
 
-def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: ProblemResult) -> None:
+def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, result: JobResult) -> None:
     from autotune.search.on_gpu import search_on_gpu
 
     left = job.options.trials - job.result.trials  # the tuning's cap (TRIALS unless given), over its runs
@@ -136,6 +161,7 @@ def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, res
         result.trials += 1
 
     def on_end(started, found) -> None:
+        result.whole = found.stopped == "exhausted"
         winner = found.decision.winner.config if found.decision else (found.best[0] if found.best else None)
         if winner is None:
             result.status, result.reason = "failed", _failure_reason(found.outcomes)

@@ -5,7 +5,10 @@ The parent holds the :class:`~autotune.workload.tune.Scheduler` (which problem c
 with which budget) and the results database's writes; each worker (a ``spawn``ed process:
 nothing CUDA is inherited) runs :func:`autotune.workload.job.run_job` on its GPU for each
 job it is sent, and sends back the result. So N GPUs tune N problems at a time: the
-workload is tuned about N times sooner where it has several problems worth a search.
+workload is tuned about N times sooner where it has several problems worth a search. A GPU
+the scheduler has nothing for waits while others run: what their problems leave of the
+budget may give it a further round (:class:`~autotune.workload.schedule.Scheduler`); once
+none is in flight, every worker is told to end.
 
 As in a search over several GPUs (:mod:`autotune.search.workers`): workers start with SIGINT
 and SIGTERM blocked and unblock them once their handlers are in place; the parent passes a
@@ -54,29 +57,30 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
     inboxes = {o: context.Queue() for o in ordinals}
     procs: dict[int, multiprocessing.Process] = {}
     jobs: dict[int, object] = {}  # ordinal -> its job in flight
+    idle: list[int] = []  # GPUs with nothing to do now: a job still in flight may leave budget for them
 
     def hand_out(ordinal: int) -> None:
         job = scheduler.next()
         if job is None:
-            inboxes[ordinal].put(None)
+            idle.append(ordinal)
             return
         with stop.shielded():
             save(handed_out(job, ordinal))
         jobs[ordinal] = job
         inboxes[ordinal].put(job)
         if on_progress is not None:
-            on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left))
+            on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left, job.round))
 
     def take(event) -> None:
         ordinal, result = event
         job = jobs.pop(ordinal, None)
         if job is None:
             return
-        scheduler.done(job, result)
+        result = scheduler.done(job, result)
         with stop.shielded():
             save(result)
         if on_progress is not None:
-            on_progress(Progress("done", ordinal, result, job.budget_s, scheduler.left))
+            on_progress(Progress("done", ordinal, result, job.budget_s, scheduler.left, job.round))
 
     with stop.deferred():
         try:
@@ -104,7 +108,12 @@ def run_pool(scheduler, ordinals: Sequence[int], save: Callable, on_progress: Ca
                 take(event)
                 if event[1].status == "interrupted":
                     raise KeyboardInterrupt
-                hand_out(event[0])
+                waiting = [event[0], *idle]
+                idle.clear()
+                for o in waiting:
+                    hand_out(o)
+            for o in idle:
+                inboxes[o].put(None)
         except KeyboardInterrupt:
             _stop(procs, events, take, stop.signal_number() or signal.SIGINT)
             raise

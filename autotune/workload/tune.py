@@ -16,7 +16,12 @@ first, on one GPU or several at once, and measure the workload before and after.
    (:mod:`autotune.workload.pool`): different problems on different GPUs at once. Each is a
    :class:`~autotune.workload.job.Job`: a search, then the default and the chosen config
    re-timed against each other. A problem whose search is not worth a budget (tuned
-   already, or none left) is measured only.
+   already, or none left) is measured only. What the problems leave of the budget (a space
+   measured whole, a search ended under its share) is spent in further rounds, each a
+   resumed search of the problem whose expected gain per second is largest, until the
+   budget is spent or no search could measure more
+   (:class:`~autotune.workload.schedule.Scheduler`; :attr:`TuningOutcome.rounds` says what
+   they spent).
 4. Every result is stored as it comes (``autotune_workload_results``; a problem handed to a
    GPU is ``running`` until its result comes). SIGINT or SIGTERM stops every GPU: what was
    measured is kept, the tuning is ``interrupted`` and running the same command again
@@ -46,7 +51,7 @@ from autotune.search.options import SearchOptions
 from autotune.store.workload_records import ProblemResult, TuningRecord
 from autotune.workload.job import TRIALS, run_job
 from autotune.workload.plan import PlanRow, merged, plan_rows
-from autotune.workload.schedule import Progress, Scheduler, handed_out
+from autotune.workload.schedule import Progress, Round, Scheduler, handed_out
 
 __all__ = ["TuningOutcome", "tune_workload"]
 
@@ -55,13 +60,16 @@ __all__ = ["TuningOutcome", "tune_workload"]
 class TuningOutcome:
     """A workload's tuning: its row (:class:`~autotune.store.workload_records.TuningRecord`,
     results included), the plan's rows, whether it was resumed, and the wall time of this run
-    (s). ``calls`` maps each problem's identity to its recorded calls."""
+    (s). ``calls`` maps each problem's identity to its recorded calls; ``rounds`` the further
+    rounds this run ran (:class:`~autotune.workload.schedule.Round`: what the first round
+    left, spent; their seconds are in their problems' ``spent_s`` too)."""
 
     tuning: TuningRecord
     rows: list[PlanRow]
     resumed: bool
     wall_s: float
     calls: dict[tuple, int] = field(default_factory=dict)
+    rounds: list[Round] = field(default_factory=list)
 
     def totals(self) -> tuple[float | None, float | None]:
         """The workload's GPU time at the default configs and at the chosen ones, ms: each
@@ -173,7 +181,7 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
             store.close()
             caches.clear_cache()  # this process's lookups read the tuned configs from now on
     calls = {p.ident: p.calls for p in problems}
-    return TuningOutcome(tuning, rows, resumed, wall, calls)
+    return TuningOutcome(tuning, rows, resumed, wall, calls, scheduler.rounds)
 
 
 def _one_gpu(scheduler: Scheduler, ordinal: int, store, tuning_id: int, on_progress) -> None:
@@ -187,12 +195,11 @@ def _one_gpu(scheduler: Scheduler, ordinal: int, store, tuning_id: int, on_progr
         with stop.shielded():
             save_result(store, tuning_id, handed_out(job, ordinal))
         if on_progress is not None:
-            on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left))
-        result = run_job(job, ordinal)
-        scheduler.done(job, result)
+            on_progress(Progress("start", ordinal, job.result, job.budget_s, scheduler.left, job.round))
+        result = scheduler.done(job, run_job(job, ordinal))
         with stop.shielded():
             save_result(store, tuning_id, result)
         if result.status == "interrupted":
             raise KeyboardInterrupt
         if on_progress is not None:
-            on_progress(Progress("done", ordinal, result, job.budget_s, scheduler.left))
+            on_progress(Progress("done", ordinal, result, job.budget_s, scheduler.left, job.round))

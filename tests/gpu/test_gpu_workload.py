@@ -92,3 +92,24 @@ def test_the_example_application_recorded_tuned_bundled_and_run_on_the_bundle(tm
     out = run("examples/app/app.py", "--steps", "1", "--bundle", str(bundle), "--check",
               AUTOTUNE_DB=f"sqlite:///{tmp_path / 'none.db'}")
     assert "check: every op agrees with PyTorch" in out and not (tmp_path / "none.db").exists()
+
+
+def test_the_example_application_tuned_spends_its_budget_and_only_its_budget(tmp_path):
+    """Issue 47 target 3: a tuning without a trial cap spends its budget (what its first round
+    leaves goes to further rounds) and passes it by at most 5 s, unless every space was measured
+    whole."""
+    pytest.importorskip("torch")
+    from autotune.workload.schedule import MIN_ROUND_S
+
+    db = f"sqlite:///{tmp_path / 'app.db'}"
+    env = {**os.environ, "AUTOTUNE_DB": db}
+
+    def run(*args):
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    run("examples/app/app.py", "--steps", "1", "--record", "app")
+    doc = json.loads(run("-m", "autotune", "tune", "app", "--budget", "90s", "--seed", "0", "--format", "json"))
+    assert doc["status"] == "finished" and doc["spent_s"] <= 90 + 5, doc
+    assert doc["spent_s"] >= 90 - MIN_ROUND_S or doc["further_rounds"] == 0, doc  # spent, or nothing left to measure
