@@ -120,17 +120,22 @@ class Verifier:
         expected: the reference of each checked output, by array index.
         check, dims: the kernel's check and the problem's dims; ``base``: the folder a
             ``module:function`` comparison's ``.py`` path is relative to.
+        relative_norm: :func:`relative_norm_of` ``(check, base)`` where the caller resolved it
+            already (it loads the comparison's module); left out, it is resolved here.
     """
 
     def __init__(self, drv, roles: list[str], names: list[str], dtypes: list[np.dtype],
                  values: Mapping[int, np.ndarray], expected: Mapping[int, np.ndarray], check: Check,
-                 dims: Mapping[str, int], base: Path | None = None, comparer=None) -> None:
+                 dims: Mapping[str, int], base: Path | None = None, comparer=None,
+                 relative_norm: Callable | None = ...) -> None:  # type: ignore[assignment]
         self.drv, self.roles, self.names, self.dtypes = drv, roles, names, dtypes
         self.values, self.check, self.dims, self.base, self.comparer = values, check, dims, base, comparer
         self.expected = {i: want.astype(dtypes[i]) if check.exact else want for i, want in expected.items()}
         self._buffers: list = []
         self.pristine = {i: self._upload(v) for i, v in values.items() if v.nbytes}
-        self.relative_norm = relative_norm_of(check, base) if comparer is not None else None
+        if relative_norm is ...:
+            relative_norm = relative_norm_of(check, base)
+        self.relative_norm = relative_norm if comparer is not None else None
         on_device = comparer is not None and (check.exact or (check.compare == "tolerance" and all(
             dtypes[i].name in TOLERANCE_TYPES for i in expected)) or (self.relative_norm is not None and all(
                 dtypes[i].name in NORM_TYPES for i in expected)))
