@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from autotune.kernel.problem import ProblemKey
 from autotune.search.options import SearchOptions
 from autotune.search.strategies.registry import DEFAULT_STRATEGY
 from autotune.store.workload_records import ProblemResult
@@ -87,9 +88,8 @@ def gain_per_s(row: PlanRow, result: ProblemResult) -> float:
 
 def _same_kernel(row: PlanRow, other: PlanRow) -> bool:
     """``row`` is another shape of ``other``'s kernel (the same source and spec) and dtype."""
-    a, b = row.problem, other.problem
-    return (a.kernel.name, a.kernel.source_hash, a.kernel.spec_hash, a.dtype) == \
-        (b.kernel.name, b.kernel.source_hash, b.kernel.spec_hash, b.dtype) and a.dims != b.dims
+    a, b = ProblemKey.of(row.problem), ProblemKey.of(other.problem)
+    return a != b and a.at(b.dims) == b  # one identity value: only the dims differ
 
 
 class Scheduler:
