@@ -334,13 +334,14 @@ def geometry_problem(grid, block, shared: int, built: dict | None = None, arch: 
             return f"{what} {tuple(sizes)} is over the limits ({', '.join(over)})"
     threads = math.prod(block)
     if threads > MAX_THREADS:
-        return f"block {tuple(block)} has {threads} threads > {MAX_THREADS}"
+        return f"block {tuple(block)} has {threads} threads > {MAX_THREADS} threads per block allowed"
     if shared < 0:
         return f"dynamic shared memory {shared} B is negative"
     limit = shared_limit or block_limit(arch)
     if built is None:
         if shared > limit:
-            return f"{shared} B dynamic shared memory per block > {limit} B ({arch}'s limit with the opt-in)"
+            return (f"{shared} B shared memory per block ({shared} dynamic, before the static of the build) "
+                    f"> {limit} B ({arch}'s limit with the opt-in)")
         return None
     total = built["shared_bytes"] + shared
     if total > limit:

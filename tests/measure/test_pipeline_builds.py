@@ -96,8 +96,8 @@ def test_a_config_that_cannot_launch_is_refused_before_nvcc(monkeypatch):
     fake = FakeCompiler(lambda c: 1.0)
     _, built = built_all(fake, [wide, huge, fine], monkeypatch)
     assert fake.calls == [fine]
-    assert built[wide].failure.status == "resources" and "2048 threads > 1024" in built[wide].failure.reason
-    assert built[huge].failure.status == "resources" and "dynamic shared memory" in built[huge].failure.reason
+    assert built[wide].failure.status == "resources" and "2048 threads > 1024 threads per block" in built[wide].failure.reason
+    assert built[huge].failure.status == "resources" and "dynamic, before the static" in built[huge].failure.reason
     assert built[fine].failure is None and built[fine].identity
 
 
