@@ -31,9 +31,9 @@ class TrialOutcome:
     (``autotune.measure.timing.EarlyStop``): measured and slower, never a failure.
 
     ``cubin``: the identity of the binary measured (its cubin's digest with the launch geometry:
-    :class:`autotune.measure.pipeline.Built`), where the compile pool built it. ``same_as``: the
+    ``autotune.measure.pipeline.Built``), where the compile pool built it. ``same_as``: the
     number of the trial whose config has the same identity, measured before: this one was not
-    measured again, its ``measurement`` is that trial's and its ``reason`` says so (:data:`SAME_BINARY`).
+    measured again, its ``measurement`` is that trial's and its ``reason`` says so (``SAME_BINARY``).
     """
 
     number: int
@@ -72,7 +72,7 @@ class SearchResult:
         companions: the results of the other shapes measured alongside
             (`autotune.search.companions`), in the order given.
         same_binary: configs of the study that built the same binary, launched alike, as a
-            config measured before (:data:`SAME_BINARY`), with the value the strategy was told
+            config measured before (``SAME_BINARY``), with the value the strategy was told
             (that config's); never in ``measured``, so never re-timed nor the winner: the
             config measured stands for both.
     """
