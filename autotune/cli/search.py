@@ -293,6 +293,10 @@ def _print_result(say, result: SearchResult, store, problem, top: int, fmt: Form
         say.print("  the trials covered the space: every valid config measured in the space's order, "
                   + ("each GPU its share of it first" if result.reports else "the default first")
                   + " (the strategy was not asked)")
+    same = len(result.outcomes) - result.measured_count
+    if summary and same:
+        say.print(f"  {same} ok config{'s' if same != 1 else ''} of a binary measured before (the same cubin, "
+                  "launched alike): recorded with its measurement, not measured again")
     if summary and result.early_stopped:
         say.print(f"  {result.early_stopped} ok configs timed only until clearly slower than the best so far "
                   "(early stop)")

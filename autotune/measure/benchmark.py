@@ -53,6 +53,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.problem import Problem, ProblemRef
 from autotune.measure.bounds import Bounds
+from autotune.measure.buildcheck import geometry_problem
 from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
@@ -221,7 +222,8 @@ class Benchmark(OtherShapes):
 
         Raises:
             TrialFailed: ``compile_error``, or ``resources`` (geometry over the limits, or
-                an expression dividing by zero for this config).
+                an expression dividing by zero for this config; where the expressions alone
+                say so, before nvcc runs).
         """
         try:
             grid, block, shared = self.problem.geometry(config)
@@ -231,6 +233,9 @@ class Benchmark(OtherShapes):
               [f"{n}={g}" for n, g in zip("xyz", grid) if g < 1]
         if bad:
             raise TrialFailed("resources", f"grid {grid} is not allowed ({', '.join(bad)})")
+        refused = geometry_problem(grid, block, shared, None, self.device.arch, self.device.shared_limit)
+        if refused:  # the kernel file's expressions say it cannot launch: no nvcc for it
+            raise TrialFailed("resources", refused)
         compiled = self.compiler(config, self.dtype, math.prod(block), self.kernel, clock)
         compiled.check_launch(self.device, block, shared)
         if needs_opt_in(compiled.shared_bytes, shared):  # above 48 KiB: the launch must opt in

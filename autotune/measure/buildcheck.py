@@ -44,7 +44,7 @@ from autotune.measure.compile import compile_cubin
 from autotune.measure.shared_memory import block_limit
 
 __all__ = ["BuildFailure", "BuildReport", "BuildPlan", "check_file", "check_builds", "check_reference",
-           "plan_builds", "probe_dims", "PROBE_SIZES", "FOOTPRINT_LIMIT", "REFERENCE_DIM"]
+           "plan_builds", "probe_dims", "geometry_problem", "refusal", "PROBE_SIZES", "FOOTPRINT_LIMIT", "REFERENCE_DIM"]
 
 PROBE_SIZES = (1, 1000)
 """Every dim is set to each of these to evaluate the launch geometry (and see :func:`probe_dims`)."""
@@ -283,7 +283,7 @@ def _launch_problems(kernel: Kernel, config: Config, dtype: DType, built: dict, 
     for field, launch, cfg in launches:
         def problem_at(dims: dict[str, int]) -> str | None:
             grid, block, shared = kernel.geometry(cfg, dims, dtype, launch)
-            return _geometry_problem(grid, block, shared, built if field == "[launch]" else None, arch)
+            return geometry_problem(grid, block, shared, built if field == "[launch]" else None, arch)
 
         for dims in probes or probe_dims(kernel, dtype):
             at = ", ".join(f"{d}={v}" for d, v in dims.items())
@@ -317,7 +317,15 @@ def _up_to(kernel: Kernel, dims: dict[str, int], problem_at) -> str:
     return f"; {d} launches up to {v}: give [problem] max = {{ {d} = {v} }}, or a grid that stays in the limits"
 
 
-def _geometry_problem(grid, block, shared: int, built: dict | None, arch: str = "sm_90") -> str | None:
+def geometry_problem(grid, block, shared: int, built: dict | None = None, arch: str = "sm_90",
+                     shared_limit: int | None = None) -> str | None:
+    """What a launch of ``grid`` x ``block`` with ``shared`` bytes of dynamic shared memory
+    would refuse, in one line, or ``None``: a size below 1, a block or grid over the limits,
+    more than :data:`MAX_THREADS` threads, and shared memory over ``shared_limit`` (default
+    ``arch``'s with the opt-in). Without ``built`` (ptxas' ``registers`` and ``shared_bytes``,
+    known only after nvcc) the dynamic bytes alone are checked, so a config is refused before
+    it is compiled wherever the kernel file's expressions say it cannot launch; with it, the
+    static bytes count too, and the registers of a block against a multiprocessor's."""
     if min(block) < 1 or min(grid) < 1:
         return f"block {tuple(block)} and grid {tuple(grid)} need every size >= 1"
     for what, sizes, limits in (("block", block, MAX_BLOCK), ("grid", grid, MAX_GRID)):
@@ -326,19 +334,36 @@ def _geometry_problem(grid, block, shared: int, built: dict | None, arch: str = 
             return f"{what} {tuple(sizes)} is over the limits ({', '.join(over)})"
     threads = math.prod(block)
     if threads > MAX_THREADS:
-        return f"block {tuple(block)} has {threads} threads > {MAX_THREADS}"
+        return f"block {tuple(block)} has {threads} threads > {MAX_THREADS} threads per block allowed"
     if shared < 0:
         return f"dynamic shared memory {shared} B is negative"
-    if built is not None:
-        total, limit = built["shared_bytes"] + shared, block_limit(arch)
-        if total > limit:
-            return f"{total} B shared memory per block > {limit} B ({arch}'s limit with the opt-in)"
-        # registers are allocated per warp in units of 256
-        per_warp = math.ceil(built["registers"] * 32 / 256) * 256
-        if per_warp * math.ceil(threads / 32) > REGISTERS_PER_SM:
-            return (f"{threads} threads x {built['registers']} registers > {REGISTERS_PER_SM} registers "
-                    "of a multiprocessor")
+    limit = shared_limit or block_limit(arch)
+    if built is None:
+        if shared > limit:
+            return (f"{shared} B shared memory per block ({shared} dynamic, before the static of the build) "
+                    f"> {limit} B ({arch}'s limit with the opt-in)")
+        return None
+    total = built["shared_bytes"] + shared
+    if total > limit:
+        return f"{total} B shared memory per block > {limit} B ({arch}'s limit with the opt-in)"
+    # registers are allocated per warp in units of 256
+    per_warp = math.ceil(built["registers"] * 32 / 256) * 256
+    if per_warp * math.ceil(threads / 32) > REGISTERS_PER_SM:
+        return (f"{threads} threads x {built['registers']} registers > {REGISTERS_PER_SM} registers "
+                "of a multiprocessor")
     return None
+
+
+def refusal(problem, config: Config, arch: str, shared_limit: int | None = None) -> str | None:
+    """Why ``config`` cannot launch on ``problem`` (a :class:`~autotune.kernel.problem.Problem`)
+    for ``arch``, from the kernel file's launch expressions alone (:func:`geometry_problem`
+    without the build), or ``None``: what a search refuses before running nvcc (the registers
+    and static shared memory are known only after ptxas; the launch checks them)."""
+    try:
+        grid, block, shared = problem.geometry(config)
+    except ZeroDivisionError:
+        return "the launch geometry divides by zero for this config"
+    return geometry_problem(grid, block, shared, None, arch, shared_limit)
 
 
 def check_reference(kernel: Kernel, dtype: DType) -> None:

@@ -11,7 +11,11 @@ errors and launches over the device's limits are the expected failures of a tria
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -28,11 +32,21 @@ from autotune.kernel.model import Kernel
 from autotune.measure.occupancy import occupancy
 from autotune.measure.phases import PhaseClock
 
-__all__ = ["COMPILE_FLAGS", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler", "compile_cubin",
-           "build_cubin", "cubin_of_source"]
+__all__ = ["COMPILE_FLAGS", "COMPILE_DEADLINE", "compile_flags", "nvcc_options", "CompiledKernel", "Compiler",
+           "compile_cubin", "build_cubin", "cubin_of_source", "cubin_digest"]
 
 COMPILE_FLAGS: tuple[str, ...] = ("-O3",)
 """Flags besides the macros and ``-arch``; part of every stored result's key."""
+
+COMPILE_DEADLINE = "compile deadline"
+"""How the reason of a config whose nvcc run was cut at its deadline begins (status ``timeout``;
+:class:`autotune.measure.pipeline.CompileDeadline`): it was not compiled, so a later search
+of the study (``resume``) may try it again."""
+
+
+def cubin_digest(cubin: bytes) -> str:
+    """The hex SHA-256 of a cubin's bytes: two builds alike here are the same binary."""
+    return hashlib.sha256(cubin).hexdigest()
 
 
 def compile_flags(arch: str) -> str:
@@ -157,7 +171,8 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
         ``{"registers": int, "shared_bytes": int}`` from ptxas' resource report (of the
         kernel ``function`` where the source has several entry points),
         ``"entry_points"``: the names of the cubin's kernels (``__global__`` functions), sorted,
-        and ``"cached"``: whether it came from the cache.
+        ``"digest"``: the cubin's :func:`cubin_digest`, and ``"cached"``: whether it came from
+        the cache.
 
     Raises:
         TrialFailed: ``compile_error`` with the first error line (failures are not cached).
@@ -165,26 +180,29 @@ def compile_cubin(config: Config, dtype: DType, arch: str = "sm_90", nvcc: str =
     """
     kernel = kernel or get_kernel(config.kernel)
     cubin, info, cached = build_cubin(kernel, config, dtype, arch, nvcc)
-    return {**info, "entry_points": _entry_points(cubin), "cached": cached}
+    return {**info, "entry_points": _entry_points(cubin), "digest": cubin_digest(cubin), "cached": cached}
 
 
 def build_cubin(kernel: Kernel, config: Config, dtype: DType, arch: str,
-                nvcc: str = "nvcc") -> tuple[bytes, dict[str, int], bool]:
+                nvcc: str = "nvcc", deadline: float | None = None) -> tuple[bytes, dict[str, int], bool]:
     """The cubin of ``config`` for ``dtype`` and ``arch``: from the on-disk cache, else built
-    with ``nvcc -cubin`` (a subprocess: threads may run several at once) and cached.
+    with ``nvcc -cubin`` (a subprocess: threads may run several at once) and cached; an nvcc
+    run past ``deadline`` seconds (``None``: none) is killed.
 
     Returns:
         ``(cubin, {"registers": int, "shared_bytes": int}, cached)``.
 
     Raises:
-        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached);
+            ``timeout`` past ``deadline`` (reason :data:`COMPILE_DEADLINE`, nothing cached).
         GPUUnavailableError: ``nvcc`` is not on PATH.
     """
-    return cubin_of_source(kernel.source_text(), nvcc_options(kernel, config, dtype), arch, nvcc, kernel.function)
+    return cubin_of_source(kernel.source_text(), nvcc_options(kernel, config, dtype), arch, nvcc, kernel.function,
+                           deadline)
 
 
 def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvcc",
-                    function: str | None = None) -> tuple[bytes, dict[str, int], bool]:
+                    function: str | None = None, deadline: float | None = None) -> tuple[bytes, dict[str, int], bool]:
     """The cubin of CUDA ``source`` built with ``options`` for ``arch``: from the on-disk cache,
     else ``nvcc -cubin`` and cached (what :func:`build_cubin` does for a kernel's config; also
     the package's own helper kernels, e.g. :mod:`autotune.measure.device_compare`).
@@ -194,7 +212,8 @@ def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvc
         entry point ``function`` where given (else ptxas' first report).
 
     Raises:
-        TrialFailed: ``compile_error`` with the first error line (failures are not cached).
+        TrialFailed: ``compile_error`` with the first error line (failures are not cached);
+            ``timeout``: nvcc ran past ``deadline`` seconds and was killed (:data:`COMPILE_DEADLINE`).
         GPUUnavailableError: ``nvcc`` is not on PATH.
     """
     # nvcc's NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS reach its command line: they key the entry too
@@ -206,22 +225,48 @@ def cubin_of_source(source: str, options: list[str], arch: str, nvcc: str = "nvc
         hit = cubin_cache.load(key)
         if hit is not None:
             return hit[0], hit[1], True
-        return _nvcc(key, source, options, arch, nvcc, function)
+        return _nvcc(key, source, options, arch, nvcc, function, deadline)
+
+
+def _run(cmd: list[str], deadline: float | None) -> tuple[int, str]:
+    """Run ``cmd``, returning its exit status and stderr; past ``deadline`` seconds its whole
+    process group (nvcc and the cicc or ptxas it started) is killed.
+
+    Raises:
+        TrialFailed: ``timeout`` (:data:`COMPILE_DEADLINE`) past the deadline.
+    """
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:  # it ended meanwhile
+            pass
+        proc.communicate()
+        raise TrialFailed("timeout", f"{COMPILE_DEADLINE}: nvcc ran past {deadline:.1f} s and was stopped "
+                                     "(not compiled: a later run may try it again)") from None
+    except BaseException:  # a signal: nvcc does not outlive the search
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return proc.returncode, err
 
 
 def _nvcc(key: str, source: str, options: list[str], arch: str, nvcc: str,
-          function: str | None) -> tuple[bytes, dict[str, int], bool]:
+          function: str | None, deadline: float | None = None) -> tuple[bytes, dict[str, int], bool]:
     """Build ``source`` with nvcc and cache it under ``key`` (see :func:`cubin_of_source`)."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.cu"
         src.write_text(source)
         cmd = [nvcc, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *options,
                "-o", str(Path(tmp) / "k.cubin"), str(src)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        cubin = (Path(tmp) / "k.cubin").read_bytes() if proc.returncode == 0 else b""
-    if proc.returncode != 0:
-        raise TrialFailed("compile_error", _one_line(proc.stderr))
-    report = proc.stderr  # ptxas reports each entry point: take the kernel's own where there are several
+        returncode, stderr = _run(cmd, deadline)
+        cubin = (Path(tmp) / "k.cubin").read_bytes() if returncode == 0 else b""
+    if returncode != 0:
+        raise TrialFailed("compile_error", _one_line(stderr))
+    report = stderr  # ptxas reports each entry point: take the kernel's own where there are several
     own = re.search(rf"Compiling entry function '{re.escape(function)}'.*?(?=Compiling entry function|\Z)",
                     report, re.S) if function else None
     used = re.search(r"Used (\d+) registers", own.group(0) if own else report)

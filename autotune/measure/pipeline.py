@@ -14,6 +14,22 @@ path, nvcc ahead of it is not, so a burst of builds never slows the measurement 
 (on a host with several GPUs, one search's measuring processes and their compile pools share
 the cores: :mod:`autotune.search.workers` gives each GPU's pool its share).
 
+Each config's build ends in a :class:`Built` that the search reads before it measures the
+config (:meth:`Ahead.built`), so nothing is compiled twice and nothing useless is compiled
+(issue 47):
+
+- a config the kernel file's launch expressions say cannot launch (a block over the limits,
+  more dynamic shared memory than the device has: :func:`autotune.measure.buildcheck.refusal`)
+  is refused before nvcc, its failure ``resources`` with the reason;
+- a config whose nvcc run fails keeps its ``compile_error``: the search records it without
+  handing it to the measuring child, which would run nvcc again (failures are not cached);
+- a config whose nvcc runs past the :class:`CompileDeadline` (three times the median of the
+  compiles seen so far, never under :data:`DEADLINE_FLOOR_S`) is stopped, its failure
+  ``timeout`` with the reason :data:`~autotune.measure.compile.COMPILE_DEADLINE`;
+- a built config carries its ``identity``: the cubin's digest with the launch geometry on the
+  problem, so that two configs alike there (a macro the kernel ignores at this dtype) are
+  measured once (:class:`autotune.search.tuner.Tuner`).
+
 What every benchmark compiles besides the search's configs, :func:`helper_builds` (the
 comparison kernels of the verification on the device, the bound kernel's default config),
 goes to the pool first: a search starts compiling before its measuring child exists, and the
@@ -22,11 +38,16 @@ child finds them built (or waits for them) when it measures its bounds.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import hashlib
 import os
+import statistics
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from autotune import settings
 from autotune.errors import AutotuneError, InvalidInputError, TrialFailed
@@ -34,7 +55,8 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["Ahead", "Feed", "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
+__all__ = ["Ahead", "Built", "CompileDeadline", "DEADLINE_AFTER", "DEADLINE_FACTOR", "DEADLINE_FLOOR_S", "Feed",
+           "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
@@ -45,6 +67,57 @@ WORKERS_ENV = settings.COMPILE_WORKERS.name
 
 NICE = 10
 """How much lower than the search's the CPU priority of the pool's nvcc runs is (``nice``)."""
+
+
+DEADLINE_FACTOR = 3.0
+"""A compile is stopped past this many times the median of the compiles seen so far..."""
+DEADLINE_FLOOR_S = 10.0
+"""...and never under this many seconds (a kernel's compiles may differ by a few seconds)."""
+DEADLINE_AFTER = 5
+"""Compiles seen before any deadline applies: a median of fewer says little."""
+
+
+class CompileDeadline:
+    """The seconds an nvcc run of a search may last, taken from its compiles seen so far:
+    ``max(factor x their median, floor_s)`` once ``after`` were seen (``None`` before), so a
+    slow tail of the space is cut while a kernel whose every compile is slow keeps them all.
+    Thread-safe: the pool's workers report to one. ``cut`` counts the runs stopped."""
+
+    def __init__(self, factor: float = DEADLINE_FACTOR, floor_s: float = DEADLINE_FLOOR_S,
+                 after: int = DEADLINE_AFTER) -> None:
+        self.factor, self.floor_s, self.after = factor, floor_s, after
+        self.seconds: list[float] = []
+        self.cut = 0
+        self._lock = threading.Lock()
+
+    def seen(self, seconds: float) -> None:
+        """A compile (an nvcc run, not a cache hit) ended after ``seconds``."""
+        with self._lock:
+            self.seconds.append(seconds)
+
+    def was_cut(self) -> None:
+        """A compile was stopped at its deadline."""
+        with self._lock:
+            self.cut += 1
+
+    def limit(self) -> float | None:
+        """The deadline of an nvcc run starting now, seconds (``None``: none yet)."""
+        with self._lock:
+            if len(self.seconds) < self.after:
+                return None
+            return max(self.factor * statistics.median(self.seconds), self.floor_s)
+
+
+@dataclass(frozen=True)
+class Built:
+    """What the pool made of one config: ``identity``, the hex SHA-256 of its cubin's digest
+    and its launch geometry on the problem (two configs of one problem with the same identity
+    run the same binary the same way; ``None`` where unknown), or ``failure``, the
+    ``TrialFailed`` a measurement would meet (refused before nvcc, a compile error, the
+    compile deadline)."""
+
+    identity: str | None = None
+    failure: TrialFailed | None = None
 
 
 def _background() -> None:
@@ -78,27 +151,46 @@ def workers() -> int:
 class Ahead:
     """Builds of :func:`compile_ahead`: ``done`` lists the configs whose build ended (built,
     cached or failed), in the order they ended; it grows while the search runs. ``helpers``
-    counts the ended builds of ``first`` (:func:`helper_builds`)."""
+    counts the ended builds of ``first`` (:func:`helper_builds`). ``deadline``: the
+    :class:`CompileDeadline` of the pool's nvcc runs (``None``: none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: CompileDeadline | None = None) -> None:
         self.done: list[Config] = []
         self.helpers = 0
+        self.deadline = deadline
+        self._results: dict[Config, Built] = {}
+        self._waiting: collections.Counter[Config] = collections.Counter()  # queued, not ended
         self._queued = 0
         self._fed = False
+        self._closed = False
         self._changed = threading.Condition()
 
-    def _queue(self) -> None:
+    def _queue(self, config: Config | None = None) -> None:
         with self._changed:
             self._queued += 1
+            if config is not None:
+                self._waiting[config] += 1
 
-    def _ended(self, config: Config | None) -> None:
-        """A build ended: ``config``'s, or (``None``) a helper's."""
+    def _ended(self, config: Config | None, built: Built | None = None) -> None:
+        """A build ended: ``config``'s (with what it made, where known), or (``None``) a helper's."""
         with self._changed:
             if config is None:
                 self.helpers += 1
             else:
                 self.done.append(config)
+                self._waiting[config] -= 1
+                if built is not None:
+                    self._results[config] = built
             self._changed.notify_all()
+
+    def built(self, config: Config) -> Built | None:
+        """What the pool made of ``config``, waiting for its build where it is queued or
+        running (a measurement would wait for it anyway: the cache's build lock); ``None``
+        where the pool did not build it (not handed to it, or its build left nothing known):
+        the measurement builds it then."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._waiting[config] <= 0 or self._closed)
+            return self._results.get(config)
 
     def wait(self, count: int | None = None, timeout: float | None = None) -> bool:
         """Block until ``count`` configs' builds ended (``None``: every build's, helpers too);
@@ -154,7 +246,9 @@ def helper_builds(kernel: Kernel, dtype: DType, arch: str) -> list[Callable[[], 
 
 @contextlib.contextmanager
 def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Config],
-                  n_workers: int | None = None, first: Sequence[Callable[[], object]] = ()) -> Iterator[Ahead]:
+                  n_workers: int | None = None, first: Sequence[Callable[[], object]] = (), *,
+                  problem=None, deadline: CompileDeadline | None = None,
+                  clock: Callable[[], float] = time.perf_counter) -> Iterator[Ahead]:
     """Compile ``configs`` (in their order) for ``dtype`` and ``arch`` into the cubin cache in
     the background while the block runs, on ``n_workers`` threads (default :func:`workers`)
     (``configs`` may be a :class:`Feed` that a search fills as it goes),
@@ -162,17 +256,21 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
     started before them. On exit, builds not started are dropped and those running are
     waited for (an nvcc run lasts seconds at most).
 
+    ``problem`` (the :class:`~autotune.kernel.problem.Problem` searched): a config that cannot
+    launch on it is refused before nvcc, and each build's :class:`Built` has its identity
+    (without it, configs are only compiled). ``deadline``: nvcc runs past
+    :meth:`CompileDeadline.limit` are stopped, each nvcc run's seconds (by ``clock``) told to it.
+
     Yields:
         An :class:`Ahead` (what was built so far; ``wait()`` for all).
     """
     n = n_workers or workers()
-    ahead, stop = Ahead(), threading.Event()
+    ahead, stop = Ahead(deadline), threading.Event()
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="nvcc", initializer=_background)
     slots = threading.Semaphore(n * AHEAD)
 
     def run(job: Callable[[], object], config: Config | None = None) -> None:
-        """One build (``config``'s, or a helper's when ``None``); a compile error is left for the
-        benchmark, which meets it again and records it."""
+        """One helper's build; a failure is left for the benchmark, which meets it again."""
         try:
             if not stop.is_set():
                 job()
@@ -180,12 +278,50 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
             pass
         finally:
             ahead._ended(config)
-            if config is not None:
-                slots.release()
+
+    def build(config: Config) -> None:
+        """One config's build, its :class:`Built` kept (a fault other than the config's own,
+        e.g. a full disk, is left for the benchmark, which meets it again)."""
+        from autotune.measure import compile as compiling
+
+        built = None
+        try:
+            if not stop.is_set():
+                built = _build(compiling, config)
+        except (AutotuneError, OSError):
+            pass
+        finally:
+            ahead._ended(config, built)
+            slots.release()
+
+    def _build(compiling, config: Config) -> Built:
+        geometry = None
+        if problem is not None:
+            from autotune.measure.buildcheck import refusal
+
+            refused = refusal(problem, config, arch)
+            if refused:
+                return Built(failure=TrialFailed("resources", refused))
+            geometry = tuple(problem.geometry(config))
+        limit = deadline.limit() if deadline is not None else None
+        started = clock()
+        try:
+            made = compiling.build_cubin(kernel, config, dtype, arch, deadline=limit)
+        except TrialFailed as failure:
+            if deadline is not None and failure.status == "timeout":
+                deadline.was_cut()
+            return Built(failure=failure)
+        if not isinstance(made, tuple):  # a stand-in build (tests) that makes no cubin
+            return Built()
+        cubin, _, cached = made
+        if deadline is not None and not cached:
+            deadline.seen(clock() - started)
+        if geometry is None:
+            return Built()
+        digest = compiling.cubin_digest(cubin)
+        return Built(identity=hashlib.sha256(f"{digest} {geometry}".encode()).hexdigest())
 
     def feed() -> None:
-        from autotune.measure.compile import build_cubin
-
         for job in first:
             ahead._queue()
             pool.submit(run, job)
@@ -193,8 +329,8 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
             slots.acquire()
             if stop.is_set():
                 return
-            ahead._queue()
-            pool.submit(run, lambda c=config: build_cubin(kernel, c, dtype, arch), config)
+            ahead._queue(config)
+            pool.submit(build, config)
         with ahead._changed:
             ahead._fed = True
             ahead._changed.notify_all()
@@ -210,3 +346,6 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
         slots.release()  # a feeder waiting for a slot wakes and sees stop
         feeder.join()
         pool.shutdown(wait=True, cancel_futures=True)
+        with ahead._changed:  # builds dropped never end: nobody waits for them
+            ahead._closed = True
+            ahead._changed.notify_all()

@@ -27,6 +27,9 @@ class Instruments:
         clocks: reads the GPU clocks (:func:`autotune.measure.nvml.clock_state`), at start and end.
         prefetch: called with each batch as it is proposed, before any config of it is
             measured (the compile pool); ``None``: nothing ahead.
+        built: ``built(config)``: what the compile pool made of a config
+            (:meth:`autotune.measure.pipeline.Ahead.built`: its binary's identity, or the failure
+            a measurement would meet), waiting for its build; ``None`` where unknown.
         memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures of this run, GB/s.
         l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
     """
@@ -35,6 +38,7 @@ class Instruments:
     retime: retiming.Retime | None = None
     clocks: Callable[[], dict | None] | None = None
     prefetch: Callable[[list[Config]], None] | None = None
+    built: Callable[[Config], object] | None = None
     memcpy_gbps: float | None = None
     copy_gbps: float | None = None
     l2_mode: str | None = None

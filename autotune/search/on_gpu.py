@@ -123,12 +123,14 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     batch = options.batch_size()
     builds = contextlib.ExitStack()
     feed: list = []
+    ahead: list = []  # the pool's Ahead: what it made of each config
     early: list = []
 
     def start_compiling(target: str) -> None:
         """nvcc on every core from before the measuring child exists (its helpers' kernels first)."""
-        pool = builds.enter_context(compile_pool(problem, target, space, options, batch, part))[0]
+        pool, made = builds.enter_context(compile_pool(problem, target, space, options, batch, part))
         feed.append(pool)
+        ahead.append(made)
         if pool is not None and early:  # proposed already (measuring in this process: meanwhile came first)
             pool.put(early[0][1])
 
@@ -172,6 +174,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         tools = Instruments(bench.measure, retime=retime_or_error(bench.retime) if retime else None,
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
+                            built=ahead[0].built if ahead and ahead[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
                        early=early[0] if early else None, budget=budget, companions=companions).run()
@@ -188,8 +191,10 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
     for an ``in_order`` strategy (a grid), its first two batches in the space's order (worker
     ``part = (i, n)``: of its share, positions ``i`` modulo ``n``); the search puts each batch
-    as it is proposed."""
-    from autotune.measure.pipeline import Feed, compile_ahead, helper_builds, workers
+    as it is proposed. Each config that cannot launch on ``problem`` is refused before nvcc, and
+    nvcc runs past the :class:`~autotune.measure.pipeline.CompileDeadline` of the search's
+    compiles are stopped (``ahead.built(config)`` says what became of each)."""
+    from autotune.measure.pipeline import CompileDeadline, Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
     if workers() == 0:
@@ -203,5 +208,6 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
         first += itertools.islice((c for k, c in enumerate(space.iter_configs()) if k % n == i and c != default),
                                   2 * batch)
     feed = Feed(first)
-    with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch)) as ahead:
+    with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch), problem=problem,
+                       deadline=CompileDeadline()) as ahead:
         yield feed, ahead

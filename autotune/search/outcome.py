@@ -10,7 +10,12 @@ from autotune.measure import phases
 from autotune.measure.measurement import Decision, Measurement, Retiming
 from autotune.store.key import TuningKey
 
-__all__ = ["TrialOutcome", "SearchResult"]
+__all__ = ["SAME_BINARY", "TrialOutcome", "SearchResult"]
+
+SAME_BINARY = "same binary as trial"
+"""How the reason of a trial begins whose config built the same cubin, launched the same way, as
+an earlier trial's (e.g. a macro the kernel ignores at this dtype): measured once, its figures
+recorded for both; never re-timed nor the winner apart from the config measured."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,11 @@ class TrialOutcome:
     ``store`` being the whole database write. An ``ok`` trial whose timing stopped early,
     being clearly slower than the best so far, has that note as its ``reason``
     (``autotune.measure.timing.EarlyStop``): measured and slower, never a failure.
+
+    ``cubin``: the identity of the binary measured (its cubin's digest with the launch geometry:
+    ``autotune.measure.pipeline.Built``), where the compile pool built it. ``same_as``: the
+    number of the trial whose config has the same identity, measured before: this one was not
+    measured again, its ``measurement`` is that trial's and its ``reason`` says so (``SAME_BINARY``).
     """
 
     number: int
@@ -32,6 +42,8 @@ class TrialOutcome:
     measurement: Measurement | None = None
     reason: str | None = None
     phases: dict[str, float] | None = None
+    cubin: str | None = None
+    same_as: int | None = None
 
 
 @dataclass
@@ -59,6 +71,10 @@ class SearchResult:
             asks and tells, and reading what other processes measured).
         companions: the results of the other shapes measured alongside
             (`autotune.search.companions`), in the order given.
+        same_binary: configs of the study that built the same binary, launched alike, as a
+            config measured before (``SAME_BINARY``), with the value the strategy was told
+            (that config's); never in ``measured``, so never re-timed nor the winner: the
+            config measured stands for both.
     """
 
     key: TuningKey
@@ -74,11 +90,21 @@ class SearchResult:
     whole_space: bool = False
     spent: dict[str, float] = field(default_factory=dict)
     companions: list[SearchResult] = field(default_factory=list)
+    same_binary: dict[Config, object] = field(default_factory=dict)
 
     @property
     def measured_count(self) -> int:
-        """Configs this run measured (ok or failed): one per outcome."""
-        return len(self.outcomes)
+        """Configs this run measured (ok or failed): one per outcome, but those of the same
+        binary as a config measured before (``same_as``), which cost no measurement."""
+        return sum(o.same_as is None for o in self.outcomes)
+
+    @property
+    def compile_deadline_cuts(self) -> int:
+        """Configs of this run whose compile was stopped at the compile deadline (not measured;
+        a later run of the study may try them again)."""
+        from autotune.measure.compile import COMPILE_DEADLINE
+
+        return sum(o.status == "timeout" and (o.reason or "").startswith(COMPILE_DEADLINE) for o in self.outcomes)
 
     @property
     def early_stopped(self) -> int:

@@ -12,7 +12,8 @@ attributes. Proposals that break the constraints or repeat a config are never wr
 never reach this module. Each macro is a categorical parameter over its values, as searches
 before strategies wrote them (``suggest_categorical``), so an old study resumes as it was: its
 COMPLETE and FAIL trials are read back as measured (its PRUNED constraint breakers and
-``duplicate`` trials are skipped), and its WAITING trials (configs an old grid queued) stay
+``duplicate`` trials are skipped, and so are configs cut at the compile deadline: never
+compiled, a resumed search may try them again), and its WAITING trials (configs an old grid queued) stay
 waiting: they are never taken.
 """
 
@@ -25,6 +26,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.dims import format_shape
 from autotune.kernel.space import SearchSpace
+from autotune.measure.compile import COMPILE_DEADLINE
 from autotune.search import objective
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.store.key import TuningKey
@@ -32,7 +34,13 @@ from autotune.store.key import TuningKey
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["StoredStudy", "StudyExistsError", "open_study", "quiet_optuna"]
+__all__ = ["CUT", "StoredStudy", "StudyExistsError", "open_study", "quiet_optuna"]
+
+CUT = "compile_deadline"
+"""The study's status (user attribute) of a config whose compile was stopped at the compile
+deadline (autotune's trial row: ``timeout``, its reason :data:`~autotune.measure.compile.COMPILE_DEADLINE`):
+one of :data:`~autotune.store.study_storage.NOT_MEASURED`, so no search counts it as measured
+and a later one may claim and compile it again."""
 
 
 class StudyExistsError(InvalidInputError):
@@ -134,14 +142,18 @@ class StoredStudy:
             if t.number in self._read:
                 continue
             self._read.add(t.number)
-            status = t.user_attrs.get("status")
-            if status in (None, "interrupted", "lost", "duplicate") or "duplicate_of" in t.user_attrs:
-                continue
+            status, reason = t.user_attrs.get("status"), t.user_attrs.get("reason")
+            if status in (None, "interrupted", "lost", "duplicate", CUT) or "duplicate_of" in t.user_attrs:
+                continue  # not measured (CUT: never compiled, this search may try it again)
             if status == "ok" and (t.state != TrialState.COMPLETE or not t.values):
                 continue  # its process died between the result and Optuna's tell (failed by heartbeat): not measured
             config = Config.of(self.key.kernel, t.params)
-            seen.setdefault(config, TrialOutcome(t.number, config, status, reason=t.user_attrs.get("reason")))
-            if status == "ok":
+            same_as = t.user_attrs.get("same_binary_as")
+            seen.setdefault(config, TrialOutcome(t.number, config, status, reason=reason,
+                                                 cubin=t.user_attrs.get("cubin"), same_as=same_as))
+            if status == "ok" and same_as is not None:  # the strategy is told its value; never re-timed
+                result.same_binary.setdefault(config, tuple(t.values) if len(t.values) > 1 else t.values[0])
+            elif status == "ok":
                 first = t.values[0]
                 result.measured[config] = min(first, result.measured.get(config, first))
                 if len(t.values) > 1:
@@ -189,13 +201,21 @@ class StoredStudy:
         """Tell the trial its outcome: COMPLETE with the objective's value (the median ms, J or
         J s: :func:`autotune.search.objective.value`; a Pareto search's ms and J:
         :func:`autotune.search.objective.told`), or FAIL (also an ``ok`` trial without the
-        energy its objective needs); the status (and reason) as user attributes."""
+        energy its objective needs); the status (:data:`CUT` for a compile stopped at its
+        deadline) and reason as user attributes, and where
+        known the binary's identity (``cubin``) and the trial of the same binary measured
+        before (``same_binary_as``)."""
         from optuna.trial import TrialState
 
         self._stop_beating(trial_id)
-        self.storage.set_trial_user_attr(trial_id, "status", outcome.status)
+        cut = outcome.status == "timeout" and (outcome.reason or "").startswith(COMPILE_DEADLINE)
+        self.storage.set_trial_user_attr(trial_id, "status", CUT if cut else outcome.status)
         if outcome.reason:
             self.storage.set_trial_user_attr(trial_id, "reason", outcome.reason)
+        if outcome.cubin:
+            self.storage.set_trial_user_attr(trial_id, "cubin", outcome.cubin)
+        if outcome.same_as is not None:
+            self.storage.set_trial_user_attr(trial_id, "same_binary_as", outcome.same_as)
         score = objective.told(outcome.measurement, self.objective) if outcome.status == "ok" else None
         if score is not None:
             self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE,

@@ -5,6 +5,7 @@ flight and is re-raised (:mod:`autotune.base.signals`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.measure.measurement import Measurement
 from autotune.base import signals as stop
-from autotune.search.outcome import SearchResult, TrialOutcome
+from autotune.search.outcome import SAME_BINARY, SearchResult, TrialOutcome
 from autotune.search.study import StoredStudy
 
 if TYPE_CHECKING:
@@ -23,10 +24,16 @@ __all__ = ["run_trial", "what_was_kept"]
 
 
 def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Measurement], store: Store,
-              search_id: int, flight: dict) -> TrialOutcome | None:
+              search_id: int, flight: dict, *, built=None, same_as: TrialOutcome | None = None
+              ) -> TrialOutcome | None:
     """Measure ``config`` as a new trial of ``study`` and store it in search ``search_id``;
     ``None`` (nothing measured) where another process on the study claimed it first
     (:meth:`StoredStudy.start`).
+
+    ``built``: what the compile pool made of it (:class:`autotune.measure.pipeline.Built`): its
+    failure is recorded without measuring (refused before nvcc, a compile error, the compile
+    deadline), its identity kept with the outcome. ``same_as``: an ``ok`` outcome of the same
+    binary: recorded with that measurement, not measured (:data:`~autotune.search.outcome.SAME_BINARY`).
 
     ``flight`` is filled with what is in flight (``number``, ``config``, then ``measured`` and
     ``stored``) so that a lost database can say what it lost; cleared when the trial is told.
@@ -43,7 +50,12 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
     flight.clear()
     flight.update(number=number, config=config)
     try:
-        outcome = _measure(config, measure, store, search_id, number, flight)
+        if same_as is not None:
+            outcome = _same(config, same_as, store, search_id, number, flight)
+        else:
+            outcome = _measure(config, _or_failure(measure, built), store, search_id, number, flight)
+            if built is not None and built.identity and outcome.status == "ok":
+                outcome = dataclasses.replace(outcome, cubin=built.identity)
         study.finish(trial_id, outcome)
     except BaseException as exc:  # a signal, a lost database, a measuring process that could not go on
         with stop.shielded(), contextlib.suppress(Exception):  # the database may be the fault
@@ -51,6 +63,32 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
         raise
     flight.clear()
     return outcome
+
+
+def _or_failure(measure, built):
+    """``measure``, or where the pool's build failed (``built.failure``) a stand-in that
+    raises that failure without measuring."""
+    failure = getattr(built, "failure", None)
+    if failure is None:
+        return measure
+
+    def failed(config: Config) -> Measurement:
+        raise TrialFailed(failure.status, failure.reason)
+    return failed
+
+
+def _same(config: Config, same_as: TrialOutcome, store: Store, search_id: int, number: int,
+          flight: dict) -> TrialOutcome:
+    """Store ``config`` as trial ``number``, an ``ok`` with ``same_as``'s measurement: the same binary."""
+    flight["measured"] = True
+    reason = f"{SAME_BINARY} {same_as.number} ({same_as.config.key}): measured once"
+    started = time.perf_counter()
+    store.record_trial(search_id, number, config, status="ok", measurement=same_as.measurement, phases={},
+                       reason=reason)
+    spent = {"store": (time.perf_counter() - started) * 1e3}
+    flight["stored"] = True
+    return TrialOutcome(number, config, "ok", measurement=same_as.measurement, reason=reason, phases=spent,
+                        cubin=same_as.cubin, same_as=same_as.number)
 
 
 def _measure(config: Config, measure, store: Store, search_id: int, number: int, flight: dict) -> TrialOutcome:

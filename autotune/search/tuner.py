@@ -18,7 +18,12 @@
    measures the configs of one batch, the next one compiles.
 4. Each config is a trial of the stored study (RUNNING while measured, then COMPLETE or FAIL
    with its reason: failures are data, never the best) and a row of autotune's tables; the
-   strategy is told its median ms (or ``None``) as it ends.
+   strategy is told its median ms (or ``None``) as it ends. Before a config is measured, what
+   the compile pool made of it is read (``Instruments.built``): a config refused before nvcc,
+   failed to compile or cut at the compile deadline is recorded failed without measuring, and
+   one whose binary (cubin and launch geometry) an earlier ``ok`` trial measured is recorded
+   with that measurement, not measured again (:data:`~autotune.search.outcome.SAME_BINARY`:
+   it costs no trial of ``trials``, is never re-timed nor the winner).
 5. After ``trials`` configs measured (or the timeout, or an exhausted space), the ``top_k``
    fastest are re-timed interleaved over ``rounds`` rounds and the winner stored
    (:mod:`autotune.search.retiming`).
@@ -95,6 +100,7 @@ class Tuner:
         self.result: SearchResult | None = None
         self.strategy: Strategy | None = None
         self.seen: dict[Config, TrialOutcome] = {}  # measured in the study (ok or failed), by any worker
+        self.binaries: dict[str, TrialOutcome] = {}  # a binary's identity: the ok trial that measured it
         self.flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
         self._checked = 0.0  # when trials dead before their first heartbeat were last looked for
         self._early = early  # (strategy, its first batch) from early(), handed to prefetch already
@@ -159,6 +165,8 @@ class Tuner:
                     other.begin(tools.memcpy_gbps, tools.copy_gbps, tools.l2_mode)
                 result.companions = [c.result for c in self.others]
                 self.seen = study.measured(result)
+                for outcome in self.seen.values():
+                    self._remember(outcome)
                 self.strategy = self._strategy()
                 self._loop(study)
                 study.fail_stale()  # also at the end: a short search may never reach a heartbeat interval
@@ -218,9 +226,26 @@ class Tuner:
     def _told(self, config: Config):
         """What the strategy is told of a config measured before: its ms (or objective's
         value), a Pareto search's ``(ms, J)``; ``None`` where it failed."""
+        if config in self.result.same_binary:
+            return self.result.same_binary[config]
         if self.options.pareto:
             return self.result.scores.get(config)
         return self.result.measured.get(config)
+
+    def _remember(self, outcome: TrialOutcome) -> None:
+        """Keep the identity of the binary an ``ok`` trial measured (the first one of each)."""
+        if outcome.status == "ok" and outcome.cubin and outcome.same_as is None:
+            self.binaries.setdefault(outcome.cubin, outcome)
+
+    def _built(self, config: Config):
+        """What the compile pool made of ``config`` (waiting for its build; a signal cuts the
+        wait), and the ``ok`` trial of the same binary measured before, if any."""
+        if self.tools.built is None:
+            return None, None
+        with stop.interruptible():
+            built = self.tools.built(config)
+        identity = getattr(built, "identity", None)
+        return built, self.binaries.get(identity) if identity else None
 
     def _loop(self, study: StoredStudy) -> None:
         """Measure batches until ``trials`` configs are measured, the timeout, or the end of the space."""
@@ -253,19 +278,26 @@ class Tuner:
                 result.stopped = "trials"
                 return
             self._check_dead(study)
-            outcome = run_trial(study, config, self.tools.measure, self.store, result.search_id, self.flight)
+            built, same = self._built(config)
+            outcome = run_trial(study, config, self.tools.measure, self.store, result.search_id, self.flight,
+                                built=built, same_as=same)
             if outcome is None:  # another process claimed it an instant before (StoredStudy.start)
                 deferred.add(config)
                 if self.budget is not None:
                     self.budget.give_back()
                 continue
             self.seen[config] = outcome
+            self._remember(outcome)
             result.outcomes.append(outcome)
-            if outcome.status == "ok":  # one compile, a trial at every other shape
+            score = objective.told(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
+            if outcome.status == "ok" and outcome.same_as is None:  # one compile, a trial at every other shape
                 for other in self.others:
                     other.trial(config, self.flight)
-            score = objective.told(outcome.measurement, self.options.objective) if outcome.status == "ok" else None
-            if isinstance(score, tuple):  # a Pareto search: (ms, J); the re-timing ranks by the time
+            if outcome.same_as is not None:  # not measured: told the value, never re-timed nor the winner
+                result.same_binary[config] = score
+                if self.budget is not None:
+                    self.budget.give_back()
+            elif isinstance(score, tuple):  # a Pareto search: (ms, J); the re-timing ranks by the time
                 result.scores[config] = score
                 result.measured[config] = score[0]
             elif score is not None:
@@ -333,7 +365,8 @@ class Tuner:
         for config, outcome in measured.items():
             if config not in self.seen:
                 self.seen[config] = outcome
-                self.strategy.tell(config, self.result.measured.get(config))
+                self._remember(outcome)
+                self.strategy.tell(config, self._told(config))
         return busy
 
     def _check_dead(self, study: StoredStudy) -> None:

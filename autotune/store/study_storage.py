@@ -29,10 +29,12 @@ HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
 GRACE_S = 20
 """Seconds without heartbeat after which a RUNNING trial counts as dead."""
-NOT_MEASURED = ("ok", "interrupted", "lost", "duplicate")
+NOT_MEASURED = ("ok", "interrupted", "lost", "duplicate", "compile_deadline")
 """Statuses (user attribute ``status``) of FAIL trials that did not measure their config: cut by
 a signal, lost with the database or the measuring process, a claim given up (``duplicate``),
-or ``ok`` but failed by heartbeat before Optuna was told."""
+``ok`` but failed by heartbeat before Optuna was told, or never compiled: its nvcc run was
+stopped at the search's compile deadline (``compile_deadline``; autotune's trial row says
+``timeout``), so a later search of the study may try it again."""
 
 
 def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:

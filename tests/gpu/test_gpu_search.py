@@ -128,3 +128,34 @@ def test_the_readme_search_run_twice_shows_the_tuned_best(tmp_path):
                            "--format", "json"], env=env, capture_output=True, text=True, timeout=600)
     config = json.loads(best.stdout)["records"][0]["config"]
     assert ",".join(f"{k}={v}" for k, v in config.items()) in again.stdout
+
+
+def test_two_configs_of_one_binary_are_measured_once_and_a_block_too_large_is_never_compiled(tmp_path, monkeypatch):
+    """Issue 47 on the GPU, through the real compile pool: a macro the source ignores (UNUSED)
+    gives two configs one cubin and one launch, so the second is recorded with the first's
+    measurement; a 2048-thread block fails ``resources`` before nvcc."""
+    from autotune.measure import compile as compiling
+    from autotune.search.outcome import SAME_BINARY
+
+    from kernel_files import catalog_doc, write_kernel
+
+    doc = catalog_doc("smem_pad")
+    doc["name"] = "smem_pad_twins"
+    doc["space"] = {"params": {"TILE_DIM": [32, 64], "BLOCK_ROWS": [8, 32], "IPAD": [1], "DIAGONAL": [0],
+                               "UNUSED": [0, 1]}, "constraints": [],
+                    "default": {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0, "UNUSED": 0}}
+    path = write_kernel(tmp_path / "twins.toml", doc)
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "2")
+    monkeypatch.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path / "cubins"))
+    built = []
+    build = compiling.build_cubin
+    monkeypatch.setattr(compiling, "build_cubin", lambda k, c, *a, **kw: built.append(c) or build(k, c, *a, **kw))
+    result = autotune.tune(path, {"rows": 1000, "cols": 3001}, "float32", device=0, trials=8, strategy="grid",
+                           repeats=20, db=f"sqlite:///{tmp_path / 'twins.db'}")
+    wide = [o for o in result.outcomes if o.config.as_dict()["TILE_DIM"] * o.config.as_dict()["BLOCK_ROWS"] > 1024]
+    assert wide and all(o.status == "resources" and "threads per block" in o.reason for o in wide)
+    assert not {o.config for o in wide} & set(built)  # never compiled
+    same = [o for o in result.outcomes if o.same_as is not None]
+    ok = [o for o in result.outcomes if o.status == "ok" and o.same_as is None]
+    assert len(same) == len(ok) == 3 and all(o.reason.startswith(SAME_BINARY) for o in same)
+    assert not set(result.measured) & {o.config for o in same}

@@ -334,3 +334,17 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
     monkeypatch.setenv(cubin_cache.CACHE_ENV, str(blocker))
     k = KERNELS["smem_pad"]
     assert compile_cubin(k.default_config(), get_dtype("float32"), kernel=k)["cached"] is False
+
+
+def test_a_build_names_its_cubin_by_digest_built_or_cached():
+    """Issue 47: the check's result carries the cubin's digest, so two configs whose binaries
+    are identical can be told apart from two that are not without reading the cubins."""
+    from autotune.measure.compile import build_cubin, cubin_digest
+
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    first = compile_cubin(k.default_config(), f32)
+    again = compile_cubin(k.default_config(), f32)
+    cubin = build_cubin(k, k.default_config(), f32, "sm_90")[0]
+    assert again["cached"] and first["digest"] == again["digest"] == cubin_digest(cubin)
+    other = Config.of("smem_pad", {**k.defaults, "TILE_DIM": 64})
+    assert compile_cubin(other, f32)["digest"] != first["digest"]

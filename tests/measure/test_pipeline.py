@@ -83,7 +83,7 @@ def test_nvcc_ahead_runs_at_a_lower_cpu_priority_than_the_search(monkeypatch):
     k, f32 = KERNELS["smem_pad"], get_dtype("float32")
     seen = []
     monkeypatch.setattr(compiling, "build_cubin",
-                        lambda *a: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+                        lambda *a, **k: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     with compile_ahead(k, f32, "sm_90", k.space().configs()[:3], n_workers=2) as ahead:
         assert ahead.wait(timeout=60)

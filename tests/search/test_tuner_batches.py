@@ -190,7 +190,7 @@ def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_i
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "2")
     events = []
     monkeypatch.setattr(pipeline, "helper_builds", lambda *a: [])
-    monkeypatch.setattr(compiling, "build_cubin", lambda kernel, config, dtype, arch: None)  # no nvcc
+    monkeypatch.setattr(compiling, "build_cubin", lambda kernel, config, dtype, arch, **_: None)  # no nvcc
     put = pipeline.Feed.put
 
     def feed(self, configs):
@@ -224,6 +224,59 @@ def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_i
     assert fed[0][1] == DEFAULT  # the default, from the start
     for config in measured:
         assert min(i for i, c in fed if c == config) < events.index(("measure", config))
+
+
+def test_autotune_tune_measures_one_binary_once_through_the_compile_pool(monkeypatch, device_info, db_url):
+    """The real wiring of ``Instruments.built`` (issue 47): with a compiler whose cubin ignores
+    DIAGONAL, the configs that differ only there are measured once; the others' trials say so."""
+    import contextlib
+
+    import autotune
+    from autotune.measure import benchmark, compile as compiling, pipeline
+    from autotune.search.outcome import SAME_BINARY
+
+    from fakes import fake_retime
+
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "2")
+    monkeypatch.setattr(pipeline, "helper_builds", lambda *a: [])
+
+    def build(kernel, config, dtype, arch, **_):
+        macros = {k: v for k, v in config.as_dict().items() if k != "DIAGONAL"}
+        return repr(sorted(macros.items())).encode(), {"registers": 32, "shared_bytes": 0}, True
+
+    monkeypatch.setattr(compiling, "build_cubin", build)
+    measured = []
+
+    class Bench:
+        device, memcpy_gbps, copy_gbps, l2_mode = device_info, 3000.0, None, "single"
+
+        def __init__(self):
+            self.timer, self.retime = FakeTimer(), fake_retime()
+
+        def measure(self, config):
+            measured.append(config)
+            return self.timer(config)
+
+    @contextlib.contextmanager
+    def open_benchmark(ordinal, problem, **options):
+        yield Bench()
+
+    monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
+    result = autotune.tune("smem_pad", {"rows": 64, "cols": 64}, trials=200, strategy="grid", seed=3, db=db_url)
+    same = [o for o in result.outcomes if o.same_as is not None]
+    assert result.stopped == "exhausted" and same and len(measured) + len(same) == len(result.outcomes)
+    assert all(o.reason.startswith(SAME_BINARY) and o.config not in measured for o in same)
+    binaries = {tuple(sorted((k, v) for k, v in c.as_dict().items() if k != "DIAGONAL")) for c in measured}
+    assert len(binaries) == len(measured) == len(same)  # each binary measured once, its twin recorded
+    from typer.testing import CliRunner
+
+    from autotune.cli import app
+
+    r = CliRunner().invoke(app, ["search", "--size", "128", "--trials", "200", "--sampler", "grid", "--db", db_url])
+    assert r.exit_code == 0, r.output
+    twins = len(same)  # the same space: as many twins at this size
+    assert (f"measured {twins} configs: {2 * twins} ok" in r.output
+            and f"{twins} ok configs of a binary measured before" in r.output), r.output
 
 
 def test_a_new_study_proposes_its_first_batch_before_it_is_open_and_measures_it_first(store, device_info):
