@@ -13,7 +13,7 @@ from autotune.measure.pipeline import Built
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SAME_BINARY
 from autotune.search.tuner import search
-from autotune.store.key import TuningKey
+from autotune.store.key import ProblemKey, TuningKey
 
 from fakes import FakeTimer, fake_retime
 from test_tuner import SPACE
@@ -21,8 +21,8 @@ from test_tuner import SPACE
 
 @pytest.fixture
 def key(device_info) -> TuningKey:
-    return TuningKey(device_info, "smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)), "float32",
-                     "13.0.88", "-O3 -arch=sm_90")
+    return TuningKey(device_info, ProblemKey("smem_pad", "f" * 64, "e" * 64, (("rows", 1024), ("cols", 1024)),
+                                             "float32"), "13.0.88", "-O3 -arch=sm_90")
 
 
 def ignoring_ipad(config: Config) -> Built:
