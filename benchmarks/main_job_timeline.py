@@ -49,17 +49,24 @@ def main() -> None:
     argv = [x for x in a.command if x != "--"]
     main_thread, samples, done = threading.main_thread(), [], threading.Event()
     builds: list[tuple[float, float, str]] = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def run(cmd, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return real_run(cmd, *args, **kwargs)
-        finally:
-            if isinstance(cmd, (list, tuple)) and cmd and "nvcc" in str(cmd[0]):
+    class TimedPopen(real_popen):  # every nvcc run: subprocess.run's and the compile pool's own Popen
+        def __init__(self, cmd, *args, **kwargs):
+            self._started = time.perf_counter()
+            super().__init__(cmd, *args, **kwargs)
+            self._nvcc = isinstance(cmd, (list, tuple)) and bool(cmd) and "nvcc" in str(cmd[0])
+            self._cmd = cmd
+
+        def wait(self, timeout=None):
+            code = super().wait(timeout)
+            if self._nvcc:
+                self._nvcc = False  # counted once
+                cmd = self._cmd
                 what = next((str(c) for c in cmd if str(c).endswith((".cu", ".cubin"))), " ".join(map(str, cmd[-2:])))
-                builds.append((start - T0, time.perf_counter() - start, Path(what).name))
-    subprocess.run = run
+                builds.append((self._started - T0, time.perf_counter() - self._started, Path(what).name))
+            return code
+    subprocess.Popen = TimedPopen
 
     def sample() -> None:
         while not done.wait(a.every / 1e3):
