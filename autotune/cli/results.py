@@ -17,6 +17,7 @@ from . import app
 from .output import STALE_STYLE, Column, Format, FormatOption, WideOption, emit, rate
 from ._common import open_db, Db, DType, KernelRef, err, handle_errors, out
 from ._common import Kernel as KernelOption
+from .fronts import emit_front, front_data, pareto_fronts
 from .shape import DimsOption, Shape, shape_args, shape_options
 
 if TYPE_CHECKING:
@@ -271,53 +272,6 @@ def _device_filter(device: str | None) -> str | None:
                                   "pass part of the device name instead") from None
 
 
-def pareto_fronts(store, records: list[BestRecord]) -> dict[int, list]:
-    """The Pareto front of time and energy (:meth:`~autotune.store.repository.Store.pareto_front`)
-    of each best whose search minimised ``time,energy``, by ``id()`` of the record."""
-    from autotune.search.options import PARETO_OBJECTIVES
-
-    return {id(b): store.pareto_front(b.search_id) for b in records if b.objective in PARETO_OBJECTIVES}
-
-
-def front_role(members: list, t) -> str:
-    """``time-optimal``, ``energy-optimal``, both, or ``""``: what a front member is named."""
-    from autotune.store.pareto import named_ends
-
-    ends = named_ends(members)
-    if ends is None:
-        return ""
-    roles = [name for name, end in zip(("time-optimal", "energy-optimal"), ends) if end is t]
-    return " and ".join(roles)
-
-
-def _front_data(members: list | None) -> list[dict[str, Any]] | None:
-    """A front as the JSON export of ``best`` writes it: each member's config, ms, J and role."""
-    if members is None:
-        return None
-    return [{"config": t.config.as_dict(), "median_ms": t.median_ms, "energy_j": t.energy_j,
-             "role": front_role(members, t) or None} for t in members]
-
-
-FRONT_COLUMNS = [
-    Column("", "role", lambda t: t[1] or None),
-    Column("median", "median_ms", lambda t: t[0].median_ms, text=duration, right=True),
-    Column("J/launch", "energy_j", lambda t: t[0].energy_j, text=lambda v: f"{v:.4g}", right=True),
-    Column("config", "config", lambda t: t[0].config.key, long=True),
-]
-"""The columns of a front's table (``autotune best``): rows of ``(TrialRecord, role)``."""
-
-
-def emit_front(b: BestRecord, members: list) -> None:
-    """Print one best's Pareto front of time and energy: each config with its ms and J per
-    launch, the time-optimal and energy-optimal named (a front without members says why)."""
-    what = f"Pareto front of time and energy for {b.kernel} {b.display} {b.dtype}"
-    if not members:
-        out.print(f"{what}: empty (no trial with both a time and an energy per launch)", markup=False)
-        return
-    emit(out, [(t, front_role(members, t)) for t in members], FRONT_COLUMNS, Format.table,
-         title=f"{what}: {len(members)} config{'s' if len(members) != 1 else ''}")
-
-
 def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None,
                  fronts: dict[int, list] | None = None) -> list[Column]:
     """The columns of stored bests: kernel, shape, dtype, time and the headline figure (GFLOP/s
@@ -361,7 +315,7 @@ def best_columns(records: list[BestRecord], marks: dict[int, str] | None = None,
         columns.append(Column("stale", "stale", lambda b: marks.get(id(b)) or None, long=True, breaks=" "))
     if fronts:
         columns.append(Column("objective", "objective", lambda b: b.objective, table=False))
-        columns.append(Column("pareto front", "pareto_front", lambda b: _front_data(fronts.get(id(b))), table=False))
+        columns.append(Column("pareto front", "pareto_front", lambda b: front_data(fronts.get(id(b))), table=False))
     return columns
 
 

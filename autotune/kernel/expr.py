@@ -24,8 +24,8 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Expr", "ExprError", "ExprRangeError", "FUNCTIONS", "parse_expr", "MAX_TEXT", "MAX_NODES", "MAX_DEPTH",
-           "MAX_VALUE"]
+__all__ = ["Expr", "ExprError", "ExprRangeError", "Verdicts", "MEMO_LIMIT", "FUNCTIONS", "parse_expr", "MAX_TEXT",
+           "MAX_NODES", "MAX_DEPTH", "MAX_VALUE"]
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
@@ -238,3 +238,31 @@ def parse_expr(value: str | int, names: Iterable[str] | None = None) -> Expr:
         raise ExprError(f"{_shown(text)} is nested too deep; allowed: at most {MAX_DEPTH} levels") from None
     _check(text, tree, None if names is None else frozenset(names))
     return Expr(text, tree)
+
+
+MEMO_LIMIT = 1 << 16
+"""Most verdicts a constraint keeps (:class:`Verdicts`); then it starts again."""
+
+
+class Verdicts:
+    """An expression's :meth:`Expr.holds` for each combination of the names it reads, evaluated
+    once: a search asks a space's constraints of the same combinations again and again (each
+    proposal checked, each walk to a valid config near one), and a constraint reads a few
+    macros of many (:mod:`autotune.kernel.space`). ``names``: those names, in a fixed order
+    (the key's)."""
+
+    __slots__ = ("expr", "names", "memo")
+
+    def __init__(self, expr: Expr) -> None:
+        self.expr, self.names = expr, tuple(sorted(expr.names))
+        self.memo: dict[tuple[int, ...], bool] = {}
+
+    def __call__(self, env: Mapping[str, int]) -> bool:
+        """Whether the constraint holds for ``env`` (holding at least its macros)."""
+        key = tuple([env[n] for n in self.names])
+        held = self.memo.get(key)
+        if held is None:
+            if len(self.memo) >= MEMO_LIMIT:
+                self.memo.clear()
+            held = self.memo[key] = self.expr.holds(env)
+        return held

@@ -29,7 +29,7 @@ from pathlib import Path
 from autotune.kernel.config import Config
 from autotune.base.files import read_text
 from autotune.errors import InvalidInputError, SearchSpaceError
-from autotune.kernel.expr import Expr, ExprError, parse_expr
+from autotune.kernel.expr import Expr, ExprError, Verdicts, parse_expr
 
 __all__ = ["SearchSpace", "load_space", "kernel_space", "MAX_MACRO_VALUE", "SAMPLE_WHOLE", "WALK_LIMIT", "PRUNE_LIMIT"]
 
@@ -50,33 +50,6 @@ whole. At about a microsecond a check: a few seconds."""
 
 class _OutOfSteps(Exception):
     """The walk spent its budget of constraint checks."""
-
-
-MEMO_LIMIT = 1 << 16
-"""Most verdicts a constraint keeps (:class:`_Verdicts`); then it starts again."""
-
-
-class _Verdicts:
-    """One constraint's verdict for each combination of the macros it reads, evaluated once:
-    a search asks the same combinations again and again (each proposal checked, each walk to a
-    valid config near one), and a constraint reads a few macros of many. ``names``: those
-    macros, in a fixed order (the key's)."""
-
-    __slots__ = ("expr", "names", "memo")
-
-    def __init__(self, expr: Expr) -> None:
-        self.expr, self.names = expr, tuple(sorted(expr.names))
-        self.memo: dict[tuple[int, ...], bool] = {}
-
-    def __call__(self, env: Mapping[str, int]) -> bool:
-        """Whether the constraint holds for ``env`` (holding at least its macros)."""
-        key = tuple([env[n] for n in self.names])
-        held = self.memo.get(key)
-        if held is None:
-            if len(self.memo) >= MEMO_LIMIT:
-                self.memo.clear()
-            held = self.memo[key] = self.expr.holds(env)
-        return held
 
 
 @dataclass(frozen=True)
@@ -143,8 +116,8 @@ class SearchSpace:
         return all(held(values) for held in self._verdicts)
 
     @cached_property
-    def _verdicts(self) -> list[_Verdicts]:
-        return [_Verdicts(tree) for tree in self._trees]
+    def _verdicts(self) -> list[Verdicts]:
+        return [Verdicts(tree) for tree in self._trees]
 
     @property
     def raw_size(self) -> int:
@@ -223,7 +196,7 @@ class SearchSpace:
             orders = [o if name not in near or not o else _by_distance(o, near[name])
                       for (name, _), o in zip(self.params, orders)]
         depth_of = {n: i for i, n in enumerate(names)}
-        checks: list[list[_Verdicts]] = [[] for _ in names]
+        checks: list[list[Verdicts]] = [[] for _ in names]
         for held in self._verdicts:  # each constraint at the depth where its last macro is set
             checks[max((depth_of[n] for n in held.names if n in depth_of), default=0)].append(held)
         env: dict[str, int] = {}

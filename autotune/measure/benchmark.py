@@ -54,7 +54,7 @@ from autotune.kernel.dtypes import DType
 from autotune.kernel.problem import Problem, ProblemRef
 from autotune.measure.bounds import Bounds
 from autotune.measure.buildcheck import geometry_problem
-from autotune.measure.buffers import ArgSet, array_layout, host_values, scalar_values
+from autotune.measure.buffers import ArgSet, array_layout, check_fits, host_values, scalar_values
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
 from autotune.measure.device_compare import DeviceComparer
@@ -76,21 +76,6 @@ ROTATE_COVER = 4  # rotating argument sets cover this many times the L2
 MAX_SETS = 64
 MAX_GRID = (2**31 - 1, 65535, 65535)
 """CUDA's limits of blocks per grid along x, y and z."""
-
-
-def check_fits(device: DeviceInfo, problem: Problem, free: int | None = None) -> int:
-    """Device bytes one argument set of ``problem`` takes (guards included).
-
-    Raises:
-        InvalidInputError: more than the device's memory (or 90 % of ``free`` bytes).
-    """
-    need = ArgSet.footprint(array_layout(problem.kernel, problem.env(), problem.dtype))
-    limit, what = (device.total_memory, f"{device.name} has") if free is None else (0.9 * free, "free:")
-    if need > limit:
-        have = device.total_memory if free is None else free
-        raise InvalidInputError(f"{problem.label} needs {need / 2**30:.1f} GiB on the GPU; "
-                                f"{what} {have / 2**30:.1f} GiB")
-    return need
 
 
 class Benchmark(OtherShapes):

@@ -20,10 +20,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
+from autotune.errors import InvalidInputError
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Array, Kernel, Scalar
 
-__all__ = ["GUARD_BYTES", "ArgSet", "array_layout", "host_values", "random_bytes", "scalar_values"]
+if TYPE_CHECKING:
+    from autotune.kernel.problem import Problem
+    from autotune.measure.device import DeviceInfo
+
+__all__ = ["GUARD_BYTES", "ArgSet", "array_layout", "check_fits", "host_values", "random_bytes", "scalar_values"]
 
 GUARD_BYTES = 1 << 16
 """Guard bytes on each side of every checked output."""
@@ -130,3 +137,18 @@ class ArgSet:
         """Release the device memory."""
         for buf in self.allocations:
             buf.free()
+
+
+def check_fits(device: DeviceInfo, problem: Problem, free: int | None = None) -> int:
+    """Device bytes one argument set of ``problem`` takes (guards included).
+
+    Raises:
+        InvalidInputError: more than the device's memory (or 90 % of ``free`` bytes).
+    """
+    need = ArgSet.footprint(array_layout(problem.kernel, problem.env(), problem.dtype))
+    limit, what = (device.total_memory, f"{device.name} has") if free is None else (0.9 * free, "free:")
+    if need > limit:
+        have = device.total_memory if free is None else free
+        raise InvalidInputError(f"{problem.label} needs {need / 2**30:.1f} GiB on the GPU; "
+                                f"{what} {have / 2**30:.1f} GiB")
+    return need

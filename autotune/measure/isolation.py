@@ -332,7 +332,7 @@ def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAU
         AutotuneError: the child ended or hung while opening the GPU.
     """
     from autotune.measure import device as devices
-    from autotune.measure.benchmark import check_fits
+    from autotune.measure.buffers import check_fits
 
     ref = problem.ref
     try:

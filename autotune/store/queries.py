@@ -18,13 +18,13 @@ from typing import Any
 
 from sqlalchemy import func, select, text
 
-from autotune.measure.device import DeviceInfo
 from autotune.store import best_sql, locking, rows
 from autotune.store.study_storage import NOT_MEASURED
 from autotune.store.key import Dims, ProblemKey, TuningKey, dims_key, parse_dims_key
 from autotune.store.models import Best, BenchRow, BenchRun, Device, Kernel, Search, Trial
 from autotune.store.records import (BestRecord, ExportDetails, SearchIdentity, SearchTrials, StoredSearch, TrialRecord,
                                     BenchRunRows, best_from_row, trial_record)
+from autotune.store.workload_records import device_model
 from autotune.store.trial_sql import ShapeTrial, select_shape_trials, select_state, select_trials, shape_trial_from_row
 
 __all__ = ["Reads", "latest_search_trials", "latest_bench_run", "tried_dims",
@@ -108,20 +108,12 @@ class Reads:
         """The key of each Optuna study a search used, by study name (the search rows of imports,
         ``import:<file>``, name no Optuna study of their own and are left out:
         :func:`autotune.store.study_labels.make_import_studies` names theirs)."""
-        stmt = (
-            select(Search.study_name, Search.dims, Search.dtype, Search.nvcc_version, Search.compile_flags,
-                   Kernel.name, Kernel.source_hash, Kernel.spec_hash, Device.name, Device.compute_capability,
-                   Device.sm_count, Device.total_memory, Device.driver_version, Device.cuda_version)
-            .join(Kernel, Search.kernel_id == Kernel.id).join(Device, Search.device_id == Device.id)
-            .where(Search.sampler != "import").distinct()
-        )
+        stmt = (select(Search, Kernel, Device).join(Kernel, Search.kernel_id == Kernel.id)
+                .join(Device, Search.device_id == Device.id).where(Search.sampler != "import").order_by(Search.id))
         keys: dict[str, TuningKey] = {}
         with self.session() as session:
-            for (name, dims, dtype, nvcc, flags, kernel, source_hash, spec_hash, device, cc, sms, memory, driver,
-                 cuda) in session.execute(stmt):
-                info = DeviceInfo(device, cc, sms, memory, driver, cuda)
-                stored = ProblemKey(kernel, source_hash, spec_hash, parse_dims_key(dims), dtype)
-                keys.setdefault(name, TuningKey(info, stored, nvcc, flags))
+            for search, kernel, device in session.execute(stmt):
+                keys.setdefault(search.study_name, _search_key(search, device, kernel))
         return keys
 
     @locking.retry_when_locked
@@ -357,8 +349,7 @@ def tried_dims(store, kernel: str, dtype: str, device: str | None = None) -> tup
 
 def _search_key(s: Search, d: Device, k: Kernel) -> TuningKey:
     """The key of search ``s`` of device row ``d`` and kernel row ``k``."""
-    info = DeviceInfo(d.name, d.compute_capability, d.sm_count, d.total_memory, d.driver_version, d.cuda_version)
-    return TuningKey(info, ProblemKey(k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype),
+    return TuningKey(device_model(d), ProblemKey(k.name, k.source_hash, k.spec_hash, parse_dims_key(s.dims), s.dtype),
                      s.nvcc_version, s.compile_flags)
 
 

@@ -42,11 +42,6 @@ class TuningBusy(AutotuneError):
     """The tuning to resume is running now, in a process that is alive."""
 
 
-def _device(row: Device) -> DeviceInfo:
-    return DeviceInfo(row.name, row.compute_capability, row.sm_count, row.total_memory, row.driver_version,
-                      row.cuda_version)
-
-
 def write_batch(store, name: str, run: str, batch: int, counts: Sequence[CallCount]) -> int:
     """Add batch ``batch`` of recording process ``run`` to workload ``name`` (created if new),
     one row per problem, in one transaction. A batch already stored (a retry after its commit
@@ -144,8 +139,8 @@ def workload_problems(store, name: str) -> list[RecordedProblem]:
                 .where(WorkloadCalls.workload_id == w.id)
                 .group_by(Device.id, Kernel.id, WorkloadCalls.kernel_ref, WorkloadCalls.dims, WorkloadCalls.dtype)
             ).all()
-            return [RecordedProblem(_device(d), ProblemKey(k, src, spec, parse_dims_key(dims), dtype, ref), int(calls),
-                                    int(sampled), float(ms), int(runs))
+            return [RecordedProblem(device_model(d), ProblemKey(k, src, spec, parse_dims_key(dims), dtype, ref),
+                                    int(calls), int(sampled), float(ms), int(runs))
                     for d, k, src, spec, ref, dims, dtype, calls, sampled, ms, runs in found]
 
     problems = locking.retrying(attempt)
@@ -154,7 +149,7 @@ def workload_problems(store, name: str) -> list[RecordedProblem]:
 
 def _tuning_record(session, t: WorkloadTuning) -> TuningRecord:
     results = session.scalars(select(WorkloadResult).filter_by(tuning_id=t.id).order_by(WorkloadResult.id)).all()
-    return TuningRecord(t.id, t.workload.name, _device(t.device), t.budget_s, t.gpus, t.status, t.wall_s,
+    return TuningRecord(t.id, t.workload.name, device_model(t.device), t.budget_s, t.gpus, t.status, t.wall_s,
                         t.started_at, t.finished_at,
                         [ProblemResult(_stored(r), r.status, r.reason, r.strategy, r.budget_s, r.spent_s, r.trials,
                                        r.gpu_ordinal, r.config_key, r.default_ms, r.tuned_ms) for r in results])

@@ -204,11 +204,11 @@ def test_holds_answers_what_violations_answers_for_every_combination(monkeypatch
     dropped (MEMO_LIMIT) and computed again."""
     import itertools
 
-    from autotune.kernel import space as space_module
+    from autotune.kernel import expr
 
     space = SearchSpace("smem_pad", (("BLOCK_ROWS", (1, 2, 4, 8, 16)), ("IPAD", (0, 1, 2)), ("TILE_DIM", (8, 16, 32, 64))),
                         ("TILE_DIM % BLOCK_ROWS == 0", "TILE_DIM * BLOCK_ROWS <= 256", "IPAD < 2 or TILE_DIM > 8"))
-    monkeypatch.setattr(space_module, "MEMO_LIMIT", 7)
+    monkeypatch.setattr(expr, "MEMO_LIMIT", 7)
     for _ in range(2):  # the second pass reads kept verdicts (or recomputes those dropped)
         valid = 0
         for combo in itertools.product(*(values for _, values in space.params)):
