@@ -132,6 +132,8 @@ ALLOWED_FILE_CALLS = {
         "nvcc's output, k.cubin, in a temporary folder autotune made for the build",
     ("autotune/store/schema.py", "init_lock", "open"):
         "SQLite's lock file <db>.lock, autotune's own, beside the database",
+    ("autotune/runtime/first_sight.py", "claimed", "open"):
+        "the first-sight tuning's lock file, in autotune's own cubin cache folder (os.open, never read)",
     ("autotune/store/leases.py", "pid_alive", "open"):
         "the kernel's /proc/<pid>/stat: whether a tuning's process is a zombie",
 }
