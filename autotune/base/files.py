@@ -22,16 +22,19 @@ file) writes the data to standard output instead (:data:`STDOUT`), so that ``aut
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from autotune.errors import InvalidInputError
 
-__all__ = ["MAX_READ_BYTES", "STDOUT", "is_stdout", "read_text", "read_bytes", "write_atomically", "check_writable"]
+__all__ = ["MAX_READ_BYTES", "STDOUT", "is_stdout", "read_text", "read_bytes", "write_atomically", "check_writable",
+           "lock_file"]
 
 MAX_READ_BYTES = 16 * 1024 * 1024
 """Largest file read (16 MiB): kernel files, sources and results files are far smaller."""
@@ -185,3 +188,25 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, what: str 
             raise InvalidInputError(f"cannot write {target} ({what}): {_reason(exc)}") from None
         raise
     return target
+
+
+@contextlib.contextmanager
+def lock_file(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the lock file ``path`` (made with its folder if missing)
+    for the block: another holder (process or thread) waits until this block ends. Where it
+    cannot be taken (a folder that cannot be written, no ``fcntl``) the block runs unlocked:
+    for the locks whose absence costs only time or a second search (the cubin cache's builds,
+    a first-sight tuning)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

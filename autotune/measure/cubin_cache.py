@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import settings
+from autotune.base.files import lock_file
 
 __all__ = ["CACHE_ENV", "NVCC_ENV", "building", "cache_dir", "entry_key", "nvcc_environment", "load", "store"]
 
@@ -106,17 +107,5 @@ def building(key: str, root: Path | None = None) -> Iterator[None]:
     """Hold ``key``'s build lock for the block: a second holder (another process or thread)
     waits until the first one's block ended. Where the lock cannot be taken (a cache that
     cannot be written, no ``fcntl``) the block runs unlocked: the cache only saves time."""
-    try:
-        import fcntl
-
-        path = _path(key, root).with_suffix(".lock")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except (ImportError, OSError):
+    with lock_file(_path(key, root).with_suffix(".lock")):
         yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock

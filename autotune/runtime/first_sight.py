@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from autotune import settings
+from autotune.base.files import lock_file
 from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 
@@ -98,20 +99,8 @@ def claimed(problem: Problem, device_name: str, db: str | None) -> Iterator[None
     """Hold the lock of tuning ``problem`` (:func:`lock_path`) for the block: another process
     (or thread) asking for it waits until this block ends. Where the lock cannot be taken (a
     cache folder that cannot be written) the block runs unlocked: at worst two searches."""
-    import fcntl
-
-    path = lock_path(problem, device_name, db)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
+    with lock_file(lock_path(problem, device_name, db)):
         yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def search_command(problem: Problem, ordinal: int, db: str | None, preset: str) -> list[str]:

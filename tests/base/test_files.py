@@ -126,14 +126,10 @@ ALLOWED_FILE_CALLS = {
         "autotune's own cubin cache (AUTOTUNE_CACHE_DIR or platformdirs' cache folder), files it wrote",
     ("autotune/measure/cubin_cache.py", "store", "fdopen"):
         "writing autotune's own cubin cache (a temporary file renamed into place)",
-    ("autotune/measure/cubin_cache.py", "building", "open"):
-        "the cubin cache's own lock file",
     ("autotune/measure/compile.py", "_nvcc", "read_bytes"):
         "nvcc's output, k.cubin, in a temporary folder autotune made for the build",
     ("autotune/store/schema.py", "init_lock", "open"):
         "SQLite's lock file <db>.lock, autotune's own, beside the database",
-    ("autotune/runtime/first_sight.py", "claimed", "open"):
-        "the first-sight tuning's lock file, in autotune's own cubin cache folder (os.open, never read)",
     ("autotune/store/leases.py", "pid_alive", "open"):
         "the kernel's /proc/<pid>/stat: whether a tuning's process is a zombie",
 }
@@ -204,3 +200,40 @@ def test_a_path_holding_a_nul_byte_is_one_line_not_a_value_error(tmp_path):
     with pytest.raises(InvalidInputError, match="the path holds a NUL byte"):
         write_atomically(tmp_path / "a\0b.json", "{}", "--out")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_lock_file_orders_two_holders_and_runs_unlocked_where_it_cannot_be_made(tmp_path):
+    """The one flock helper of the cubin cache's builds and the first-sight tuning: a second
+    holder enters only after the first left; a lock file that cannot be made costs the lock only."""
+    import threading
+
+    from autotune.base.files import lock_file
+
+    path, order = tmp_path / "new" / "x.lock", []
+    inside, release = threading.Event(), threading.Event()
+
+    def first():
+        with lock_file(path):
+            order.append("first in")
+            inside.set()
+            assert release.wait(60)
+            order.append("first out")
+
+    def second():
+        with lock_file(path):
+            order.append("second in")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert inside.wait(60)
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    release.set()
+    holder.join(60)
+    waiter.join(60)
+    assert order == ["first in", "first out", "second in"] and path.is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with lock_file(blocker / "x.lock"):  # its folder cannot be made: the block still runs
+        order.append("unlocked")
+    assert order[-1] == "unlocked"
