@@ -14,15 +14,10 @@ from autotune.kernel.loader import load_kernel
 from autotune.runtime import compiled as launch_module
 from autotune.runtime.launcher import KernelLauncher
 
-from fake_gpu_arrays import HISTOGRAM, Tensor, installed
+from fake_gpu_arrays import Tensor, installed
 from kernel_files import write_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def histogram():
-    return load_kernel(HISTOGRAM)
 
 
 @pytest.fixture

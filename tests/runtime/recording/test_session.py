@@ -18,19 +18,13 @@ import pytest
 import autotune
 from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import KERNELS
-from autotune.kernel.loader import load_kernel
 from autotune.runtime import recording
 from autotune.runtime.compiled import Launcher
 from autotune.runtime.transpose.prepared import PreparedTranspose
 
-from fake_gpu_arrays import HISTOGRAM, Tensor, installed
+from fake_gpu_arrays import Tensor, installed
 
 CHILD = Path(__file__).resolve().parents[2] / "recording_child.py"
-
-
-@pytest.fixture
-def histogram():
-    return load_kernel(HISTOGRAM)
 
 
 @pytest.fixture
