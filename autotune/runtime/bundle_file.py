@@ -240,8 +240,8 @@ def decode(text: str, file: str | os.PathLike[str]) -> Bundle:
                   "(export the bundle again with this autotune)")
     try:
         device = _object(doc, "device")
-        info = DeviceInfo(*(_typed(device, n, t, "device.") for n, t in zip(_DEVICE, _DEVICE_TYPES)))
-        info = DeviceInfo(*(_inert(v) if isinstance(v, str) else v for v in (getattr(info, n) for n in _DEVICE)))
+        name, cc, sms, memory, driver, cuda = (_typed(device, n, t, "device.") for n, t in zip(_DEVICE, _DEVICE_TYPES))
+        info = DeviceInfo(_inert(name), _inert(cc), sms, memory, _inert(driver), _inert(cuda))
         toolchain = _object(doc, "toolchain")
         nvcc, flags = (_inert(_typed(toolchain, n, str, "toolchain.")) for n in ("nvcc_version", "compile_flags"))
         workload, created, version = (_inert(_typed(doc, n, str, default="")) for n in ("workload", "created",
