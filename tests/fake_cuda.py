@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import struct
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -303,3 +304,19 @@ class FakeCu:
             _FakeCompare(self.drv, name, signature).launch((gx, gy, gz), (bx, by, bz), args)
         self.now += self.launch_ms
         return (OK,)
+
+
+def chosen_bindings(monkeypatch) -> Iterator[FakeCu]:
+    """The ``cuda-bindings`` backend over a new :class:`FakeCu`, chosen (``AUTOTUNE_BACKEND``) and
+    made, with the device's bus description cleared before and after: a fixture's body
+    (``yield from chosen_bindings(monkeypatch)``) yielding the FakeCu."""
+    from autotune.measure import backends
+    from autotune.measure import device
+    from autotune.measure.backends.bindings import BindingsBackend
+
+    cu = FakeCu()
+    monkeypatch.setattr(backends, "_made", {"cuda-bindings": BindingsBackend(cu)})
+    monkeypatch.setenv(backends.ENV, "cuda-bindings")
+    device._describe_bus.cache_clear()
+    yield cu
+    device._describe_bus.cache_clear()

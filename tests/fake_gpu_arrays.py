@@ -1,6 +1,7 @@
 """A fake PyTorch (tensors with ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()``,
 ``get_device()``) and a fake CUDA driver (``libcuda``) recording launches and memsets, so the
-launcher's logic runs without a GPU: :func:`install` puts both in place of the real ones."""
+launcher's logic runs without a GPU: :func:`install` puts both in place of the real ones, and
+:func:`installed` does it for one test, the launchers cleared before and after."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import contextlib
 import ctypes
 import sys
 import types
+from collections.abc import Iterator
+from pathlib import Path
 
 from autotune.kernel.model import Array
 from autotune.runtime.compiled import CTYPES
+
+HISTOGRAM = Path(__file__).resolve().parents[1] / "examples/histogram/histogram.toml"
+"""The histogram example's kernel file: the kernel the launcher's tests launch."""
 
 
 class FakeDtype:
@@ -192,6 +198,16 @@ def install(monkeypatch, kernel, device_info, streams=None) -> FakeLibcuda:
 
     clear_cache()
     return fake
+
+
+def installed(monkeypatch, kernel, device_info) -> Iterator[FakeLibcuda]:
+    """:func:`install` for one test, every launcher cleared before and after: a fixture's body
+    (``yield from installed(monkeypatch, kernel, device_info)``) yielding the fake libcuda."""
+    from autotune.runtime import compiled
+
+    compiled.clear_launchers()
+    yield install(monkeypatch, kernel, device_info)
+    compiled.clear_launchers()
 
 
 class MemoryPointer:

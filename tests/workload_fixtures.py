@@ -54,3 +54,44 @@ def fake_gpu(monkeypatch, device_info, failures=None) -> list:
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)
     monkeypatch.setattr(device, "query_device", lambda ordinal: device_info)
     return opened
+
+
+def h100():
+    """The device the module-scoped fixtures tune on: ``device_info``'s H100 (tests/conftest.py),
+    for a fixture that cannot take a test's fixture."""
+    from autotune.measure.device import DeviceInfo
+
+    return DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
+                      total_memory=85_000_000_000, driver_version="13.0", cuda_version="13.0")
+
+
+def tune_app(folder: Path, device_info):
+    """The test workload recorded (:func:`record_app`) and tuned on the fake GPU
+    (:func:`fake_gpu`: 5 trials a problem, seed 0) into ``folder/tuned.db``, its cubins under
+    ``folder/cubins``, once for a module's tests (copy it with :func:`copy_database`); returns
+    the tuning's outcome (``tune_workload``'s)."""
+    import pytest
+
+    import autotune
+    from autotune.search.options import SearchOptions
+    from autotune.workload.tune import tune_workload
+
+    url = f"sqlite:///{folder / 'tuned.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOTUNE_DB", url)
+        mp.setenv("AUTOTUNE_CACHE_DIR", str(folder / "cubins"))
+        mp.setenv("AUTOTUNE_COMPILE_WORKERS", "0")
+        record_app(mp, device_info, url)
+        fake_gpu(mp, device_info)
+        outcome = tune_workload("app", budget_s=60, db=url, max_trials=5, options=SearchOptions(seed=0))
+    autotune.clear_cache()
+    return outcome
+
+
+def copy_database(source: Path, db_url: str) -> None:
+    """The SQLite database file ``source`` copied into ``db_url``'s (a test's own, from a module's
+    fixture), with SQLite's backup."""
+    import sqlite3
+
+    with sqlite3.connect(source) as src, sqlite3.connect(db_url.removeprefix("sqlite:///")) as dst:
+        src.backup(dst)

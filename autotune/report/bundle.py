@@ -1,7 +1,8 @@
 """``autotune export NAME --bundle DIR``: a workload's chosen configs as one deployment artifact.
 
 The bundle is a folder: ``bundle.json`` (format :data:`autotune.runtime.bundle.FORMAT`, version
-:data:`autotune.runtime.bundle.VERSION`) and one C/C++ header per kernel
+:data:`autotune.runtime.bundle.VERSION`, a :class:`~autotune.runtime.bundle_file.Bundle` written by
+the format's one codec, :func:`autotune.runtime.bundle_file.encode`) and one C/C++ header per kernel
 (:func:`autotune.report.header.render_header`, ``<kernel>.h``). Per problem of the workload
 (kernel, dims, dtype) it holds the config :func:`autotune.lookup` picks on the bundle's device
 model from the database now (what ``autotune best`` shows for a tuned problem), its rung, and
@@ -41,8 +42,6 @@ removed. New folders and files follow the umask; a bundle written again keeps it
 from __future__ import annotations
 
 import errno
-import json
-import math
 import os
 import shutil
 import stat
@@ -54,12 +53,12 @@ from pathlib import Path
 
 from autotune.base.files import is_stdout, read_text, write_atomically
 from autotune.dispatch import fit_trials
-from autotune.dispatch.codec import to_json
 from autotune.errors import InvalidInputError
-from autotune.kernel.problem import Problem
+from autotune.kernel.problem import Problem, ProblemKey
 from autotune.measure.device import DeviceInfo
 from autotune.report.header import HeaderDispatch, HeaderRecord, render_header
-from autotune.runtime.bundle import FILE, FORMAT, VERSION, config_fault
+from autotune.runtime.bundle import config_fault
+from autotune.runtime.bundle_file import FILE, FORMAT, Bundle, BundleEntry, encode, owned_files
 
 __all__ = ["BundleReport", "export_bundle"]
 
@@ -131,23 +130,20 @@ def _folder_ok(directory: Path) -> _Folder:
 
 
 def _ours(directory: Path) -> set[str]:
-    """``bundle.json`` and the headers of the bundle in ``directory`` (module doc).
+    """``bundle.json`` and the headers of the bundle in ``directory`` (module doc,
+    :func:`autotune.runtime.bundle_file.owned_files`).
 
     Raises:
         InvalidInputError: its ``bundle.json`` is not one autotune wrote.
     """
     try:
-        doc = json.loads(read_text(directory / FILE, "bundle"))
-    except (InvalidInputError, ValueError):
-        doc = None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        ours = owned_files(read_text(directory / FILE, "bundle"))
+    except InvalidInputError:
+        ours = None
+    if ours is None:
         raise _refused(directory, f"its {FILE} is not one autotune wrote (no \"format\": \"{FORMAT}\"); give a new "
                                   "folder, an empty one or a bundle's")
-    listed = doc.get("files")
-    if not isinstance(listed, list):  # written before bundles listed their files: a header per kernel
-        entries = doc.get("entries")
-        listed = [f"{e.get('kernel')}.h" for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-    return {FILE} | {n for n in listed if isinstance(n, str) and n.endswith(".h") and n == Path(n).name}
+    return set(ours)
 
 
 def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device_name: str | None = None
@@ -194,7 +190,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
         raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}{f' (and {more} more)' if more else ''}: "
                                 f"its kernel changed since it was recorded ({what}); record the workload again with "
                                 "this kernel and tune it, then export the bundle")
-    entries, records, kernels, left_out, rungs, shaped = [], {}, {}, [], Counter(), {}
+    entries, records, kernels, left_out, rungs, shaped = {}, {}, {}, [], Counter(), {}
     for p, found in resolved:
         if found.problem is None:
             left_out.append(f"{p.label}: {found.why}")
@@ -207,15 +203,12 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
             raise InvalidInputError(f"cannot bundle workload {name!r}: {p.label}: {fault}; its kernel's space "
                                     "would refuse it where the bundle is read")
         r = measured.get(p.ident)
-        entries.append({"kernel": k.name, "kernel_ref": p.kernel_ref or k.name, "source_hash": k.source_hash,
-                        "spec_hash": k.spec_hash,
-                        "dims": dict(problem.dims), "dtype": problem.dtype.name, "config": chosen.config.as_dict(),
-                        "rung": chosen.rung, "note": chosen.note, "median_ms": chosen.median_ms,
-                        "default_ms": r.default_ms if r else None, "tuned_ms": r.tuned_ms if r else None,
-                        "calls": p.calls})
-        cert = _certificate(store, problem, device, chosen)
-        if cert is not None:
-            entries[-1]["certificate"] = cert
+        stored = ProblemKey(k.name, k.source_hash, k.spec_hash, problem.dims, problem.dtype.name,
+                            p.kernel_ref or k.name)
+        entry = BundleEntry(stored, chosen.config.as_dict(), chosen.rung, chosen.median_ms,
+                            r.default_ms if r else None, r.tuned_ms if r else None,
+                            _certificate(store, problem, device, chosen), note=chosen.note, calls=p.calls)
+        entries[entry.ident] = entry
         rungs[chosen.rung] += 1
         kernels[k.name] = k
         shaped.setdefault((k.name, problem.dtype.name), problem)
@@ -224,16 +217,11 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                 HeaderRecord(device.name, device.compute_capability, problem.dims, problem.dtype.name,
                              chosen.config.as_dict(), chosen.median_ms))
     created = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
-    doc = {"format": FORMAT, "version": VERSION, "workload": name, "created": created, "autotune": __version__,
-           "device": {"name": device.name, "compute_capability": device.compute_capability,
-                      "sm_count": device.sm_count, "total_memory": device.total_memory,
-                      "driver_version": device.driver_version, "cuda_version": device.cuda_version},
-           "toolchain": {"nvcc_version": toolchain.nvcc_version, "compile_flags": toolchain.compile_flags},
-           "files": [f"{kname}.h" for kname in sorted(kernels)], "entries": entries}
     dispatches = _dispatches(store, shaped, device, toolchain)
-    if dispatches:  # an optional field of version 1: readers before it ignore it
-        doc["dispatches"] = [{"dtype": dtype, **to_json(d)} for (_, dtype), d in sorted(dispatches.items())]
-    files = {FILE: json.dumps(_finite(doc), indent=1, allow_nan=False) + "\n"}
+    bundle = Bundle(target / FILE, name, device, toolchain.nvcc_version, toolchain.compile_flags, created, entries,
+                    {key: dispatches[key] for key in sorted(dispatches)}, __version__,
+                    tuple(f"{kname}.h" for kname in sorted(kernels)))
+    files = {FILE: encode(bundle)}
     for kname, k in sorted(kernels.items()):
         provenance = [f"autotune {__version__}, {created}, workload {name!r}",
                       f"kernel {k.name} (source {k.source_hash[:12]}, description {k.spec_hash[:8]})",
@@ -285,18 +273,6 @@ def _certificate(store, problem: Problem, device, chosen) -> dict | None:
         return None
     best = found[-1]
     return {**dict(best.certificate), "samples": best.samples}
-
-
-def _finite(value):
-    """``value`` (a JSON document) with every number that is not finite as ``None``: JSON has no
-    NaN nor Infinity, and a bundle holding them is refused where it is read."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _umask() -> int:

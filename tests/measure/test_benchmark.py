@@ -8,23 +8,14 @@ import pytest
 from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem
-from autotune.measure import backends
-from autotune.measure.backends.bindings import BindingsBackend
 
-from fake_cuda import FakeCu
+from fake_cuda import chosen_bindings
 
 
 @pytest.fixture
 def fake(monkeypatch):
     """The cuda-bindings backend over a FakeCu, chosen (AUTOTUNE_BACKEND) and made."""
-    cu = FakeCu()
-    monkeypatch.setattr(backends, "_made", {"cuda-bindings": BindingsBackend(cu)})
-    monkeypatch.setenv(backends.ENV, "cuda-bindings")
-    from autotune.measure import device
-
-    device._describe_bus.cache_clear()
-    yield cu
-    device._describe_bus.cache_clear()
+    yield from chosen_bindings(monkeypatch)
 
 
 @pytest.mark.parametrize("macros, words", [

@@ -23,7 +23,7 @@ from autotune.cli import app
 from autotune.runtime.bundle import BundleError, read_bundle
 
 from fake_gpu_arrays import Tensor, install
-from workload_fixtures import HISTOGRAM, fake_gpu, record_app
+from workload_fixtures import HISTOGRAM, copy_database, h100, tune_app
 
 runner = CliRunner()
 CHILD = Path(__file__).resolve().parents[1] / "bundle_child.py"
@@ -33,33 +33,16 @@ CHILD = Path(__file__).resolve().parents[1] / "bundle_child.py"
 def tuned_once(tmp_path_factory):
     """The test workload recorded and tuned once for the module (fake GPU): the database file
     and the results by problem."""
-    from autotune.measure.device import DeviceInfo
-    from autotune.search.options import SearchOptions
-    from autotune.workload.tune import tune_workload
-
-    device = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
-                        total_memory=85_000_000_000, driver_version="13.0", cuda_version="13.0")
     folder = tmp_path_factory.mktemp("tuned")
-    url = f"sqlite:///{folder / 'tuned.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AUTOTUNE_DB", url)
-        mp.setenv("AUTOTUNE_CACHE_DIR", str(folder / "cubins"))
-        mp.setenv("AUTOTUNE_COMPILE_WORKERS", "0")
-        record_app(mp, device, url)
-        fake_gpu(mp, device)
-        outcome = tune_workload("app", budget_s=60, db=url, max_trials=5, options=SearchOptions(seed=0))
-    autotune.clear_cache()
+    outcome = tune_app(folder, h100())
     return folder / "tuned.db", {r.label: r for r in outcome.tuning.results}
 
 
 @pytest.fixture
 def tuned(tuned_once, db_url):
     """A copy of the tuned database at ``db_url``; the results by problem."""
-    import sqlite3
-
     source, results = tuned_once
-    with sqlite3.connect(source) as src, sqlite3.connect(db_url.removeprefix("sqlite:///")) as dst:
-        src.backup(dst)
+    copy_database(source, db_url)
     return results
 
 

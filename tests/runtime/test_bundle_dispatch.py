@@ -21,7 +21,7 @@ from autotune.runtime.bundle import BundleError, bundle_config, read_bundle
 from autotune.store.key import tuning_key
 from autotune.store.opening import open_results
 
-from workload_fixtures import fake_gpu, record_app
+from workload_fixtures import copy_database, h100, tune_app
 
 VEC = get_kernel("smem_vec")
 
@@ -30,23 +30,10 @@ VEC = get_kernel("smem_vec")
 def tuned_once(tmp_path_factory):
     """The test workload recorded and tuned once (fake GPU), then smem_vec's trials at 12 more
     shapes, every config of a few timed at each (a dense matrix)."""
-    from autotune.measure.device import DeviceInfo
-    from autotune.search.options import SearchOptions
-    from autotune.workload.tune import tune_workload
-
-    device = DeviceInfo(name="NVIDIA H100 80GB HBM3", compute_capability="9.0", sm_count=132,
-                        total_memory=85_000_000_000, driver_version="13.0", cuda_version="13.0")
+    device = h100()
     folder = tmp_path_factory.mktemp("tuned")
-    url = f"sqlite:///{folder / 'tuned.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AUTOTUNE_DB", url)
-        mp.setenv("AUTOTUNE_CACHE_DIR", str(folder / "cubins"))
-        mp.setenv("AUTOTUNE_COMPILE_WORKERS", "0")
-        record_app(mp, device, url)
-        fake_gpu(mp, device)
-        tune_workload("app", budget_s=60, db=url, max_trials=5, options=SearchOptions(seed=0))
-    autotune.clear_cache()
-    store = open_results(url)
+    tune_app(folder, device)
+    store = open_results(f"sqlite:///{folder / 'tuned.db'}")
     rnd = random.Random(48)
     configs = [VEC.default_config()] + [c for c in VEC.space().configs() if c != VEC.default_config()][:5]
     for i in range(12):
@@ -63,10 +50,7 @@ def tuned_once(tmp_path_factory):
 
 
 def test_bundle_header_and_lookup_answer_20_untuned_shapes_alike(tuned_once, db_url, tmp_path):
-    import sqlite3
-
-    with sqlite3.connect(tuned_once[0]) as src, sqlite3.connect(db_url.removeprefix("sqlite:///")) as dst:
-        src.backup(dst)
+    copy_database(tuned_once[0], db_url)
     device = tuned_once[1]
     autotune.clear_cache()
     folder = tmp_path / "deploy"
@@ -105,10 +89,7 @@ def test_bundle_header_and_lookup_answer_20_untuned_shapes_alike(tuned_once, db_
 
 
 def test_a_malformed_dispatch_is_one_error_naming_the_file(tuned_once, db_url, tmp_path):
-    import sqlite3
-
-    with sqlite3.connect(tuned_once[0]) as src, sqlite3.connect(db_url.removeprefix("sqlite:///")) as dst:
-        src.backup(dst)
+    copy_database(tuned_once[0], db_url)
     autotune.clear_cache()
     folder = tmp_path / "deploy"
     assert CliRunner().invoke(app, ["export", "app", "--bundle", str(folder), "--db", db_url]).exit_code == 0

@@ -14,19 +14,16 @@ import pytest
 import autotune
 from autotune.errors import InvalidInputError
 from autotune.runtime import first_sight
-from autotune.runtime import compiled as launch_module
 
-from fake_gpu_arrays import Tensor, install
+from fake_gpu_arrays import Tensor, installed
 from fakes import FakeTimer
 
 
 @pytest.fixture
 def fake(monkeypatch, device_info):
-    launch_module.clear_launchers()
     from autotune.kernel.catalog import KERNELS
 
-    yield install(monkeypatch, KERNELS["smem_pad"], device_info)
-    launch_module.clear_launchers()
+    yield from installed(monkeypatch, KERNELS["smem_pad"], device_info)
 
 
 @pytest.fixture

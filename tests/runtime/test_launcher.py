@@ -14,22 +14,15 @@ from autotune.kernel.loader import load_kernel
 from autotune.runtime import compiled as launch_module
 from autotune.runtime.launcher import KernelLauncher
 
-from fake_gpu_arrays import Tensor, install
+from fake_gpu_arrays import Tensor, installed
 from kernel_files import write_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def histogram():
-    return load_kernel(ROOT / "examples/histogram/histogram.toml")
-
-
-@pytest.fixture
 def fake(monkeypatch, device_info, histogram):
-    launch_module.clear_launchers()
-    yield install(monkeypatch, histogram, device_info)
-    launch_module.clear_launchers()
+    yield from installed(monkeypatch, histogram, device_info)
 
 
 def test_the_dims_come_from_the_shapes_and_a_shape_is_prepared_once(fake, histogram, monkeypatch, db_url):

@@ -18,7 +18,7 @@ from autotune.measure.backends.base import CudaError, CudaLaunchError, CudaMemor
 from autotune.measure.backends.bindings import BindingsBackend, pack_arguments
 from autotune.measure.isolation import sticky_reason
 
-from fake_cuda import CUresult, FakeCu
+from fake_cuda import CUresult, FakeCu, chosen_bindings
 
 
 @pytest.fixture
@@ -34,14 +34,7 @@ def registry(monkeypatch):
 @pytest.fixture
 def fake(monkeypatch):
     """The cuda-bindings backend over a FakeCu, chosen (AUTOTUNE_BACKEND) and made."""
-    cu = FakeCu()
-    monkeypatch.setattr(backends, "_made", {"cuda-bindings": BindingsBackend(cu)})
-    monkeypatch.setenv(backends.ENV, "cuda-bindings")
-    from autotune.measure import device
-
-    device._describe_bus.cache_clear()
-    yield cu
-    device._describe_bus.cache_clear()
+    yield from chosen_bindings(monkeypatch)
 
 
 def test_cuda_bindings_is_the_default_and_pycuda_is_chosen_when_asked_or_alone(registry, monkeypatch):

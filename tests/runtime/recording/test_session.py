@@ -18,28 +18,18 @@ import pytest
 import autotune
 from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import KERNELS
-from autotune.kernel.loader import load_kernel
-from autotune.runtime import compiled as launch_module
 from autotune.runtime import recording
 from autotune.runtime.compiled import Launcher
 from autotune.runtime.transpose.prepared import PreparedTranspose
 
-from fake_gpu_arrays import Tensor, install
+from fake_gpu_arrays import Tensor, installed
 
-ROOT = Path(__file__).resolve().parents[3]
 CHILD = Path(__file__).resolve().parents[2] / "recording_child.py"
 
 
 @pytest.fixture
-def histogram():
-    return load_kernel(ROOT / "examples/histogram/histogram.toml")
-
-
-@pytest.fixture
 def fake(monkeypatch, device_info, histogram):
-    launch_module.clear_launchers()
-    yield install(monkeypatch, histogram, device_info)
-    launch_module.clear_launchers()
+    yield from installed(monkeypatch, histogram, device_info)
     assert recording.active() is None, "a test left a recording active"
 
 
