@@ -403,7 +403,8 @@ def report_text(path: Path, kernel, plan: dict | None = None) -> str:
     dispatch = build_dispatch(train, default, kernel.dims)
     built_ms = (time.perf_counter() - started) * 1e3
     rows = evaluate(train, held, default, kernel.dims)
-    cv = ", ".join(f"{k} {100 * math.expm1(v):.1f} %" for k, v in dispatch.cv_regret.items())
+    cv = ", ".join(f"{k} {100 * math.expm1(v):.1f} % ({dispatch.cv_below.get(k, 0)} below the default)"
+                   for k, v in dispatch.cv_regret.items())
     lines = [f"# benchmarks/dispatch_regret.py report {path.name}",
              f"# {kernel.name}: {len(train)} training shapes, {len(held)} held-out shapes; dispatch of "
              f"{len(dispatch.configs)} configs, rule: {dispatch.rule()} (kept by leave-one-shape-out: {cv})"

@@ -228,17 +228,18 @@ class Dispatch:
 
     def rule(self) -> str:
         """The rule in one line, e.g. for ``autotune dispatch``."""
-        floor = f" and by {1000 * self.floor:g} us" if self.floor else ""
+        us = f"{1000 * self.floor:g} us"
+        floor = f" and by {us}" if self.floor else ""
         unsafe = (f"; near the {len(self.unsafe)} tuned shape{'s' if len(self.unsafe) > 1 else ''} where, held out, "
                   f"it was slower than the default ({', '.join('x'.join(map(str, self.shapes[s])) for s in self.unsafe)})"
                   f": the default" if self.unsafe else "")
         if self.kind == "tree":
             return (f"a decision tree over the dims' logs: {describe(self.nodes, self.dims)}; each leaf the config "
                     f"of least regret at its tuned shapes never slower than the default there by more than "
-                    f"{100 * self.margin:g} %{', a config counting as faster only by more than ' + floor[7:] if floor else ''}")
+                    f"{100 * self.margin:g} %{', a config counting as faster only where it saves more than ' + us if self.floor else ''}")
         if self.kind == "nearest":
             return ("the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
-                    f"{', the default unless another is faster by more than ' + floor[7:] if floor else ''}{unsafe}")
+                    f"{', the default unless another saves more than ' + us + ' there' if self.floor else ''}{unsafe}")
         return (f"the {self.k} nearest tuned shape{'s' if self.k > 1 else ''} by log distance "
                 f"sqrt(sum ln(d/d')^2); among the configs faster than the default by more than "
                 f"{100 * self.margin:g} %{floor} at each of them, the least log regret there weighted 1/(distance + "
