@@ -173,13 +173,14 @@ def best_of(test: Sequence[ShapeTable], configs: Sequence[Config], default: Conf
     those; ``measured``: shapes where one of them was; ``below_default``: shapes where even that
     one is slower than ``default`` beyond ``noise``). A rule picking among ``configs`` can do no
     better; the gap between it and the rule's own regret is the rule's, the rest the evidence's."""
-    values, below = [], 0
+    values: list[float] = []
+    below = 0
     for t in test:
         times = [ms for ms in (t.ms(c) for c in configs) if ms is not None]
         if not times:
             continue
         ms = min(times)
-        values.append(regret(ms, t.best_ms))
+        values.append(ms / t.best_ms - 1.0 if ms < math.inf else math.inf)
         d = t.ms(default)
         below += d is not None and ms > d * (1.0 + noise)
     return Summary(len(test), len(values), statistics.median(values) if values else None,

@@ -300,7 +300,7 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
     margin_log = math.log1p(margin)
     candidates = _candidates(rules, ks, depths, len(tables))
     default_ms = [t.ms(default) for t in tables]
-    tried = []  # per distinct floor: (floor, rule matrix, {candidate: held-out log regrets}, evidence)
+    tried: list[tuple] = []  # per distinct floor: (floor, rule matrix, {candidate: held-out log regrets}, evidence)
     for floor in floors:
         extra = _floor_extra(default_ms, floor, margin)
         if any(extra == _floor_extra(default_ms, f, margin) for f, *_ in tried):

@@ -3,6 +3,8 @@ a set of configs at each held-out shape, and the training shapes' winners and ru
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from autotune.dispatch import ShapeTable, best_of, winners
@@ -36,5 +38,7 @@ def test_best_of_is_the_least_regret_among_the_configs_measured_at_each_shape():
     assert s.median == pytest.approx(0.1) and s.worst == pytest.approx(1.0)
     assert s.below_default == 2  # 1.1 > 1.05 * 1.01 and 2.0 > 1.5 * 1.01; no default time at 32x32
     assert best_of(test, [C], DEFAULT).worst == 0.0
+    failed = best_of([table((8, 8), {DEFAULT: 1.0}, failed=[A])], [A], DEFAULT)  # only a failure: inf
+    assert (failed.measured, failed.worst, failed.below_default) == (1, math.inf, 1)
     empty = best_of(test, [], DEFAULT)
     assert (empty.measured, empty.median, empty.worst, empty.below_default) == (0, None, None, 0)
