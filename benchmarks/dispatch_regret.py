@@ -53,8 +53,8 @@ sys.path.insert(0, str(ROOT))
 
 from autotune.kernel.catalog import resolve_kernel  # noqa: E402
 from autotune.kernel.config import Config  # noqa: E402
-from autotune.dispatch import (ShapeTable, build_dispatch, evaluate, leave_one_out, next_shapes,  # noqa: E402
-                                     regret_weights, shape_order, summarize, tables_from_trials)
+from autotune.dispatch import (ShapeTable, best_of, build_dispatch, evaluate, leave_one_out,  # noqa: E402
+                               next_shapes, regret_weights, shape_order, summarize, tables_from_trials, winners)
 
 FIELDS = ("role", "dims", "config", "status", "median_ms", "trial_id")
 """Columns of a trials CSV: role (train / held_out), dims (m=..,n=..), config key, status, median ms."""
@@ -403,7 +403,8 @@ def report_text(path: Path, kernel, plan: dict | None = None) -> str:
     dispatch = build_dispatch(train, default, kernel.dims)
     built_ms = (time.perf_counter() - started) * 1e3
     rows = evaluate(train, held, default, kernel.dims)
-    cv = ", ".join(f"{k} {100 * math.expm1(v):.1f} %" for k, v in dispatch.cv_regret.items())
+    cv = ", ".join(f"{k} {100 * math.expm1(v):.1f} % ({dispatch.cv_below.get(k, 0)} below the default)"
+                   for k, v in dispatch.cv_regret.items())
     lines = [f"# benchmarks/dispatch_regret.py report {path.name}",
              f"# {kernel.name}: {len(train)} training shapes, {len(held)} held-out shapes; dispatch of "
              f"{len(dispatch.configs)} configs, rule: {dispatch.rule()} (kept by leave-one-shape-out: {cv})"
@@ -426,6 +427,11 @@ def report_text(path: Path, kernel, plan: dict | None = None) -> str:
         s = summarize(evaluate(train, held, default, kernel.dims, rules=(rule,)))
         lines.append(f"{'rule ' + rule:>13}: median regret {pct(s.median)}, worst {pct(s.worst)} over {s.measured} "
                      f"of {s.shapes}; slower than the default by > 1 % at {s.below_default}")
+    for configs, label in ((dispatch.configs, f"the dispatch's {len(dispatch.configs)} configs"),
+                           (winners(train), f"the {len(winners(train))} training winners and runners-up")):
+        s = best_of(held, configs, default)
+        lines.append(f"{'bound':>13}: best of {label} at each held-out shape: median regret {pct(s.median)}, "
+                     f"worst {pct(s.worst)} over {s.measured} of {s.shapes}")
     dense = sum(t.ms(c) is not None for t in train for c in dispatch.configs) / max(1, len(train) * len(dispatch.configs))
     lines.append(f"dense: {100 * dense:.0f} % of the dispatch's configs measured at every training shape")
     m = (plan or {}).get("matrix")

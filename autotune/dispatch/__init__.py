@@ -7,7 +7,8 @@ each other): :mod:`~autotune.dispatch.tables` (the evidence per tuned shape),
 (where to tune next) and :mod:`~autotune.dispatch.cache` (one fit per store change).
 """
 
-from autotune.dispatch.evaluate import (NOISE as NOISE, HeldOut as HeldOut, Summary as Summary, evaluate as evaluate,
+from autotune.dispatch.evaluate import (NOISE as NOISE, HeldOut as HeldOut, Summary as Summary, best_of as best_of,
+                                        evaluate as evaluate, winners as winners,
                                         leave_one_out as leave_one_out, nearest_shape_config as nearest_shape_config,
                                         regret_weights as regret_weights, summarize as summarize)
 from autotune.dispatch.fit import (EPS as EPS, KS as KS, MARGIN as MARGIN, MAX_CONFIGS as MAX_CONFIGS,
@@ -20,4 +21,4 @@ from autotune.dispatch.tables import (FAILED_REGRET as FAILED_REGRET, Shape as S
 __all__ = ["MAX_CONFIGS", "MARGIN", "NOISE", "EPS", "KS", "FAILED_REGRET", "Dispatch", "fit_trials", "HeldOut", "Shape",
            "ShapeTable", "Summary", "build_dispatch", "evaluate", "leave_one_out", "next_shapes",
            "nearest_shape_config", "regret", "regret_weights", "shape_order", "summarize", "tables_from_trials",
-           "log_grid"]
+           "log_grid", "best_of", "winners"]

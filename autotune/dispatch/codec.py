@@ -26,7 +26,8 @@ def to_json(d: Dispatch) -> dict[str, Any]:
             "regrets": [list(r) for r in d.regrets],
             "times": [[None if t is None or math.isinf(t) else t for t in row] for row in d.times],
             "nodes": [{"coef": list(n.coef), "threshold": n.threshold, "left": n.left, "right": n.right,
-                       "config": n.config, "uncertain": n.uncertain} for n in d.nodes]}
+                       "config": n.config, "uncertain": n.uncertain} for n in d.nodes],
+            "floor": d.floor, "unsafe": list(d.unsafe)}
 
 
 def from_json(doc: Mapping[str, Any]) -> Dispatch:
@@ -50,11 +51,15 @@ def from_json(doc: Mapping[str, Any]) -> Dispatch:
     if any(len(s) != len(dims) for s in shapes) or len(regrets) != len(shapes) or any(
             len(r) != len(configs) for r in regrets) or not configs:
         raise ValueError("dispatch tables of mismatched sizes")
+    unsafe = tuple(_int(s) for s in doc.get("unsafe", ()))  # absent in bundles before issue 48's round two
+    if any(not 0 <= s < len(shapes) for s in unsafe):
+        raise ValueError("dispatch unsafe shapes out of range")
     if any(not (0 <= n.config < len(configs) if n.leaf else i < n.left < len(nodes) and i < n.right < len(nodes)
                 and len(n.coef) == len(dims)) for i, n in enumerate(nodes)):  # children after their parent
         raise ValueError("dispatch tree nodes out of range")
     return Dispatch(kernel, dims, shapes, configs, regrets, times or tuple((None,) * len(configs) for _ in shapes),
-                    _int(doc["k"]), float(doc["eps"]), float(doc["margin"]), kind=kind, nodes=nodes)
+                    _int(doc["k"]), float(doc["eps"]), float(doc["margin"]), kind=kind, nodes=nodes,
+                    floor=float(doc.get("floor", 0.0)), unsafe=unsafe)
 
 
 def _int(v: Any) -> int:

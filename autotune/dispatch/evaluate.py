@@ -15,8 +15,8 @@ from autotune.dispatch.tables import Shape, ShapeTable, distance as _distance, r
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
-__all__ = ["NOISE", "HeldOut", "Summary", "evaluate", "leave_one_out", "nearest_shape_config", "regret_weights",
-           "summarize"]
+__all__ = ["NOISE", "HeldOut", "Summary", "best_of", "evaluate", "leave_one_out", "nearest_shape_config",
+           "regret_weights", "summarize", "winners"]
 
 NOISE = 0.01
 """A held-out shape counts as below the default when the dispatch's config is more than this
@@ -153,4 +153,35 @@ def summarize(rows: Sequence[HeldOut], which: str = "dispatch", noise: float = N
     values = [r for r in (getattr(row, f"{which}_regret") for row in rows) if r is not None]
     below = sum(bool(row.below_default(getattr(row, f"{which}_ms"), noise)) for row in rows)
     return Summary(len(rows), len(values), statistics.median(values) if values else None,
+                   max(values) if values else None, below)
+
+
+def winners(tables: Sequence[ShapeTable], top: int = 2) -> list[Config]:
+    """The distinct ``top`` fastest configs measured at each of ``tables`` (each tuned shape's
+    winner and runner-up), in the tables' order: the configs the dense matrix times everywhere."""
+    out: list[Config] = []
+    for t in tables:
+        for c in sorted(t.times, key=lambda c: (t.times[c], c.key))[:top]:
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def best_of(test: Sequence[ShapeTable], configs: Sequence[Config], default: Config, noise: float = NOISE) -> Summary:
+    """The bound of choosing perfectly among ``configs``: at each of ``test``, the least regret of
+    those measured there, as if a rule knew the shape's own times (``median`` and ``worst`` of
+    those; ``measured``: shapes where one of them was; ``below_default``: shapes where even that
+    one is slower than ``default`` beyond ``noise``). A rule picking among ``configs`` can do no
+    better; the gap between it and the rule's own regret is the rule's, the rest the evidence's."""
+    values: list[float] = []
+    below = 0
+    for t in test:
+        times = [ms for ms in (t.ms(c) for c in configs) if ms is not None]
+        if not times:
+            continue
+        ms = min(times)
+        values.append(ms / t.best_ms - 1.0 if ms < math.inf else math.inf)
+        d = t.ms(default)
+        below += d is not None and ms > d * (1.0 + noise)
+    return Summary(len(test), len(values), statistics.median(values) if values else None,
                    max(values) if values else None, below)

@@ -13,7 +13,13 @@ The method, in five steps (:func:`build_dispatch`):
    measured there (no evidence is never taken as good evidence); one that failed there (a
    compile error, out of resources, a wrong result) as :data:`FAILED_REGRET`. ``tune-shapes``'
    dense matrix (:mod:`autotune.search.shapes`) measures each shape's winner and runner-up at
-   every tuned shape, so the guess is rarely needed.
+   every tuned shape, so the guess is rarely needed. The rule reads these regrets with the
+   **noise floor** added to every config but the default: ``ln(1 + max(MARGIN, floor / T[s][0]))
+   - ln(1 + MARGIN)``, ``T[s][0]`` the default's time at ``s``, so a config leaves the default only
+   where it saves more than ``floor`` ms there as well as more than 1 %. Microsecond kernels need
+   it: a transpose of 5-7 us measured on an H200 (2026-11-28) drifts between ~5 and ~7 us over
+   runs of consecutive trials whatever the config, so a 20 % gain there is as often noise as not.
+   Cross-validation picks the floor among :data:`FLOORS` (step 4).
 2. **Configs.** The default first, then, greedily, a set cover: the config within :data:`COVER`
    (2 %) of the best at the most tuned shapes not yet covered (ties: the larger gain below);
    once every shape is covered (or none covers another), the config that lowers the sum over the
@@ -38,14 +44,21 @@ The method, in five steps (:func:`build_dispatch`):
      (:mod:`autotune.dispatch.tree`; Helion's ahead-of-time heuristic is the anchor).
    * ``nearest``: the config of least regret at the nearest tuned shape.
 4. **The rule kept**: knn's ``k`` among :data:`KS`, the tree's depth among :data:`DEPTHS`, or
-   nearest, by leave-one-shape-out cross-validation over the tuned shapes (Stone, J. R. Stat.
-   Soc. B 36(2), 1974): each shape's log regret under the dispatch learned from the others (its
-   configs chosen again without it); the least mean wins, ties in :data:`RULES`' order (knn, the
-   rule before the others, first).
-5. **Uncertain regions.** A tree's leaf where a tuned shape, held out, got a config slower than
-   its default beyond the noise or beyond :data:`~autotune.dispatch.tree.UNCERTAIN` from its
-   best answers the leaf's minimax config (:func:`~autotune.dispatch.tree.mark_uncertain`), and
-   :meth:`Dispatch.pick` says so.
+   nearest, and the noise floor among :data:`FLOORS`, by leave-one-shape-out cross-validation
+   over the tuned shapes (Stone, J. R. Stat. Soc. B 36(2), 1974): each shape's measured log regret
+   under the dispatch learned from the others (its configs chosen again without it). The fewest
+   shapes where that pick is slower than the shape's default beyond the noise wins (the default
+   is what a shape nobody tuned gets without a dispatch: never below it comes first), then the
+   least mean regret; ties to the lower floor, then in :data:`RULES`' order (knn, the rule before
+   the others, first).
+5. **Uncertain regions.** Where a tuned shape, held out, got a config slower than its default
+   beyond the noise, the region around it answers the default or its safe config, and
+   :meth:`Dispatch.pick` says so (``uncertain``; ``lookup``'s note): for knn and nearest, any
+   shape whose nearest tuned shapes (the ``k`` the rule weighs) include such a shape gets the
+   default (its other configs' regrets there are raised to the default's plus the margin, so the
+   C header's ``select`` answers the same with the same code); a tree's leaf holding one, or one
+   whose held-out regret went beyond :data:`~autotune.dispatch.tree.UNCERTAIN`, answers the
+   leaf's minimax config (:func:`~autotune.dispatch.tree.mark_uncertain`).
 
 The same arithmetic runs in the C header's ``select`` (:mod:`autotune.report.header`), from the
 same numbers (the regret table and the thresholds are written with ``repr``, which reads back
@@ -66,7 +79,7 @@ from autotune.dispatch.tree import Node, describe, fit_tree, fit_trees, leaf_of,
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
-__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "Dispatch", "build_dispatch",
+__all__ = ["MAX_CONFIGS", "MARGIN", "EPS", "KS", "COVER", "RULES", "DEPTHS", "FLOORS", "Dispatch", "build_dispatch",
            "fit_trials"]
 
 MAX_CONFIGS = 10
@@ -85,6 +98,10 @@ RULES = ("knn", "tree", "nearest")
 """The rules cross-validation chooses from (module doc, step 3); ties go in this order."""
 DEPTHS = (1, 2, 3)
 """Tree depths tried."""
+FLOORS = (0.0, 0.00025, 0.0005, 0.001, 0.002, 0.004)
+"""Noise floors tried, ms (module doc, step 1): what a config must save over the default at a
+tuned shape, besides :data:`MARGIN`, for its gain to count; cross-validation picks one (0 to 4 us:
+beyond what a kernel of tens of microseconds drifts, far below what a matrix product gains)."""
 _TIE = 1e-9
 _SCORE_TIE = 1e-12
 
@@ -149,6 +166,12 @@ class Dispatch:
             where not measured or without such objectives), for notes.
         kind: the rule: ``"knn"``, ``"tree"`` or ``"nearest"`` (module doc, step 3).
         nodes: the tree's nodes (:class:`~autotune.dispatch.tree.Node`, root first) for ``"tree"``.
+        floor: the noise floor, ms, in ``regrets`` (module doc, step 1).
+        unsafe: indices of the tuned shapes where, held out, the rule's pick was slower than the
+            default (module doc, step 5): for knn and nearest, a shape whose nearest tuned shapes
+            include one gets the default, and :meth:`pick` says it is uncertain.
+        cv_below: per rule tried (as ``cv_regret``), the tuned shapes where, held out, its pick
+            was slower than the default beyond the noise.
     """
 
     kernel: str
@@ -165,6 +188,9 @@ class Dispatch:
                                                                                              compare=False)
     kind: str = "knn"
     nodes: tuple[Node, ...] = ()
+    floor: float = 0.0
+    unsafe: tuple[int, ...] = ()
+    cv_below: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def margin_log(self) -> float:
@@ -174,7 +200,9 @@ class Dispatch:
     def pick(self, shape: Sequence[int]) -> tuple[int, int, bool]:
         """``(config index, index of the nearest tuned shape, uncertain)`` for ``shape`` (values
         in the kernel's dims order; below 1 counts as 1); ``(0, -1, False)`` without tuned
-        shapes. ``uncertain``: the tree's leaf answers its minimax config (module doc, step 5)."""
+        shapes. ``uncertain``: the shape is in a region whose held-out evidence is uncertain, where
+        the rule answers the default (knn, nearest) or the tree's leaf its minimax config (module
+        doc, step 5)."""
         if len(shape) != len(self.dims):
             raise InvalidInputError(f"shape {tuple(shape)} has {len(shape)} dims; {self.kernel} takes "
                                     f"{', '.join(self.dims)}")
@@ -186,9 +214,9 @@ class Dispatch:
             return leaf.config, _nearest(distances, 1)[0], leaf.uncertain
         if self.kind == "nearest":
             near = _nearest(distances, 1)[0]
-            return _argmin(self.regrets[near]), near, False
+            return _argmin(self.regrets[near]), near, near in self.unsafe
         config, near = _choose(distances, self.regrets, self.k, self.eps, self.margin_log)
-        return config, near, False
+        return config, near, bool(self.unsafe) and any(s in self.unsafe for s in _nearest(distances, self.k))
 
     def choose(self, shape: Sequence[int]) -> tuple[int, int]:
         """``(config index, index of the nearest tuned shape)`` for ``shape`` (:meth:`pick`)."""
@@ -200,16 +228,22 @@ class Dispatch:
 
     def rule(self) -> str:
         """The rule in one line, e.g. for ``autotune dispatch``."""
+        us = f"{1000 * self.floor:g} us"
+        floor = f" and by {us}" if self.floor else ""
+        unsafe = (f"; near the {len(self.unsafe)} tuned shape{'s' if len(self.unsafe) > 1 else ''} where, held out, "
+                  f"it was slower than the default ({', '.join('x'.join(map(str, self.shapes[s])) for s in self.unsafe)})"
+                  f": the default" if self.unsafe else "")
         if self.kind == "tree":
             return (f"a decision tree over the dims' logs: {describe(self.nodes, self.dims)}; each leaf the config "
                     f"of least regret at its tuned shapes never slower than the default there by more than "
-                    f"{100 * self.margin:g} %")
+                    f"{100 * self.margin:g} %{', a config counting as faster only where it saves more than ' + us if self.floor else ''}")
         if self.kind == "nearest":
-            return "the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
+            return ("the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
+                    f"{', the default unless another saves more than ' + us + ' there' if self.floor else ''}{unsafe}")
         return (f"the {self.k} nearest tuned shape{'s' if self.k > 1 else ''} by log distance "
                 f"sqrt(sum ln(d/d')^2); among the configs faster than the default by more than "
-                f"{100 * self.margin:g} % at each of them, the least log regret there weighted 1/(distance + "
-                f"{self.eps:g}); none: the default")
+                f"{100 * self.margin:g} %{floor} at each of them, the least log regret there weighted 1/(distance + "
+                f"{self.eps:g}); none: the default{unsafe}")
 
 
 def _argmin(row: Sequence[float]) -> int:
@@ -223,7 +257,8 @@ def _argmin(row: Sequence[float]) -> int:
 
 def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence[str], *,
                    max_configs: int = MAX_CONFIGS, margin: float = MARGIN, ks: Sequence[int] = KS,
-                   eps: float = EPS, rules: Sequence[str] = RULES, depths: Sequence[int] = DEPTHS) -> Dispatch:
+                   eps: float = EPS, rules: Sequence[str] = RULES, depths: Sequence[int] = DEPTHS,
+                   floors: Sequence[float] = FLOORS) -> Dispatch:
     """Learn a dispatch from the tables of the tuned shapes (module doc).
 
     Args:
@@ -237,16 +272,20 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
         eps: see :data:`EPS`.
         rules: the rules tried (of :data:`RULES`); cross-validation keeps one.
         depths: the tree depths tried.
+        floors: the noise floors tried, ms (module doc, step 1).
 
     Raises:
         InvalidInputError: ``max_configs`` below 1, no ``ks``, a rule not in :data:`RULES`, two
-            tables of one shape, or a table whose shape has another number of dims.
+            tables of one shape, a table whose shape has another number of dims, or no floors or
+            a negative one.
     """
     import numpy as np
 
     if max_configs < 1 or not ks or any(k < 1 for k in ks) or not depths or any(d < 1 for d in depths):
         raise InvalidInputError(f"max_configs {max_configs}, ks {tuple(ks)} and depths {tuple(depths)} are not "
                                 "allowed; give >= 1")
+    if not floors or any(not f >= 0 for f in floors):
+        raise InvalidInputError(f"floors {tuple(floors)} are not allowed; give one or more times >= 0 ms")
     if not rules or any(r not in RULES for r in rules):
         raise InvalidInputError(f"rules {tuple(rules)} are not allowed; allowed: {', '.join(RULES)}")
     shapes = [t.shape for t in tables]
@@ -256,26 +295,44 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
     tables = sorted(tables, key=lambda t: order[t.shape])
     shapes = [t.shape for t in tables]
     pool = [default] + sorted({c for t in tables for c in t.times} - {default}, key=lambda c: c.key)
-    matrix = _regret_matrix(tables, pool)
+    measured = _regret_matrix(tables, pool)
     dist = np.array([[_distance(a, b) for b in shapes] for a in shapes]).reshape(len(shapes), len(shapes))
     margin_log = math.log1p(margin)
     candidates = _candidates(rules, ks, depths, len(tables))
-    cv, evidence = _cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs)
-    kind, param = (min(cv, key=lambda c: (round(cv[c], 12), candidates.index(c))) if cv else candidates[0])
+    default_ms = [t.ms(default) for t in tables]
+    tried: list[tuple] = []  # per distinct floor: (floor, rule matrix, {candidate: held-out log regrets}, evidence)
+    for floor in floors:
+        extra = _floor_extra(default_ms, floor, margin)
+        if any(extra == _floor_extra(default_ms, f, margin) for f, *_ in tried):
+            continue  # the same regrets as a lower floor's: the same rules
+        matrix = measured.copy()
+        matrix[:, 1:] += np.array(extra).reshape(len(tables), 1)
+        values, evidence = _cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs, measured)
+        tried.append((floor, matrix, values, evidence))
+    f, candidate = _select(tried, candidates)
+    floor, matrix, values, evidence = tried[f]
+    kind, param = candidate
+    cv = {c: sum(v) / len(v) for c, v in values.items()}
+    below = {c: sum(math.isinf(v) for v in e) for c, e in evidence.items()}
     chosen = _cover(matrix, list(range(len(tables))), max_configs, margin_log)
     regrets = matrix[:, chosen] if len(tables) else np.zeros((0, len(chosen)))
     nodes: tuple[Node, ...] = ()
+    unsafe: tuple[int, ...] = ()
     if kind == "tree":
         nodes = fit_tree(shapes, regrets, param, margin_log)
         if (kind, param) in evidence:
             nodes = mark_uncertain(nodes, shapes, regrets, evidence[(kind, param)], margin_log)
+    elif (kind, param) in evidence:  # step 5: the default near the shapes where, held out, the rule lost to it
+        unsafe = tuple(s for s, v in enumerate(evidence[(kind, param)]) if math.isinf(v))
+        for s in unsafe:
+            regrets[s, 1:] = np.maximum(regrets[s, 1:], regrets[s, 0] + margin_log)
     k = param if kind == "knn" else 1
     return Dispatch(default.kernel, tuple(dims), tuple(shapes), tuple(pool[c] for c in chosen),
                     tuple(tuple(float(v) for v in row) for row in regrets),
                     tuple(tuple(t.ms(pool[c]) for c in chosen) for t in tables), k, eps, margin,
                     {_name(c): v for c, v in cv.items()},
                     tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables),
-                    kind, nodes)
+                    kind, nodes, floor, unsafe, {_name(c): v for c, v in below.items()})
 
 
 def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables: Iterable[str]) -> Dispatch:
@@ -285,6 +342,35 @@ def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables:
     names = set(tunables)
     kept = [t for t in trials if {n for n, _ in t.config.macros} == names]
     return build_dispatch(tables_from_trials(kept), default, dims)
+
+
+def _select(tried, candidates) -> tuple[int, tuple[str, int]]:
+    """Step 4 (module doc): ``(index into tried, candidate)``. Among the (floor, rule) pairs whose
+    held-out picks are slower than the default at the fewest tuned shapes, the least mean regret
+    is the best; the kept pair is the one of the highest floor within one standard error of that
+    mean (the one-standard-error rule: Breiman, Friedman, Olshen and Stone, Classification and
+    Regression Trees, 1984, 3.4.3), then of the least mean, then the first in ``candidates``. A
+    minimum over some 50 pairs cross-validated on a dozen shapes is optimistic; the rule that
+    asks more of a config before it leaves the default is kept where the evidence cannot tell
+    them apart. Below two shapes (no cross-validation): the lowest floor and the first rule."""
+    import statistics
+
+    scored = []
+    for f, (_, _, values, evidence) in enumerate(tried):
+        for j, c in enumerate(candidates):
+            if c in values:
+                v = values[c]
+                below = sum(math.isinf(e) for e in evidence[c])
+                se = statistics.stdev(v) / math.sqrt(len(v))
+                scored.append((below, round(sum(v) / len(v), 12), se, f, j))
+    if not scored:
+        return 0, candidates[0]
+    fewest = min(s[0] for s in scored)
+    scored = [s for s in scored if s[0] == fewest]
+    best = min(scored, key=lambda s: (s[1], s[3], s[4]))
+    within = [s for s in scored if s[1] <= best[1] + best[2] + _SCORE_TIE]
+    _, _, _, f, j = min(within, key=lambda s: (-s[3], s[1], s[4]))
+    return f, candidates[j]
 
 
 def _name(candidate: tuple[str, int]) -> str:
@@ -306,6 +392,14 @@ def _candidates(rules: Sequence[str], ks: Sequence[int], depths: Sequence[int], 
         else:
             out.append(("nearest", 1))
     return out
+
+
+def _floor_extra(default_ms: Sequence[float | None], floor: float, margin: float) -> list[float]:
+    """Per tuned shape, what the noise floor adds to a config's log regret but the default's
+    (module doc, step 1): ``ln(1 + max(margin, floor / T0)) - ln(1 + margin)``, 0 where the
+    default was not measured or failed (no time to set the floor against)."""
+    return [math.log1p(max(margin, floor / ms)) - math.log1p(margin)
+            if ms is not None and 0 < ms < math.inf and floor > 0 else 0.0 for ms in default_ms]
 
 
 def _regret_matrix(tables: Sequence[ShapeTable], pool: Sequence[Config]):
@@ -348,13 +442,17 @@ def _cover(matrix, rows: Sequence[int], max_configs: int, margin_log: float) -> 
     return chosen
 
 
-def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: float, max_configs: int):
-    """Step 4 (module doc): ``({candidate: mean held-out log regret}, {candidate: per shape, the
-    held-out evidence of :func:`~autotune.dispatch.tree.mark_uncertain`})``; empty below two shapes."""
+def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: float, max_configs: int,
+                    truth=None):
+    """Step 4 (module doc): ``({candidate: per shape, its held-out log regret}, {candidate: per
+    shape, the held-out evidence of :func:`~autotune.dispatch.tree.mark_uncertain`})``; empty below
+    two shapes. ``matrix``: the regrets the rule reads; ``truth``: the measured ones a pick is
+    scored on (``None``: ``matrix``)."""
+    truth = matrix if truth is None else truth
     n = matrix.shape[0]
     if n < 2:
         return {}, {}
-    sums = {c: 0.0 for c in candidates}
+    values = {c: [0.0] * n for c in candidates}
     evidence = {c: [0.0] * n for c in candidates}
     for i in range(n):
         others = [s for s in range(n) if s != i]
@@ -371,8 +469,8 @@ def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: fl
                 pick = _argmin(rows[_nearest(distances, 1)[0]])
             else:
                 pick = leaf_of(trees[param], shapes[i]).config
-            value = float(matrix[i, chosen[pick]])
-            sums[(kind, param)] += value
-            below = value - float(matrix[i, 0]) > margin_log
+            value = float(truth[i, chosen[pick]])
+            values[(kind, param)][i] = value
+            below = value - float(truth[i, 0]) > margin_log
             evidence[(kind, param)][i] = math.inf if below else value
-    return {c: v / n for c, v in sums.items()}, evidence
+    return values, evidence

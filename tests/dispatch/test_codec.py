@@ -29,6 +29,7 @@ def test_a_dispatch_read_back_from_json_picks_alike(rule):
     back = from_json(json.loads(json.dumps(to_json(d))))
     assert (back.kind, back.configs, back.shapes, back.regrets, back.nodes) == (d.kind, d.configs, d.shapes,
                                                                                  d.regrets, d.nodes)
+    assert (back.floor, back.unsafe) == (d.floor, d.unsafe)
     rnd = random.Random(1)
     for _ in range(200):
         shape = (rnd.randint(1, 40000), rnd.randint(1, 40000))
@@ -40,6 +41,7 @@ def test_a_dispatch_read_back_from_json_picks_alike(rule):
     (lambda doc: doc["regrets"].pop(), "tables of mismatched sizes"),
     (lambda doc: doc["nodes"][0].update(left=0), "tree nodes out of range"),  # a loop
     (lambda doc: doc["shapes"][0].__setitem__(0, 1.5), "1.5 is not an integer"),
+    (lambda doc: doc.update(unsafe=[len(doc["shapes"])]), "unsafe shapes out of range"),
 ])
 def test_a_malformed_dispatch_is_refused(change, message):
     doc = to_json(build_dispatch(tables(), DEFAULT, ("rows", "cols"), rules=("tree",)))
@@ -47,3 +49,11 @@ def test_a_malformed_dispatch_is_refused(change, message):
     change(doc)
     with pytest.raises((ValueError, TypeError), match=message):
         from_json(doc)
+
+
+def test_a_dispatch_of_a_bundle_before_the_noise_floor_reads_back_without_one():
+    d = build_dispatch(tables(), DEFAULT, ("rows", "cols"), rules=("knn",))
+    doc = to_json(d)
+    del doc["floor"], doc["unsafe"]
+    back = from_json(doc)
+    assert (back.floor, back.unsafe) == (0.0, ())

@@ -102,9 +102,10 @@ def test_the_default_stays_unless_another_config_is_faster_at_every_nearest_shap
 
 
 def test_a_config_never_measured_or_failed_near_a_shape_is_not_picked_there():
-    tables = [table((1024, 1024), {DEFAULT: 1.0, A: 0.5}), table((8192, 8192), {DEFAULT: 1.0, B: 0.7}, failed=[A])]
+    tables = [table((1024, 1024), {DEFAULT: 1.0, A: 0.5}), table((8192, 8192), {DEFAULT: 1.0, B: 0.7}, failed=[A]),
+              table((6000, 6000), {DEFAULT: 1.0, B: 0.7}, failed=[A])]
     d = build_dispatch(tables, DEFAULT, DIMS, ks=(1,))
-    assert set(d.configs) == {DEFAULT, A, B}
+    assert set(d.configs) == {DEFAULT, A, B} and d.unsafe == ()
     assert d.config_for((1000, 1000)) == A and d.config_for((8000, 8000)) == B
     i = d.shapes.index((8192, 8192))
     assert d.times[i][d.configs.index(A)] == math.inf and d.times[i][d.configs.index(B)] == 0.7
@@ -299,7 +300,10 @@ def test_the_headers_select_picks_what_the_dispatch_picks(tmp_path, rule):
         c = d.config_for(q)
         want.append(" ".join(["1", *(str(c[n]) for n in names)]))
     assert got == want
-    assert len(set(got)) > (1 if rule == "tree" else 2)  # several configs were picked
+    assert len(set(got)) > 1  # several configs were picked
+    # random times: held out, the knn and nearest rules lose to the default at some tuned shapes,
+    # and the header answers the default near them (issue 48) as Python does
+    assert rule == "tree" or d.unsafe
 
 
 # --- the commands -------------------------------------------------------------------------
@@ -382,7 +386,9 @@ RESULTS = sorted((ROOT / "benchmarks" / "results").glob("*_dispatch_*_trials.csv
 @pytest.mark.parametrize("trials", RESULTS, ids=lambda p: p.name.split("_dispatch_")[1])
 def test_the_committed_regret_figures_are_what_the_code_computes(trials):
     """benchmarks/dispatch_regret.py report, run on the committed trials, gives the committed report."""
-    report = trials.with_name(trials.name.replace("_trials.csv", "_report.txt"))
+    report = trials.with_name(trials.name.replace("_trials.csv", "_report_rule2.txt"))  # the rule of issue 48's
+    if not report.exists():  # round two; the reports beside them are of the rule the trials were recorded with
+        report = trials.with_name(trials.name.replace("_trials.csv", "_report.txt"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         from dispatch_regret import read_trials
@@ -417,3 +423,73 @@ def test_lookup_says_when_the_dispatch_answers_an_uncertain_regions_safe_config(
     got = lookup(K, (2048, 2048), device=device_info, db=db_url)
     assert got.rung == "dispatch" and got.config == A
     assert "the safe one of an uncertain region" in got.note
+
+
+# --- issue 48, round two: the noise floor, the choice among floors, the unsafe regions ----
+
+def test_the_noise_floor_keeps_the_default_where_a_config_saves_less_than_it():
+    from autotune.dispatch.fit import _floor_extra
+
+    # 6 us kernels: A saves 0.8 us (13 %); 60 us kernels: A saves 8 us (13 %)
+    small = [table((128, 128), {DEFAULT: 0.006, A: 0.0052}), table((160, 160), {DEFAULT: 0.006, A: 0.0052})]
+    large = [table((4096, 4096), {DEFAULT: 0.06, A: 0.052}), table((5000, 5000), {DEFAULT: 0.06, A: 0.052})]
+    d = build_dispatch(small + large, DEFAULT, DIMS, floors=(0.002,), rules=("knn",), ks=(1,))
+    assert d.floor == 0.002 and "by 2 us" in d.rule()
+    assert d.config_for((140, 140)) == DEFAULT and d.config_for((4500, 4500)) == A
+    free = build_dispatch(small + large, DEFAULT, DIMS, floors=(0.0,), rules=("knn",), ks=(1,))
+    assert free.floor == 0.0 and free.config_for((140, 140)) == A and "us" not in free.rule()
+    # what it adds: ln(1 + max(1 %, floor / default)) - ln(1.01), nothing without a default's time
+    assert _floor_extra([0.006, 0.06, 0.4, None, math.inf], 0.002, 0.01) == pytest.approx(
+        [math.log1p(1 / 3) - math.log1p(0.01), math.log1p(1 / 30) - math.log1p(0.01), 0.0, 0.0, 0.0])
+    with pytest.raises(InvalidInputError, match=r"floors \(-0.001,\) are not allowed"):
+        build_dispatch(small, DEFAULT, DIMS, floors=(-0.001,))
+
+
+def test_the_choice_puts_never_below_the_default_first_then_the_highest_floor_within_one_standard_error():
+    from autotune.dispatch.fit import _select
+
+    knn, tree = ("knn", 1), ("tree", 1)
+    lost = math.inf  # a held-out shape where the pick was slower than the default
+
+    def tried(*per_floor):  # per floor: {candidate: (held-out log regrets, evidence)}
+        return [(0.001 * f, None, {c: v for c, (v, _) in run.items()}, {c: e for c, (_, e) in run.items()})
+                for f, run in enumerate(per_floor)]
+
+    # knn has the lower mean but lost to the default once: the tree is kept
+    one = {knn: ([0.0, 0.0, 0.3], [0.0, 0.0, lost]), tree: ([0.1, 0.1, 0.1], [0.1, 0.1, 0.1])}
+    assert _select(tried(one), [knn, tree]) == (0, tree)
+    # neither lost: the least mean at floor 0 is 0.10 +- 0.058; floor 1's 0.15 is within it, floor 2's 0.3 not
+    low = {knn: ([0.0, 0.1, 0.2], [0.0, 0.1, 0.2]), tree: ([0.2, 0.2, 0.2], [0.2] * 3)}
+    mid = {knn: ([0.15, 0.15, 0.15], [0.15] * 3), tree: ([0.2, 0.2, 0.2], [0.2] * 3)}
+    high = {knn: ([0.3, 0.3, 0.3], [0.3] * 3), tree: ([0.3, 0.3, 0.3], [0.3] * 3)}
+    assert _select(tried(low, mid), [knn, tree]) == (1, knn)
+    assert _select(tried(low, high), [knn, tree]) == (0, knn)
+    assert _select([(0.0, None, {}, {})], [knn, tree]) == (0, knn)  # below two shapes: the first rule
+
+
+def _lost_once():
+    # held out, 1100^2 gets A from 1024^2 (30 % slower than the default there); its own best is B
+    return [table((1024, 1024), {DEFAULT: 1.0, A: 0.8}), table((1100, 1100), {DEFAULT: 1.0, A: 1.3, B: 0.9}),
+            table((8192, 8192), {DEFAULT: 1.0, A: 0.8})]
+
+
+def test_near_a_shape_where_held_out_the_rule_lost_to_the_default_it_answers_the_default_and_says_so():
+    tables = _lost_once()
+    for rule in ("knn", "nearest"):
+        d = build_dispatch(tables, DEFAULT, DIMS, rules=(rule,), ks=(1,))
+        unsafe = d.shapes.index((1100, 1100))
+        assert d.unsafe == (unsafe,) and d.cv_below == {"knn k=1" if rule == "knn" else "nearest": 1}
+        assert d.pick((1090, 1090)) == (0, unsafe, True)  # B was measured faster there: not trusted
+        assert d.config_for((1030, 1030)) == A and not d.pick((1030, 1030))[2]  # nearest 1024^2
+        assert "where, held out, it was slower than the default (1100x1100): the default" in d.rule()
+    d = build_dispatch(tables, DEFAULT, DIMS, rules=("knn",), ks=(2,))  # 1100^2 among the 2 nearest: the default
+    assert d.pick((1030, 1030))[0] == 0 and d.pick((1030, 1030))[2]
+
+
+def test_lookup_says_when_the_dispatch_answers_the_default_near_a_shape_it_lost_at(db_url, device_info):
+    store = open_results(db_url)
+    for t in _lost_once():
+        put(store, device_info, t.shape, dict(t.times))
+    got = lookup(K, (1090, 1090), device=device_info, db=db_url)
+    assert got.rung == "dispatch" and got.config == DEFAULT
+    assert "the kernel's default, the safe one of an uncertain region" in got.note

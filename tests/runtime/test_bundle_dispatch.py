@@ -42,7 +42,7 @@ def tuned_once(tmp_path_factory):
         sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
         wide = shape[1] > shape[0]
         for n, c in enumerate(configs):
-            ms = rnd.uniform(0.9, 1.3) * (0.7 if (n % 2 == 0) == wide and n else 1.0)
+            ms = rnd.uniform(0.95, 1.15) * (0.6 if (n % 2 == 0) == wide and n else 1.0)
             store.record_trial(sid, n, c, status="ok", measurement=Measurement(ms, ms, ms, 100.0, 3.0, 20, 4000, 50))
         store.finish_search(sid, "finished")
     store.close()
