@@ -20,14 +20,20 @@ __all__ = ["to_json", "from_json"]
 
 
 def to_json(d: Dispatch) -> dict[str, Any]:
-    """``d`` as a JSON-ready dict (``inf`` times, of failed configs, as ``null``)."""
-    return {"kernel": d.kernel, "dims": list(d.dims), "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
+    """``d`` as a JSON-ready dict (``inf`` times, of failed configs, as ``null``); ``floor`` and
+    ``unsafe`` only where they are not their defaults (0 and none), so a dispatch fit without them
+    is written as before issue 48's round two, byte for byte."""
+    doc = {"kernel": d.kernel, "dims": list(d.dims), "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
             "shapes": [list(s) for s in d.shapes], "configs": [c.as_dict() for c in d.configs],
             "regrets": [list(r) for r in d.regrets],
             "times": [[None if t is None or math.isinf(t) else t for t in row] for row in d.times],
             "nodes": [{"coef": list(n.coef), "threshold": n.threshold, "left": n.left, "right": n.right,
-                       "config": n.config, "uncertain": n.uncertain} for n in d.nodes],
-            "floor": d.floor, "unsafe": list(d.unsafe)}
+                       "config": n.config, "uncertain": n.uncertain} for n in d.nodes]}
+    if d.floor:
+        doc["floor"] = d.floor
+    if d.unsafe:
+        doc["unsafe"] = list(d.unsafe)
+    return doc
 
 
 def from_json(doc: Mapping[str, Any]) -> Dispatch:

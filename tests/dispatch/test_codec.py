@@ -54,6 +54,17 @@ def test_a_malformed_dispatch_is_refused(change, message):
 def test_a_dispatch_of_a_bundle_before_the_noise_floor_reads_back_without_one():
     d = build_dispatch(tables(), DEFAULT, ("rows", "cols"), rules=("knn",))
     doc = to_json(d)
-    del doc["floor"], doc["unsafe"]
+    doc.pop("floor", None), doc.pop("unsafe", None)
     back = from_json(doc)
     assert (back.floor, back.unsafe) == (0.0, ())
+
+
+def test_a_dispatch_without_a_floor_or_unsafe_shapes_is_written_without_them():
+    """Written as before the noise floor, so an older bundle is encoded again byte for byte."""
+    from dataclasses import replace
+
+    d = replace(build_dispatch(tables(), DEFAULT, ("rows", "cols"), rules=("knn",)), floor=0.0, unsafe=())
+    assert "floor" not in to_json(d) and "unsafe" not in to_json(d)
+    d2 = replace(d, floor=0.002, unsafe=(1,))
+    assert (to_json(d2)["floor"], to_json(d2)["unsafe"]) == (0.002, [1])
+    assert (from_json(to_json(d2)).floor, from_json(to_json(d2)).unsafe) == (0.002, (1,))
