@@ -12,7 +12,7 @@ The pool's threads run nvcc at a lower CPU priority (:data:`NICE`, Linux): the m
 process's host work (the verification's comparison, the launches) is on the GPU's critical
 path, nvcc ahead of it is not, so a burst of builds never slows the measurement it runs beside
 (on a host with several GPUs, one search's measuring processes and their compile pools share
-the cores: :mod:`autotune.search.workers` gives each GPU's pool its share).
+the cores: :mod:`autotune.measure.gpu_pool` gives each GPU's pool its share).
 
 Each config's build ends in a :class:`Built` that the search reads before it measures the
 config (:meth:`Ahead.built`), so nothing is compiled twice and nothing useless is compiled

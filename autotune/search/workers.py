@@ -4,9 +4,12 @@ Every worker runs the one-GPU search (:func:`autotune.search.on_gpu.search_on_gp
 compile pool, strategy and search loop, with ``resume=True``) on the same study in the same
 RDB storage, so they share what is measured, whatever database the URL names (SQLite on one
 machine; PostgreSQL for several machines): before each config a worker tells its strategy
-what the others measured, and skips configs in flight in their trials. Each worker binds its own CUDA context to its
-GPU (processes are started with ``spawn``: nothing CUDA is inherited), stores its own search
-row, recording which GPU it is, and sends its progress to the parent through a queue.
+what the others measured, and skips configs in flight in their trials. Each worker binds its
+own CUDA context to its GPU, stores its own search row, recording which GPU it is, and sends
+its progress to the parent. The processes are :class:`autotune.measure.gpu_pool.GpuPool`'s, as
+a workload's tuning on several GPUs are (:mod:`autotune.workload.pool`): ``spawn``ed (nothing
+CUDA is inherited), their signals, deaths and share of the host's cores handled alike. What is
+this module's own: the shared trial budget, the study, the seeds and the parts of a grid.
 
 - Devices: ``--device 0,1`` or ``all``; every GPU must be of one model (the key: name,
   compute capability, SMs, memory, driver, CUDA), else the search is refused naming them:
@@ -17,7 +20,7 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   shares the progress shows); a repeat of a config measured by any worker costs nothing;
   each worker's strategy seed is ``seed + i``. No config is measured twice: a worker claims
   each config as it writes its trial (:meth:`autotune.search.study.StoredStudy.start`).
-- One host's cores are shared (:func:`per_gpu`): each worker's compile pool gets ``cores / k``
+- One host's cores are shared (:func:`per_gpu`): each worker's compile pool gets ``cores // k``
   nvcc runs (at a lower priority than the measuring processes) and proposes ``batch / k``
   configs at a time, so the study keeps as many proposals in flight as one GPU would; each
   starts compiling (the default and, in a new study, its first batch) as its measuring child
@@ -30,35 +33,29 @@ row, recording which GPU it is, and sends its progress to the parent through a q
   (each fails its measurement in flight, or starts no other, and marks its search
   ``interrupted``: :mod:`autotune.base.signals`), waits, and re-raises. Workers start with
   both signals blocked and unblock them once their handlers are in place, so a signal that
-  comes during their start-up is kept pending, never lost nor a traceback.
+  comes during their start-up is kept pending, never lost nor a traceback. A parent killed
+  without a word (SIGKILL) takes its workers with it (Linux ``PR_SET_PDEATHSIG``).
 - Each worker measures in a child process of its own (:mod:`autotune.measure.isolation`): a
   config that crashes or hangs fails its trial (``crash``, ``timeout``) and that worker goes on.
-- A worker that dies leaves at most its trial in flight RUNNING; the others fail it once its
+- A worker that dies without a word is reported ``died`` with its exit code, and leaves at
+  most its trial in flight RUNNING; the others fail it once its
   heartbeat has stopped (Optuna's ``fail_stale_trials``, once a heartbeat interval) and go on.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import queue
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from autotune import settings
 from autotune.kernel.problem import ProblemRef
 from autotune.measure import benchmark, device
 from autotune.measure.device import DeviceInfo
+from autotune.measure.gpu_pool import Died, GpuPool, Worker, compile_share
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.base import signals as stop
 from autotune.search.options import MAX_SEED, SearchOptions
 
 __all__ = ["Plan", "SharedBudget", "WorkerReport", "check_one_model", "parse_devices", "per_gpu", "run_workers",
            "split_trials"]
-
-JOIN_S = 60
-"""Seconds the parent waits for interrupted workers before killing them."""
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -188,8 +185,9 @@ class SharedBudget:
 
 def per_gpu(options: SearchOptions, gpus: int) -> tuple[SearchOptions, int]:
     """What each of ``gpus`` workers on one host runs with: ``options`` with its share of the
-    batch, and its share of the host's compile workers (:func:`autotune.measure.pipeline.workers`,
-    ``AUTOTUNE_COMPILE_WORKERS`` or the CPU count; 0 stays 0), each at least 1.
+    batch, and its share of the host's compile workers
+    (:func:`autotune.measure.gpu_pool.compile_share`: ``AUTOTUNE_COMPILE_WORKERS`` or the CPU
+    count; 0 stays 0), each at least 1.
 
     The shares keep what one GPU would do: ``gpus`` pools of ``cores / gpus`` nvcc runs use
     the host's cores once (two full-size pools ran twice as many nvcc as cores, and the
@@ -197,74 +195,49 @@ def per_gpu(options: SearchOptions, gpus: int) -> tuple[SearchOptions, int]:
     configs at a time keep as many proposals in flight in the study (asked, not yet
     measured) as one GPU with batches of ``batch``: the search learns as often per config.
     """
-    from autotune.measure.pipeline import workers
-
-    host = workers()
     batch = max(1, options.batch_size() // gpus)
-    return options.replace(batch=batch), (max(1, host // gpus) if host else 0)
+    return options.replace(batch=batch), compile_share(gpus)
 
 
 def run_workers(plan: Plan, ordinals: list[int], on_report: Callable[[WorkerReport], None]) -> list[WorkerReport]:
-    """Run one worker per GPU in ``ordinals`` until all have ended; ``on_report`` is called
-    with a worker's report whenever it changes. The GPU benchmark is
+    """Run one worker per GPU in ``ordinals`` until all have ended (the processes, their
+    signals and their deaths: :class:`autotune.measure.gpu_pool.GpuPool`); ``on_report`` is
+    called with a worker's report whenever it changes. The GPU benchmark is
     :func:`autotune.measure.benchmark.open_benchmark` as it is when this is called (tests replace it).
 
     Raises:
         KeyboardInterrupt: after every worker was stopped (see the module doc).
     """
-    context = multiprocessing.get_context("spawn")
-    events = context.Queue()
+    pool = GpuPool(ordinals)
     reports = {o: WorkerReport(o, n) for o, n in zip(ordinals, split_trials(plan.options.trials, len(ordinals)))}
-    shared, compilers = per_gpu(plan.options, len(ordinals))
-    budget = SharedBudget(context.Value("i", plan.options.trials))
-    procs = {}
-    # deferred: a KeyboardInterrupt must never cut a start() or a read of the queue half-way
-    with stop.deferred():
-        try:
-            for i, o in enumerate(ordinals):
-                seed = None if plan.options.seed is None else (plan.options.seed + i) % (MAX_SEED + 1)  # stays a seed
-                mine = replace(plan, options=shared.replace(seed=seed, resume=True))
-                # not daemonic: a worker measures in a child process of its own (autotune.measure.isolation)
-                procs[o] = context.Process(target=_worker, args=(mine, o, benchmark.open_benchmark, events,
-                                                                 (i, len(ordinals)), compilers, budget), daemon=False)
-                with stop.blocked():  # the worker inherits them blocked until its handlers are in place
-                    procs[o].start()
-            while any(r.state in ("starting", "running") for r in reports.values()):
-                stop.check()
-                try:
-                    _apply(reports, events.get(timeout=0.2), on_report)
-                except queue.Empty:
-                    for o, proc in procs.items():  # a worker killed without a word
-                        if reports[o].state in ("starting", "running") and proc.exitcode is not None:
-                            reports[o].state, reports[o].message = "died", f"exit code {proc.exitcode}"
-                            on_report(reports[o])
-        except KeyboardInterrupt:
-            _stop(procs, events, reports, on_report, stop.signal_number() or signal.SIGINT)
-            raise
-        except BaseException:  # e.g. on_report failed: no worker may outlive the search
-            for proc in procs.values():
-                if proc.is_alive():
-                    proc.kill()
-            raise
-    for proc in procs.values():
-        proc.join(JOIN_S)
+    shared, _ = per_gpu(plan.options, len(ordinals))
+    budget = SharedBudget(pool.context.Value("i", plan.options.trials))
+
+    def args(i: int, _ordinal: int) -> tuple:
+        seed = None if plan.options.seed is None else (plan.options.seed + i) % (MAX_SEED + 1)  # stays a seed
+        mine = replace(plan, options=shared.replace(seed=seed, resume=True))
+        return mine, benchmark.open_benchmark, (i, len(ordinals)), budget
+
+    def running(ordinal: int) -> bool:
+        return reports[ordinal].state in ("starting", "running")
+
+    def apply(ordinal: int, event) -> None:
+        r = reports[ordinal]
+        if isinstance(event, Died):  # a worker killed without a word
+            r.state, r.message = "died", f"exit code {event.exitcode}"
+        else:
+            _apply(r, event)
+        on_report(r)
+
+    with pool.running(_worker, args, last=apply):
+        while any(running(o) for o in ordinals):
+            if (got := pool.next_event(owes=running)) is not None:
+                apply(*got)
     return [reports[o] for o in ordinals]
 
 
-def _stop(procs, events, reports, on_report, signum: int) -> None:
-    """``signum`` to every live worker, wait up to :data:`JOIN_S` each, kill what is left, and
-    take in their last reports."""
-    stop.stop_workers(procs.values(), signum, JOIN_S)
-    while True:
-        try:
-            _apply(reports, events.get_nowait(), on_report)
-        except queue.Empty:
-            break
-
-
-def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
-    kind, ordinal, data = event
-    r = reports[ordinal]
+def _apply(r: WorkerReport, event: tuple) -> None:
+    kind, data = event
     if kind == "start":
         r.state, r.name, r.uuid = "running", data["name"], data["uuid"]
     elif kind == "trial":
@@ -275,36 +248,27 @@ def _apply(reports: dict[int, WorkerReport], event: tuple, on_report) -> None:
         r.state, r.stopped, r.clock_warning = "done", data["stopped"], data["clock_warning"]
     else:  # interrupted, error
         r.state, r.message = kind, data.get("message")
-    on_report(r)
 
 
-def _worker(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int] = (0, 1),
-            compilers: int | None = None, budget: SharedBudget | None = None) -> None:
-    """Body of one worker process: search ``plan`` on GPU ``ordinal`` into the shared study, as
-    worker ``part = (i, n)`` of n (:func:`autotune.search.on_gpu.search_on_gpu`, as on one GPU,
-    without the re-timing), compiling on ``compilers`` threads (its share of the host's:
-    :func:`per_gpu`; ``None``: as one GPU would), measuring while ``budget`` lasts.
-
-    SIGINT and SIGTERM arrive blocked (see :func:`run_workers`) and are unblocked once the
-    handlers are in place. Once the search is over, SIGINT is ignored (the handlers in place
-    before are restored, and that of SIGINT is set to ignore first), so that a late Ctrl-C
-    prints no traceback of the process's exit; SIGTERM then ends it silently."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if compilers is not None:  # this process's compile pool (autotune.measure.pipeline.workers)
-        settings.COMPILE_WORKERS.set(str(compilers))
+def _worker(worker: Worker, plan: Plan, open_benchmark, part: tuple[int, int] = (0, 1),
+            budget: SharedBudget | None = None) -> None:
+    """Body of one worker process (:class:`autotune.measure.gpu_pool.GpuPool` starts it, its
+    signals handled, its share of the host's compile workers set: :func:`per_gpu`): search
+    ``plan`` on the worker's GPU into the shared study, as worker ``part = (i, n)`` of n
+    (:func:`autotune.search.on_gpu.search_on_gpu`, as on one GPU, without the re-timing),
+    measuring while ``budget`` lasts. Its end is an event: ``done``, ``interrupted`` (a
+    signal), ``error`` (with its message)."""
     try:
-        with stop.deferred():
-            stop.unblock()
-            _search_on(plan, ordinal, open_benchmark, events, part, budget)
+        _search_on(plan, worker, open_benchmark, part, budget)
     except KeyboardInterrupt:
-        events.put(("interrupted", ordinal, {}))
+        worker.send(("interrupted", {}))
     except AutotuneError as exc:
-        events.put(("error", ordinal, {"message": str(exc)}))
+        worker.send(("error", {"message": str(exc)}))
     except Exception as exc:  # noqa: BLE001  (a CUDA or driver failure: reported, the others go on)
-        events.put(("error", ordinal, {"message": f"{type(exc).__name__}: {exc}"}))
+        worker.send(("error", {"message": f"{type(exc).__name__}: {exc}"}))
 
 
-def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int, int], budget=None) -> None:
+def _search_on(plan: Plan, worker: Worker, open_benchmark, part: tuple[int, int], budget=None) -> None:
     import optuna
 
     from autotune.measure.figures import headline
@@ -314,18 +278,17 @@ def _search_on(plan: Plan, ordinal: int, open_benchmark, events, part: tuple[int
     problem = plan.problem.resolve()
 
     def on_start(started) -> None:
-        events.put(("start", ordinal, {"name": started.bench.device.name, "uuid": started.bench.device.uuid}))
+        worker.send(("start", {"name": started.bench.device.name, "uuid": started.bench.device.uuid}))
 
     def on_trial(outcome, result) -> None:
         best = result.best
-        events.put(("trial", ordinal, {"status": outcome.status, "search_id": result.search_id,
-                                       "best": headline(problem, best[1])
-                                       if best else None,
-                                       "best_config": best[0].key if best else None}))
+        worker.send(("trial", {"status": outcome.status, "search_id": result.search_id,
+                               "best": headline(problem, best[1]) if best else None,
+                               "best_config": best[0].key if best else None}))
 
     space = problem.kernel.space(plan.options.space)
-    result = search_on_gpu(problem, ordinal, space, plan.options, part=part,
+    result = search_on_gpu(problem, worker.ordinal, space, plan.options, part=part,
                            open_benchmark=open_benchmark, precheck=False, retime=False, arch=plan.arch,
                            fresh=plan.fresh, budget=budget, on_start=on_start,
                            on_trial=on_trial)  # the parent queried every GPU
-    events.put(("done", ordinal, {"stopped": result.stopped, "clock_warning": result.clock_warning}))
+    worker.send(("done", {"stopped": result.stopped, "clock_warning": result.clock_warning}))

@@ -1,6 +1,12 @@
-"""A short search over two real GPUs of one model fills one study (skipped with fewer GPUs)."""
+"""Two real GPUs of one model (skipped with fewer): a short search fills one study, and a
+workload's tuning runs its problems on both (the per-GPU workers of autotune.measure.gpu_pool)."""
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -8,6 +14,8 @@ from typer.testing import CliRunner
 from autotune.cli import app
 
 pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _two_gpus_of_one_model():
@@ -37,3 +45,21 @@ def test_two_gpus_search_one_study(tmp_path):
     configs = con.execute("select config_key from autotune_trials").fetchall()
     assert len(configs) == len(set(configs))  # no config measured twice
     assert con.execute("select count(*) from autotune_best where rounds = 5").fetchone() == (1,)
+
+
+def test_two_gpus_tune_a_workload_s_problems_each_taking_the_next(tmp_path):
+    _two_gpus_of_one_model()
+    pytest.importorskip("torch")
+    env = {**os.environ, "AUTOTUNE_DB": f"sqlite:///{tmp_path / 'app.db'}"}
+
+    def run(*args):
+        done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    run("examples/app/app.py", "--steps", "1", "--record", "app")
+    doc = json.loads(run("-m", "autotune", "tune", "app", "--budget", "1m", "--max-trials", "3", "--seed", "0",
+                         "--device", "0,1", "--format", "json"))
+    assert doc["status"] == "finished" and doc["gpus"] == 2, doc
+    assert {r["status"] for r in doc["records"]} <= {"tuned", "skipped"}, doc["records"]
+    assert {r["gpu"] for r in doc["records"]} == {0, 1}, doc["records"]  # each GPU was handed a problem at once
