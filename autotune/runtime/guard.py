@@ -5,9 +5,10 @@ driver or nvcc of the same compute capability in the database, or a bundle made 
 ``allow_same_arch``) was never timed on this GPU, and may be slower here than the kernel's
 default. So the first launch of each problem answered there (once per process, context,
 problem and database or bundle: the guard's verdict is kept with the cached
-:class:`~autotune.runtime.compiled.Launcher`, which :func:`autotune.compiled` and every
-:func:`autotune.launcher` of the problem share) times that config against the default on the
-caller's arrays and stream, and launches the faster from then on:
+:class:`~autotune.runtime.compiled.Launcher`, which :func:`autotune.compiled`, every
+:func:`autotune.launcher` of the problem and :func:`autotune.transpose` share) times that config
+against the default on the caller's arrays and stream, and launches the faster from then on (a
+batch or view of ``autotune.transpose``: timed on its first matrix):
 
 * the default's module is loaded (built through the cubin cache: one nvcc run where that config
   was never built on this machine);
@@ -78,11 +79,15 @@ class Pending:
         default: the config the ``default`` rung would launch (the kernel's default, or the
             ``default=`` given to :func:`autotune.compiled`).
         load: loads it, giving its `Launcher` for the same problem and device.
+        lock: held while timing.
+        verdict: once timed: what the note adds, and the default's `Launcher` where it is kept
+            (``None``: the shipped config is).
     """
 
     default: LaunchConfig
     load: Callable[[], Launcher]
     lock: threading.Lock = field(default_factory=threading.Lock)
+    verdict: tuple[str, Launcher | None] | None = None
 
 
 def enabled() -> bool:
@@ -99,8 +104,10 @@ def enabled() -> bool:
 
 def settle(launcher: Launcher, pointers: Sequence[int], stream: int) -> None:
     """Run ``launcher``'s guard, if pending, on the arrays at ``pointers`` and ``stream`` (module
-    doc), and make it launch the faster config from now on (its ``chosen`` says which). Once per
-    launcher: a thread arriving while another times waits for its verdict.
+    doc), and make it launch the faster config from now on (its ``chosen`` says which, its note
+    extended by the verdict). Timed once per `Pending`: a thread arriving while another times
+    waits for its verdict, and a copy of the launcher (``dataclasses.replace``, as the transpose
+    op makes) that shares it takes the verdict without timing again.
 
     Raises:
         AutotuneError: the driver refused a launch, an event or a copy of the timing.
@@ -111,41 +118,41 @@ def settle(launcher: Launcher, pointers: Sequence[int], stream: int) -> None:
     with pending.lock:
         if launcher.pending is None:
             return
-        chosen, winner = _decide(launcher, pending, pointers, stream)
-        if winner is not launcher:
+        if pending.verdict is None:
+            pending.verdict = _decide(launcher, pending, pointers, stream)
+        why, winner = pending.verdict
+        if winner is None:
+            launcher.chosen = replace(launcher.chosen, note=f"{launcher.chosen.note}; {why}")
+        else:
             launcher.adopt(winner)
-        launcher.chosen = chosen
+            launcher.chosen = replace(pending.default, note=f"{launcher.chosen.note}; {why}")
         launcher.pending = None
 
 
 def _decide(launcher: Launcher, pending: Pending, pointers: Sequence[int], stream: int
-            ) -> tuple[LaunchConfig, Launcher]:
-    shipped = launcher.chosen
-    key = shipped.config.key
-
-    def kept(why: str) -> tuple[LaunchConfig, Launcher]:
-        return replace(shipped, note=f"{shipped.note}; same_arch: {why}; the shipped config kept"), launcher
-
+            ) -> tuple[str, Launcher | None]:
+    """The verdict: what the note adds, and the default's launcher where it is kept (``None``:
+    the shipped config is)."""
+    key = launcher.chosen.config.key
     if driver.stream_capturing(stream):
-        return kept("not timed against the default (the first launch was captured in a CUDA graph)")
+        return ("same_arch: not timed against the default (the first launch was captured in a CUDA graph); the "
+                "shipped config kept"), None
     try:
         default = pending.load()
     except AutotuneError as exc:
-        return kept(f"the default {pending.default.config.key} cannot be loaded here "
-                    f"({str(exc).splitlines()[0]})")
+        return (f"same_arch: the default {pending.default.config.key} cannot be loaded here "
+                f"({str(exc).splitlines()[0]}); the shipped config kept"), None
     try:
         default_ms, shipped_ms = _time([default, launcher], pointers, stream)
     except _NoScratch as exc:
-        return kept(f"not timed against the default ({exc})")
+        return f"same_arch: not timed against the default ({exc}); the shipped config kept", None
     timed = f"timed {shipped_ms:.4g} ms against the default's {default_ms:.4g} ms"
     if shipped_ms * (1 + MARGIN) < default_ms:
-        return replace(shipped, note=f"{shipped.note}; same_arch: {timed} ({default_ms / shipped_ms:.2f}x "
-                                     f"faster) here at first launch; kept"), launcher
+        return f"same_arch: {timed} ({default_ms / shipped_ms:.2f}x faster) here at first launch; kept", None
     ratio = (f"{shipped_ms / default_ms:.2f}x slower" if shipped_ms > default_ms else "as fast"
              if shipped_ms == default_ms else
              f"{default_ms / shipped_ms:.3f}x faster, within the {MARGIN * 100:g} % margin")
-    note = f"{shipped.note}; same_arch: shipped config {key} {timed} ({ratio}) here at first launch; the default kept"
-    return replace(pending.default, note=note), default
+    return f"same_arch: shipped config {key} {timed} ({ratio}) here at first launch; the default kept", default
 
 
 class _NoScratch(Exception):

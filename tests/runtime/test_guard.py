@@ -36,13 +36,13 @@ def fake(monkeypatch, device_info, histogram):
     yield from installed(monkeypatch, histogram, device_info)
 
 
-def shipped(monkeypatch, macros, asked=None):
-    """Make every lookup answer ``macros`` of histogram256 at the same_arch rung (as one tuned
-    on an H200 would); ``asked`` collects the problems asked."""
+def shipped(monkeypatch, macros, asked=None, kernel="histogram256"):
+    """Make every lookup answer ``macros`` of ``kernel`` at the same_arch rung (as one tuned on
+    an H200 would); ``asked`` collects the problems asked."""
     def lookup(problem, **_):
         if asked is not None:
             asked.append(problem)
-        return LaunchConfig(Config.of("histogram256", macros), "tuned", rung="same_arch", tuned_device="NVIDIA H200",
+        return LaunchConfig(Config.of(kernel, macros), "tuned", rung="same_arch", tuned_device="NVIDIA H200",
                             note="tuned for 1000 on NVIDIA H200 (same compute capability 9.0, same shape)")
 
     monkeypatch.setattr(lookup_module, "lookup", lookup)
@@ -261,3 +261,41 @@ def test_the_database_path_a_result_of_another_gpu_model(fake, store, db_url, de
     faster = ms[other] * (1 + guard.MARGIN) < ms[default]
     assert (chosen.rung, chosen.config) == (("same_arch", other) if faster else ("default", default))
     assert len(fake.launches) == LAUNCHES + 1
+
+
+class Matrix:
+    """A float32 device matrix known by its ``__cuda_array_interface__`` only."""
+
+    def __init__(self, shape, ptr) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (ptr, False), "strides": None,
+                                         "version": 3}
+
+
+def test_the_transpose_op_is_guarded_too(fake, monkeypatch, db_url):
+    """autotune.transpose's prepared launch (its own, not the launcher's): timed at its first
+    call, then launching the default from its next one, the verdict in its plan's note."""
+    from autotune.kernel.catalog import KERNELS
+    from autotune.runtime.transpose.op import transpose_plan
+
+    k = fake.kernel = KERNELS["smem_vec"]
+    problem = Problem.of(k, (512, 256), "float32")
+
+    def ms(c):
+        return FakeLibcuda.launch_ms(*problem.geometry(c)[:2])
+
+    default = k.default_config()
+    slow = max(k.space().configs(), key=ms)
+    assert ms(slow) > 1.1 * ms(default)
+    shipped(monkeypatch, slow.as_dict(), kernel="smem_vec")
+    x, out = Matrix((512, 256), 0x1000), Matrix((256, 512), 0x2000)
+    for _ in range(2):
+        autotune.transpose(x, kernel="smem_vec", db=db_url, out=out)
+    chosen = transpose_plan(x, kernel="smem_vec", db=db_url).launcher.chosen
+    assert (chosen.rung, chosen.config) == ("default", default)
+    assert f"; same_arch: shipped config {slow.key} timed " in chosen.note and chosen.note.endswith(
+        "here at first launch; the default kept")
+    *timing, first, second = fake.launches
+    block = problem.geometry(default).block
+    scratch = {c["pointer"] for c in fake.calls if c["call"] == "alloc"}
+    assert len(timing) == LAUNCHES and {c["out"] for c in timing} == scratch and len(scratch) == 1
+    assert (first["block"], first["out"], first["src"]) == (block, 0x2000, 0x1000) and second["block"] == block
