@@ -26,7 +26,7 @@ batch or view of ``autotune.transpose``: timed on its first matrix):
   says what was timed and what was kept.
 
 **What it costs the first call** of each such problem: loading (maybe building) the default's
-module, two scratch allocations per written array and a copy of each, ``2 * (WARMUPS + REPEATS)``
+module, one scratch allocation per written array and a copy into it, ``2 * (WARMUPS + REPEATS)``
 = 12 launches of the kernel (with their resets), and one wait for the stream; about 12 times the
 kernel's time plus milliseconds of host work. Later calls cost nothing more. Launches a recording
 counts (:mod:`autotune.runtime.recording`) are the caller's only.

@@ -9,7 +9,9 @@ A :class:`KernelLauncher` is a callable on one device array per array argument o
   ``__cuda_array_interface__`` and checked (a GPU array, C-contiguous, of the argument's
   dtype), the dims are solved and checked against every shape, the config comes from the
   lookup ladder (:func:`autotune.lookup`: exact, nearest shape, same arch, default), and the
-  config is built through the on-disk cubin cache and loaded (:func:`autotune.compiled`);
+  config is built through the on-disk cubin cache and loaded (:func:`autotune.compiled`); a
+  config of the ``same_arch`` rung is then timed against the default on the call's arrays and
+  stream, once per process and problem, and the faster kept (:mod:`autotune.runtime.guard`);
 * after that (the hot path) a call is one dict lookup on the key, a contiguity check per
   array, the pointers packed into the argument buffer and one ``cuLaunchKernel`` on the current
   stream: PyTorch tensors are read through ``data_ptr()``, ``shape``, ``dtype``,
@@ -92,7 +94,9 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
             the first launch of each shape (``autotune.runtime.bundle``).
         allow_same_arch: use a bundle made for another device model, driver or nvcc of the
             same compute capability, at the ``same_arch`` rung (default: refused, unless
-            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
+            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``). A ``same_arch`` config, from a bundle or the
+            database, is timed against the default at its problem's first launch and kept only
+            where faster (``autotune.runtime.guard``; ``AUTOTUNE_SAME_ARCH_GUARD=off``: not).
         tune: ``None`` (the default): launch what the lookup ladder gives. ``"quick"``: a shape
             with no tuned config stored is first tuned by a short search in a child process
             (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
@@ -209,7 +213,8 @@ class KernelLauncher:
 
     def prepared(self, *arrays: Any) -> PackedLaunch:
         """The prepared launch a call on ``arrays`` uses (``.launcher.chosen``: the config and
-        the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new.
+        the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new (the
+        ``same_arch`` guard included, on ``arrays`` and the current stream).
 
         Raises:
             InvalidInputError: as a call.
