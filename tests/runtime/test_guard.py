@@ -215,7 +215,7 @@ def test_the_callers_bins_hold_what_one_launch_of_the_chosen_config_gives(fake, 
                                                                            reset):
     """The guard's 12 launches count into scratch copies, each cleared first (the kernel file's
     reset); the caller's bins get exactly one launch: added to what they held, or from zero with
-    reset=True. Before the scratch copies, the bins would have held 13 launches' counts."""
+    reset=True (a guard timing on the caller's bins would leave 13 launches' counts there)."""
     memory = Memory(histogram)
     monkeypatch.setattr(driver, "libcuda", lambda: memory)
     shipped(monkeypatch, SLOW)
@@ -299,3 +299,20 @@ def test_the_transpose_op_is_guarded_too(fake, monkeypatch, db_url):
     scratch = {c["pointer"] for c in fake.calls if c["call"] == "alloc"}
     assert len(timing) == LAUNCHES and {c["out"] for c in timing} == scratch and len(scratch) == 1
     assert (first["block"], first["out"], first["src"]) == (block, 0x2000, 0x1000) and second["block"] == block
+
+
+def test_a_copy_of_the_launcher_takes_the_verdict_without_timing_again(fake, histogram, monkeypatch, db_url):
+    """A copy made with dataclasses.replace (as the transpose op makes, to extend the note)
+    shares the guard: the first of the two launched is timed, the other takes its verdict, each
+    keeping its own note."""
+    shipped(monkeypatch, SLOW)
+    g = autotune.compiled(histogram, {"n": N}, "uint8", db=db_url)
+    copy = replace(g, chosen=replace(g.chosen, note="the copy's note"))
+    copy(*arrays())
+    g(*arrays())
+    assert len(fake.launches) == LAUNCHES + 2 and fake.launches[-1]["block"] == (256, 1, 1)
+    assert copy.chosen.rung == g.chosen.rung == "default"
+    assert copy.chosen.note.startswith("the copy's note; same_arch: shipped config ")
+    assert g.chosen.note.startswith("tuned for 1000 on NVIDIA H200 (same compute capability 9.0, same shape); "
+                                    "same_arch: shipped config ")
+    assert g.chosen.note.split("; ", 1)[1] == copy.chosen.note.split("; ", 1)[1]
