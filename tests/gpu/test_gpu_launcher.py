@@ -182,6 +182,17 @@ def measured_here(kernel, dims, dtype, configs):
     return sorted(out, key=lambda t: -t[0])
 
 
+@pytest.fixture(scope="module")
+def smem_pad_times(tmp_path_factory):
+    """The candidates of smem_pad timed here at 4096x4096 once for the module (built into a cubin
+    cache of its own, never the user's): the shape and ``[(median ms, config)]``, slowest first."""
+    shape = (4096, 4096)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.mktemp("cubins")))
+        configs = [Config.of("smem_pad", c) for c in SMEM_PAD_CANDIDATES]
+        return shape, measured_here("smem_pad", shape, "float32", configs)
+
+
 def stored_on_another_model(db, kernel, dims, dtype, config, ms):
     """``config`` stored in ``db`` as the best of ``kernel`` at ``dims`` tuned on another GPU
     model of this GPU's compute capability (this GPU's identity renamed), so that lookup answers
@@ -205,12 +216,11 @@ def stored_on_another_model(db, kernel, dims, dtype, config, ms):
         store.close()
 
 
-def test_a_same_arch_config_slower_here_gives_way_to_the_default(torch, tmp_path):
+def test_a_same_arch_config_slower_here_gives_way_to_the_default(torch, tmp_path, smem_pad_times):
     """The slowest of a few smem_pad configs at 4096x4096, stored as tuned on another GPU model
     of this compute capability: the first launch times it against the default, keeps the
     default, says so, and the transpose is right."""
-    shape = (4096, 4096)
-    times = measured_here("smem_pad", shape, "float32", [Config.of("smem_pad", c) for c in SMEM_PAD_CANDIDATES])
+    shape, times = smem_pad_times
     default = get_kernel("smem_pad").default_config()
     (slow_ms, slow), default_ms = times[0], next(ms for ms, c in times if c == default)
     assert slow_ms > 1.1 * default_ms, times  # the premise: a config clearly slower than the default here
@@ -230,12 +240,11 @@ def test_a_same_arch_config_slower_here_gives_way_to_the_default(torch, tmp_path
         "here at first launch; the default kept")
 
 
-def test_a_same_arch_config_faster_here_is_kept(torch, tmp_path):
+def test_a_same_arch_config_faster_here_is_kept(torch, tmp_path, smem_pad_times):
     """The fastest of a few smem_pad configs stored as tuned on another GPU model, against the
     slowest as the default (``compiled(default=...)``, the rule's config of the default rung):
     the shipped config is kept, and said so."""
-    shape = (4096, 4096)
-    times = measured_here("smem_pad", shape, "float32", [Config.of("smem_pad", c) for c in SMEM_PAD_CANDIDATES])
+    shape, times = smem_pad_times
     (slow_ms, slow), (fast_ms, fast) = times[0], times[-1]
     assert slow_ms > 1.1 * fast_ms, times
     db = f"sqlite:///{tmp_path / 'elsewhere.db'}"
