@@ -19,6 +19,7 @@ variable                                what it sets
 ``AUTOTUNE_BUNDLE_ALLOW``               :data:`BUNDLE_ALLOW`
 ``AUTOTUNE_RECORD``                     :data:`RECORD`
 ``AUTOTUNE_TUNE``                       :data:`TUNE`
+``AUTOTUNE_SAME_ARCH_GUARD``            :data:`SAME_ARCH_GUARD`
 ======================================  =========================================================
 """
 
@@ -28,7 +29,7 @@ import os
 from dataclasses import dataclass
 
 __all__ = ["Setting", "SETTINGS", "DB", "CACHE_DIR", "BACKEND", "COMPILE_WORKERS", "STRATEGIES", "LAUNCH_API",
-           "BUNDLE", "BUNDLE_ALLOW", "RECORD", "TUNE"]
+           "BUNDLE", "BUNDLE_ALLOW", "RECORD", "TUNE", "SAME_ARCH_GUARD"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,11 @@ RECORD = Setting("AUTOTUNE_RECORD", "", "records the launches of a program you d
 TUNE = Setting("AUTOTUNE_TUNE", "", "tuning on first sight for every launcher of the process: off (none tunes, "
                                     "whatever its tune=) or a preset, quick (every launcher without a bundle tunes) "
                                     "(unset: each launcher's tune=; autotune.runtime.first_sight)")
+SAME_ARCH_GUARD = Setting("AUTOTUNE_SAME_ARCH_GUARD", "on", "on: the first launch of each problem answered at the "
+                                                            "same_arch rung times that config against the default "
+                                                            "and keeps the faster; off: launches it untimed "
+                                                            "(autotune.runtime.guard)")
 
 SETTINGS: tuple[Setting, ...] = (DB, CACHE_DIR, BACKEND, COMPILE_WORKERS, STRATEGIES, LAUNCH_API, BUNDLE,
-                                 BUNDLE_ALLOW, RECORD, TUNE)
+                                 BUNDLE_ALLOW, RECORD, TUNE, SAME_ARCH_GUARD)
 """Every setting, in the order of the module doc's table."""

@@ -161,6 +161,21 @@ class FakeLibcuda:
                            "count": height, "stream": stream})
         return 0
 
+    def cuMemAlloc_v2(self, ref, nbytes):
+        """Device memory (the same_arch guard's scratch copies): an address, recorded."""
+        address = 0xD0000000 + 0x1000000 * sum(c["call"] == "alloc" for c in self.calls)
+        ctypes.cast(ref, ctypes.POINTER(ctypes.c_uint64)).contents.value = address
+        self.calls.append({"call": "alloc", "pointer": address, "count": nbytes})
+        return 0
+
+    def cuMemFree_v2(self, pointer):
+        self.calls.append({"call": "free", "pointer": pointer})
+        return 0
+
+    def cuMemcpyDtoDAsync_v2(self, dst, src, nbytes, stream):
+        self.calls.append({"call": "copy", "pointer": dst, "source": src, "count": nbytes, "stream": stream})
+        return 0
+
     def cuFuncGetAttribute(self, value, attribute, function):
         ctypes.cast(value, ctypes.POINTER(ctypes.c_int)).contents.value = 1024 if attribute == 0 else 0
         return 0

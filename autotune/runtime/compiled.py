@@ -9,7 +9,9 @@ context CuPy and PyTorch use, or a PyCUDA context) through the driver API
 the arrays' shapes and dtypes against the kernel's arguments and launches with
 ``cuLaunchKernel`` on the caller's current stream (:mod:`autotune.runtime.streams`).
 Launchers are cached per (context, kernel, dims, dtype, database) until
-:func:`autotune.clear_cache`.
+:func:`autotune.clear_cache`. A config of the ``same_arch`` rung (tuned on another GPU model of
+this compute capability) is timed against the default at the launcher's first call, and the
+faster kept (:mod:`autotune.runtime.guard`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dims import Dims
 from autotune.kernel.model import Array, Kernel
 from autotune.kernel.problem import Problem
-from autotune.runtime import driver, recording
+from autotune.runtime import driver, guard, recording
 from autotune.runtime.arrays import describe, describe_torch
 from autotune.runtime.streams import stream_handle
 
@@ -68,6 +70,9 @@ class Launcher:
         scalars: the ctypes value of each scalar argument, by name (from the dims).
         device: the identity of the device it was loaded for (``None``: not known; what a
             recording counts its launches under, `autotune.runtime.recording`).
+        pending: the ``same_arch`` guard not run yet (``None``: none, or run: ``chosen`` says
+            its verdict; `autotune.runtime.guard`): the first call runs it, and may load the
+            default's function instead.
     """
 
     problem: Problem
@@ -80,6 +85,7 @@ class Launcher:
     expected: list[tuple[str, tuple[int, ...], DType, bool]]
     scalars: dict[str, Any]
     device: DeviceInfo | None = None
+    pending: guard.Pending | None = None
 
     @property
     def kernel(self) -> Kernel:
@@ -120,12 +126,20 @@ class Launcher:
                                         f"{'x'.join(map(str, shape))} {dtype.name} array, not "
                                         f"{'x'.join(map(str, a.shape))} {a.dtype.name}")
             values.append(a.pointer)
+        s = stream_handle(stream, arrays[0])
+        if self.pending is not None:  # the first call at the same_arch rung: timed against the default
+            guard.settle(self, values, s)
         packed = PackedArguments(kernel_layout(self.kernel.args))
         pointers = iter(values)
         for a in self.kernel.args:
             packed.put(a.name, next(pointers) if isinstance(a, Array) else self.scalars[a.name].value)
-        driver.launch(self.function, self.grid, self.block, self.shared, stream_handle(stream, arrays[0]),
-                      packed.argv, self.kernel.name)
+        driver.launch(self.function, self.grid, self.block, self.shared, s, packed.argv, self.kernel.name)
+
+    def adopt(self, other: Launcher) -> None:
+        """Launch ``other``'s loaded function, geometry and shared memory from now on (another
+        config of the same problem, chosen by the guard)."""
+        self.grid, self.block, self.shared = other.grid, other.block, other.shared
+        self.function, self.module = other.function, other.module
 
 
 recording.register_method(Launcher, "__call__", recording.launcher_call)  # counted while a recording is active
@@ -185,13 +199,11 @@ caches.register("launchers", clear_launchers)
 
 def _build(problem: Problem, db: str | None, default: Config | None = None, bundle: str | None = None,
            allow_same_arch: bool | None = None) -> Launcher:
-    from autotune.measure.compile import build_cubin
     from autotune.measure.device import current_device
-    from autotune.measure.buffers import scalar_values
     from autotune.runtime.lookup import lookup
 
     recording.from_environment()  # AUTOTUNE_RECORD: the first cold launch starts it
-    k, dt = problem.kernel, problem.dtype
+    k = problem.kernel
     device = current_device()
     if bundle is not None:  # the bundle decides, not a database
         from autotune.measure.toolchain import Toolchain
@@ -203,6 +215,28 @@ def _build(problem: Problem, db: str | None, default: Config | None = None, bund
         chosen = lookup(problem, device=device, db=db)
     if default is not None and chosen.rung == "default" and default != chosen.config:
         chosen = replace(chosen, config=default, note=f"{chosen.note}; the rule's config {default.key} instead")
+    made = _load(problem, chosen, device)
+    base = default if default is not None else k.default_config()
+    if chosen.rung == "same_arch" and base != chosen.config and guard.enabled():
+        from autotune.runtime.lookup import LaunchConfig
+
+        fallback = LaunchConfig(base, "default", rung="default")
+        made.pending = guard.Pending(fallback, lambda: _load(problem, fallback, device))
+    return made
+
+
+def _load(problem: Problem, chosen: LaunchConfig, device: DeviceInfo) -> Launcher:
+    """``chosen``'s config of ``problem`` built (through the cubin cache), loaded and checked
+    against ``device``.
+
+    Raises:
+        InvalidInputError: its grid is over CUDA's limits.
+        AutotuneError: it does not compile, or does not fit the device.
+    """
+    from autotune.measure.compile import build_cubin
+    from autotune.measure.buffers import scalar_values
+
+    k, dt = problem.kernel, problem.dtype
     config = chosen.config
     env = problem.env(config)
     grid, block, shared = problem.geometry(config)

@@ -16,7 +16,7 @@ from autotune.errors import AutotuneError, GPUUnavailableError, no_driver
 
 __all__ = ["libcuda", "current_context", "load_function", "function_attribute", "set_function_attribute", "launch",
            "copy_async", "fill_async", "stream_capturing", "create_event", "destroy_event", "record_event",
-           "event_done", "elapsed_ms", "push_context", "pop_context"]
+           "event_done", "elapsed_ms", "push_context", "pop_context", "alloc", "free"]
 
 _U = ctypes.c_uint
 _PTR = ctypes.c_void_p
@@ -60,6 +60,8 @@ def libcuda() -> ctypes.CDLL:
     lib.cuCtxPushCurrent_v2.argtypes = [_PTR]
     lib.cuCtxPopCurrent_v2.argtypes = [ctypes.POINTER(_PTR)]
     lib.cuStreamIsCapturing.argtypes = [_PTR, ctypes.POINTER(ctypes.c_int)]
+    lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]  # the guard's scratch copies
+    lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
     return lib
 
 
@@ -166,6 +168,25 @@ def fill_async(fills, pointer: int, stream: int) -> None:
 
 
 _MEMSETS = {"d8": "cuMemsetD8Async", "d16": "cuMemsetD16Async", "d32": "cuMemsetD32Async"}
+
+
+def alloc(nbytes: int) -> int:
+    """``nbytes`` of device memory in the current context (``cuMemAlloc``), its address.
+
+    Raises:
+        AutotuneError: the driver refused it (e.g. out of memory).
+    """
+    pointer = ctypes.c_uint64(0)
+    status = libcuda().cuMemAlloc_v2(ctypes.byref(pointer), nbytes)
+    if status != CUDA_SUCCESS:
+        raise AutotuneError(f"cuMemAlloc of {nbytes} bytes failed with CUDA error {status}")
+    return pointer.value
+
+
+def free(pointer: int) -> None:
+    """Free device memory :func:`alloc` gave (``cuMemFree``); a refusal is ignored: nothing
+    else holds it."""
+    libcuda().cuMemFree_v2(pointer)
 
 
 # -- CUDA events: the recording's samples (autotune.runtime.recording.events) ------------------

@@ -9,7 +9,9 @@ A :class:`KernelLauncher` is a callable on one device array per array argument o
   ``__cuda_array_interface__`` and checked (a GPU array, C-contiguous, of the argument's
   dtype), the dims are solved and checked against every shape, the config comes from the
   lookup ladder (:func:`autotune.lookup`: exact, nearest shape, same arch, default), and the
-  config is built through the on-disk cubin cache and loaded (:func:`autotune.compiled`);
+  config is built through the on-disk cubin cache and loaded (:func:`autotune.compiled`); a
+  config of the ``same_arch`` rung is then timed against the default on the call's arrays and
+  stream, once per process and problem, and the faster kept (:mod:`autotune.runtime.guard`);
 * after that (the hot path) a call is one dict lookup on the key, a contiguity check per
   array, the pointers packed into the argument buffer and one ``cuLaunchKernel`` on the current
   stream: PyTorch tensors are read through ``data_ptr()``, ``shape``, ``dtype``,
@@ -30,6 +32,7 @@ Host time per launch: ``benchmarks/launch_overhead.py``.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
 from collections.abc import Mapping
@@ -44,6 +47,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
 from autotune.runtime import driver
 from autotune.runtime.arrays import describe, describe_torch
+from autotune.runtime.guard import settle
 from autotune.runtime.packed import PackedLaunch
 from autotune.runtime.shapes import DimSolver
 from autotune.runtime.streams import cupy_stream, stream_handle, torch_stream_reader
@@ -90,7 +94,9 @@ def launcher(kernel: str | Path | Kernel, dtype: DTypeLike | DType | None = None
             the first launch of each shape (``autotune.runtime.bundle``).
         allow_same_arch: use a bundle made for another device model, driver or nvcc of the
             same compute capability, at the ``same_arch`` rung (default: refused, unless
-            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``).
+            ``AUTOTUNE_BUNDLE_ALLOW=same_arch``). A ``same_arch`` config, from a bundle or the
+            database, is timed against the default at its problem's first launch and kept only
+            where faster (``autotune.runtime.guard``; ``AUTOTUNE_SAME_ARCH_GUARD=off``: not).
         tune: ``None`` (the default): launch what the lookup ladder gives. ``"quick"``: a shape
             with no tuned config stored is first tuned by a short search in a child process
             (module ``autotune.runtime.first_sight``), stored, then launched; each shape tuned (or
@@ -207,7 +213,8 @@ class KernelLauncher:
 
     def prepared(self, *arrays: Any) -> PackedLaunch:
         """The prepared launch a call on ``arrays`` uses (``.launcher.chosen``: the config and
-        the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new.
+        the lookup rung; ``.launcher.dims``: the solved dims), prepared now if new (the
+        ``same_arch`` guard included, on ``arrays`` and the current stream).
 
         Raises:
             InvalidInputError: as a call.
@@ -217,10 +224,10 @@ class KernelLauncher:
 
     def _other(self, arrays, stream, reset: bool) -> None:
         """Every call but a hot PyTorch one: CuPy, PyCUDA and other arrays, and first sights."""
-        p, pointers, kind = self._lookup(arrays)
+        p, pointers, kind = self._lookup(arrays, stream)
         p(pointers, stream_handle(stream, arrays[0], kind), reset)
 
-    def _lookup(self, arrays) -> tuple[PackedLaunch, list[int], str]:
+    def _lookup(self, arrays, stream: Any = None) -> tuple[PackedLaunch, list[int], str]:
         if not arrays:
             raise InvalidInputError(f"{self.kernel.name} takes {len(self.kernel.arrays)} arrays "
                                     f"({', '.join(a.name for a in self.kernel.arrays)}); got none")
@@ -244,7 +251,7 @@ class KernelLauncher:
             pointers, ready = [d.pointer for d in described], True
         p = self._prepared.get(key) if ready else None
         if p is None:
-            p, pointers = self._prepare(key, arrays, kind)
+            p, pointers = self._prepare(key, arrays, kind, stream)
         return p, pointers, first.__module__.split(".")[0]
 
     def _describe(self, arrays) -> list:
@@ -285,7 +292,7 @@ class KernelLauncher:
                 clear_cache()  # the lookup reads the stored winner afresh
         return compiled(problem, db=self.db, bundle=self.bundle, allow_same_arch=self.allow_same_arch)
 
-    def _prepare(self, key: tuple, arrays, kind: str) -> tuple[PackedLaunch, list[int]]:
+    def _prepare(self, key: tuple, arrays, kind: str, stream: Any = None) -> tuple[PackedLaunch, list[int]]:
         """The cold path (see module doc): check everything, look the config up, load it."""
         k = self.kernel
         described = self._describe(arrays)
@@ -308,23 +315,24 @@ class KernelLauncher:
         shapes = [d.shape for d in described]
         dims = self.solver.solve(shapes)
         problem = Problem.of(k, dims, dt)
+        scope: Any = contextlib.nullcontext()
         if kind == "torch":
             import torch
 
             self._tensor = type(arrays[0]) if type(arrays[0]) is torch.Tensor else self._tensor
             self._torch_stream = torch_stream_reader()
-            with torch.cuda.device(arrays[0].device):
-                made = self._compiled(problem)
+            scope = torch.cuda.device(arrays[0].device)
         elif kind == "cupy":
             import cupy
 
             self._cupy = type(arrays[0]) if type(arrays[0]) is cupy.ndarray else self._cupy
             self._cupy_contiguous = _c_contiguous if hasattr(arrays[0], "_c_contiguous") else _flags_contiguous
-            with cupy.cuda.Device(arrays[0].data.device_id):
-                made = self._compiled(problem)
-        else:
+            scope = cupy.cuda.Device(arrays[0].data.device_id)
+        with scope:
             made = self._compiled(problem)
-        self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
+            self.solver.check(dims, shapes, [shape for _, shape, _, _ in made.expected])
+            if made.pending is not None:  # the same_arch rung: timed against the default, once per launcher
+                settle(made, [d.pointer for d in described], stream_handle(stream, arrays[0]))
         p = PackedLaunch(made)
         with self._lock:
             if len(self._prepared) >= MAX_PREPARED:

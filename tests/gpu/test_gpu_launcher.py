@@ -11,6 +11,7 @@ import pytest
 
 import autotune
 from autotune.errors import InvalidInputError, TrialFailed
+from autotune.kernel.catalog import get_kernel
 from autotune.kernel.problem import Problem
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -151,3 +152,130 @@ def test_the_launcher_takes_100_kib_of_dynamic_shared_memory(torch, tmp_path):
         want = np.concatenate([a[s:s + 25600][::-1] for s in range(0, n, 25600)])
         np.testing.assert_array_equal(out.cpu().numpy(), want)
         assert f.prepared(out, src).launcher.shared == 100 * 1024
+
+
+# -- the same_arch guard (autotune/runtime/guard.py) -------------------------------------------
+
+SMEM_PAD_CANDIDATES = [  # smem_pad configs far apart at 4096x4096: small and large tiles, few and many rows
+    {"BLOCK_ROWS": 4, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 16},
+    {"BLOCK_ROWS": 16, "DIAGONAL": 1, "IPAD": 4, "TILE_DIM": 16},
+    {"BLOCK_ROWS": 4, "DIAGONAL": 1, "IPAD": 4, "TILE_DIM": 64},
+    {"BLOCK_ROWS": 16, "DIAGONAL": 0, "IPAD": 2, "TILE_DIM": 64},
+    {"BLOCK_ROWS": 8, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32},
+    {"BLOCK_ROWS": 16, "DIAGONAL": 0, "IPAD": 1, "TILE_DIM": 32},
+]
+
+
+def measured_here(kernel, dims, dtype, configs):
+    """Each of ``configs`` timed on this GPU by the benchmark: ``[(median ms, config)]``, slowest
+    first (a config that does not build or fit is left out)."""
+    from autotune.kernel.catalog import resolve_kernel
+
+    k = resolve_kernel(kernel)
+    out = []
+    with open_benchmark(0, Problem.of(k, dims, get_dtype(dtype)), repeats=30, seed=0) as bench:
+        for c in configs:
+            try:
+                out.append((bench.measure(c).median_ms, c))
+            except TrialFailed:
+                continue
+    return sorted(out, key=lambda t: -t[0])
+
+
+@pytest.fixture(scope="module")
+def smem_pad_times(tmp_path_factory):
+    """The candidates of smem_pad timed here at 4096x4096 once for the module (built into a cubin
+    cache of its own, never the user's): the shape and ``[(median ms, config)]``, slowest first."""
+    shape = (4096, 4096)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOTUNE_CACHE_DIR", str(tmp_path_factory.mktemp("cubins")))
+        configs = [Config.of("smem_pad", c) for c in SMEM_PAD_CANDIDATES]
+        return shape, measured_here("smem_pad", shape, "float32", configs)
+
+
+def stored_on_another_model(db, kernel, dims, dtype, config, ms):
+    """``config`` stored in ``db`` as the best of ``kernel`` at ``dims`` tuned on another GPU
+    model of this GPU's compute capability (this GPU's identity renamed), so that lookup answers
+    it here at the same_arch rung."""
+    from dataclasses import replace
+
+    from autotune.measure.device import current_device
+    from autotune.measure.measurement import Measurement
+    from autotune.store.key import tuning_key
+    from autotune.store.opening import open_results
+
+    here = current_device()
+    elsewhere = replace(here, name=f"{here.name} (another model)", sm_count=here.sm_count - 2)
+    key = tuning_key(kernel, elsewhere, dims, dtype)
+    store = open_results(db)
+    try:
+        sid = store.start_search(key, study_name=key.study_name, sampler="grid", seed=None, memcpy_gbps=3000.0)
+        store.record_trial(sid, 0, config, status="ok", measurement=Measurement(ms, ms, ms, 1000.0, 30.0, 20, 4000, 50))
+        store.finish_search(sid, "finished")
+    finally:
+        store.close()
+
+
+def test_a_same_arch_config_slower_here_gives_way_to_the_default(torch, tmp_path, smem_pad_times):
+    """The slowest of a few smem_pad configs at 4096x4096, stored as tuned on another GPU model
+    of this compute capability: the first launch times it against the default, keeps the
+    default, says so, and the transpose is right."""
+    shape, times = smem_pad_times
+    default = get_kernel("smem_pad").default_config()
+    (slow_ms, slow), default_ms = times[0], next(ms for ms, c in times if c == default)
+    assert slow_ms > 1.1 * default_ms, times  # the premise: a config clearly slower than the default here
+    db = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    stored_on_another_model(db, "smem_pad", shape, "float32", slow, slow_ms / 2)
+    autotune.clear_cache()
+    assert autotune.lookup("smem_pad", shape, "float32", db=db).rung == "same_arch"
+    f = autotune.launcher("smem_pad", db=db)
+    x = torch.rand(*shape, device="cuda")
+    out = torch.empty(*shape, device="cuda")
+    f(out, x)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.t())
+    chosen = f.prepared(out, x).launcher.chosen
+    assert (chosen.rung, chosen.config) == ("default", default), chosen.note
+    assert f"same_arch: shipped config {slow.key} timed " in chosen.note and chosen.note.endswith(
+        "here at first launch; the default kept")
+
+
+def test_a_same_arch_config_faster_here_is_kept(torch, tmp_path, smem_pad_times):
+    """The fastest of a few smem_pad configs stored as tuned on another GPU model, against the
+    slowest as the default (``compiled(default=...)``, the rule's config of the default rung):
+    the shipped config is kept, and said so."""
+    shape, times = smem_pad_times
+    (slow_ms, slow), (fast_ms, fast) = times[0], times[-1]
+    assert slow_ms > 1.1 * fast_ms, times
+    db = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    stored_on_another_model(db, "smem_pad", shape, "float32", fast, fast_ms)
+    autotune.clear_cache()
+    g = autotune.compiled("smem_pad", shape, "float32", db=db, default=slow)
+    x = torch.rand(*shape, device="cuda")
+    out = torch.empty(*shape, device="cuda")
+    g(out, x)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.t())
+    assert (g.chosen.rung, g.chosen.config) == ("same_arch", fast), g.chosen.note
+    assert "; same_arch: timed " in g.chosen.note and g.chosen.note.endswith("faster) here at first launch; kept")
+    again = autotune.compiled("smem_pad", shape, "float32", db=db, default=slow)
+    assert again is g and g.pending is None  # timed once: the verdict stays with the launcher
+
+
+def test_the_guard_leaves_the_histograms_bins_as_one_launch_would(torch, tmp_path):
+    """The histogram (bins reset by the kernel file, added to by each launch) at the same_arch
+    rung: the guard's launches count into scratch copies, so bins that held counts hold them
+    plus exactly one launch's after the first call."""
+    n = 1 << 22
+    config = Config.of("histogram256", {"BLOCK_SIZE": 1024, "COPIES": 1, "MAX_BLOCKS": 264})
+    db = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    stored_on_another_model(db, HISTOGRAM, {"n": n}, "uint8", config, 0.01)
+    autotune.clear_cache()
+    f = autotune.launcher(HISTOGRAM, db=db)
+    data = torch.randint(0, 256, (n,), device="cuda", dtype=torch.uint8)
+    bins = uint32_zeros(torch, 256)
+    bins.view(torch.int32).fill_(5)
+    f(bins, data)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(bins.view(torch.int32).cpu().numpy().view(np.uint32), 5 + bincount(torch, data))
+    assert "; same_arch: " in f.prepared(bins, data).launcher.chosen.note

@@ -53,3 +53,14 @@ def test_a_refused_event_call_names_the_call_and_the_error(fake, monkeypatch, ca
 def test_a_context_the_driver_refuses_is_not_pushed(fake, monkeypatch):
     monkeypatch.setattr(fake, "cuCtxPushCurrent_v2", lambda context: 201)
     assert driver.push_context(0xC0) is False
+
+
+def test_device_memory_is_allocated_and_freed_and_a_refusal_names_the_bytes(fake, monkeypatch):
+    """The same_arch guard's scratch copies (autotune/runtime/guard.py)."""
+    pointer = driver.alloc(1024)
+    driver.free(pointer)
+    assert [(c["call"], c["pointer"]) for c in fake.calls] == [("alloc", pointer), ("free", pointer)]
+    assert fake.calls[0]["count"] == 1024 and pointer != 0
+    monkeypatch.setattr(fake, "cuMemAlloc_v2", lambda ref, nbytes: 2)
+    with pytest.raises(AutotuneError, match="^cuMemAlloc of 4096 bytes failed with CUDA error 2$"):
+        driver.alloc(4096)

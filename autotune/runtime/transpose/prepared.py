@@ -34,10 +34,12 @@ class PreparedTranspose:
         pitched: the kernel takes a row pitch and batch stride (``ld``, ``batch_stride``),
             so it can read views and batches.
         matrix_bytes: bytes of one rows x cols output matrix.
+        unsettled: the launcher's same_arch guard is to run (or its verdict to be taken) before
+            the first launch (:mod:`autotune.runtime.guard`; :func:`autotune.transpose` does it).
     """
 
     __slots__ = ("launcher", "pitched", "matrix_bytes", "_argv", "_out", "_src", "_ld", "_batch_stride", "_name",
-                 "_itemsize", "_packed", "_launch", "_grid_z", "_stream", "_call")
+                 "_itemsize", "_packed", "_launch", "_grid_z", "_stream", "_call", "unsettled")
 
     def __init__(self, launcher: Launcher, itemsize: int) -> None:
         k = launcher.kernel
@@ -57,10 +59,17 @@ class PreparedTranspose:
         self._argv = packed.argv
         rows, cols = launcher.dims[0][1], launcher.dims[1][1]
         self.matrix_bytes, self._itemsize = rows * cols * itemsize, itemsize
+        self._grid_z, self._stream = ctypes.c_uint(1), ctypes.c_void_p()
+        self.unsettled = launcher.pending is not None  # the same_arch guard to run (or apply) at the first call
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Launch the launcher's function, geometry and shared memory as they are now (after the
+        same_arch guard chose the default's: :mod:`autotune.runtime.guard`)."""
         # cuLaunchKernel's arguments as ctypes objects made once (none is converted per call);
         # grid z and the stream are refilled per call
+        launcher = self.launcher
         (gx, gy, _), (bx, by, bz) = launcher.grid, launcher.block
-        self._grid_z, self._stream = ctypes.c_uint(1), ctypes.c_void_p()
         self._call = (ctypes.c_void_p(launcher.function), ctypes.c_uint(gx), ctypes.c_uint(gy), self._grid_z,
                       ctypes.c_uint(bx), ctypes.c_uint(by), ctypes.c_uint(bz), ctypes.c_uint(launcher.shared),
                       self._stream, self._argv, None)
