@@ -2,7 +2,10 @@
 
 A pure function of trials, which the store supplies (the package and the store never import
 each other): :mod:`~autotune.dispatch.tables` (the evidence per tuned shape),
-:mod:`~autotune.dispatch.fit` (the configs kept and the rule that picks one),
+:mod:`~autotune.dispatch.fit` (the configs kept and the rule that picks one), on
+:mod:`~autotune.dispatch.rules` (the regret matrix, the set cover, the neighbours' picks),
+:mod:`~autotune.dispatch.tree` (the decision tree) and :mod:`~autotune.dispatch.crossval` (the rule
+and the noise floor kept by leave-one-shape-out),
 :mod:`~autotune.dispatch.evaluate` (held-out regret), :mod:`~autotune.dispatch.next_shapes`
 (where to tune next) and :mod:`~autotune.dispatch.cache` (one fit per store change).
 """

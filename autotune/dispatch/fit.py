@@ -43,7 +43,7 @@ The method, in five steps (:func:`build_dispatch`):
      each leaf answering a config no slower than the default at its shapes
      (:mod:`autotune.dispatch.tree`; Helion's ahead-of-time heuristic is the anchor).
    * ``nearest``: the config of least regret at the nearest tuned shape.
-4. **The rule kept**: knn's ``k`` among :data:`KS`, the tree's depth among :data:`DEPTHS`, or
+4. **The rule kept** (:mod:`autotune.dispatch.crossval`): knn's ``k`` among :data:`KS`, the tree's depth among :data:`DEPTHS`, or
    nearest, and the noise floor among :data:`FLOORS`, by leave-one-shape-out cross-validation
    over the tuned shapes (Stone, J. R. Stat. Soc. B 36(2), 1974): each shape's measured log regret
    under the dispatch learned from the others (its configs chosen again without it). The fewest
@@ -75,7 +75,9 @@ from dataclasses import dataclass, field
 
 from autotune.dispatch.tables import (FAILED_REGRET, Shape, ShapeTable, distance as _distance, shape_order,
                                       tables_from_trials)
-from autotune.dispatch.tree import Node, describe, fit_tree, fit_trees, leaf_of, mark_uncertain
+from autotune.dispatch import crossval
+from autotune.dispatch.rules import COVER, RULES, argmin, choose, cover, floor_extra, nearest, regret_matrix
+from autotune.dispatch.tree import Node, describe, fit_tree, leaf_of, mark_uncertain
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 
@@ -92,57 +94,12 @@ EPS = 0.1
 away weighs half as much as one at the same place."""
 KS = (1, 2, 3, 4)
 """Neighbour counts tried; cross-validation picks one."""
-COVER = math.log1p(0.02)
-"""A config covers a tuned shape where its log regret there is within this (2 %) of the best."""
-RULES = ("knn", "tree", "nearest")
-"""The rules cross-validation chooses from (module doc, step 3); ties go in this order."""
 DEPTHS = (1, 2, 3)
 """Tree depths tried."""
 FLOORS = (0.0, 0.00025, 0.0005, 0.001, 0.002, 0.004)
 """Noise floors tried, ms (module doc, step 1): what a config must save over the default at a
 tuned shape, besides :data:`MARGIN`, for its gain to count; cross-validation picks one (0 to 4 us:
 beyond what a kernel of tens of microseconds drifts, far below what a matrix product gains)."""
-_TIE = 1e-9
-_SCORE_TIE = 1e-12
-
-
-def _nearest(distances: Sequence[float], k: int) -> list[int]:
-    """Indices of the ``k`` smallest distances: equal ones (within 1e-9) in index order. The C
-    header runs the same selection."""
-    used = [False] * len(distances)
-    out = []
-    for _ in range(min(k, len(distances))):
-        pick = -1
-        for i, d in enumerate(distances):
-            if not used[i] and (pick < 0 or d < distances[pick] - _TIE):
-                pick = i
-        used[pick] = True
-        out.append(pick)
-    return out
-
-
-def _choose(distances: Sequence[float], rows: Sequence[Sequence[float]], k: int, eps: float,
-            margin_log: float) -> tuple[int, int]:
-    """The rule (module doc, step 3): ``(config index, nearest shape index)``; ``rows[s][c]``
-    is the log regret of config ``c`` at shape ``s``."""
-    near = _nearest(distances, k)
-    if not near:
-        return 0, -1
-    n_configs = len(rows[near[0]])
-    scores = [0.0] * n_configs
-    for s in near:
-        w = 1.0 / (distances[s] + eps)
-        for c in range(n_configs):
-            scores[c] += w * rows[s][c]
-    best = 0
-    for c in range(1, n_configs):
-        beats = True  # faster than the default at every one of the nearest tuned shapes, beyond the noise
-        for s in near:
-            if not rows[s][c] < rows[s][0] - margin_log:
-                beats = False
-        if beats and (best == 0 or scores[c] < scores[best] - _SCORE_TIE):
-            best = c
-    return best, near[0]
 
 
 @dataclass(frozen=True)
@@ -211,12 +168,12 @@ class Dispatch:
         distances = [_distance(shape, s) for s in self.shapes]
         if self.kind == "tree":
             leaf = leaf_of(self.nodes, shape)
-            return leaf.config, _nearest(distances, 1)[0], leaf.uncertain
+            return leaf.config, nearest(distances, 1)[0], leaf.uncertain
         if self.kind == "nearest":
-            near = _nearest(distances, 1)[0]
-            return _argmin(self.regrets[near]), near, near in self.unsafe
-        config, near = _choose(distances, self.regrets, self.k, self.eps, self.margin_log)
-        return config, near, bool(self.unsafe) and any(s in self.unsafe for s in _nearest(distances, self.k))
+            near = nearest(distances, 1)[0]
+            return argmin(self.regrets[near]), near, near in self.unsafe
+        config, near = choose(distances, self.regrets, self.k, self.eps, self.margin_log)
+        return config, near, bool(self.unsafe) and any(s in self.unsafe for s in nearest(distances, self.k))
 
     def choose(self, shape: Sequence[int]) -> tuple[int, int]:
         """``(config index, index of the nearest tuned shape)`` for ``shape`` (:meth:`pick`)."""
@@ -231,12 +188,13 @@ class Dispatch:
         us = f"{1000 * self.floor:g} us"
         floor = f" and by {us}" if self.floor else ""
         unsafe = (f"; near the {len(self.unsafe)} tuned shape{'s' if len(self.unsafe) > 1 else ''} where, held out, "
-                  f"it was slower than the default ({', '.join('x'.join(map(str, self.shapes[s])) for s in self.unsafe)})"
-                  f": the default" if self.unsafe else "")
+                  f"it was slower than the default ({', '.join('x'.join(map(str, self.shapes[s])) for s in self.unsafe)}"
+                  f"): the default" if self.unsafe else "")
         if self.kind == "tree":
             return (f"a decision tree over the dims' logs: {describe(self.nodes, self.dims)}; each leaf the config "
                     f"of least regret at its tuned shapes never slower than the default there by more than "
-                    f"{100 * self.margin:g} %{', a config counting as faster only where it saves more than ' + us if self.floor else ''}")
+                    f"{100 * self.margin:g} %"
+                    f"{', a config counting as faster only where it saves more than ' + us if self.floor else ''}")
         if self.kind == "nearest":
             return ("the config of least regret at the nearest tuned shape by log distance sqrt(sum ln(d/d')^2)"
                     f"{', the default unless another saves more than ' + us + ' there' if self.floor else ''}{unsafe}")
@@ -244,15 +202,6 @@ class Dispatch:
                 f"sqrt(sum ln(d/d')^2); among the configs faster than the default by more than "
                 f"{100 * self.margin:g} %{floor} at each of them, the least log regret there weighted 1/(distance + "
                 f"{self.eps:g}); none: the default{unsafe}")
-
-
-def _argmin(row: Sequence[float]) -> int:
-    """The index of the least value, ties to the first (the C header's loop)."""
-    best = 0
-    for c in range(1, len(row)):
-        if row[c] < row[best] - _SCORE_TIE:
-            best = c
-    return best
 
 
 def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence[str], *,
@@ -295,26 +244,27 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
     tables = sorted(tables, key=lambda t: order[t.shape])
     shapes = [t.shape for t in tables]
     pool = [default] + sorted({c for t in tables for c in t.times} - {default}, key=lambda c: c.key)
-    measured = _regret_matrix(tables, pool)
+    measured = regret_matrix(tables, pool)
     dist = np.array([[_distance(a, b) for b in shapes] for a in shapes]).reshape(len(shapes), len(shapes))
     margin_log = math.log1p(margin)
-    candidates = _candidates(rules, ks, depths, len(tables))
+    candidates = crossval.candidates(rules, ks, depths, len(tables))
     default_ms = [t.ms(default) for t in tables]
     tried: list[tuple] = []  # per distinct floor: (floor, rule matrix, {candidate: held-out log regrets}, evidence)
     for floor in floors:
-        extra = _floor_extra(default_ms, floor, margin)
-        if any(extra == _floor_extra(default_ms, f, margin) for f, *_ in tried):
+        extra = floor_extra(default_ms, floor, margin)
+        if any(extra == floor_extra(default_ms, f, margin) for f, *_ in tried):
             continue  # the same regrets as a lower floor's: the same rules
         matrix = measured.copy()
         matrix[:, 1:] += np.array(extra).reshape(len(tables), 1)
-        values, evidence = _cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs, measured)
+        values, evidence = crossval.cross_validate(matrix, dist, shapes, candidates, eps, margin_log, max_configs,
+                                                   measured)
         tried.append((floor, matrix, values, evidence))
-    f, candidate = _select(tried, candidates)
+    f, candidate = crossval.select(tried, candidates)
     floor, matrix, values, evidence = tried[f]
     kind, param = candidate
     cv = {c: sum(v) / len(v) for c, v in values.items()}
     below = {c: sum(math.isinf(v) for v in e) for c, e in evidence.items()}
-    chosen = _cover(matrix, list(range(len(tables))), max_configs, margin_log)
+    chosen = cover(matrix, list(range(len(tables))), max_configs, margin_log)
     regrets = matrix[:, chosen] if len(tables) else np.zeros((0, len(chosen)))
     nodes: tuple[Node, ...] = ()
     unsafe: tuple[int, ...] = ()
@@ -330,9 +280,9 @@ def build_dispatch(tables: Sequence[ShapeTable], default: Config, dims: Sequence
     return Dispatch(default.kernel, tuple(dims), tuple(shapes), tuple(pool[c] for c in chosen),
                     tuple(tuple(float(v) for v in row) for row in regrets),
                     tuple(tuple(t.ms(pool[c]) for c in chosen) for t in tables), k, eps, margin,
-                    {_name(c): v for c, v in cv.items()},
+                    {crossval.rule_name(c): v for c, v in cv.items()},
                     tuple(tuple(t.figures.get(pool[c], (None, None, None)) for c in chosen) for t in tables),
-                    kind, nodes, floor, unsafe, {_name(c): v for c, v in below.items()})
+                    kind, nodes, floor, unsafe, {crossval.rule_name(c): v for c, v in below.items()})
 
 
 def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables: Iterable[str]) -> Dispatch:
@@ -343,134 +293,3 @@ def fit_trials(trials: Iterable, default: Config, dims: Sequence[str], tunables:
     kept = [t for t in trials if {n for n, _ in t.config.macros} == names]
     return build_dispatch(tables_from_trials(kept), default, dims)
 
-
-def _select(tried, candidates) -> tuple[int, tuple[str, int]]:
-    """Step 4 (module doc): ``(index into tried, candidate)``. Among the (floor, rule) pairs whose
-    held-out picks are slower than the default at the fewest tuned shapes, the least mean regret
-    is the best; the kept pair is the one of the highest floor within one standard error of that
-    mean (the one-standard-error rule: Breiman, Friedman, Olshen and Stone, Classification and
-    Regression Trees, 1984, 3.4.3), then of the least mean, then the first in ``candidates``. A
-    minimum over some 50 pairs cross-validated on a dozen shapes is optimistic; the rule that
-    asks more of a config before it leaves the default is kept where the evidence cannot tell
-    them apart. Below two shapes (no cross-validation): the lowest floor and the first rule."""
-    import statistics
-
-    scored = []
-    for f, (_, _, values, evidence) in enumerate(tried):
-        for j, c in enumerate(candidates):
-            if c in values:
-                v = values[c]
-                below = sum(math.isinf(e) for e in evidence[c])
-                se = statistics.stdev(v) / math.sqrt(len(v))
-                scored.append((below, round(sum(v) / len(v), 12), se, f, j))
-    if not scored:
-        return 0, candidates[0]
-    fewest = min(s[0] for s in scored)
-    scored = [s for s in scored if s[0] == fewest]
-    best = min(scored, key=lambda s: (s[1], s[3], s[4]))
-    within = [s for s in scored if s[1] <= best[1] + best[2] + _SCORE_TIE]
-    _, _, _, f, j = min(within, key=lambda s: (-s[3], s[1], s[4]))
-    return f, candidates[j]
-
-
-def _name(candidate: tuple[str, int]) -> str:
-    kind, param = candidate
-    return f"knn k={param}" if kind == "knn" else f"tree depth={param}" if kind == "tree" else kind
-
-
-def _candidates(rules: Sequence[str], ks: Sequence[int], depths: Sequence[int], n: int) -> list[tuple[str, int]]:
-    """The rules tried, in the order ties go: the ``knn`` ks that fit (``k`` below the number of
-    shapes, else the least), the trees' depths, ``nearest``."""
-    out: list[tuple[str, int]] = []
-    for rule in RULES:
-        if rule not in rules:
-            continue
-        if rule == "knn":
-            out += [("knn", k) for k in (sorted(k for k in set(ks) if k < n) or [min(ks)])]
-        elif rule == "tree":
-            out += [("tree", d) for d in sorted(set(depths))]
-        else:
-            out.append(("nearest", 1))
-    return out
-
-
-def _floor_extra(default_ms: Sequence[float | None], floor: float, margin: float) -> list[float]:
-    """Per tuned shape, what the noise floor adds to a config's log regret but the default's
-    (module doc, step 1): ``ln(1 + max(margin, floor / T0)) - ln(1 + margin)``, 0 where the
-    default was not measured or failed (no time to set the floor against)."""
-    return [math.log1p(max(margin, floor / ms)) - math.log1p(margin)
-            if ms is not None and 0 < ms < math.inf and floor > 0 else 0.0 for ms in default_ms]
-
-
-def _regret_matrix(tables: Sequence[ShapeTable], pool: Sequence[Config]):
-    """``R[s][c]`` of step 1 (module doc) as a NumPy array, shapes by configs."""
-    import numpy as np
-
-    out = np.empty((len(tables), len(pool)))
-    for s, t in enumerate(tables):
-        best = t.best_ms
-        row = [t.ms(c) for c in pool]
-        known = [math.log(ms / best) for ms in row if ms is not None and not math.isinf(ms)]
-        worst = max(known)
-        out[s] = [worst if ms is None else FAILED_REGRET if math.isinf(ms) else math.log(ms / best) for ms in row]
-    return out
-
-
-def _cover(matrix, rows: Sequence[int], max_configs: int, margin_log: float) -> list[int]:
-    """Step 2 (module doc) over ``rows`` of the regret matrix: column indices, 0 (the default) first."""
-    import numpy as np
-
-    sub = matrix[list(rows)]
-    chosen = [0]
-    current = sub[:, 0].copy()
-    covers = sub <= COVER
-    covered = covers[:, 0].copy()
-    while len(chosen) < max_configs and sub.shape[1] > len(chosen):
-        gains = np.clip(current[:, None] - sub, 0.0, None).sum(axis=0)
-        gains[chosen] = -1.0
-        counts = covers[~covered].sum(axis=0)
-        counts[chosen] = -1
-        if counts.max() > 0:  # set cover first: most shapes newly within COVER of their best, then the gain
-            best = int(np.lexsort((-gains, -counts))[0])
-        else:
-            best = int(np.argmax(gains))
-            if not gains[best] > margin_log:
-                break
-        chosen.append(best)
-        current = np.minimum(current, sub[:, best])
-        covered |= covers[:, best]
-    return chosen
-
-
-def _cross_validate(matrix, dist, shapes, candidates, eps: float, margin_log: float, max_configs: int,
-                    truth=None):
-    """Step 4 (module doc): ``({candidate: per shape, its held-out log regret}, {candidate: per
-    shape, the held-out evidence of :func:`~autotune.dispatch.tree.mark_uncertain`})``; empty below
-    two shapes. ``matrix``: the regrets the rule reads; ``truth``: the measured ones a pick is
-    scored on (``None``: ``matrix``)."""
-    truth = matrix if truth is None else truth
-    n = matrix.shape[0]
-    if n < 2:
-        return {}, {}
-    values = {c: [0.0] * n for c in candidates}
-    evidence = {c: [0.0] * n for c in candidates}
-    for i in range(n):
-        others = [s for s in range(n) if s != i]
-        chosen = _cover(matrix, others, max_configs, margin_log)
-        sub = matrix[others][:, chosen]
-        rows = [[float(v) for v in row] for row in sub]
-        distances = [float(dist[i, s]) for s in others]
-        depths = [param for kind, param in candidates if kind == "tree"]
-        trees = fit_trees([shapes[s] for s in others], sub, depths, margin_log) if depths else {}
-        for kind, param in candidates:
-            if kind == "knn":
-                pick, _ = _choose(distances, rows, param, eps, margin_log)
-            elif kind == "nearest":
-                pick = _argmin(rows[_nearest(distances, 1)[0]])
-            else:
-                pick = leaf_of(trees[param], shapes[i]).config
-            value = float(truth[i, chosen[pick]])
-            values[(kind, param)][i] = value
-            below = value - float(truth[i, 0]) > margin_log
-            evidence[(kind, param)][i] = math.inf if below else value
-    return values, evidence

@@ -428,7 +428,7 @@ def test_lookup_says_when_the_dispatch_answers_an_uncertain_regions_safe_config(
 # --- issue 48, round two: the noise floor, the choice among floors, the unsafe regions ----
 
 def test_the_noise_floor_keeps_the_default_where_a_config_saves_less_than_it():
-    from autotune.dispatch.fit import _floor_extra
+    from autotune.dispatch.rules import floor_extra as _floor_extra
 
     # 6 us kernels: A saves 0.8 us (13 %); 60 us kernels: A saves 8 us (13 %)
     small = [table((128, 128), {DEFAULT: 0.006, A: 0.0052}), table((160, 160), {DEFAULT: 0.006, A: 0.0052})]
@@ -446,7 +446,7 @@ def test_the_noise_floor_keeps_the_default_where_a_config_saves_less_than_it():
 
 
 def test_the_choice_puts_never_below_the_default_first_then_the_highest_floor_within_one_standard_error():
-    from autotune.dispatch.fit import _select
+    from autotune.dispatch.crossval import select as _select
 
     knn, tree = ("knn", 1), ("tree", 1)
     lost = math.inf  # a held-out shape where the pick was slower than the default
