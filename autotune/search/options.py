@@ -4,7 +4,7 @@
 from its keywords) and handed down whole: the search loop (:class:`autotune.search.tuner.Tuner`),
 the workers of several GPUs and the op search read its fields, and never check them again.
 Messages name the parameter (``trials 0 is not allowed``); the CLI says its flag instead
-(:data:`FLAGS`). The refusal, :class:`OptionError`, lives in :mod:`autotune.search.option_error`,
+(:data:`FLAGS`). The refusal, :class:`OptionError`, lives in :mod:`autotune.measure.option_error`,
 which the strategies' registry imports too.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
-from autotune.search.option_error import FLAGS, OptionError
+from autotune.measure.option_error import FLAGS, OptionError
 from autotune.search.strategies.registry import (DEFAULT_STRATEGY, PARETO_STRATEGY, check_strategy,
                                                  check_strategy_options, pareto_strategies, traits_of)
 from autotune.search.strategies.traits import StrategyOptions, Traits
