@@ -31,9 +31,9 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         d, dtype = problem.values, problem.dtype
-        opened.append((ordinal, *d.values(), dtype.name, options))
+        opened.append((ordinal, *d.values(), dtype.name, measure))
         yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype, problem.kernel) if "k" in d
                else FakeBench(device_info, FakeTimer()))
 

@@ -10,6 +10,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem
 from autotune.measure import backends
 from autotune.measure.backends.bindings import BindingsBackend
+from autotune.measure.measure_options import MeasureOptions
 
 from fake_cuda import FakeCu
 
@@ -39,7 +40,8 @@ def test_a_config_the_launch_expressions_refuse_is_never_compiled(fake, monkeypa
     built = []
     monkeypatch.setattr(compile_module, "build_cubin", lambda *a, **k: built.append(a[1]) or (b"c", {}, True))
     problem = Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32")
-    with benchmark.open_benchmark(0, problem, repeats=20, warmup=2, seed=1, bounds=False) as bench:
+    with benchmark.open_benchmark(0, problem, MeasureOptions(repeats=20, warmup=2, seed=1, ci=0),
+                                  bounds=False) as bench:
         with pytest.raises(TrialFailed) as failed:
             bench.measure(Config.of("smem_pad", {"IPAD": 1, "DIAGONAL": 0, **macros}))
     assert failed.value.status == "resources" and words in failed.value.reason
