@@ -66,7 +66,7 @@ MAX_RETIMED = 1000
 @dataclass(frozen=True)
 class RetimeOptions:
     """How the fastest configs are re-timed, interleaved, after the trials
-    (:mod:`autotune.search.retiming`). Frozen and hashable.
+    (``autotune.search.retiming``). Frozen and hashable.
 
     Attributes:
         top_k: how many of the fastest configs are re-timed (1 .. ``MAX_RETIMED``; default 5).
@@ -106,7 +106,7 @@ class SearchOptions:
     (`MeasureOptions`: how one config is measured, what the benchmark opens with) and
     ``retime`` (`RetimeOptions`: how the fastest are re-timed). Their fields are also
     given flat, as ``tune``'s keywords and the CLI's flags give them (``repeats=30``,
-    ``top_k=3``: :data:`MEASURE_FIELDS`, :data:`RETIME_FIELDS`), over the group given (or the
+    ``top_k=3``: ``MEASURE_FIELDS``, ``RETIME_FIELDS``), over the group given (or the
     group's defaults), and read flat (``options.repeats``, read-only).
 
     Attributes:
