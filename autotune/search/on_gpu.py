@@ -152,7 +152,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
 
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
                                          options.benchmark_options(), also=[p.ref or p for p in also],
-                                         precheck=precheck, before=(lambda info: start_compiling(info.arch)) if precheck else None,
+                                         precheck=precheck,
+                                         before=(lambda info: start_compiling(info.arch)) if precheck else None,
                                          meanwhile=meanwhile) as bench:
         if not feed:
             start_compiling(bench.device.arch)

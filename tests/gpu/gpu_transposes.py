@@ -54,8 +54,8 @@ def check_launched(device, kernel, dtype: str, configs, shapes, cases, seed: int
     drv, dt = cuda_driver(), get_dtype(dtype)
     rng = np.random.default_rng(seed)
     guard, es = 64, dt.itemsize
-    bench = Benchmark(device, Problem.of(kernel, {"rows": 8, "cols": 8}, dt), MeasureOptions(warmup=1, repeats=20, seed=0, ci=0),
-                      bounds=False)
+    bench = Benchmark(device, Problem.of(kernel, {"rows": 8, "cols": 8}, dt),
+                      MeasureOptions(warmup=1, repeats=20, seed=0, ci=0), bounds=False)
     try:
         for config in configs:
             compiled, _, block, shared = bench.compile(config)
