@@ -218,12 +218,14 @@ def compare(problem, tuned_key: str, long_db: str) -> dict:
     import autotune
     from autotune.kernel.config import Config
     from autotune.measure import benchmark, isolation
+    from autotune.measure.measure_options import MeasureOptions
     from autotune.workload.job import measure_pair
 
     autotune.clear_cache()
     best = autotune.lookup(problem, device=0, db=long_db)
     tuned = Config.of(problem.kernel.name, {k: int(v) for k, v in (kv.split("=") for kv in tuned_key.split(","))})
-    with isolation.open_isolated(benchmark.open_benchmark, 0, problem, repeats=50, seed=0) as bench:
+    measure = MeasureOptions(repeats=50, seed=0, ci=0)
+    with isolation.open_isolated(benchmark.open_benchmark, 0, problem, measure) as bench:
         t, b, reason = measure_pair(bench, tuned, best.config, rounds=10)
     return {"long_best": best.config.key, "long_rung": best.rung, "tuned_ms": t.pooled_median_ms if t else None,
             "best_ms": b.pooled_median_ms if b else None, "reason": reason,

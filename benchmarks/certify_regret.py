@@ -161,12 +161,14 @@ def oracle(problem: dict, configs: list[str], options) -> dict:
     from autotune.kernel.config import Config
     from autotune.kernel.problem import Problem
     from autotune.measure import benchmark, isolation
+    from autotune.measure.measure_options import MeasureOptions
 
     p = Problem.of(problem["kernel"], problem["dims"], problem["dtype"])
     todo = [Config.of(p.kernel.name, {k: int(v) for k, v in (kv.split("=") for kv in key.split(","))})
             for key in configs]
     failed: dict[str, str] = {}
-    with isolation.open_isolated(benchmark.open_benchmark, options.device, p, repeats=50, seed=options.seed) as bench:
+    measure = MeasureOptions(repeats=50, seed=options.seed, ci=0)
+    with isolation.open_isolated(benchmark.open_benchmark, options.device, p, measure) as bench:
         while True:
             if not todo:
                 timed = []

@@ -25,6 +25,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.device import open_device
+from autotune.measure.measure_options import MeasureOptions
 
 
 def parse_config(text: str) -> Config:
@@ -79,7 +80,7 @@ def main() -> None:
                             continue
                         if k.name not in benches:
                             benches[k.name] = Benchmark(device, Problem.of(k, {"rows": rows, "cols": cols}, get_dtype(dtype)),
-                                                        repeats=args.repeats, seed=0)
+                                                        MeasureOptions(repeats=args.repeats, seed=0, ci=0))
                         try:
                             m = benches[k.name].measure(config)
                             print(f"{shape:>11} {dtype:8} {m.median_ms:8.4f} ms {m.gbps:7.0f} GB/s "

@@ -54,6 +54,7 @@ def main() -> None:
     from autotune.kernel.problem import Problem
     from autotune.measure import verify as verify_module
     from autotune.measure.benchmark import open_benchmark
+    from autotune.measure.measure_options import MeasureOptions
     from autotune.measure.pipeline import compile_ahead
     from autotune.measure.timing import samples
     from autotune.errors import TrialFailed
@@ -72,7 +73,7 @@ def main() -> None:
         configs = [default] + rng.sample(rest, min(len(rest), 4 * a.configs))
         problem = Problem.of(kernel, dims, dtype)
         rows = []
-        with open_benchmark(0, problem, bounds=False) as bench, \
+        with open_benchmark(0, problem, MeasureOptions(ci=0), bounds=False) as bench, \
                 compile_ahead(kernel, dtype, bench.device.arch, configs):
             t = time.perf_counter()
             bench.verifier()

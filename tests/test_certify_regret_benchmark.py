@@ -24,7 +24,7 @@ def bench(monkeypatch, device_info):
     from fakes import FakeAnyBench
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield FakeAnyBench(device_info, problem)
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

@@ -31,9 +31,9 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         d, dtype = problem.values, problem.dtype
-        opened.append((ordinal, *d.values(), dtype.name, options))
+        opened.append((ordinal, *d.values(), dtype.name, measure))
         yield (FakeMatmulBench(device_info, d["m"], d["n"], d["k"], dtype, problem.kernel) if "k" in d
                else FakeBench(device_info, FakeTimer()))
 
@@ -319,7 +319,7 @@ def test_search_and_best_show_the_certified_timing_and_the_winner_against_the_ru
     assert r.exit_code == 0, r.output
     assert "samples: until the median's 95% CI is within ±0.5% or ±0.5 µs (30..300 per config)" in r.output
     assert "objective: time" in r.output and "vs fastest, paired" in r.output
-    assert fake_gpu[0][4]["precision"].min_samples == 30 and fake_gpu[0][4]["energy"] is False
+    assert fake_gpu[0][4].precision.min_samples == 30 and fake_gpu[0][4].energy is False
     assert "runner-up " in r.output and "paired over 4 rounds" in r.output
 
     r = run("best", "--size", 256, "--db", db_url)

@@ -37,7 +37,7 @@ def in_process(monkeypatch, module, device_info):
     state = {"note": None, "commands": []}
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         bench = FakeBench(device_info, EnergyTimer())
         bench.energy_note = state["note"]
         yield bench

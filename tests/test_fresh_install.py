@@ -42,7 +42,7 @@ class FakeBench:  # as tests/test_cli.py's
 
 
 @contextlib.contextmanager
-def open_benchmark(ordinal, problem, **options):
+def open_benchmark(ordinal, problem, measure=None, also=()):
     yield FakeBench(info, FakeTimer())
 
 

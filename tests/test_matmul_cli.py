@@ -35,7 +35,7 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         m, n, k = problem.shape
         opened.append((m, n, k, problem.dtype.name))
         yield FakeMatmulBench(device_info, m, n, k, problem.dtype, problem.kernel)

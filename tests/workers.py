@@ -246,9 +246,13 @@ def fake_count() -> int:
 
 
 @contextlib.contextmanager
-def fake_open_benchmark(ordinal, problem, **options):
+def fake_open_benchmark(ordinal, problem, measure=None, also=()):
     """Stands in for :func:`autotune.measure.benchmark.open_benchmark` (module level: the workers of
     a search over several GPUs get it pickled)."""
+    from autotune.measure.measure_options import MeasureOptions
+
+    if not isinstance(measure, MeasureOptions):  # the opener protocol: the typed options, whole
+        raise TypeError(f"open_benchmark got {measure!r}, not a MeasureOptions")
     _test_settings()
     device = fake_device(ordinal)
     mark(f"open-{ordinal}")
@@ -256,7 +260,7 @@ def fake_open_benchmark(ordinal, problem, **options):
         hold(ordinal, "open")
     if os.environ.get("AUTOTUNE_FAKE_BENCH") == "any":  # any kernel's landscape (a workload's problems)
         mark(f"problem-{ordinal}-{problem.kernel.name}-{'x'.join(str(v) for _, v in problem.dims)}")
-        yield AnyBench(device, problem, also=options.get("also", ()))
+        yield AnyBench(device, problem, also=also)
         return
     yield FakeBench(device)
 

@@ -46,8 +46,8 @@ def fake_gpu(monkeypatch, device_info, failures=None) -> list:
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
-        bench = FakeAnyBench(device_info, problem, failures, also=options.get("also", ()))
+    def open_benchmark(ordinal, problem, measure=None, also=()):
+        bench = FakeAnyBench(device_info, problem, failures, also=also)
         opened.append(bench)
         yield bench
 

@@ -15,7 +15,7 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dims import format_shape
 from autotune.measure import phases
 from autotune.measure.figures import duration, figure, headline, unit
-from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
+from autotune.measure.measure_options import DEFAULT_TRIAL_TIMEOUT_S
 from autotune.search.options import OptionError, SearchOptions
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.search.proposals import check_grid

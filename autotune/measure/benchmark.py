@@ -22,9 +22,9 @@ over the kernel model):
    samples are taken until the 95 % CI of the median is narrow enough instead of ``repeats``;
    every measurement carries its sample count and CI, and the SM clock NVML reports while the
    first samples run.
-3b. Energy (``energy=True``, where NVML has the total-energy counter): after timing, a window
-   of :data:`ENERGY_WINDOW_MS` of back-to-back launches between two readings of the counter
-   gives joules per launch (:class:`~autotune.measure.nvml.EnergyMeter`); a config stopped
+3b. Energy (the measure options' ``energy``, where NVML has the total-energy counter): after
+   timing, a window of :data:`ENERGY_WINDOW_MS` of back-to-back launches between two readings
+   of the counter gives joules per launch (:class:`~autotune.measure.nvml.EnergyMeter`); a config stopped
    early is not metered (:mod:`autotune.measure.energy`). Without the counter,
    :attr:`Benchmark.energy_note` says why.
 4. Figures: GB/s of the objective's ``bytes`` and GFLOP/s of its ``flops``; % of the bound: a
@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from autotune.errors import InvalidInputError, TrialFailed
+from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.problem import Problem, ProblemRef
@@ -60,6 +60,7 @@ from autotune.measure.device import DeviceInfo, cuda_driver, open_device
 from autotune.measure.device_compare import DeviceComparer
 from autotune.measure.energy import ENERGY_WINDOW_MS as ENERGY_WINDOW_MS
 from autotune.measure.energy import joules_per_launch
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.other_shapes import OtherShapes
 from autotune.measure.phases import PhaseClock
@@ -67,7 +68,7 @@ from autotune.measure.reference import kernel_reference, python_reference
 from autotune.measure.resets import Prelude
 from autotune.measure.shared_memory import needs_opt_in, opt_in
 from autotune.measure import nvml
-from autotune.measure.timing import EarlyStop, Precision, Timing, median_ci, samples, timing
+from autotune.measure.timing import EarlyStop, Timing, median_ci, samples, timing
 from autotune.measure.verify import Verifier, relative_norm_of
 
 __all__ = ["Benchmark", "Timing", "open_benchmark", "check_fits", "MAX_GRID", "ENERGY_WINDOW_MS"]
@@ -86,40 +87,42 @@ class Benchmark(OtherShapes):
     Args:
         device: the current device.
         problem: the :class:`~autotune.kernel.problem.Problem` (checked where it was built).
-        warmup: launches before timing; repeats: timed samples (>= 20).
-        seed: seed of the inputs (``None``: fresh entropy).
+        measure: how each config is measured
+            (:class:`~autotune.measure.measure_options.MeasureOptions`, checked where it was
+            built; default: its defaults, certified timing): ``warmup`` launches, then
+            ``repeats`` samples, or with ``ci`` above 0 samples until the median's CI is
+            narrow enough (its :attr:`~MeasureOptions.precision`); ``seed`` of the inputs
+            (``None``: fresh entropy); ``energy``: meter joules per launch where NVML offers
+            the total-energy counter (:attr:`energy_note` says why not otherwise);
+            ``early_stop``: stop configs clearly slower than the best so far
+            (:class:`~autotune.measure.timing.EarlyStop`). Its ``trial_timeout`` is the
+            measuring process's (:mod:`autotune.measure.isolation`).
         bounds: measure the objective's bounds (memcpy, bound kernel); off for the bound
             kernel's own benchmark.
         inputs: host values to reuse, by array name, where name, shape and element type
             match (the bound kernel's benchmark takes its problem's: 256 MB of random
             values drawn once, not twice).
-        precision: sample each config until its median's CI is narrow enough
-            (:class:`~autotune.measure.timing.Precision`; ``None``: ``repeats`` samples).
-        energy: meter joules per launch where NVML offers the total-energy counter
-            (:attr:`energy_note` says why not otherwise).
-        early_stop: stop configs clearly slower than the best so far
-            (:class:`~autotune.measure.timing.EarlyStop`; off for a search of energy).
+        also: other problems of the kernel and dtype (:mod:`autotune.measure.other_shapes`).
+        compiler: the :class:`~autotune.measure.compile.Compiler` to share (an other shape's).
 
     Raises:
-        InvalidInputError: bad repeats, or the arguments do not fit in free device memory.
+        InvalidInputError: the arguments do not fit in free device memory.
     """
 
-    def __init__(self, device: DeviceInfo, problem: Problem, *, warmup: int = 10, repeats: int = 50,
-                 seed: int | None = None, bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None,
-                 precision: Precision | None = None, energy: bool = False, early_stop: bool = True,
+    def __init__(self, device: DeviceInfo, problem: Problem, measure: MeasureOptions | None = None, *,
+                 bounds: bool = True, inputs: Mapping[str, np.ndarray] | None = None,
                  also: Sequence[Problem | ProblemRef] = (), compiler: Compiler | None = None) -> None:
-        if repeats < 20:
-            raise InvalidInputError(f"repeats={repeats} is too few; at least 20 launches are timed")
-        self._other_shapes(also, dict(warmup=warmup, repeats=repeats, seed=seed, bounds=bounds, precision=precision,
-                                      energy=energy, early_stop=early_stop))
+        measure = measure or MeasureOptions()
+        self._other_shapes(also, measure, bounds)
         self.drv = cuda_driver()
         self.problem = problem
         self.device, self.kernel, self.dtype, self.dims = device, problem.kernel, problem.dtype, problem.dims
-        self.warmup, self.repeats, self.precision = warmup, repeats, precision
+        self.measure_options = measure
+        self.warmup, self.repeats, self.precision = measure.warmup, measure.repeats, measure.precision
         self.sm_clock = nvml.sm_clock_reader(device.pci_bus_id) if device.pci_bus_id else None
         self.energy_note: str | None = None
         self.meter: nvml.EnergyMeter | None = None
-        if energy:
+        if measure.energy:
             meter = nvml.energy_meter(device.pci_bus_id)
             self.meter, self.energy_note = (None, meter) if isinstance(meter, str) else (meter, None)
         self.dim_values = problem.values
@@ -130,7 +133,7 @@ class Benchmark(OtherShapes):
         self.bytes, self.flops = problem.figure("bytes"), problem.figure("flops")
         free, _ = self.drv.mem_get_info()
         footprint = check_fits(device, problem, free)
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(measure.seed)
         self.compiler = compiler or Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
         given = inputs or {}
@@ -140,7 +143,7 @@ class Benchmark(OtherShapes):
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
-        self.early = EarlyStop() if early_stop else None
+        self.early = EarlyStop() if measure.early_stop else None
         self.bounds = Bounds(self, enabled=bounds)
 
     def _input(self, array, shape: tuple[int, ...], dtype: DType, given: np.ndarray | None) -> np.ndarray:
@@ -370,9 +373,14 @@ class Benchmark(OtherShapes):
 
 
 @contextlib.contextmanager
-def open_benchmark(ordinal: int, problem: Problem, **options) -> Iterator[Benchmark]:
+def open_benchmark(ordinal: int, problem: Problem, measure: MeasureOptions | None = None, *, bounds: bool = True,
+                   also: Sequence[Problem | ProblemRef] = ()) -> Iterator[Benchmark]:
     """A :class:`Benchmark` of ``problem`` on device ``ordinal``, inside its context, freed on
-    exit; ``options`` go to the benchmark (warmup, repeats, seed).
+    exit, measuring as ``measure`` says
+    (:class:`~autotune.measure.measure_options.MeasureOptions`; default: its defaults), with
+    its ``bounds`` and other shapes ``also`` (the benchmark's arguments). This is the
+    ``opener`` protocol of :func:`autotune.measure.isolation.open_isolated`:
+    ``opener(ordinal, problem, measure, also=...)``.
 
     Raises:
         GPUUnavailableError: no CUDA backend, driver or device.
@@ -380,7 +388,7 @@ def open_benchmark(ordinal: int, problem: Problem, **options) -> Iterator[Benchm
     """
     with open_device(ordinal) as device:
         check_fits(device, problem)
-        bench = Benchmark(device, problem, **options)
+        bench = Benchmark(device, problem, measure, bounds=bounds, also=also)
         try:
             yield bench
         finally:

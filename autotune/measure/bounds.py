@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 
 from autotune.measure.buffers import random_bytes
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.timing import timing
 
 __all__ = ["Bounds"]
@@ -69,7 +70,8 @@ class Bounds:
             problem = Problem.of(name, b.problem.dims, b.problem.dtype)
             bound = problem.kernel
             # a benchmark of the measured one's own class: bounds.py does not import benchmark.py
-            other = type(b)(b.device, problem, warmup=b.warmup, repeats=b.repeats, bounds=False, inputs=b.inputs)
+            other = type(b)(b.device, problem, MeasureOptions(repeats=b.repeats, ci=0, warmup=b.warmup), bounds=False,
+                            inputs=b.inputs)
             try:
                 self._kernel = other.measure(bound.default_config()).gbps
             finally:

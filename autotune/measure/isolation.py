@@ -35,11 +35,10 @@ from dataclasses import dataclass
 
 from autotune.errors import AutotuneError, TrialFailed
 from autotune.base import signals as stop
+from autotune.measure.measure_options import MeasureOptions
 
-__all__ = ["DEFAULT_TRIAL_TIMEOUT_S", "START_TIMEOUT_S", "IsolatedBenchmark", "open_isolated", "sticky_reason"]
+__all__ = ["START_TIMEOUT_S", "IsolatedBenchmark", "open_isolated", "sticky_reason"]
 
-DEFAULT_TRIAL_TIMEOUT_S = 60.0
-"""Seconds one trial (compile, verify, time) may take before its process is killed."""
 START_TIMEOUT_S = 600.0
 """Seconds a child may take to open the GPU and measure the bounds."""
 STOP_WAIT_S = 5.0
@@ -111,16 +110,17 @@ def _serve(bench, request) -> tuple:
     return "ok", result
 
 
-def _child(conn, opener, ordinal: int, ref, options: dict) -> None:
+def _child(conn, opener, ordinal: int, ref, measure: MeasureOptions, also: tuple) -> None:
     """Body of the measuring process: resolve the problem (``ref``, a
-    :class:`~autotune.kernel.problem.ProblemRef`), open the benchmark, send its header, answer
-    requests until the pipe closes or ``None`` comes."""
+    :class:`~autotune.kernel.problem.ProblemRef`), open the benchmark (``opener(ordinal,
+    problem, measure, also=also)``), send its header, answer requests until the pipe closes or
+    ``None`` comes."""
     stop.die_with_parent()
     for s in stop.SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     stop.unblock()  # they came blocked (see IsolatedBenchmark._start); ignored from now on
     try:
-        with opener(ordinal, ref.resolve(), **options) as bench:
+        with opener(ordinal, ref.resolve(), measure, also=also) as bench:
             conn.send(("ready", _Header(bench.device, bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode,
                                           getattr(bench, "energy_note", None))))
             while True:
@@ -155,17 +155,20 @@ class IsolatedBenchmark:
     ``memcpy_gbps``, ``copy_gbps``, ``l2_mode`` and ``energy_note`` like :class:`~autotune.measure.benchmark.Benchmark`.
 
     Args:
-        opener: ``opener(ordinal, problem, **options)``, a context manager giving a benchmark
-            (module level: it is pickled to the child).
+        opener: ``opener(ordinal, problem, measure, also=also)``, a context manager giving a
+            benchmark (module level: it is pickled to the child, with ``measure`` and ``also``).
         ref: the problem's :class:`~autotune.kernel.problem.ProblemRef` (the child resolves it).
-        trial_timeout: seconds a ``measure`` may take (a ``retime`` of n configs over r rounds:
-            ``n * r`` times that).
+        measure: the :class:`~autotune.measure.measure_options.MeasureOptions` the benchmark
+            opens with; its ``trial_timeout`` is the seconds a ``measure`` may take (a
+            ``retime`` of n configs over r rounds: ``n * r`` times that).
+        also: the other shapes (problem refs) the benchmark opens with.
+        meanwhile: run while the child starts (:func:`open_isolated`).
     """
 
-    def __init__(self, opener, ordinal: int, ref, options: dict, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
+    def __init__(self, opener, ordinal: int, ref, measure: MeasureOptions, also: tuple = (),
                  meanwhile=None) -> None:
-        self._args = (opener, ordinal, ref, options)
-        self.trial_timeout = trial_timeout
+        self._args = (opener, ordinal, ref, measure, tuple(also))
+        self.trial_timeout = measure.trial_timeout
         self._proc = self._conn = None
         self.restarts = 0
         header = self._start(meanwhile)
@@ -303,14 +306,20 @@ class IsolatedBenchmark:
 
 
 @contextlib.contextmanager
-def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S,
-                  precheck: bool = True, before=None, meanwhile=None, **options) -> Iterator[object]:
+def open_isolated(opener, ordinal: int, problem, measure: MeasureOptions | None = None, *, also=(),
+                  precheck: bool = True, before=None, meanwhile=None) -> Iterator[object]:
     """A benchmark of ``problem`` (a :class:`~autotune.kernel.problem.Problem`) measuring in a
     child process (:class:`IsolatedBenchmark`), ended on exit. The problem is sent to the child
     as its :attr:`~autotune.kernel.problem.Problem.ref` (the kernel's catalog name or file
     path); one whose kernel has neither (built in Python), an ``opener`` that cannot be pickled
     (a test's local fake), or a caller that may not start processes (a daemonic process) is
-    measured in this process, as ``opener(ordinal, problem, **options)``, without a time limit.
+    measured in this process, as ``opener(ordinal, problem, measure, also=also)``, without a
+    time limit.
+
+    ``measure``: the :class:`~autotune.measure.measure_options.MeasureOptions` the benchmark
+    opens with (default: its defaults), sent whole to the child; its ``trial_timeout`` (s) is
+    how long the child may take over one config. ``also``: the other shapes of the problem's
+    kernel and dtype (problems or their refs), measured by the same benchmark.
 
     ``precheck``: before starting the child, query device ``ordinal`` here (no CUDA context)
     and check that the problem fits its memory, so that these errors come at once (a caller
@@ -328,19 +337,21 @@ def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAU
     Raises:
         GPUUnavailableError: no CUDA backend, driver or device (here or in the child).
         InvalidInputError: ``ordinal`` out of range, the problem too large for the GPU, or
-            bad options (from opening the benchmark in the child).
+            another shape that is not one (from opening the benchmark in the child).
         AutotuneError: the child ended or hung while opening the GPU.
     """
     from autotune.measure import device as devices
     from autotune.measure.buffers import check_fits
 
+    measure = measure or MeasureOptions()
+    also = tuple(also)
     ref = problem.ref
     try:
-        pickle.dumps((opener, options))
+        pickle.dumps((opener, measure, also))
     except (pickle.PicklingError, AttributeError, TypeError):
         ref = None
     if ref is None or multiprocessing.current_process().daemon:
-        with opener(ordinal, problem, **options) as bench:
+        with opener(ordinal, problem, measure, also=also) as bench:
             if meanwhile is not None:
                 meanwhile()
             if before is not None:
@@ -353,7 +364,7 @@ def open_isolated(opener, ordinal: int, problem, *, trial_timeout: float = DEFAU
             check_fits(info, problem)
         if before is not None:
             before(info)
-    bench = IsolatedBenchmark(opener, ordinal, ref, options, trial_timeout, meanwhile)
+    bench = IsolatedBenchmark(opener, ordinal, ref, measure, also, meanwhile)
     try:
         yield bench
     finally:

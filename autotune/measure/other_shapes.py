@@ -11,6 +11,7 @@ from typing import Any
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem, ProblemRef
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.measurement import Measurement, Retiming
 
 __all__ = ["OtherShapes"]
@@ -21,10 +22,12 @@ class OtherShapes:
     benchmark of its own at its first use, in the same context, with the same compiler and
     options."""
 
-    def _other_shapes(self, also: Sequence[Problem | ProblemRef], options: dict[str, Any]) -> None:
-        """Hold the shapes ``also`` and the ``options`` their benchmarks are opened with."""
+    def _other_shapes(self, also: Sequence[Problem | ProblemRef], measure: MeasureOptions, bounds: bool) -> None:
+        """Hold the shapes ``also`` and what their benchmarks are opened with: the
+        ``measure`` options (:class:`~autotune.measure.measure_options.MeasureOptions`) and
+        whether they measure their ``bounds``."""
         self.also = tuple(also)
-        self._options = options
+        self._opened_with = (measure, bounds)
         self._others: dict[int, Any] = {}
 
     def at(self, i: int):
@@ -44,7 +47,8 @@ class OtherShapes:
             other = other.resolve() if isinstance(other, ProblemRef) else other
             if other.kernel.name != self.kernel.name or other.dtype != self.dtype:
                 raise InvalidInputError(f"{other.label} is not a shape of {self.problem.label}'s kernel and dtype")
-            self._others[i] = type(self)(self.device, other, **self._options, compiler=self.compiler)
+            measure, bounds = self._opened_with
+            self._others[i] = type(self)(self.device, other, measure, bounds=bounds, compiler=self.compiler)
         return self._others[i]
 
     def measure_at(self, i: int, config: Config) -> Measurement:

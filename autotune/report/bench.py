@@ -28,6 +28,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure import benchmark
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.buffers import host_values
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.reference import python_reference
 from autotune.measure.toolchain import Toolchain
 from autotune.store.key import TuningKey
@@ -156,7 +157,7 @@ def run_bench(ordinal: int, kernels: Sequence[Kernel], dims, dtype, store,
     problems = [Problem.of(k, dims, dtype) for k in kernels]  # every kernel's dims and dtype checked before the GPU
     toolchain = None
     for i, problem in enumerate(problems):
-        with benchmark.open_benchmark(ordinal, problem, repeats=repeats) as bench:
+        with benchmark.open_benchmark(ordinal, problem, MeasureOptions(repeats=repeats, ci=0)) as bench:
             toolchain = toolchain or Toolchain.of(bench.device.arch)
             key = TuningKey.of(problem, bench.device, toolchain)
             if i == 0:

@@ -111,7 +111,7 @@ class CompanionSearch:
             return
         stop.check()
         self.result.decision = retiming.decide(self.companion.key, self.store, self.result, self.companion.retime,
-                                               self.options.top_k, self.options.rounds, self.options.objective)
+                                               self.options.retime, self.options.objective)
 
     def close(self, status: str) -> None:
         """Stamp the search row ``status`` (``finished``, ``interrupted``, ``failed``) and close the study."""

@@ -150,10 +150,9 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
             if feed and feed[0] is not None:
                 feed[0].put(first[1])
 
-    shapes = {"also": [p.ref or p for p in also]} if also else {}
     with builds, isolation.open_isolated(open_benchmark or benchmark.open_benchmark, ordinal, problem,
-                                         trial_timeout=options.trial_timeout, precheck=precheck,
-                                         **options.benchmark_options(), **shapes,
+                                         options.benchmark_options(), also=[p.ref or p for p in also],
+                                         precheck=precheck,
                                          before=(lambda info: start_compiling(info.arch)) if precheck else None,
                                          meanwhile=meanwhile) as bench:
         if not feed:

@@ -3,22 +3,26 @@
 :class:`SearchOptions` is built once at the edge (the CLI from its flags, :func:`autotune.tune`
 from its keywords) and handed down whole: the search loop (:class:`autotune.search.tuner.Tuner`),
 the workers of several GPUs and the op search read its fields, and never check them again.
-Messages name the parameter (``trials 0 is not allowed``); the CLI says its flag instead
-(:data:`FLAGS`). The refusal, :class:`OptionError`, lives in :mod:`autotune.search.option_error`,
-which the strategies' registry imports too.
+It holds two groups that travel whole: ``measure`` (:class:`MeasureOptions`, what the benchmark
+opens with) and ``retime`` (:class:`RetimeOptions`); their fields are also given and read flat
+(:data:`MEASURE_FIELDS`, :data:`RETIME_FIELDS`), mapped into the groups in ``SearchOptions``'s
+constructor only. Messages name the parameter (``trials 0 is not allowed``); the CLI says its
+flag instead (:data:`FLAGS`). The refusal, :class:`OptionError`, lives in
+:mod:`autotune.measure.option_error`, which the measuring options and the strategies' registry
+import too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
-from autotune.measure.isolation import DEFAULT_TRIAL_TIMEOUT_S
-from autotune.search.option_error import FLAGS, OptionError
+from autotune.measure.measure_options import (MAX_REPEATS, MAX_SECONDS, MAX_SEED, MeasureOptions, is_int,
+                                              is_seconds, refuse_misplaced)
+from autotune.measure.option_error import FLAGS, OptionError
 from autotune.search.strategies.registry import (DEFAULT_STRATEGY, PARETO_STRATEGY, check_strategy,
                                                  check_strategy_options, pareto_strategies, traits_of)
 from autotune.search.strategies.traits import StrategyOptions, Traits
@@ -27,7 +31,9 @@ if TYPE_CHECKING:
     from autotune.measure.timing import Precision
     from optuna.samplers import BaseSampler
 
-__all__ = ["SearchOptions", "OptionError", "FLAGS", "OBJECTIVES", "PARETO_OBJECTIVES"]
+__all__ = ["SearchOptions", "MeasureOptions", "RetimeOptions", "OptionError", "FLAGS", "OBJECTIVES",
+           "PARETO_OBJECTIVES", "MEASURE_FIELDS", "RETIME_FIELDS", "MAX_COUNT", "MAX_RETIMED", "MAX_REPEATS",
+           "MAX_SECONDS", "MAX_SEED"]
 
 PARETO_OBJECTIVES = ("time,energy",)
 """The objectives minimised together (a Pareto front, ``--objective time,energy``): the median
@@ -37,9 +43,6 @@ OBJECTIVES = ("time", "energy", "edp") + PARETO_OBJECTIVES
 """What a search may minimise: the median time per launch (ms), the energy per launch (J),
 their product, the energy-delay product (J s), or time and energy together
 (:data:`PARETO_OBJECTIVES`)."""
-
-MAX_SEED = 2**32 - 1
-"""Largest seed: Optuna's samplers seed NumPy's ``RandomState``, which takes 0..2**32-1."""
 
 
 def _text(value: Any, path: bool = False) -> bool:
@@ -53,40 +56,65 @@ def _text(value: Any, path: bool = False) -> bool:
     return True
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 MAX_COUNT = 2**31 - 1
 """Largest trials (a trial's number is a 32-bit integer column)."""
-MAX_REPEATS = 100_000
-"""Most timed samples per config (the median of more tells nothing new, and they are held in memory)."""
 MAX_RETIMED = 1000
 """Most configs re-timed, and most rounds of that re-timing."""
-MAX_SECONDS = 10**7
-"""Longest timeout, seconds (about 116 days; far longer ones overflow the waits' timers)."""
 
 
-def _seconds(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and 0 < value <= MAX_SECONDS)
-
-
+@refuse_misplaced
 @dataclass(frozen=True)
+class RetimeOptions:
+    """How the fastest configs are re-timed, interleaved, after the trials
+    (``autotune.search.retiming``). Frozen and hashable.
+
+    Attributes:
+        top_k: how many of the fastest configs are re-timed (1 .. ``MAX_RETIMED``; default 5).
+        rounds: over how many rounds, each config getting the measure options' ``repeats``
+            samples a round (1 .. ``MAX_RETIMED``; default 5).
+
+    Raises:
+        OptionError: (an `InvalidInputError`) naming the first field outside what is allowed.
+    """
+
+    top_k: int = 5
+    rounds: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("top_k", "rounds"):
+            value = getattr(self, name)
+            if not is_int(value) or not 1 <= value <= MAX_RETIMED:
+                raise OptionError(name, value, f"is not allowed; give 1 or more, at most {MAX_RETIMED}")
+
+
+MEASURE_FIELDS = ("repeats", "ci", "ci_floor_us", "min_samples", "max_samples", "energy", "trial_timeout")
+"""The flat names of a search (``tune``'s keywords, the CLI's flags) that set its ``measure``
+group (:class:`MeasureOptions`); ``seed`` sets the group's seed too."""
+RETIME_FIELDS = ("top_k", "rounds")
+"""The flat names that set a search's ``retime`` group (:class:`RetimeOptions`)."""
+_UNSET: Any = object()  # a flat name not given: the group's value stands
+
+
+@refuse_misplaced
+@dataclass(frozen=True, init=False)
 class SearchOptions:
     """How one search runs: built once where the search is asked for (the CLI's flags,
     `tune`'s keywords) and checked there. Frozen and hashable;
     `SearchOptions.replace` gives a copy.
 
+    The search's own fields sit beside two groups it hands down whole: ``measure``
+    (`MeasureOptions`: how one config is measured, what the benchmark opens with) and
+    ``retime`` (`RetimeOptions`: how the fastest are re-timed). Their fields are also
+    given flat, as ``tune``'s keywords and the CLI's flags give them (``repeats=30``,
+    ``top_k=3``: ``MEASURE_FIELDS``, ``RETIME_FIELDS``), over the group given (or the
+    group's defaults), and read flat (``options.repeats``, read-only).
+
     Attributes:
         trials: configs to measure (1 .. ``MAX_COUNT``; fewer when the space runs out). A config is
             measured once per study: repeats and constraint breakers are never proposed.
         timeout: seconds after which no new config starts measuring (``None``: no limit).
-        seed: seeds the strategy (and the benchmark's random inputs); ``None``: random.
+        seed: seeds the strategy and the benchmark's random inputs (``measure.seed`` is always
+            this seed); ``None``: random.
         strategy: a name of `STRATEGIES` (``bandit``, ``tpe``,
             ``random``, ``grid``, ``gp``, ``cmaes``, ``transfer``, ``nsga2``, or one
             `register`-ed) or an
@@ -108,27 +136,20 @@ class SearchOptions:
             ``autotune.measure.pipeline.workers()``, at least 1).
         resume: continue the key's existing study instead of refusing to touch it.
         space: a space TOML file instead of the kernel's own space (``None``).
-        repeats: timed samples per config when ``ci`` is 0, and per config and round of the
-            final re-timing (20 .. ``MAX_REPEATS``).
-        ci: certified timing (`autotune.measure.timing.Precision`): each config is sampled
-            until half the 95 % CI of its median is within this fraction of it (0 < ci < 1;
-            default 0.01), or within ``ci_floor_us``; 0 turns it off (``repeats`` samples).
-        ci_floor_us: the absolute floor of that half-width, µs (>= 0; default 0.5).
-        min_samples: the fewest samples of a config with ``ci`` (``PROBE`` .. ``MAX_REPEATS``).
-        max_samples: the most samples of a config with ``ci`` (``min_samples`` .. ``MAX_REPEATS``).
         objective: what is minimised (``OBJECTIVES``): ``time``, ``energy`` (J per launch,
             NVML's total-energy counter), ``edp`` (energy x time), or ``time,energy``: both at
             once, a Pareto front (each config's ms and J told to a multi-objective strategy;
-            the key's best is the front's re-timed fastest); all but ``time`` meter energy.
-        energy: meter energy per launch with the ``time`` objective too (stored beside the time).
-        top_k: how many of the fastest configs are re-timed, interleaved, after the trials
-            (1 .. ``MAX_RETIMED``).
-        rounds: over how many rounds they are re-timed (1 .. ``MAX_RETIMED``).
-        trial_timeout: seconds one trial may take before its measuring process is killed (> 0).
+            the key's best is the front's re-timed fastest); all but ``time`` meter energy
+            and turn the early stop off (`SearchOptions.benchmark_options`).
         db: results database URL (``None``: ``AUTOTUNE_DB`` or the platformdirs default).
         queue: configs to measure first, after the kernel's default, in order (e.g. a
             dispatch's configs, so that its regret at the new shape is measured: ``autotune
             tune-shapes``); those that break the space's constraints or were measured are skipped.
+        measure: how one config is measured (`MeasureOptions`: ``repeats``, ``ci``,
+            ``ci_floor_us``, ``min_samples``, ``max_samples``, ``energy``: meter energy with
+            the ``time`` objective too, ``trial_timeout``: seconds).
+        retime: how the fastest configs are re-timed after the trials (`RetimeOptions`:
+            ``top_k`` and ``rounds``).
 
     Every field is checked by type and range where the value is built: integers are never
     booleans, seconds are finite and at most ``MAX_SECONDS``, ``resume`` is a bool (``"no"``
@@ -137,38 +158,59 @@ class SearchOptions:
 
     Raises:
         OptionError: (an `InvalidInputError`) naming the
-            first field outside what is allowed, and what is.
+            first field outside what is allowed, and what is (a group's field by its flat
+            name: ``repeats 19 is not allowed; ...``).
+        InvalidInputError: an unknown keyword, a field given twice, too many positional values.
     """
 
-    trials: int = 100
-    timeout: float | None = None
-    seed: int | None = None
-    strategy: str | BaseSampler | None = None
-    batch: int | None = None
-    resume: bool = False
-    space: str | None = None
-    repeats: int = 50
-    top_k: int = 5
-    rounds: int = 5
-    trial_timeout: float = DEFAULT_TRIAL_TIMEOUT_S
-    db: str | None = None
-    queue: tuple[Config, ...] = ()
-    strategy_options: Mapping[str, Any] = StrategyOptions()
-    ci: float = 0.01
-    ci_floor_us: float = 0.5
-    min_samples: int = 20
-    max_samples: int = 200
-    objective: str = "time"
-    energy: bool = False
+    trials: int
+    timeout: float | None
+    seed: int | None
+    strategy: str | BaseSampler | None
+    batch: int | None
+    resume: bool
+    space: str | None
+    db: str | None
+    queue: tuple[Config, ...]
+    strategy_options: Mapping[str, Any]
+    objective: str
+    measure: MeasureOptions
+    retime: RetimeOptions
+
+    def __init__(self, trials: int = 100, timeout: float | None = None, seed: int | None = None,
+                 strategy: str | BaseSampler | None = None, batch: int | None = None, resume: bool = False,
+                 space: str | None = None, repeats: int = _UNSET, top_k: int = _UNSET, rounds: int = _UNSET,
+                 trial_timeout: float = _UNSET, db: str | None = None, queue: tuple[Config, ...] = (),
+                 strategy_options: Mapping[str, Any] = StrategyOptions(), ci: float = _UNSET,
+                 ci_floor_us: float = _UNSET, min_samples: int = _UNSET, max_samples: int = _UNSET,
+                 objective: str = "time", energy: bool = _UNSET, *, measure: MeasureOptions | None = None,
+                 retime: RetimeOptions | None = None) -> None:
+        """The one place where the flat names map into the groups (class doc): each flat
+        value given goes over ``measure`` (``seed`` too) or ``retime`` (default: the group's
+        defaults)."""
+        flat = {"repeats": repeats, "ci": ci, "ci_floor_us": ci_floor_us, "min_samples": min_samples,
+                "max_samples": max_samples, "energy": energy, "trial_timeout": trial_timeout}
+        if measure is not None and not isinstance(measure, MeasureOptions):
+            raise OptionError("measure", measure, "is not allowed; give a MeasureOptions")
+        if retime is not None and not isinstance(retime, RetimeOptions):
+            raise OptionError("retime", retime, "is not allowed; give a RetimeOptions")
+        measure = replace(measure or MeasureOptions(), seed=seed,
+                          **{k: v for k, v in flat.items() if v is not _UNSET})
+        retime = replace(retime or RetimeOptions(),
+                         **{k: v for k, v in (("top_k", top_k), ("rounds", rounds)) if v is not _UNSET})
+        for name, value in (("trials", trials), ("timeout", timeout), ("seed", seed), ("strategy", strategy),
+                            ("batch", batch), ("resume", resume), ("space", space), ("db", db), ("queue", queue),
+                            ("strategy_options", strategy_options), ("objective", objective),
+                            ("measure", measure), ("retime", retime)):
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        if not _int(self.trials) or not 1 <= self.trials <= MAX_COUNT:
+        if not is_int(self.trials) or not 1 <= self.trials <= MAX_COUNT:
             raise OptionError("trials", self.trials, f"is not allowed; give 1 or more, at most {MAX_COUNT}")
-        if self.timeout is not None and not _seconds(self.timeout):
+        if self.timeout is not None and not is_seconds(self.timeout):
             raise OptionError("timeout", self.timeout,
                               f"is not allowed; give a positive number of seconds, at most {MAX_SECONDS}")
-        if self.seed is not None and not (_int(self.seed) and 0 <= self.seed <= MAX_SEED):
-            raise OptionError("seed", self.seed, f"is not allowed; give an integer 0..{MAX_SEED}")
         if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:  # before the strategy it picks
             raise OptionError("objective", self.objective, f"is not allowed; give one of {' | '.join(OBJECTIVES)}")
         if self.strategy is None:  # the default, by objective
@@ -179,17 +221,8 @@ class SearchOptions:
                                                          f"do not say pareto); give one of "
                                                          f"{', '.join(pareto_strategies())}")
         object.__setattr__(self, "strategy_options", check_strategy_options(self.strategy, self.strategy_options))
-        if self.batch is not None and (not _int(self.batch) or not 1 <= self.batch <= 1024):
+        if self.batch is not None and (not is_int(self.batch) or not 1 <= self.batch <= 1024):
             raise OptionError("batch", self.batch, "is not allowed; give 1..1024 configs")
-        if not _int(self.repeats) or not 20 <= self.repeats <= MAX_REPEATS:
-            raise OptionError("repeats", self.repeats, f"is not allowed; give 20 or more, at most {MAX_REPEATS}")
-        for name in ("top_k", "rounds"):
-            value = getattr(self, name)
-            if not _int(value) or not 1 <= value <= MAX_RETIMED:
-                raise OptionError(name, value, f"is not allowed; give 1 or more, at most {MAX_RETIMED}")
-        if not _seconds(self.trial_timeout):
-            raise OptionError("trial_timeout", self.trial_timeout,
-                              f"is not allowed; give a positive number of seconds, at most {MAX_SECONDS}")
         if not isinstance(self.resume, bool):  # resume="no" is a truthy string
             raise OptionError("resume", self.resume, "is not allowed; give True or False")
         if self.space is not None and not _text(self.space, path=True):
@@ -199,35 +232,60 @@ class SearchOptions:
                                              "postgresql+psycopg://USER@HOST/DB)")
         if not isinstance(self.queue, tuple) or not all(isinstance(c, Config) for c in self.queue):
             raise OptionError("queue", self.queue, "is not allowed; give a tuple of Config")
-        self._check_sampling()
 
-    def _check_sampling(self) -> None:
-        from autotune.measure.timing import PROBE
+    # the groups' fields, read flat (read-only), as callers read them before the groups existed
 
-        if not _number(self.ci) or not 0 <= self.ci < 1:
-            raise OptionError("ci", self.ci, "is not allowed; give a fraction 0 <= ci < 1 (e.g. 0.01 for 1 %; "
-                                             "0: a fixed number of samples, --repeats)")
-        if not _number(self.ci_floor_us) or not 0 <= self.ci_floor_us <= 1e6:
-            raise OptionError("ci_floor_us", self.ci_floor_us, "is not allowed; give 0 to 1000000 µs")
-        for name in ("min_samples", "max_samples"):
-            value = getattr(self, name)
-            if not _int(value) or not PROBE <= value <= MAX_REPEATS:
-                raise OptionError(name, value, f"is not allowed; give {PROBE} or more, at most {MAX_REPEATS}")
-        if self.max_samples < self.min_samples:
-            raise OptionError("max_samples", self.max_samples,
-                              f"is not allowed; give at least the minimum count of samples ({self.min_samples})")
-        if not isinstance(self.energy, bool):
-            raise OptionError("energy", self.energy, "is not allowed; give True or False")
+    @property
+    def repeats(self) -> int:
+        """``measure.repeats``: timed samples per config (with ``ci`` 0) and per re-timing round."""
+        return self.measure.repeats
+
+    @property
+    def ci(self) -> float:
+        """``measure.ci``: the certified timing's half-width, a fraction of the median (0: off)."""
+        return self.measure.ci
+
+    @property
+    def ci_floor_us(self) -> float:
+        """``measure.ci_floor_us``: the half-width's absolute floor, µs."""
+        return self.measure.ci_floor_us
+
+    @property
+    def min_samples(self) -> int:
+        """``measure.min_samples``: the fewest samples of a config with ``ci``."""
+        return self.measure.min_samples
+
+    @property
+    def max_samples(self) -> int:
+        """``measure.max_samples``: the most samples of a config with ``ci``."""
+        return self.measure.max_samples
+
+    @property
+    def energy(self) -> bool:
+        """``measure.energy``: meter energy with the ``time`` objective too (as asked; `meters_energy`
+        says whether the benchmark meters it)."""
+        return self.measure.energy
+
+    @property
+    def trial_timeout(self) -> float:
+        """``measure.trial_timeout``: seconds one trial may take, then its process is killed."""
+        return self.measure.trial_timeout
+
+    @property
+    def top_k(self) -> int:
+        """``retime.top_k``: how many of the fastest configs are re-timed."""
+        return self.retime.top_k
+
+    @property
+    def rounds(self) -> int:
+        """``retime.rounds``: over how many rounds they are re-timed."""
+        return self.retime.rounds
 
     @property
     def precision(self) -> Precision | None:
         """The ``autotune.measure.timing.Precision`` of ``ci`` (``None``: ``ci`` is 0,
-        ``repeats`` samples per config)."""
-        from autotune.measure.timing import Precision
-
-        if self.ci == 0:
-            return None
-        return Precision(self.ci, self.ci_floor_us * 1e-3, self.min_samples, self.max_samples)
+        ``repeats`` samples per config): ``measure.precision``."""
+        return self.measure.precision
 
     @property
     def objectives(self) -> tuple[str, ...]:
@@ -245,14 +303,12 @@ class SearchOptions:
         """Whether the benchmark meters energy (``energy``, or an objective that needs it)."""
         return self.energy or self.objective != "time"
 
-    def benchmark_options(self) -> dict[str, Any]:
-        """The keywords of the benchmark these options open (``open_benchmark``): repeats, seed,
-        precision, energy, and the early stop (a time rule: off for the energy objectives)."""
-        options = {"repeats": self.repeats, "seed": self.seed, "precision": self.precision,
-                   "energy": self.meters_energy}
-        if self.objective != "time":
-            options["early_stop"] = False
-        return options
+    def benchmark_options(self) -> MeasureOptions:
+        """What the benchmark of this search opens with (``open_benchmark``, ``open_isolated``):
+        ``measure``, metering energy where the objective needs it (`meters_energy`) and
+        without the early stop (a time rule) for an objective other than ``time``."""
+        return replace(self.measure, energy=self.meters_energy,
+                       early_stop=self.measure.early_stop and self.objective == "time")
 
     @classmethod
     def of(cls, options: SearchOptions | None = None, **given: Any) -> SearchOptions:
@@ -270,7 +326,7 @@ class SearchOptions:
         if options is not None and "strategy" in given and "strategy_options" not in given \
                 and given["strategy"] is not options.strategy and given["strategy"] != options.strategy:
             given["strategy_options"] = None  # the old strategy's options are not the new one's
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} | set(MEASURE_FIELDS) | set(RETIME_FIELDS)
         unknown = sorted(set(given) - known)
         if unknown:
             raise InvalidInputError(f"unknown search option {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
@@ -300,25 +356,3 @@ class SearchOptions:
         return max(1, workers())
 
 
-def _bound(init):
-    """The dataclass's ``__init__``, its arguments bound first: an unknown keyword
-    (``SearchOptions(bogus=1)``), a field given twice or too many positional values is an
-    :class:`~autotune.errors.InvalidInputError` naming them, like a bad value, not a TypeError."""
-    import functools
-    import inspect
-
-    signature = inspect.signature(init)
-
-    @functools.wraps(init)
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            signature.bind(self, *args, **kwargs)
-        except TypeError as exc:
-            known = ", ".join(f.name for f in fields(SearchOptions))
-            raise InvalidInputError(f"SearchOptions: {exc}; allowed: {known}") from None
-        init(self, *args, **kwargs)
-
-    return __init__
-
-
-SearchOptions.__init__ = _bound(SearchOptions.__init__)  # type: ignore[method-assign]

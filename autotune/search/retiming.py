@@ -1,8 +1,9 @@
 """The last step of a search: the study's fastest configs re-timed interleaved, the winner stored.
 
 Timings taken one config after another drift with the GPU's clocks and temperature, so the
-``top_k`` fastest configs of a key are timed again in ``rounds`` rounds, every config once a
-round (the benchmark's ``retime``), and :func:`autotune.search.winner.choose` picks the winner
+``top_k`` fastest configs of a key are timed again in ``rounds`` rounds (the search's
+:class:`~autotune.search.options.RetimeOptions`), every config once a round (the benchmark's
+``retime``), and :func:`autotune.search.winner.choose` picks the winner
 from the pooled medians with its fixed tie rule. :func:`decide` is the step of one search
 (:class:`autotune.search.tuner.Tuner`); :func:`retime_study` runs it once after several workers
 searched one key (:func:`autotune.search.tune.tune` with ``devices``).
@@ -20,6 +21,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure.measurement import Decision, Retiming
 from autotune.base import signals as stop
 from autotune.search.objective import winner_by_objective
+from autotune.search.options import RetimeOptions
 from autotune.search.outcome import SearchResult
 from autotune.search.winner import choose
 from autotune.store.key import TuningKey
@@ -33,11 +35,12 @@ Retime = Callable[[list[Config], int], list[Retiming]]
 """``retime(configs, rounds) -> list[Retiming]``: e.g. :meth:`autotune.measure.benchmark.Benchmark.retime`."""
 
 
-def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *, top_k: int = 5,
-                 rounds: int = 5, objective: str = "time") -> SearchResult:
-    """Re-time the ``top_k`` fastest configs stored for ``key`` (by every search of it, on
-    any GPU of its model) over ``rounds`` interleaved rounds and store the winner as the
-    key's best: the last step of :func:`search`, run once after a search by several workers.
+def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int,
+                 options: RetimeOptions = RetimeOptions(), *, objective: str = "time") -> SearchResult:
+    """Re-time the ``options.top_k`` fastest configs stored for ``key`` (by every search of
+    it, on any GPU of its model) over ``options.rounds`` interleaved rounds and store the
+    winner as the key's best: the last step of :func:`search`, run once after a search by
+    several workers.
 
     Returns:
         A :class:`SearchResult` (``search_id`` as given; no outcomes) with ``measured``,
@@ -48,21 +51,21 @@ def retime_study(key: TuningKey, store: Store, retime: Retime, search_id: int, *
         if t.status == "ok":
             result.measured[t.config] = min(t.median_ms, result.measured.get(t.config, math.inf))
     if result.measured:
-        result.decision = decide(key, store, result, retime, top_k, rounds, objective)
+        result.decision = decide(key, store, result, retime, options, objective)
     return result
 
 
-def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, top_k: int,
-            rounds: int, objective: str = "time") -> Decision:
-    """Re-time the study's ``top_k`` best configs (by ``result.measured``: the objective's
-    values) and store the chosen winner: by time, the rule of
+def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, options: RetimeOptions,
+           objective: str = "time") -> Decision:
+    """Re-time the study's ``options.top_k`` best configs (by ``result.measured``: the
+    objective's values) over ``options.rounds`` rounds and store the chosen winner: by time, the rule of
     :func:`autotune.search.winner.choose`; by energy or EDP,
     :func:`autotune.search.objective.winner_by_objective`."""
     problem = key.problem or Problem.of(get_kernel(key.kernel), key.dims, key.dtype)  # (a key read back: by name)
     ok = [t for t in store.key_trials(key) if t.status == "ok"]
     shared = {t.config: t.shared_bytes or 0 for t in ok}
     with stop.interruptible():  # measures only: a signal may cut it anywhere
-        result.retimings = retime([c for c, _ in result.top(top_k)], rounds)
+        result.retimings = retime([c for c, _ in result.top(options.top_k)], options.rounds)
     threads = lambda c: problem.geometry(c).threads  # noqa: E731
     decision = choose(result.retimings, threads=threads, shared_bytes=lambda c: shared.get(c, 0))
     if objective != "time":
@@ -72,5 +75,5 @@ def decide(key: TuningKey, store: Store, result: SearchResult, retime: Retime, t
                 energy[t.config] = min(t.energy_j, energy.get(t.config, t.energy_j))
         decision = winner_by_objective(decision, result.retimings, energy, objective, threads,
                                        lambda c: shared.get(c, 0))
-    store.set_winner(key, decision, rounds)
+    store.set_winner(key, decision, options.rounds)
     return decision

@@ -49,8 +49,9 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
         dtype: the problem's dtype: a NumPy dtype or its name (``"float32"``), one the kernel takes.
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
         options: the search's `SearchOptions` (trials,
-            timeout, seed, strategy, batch, resume, space, repeats, top_k, rounds, trial_timeout,
-            db); default: the defaults, with ``fields`` over them.
+            timeout, seed, strategy, batch, resume, space, db, and its groups ``measure`` and
+            ``retime``, whose fields repeats, trial_timeout, top_k, rounds... are keywords too);
+            default: the defaults, with ``fields`` over them.
         on_start: called once the search has started (its key, store and space), one GPU or several.
         on_trial: called after each trial with its outcome and the result so far (one GPU).
         on_report: called with a worker's report whenever it changes (several GPUs).
@@ -158,11 +159,12 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
         raise AutotuneError("no GPU worker finished: " + "; ".join(f"GPU {rep.ordinal}: {rep.message}"
                                                                    for rep in reports))
     search_id = next((rep.search_id for rep in finished if rep.search_id is not None), 0)
-    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], problem, trial_timeout=options.trial_timeout,
-                                 precheck=False, repeats=options.repeats, seed=options.seed) as bench:
+    # re-timing only: ``repeats`` samples a round, no certified timing, no energy
+    retiming = options.measure.replace(ci=0, energy=False)
+    with isolation.open_isolated(benchmark.open_benchmark, ordinals[0], problem, retiming, precheck=False) as bench:
         stop.check()
-        result = retime_study(key, store, retime_or_error(bench.retime), search_id, top_k=options.top_k,
-                              rounds=options.rounds, objective=options.objective)
+        result = retime_study(key, store, retime_or_error(bench.retime), search_id, options.retime,
+                              objective=options.objective)
     result.reports = reports
     result.whole_space = whole
     return result

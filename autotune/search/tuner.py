@@ -174,8 +174,8 @@ class Tuner:
                 self.flight.clear()
                 if tools.retime is not None and result.measured:
                     self.flight["retime"] = True
-                    result.decision = retiming.decide(self.key, store, result, tools.retime, self.options.top_k,
-                                                      self.options.rounds, self.options.objective)
+                    result.decision = retiming.decide(self.key, store, result, tools.retime, self.options.retime,
+                                                      self.options.objective)
                     self.flight.clear()
                 for other in self.others:  # each other shape's own winner
                     other.decide()

@@ -207,8 +207,8 @@ def _cap_reached(job: Job, problem, ordinal: int, open_benchmark, precheck: bool
     opener = open_benchmark or benchmark.open_benchmark
     store = open_store(job.options.db)
     try:
-        with isolation.open_isolated(opener, ordinal, problem, trial_timeout=job.options.trial_timeout,
-                                     precheck=precheck, **job.options.benchmark_options()) as bench:
+        with isolation.open_isolated(opener, ordinal, problem, job.options.benchmark_options(),
+                                     precheck=precheck) as bench:
             chosen = lookup(problem, device=bench.device, db=job.options.db)
             if chosen.rung != "exact":
                 result.status, result.reason = "failed", (f"no config ran in its {job.result.trials} trials "
@@ -229,8 +229,8 @@ def _measure_only(job: Job, problem, ordinal: int, open_benchmark, precheck: boo
     from autotune.runtime.lookup import lookup
 
     opener = open_benchmark or benchmark.open_benchmark
-    with isolation.open_isolated(opener, ordinal, problem, trial_timeout=job.options.trial_timeout,
-                                 precheck=precheck, **job.options.benchmark_options()) as bench:
+    with isolation.open_isolated(opener, ordinal, problem, job.options.benchmark_options(),
+                                 precheck=precheck) as bench:
         chosen = lookup(problem, device=bench.device, db=job.options.db)
         d, c, reason = measure_pair(bench, problem.kernel.default_config(), chosen.config)
     result.default_ms, result.tuned_ms = (d.pooled_median_ms if d else None), (c.pooled_median_ms if c else None)

@@ -43,11 +43,12 @@ def measure_here(repeats: int) -> list[dict]:
     from autotune.kernel.problem import Problem
     from autotune.measure import backends
     from autotune.measure.benchmark import open_benchmark
+    from autotune.measure.measure_options import MeasureOptions
 
     rows = []
     for kernel, dims, dtype, configs in CASES:
         problem = Problem.of(kernel, dims, dtype)
-        with open_benchmark(0, problem, repeats=repeats, seed=0, bounds=False) as bench:
+        with open_benchmark(0, problem, MeasureOptions(repeats=repeats, seed=0, ci=0), bounds=False) as bench:
             for macros in configs:
                 config = problem.kernel.default_config() if macros is None else Config.of(kernel, macros)
                 m = bench.measure(config)

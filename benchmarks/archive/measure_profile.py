@@ -46,6 +46,7 @@ def main() -> None:
     from autotune.kernel.space import kernel_space, load_space
     from autotune.kernel.problem import Problem
     from autotune.measure.benchmark import open_benchmark
+    from autotune.measure.measure_options import MeasureOptions
     from autotune.measure.pipeline import compile_ahead
     from autotune.search.proposals import default_config
 
@@ -59,7 +60,8 @@ def main() -> None:
     profile = cProfile.Profile()
     profile.enable()
     t = time.perf_counter()
-    with open_benchmark(0, Problem.of(kernel, {"rows": a.size, "cols": a.size}, dtype)) as bench:
+    with open_benchmark(0, Problem.of(kernel, {"rows": a.size, "cols": a.size}, dtype),
+                        MeasureOptions(ci=0)) as bench:
         say(f"open benchmark (context, buffers, inputs) {time.perf_counter() - t:.2f} s; {bench.device.name}")
         t = time.perf_counter()
         say(f"bounds: memcpy {bench.memcpy_gbps:.0f} GB/s, copy {bench.copy_gbps or 0:.0f} GB/s "

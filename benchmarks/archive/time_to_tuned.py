@@ -130,10 +130,12 @@ def common_timer(keys: list[str], size: int) -> dict:
     from autotune.kernel.dtypes import get_dtype
     from autotune.kernel.problem import Problem
     from autotune.measure.benchmark import open_benchmark
+    from autotune.measure.measure_options import MeasureOptions
 
     k = get_kernel("smem_pad")
     configs = [Config.of("smem_pad", params_of(key)) for key in dict.fromkeys(keys)]
-    with open_benchmark(0, Problem.of(k, {"rows": size, "cols": size}, get_dtype("float32")), seed=0) as bench:
+    with open_benchmark(0, Problem.of(k, {"rows": size, "cols": size}, get_dtype("float32")),
+                        MeasureOptions(seed=0, ci=0)) as bench:
         for c in configs:
             bench.verify(*bench.compile(c))
         timed = bench.retime(configs, rounds=7)

@@ -5,14 +5,15 @@ PyTorch views and batches against torch."""
 from autotune.kernel.problem import Problem
 from autotune.kernel.dtypes import get_dtype
 from autotune.measure.benchmark import Benchmark
+from autotune.measure.measure_options import MeasureOptions
 
 
 def check_exact(device, kernel, dtype: str, shapes, configs, seed: int) -> None:
     """Verify each of ``configs`` of ``kernel`` on each ``(rows, cols)`` of ``shapes`` (bit for bit
     against NumPy, poisoned and guarded output); raises TrialFailed on any mismatch."""
     for rows, cols in shapes:
-        bench = Benchmark(device, Problem.of(kernel, {"rows": rows, "cols": cols}, get_dtype(dtype)), warmup=1, repeats=20,
-                          seed=seed, bounds=False)
+        bench = Benchmark(device, Problem.of(kernel, {"rows": rows, "cols": cols}, get_dtype(dtype)),
+                          MeasureOptions(warmup=1, repeats=20, seed=seed, ci=0), bounds=False)
         try:
             for config in configs:
                 bench.verify(*bench.compile(config))
@@ -53,8 +54,8 @@ def check_launched(device, kernel, dtype: str, configs, shapes, cases, seed: int
     drv, dt = cuda_driver(), get_dtype(dtype)
     rng = np.random.default_rng(seed)
     guard, es = 64, dt.itemsize
-    bench = Benchmark(device, Problem.of(kernel, {"rows": 8, "cols": 8}, dt), warmup=1, repeats=20, seed=0,
-                      bounds=False)
+    bench = Benchmark(device, Problem.of(kernel, {"rows": 8, "cols": 8}, dt),
+                      MeasureOptions(warmup=1, repeats=20, seed=0, ci=0), bounds=False)
     try:
         for config in configs:
             compiled, _, block, shared = bench.compile(config)

@@ -10,19 +10,23 @@ from autotune.kernel.catalog import KERNELS
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.problem import Problem
 from autotune.measure.benchmark import Benchmark
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.timing import PROBE, Precision
 
 pytestmark = pytest.mark.gpu_slow
 
 
-def bench(device, **options) -> Benchmark:
+def bench(device, **measure) -> Benchmark:
+    """A benchmark without bounds, measuring as ``measure`` (MeasureOptions' fields) says over
+    fixed samples (``ci=0``) by default."""
     problem = Problem.of(KERNELS["smem_pad"], (4096, 4096), get_dtype("float32"))
-    return Benchmark(device, problem, **{"warmup": 5, "repeats": 20, "seed": 0, "bounds": False, **options})
+    return Benchmark(device, problem, MeasureOptions(**{"warmup": 5, "repeats": 20, "seed": 0, "ci": 0, **measure}),
+                     bounds=False)
 
 
 def test_certified_timing_samples_until_the_ci_is_within_one_percent_or_the_cap(device):
-    p = Precision(rel=0.01, floor_ms=0.0005, min_samples=20, max_samples=400)
-    b = bench(device, precision=p)
+    b = bench(device, ci=0.01, ci_floor_us=0.5, min_samples=20, max_samples=400)
+    assert b.precision == Precision(rel=0.01, floor_ms=0.0005, min_samples=20, max_samples=400)
     try:
         m = b.measure(KERNELS["smem_pad"].default_config())
     finally:
@@ -38,7 +42,7 @@ def test_certified_timing_samples_until_the_ci_is_within_one_percent_or_the_cap(
 def test_a_clearly_slower_config_still_stops_after_the_probe(device):
     from autotune.errors import TrialFailed
 
-    b = bench(device, precision=Precision())
+    b = bench(device, ci=0.01)  # Precision()
     measured = []
     try:
         for c in KERNELS["smem_pad"].space().configs()[:12]:
@@ -102,8 +106,8 @@ def test_flag_tunables_build_verify_and_time_on_the_gpu(device, tmp_path):
     (tmp_path / "reduce.toml").write_text(text)
     kernel = load_kernel(tmp_path / "reduce.toml")
     problem = Problem.of(kernel, {"n": 1 << 24}, get_dtype("float32"))
-    b = Benchmark(device, problem, warmup=5, repeats=20, seed=0, bounds=False, precision=Precision(),
-                  early_stop=False)
+    b = Benchmark(device, problem, MeasureOptions(warmup=5, repeats=20, seed=0, ci=0.01, early_stop=False),
+                  bounds=False)
     base = kernel.default_config().as_dict()
     results = {}
     try:

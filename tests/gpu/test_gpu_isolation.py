@@ -17,6 +17,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import open_benchmark
 from autotune.measure.isolation import STICKY, open_isolated
+from autotune.measure.measure_options import MeasureOptions
 
 from kernel_files import write_kernel
 
@@ -47,8 +48,8 @@ def bug(k, n):
 
 def test_each_fault_fails_its_trial_and_the_next_config_runs_in_a_fresh_context(tmp_path):
     k = load_kernel(write_kernel(tmp_path / "faulty.toml", FAULTY))
-    with open_isolated(open_benchmark, 0, Problem.of(k, {"n": N}, get_dtype("float32")), trial_timeout=TRIAL_TIMEOUT_S,
-                       repeats=20, seed=0) as bench:
+    with open_isolated(open_benchmark, 0, Problem.of(k, {"n": N}, get_dtype("float32")),
+                       MeasureOptions(trial_timeout=TRIAL_TIMEOUT_S, repeats=20, seed=0, ci=0)) as bench:
         assert bench.measure(bug(k, 0)).gbps > 0
         for n in (1, 2, 3):
             before = bench.pid

@@ -18,6 +18,7 @@ from autotune.kernel.dtypes import DTYPES, get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import Benchmark, open_benchmark
 from autotune.measure.compile import build_cubin
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.device import query_device
 from autotune.measure.timing import EarlyStop
 
@@ -29,10 +30,11 @@ SHAPES = [(1, 1), (1, 1000), (1000, 1), (32, 32), (33, 65), (127, 1031), (1024, 
 
 
 @contextlib.contextmanager
-def benchmark(device, kernel, dims, dtype="float32", **options):
-    """A benchmark without bounds (they are tested once, below), freed on exit."""
+def benchmark(device, kernel, dims, dtype="float32", **measure):
+    """A benchmark without bounds (they are tested once, below), freed on exit; ``measure``:
+    MeasureOptions' fields over fixed samples."""
     bench = Benchmark(device, Problem.of(KERNELS[kernel] if isinstance(kernel, str) else kernel, dims, get_dtype(dtype)),
-                      **{"warmup": 1, "repeats": 20, "seed": 0, "bounds": False, **options})
+                      MeasureOptions(**{"warmup": 1, "repeats": 20, "seed": 0, "ci": 0, **measure}), bounds=False)
     try:
         yield bench
     finally:
@@ -145,14 +147,16 @@ def test_a_grid_over_the_device_limit_is_a_resources_failure(device, tmp_path):
 
 @pytest.mark.gpu
 def test_memcpy_copy_and_bandwidth_figures_are_consistent(device):
-    with open_benchmark(0, Problem.of(KERNELS["smem_pad"], (4096, 4096), get_dtype("float32")), repeats=20) as bench:
+    with open_benchmark(0, Problem.of(KERNELS["smem_pad"], (4096, 4096), get_dtype("float32")),
+                        MeasureOptions(repeats=20, ci=0)) as bench:
         m = bench.measure(KERNELS["smem_pad"].default_config())
         assert bench.memcpy_gbps > 100 and bench.copy_gbps > 100 and bench.l2_mode == "single"
         assert m.gbps == pytest.approx(2 * 4096 * 4096 * 4 / (m.median_ms * 1e-3) / 1e9)
         assert m.pct_memcpy == pytest.approx(100 * m.gbps / bench.memcpy_gbps)
         assert m.pct_copy == pytest.approx(100 * m.gbps / bench.copy_gbps)
         assert m.registers > 0 and m.shared_bytes == 32 * 33 * 4 and m.launches >= 20 and 0 < m.occupancy <= 1
-    with open_benchmark(0, Problem.of(KERNELS["copy_row"], (1024, 1024), get_dtype("float32")), repeats=20) as bench:
+    with open_benchmark(0, Problem.of(KERNELS["copy_row"], (1024, 1024), get_dtype("float32")),
+                        MeasureOptions(repeats=20, ci=0)) as bench:
         m = bench.measure(KERNELS["copy_row"].default_config())  # its own bound: measured once, no recursion
         assert bench.l2_mode == "rotating" and len(bench.sets) > 1  # 8 MiB of arguments: under twice the L2
         assert m.pct_copy is not None and m.pct_memcpy is not None

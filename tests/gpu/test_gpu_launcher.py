@@ -17,6 +17,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import kernel_from_dict, load_kernel
 from autotune.measure.benchmark import open_benchmark
+from autotune.measure.measure_options import MeasureOptions
 
 pytestmark = pytest.mark.gpu
 
@@ -73,12 +74,14 @@ def test_without_reset_the_histogram_is_a_wrong_result(tmp_path):
     del doc["args"][0]["reset"]
     doc["name"] = "histogram_no_reset"
     k = kernel_from_dict(doc, HISTOGRAM)
-    with open_benchmark(0, Problem.of(k, {"n": 100_000}, get_dtype("uint8")), repeats=20, seed=0) as bench:
+    with open_benchmark(0, Problem.of(k, {"n": 100_000}, get_dtype("uint8")),
+                        MeasureOptions(repeats=20, seed=0, ci=0)) as bench:
         with pytest.raises(TrialFailed) as info:
             bench.measure(k.default_config())
     assert info.value.status == "wrong_result"
     kr = load_kernel(HISTOGRAM)
-    with open_benchmark(0, Problem.of(kr, {"n": 100_000}, get_dtype("uint8")), repeats=20, seed=0) as bench:
+    with open_benchmark(0, Problem.of(kr, {"n": 100_000}, get_dtype("uint8")),
+                        MeasureOptions(repeats=20, seed=0, ci=0)) as bench:
         assert bench.measure(kr.default_config()).gbps > 0
 
 

@@ -19,6 +19,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.references import product_tolerance, relative_error, tolerance
 from autotune.measure.benchmark import Benchmark
 from autotune.measure.device import open_device
+from autotune.measure.measure_options import MeasureOptions
 
 pytestmark = pytest.mark.gpu_slow
 
@@ -28,8 +29,9 @@ SHAPES = [(64, 64, 64), (128, 128, 1), (33, 65, 17), (257, 129, 1031), (1, 1000,
 
 
 @contextlib.contextmanager
-def benchmark(device, name, shape, dtype="float32", **options):
-    bench = Benchmark(device, Problem.of(KERNELS[name], shape, get_dtype(dtype)), **{"repeats": 20, "seed": sum(shape), **options})
+def benchmark(device, name, shape, dtype="float32", **measure):
+    bench = Benchmark(device, Problem.of(KERNELS[name], shape, get_dtype(dtype)),
+                      MeasureOptions(**{"repeats": 20, "seed": sum(shape), "ci": 0, **measure}))
     try:
         yield bench
     finally:

@@ -14,6 +14,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import open_benchmark
+from autotune.measure.measure_options import MeasureOptions
 
 from kernel_files import write_kernel
 
@@ -46,7 +47,8 @@ def kernel(tmp_path):
 
 
 def test_100_kib_of_dynamic_shared_memory_is_verified_and_timed_and_256_kib_is_a_failed_trial(kernel):
-    with open_benchmark(0, Problem.of(kernel, {"n": 1_000_003}, get_dtype("float32")), repeats=20, seed=0) as bench:
+    with open_benchmark(0, Problem.of(kernel, {"n": 1_000_003}, get_dtype("float32")),
+                        MeasureOptions(repeats=20, seed=0, ci=0)) as bench:
         m = bench.measure(Config.of("big_shared", {"TILE_K": 25}))
         assert m.gbps > 0 and m.shared_bytes >= 100 * KIB
         with pytest.raises(TrialFailed) as info:

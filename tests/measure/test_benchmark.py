@@ -8,6 +8,7 @@ import pytest
 from autotune.errors import TrialFailed
 from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem
+from autotune.measure.measure_options import MeasureOptions
 
 from fake_cuda import chosen_bindings
 
@@ -30,8 +31,31 @@ def test_a_config_the_launch_expressions_refuse_is_never_compiled(fake, monkeypa
     built = []
     monkeypatch.setattr(compile_module, "build_cubin", lambda *a, **k: built.append(a[1]) or (b"c", {}, True))
     problem = Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32")
-    with benchmark.open_benchmark(0, problem, repeats=20, warmup=2, seed=1, bounds=False) as bench:
+    with benchmark.open_benchmark(0, problem, MeasureOptions(repeats=20, warmup=2, seed=1, ci=0),
+                                  bounds=False) as bench:
         with pytest.raises(TrialFailed) as failed:
             bench.measure(Config.of("smem_pad", {"IPAD": 1, "DIAGONAL": 0, **macros}))
     assert failed.value.status == "resources" and words in failed.value.reason
     assert built == []
+
+
+
+def test_the_benchmark_measures_as_its_measure_options_say(fake):
+    """The typed options reach the benchmark whole: warm-up, samples, certified timing off,
+    no early stop, no energy."""
+    from autotune.measure import benchmark
+
+    problem = Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32")
+    measure = MeasureOptions(repeats=21, warmup=3, seed=1, ci=0, early_stop=False)
+    with benchmark.open_benchmark(0, problem, measure, bounds=False) as bench:  # (the fake frees nothing: one a test)
+        assert bench.measure_options is measure and (bench.repeats, bench.warmup) == (21, 3)
+        assert bench.precision is None and bench.early is None and bench.meter is None
+
+
+def test_a_benchmark_opened_without_options_measures_as_a_search_does(fake):
+    from autotune.measure import benchmark
+
+    with benchmark.open_benchmark(0, Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32"),
+                                  bounds=False) as bench:
+        assert bench.measure_options == MeasureOptions() and bench.precision == MeasureOptions().precision
+        assert bench.early is not None and (bench.repeats, bench.warmup) == (50, 10)

@@ -21,6 +21,7 @@ from autotune.errors import AutotuneError, InvalidInputError, StoreError, TrialF
 from autotune.measure import benchmark, device
 from autotune.kernel.problem import Problem
 from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
+from autotune.measure.measure_options import MeasureOptions
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
@@ -125,7 +126,7 @@ def test_a_config_measured_in_the_child_comes_back_whole(faults):
     faults({})
     kernel, dtype = get_kernel("smem_pad"), get_dtype("float32")
     with open_isolated(fake_open_benchmark, 0, Problem.of(kernel, (("rows", 64), ("cols", 64)), dtype),
-                       trial_timeout=30, repeats=50) as bench:
+                       MeasureOptions(trial_timeout=30, repeats=50)) as bench:
         assert isinstance(bench, IsolatedBenchmark) and bench.device.uuid == "GPU-fake-0"
         assert (bench.memcpy_gbps, bench.copy_gbps, bench.l2_mode) == (3000.0, 2900.0, "single")
         m = bench.measure(_config(BEST))
@@ -149,7 +150,7 @@ def test_the_caller_works_meanwhile_while_the_child_opens_the_gpu(faults, monkey
         seen.append("meanwhile")
         (marks / "release").touch()
 
-    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, trial_timeout=30, meanwhile=meanwhile) as bench:
+    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, MeasureOptions(trial_timeout=30), meanwhile=meanwhile) as bench:
         assert seen == ["meanwhile"] and bench.device.uuid == "GPU-fake-0"
         assert bench.measure(_config(BEST)).gbps == 2800.0
 
@@ -173,12 +174,27 @@ def test_an_error_meanwhile_kills_the_child_and_is_raised(faults, monkeypatch):
 def test_a_local_fake_is_measured_in_this_process(device_info):
     import contextlib
 
+    opened = []
+
     @contextlib.contextmanager
-    def opener(*args, **options):  # a closure cannot be sent to a child: used as it is
+    def opener(ordinal, problem, measure, also=()):  # a closure cannot be sent to a child: used as it is
+        opened.append((ordinal, problem, measure, also))
         yield "in-process"
 
-    with open_isolated(opener, 0, SMEM_PAD_64) as bench:
+    measure = MeasureOptions(repeats=33, ci=0, seed=4)
+    with open_isolated(opener, 0, SMEM_PAD_64, measure, also=[SMEM_PAD_64.ref]) as bench:
         assert bench == "in-process"
+    with open_isolated(opener, 0, SMEM_PAD_64):
+        pass
+    assert opened == [(0, SMEM_PAD_64, measure, (SMEM_PAD_64.ref,)), (0, SMEM_PAD_64, MeasureOptions(), ())]
+
+
+def test_the_measure_options_go_whole_to_the_child_and_set_its_trial_limit(faults):
+    faults({})
+    measure = MeasureOptions(trial_timeout=7.5, repeats=21, seed=2)
+    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, measure) as bench:
+        assert isinstance(bench, IsolatedBenchmark) and bench.trial_timeout == 7.5
+        assert bench.measure(_config(BEST)).gbps == 2800.0  # the fake opened with them in the child
 
 
 def test_an_error_opening_the_gpu_in_the_child_is_raised_in_the_parent(faults, monkeypatch):
@@ -192,7 +208,7 @@ def test_an_error_opening_the_gpu_in_the_child_is_raised_in_the_parent(faults, m
 
 def test_a_timeout_kills_the_child_and_the_next_request_starts_another(faults):
     faults({HANGS: "hang"})
-    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, trial_timeout=0.5) as bench:
+    with open_isolated(fake_open_benchmark, 0, SMEM_PAD_64, MeasureOptions(trial_timeout=0.5)) as bench:
         first = bench.pid
         with pytest.raises(TrialFailed) as failed:
             bench.measure(_config(HANGS))

@@ -9,19 +9,20 @@ import pytest
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.problem import Problem
+from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.other_shapes import OtherShapes
 
 
 class Bench(OtherShapes):
     """What OtherShapes asks of a benchmark: ``kernel``, ``dtype``, ``problem``, ``device``,
-    ``compiler``, ``measure``, ``retime``, ``free``; and ``type(self)(device, problem, **options,
-    compiler=...)``."""
+    ``compiler``, ``measure``, ``retime``, ``free``; and ``type(self)(device, problem, measure,
+    bounds=..., compiler=...)``."""
 
-    def __init__(self, device, problem, *, also=(), compiler=None, **options) -> None:
+    def __init__(self, device, problem, measure=None, *, bounds=True, also=(), compiler=None) -> None:
         self.device, self.problem, self.compiler = device, problem, compiler or object()
         self.kernel, self.dtype = problem.kernel, problem.dtype
-        self.options, self.freed = options, False
-        self._other_shapes(also, options)
+        self.options, self.freed = (measure, bounds), False
+        self._other_shapes(also, measure, bounds)
 
     def measure(self, config):
         return ("measured", self.problem.label, config.key)
@@ -37,9 +38,10 @@ class Bench(OtherShapes):
 def test_each_other_shape_is_opened_once_with_the_same_compiler_and_options(device_info):
     main = Problem.of("smem_pad", {"rows": 64, "cols": 64}, "float32")
     other = Problem.of("smem_pad", {"rows": 128, "cols": 256}, "float32")
-    bench = Bench(device_info, main, also=[other, other.ref], warmup=3)
+    measure = MeasureOptions(warmup=3, ci=0)
+    bench = Bench(device_info, main, measure, bounds=False, also=[other, other.ref])
     first = bench.at(0)
-    assert first is bench.at(0) and first.compiler is bench.compiler and first.options == {"warmup": 3}
+    assert first is bench.at(0) and first.compiler is bench.compiler and first.options == (measure, False)
     assert first.problem == other and bench.at(1).problem == other  # a ProblemRef is resolved
     config = Config.of("smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8})
     assert bench.measure_at(0, config) == ("measured", other.label, config.key)

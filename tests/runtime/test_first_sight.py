@@ -34,7 +34,7 @@ def child(monkeypatch, device_info, db_url):
     from test_cli import FakeBench
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield FakeBench(device_info, FakeTimer())
 
     commands = []

@@ -85,6 +85,8 @@ def test_without_energy_an_energy_search_measures_nothing_it_can_rank(store, key
 
 
 def test_the_energy_objectives_turn_the_time_rule_of_the_early_stop_off():
-    assert "early_stop" not in SearchOptions().benchmark_options()
-    assert SearchOptions(objective="energy").benchmark_options()["early_stop"] is False
-    assert SearchOptions(objective="edp").benchmark_options()["energy"] is True
+    assert SearchOptions().benchmark_options().early_stop is True
+    assert SearchOptions(objective="energy").benchmark_options().early_stop is False
+    assert SearchOptions(objective="edp").benchmark_options().energy is True
+    assert SearchOptions(objective="edp").energy is False  # what was asked stays as asked
+    assert SearchOptions(objective="edp").replace(objective="time").benchmark_options().energy is False

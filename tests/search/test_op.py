@@ -283,7 +283,7 @@ def fake_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         opened.append(problem.kernel.name)
         yield FakeBench()
 

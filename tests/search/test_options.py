@@ -4,7 +4,8 @@ import optuna
 import pytest
 
 from autotune.errors import InvalidInputError
-from autotune.search.options import OptionError, SearchOptions
+from autotune.search.options import (MEASURE_FIELDS, RETIME_FIELDS, MeasureOptions, OptionError, RetimeOptions,
+                                     SearchOptions)
 
 
 @pytest.mark.parametrize("given, message", [
@@ -99,7 +100,66 @@ def test_certified_timing_is_on_by_default_and_off_with_ci_0():
 
     default = SearchOptions()
     assert default.precision == Precision(0.01, 0.0005, 20, 200)
-    assert default.benchmark_options() == {"repeats": 50, "seed": None, "precision": default.precision,
-                                           "energy": False}
+    assert default.benchmark_options() == MeasureOptions() == default.measure
+    assert default.benchmark_options().precision == default.precision
     assert SearchOptions(ci=0).precision is None
     assert SearchOptions(objective="edp").meters_energy and SearchOptions(energy=True).meters_energy
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"top_k": 0}, "top_k 0 is not allowed; give 1 or more, at most 1000"),
+    ({"top_k": True}, "top_k True is not allowed"),
+    ({"rounds": 1001}, "rounds 1001 is not allowed; give 1 or more, at most 1000"),
+    ({"rounds": 2.0}, "rounds 2 is not allowed"),
+])
+def test_the_retime_group_checks_its_own_fields(given, message):
+    with pytest.raises(OptionError) as caught:
+        RetimeOptions(**given)
+    assert str(caught.value).startswith(message) and caught.value.param == next(iter(given))
+    with pytest.raises(OptionError) as flat:  # the same refusal through the flat keyword
+        SearchOptions(**given)
+    assert str(flat.value) == str(caught.value)
+    assert str(flat.value.as_flag()).startswith("--" + next(iter(given)).replace("_", "-") + " ")
+
+
+def test_the_retime_group_is_frozen_and_hashable():
+    assert RetimeOptions() == RetimeOptions(5, 5) and hash(RetimeOptions(3, 2)) == hash(RetimeOptions(top_k=3, rounds=2))
+    with pytest.raises(AttributeError):
+        RetimeOptions().top_k = 3  # type: ignore[misc]
+    with pytest.raises(InvalidInputError, match="RetimeOptions: got an unexpected keyword argument 'repeats'"):
+        RetimeOptions(repeats=20)
+
+
+def test_the_flat_keywords_build_the_same_options_as_the_groups():
+    flat = dict(repeats=30, ci=0.02, ci_floor_us=1.0, min_samples=25, max_samples=300, energy=True,
+                trial_timeout=12.5, top_k=3, rounds=4)
+    assert set(flat) == set(MEASURE_FIELDS) | set(RETIME_FIELDS)
+    grouped = SearchOptions(seed=7, measure=MeasureOptions(repeats=30, seed=7, ci=0.02, ci_floor_us=1.0, min_samples=25,
+                                                           max_samples=300, energy=True, trial_timeout=12.5),
+                            retime=RetimeOptions(top_k=3, rounds=4))
+    for built in (SearchOptions(seed=7, **flat), SearchOptions.of(seed=7, **flat), SearchOptions().replace(seed=7, **flat),
+                  SearchOptions.of(SearchOptions(seed=7), **flat)):
+        assert built == grouped and hash(built) == hash(grouped)
+        assert {name: getattr(built, name) for name in flat} == flat  # read flat, as before
+    assert SearchOptions().measure == MeasureOptions() and SearchOptions().retime == RetimeOptions()
+
+
+def test_a_flat_keyword_goes_over_the_group_given_and_the_seed_seeds_the_inputs():
+    options = SearchOptions(measure=MeasureOptions(repeats=40, ci=0), repeats=60, seed=3)
+    assert options.measure == MeasureOptions(repeats=60, ci=0, seed=3)
+    assert options.replace(seed=None).measure.seed is None and options.replace(top_k=2).measure == options.measure
+    assert options.replace(measure=MeasureOptions()).measure == MeasureOptions(seed=3)  # always the search's seed
+    with pytest.raises(AttributeError):
+        options.repeats = 5  # type: ignore[misc]
+    for name, value, group in (("measure", {"repeats": 20}, "MeasureOptions"), ("retime", (3, 3), "RetimeOptions")):
+        with pytest.raises(OptionError, match=f"{name} .* is not allowed; give a {group}"):
+            SearchOptions(**{name: value})
+
+
+def test_the_options_pickle_whole_for_the_spawned_processes():
+    import pickle
+
+    options = SearchOptions(seed=2, repeats=25, top_k=2, objective="edp")
+    back = pickle.loads(pickle.dumps(options))
+    assert back == options and back.measure == options.measure and back.retime == RetimeOptions(top_k=2)
+    assert pickle.loads(pickle.dumps(options.benchmark_options())) == options.benchmark_options()

@@ -37,8 +37,8 @@ def shaped_gpu(monkeypatch, device_info):
     opened = []
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
-        bench = ShapedBench(device_info, problem, also=options.get("also", ()))
+    def open_benchmark(ordinal, problem, measure=None, also=()):
+        bench = ShapedBench(device_info, problem, also=also)
         opened.append(bench)
         yield bench
 

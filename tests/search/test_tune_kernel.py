@@ -37,7 +37,7 @@ def fake_gpu(monkeypatch, device_info):
     from test_cli import FakeBench
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield FakeBench(device_info, FakeTimer())
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

@@ -151,7 +151,7 @@ def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_ba
             self.measure, self.retime = FakeTimer(), fake_retime()
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield Bench()
 
     seen = []
@@ -211,7 +211,7 @@ def test_autotune_tune_hands_every_config_to_the_compile_pool_before_measuring_i
             return self.timer(config)
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         events.append(("open", None))
         yield Bench()
 
@@ -258,7 +258,7 @@ def test_autotune_tune_measures_one_binary_once_through_the_compile_pool(monkeyp
             return self.timer(config)
 
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield Bench()
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

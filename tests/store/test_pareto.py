@@ -104,7 +104,7 @@ def test_time_energy_picks_the_pareto_strategy_through_its_traits():
     options = SearchOptions(objective="time,energy")
     assert options.strategy == "nsga2" and options.traits.pareto and options.pareto
     assert options.objectives == ("time", "energy") and options.meters_energy
-    assert options.benchmark_options()["early_stop"] is False  # a slow config may spend the least energy
+    assert options.benchmark_options().early_stop is False  # a slow config may spend the least energy
     assert SearchOptions(objective="time,energy", strategy="random").strategy == "random"
     assert SearchOptions().strategy == DEFAULT_STRATEGY and not SearchOptions().pareto
     assert TRAITS["nsga2"].pareto and not TRAITS["tpe"].pareto and "nsga2" in STRATEGIES
@@ -182,7 +182,7 @@ class FakeBench:
 @pytest.fixture
 def energy_gpu(monkeypatch, device_info):
     @contextlib.contextmanager
-    def open_benchmark(ordinal, problem, **options):
+    def open_benchmark(ordinal, problem, measure=None, also=()):
         yield FakeBench(device_info, EnergyTimer())
 
     monkeypatch.setattr(benchmark, "open_benchmark", open_benchmark)

@@ -26,7 +26,7 @@ from autotune import settings
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.option_error import OptionError
+from autotune.measure.option_error import OptionError
 from autotune.search.strategies.base import Strategy
 from autotune.search.strategies.traits import StrategyOptions, Traits
 

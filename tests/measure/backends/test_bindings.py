@@ -17,6 +17,7 @@ from autotune.measure import backends
 from autotune.measure.backends.base import CudaError, CudaLaunchError, CudaMemoryError, DeviceAllocation
 from autotune.measure.backends.bindings import BindingsBackend, pack_arguments
 from autotune.measure.isolation import sticky_reason
+from autotune.measure.measure_options import MeasureOptions
 
 from fake_cuda import CUresult, FakeCu, chosen_bindings
 
@@ -174,7 +175,8 @@ def test_a_benchmark_compiles_verifies_and_times_through_the_cuda_bindings_backe
     monkeypatch.setattr(compile_module, "build_cubin", lambda *a, **k: (b"cubin", {"registers": 32}, True))
     monkeypatch.setattr(device_compare, "compare_cubin", lambda arch: b"compare")
     problem = Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32")
-    with benchmark.open_benchmark(0, problem, repeats=20, warmup=2, seed=1, bounds=False) as bench:
+    with benchmark.open_benchmark(0, problem, MeasureOptions(repeats=20, warmup=2, seed=1, ci=0),
+                                  bounds=False) as bench:
         good = Config.of("smem_pad", {"TILE_DIM": 32, "BLOCK_ROWS": 8, "IPAD": 1, "DIAGONAL": 0})
         m = bench.measure(good)
         assert m.median_ms == pytest.approx(0.25) and m.registers == 32 and m.occupancy == 1.0  # 8 blocks of 8 warps of 64

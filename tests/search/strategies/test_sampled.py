@@ -10,7 +10,7 @@ import pytest
 from autotune.interchange.replay import replay
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.option_error import OptionError
+from autotune.measure.option_error import OptionError
 from autotune.search.strategies import make_strategy
 from autotune.search.strategies.sampled import Sampled
 

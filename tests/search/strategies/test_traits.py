@@ -15,7 +15,7 @@ import pytest
 from autotune.errors import InvalidInputError
 from autotune.kernel.config import Config
 from autotune.kernel.space import SearchSpace
-from autotune.search.option_error import OptionError
+from autotune.measure.option_error import OptionError
 from autotune.search.options import SearchOptions
 from autotune.search.strategies import (DEFAULT_STRATEGY, STRATEGIES, SWEEP_STRATEGY, TRAITS, Strategy,
                                         StrategyOption, StrategyOptions, Traits, make_strategy, register, traits_of)

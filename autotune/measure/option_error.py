@@ -1,7 +1,8 @@
-"""The refusal of a search option, shared by the options (:mod:`autotune.search.options`) and
-the strategies' registry (:mod:`autotune.search.strategies.registry`), which both import it
-and neither imports the other's refusals: one message, naming the parameter in the library
-and its flag on the command line (:data:`FLAGS`)."""
+"""The refusal of an option, shared by the measuring options
+(:mod:`autotune.measure.measure_options`), the search options (:mod:`autotune.search.options`)
+and the strategies' registry (:mod:`autotune.search.strategies.registry`), which all import it
+and none imports another's refusals: one message, naming the parameter in the library and its
+flag on the command line (:data:`FLAGS`). It lives on the measuring floor, the lowest of them."""
 
 from __future__ import annotations
 
