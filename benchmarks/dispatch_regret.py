@@ -171,6 +171,7 @@ class Recorder:
         from autotune.errors import TrialFailed
         from autotune.kernel.dims import shape_distance
         from autotune.measure.benchmark import Benchmark
+        from autotune.measure.measure_options import MeasureOptions
         from autotune.search.strategies import make_strategy
         from autotune.search.strategies.base import Known
 
@@ -189,8 +190,8 @@ class Recorder:
         s.enqueue([self.kernel.default_config()], first=True)
         sid = self.store.start_search(key, study_name=key.study_name, sampler=f"{strategy}+dispatch_regret",
                                       seed=self.seed, memcpy_gbps=None)
-        bench = FakeBench(self.space, problem) if self.fake else Benchmark(self.info, problem, seed=self.seed,
-                                                                            bounds=False)
+        bench = FakeBench(self.space, problem) if self.fake else Benchmark(  # 50 samples a config, as recorded
+            self.info, problem, MeasureOptions(seed=self.seed, ci=0), bounds=False)
         measured = failed = number = 0
         wanted = trials + len({c for c in first if c not in seen and not self.space.violations(c)})
         try:
