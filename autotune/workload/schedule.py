@@ -18,7 +18,10 @@ measured its space whole (its search's word, or its trials as many as the space'
 configs), whose last further round measured no config, or whose trials reached the tuning's cap. A further round that
 fails keeps the problem's earlier result (its seconds and trials counted) and ends its rounds. Every share is taken out
 of what is left, so the rounds never give more than the budget: it is exceeded only by what a
-search's last config (and its final re-timing) takes past its deadline.
+search's last config (and its final re-timing) takes past its deadline. The problems a small
+budget cannot search are still measured (their default against their stored config): the
+searches' shares leave what those take (:data:`MEASURE_ONLY_S`, then the median measured), which
+a budget of 90 s over 21 problems had overrun by 21 s before (issue 47).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ DONE = ("tuned", "skipped", "failed")
 MIN_ROUND_S = 5.0
 """Fewest seconds a further round is given: a search's start and re-timings
 (:data:`autotune.workload.job.OVERHEAD_S`) and a second of search; less is left unspent."""
+MEASURE_ONLY_S = 2.0
+"""Seconds a problem given no search (measured only: its default against its stored config)
+is expected to take until one has been measured in this tuning: its measuring process's start
+and one interleaved re-timing. The shares of the searches leave this much per such problem
+(then the median of those measured), so that a small budget spread over many problems is not
+exceeded by the problems it cannot search."""
 
 
 @dataclass
@@ -111,21 +120,37 @@ class Scheduler:
         self._next = 0
         self._index = len(self.todo)  # further rounds' job indices
         self._round: dict[tuple, int] = {}  # problem -> its last round handed out
+        self._measured_only: list[float] = []  # seconds each measured-only job of this tuning took
 
     def left_s(self) -> float:
         """Seconds of budget neither spent nor handed out."""
         spent = sum(r.spent_s for r in self.results.values() if r.status != "pending")
         return max(0.0, self.budget_s - spent - sum(self.flight.values()))
 
+    def measure_only_s(self) -> float:
+        """Seconds a measured-only job is expected to take (:data:`MEASURE_ONLY_S`, then the
+        median of this tuning's)."""
+        import statistics
+
+        return statistics.median(self._measured_only) if self._measured_only else MEASURE_ONLY_S
+
     def next(self) -> Job | None:
         if self._next >= len(self.todo):
             return self._further()
         rest = self.todo[self._next:]
-        shares = allocate([r.saving_ms if r.tunable else 0.0 for r in rest], self.left_s())
+        savings = [r.saving_ms if r.tunable else 0.0 for r in rest]
+        left, cost, reserve = self.left_s(), self.measure_only_s(), 0.0
+        for _ in range(len(rest) + 1):  # the shares leave what the problems they leave out will take to measure
+            # a share under MIN_ROUND_S would not start a search (it overruns it): that problem is measured only
+            shares = [x if x >= MIN_ROUND_S else 0.0 for x in allocate(savings, max(0.0, left - reserve))]
+            wanted = cost * sum(1 for share in shares if share <= 0)
+            if wanted == reserve:
+                break
+            reserve = wanted
         row, budget = rest[0], shares[0]
         index = self._next
         self._next += 1
-        self.flight[index] = budget
+        self.flight[index] = budget if budget > 0 else cost
         self.running[index] = row.recorded.ident
         result = self.results[row.recorded.ident]
         also = tuple(r.problem.ref for r in rest[1:] if budget > 0 and r.tunable and _same_kernel(r, row))
@@ -179,6 +204,8 @@ class Scheduler:
         trials and budget (a search that ran before keeps its answer; no round follows)."""
         self.flight.pop(job.index, None)
         self.running.pop(job.index, None)
+        if job.round == 1 and job.budget_s <= 0 and result.status != "failed":
+            self._measured_only.append(max(0.0, result.spent_s - job.result.spent_s))
         if getattr(result, "whole", False) or (job.round > 1 and result.trials == job.result.trials):
             self.closed.add(result.ident)  # measured whole, or a further round that measured nothing
         if job.round > 1 and result.status == "failed":

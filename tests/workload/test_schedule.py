@@ -54,6 +54,29 @@ def _spent(scheduler: Scheduler) -> float:
     return sum(r.spent_s for r in scheduler.results.values())
 
 
+def test_the_problems_a_small_budget_cannot_search_are_paid_for_out_of_it(monkeypatch, device_info, db_url):
+    """A budget that searches only a few of the problems still measures the others (default
+    against stored config), and their seconds come out of it: before, the searches' shares took
+    the whole budget and each measured-only problem passed it (a 90 s tuning of 21 problems spent
+    111 s on an H200)."""
+    from autotune.workload.schedule import MEASURE_ONLY_S
+
+    measure_s = 1.5  # what a measured-only job takes here: the first is reserved at MEASURE_ONLY_S, then this
+    s = _scheduler(monkeypatch, device_info, db_url, budget_s=20.0)
+    n, searched, measured = len(s.todo), 0, 0
+    while (job := s.next()) is not None:
+        if job.budget_s > 0:
+            result = replace(_fake_job(job, 0, early=1.0), spent_s=job.result.spent_s + job.budget_s + CONFIG_S)
+            searched += 1
+        else:
+            result = replace(_fake_job(job, 0), spent_s=job.result.spent_s + measure_s)
+            measured += 1
+        s.done(job, result)
+    assert n >= 3 and searched >= 1 and measured >= 2  # the premise: most problems are only measured
+    assert s.measure_only_s() == measure_s < MEASURE_ONLY_S
+    assert _spent(s) <= s.budget_s + searched * CONFIG_S  # each search past its share by its last config, no more
+
+
 def test_what_the_first_round_leaves_is_spent_by_further_rounds_on_one_gpu(monkeypatch, device_info, db_url):
     s = _scheduler(monkeypatch, device_info, db_url, budget_s=100.0)
     first, jobs = 0.0, []
