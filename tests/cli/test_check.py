@@ -74,7 +74,7 @@ def test_a_sample_holds_the_default_every_listed_value_and_the_ends():
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
 @pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_both_examples_pass_for_every_dtype(path):
-    """Both dtypes of a sample (every config of the first dtype: tests/measure/test_compile.py)."""
+    """Both dtypes of a sample (the first dtype's is the one tests/measure/test_compile.py builds)."""
     code, output = check(path, "--sample", 12)
     assert code == 0, output
     size = int(re.search(r"compiled 24 of 24 builds \(12 configs \(a sample of the space's (\d+)\) x 2 dtypes: "
