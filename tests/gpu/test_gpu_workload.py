@@ -16,8 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples/app"))
 
-pytestmark = pytest.mark.gpu
-
 
 def _problems(db: str, name: str):
     from autotune.store.opening import open_store
@@ -30,6 +28,7 @@ def _problems(db: str, name: str):
         store.close()
 
 
+@pytest.mark.gpu
 def test_recorded_gpu_time_agrees_with_cuda_events_around_each_launch(tmp_path):
     torch = pytest.importorskip("torch")
     import autotune
@@ -58,6 +57,7 @@ def test_recorded_gpu_time_agrees_with_cuda_events_around_each_launch(tmp_path):
     assert p.ms_per_call == pytest.approx(statistics.mean(measured), rel=0.2)
 
 
+@pytest.mark.gpu
 def test_the_example_application_recorded_tuned_bundled_and_run_on_the_bundle(tmp_path):
     pytest.importorskip("torch")
     import workload
@@ -94,6 +94,7 @@ def test_the_example_application_recorded_tuned_bundled_and_run_on_the_bundle(tm
     assert "check: every op agrees with PyTorch" in out and not (tmp_path / "none.db").exists()
 
 
+@pytest.mark.gpu_slow  # 90 s of tuning and more: the fast tier's workload path is the test above
 def test_the_example_application_tuned_spends_its_budget_and_only_its_budget(tmp_path):
     """Issue 47 target 3: a tuning without a trial cap spends its budget (what its first round
     leaves goes to further rounds) and passes it by at most 5 s, unless every space was measured
