@@ -39,6 +39,7 @@ cannot be loaded or the scratch memory allocated (the note says why).
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
 from collections.abc import Callable, Sequence
@@ -169,7 +170,7 @@ def _time(launchers: Sequence[Launcher], pointers: Sequence[int], stream: int) -
     events: list[int] = []
     try:
         for i, (a, (_, shape, dt, written)) in enumerate(zip(k.arrays, first.expected)):
-            nbytes = dt.itemsize * _count(shape)
+            nbytes = dt.itemsize * math.prod(shape)
             if not written or nbytes == 0:
                 continue
             try:
@@ -219,10 +220,3 @@ def _time(launchers: Sequence[Launcher], pointers: Sequence[int], stream: int) -
             driver.destroy_event(e)
         for copy in scratch:  # cuMemFree waits for the work queued on them (after a refused launch too)
             driver.free(copy)
-
-
-def _count(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n

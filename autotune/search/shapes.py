@@ -34,7 +34,8 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem
 from autotune.search.options import SearchOptions
 from autotune.search.outcome import SearchResult
-from autotune.dispatch import build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials
+from autotune.dispatch import (build_dispatch, leave_one_out, next_shapes, regret_weights, tables_from_trials,
+                               winners)
 
 if TYPE_CHECKING:
     from autotune.kernel.model import Kernel
@@ -148,13 +149,8 @@ def _tables(key, options: SearchOptions, tunables: set[str]):
 
 def matrix_configs(tables, top: int = MATRIX_TOP) -> list:
     """The distinct configs of the dense matrix: the ``top`` fastest measured at each tuned shape
-    (its winner and runner-up), in the tables' order."""
-    out: list = []
-    for t in tables:
-        for c in sorted(t.times, key=lambda c: (t.times[c], c.key))[:top]:
-            if c not in out:
-                out.append(c)
-    return out
+    (its winner and runner-up), in the tables' order (:func:`autotune.dispatch.winners`)."""
+    return winners(tables, top)
 
 
 def complete_matrix(kernel: Kernel, key, dtype: Any, *, device: int = 0, options: SearchOptions,
