@@ -30,6 +30,7 @@ import contextlib
 import multiprocessing
 import pickle
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from autotune.errors import AutotuneError, TrialFailed
 from autotune.base import signals as stop
 from autotune.measure.measure_options import MeasureOptions
 
-__all__ = ["START_TIMEOUT_S", "IsolatedBenchmark", "open_isolated", "sticky_reason"]
+__all__ = ["START_TIMEOUT_S", "IsolatedBenchmark", "Measuring", "open_isolated", "sticky_reason"]
 
 START_TIMEOUT_S = 600.0
 """Seconds a child may take to open the GPU and measure the bounds."""
@@ -133,6 +134,8 @@ def _child(conn, opener, ordinal: int, ref, measure: MeasureOptions, also: tuple
                 reply = _serve(bench, request)
                 try:
                     conn.send(reply)
+                except (BrokenPipeError, EOFError):
+                    return  # the parent gave the measurement up (a signal, a lost database)
                 except (pickle.PicklingError, TypeError, AttributeError) as exc:
                     _send_error(conn, exc)
     except Exception as exc:  # noqa: BLE001  (opening failed: GPUUnavailableError, InvalidInputError...)
@@ -148,6 +151,34 @@ def _ended(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
+
+
+class Measuring:
+    """A config sent to the measuring process (:meth:`IsolatedBenchmark.send`), its answer not
+    read yet."""
+
+    def __init__(self, bench: IsolatedBenchmark, limit: float, deadline: float) -> None:
+        self._bench, self._limit, self._deadline = bench, limit, deadline
+        self._read = False
+
+    def result(self):
+        """The config's ``Measurement``, waiting for it until its time limit.
+
+        Raises:
+            TrialFailed: as :meth:`IsolatedBenchmark.measure`.
+            KeyboardInterrupt: a signal cut the wait (the child was killed).
+        """
+        if self._read:
+            raise RuntimeError("the answer of this measurement was read already")
+        self._read = True
+        return self._bench._answer(self._limit, self._deadline)
+
+    def cancel(self) -> None:
+        """Give the measurement up unread (a signal or a lost database stopped the search): the
+        child is killed, so nothing it measures is left to read; the next request starts another."""
+        if not self._read:
+            self._read = True
+            self._bench._kill()
 
 
 class IsolatedBenchmark:
@@ -170,6 +201,7 @@ class IsolatedBenchmark:
         self._args = (opener, ordinal, ref, measure, tuple(also))
         self.trial_timeout = measure.trial_timeout
         self._proc = self._conn = None
+        self._owed = False  # a request was sent whose answer is not read yet
         self.restarts = 0
         header = self._start(meanwhile)
         self.device, self.memcpy_gbps, self.copy_gbps, self.l2_mode, self.energy_note = (
@@ -227,17 +259,21 @@ class IsolatedBenchmark:
     def _kill(self) -> int | None:
         """Kill the child (if any) and wait for it; its exit code."""
         proc, self._proc = self._proc, None
+        self._owed = False
+        if proc is not None and proc.is_alive():
+            proc.kill()  # before the pipe closes: a child answering then would print a broken pipe
         if self._conn is not None:
             self._conn.close()
             self._conn = None
         if proc is None:
             return None
-        if proc.is_alive():
-            proc.kill()
         proc.join()
         return proc.exitcode
 
-    def _ask(self, request, limit: float):
+    def _post(self, request) -> None:
+        """Send ``request`` to the child (starting one first where the last was killed)."""
+        if self._owed:
+            raise RuntimeError("the measuring process owes the answer to a request sent earlier")
         if self._proc is None:
             self.restarts += 1
             self._start()
@@ -245,7 +281,15 @@ class IsolatedBenchmark:
             self._conn.send(request)
         except (BrokenPipeError, OSError):
             pass  # it died: the receive says so
-        reply = self._receive(limit)
+        self._owed = True
+
+    def _answer(self, limit: float, deadline: float):
+        """The answer to the request posted last, waiting until ``deadline`` (``time.monotonic``);
+        ``limit`` is the request's whole time limit, for the message."""
+        try:
+            reply = self._receive(max(0.0, deadline - time.monotonic()))
+        finally:
+            self._owed = False
         if reply is None:
             self._kill()
             raise TrialFailed("timeout", f"no result in {limit:g} s (trial timeout); the measuring process "
@@ -260,6 +304,18 @@ class IsolatedBenchmark:
                 self._kill()  # its context is unusable: the next request starts a fresh one
             raise TrialFailed(reply[1], reply[2])
         return reply[1]
+
+    def _ask(self, request, limit: float):
+        self._post(request)
+        return self._answer(limit, time.monotonic() + limit)
+
+    def send(self, config) -> Measuring:
+        """Start measuring ``config`` in the child and return at once: the search does its
+        bookkeeping (storing the last trial, claiming the next config) while the GPU measures.
+        Read the answer with :meth:`Measuring.result` before any other request (another
+        raises ``RuntimeError``); its time limit, ``trial_timeout``, counts from this call."""
+        self._post(("measure", config))
+        return Measuring(self, self.trial_timeout, time.monotonic() + self.trial_timeout)
 
     def measure(self, config):
         """Compile, verify and time ``config`` in the child.

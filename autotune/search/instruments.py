@@ -32,6 +32,11 @@ class Instruments:
             a measurement would meet), waiting for its build; ``None`` where unknown.
         memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures of this run, GB/s.
         l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
+        send: ``send(config)`` starts measuring ``config`` and returns at once an object whose
+            ``result()`` waits for the ``Measurement`` (raising ``TrialFailed`` as ``measure``)
+            and whose ``cancel()`` gives it up
+            (:meth:`autotune.measure.isolation.IsolatedBenchmark.send`): the loop then claims
+            the next config while the GPU measures. ``None``: ``measure`` only.
     """
 
     measure: Measure
@@ -42,3 +47,4 @@ class Instruments:
     memcpy_gbps: float | None = None
     copy_gbps: float | None = None
     l2_mode: str | None = None
+    send: Callable[[Config], object] | None = None

@@ -174,7 +174,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             built=ahead[0].built if ahead and ahead[0] is not None else None,
-                            memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode)
+                            memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
+                            send=getattr(bench, "send", None))  # measured in a child: sent ahead
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,
                        early=early[0] if early else None, budget=budget, companions=companions).run()
         result.whole_space = whole

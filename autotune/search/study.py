@@ -19,6 +19,7 @@ waiting: they are never taken.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dims import format_shape
 from autotune.kernel.space import SearchSpace
 from autotune.measure.compile import COMPILE_DEADLINE
+from autotune.base import signals as stop
 from autotune.search import objective
 from autotune.search.outcome import SearchResult, TrialOutcome
 from autotune.store.key import TuningKey
@@ -95,7 +97,7 @@ class StoredStudy:
         self.name = self.study.study_name  # the key's study_name, or its legacy name (a study of autotune < 0.4.0)
         self._study_id = self.storage.get_study_id_from_name(self.name)
         self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
-        self._beating: int | None = None
+        self._beating: set[int] = set()  # RUNNING trials of this search (a claimed one waits while another measures)
         self._read: set[int] = set()  # trials measured() returned already
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -110,8 +112,8 @@ class StoredStudy:
 
         with warnings.catch_warnings():  # "experimental" in Optuna's words since 2.9
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            optuna.storages.fail_stale_trials(self.study)
-        self.store.fail_trials_dead_before_heartbeat(self.storage, self.name)
+            self._retried(lambda: optuna.storages.fail_stale_trials(self.study))
+        self._retried(lambda: self.store.fail_trials_dead_before_heartbeat(self.storage, self.name))
 
     def measured(self, result: SearchResult) -> dict[Config, TrialOutcome]:
         """Configs the study holds as measured (ok or failed) in trials not returned by an
@@ -128,8 +130,8 @@ class StoredStudy:
         it before every config)."""
         from optuna.trial import TrialState
 
-        trials = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL,
-                                                               TrialState.RUNNING))
+        trials = self._retried(lambda: self.study.get_trials(deepcopy=False, states=(
+            TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING)), read=True)
         running = [t for t in trials if t.state == TrialState.RUNNING]
         return (self._measured([t for t in trials if t.state != TrialState.RUNNING], result),
                 {Config.of(self.key.kernel, t.params) for t in running if t.params})
@@ -185,17 +187,35 @@ class StoredStudy:
         template = create_trial(state=TrialState.RUNNING, params=config.as_dict(), distributions=self._dists)
         params = {n: self._dists[n].to_internal_repr(v) for n, v in config.as_dict().items()}
         with self.store.claim_lock(f"{self.name}\0{config.key}"):
-            trial_id = self.storage.create_new_trial(self._study_id, template_trial=template)
-            self.storage.record_heartbeat(trial_id)
-            if self.store.claimed_before(self._study_id, trial_id, params):
-                self.abandon(trial_id, "duplicate")
-                return None
-        with self._lock:
-            self._beating = trial_id
+            trial_id = self._retried(lambda: self.storage.create_new_trial(self._study_id, template_trial=template))
+            try:
+                self.storage.record_heartbeat(trial_id)
+                if self.store.claimed_before(self._study_id, trial_id, params):
+                    self.abandon(trial_id, "duplicate")
+                    return None
+                with self._lock:
+                    self._beating.add(trial_id)
+                number = self._retried(lambda: self.storage.get_trial_number_from_id(trial_id), read=True)
+            except BaseException as exc:  # a signal in a retry's backoff, a lost database: not left RUNNING
+                with stop.shielded(), contextlib.suppress(Exception):
+                    self.abandon(trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "lost")
+                raise
         if self._thread is None:
             self._thread = threading.Thread(target=self._beat, name="optuna-heartbeat", daemon=True)
             self._thread.start()
-        return trial_id, self.storage.get_trial_number_from_id(trial_id)
+        return trial_id, number
+
+    def _retried(self, call, *, read: bool = False):
+        """``call()``, one transaction of Optuna's storage, retried while another writer holds
+        the database (:func:`autotune.store.locking.retrying`: a signal stops the backoff). A
+        refused transaction wrote nothing (SQLite's lock is taken as it begins), so it is safe.
+        ``read``: it only reads (:func:`autotune.store.locking.reading`: no write lock)."""
+        from autotune.store import locking
+
+        def attempt():
+            with self.store.errors(), (locking.reading() if read else contextlib.nullcontext()):
+                return call()
+        return locking.retrying(attempt)
 
     def finish(self, trial_id: int, outcome: TrialOutcome) -> None:
         """Tell the trial its outcome: COMPLETE with the objective's value (the median ms, J or
@@ -209,19 +229,17 @@ class StoredStudy:
 
         self._stop_beating(trial_id)
         cut = outcome.status == "timeout" and (outcome.reason or "").startswith(COMPILE_DEADLINE)
-        self.storage.set_trial_user_attr(trial_id, "status", CUT if cut else outcome.status)
-        if outcome.reason:
-            self.storage.set_trial_user_attr(trial_id, "reason", outcome.reason)
-        if outcome.cubin:
-            self.storage.set_trial_user_attr(trial_id, "cubin", outcome.cubin)
-        if outcome.same_as is not None:
-            self.storage.set_trial_user_attr(trial_id, "same_binary_as", outcome.same_as)
+        attrs = {"status": CUT if cut else outcome.status, "reason": outcome.reason, "cubin": outcome.cubin,
+                 "same_binary_as": outcome.same_as}
+        for name, value in attrs.items():  # each write retried while another writer holds the database
+            if value is not None and (value or name == "same_binary_as"):
+                self._retried(lambda n=name, v=value: self.storage.set_trial_user_attr(trial_id, n, v))
         score = objective.told(outcome.measurement, self.objective) if outcome.status == "ok" else None
         if score is not None:
-            self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE,
-                                                list(score) if isinstance(score, tuple) else [score])
+            values = list(score) if isinstance(score, tuple) else [score]
+            self._retried(lambda: self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, values))
         else:
-            self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
+            self._retried(lambda: self.storage.set_trial_state_values(trial_id, TrialState.FAIL))
 
     def abandon(self, trial_id: int, status: str) -> None:
         """Fail a trial that was cut (``status``: ``interrupted`` by a signal, or ``lost``: the
@@ -241,16 +259,14 @@ class StoredStudy:
 
     def _stop_beating(self, trial_id: int) -> None:
         with self._lock:
-            if self._beating == trial_id:
-                self._beating = None
+            self._beating.discard(trial_id)
 
     def _beat(self) -> None:
         from autotune.store.study_storage import HEARTBEAT_S
 
         while not self._stop.wait(HEARTBEAT_S):
             with self._lock:
-                trial_id = self._beating
-                if trial_id is not None:
+                for trial_id in sorted(self._beating):
                     self.storage.record_heartbeat(trial_id)  # a lost database: dropped (study_storage)
 
 

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from autotune.errors import TrialFailed
@@ -20,15 +21,68 @@ from autotune.search.study import StoredStudy
 if TYPE_CHECKING:
     from autotune.store.repository import Store
 
-__all__ = ["run_trial", "what_was_kept"]
+__all__ = ["Claim", "claim", "give_up", "run_trial", "settle", "what_was_kept"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A config claimed as a new RUNNING trial of the study (:meth:`StoredStudy.start`): its
+    trial's id and number."""
+
+    config: Config
+    trial_id: int
+    number: int
+
+
+def claim(study: StoredStudy, config: Config) -> Claim | None:
+    """Claim ``config`` as a new trial of ``study``; ``None`` where another process on the study
+    claimed it first (:meth:`StoredStudy.start`).
+
+    Raises:
+        KeyboardInterrupt: a signal that came while the store was writing (nothing claimed).
+        StoreError: the database failed.
+    """
+    stop.check()  # a signal that came while the store was writing
+    claimed = study.start(config)
+    return None if claimed is None else Claim(config, *claimed)
+
+
+def settle(study: StoredStudy, claimed: Claim, measure: Callable[[Config], Measurement], store: Store,
+           search_id: int, flight: dict, *, built=None, same_as: TrialOutcome | None = None) -> TrialOutcome:
+    """Measure the ``claimed`` config and store it as its trial in search ``search_id``
+    (:func:`run_trial`'s second half: ``measure`` may also read a measurement sent earlier).
+    On any error the trial is failed (``interrupted`` or ``lost``) before it is raised."""
+    config, number = claimed.config, claimed.number
+    flight.clear()
+    flight.update(number=number, config=config)
+    try:
+        if same_as is not None:
+            outcome = _same(config, same_as, store, search_id, number, flight)
+        else:
+            outcome = _measure(config, _or_failure(measure, built), store, search_id, number, flight)
+            if built is not None and built.identity and outcome.status == "ok":
+                outcome = dataclasses.replace(outcome, cubin=built.identity)
+        study.finish(claimed.trial_id, outcome)
+    except BaseException as exc:  # a signal, a lost database, a measuring process that could not go on
+        give_up(study, claimed, exc)
+        raise
+    flight.clear()
+    return outcome
+
+
+def give_up(study: StoredStudy, claimed: Claim, exc: BaseException) -> None:
+    """Fail ``claimed``'s trial, cut by ``exc`` (``interrupted`` for a signal, else ``lost``),
+    whatever the database does meanwhile (it may be the fault)."""
+    with stop.shielded(), contextlib.suppress(Exception):
+        study.abandon(claimed.trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "lost")
 
 
 def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Measurement], store: Store,
               search_id: int, flight: dict, *, built=None, same_as: TrialOutcome | None = None
               ) -> TrialOutcome | None:
-    """Measure ``config`` as a new trial of ``study`` and store it in search ``search_id``;
-    ``None`` (nothing measured) where another process on the study claimed it first
-    (:meth:`StoredStudy.start`).
+    """Measure ``config`` as a new trial of ``study`` and store it in search ``search_id``
+    (:func:`claim`, then :func:`settle`); ``None`` (nothing measured) where another process on
+    the study claimed it first (:meth:`StoredStudy.start`).
 
     ``built``: what the compile pool made of it (:class:`autotune.measure.pipeline.Built`): its
     failure is recorded without measuring (refused before nvcc, a compile error, the compile
@@ -42,27 +96,10 @@ def run_trial(study: StoredStudy, config: Config, measure: Callable[[Config], Me
         KeyboardInterrupt: a signal during the measurement; the trial is failed (``interrupted``) first.
         StoreError: the database failed.
     """
-    stop.check()  # a signal that came while the store was writing
-    claimed = study.start(config)
+    claimed = claim(study, config)
     if claimed is None:
         return None
-    trial_id, number = claimed
-    flight.clear()
-    flight.update(number=number, config=config)
-    try:
-        if same_as is not None:
-            outcome = _same(config, same_as, store, search_id, number, flight)
-        else:
-            outcome = _measure(config, _or_failure(measure, built), store, search_id, number, flight)
-            if built is not None and built.identity and outcome.status == "ok":
-                outcome = dataclasses.replace(outcome, cubin=built.identity)
-        study.finish(trial_id, outcome)
-    except BaseException as exc:  # a signal, a lost database, a measuring process that could not go on
-        with stop.shielded(), contextlib.suppress(Exception):  # the database may be the fault
-            study.abandon(trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "lost")
-        raise
-    flight.clear()
-    return outcome
+    return settle(study, claimed, measure, store, search_id, flight, built=built, same_as=same_as)
 
 
 def _or_failure(measure, built):
@@ -122,7 +159,8 @@ def what_was_kept(result: SearchResult, flight: dict) -> str:
     if flight.get("retime"):
         text += "; lost: the re-timing (the key's best is the fastest single measurement)"
     elif "number" in flight and not flight.get("stored"):
-        what = "measured, not stored" if flight.get("measured") else "not measured"
+        what = ("measured, not stored" if flight.get("measured") else
+                "its measurement cut, not stored" if flight.get("measuring") else "not measured")
         text += f"; lost: trial {flight['number']} ({flight['config'].key}), {what}"
     return (text + f"; search row {result.search_id} stays 'running'; run the same search with --resume "
                    "(resume=True) to go on, measuring only what is missing")

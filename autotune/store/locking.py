@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 __all__ = ["advisory_lock", "LOCK_WAIT_S", "BUSY_TIMEOUT_S", "SESSION_BUSY_TIMEOUT_S", "RETRIES", "conflict", "retrying",
-           "retry_when_locked", "database_error_in", "is_database_error", "configure_sqlite"]
+           "retry_when_locked", "reading", "database_error_in", "is_database_error", "configure_sqlite"]
 
 LOCK_WAIT_S = 60.0
 """Seconds a retried transaction of ours goes on being retried while SQLite stays locked by
@@ -89,6 +89,20 @@ def retrying(attempt):
         finally:
             _attempt.short = before
         stop.sleep(min(0.05 * 2**n, 0.5) * (1 + random.random()))
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[None]:
+    """Transactions begun in the block (this thread) only read: SQLite begins them deferred
+    (``BEGIN``), so in WAL mode they neither take nor wait for the write lock, and several
+    searches reading one study (a worker per GPU, each before every config) do not queue
+    behind each other's writes. A transaction that writes in the block may fail "database is
+    locked" at once: use it for reads only."""
+    before, _attempt.read = getattr(_attempt, "read", False), True
+    try:
+        yield
+    finally:
+        _attempt.read = before
 
 
 def retry_when_locked(method):
@@ -157,10 +171,12 @@ def configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        if own_tables:  # ours: a retried attempt waits briefly inside SQLite, then the retry loop
-            wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
-            connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        # a retried attempt (ours, or an Optuna write a search retries: the claim of a config)
+        # waits briefly inside SQLite, then in the retry loop, where a signal is acted on
+        wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
+        connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
+        reading = read_only or getattr(_attempt, "read", False)  # a read only: no write lock (WAL)
+        connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
 
 
 @contextlib.contextmanager

@@ -233,7 +233,7 @@ class Reads:
         values.update({f"n{i}": name for i, name in enumerate(names)})
         values.update({f"v{i}": float(params[name]) for i, name in enumerate(names)})
         values.update({f"x{i}": json.dumps(status) for i, status in enumerate(NOT_MEASURED)})
-        with self.session() as session:
+        with locking.reading(), self.session() as session:  # a read: no write lock
             return session.execute(stmt, values).first() is not None
 
     def trials_without_heartbeat(self, study_id: int) -> list[int]:

@@ -19,7 +19,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-. "$here/gpu_info.sh"
+. "$here/../gpu_info.sh"
 dest=${OUT:-$here/results}
 mkdir -p "$dest"
 wheels=${WHEELS:-$root/.whl}

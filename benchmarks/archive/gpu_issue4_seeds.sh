@@ -7,7 +7,7 @@ set -euo pipefail
 size=${1:-8192}
 run=${AUTOTUNE:-autotune}
 here=$(cd "$(dirname "$0")" && pwd)
-. "$(dirname "$0")/gpu_info.sh"
+. "$(dirname "$0")/../gpu_info.sh"
 mkdir -p "$here/results"
 for seed in 1 2; do
   db=$(mktemp -d)/autotune.db

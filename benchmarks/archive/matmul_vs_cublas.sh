@@ -20,7 +20,7 @@ run=${AUTOTUNE:-python3 -m autotune}
 trials=${TRIALS:-8}
 search_s=${SEARCH_S:-45}
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/gpu_info.sh"
+. "$here/../gpu_info.sh"
 dest=${OUT:-$here/results}
 mkdir -p "$dest"
 db="sqlite:///$(mktemp -d)/autotune.db"

@@ -11,7 +11,7 @@ shift || true
 run=${AUTOTUNE:-python3 -m autotune}
 here=$(cd "$(dirname "$0")" && pwd)
 dest=${OUT:-$here/results}
-. "$(dirname "$0")/gpu_info.sh"
+. "$(dirname "$0")/../gpu_info.sh"
 out="$dest/${day}_${tag}_multi_gpu_smem_pad_${size}.txt"
 db=$(mktemp -d)/autotune.db
 mkdir -p "$dest"

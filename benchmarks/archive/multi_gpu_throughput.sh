@@ -22,7 +22,7 @@ shift $(( $# < 3 ? $# : 3 ))
 run=${AUTOTUNE:-python3 -m autotune}
 here=$(cd "$(dirname "$0")" && pwd)
 if command -v nvidia-smi >/dev/null; then
-  . "$here/gpu_info.sh"
+  . "$here/../gpu_info.sh"
 else
   gpu="no GPU (fake)"; driver="-"; tag=no_gpu; day=$(date -u +%Y-%m-%d)
 fi
