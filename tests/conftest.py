@@ -162,8 +162,9 @@ def shared_db(request, tmp_path):
 
 @pytest.fixture
 def cpu_load():
-    """The machine loaded by busy-loop processes (one per CPU) while the test runs: signal and
-    timing tests must hold on a loaded machine (see ``tests/signals.py``)."""
+    """The machine loaded by busy-loop processes (one per CPU) while the test runs: timing tests
+    must hold on a loaded machine (the signal tests load it from the signal to the exit:
+    ``tests/signals.py``)."""
     from signals import cpu_load as load
 
     with load():
