@@ -10,10 +10,13 @@ each gets a database of its own (:func:`pg_url`), created for it and dropped aft
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
+import sqlite3
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +140,32 @@ def _signal_handlers_restored():
     for s, handler in before.items():
         if signal.getsignal(s) is not handler and handler is not None:
             signal.signal(s, handler)
+
+
+@pytest.fixture(scope="session")
+def _built_databases() -> dict:
+    """Name -> the SQLite file :func:`built_db` built under it in this session (this worker)."""
+    return {}
+
+
+@pytest.fixture
+def built_db(_built_databases, tmp_path_factory):
+    """``built_db(path, name, build)``: this test's own database at ``path``, a copy of the one
+    ``build(url)`` wrote under ``name`` once in this session (under pytest-xdist, once per
+    worker); returns its URL. For fixtures whose stored results are the same for every test
+    that reads them (many searches of a fake timer): the test still has a database of its own,
+    which it may change, but the searches run once, not once a test. Copied by SQLite's backup
+    (what a connection left open holds in its WAL is copied too); ``build`` closes what it opens."""
+    def make(path: Path, name: str, build) -> str:
+        if name not in _built_databases:
+            original = tmp_path_factory.mktemp(f"built-{name}") / "built.db"
+            build(f"sqlite:///{original}")
+            _built_databases[name] = original
+        with contextlib.closing(sqlite3.connect(_built_databases[name])) as source, \
+                contextlib.closing(sqlite3.connect(path)) as copy:
+            source.backup(copy)
+        return f"sqlite:///{path}"
+    return make
 
 
 @pytest.fixture
