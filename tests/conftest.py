@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 import signal
 import sqlite3
@@ -55,6 +56,14 @@ def _admin_engine():
     import sqlalchemy as sa
 
     return sa.create_engine(os.environ[PG_ENV], isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+
+
+def pytest_collection_finish(session):
+    """What the collection imported and built (the package, its dependencies, every test module)
+    moved to the garbage collector's permanent generation (:func:`gc.freeze`): a full collection,
+    automatic or a test's own ``gc.collect()``, then walks what the tests made since, not the
+    whole heap of a worker that imported everything (a tenth to a third of a second each)."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
