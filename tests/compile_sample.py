@@ -17,19 +17,34 @@ every config of a space: run it after changing a kernel or its space.
 
 from __future__ import annotations
 
+import functools
+
 SAMPLE = 3
 """The least ``--sample`` tried (``autotune check`` takes 3 or more): the default and the two ends."""
 
 
-def compile_sample(kernel) -> tuple[int, list]:
+@functools.cache
+def compile_sample(kernel) -> tuple[int, tuple]:
     """``(n, configs)``: the sample of ``kernel``'s shipped space for the least ``n`` >=
     :data:`SAMPLE` whose sample holds the default, the first and last configs and every value
     of every macro that the constraints leave (:meth:`~autotune.kernel.space.SearchSpace.domains`),
-    or the whole space; ``n`` is what ``autotune check --sample`` is given for the same configs."""
+    or the whole space; ``n`` is what ``autotune check --sample`` is given for the same configs.
+    Found once a process for a kernel (test_check and test_compile both ask)."""
     space, n = kernel.space(), SAMPLE
-    while True:
+
+    def sample(n: int) -> tuple | None:
+        """The sample of ``n``, or ``None`` where it misses a value (a larger ``n`` adds to it:
+        its configs are the first ``n`` of one order of priority)."""
         configs = space.sample(n, (kernel.default_config(),))
         if len(configs) < n or all({c[name] for c in configs} >= set(domain)
                                    for (name, _), domain in zip(space.params, space.domains())):
-            return n, configs
-        n += 1
+            return tuple(configs)
+        return None
+
+    # up in steps of 4, then down to the least: a space too large to count (matmul_warp) is
+    # sampled by bounded walks, a second or more a sample
+    while (configs := sample(n)) is None:
+        n += 4
+    while n > SAMPLE and (fewer := sample(n - 1)) is not None:
+        n, configs = n - 1, fewer
+    return n, configs
