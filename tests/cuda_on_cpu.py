@@ -17,7 +17,9 @@ to AddressSanitizer (test_cuda_on_cpu.py plants such accesses and checks that th
 
 from __future__ import annotations
 
+import functools
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -349,10 +351,20 @@ class Harness:
         return f"{done.stdout}{done.stderr[:1500]}" if done.returncode else None
 
 
+SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+
+
 def cxx_flags(tmp: Path) -> list[str]:
-    """Address and UB sanitizers (out-of-bounds reads and writes) where g++ has them."""
-    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-    probe = tmp / "probe.cpp"
-    probe.write_text("int main() { return 0; }\n")
-    ok = subprocess.run(["g++", *flags, str(probe), "-o", str(tmp / "probe")], capture_output=True).returncode == 0
-    return flags if ok else []
+    """Address and UB sanitizers (out-of-bounds reads and writes) where g++ has them (:func:`sanitizers_link`)."""
+    return list(SANITIZERS) if sanitizers_link() else []
+
+
+@functools.cache
+def sanitizers_link() -> bool:
+    """Whether g++ builds and links a program with :data:`SANITIZERS`: probed once a process
+    (the toolchain does not change during a run), not once a harness."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp, "probe.cpp")
+        probe.write_text("int main() { return 0; }\n")
+        return subprocess.run(["g++", *SANITIZERS, str(probe), "-o", str(Path(tmp, "probe"))],
+                              capture_output=True).returncode == 0

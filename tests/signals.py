@@ -4,7 +4,11 @@ has it, or at its default), and waiting on the fake GPU's marker files (``tests/
 
 Nothing here waits for a time to pass: a test sends its signal once a marker shows the
 search at the moment it is about (inside a measurement, a retry, the re-timing, a GPU's
-start-up). Timeouts only turn a hang into a failure. ``AUTOTUNE_TEST_SIGNAL_RUNS=20`` runs
+start-up). The machine is loaded (:func:`cpu_load`) from the signal to the exit: the
+stop is what these tests are about, and the moment it begins is pinned by the marker, not
+by the machine's speed; loading the start-up before it (the CLI's imports, the first
+measurements) only made each test two to three times as long, with the other tests of the
+run slowed beside it. Timeouts only turn a hang into a failure. ``AUTOTUNE_TEST_SIGNAL_RUNS=20`` runs
 each such test 20 times (default once).
 """
 
@@ -29,7 +33,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 @contextlib.contextmanager
 def cpu_load(processes: int | None = None):
-    """Busy-loop processes (one per CPU by default) for the duration of the block."""
+    """Busy-loop processes (one per CPU by default) for the duration of the block: a signal
+    test sends its signal and waits for the exit inside it (:func:`signal_loaded`)."""
     n = processes or os.cpu_count() or 2
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     try:
@@ -75,6 +80,15 @@ def wait_for(proc: subprocess.Popen, marks: Path, *names: str, timeout: float = 
             output, _ = proc.communicate()
             raise AssertionError(f"no {names} after {timeout} s:\n{output}")
         time.sleep(0.01)
+
+
+def signal_loaded(proc: subprocess.Popen, sig: int, timeout: float = 180.0) -> str:
+    """Send ``sig`` to ``proc`` with the machine loaded (:func:`cpu_load`) and return its output
+    once it has ended (:func:`finish`): the stop runs on a loaded machine, from the signal to
+    the exit."""
+    with cpu_load():
+        proc.send_signal(sig)
+        return finish(proc, timeout)
 
 
 def release(marks: Path, step: str = "") -> None:

@@ -37,13 +37,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from autotune.store.opening import open_results
-from autotune.kernel.catalog import get_kernel
-from autotune.store import study_storage  # noqa: E402
+# Only what the fake GPU needs is imported here: every process spawned by a search run from this
+# script (a GPU's worker, a measuring process) imports this module again as its __mp_main__, and
+# the search's and the store's modules (Optuna, SQLAlchemy) are imported where they are used.
 from autotune.measure.device import DeviceInfo  # noqa: E402
-from autotune.store.key import tuning_key  # noqa: E402
-from autotune.search.options import SearchOptions  # noqa: E402
-from autotune.search.tuner import search  # noqa: E402
 from fakes import FakeAnyBench, FakeTimer, fake_retime  # noqa: E402
 
 DEVICE = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, 85_000_000_000, "13.0", "13.0")
@@ -63,10 +60,18 @@ def _short_heartbeat() -> None:
     (instead of the store's defaults), so crash tests need not wait long."""
     grace = os.environ.get("AUTOTUNE_TEST_GRACE_S")
     if grace:
+        from autotune.store import study_storage
+
         study_storage.HEARTBEAT_S, study_storage.GRACE_S = 1, int(grace)
 
 
 def main(db, kernel, rows, dtype, sampler, n_trials, seed, resume, delay, out) -> None:
+    from autotune.kernel.catalog import get_kernel
+    from autotune.search.options import SearchOptions
+    from autotune.search.tuner import search
+    from autotune.store.key import tuning_key
+    from autotune.store.opening import open_results
+
     _short_heartbeat()
     timer = FakeTimer()
     count = [0]

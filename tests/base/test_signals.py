@@ -1,10 +1,12 @@
 """SIGINT and SIGTERM at every moment of a search: inside a measurement (``test_concurrency``,
 ``test_workers``), while the store retries a locked database, during the re-timing and
 during the GPU workers' start-up; SIGTERM like Ctrl-C but exit 143. The subprocess tests
-run on a machine loaded by the test itself and act on observable state (``tests/signals.py``)."""
+run on a machine loaded by the test itself from the signal to the exit and act on observable
+state (``tests/signals.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -19,7 +21,7 @@ from autotune.errors import StoreError
 from autotune.base import signals as stop
 from autotune.store.key import tuning_key
 
-from signals import finish, release, repeat, start_cli, wait_for
+from signals import cpu_load, finish, release, repeat, signal_loaded, start_cli, wait_for
 from test_concurrency import intact, rows
 from workers import DEVICE
 
@@ -120,22 +122,24 @@ def test_a_lock_held_past_the_retries_is_one_store_error_saying_how_long(tmp_pat
 
 
 @repeat
-def test_a_signal_while_the_store_retries_a_locked_database_stops_the_search(tmp_path, run, cpu_load):
+def test_a_signal_while_the_store_retries_a_locked_database_stops_the_search(tmp_path, run):
     db_path = tmp_path / "locked.db"
     db = f"sqlite:///{db_path}"
     proc, marks = start_cli(tmp_path, "--sampler", "grid", "--db", db, hold="measure:3")
     wait_for(proc, marks, "measure-0-3")
     holder = sqlite3.connect(db_path, isolation_level=None, timeout=60)
     holder.execute("BEGIN IMMEDIATE")  # the third trial's result cannot be stored now
-    try:
-        release(marks)
-        wait_for(proc, marks, "retrying")
-        proc.send_signal(signal.SIGINT)
-        wait_for(proc, marks, "retry-interrupted")  # acted on while the lock is still held
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    output = finish(proc)
+    with contextlib.ExitStack() as loaded:
+        try:
+            release(marks)
+            wait_for(proc, marks, "retrying")
+            loaded.enter_context(cpu_load())  # the stop on a loaded machine, the signal to the exit (tests/signals.py)
+            proc.send_signal(signal.SIGINT)
+            wait_for(proc, marks, "retry-interrupted")  # acted on while the lock is still held
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        output = finish(proc)
     assert proc.returncode == 130, output
     assert "Traceback" not in output and "best so far: " in output
     assert rows(db, "select status from autotune_searches") == [("interrupted",)]
@@ -145,12 +149,11 @@ def test_a_signal_while_the_store_retries_a_locked_database_stops_the_search(tmp
 
 
 @repeat
-def test_a_signal_during_the_re_timing_stops_before_a_winner_is_stored(tmp_path, run, cpu_load):
+def test_a_signal_during_the_re_timing_stops_before_a_winner_is_stored(tmp_path, run):
     db = f"sqlite:///{tmp_path / 'retime.db'}"
     proc, marks = start_cli(tmp_path, "--sampler", "grid", "--trials", "3", "--db", db, hold="retime")
     wait_for(proc, marks, "retime")
-    proc.send_signal(signal.SIGINT)
-    output = finish(proc)
+    output = signal_loaded(proc, signal.SIGINT)
     assert proc.returncode == 130, output
     assert "Traceback" not in output and "best so far: " in output and "single measurement" in output
     assert rows(db, "select status from autotune_searches") == [("interrupted",)]
@@ -159,12 +162,11 @@ def test_a_signal_during_the_re_timing_stops_before_a_winner_is_stored(tmp_path,
 
 
 @repeat
-def test_sigterm_stops_a_search_like_ctrl_c_and_exits_143(tmp_path, run, cpu_load):
+def test_sigterm_stops_a_search_like_ctrl_c_and_exits_143(tmp_path, run):
     db = f"sqlite:///{tmp_path / 'term.db'}"
     proc, marks = start_cli(tmp_path, "--sampler", "grid", "--db", db, hold="measure:3")
     wait_for(proc, marks, "measure-0-3")
-    proc.send_signal(signal.SIGTERM)
-    output = finish(proc)
+    output = signal_loaded(proc, signal.SIGTERM)
     assert proc.returncode == 143, output
     assert "Traceback" not in output and "interrupted (SIGTERM): trials so far are stored" in output
     assert rows(db, "select status from autotune_searches") == [("interrupted",)]
@@ -173,15 +175,14 @@ def test_sigterm_stops_a_search_like_ctrl_c_and_exits_143(tmp_path, run, cpu_loa
 
 
 @repeat
-def test_a_signal_during_the_workers_start_up_stops_every_worker(tmp_path, run, cpu_load):
+def test_a_signal_during_the_workers_start_up_stops_every_worker(tmp_path, run):
     db = f"sqlite:///{tmp_path / 'startup.db'}"
     proc, marks = start_cli(tmp_path, "--device", "0,1", "--sampler", "grid", "--trials", "20", "--db", db,
                             hold="open", gpus=2, new_session=True)
     wait_for(proc, marks, "open-0", "open-1")  # both workers inside their GPU's start-up
-    proc.send_signal(signal.SIGINT)
     # passed on by the parent; each worker's wait for its measuring process (held opening the
     # GPU, never released) is cut at once and that process killed: a lost signal hangs here
-    output = finish(proc)
+    output = signal_loaded(proc, signal.SIGINT)
     assert proc.returncode == 130, output
     assert "Traceback" not in output and "interrupted: trials so far are stored" in output
     assert rows(db, "select count(*) from autotune_searches") == [(0,)]  # no worker began its search
@@ -189,13 +190,12 @@ def test_a_signal_during_the_workers_start_up_stops_every_worker(tmp_path, run, 
 
 
 @repeat
-def test_sigterm_stops_every_worker_and_exits_143(tmp_path, run, cpu_load):
+def test_sigterm_stops_every_worker_and_exits_143(tmp_path, run):
     db = f"sqlite:///{tmp_path / 'term.db'}"
     proc, marks = start_cli(tmp_path, "--device", "0,1", "--sampler", "grid", "--trials", "200", "--db", db,
                             hold="measure:3", gpus=2, new_session=True)
     wait_for(proc, marks, "measure-0-3", "measure-1-3")
-    proc.send_signal(signal.SIGTERM)
-    output = finish(proc)
+    output = signal_loaded(proc, signal.SIGTERM)
     assert proc.returncode == 143, output
     assert "Traceback" not in output and "interrupted (SIGTERM)" in output
     assert rows(db, "select gpu_ordinal, status from autotune_searches order by gpu_ordinal") == [

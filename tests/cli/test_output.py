@@ -5,6 +5,7 @@ cell, every config whole, no line wider than the terminal), JSON/CSV for scripts
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import re
@@ -99,13 +100,21 @@ def test_kernels_shows_every_default_config_whole(width):
         assert all(k.summary.split()[0] in r.stdout for k in KERNELS.values())
 
 
+@functools.cache
+def first_matmul_warp_configs() -> tuple:
+    """The first 3 configs of matmul_warp's space (long keys; its 22,944 configs are walked once)."""
+    return tuple(KERNELS["matmul_warp"].space().configs()[:3])
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_check_lists_failures_whole_and_registers_once(monkeypatch, width):
+    """The report of 3 builds, 2 failed, as ``check`` prints it: the plan, the builds and the
+    file's check are stand-ins (the builds' report is what is printed), so matmul_warp's space
+    is not walked again by each ``check``."""
     import autotune.cli.check as check
-    from autotune.measure.buildcheck import BuildFailure, BuildReport
+    from autotune.measure.buildcheck import BuildFailure, BuildPlan, BuildReport
 
-    kern = KERNELS["matmul_warp"]
-    configs = kern.space().configs()[:3]
+    configs = first_matmul_warp_configs()
     reason = "ptxas error: Entry function uses too much shared data (0x12000 bytes, 0xc000 max) " * 2
 
     def check_builds(k, dtypes, **options):
@@ -113,6 +122,7 @@ def test_check_lists_failures_whole_and_registers_once(monkeypatch, width):
                            failures=[BuildFailure(c, "float32", "compile", reason.strip()) for c in configs[1:]],
                            registers=(32, 32))
 
+    monkeypatch.setattr(check, "plan_builds", lambda k, space, sample: BuildPlan(configs, 3))
     monkeypatch.setattr(check, "check_builds", check_builds)
     monkeypatch.setattr(check, "check_file", lambda *a: None)
     r = render(width, "check", "matmul_warp", "--dtype", "float32", code=2)

@@ -51,18 +51,22 @@ def url_b(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'b.db'}"
 
 
-@pytest.fixture
-def tuned_a(url_a) -> Store:
-    """Database A: two keys on the H100 (one re-timed), one on the A100, and one tuned with a
-    kernel source that has changed since (stale)."""
-    store = open_results(url_a)
+def _tune_a(url: str) -> None:
+    store = open_results(url)
     c = configs()
     tune(store, key(), [(c[0], 2500.0), (c[1], 2700.0), (c[2], 2600.0)], retime=True)
     tune(store, key("smem", rows=512, cols=256, dtype="float64"), [(configs("smem")[0], 2100.0)],
          copy_gbps=None)
     tune(store, key(device=A100), [(c[1], 1400.0)], memcpy_gbps=1500.0)
     tune(store, key(source_hash="0" * 64, rows=2048, cols=2048), [(c[0], 2650.0)])
-    return store
+    store.close()
+
+
+@pytest.fixture
+def tuned_a(built_db, url_a, tmp_path) -> Store:
+    """Database A: two keys on the H100 (one re-timed), one on the A100, and one tuned with a
+    kernel source that has changed since (stale); this test's copy (``built_db``) at ``url_a``."""
+    return open_results(built_db(tmp_path / "a.db", "share_a", _tune_a))
 
 
 def exported(store: Store, path: Path, **filters) -> dict:

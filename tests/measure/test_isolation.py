@@ -27,7 +27,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 
 from fakes import OPTIMUM
-from signals import finish, repeat, start_cli, wait_for
+from signals import repeat, signal_loaded, start_cli, wait_for
 from workers import fake_device, fake_open_benchmark
 
 SMEM_PAD_64 = Problem.of("smem_pad", (("rows", 64), ("cols", 64)), "float32")
@@ -228,14 +228,13 @@ def test_a_bad_trial_timeout_is_one_error_line(value, db_url):
 
 
 @repeat
-def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path, run, cpu_load):
+def test_ctrl_c_during_a_hung_kernel_stops_the_search_and_its_child(tmp_path, run):
     db = f"sqlite:///{tmp_path / 'hung.db'}"
     proc, marks = start_cli(tmp_path, "--sampler", "grid", "--trials", "100", "--trial-timeout", "600", "--db", db,
                             env={"AUTOTUNE_FAKE_FAULTS": f"{BEST}|hang"})
     wait_for(proc, marks, "fault-hang")  # the kernel is hung (the 600 s limit is far away)
     hung = int((marks / "fault-hang").read_text())
-    proc.send_signal(signal.SIGINT)
-    output = finish(proc, timeout=60)
+    output = signal_loaded(proc, signal.SIGINT, timeout=60)
     assert proc.returncode == 130, output
     assert "Traceback" not in output and _gone(hung)
     with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:

@@ -49,13 +49,16 @@ def run(*args):
 
 
 @pytest.fixture
-def tuned_db(db_url, device_info):
-    """smem_pad tuned (fake timer, grid) at 1024^2 and 4096^2 float32."""
-    for n in (1024, 4096):
-        key = tuning_key("smem_pad", device_info, (n, n), "float32")
-        search(key, get_kernel("smem_pad").space(), FakeTimer(), open_results(db_url),
-               SearchOptions(trials=100, strategy="grid"))
-    return db_url
+def tuned_db(built_db, tmp_path, device_info):
+    """smem_pad tuned (fake timer, grid) at 1024^2 and 4096^2 float32: this test's copy of the
+    database those two searches wrote once (``built_db``)."""
+    def build(url):
+        for n in (1024, 4096):
+            key = tuning_key("smem_pad", device_info, (n, n), "float32")
+            store = open_results(url)
+            search(key, get_kernel("smem_pad").space(), FakeTimer(), store, SearchOptions(trials=100, strategy="grid"))
+            store.close()
+    return built_db(tmp_path / "autotune.db", "smem_pad_tuned_twice", build)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")

@@ -16,7 +16,7 @@ from autotune.search import workers as multi_gpu
 from autotune.cli import app
 from autotune.errors import InvalidInputError
 
-from signals import finish, release, repeat, start_cli, wait_for
+from signals import finish, release, repeat, signal_loaded, start_cli, wait_for
 from test_concurrency import rows
 from workers import DEVICE, run_cli
 
@@ -104,15 +104,14 @@ def test_gpus_of_two_models_are_refused_naming_them(tmp_path):
 
 @repeat
 @pytest.mark.parametrize("inherited", ["default", "ignored"])
-def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path, inherited, run, cpu_load):
+def test_ctrl_c_stops_every_worker_and_leaves_a_consistent_database(tmp_path, inherited, run):
     """SIGINT to the parent alone (a session of its own: it must pass it on) while each GPU's
-    worker is inside its third measurement, the machine loaded."""
+    worker is inside its third measurement, the machine loaded from the signal to the exit."""
     db = f"sqlite:///{tmp_path / 'interrupted.db'}"
     proc, marks = start_cli(tmp_path, "--device", "0,1", "--sampler", "grid", "--trials", "200", "--db", db,
                             hold="measure:3", gpus=2, inherited=inherited, new_session=True)
     wait_for(proc, marks, "measure-0-3", "measure-1-3")
-    proc.send_signal(signal.SIGINT)
-    output = finish(proc)
+    output = signal_loaded(proc, signal.SIGINT)
     assert proc.returncode == 130, output
     assert "Traceback" not in output
     assert "best so far: " in output and "interrupted: trials so far are stored" in output
