@@ -247,6 +247,23 @@ def test_there_are_at_least_25_cases():
     assert len(CASES) >= 25
 
 
+@pytest.mark.parametrize("args", [["search", "--size", "64"], ["sweep", "--size", "64"],
+                                  ["search", "--op", "transpose", "--rows", "64", "--cols", "64"],
+                                  ["tune-shapes", "smem_pad", "--dims-range", "rows=64:128,cols=64:128"],
+                                  ["tune", "app", "--budget", "1m"]])
+def test_an_empty_db_is_refused_by_its_flag_before_anything_is_opened(args, tmp_path, monkeypatch):
+    """Issue 50: ``--db`` is checked beside the search's options, no longer as one of them, and
+    said by its flag as every command says it (an empty one would silently mean the default
+    database)."""
+    monkeypatch.setenv("AUTOTUNE_DB", f"sqlite:///{tmp_path / 'default.db'}")
+    result = runner.invoke(app, [*args, "--db", ""])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    lines = [l for l in result.output.splitlines() if l.startswith("error:")]
+    assert lines == ["error: --db '' is not allowed; it is empty; give a SQLAlchemy URL (sqlite:///PATH, "
+                     "postgresql+psycopg://USER@HOST/DB)"], result.output
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # Issue 25 (bad input, round three): users' files, expressions, device files, databases of
 # other applications, library arguments. Every case: exit 2, one `error:` line, no traceback,

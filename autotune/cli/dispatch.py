@@ -10,6 +10,7 @@ import typer
 
 from autotune.errors import InvalidInputError, NotTunedError, nothing_tuned
 from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.arguments import check_db_arg
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
@@ -242,8 +243,9 @@ def tune_shapes_command(
 
     k = resolve_kernel(kernel)
     ranges = parse_ranges(dims_range, k.dims)
+    check_db_arg(db, "--db")
     try:
-        options = SearchOptions(trials=trials, strategy=strategy, batch=batch, seed=seed, space=space, db=db,
+        options = SearchOptions(trials=trials, strategy=strategy, batch=batch, seed=seed, space=space,
                                 strategy_options=parse_strategy_options(strategy_option))
     except OptionError as exc:
         raise exc.as_flag() from None
@@ -252,7 +254,8 @@ def tune_shapes_command(
         err.print(f"shape {p.index + 1} of {p.count}: {format_shape(tuple(zip(k.dims, p.shape)))} ({p.why})",
                   markup=False, soft_wrap=True)
 
-    results = tune_shapes(k, ranges, count, dtype, device=device, multiple=multiple, options=options, on_plan=planned)
+    results = tune_shapes(k, ranges, count, dtype, device=device, multiple=multiple, options=options, db=db,
+                          on_plan=planned)
     for r in results:
         best = r.decision.winner if r.decision else None
         out.print(f"tuned {r.key.display}: {len(r.measured)} configs measured"

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from autotune.errors import InvalidInputError, StoreError
 from autotune.kernel.catalog import resolve_kernel
+from autotune.kernel.arguments import check_db_arg
 from autotune.kernel.dims import format_shape
 from autotune.measure import phases
 from autotune.measure.figures import duration, figure, headline, unit
@@ -105,8 +106,9 @@ def search(
     if strategy is not None and sampler is not None and strategy != sampler:
         raise InvalidInputError(f"--sampler {sampler} (the old name of --strategy) and --strategy {strategy} "
                                 "disagree; give --strategy only")
+    check_db_arg(db, "--db")  # beside the options, not in them: given whole to what opens the database
     options = _options(trials=trials, timeout=timeout, seed=seed, strategy=strategy or sampler,
-                       batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds, db=db,
+                       batch=batch, resume=resume, space=space, repeats=repeats, top_k=top_k, rounds=rounds,
                        trial_timeout=trial_timeout, strategy_options=parse_strategy_options(strategy_option),
                        ci=ci, ci_floor_us=ci_floor_us, min_samples=min_samples, max_samples=max_samples,
                        objective=objective, energy=energy)
@@ -117,9 +119,9 @@ def search(
         if space is not None:
             raise InvalidInputError(f"--space {space} is not allowed with --op: each kernel searches its own space")
 
-        run_op(op, ordinals, shape, dtype, options, fmt, wide)
+        run_op(op, ordinals, shape, dtype, options, db, fmt, wide)
         return
-    _run(shape.problem(resolve_kernel(kernel), dtype), ordinals, top, options, fmt, wide)
+    _run(shape.problem(resolve_kernel(kernel), dtype), ordinals, top, options, db, fmt, wide)
 
 
 @app.command(short_help="Measure every valid config of a kernel's space.")
@@ -153,14 +155,15 @@ def sweep(
       autotune sweep --kernel smem_pad --size 2048
       autotune sweep --kernel smem_pad --size 2048 --format csv > sweep.csv
     """
+    check_db_arg(db, "--db")
     options = _options(seed=0, strategy=SWEEP_STRATEGY, batch=batch, resume=True, space=space, repeats=repeats,
-                       top_k=top_k, rounds=rounds, db=db, trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us,
+                       top_k=top_k, rounds=rounds, trial_timeout=trial_timeout, ci=ci, ci_floor_us=ci_floor_us,
                        min_samples=min_samples, max_samples=max_samples, energy=energy)
     if device < 0:
         parse_devices(str(device))
     problem = shape.problem(resolve_kernel(kernel), dtype)
     count = check_grid(problem.kernel.space(space))  # a space over the grid's limit is refused before any GPU work
-    _run(problem, [device], count, options.replace(trials=count), fmt, wide)
+    _run(problem, [device], count, options.replace(trials=count), db, fmt, wide)
 
 
 def _options(**given) -> SearchOptions:
@@ -171,14 +174,14 @@ def _options(**given) -> SearchOptions:
         raise exc.as_flag() from None
 
 
-def _tuned_already(say, exc: StudyExistsError, options: SearchOptions, fmt: Format, wide: bool) -> bool:
+def _tuned_already(say, exc: StudyExistsError, db: str | None, fmt: Format, wide: bool) -> bool:
     """A search of a key already searched, without ``--resume``: say that it is tuned and print
     its stored best, as ``autotune best`` does (exit 0); ``False`` where no best is stored yet
     (an interrupted search: then the study-exists error stands, naming ``--resume``)."""
     from .results import emit_bests
 
     key = exc.key
-    record = open_db(options.db, "read").best(key)
+    record = open_db(db, "read").best(key)
     if record is None:
         return False
     say.print(f"{key.kernel} {format_shape(key.dims)} {key.dtype} on {key.device.name} is tuned already; its stored "
@@ -187,9 +190,11 @@ def _tuned_already(say, exc: StudyExistsError, options: SearchOptions, fmt: Form
     return True
 
 
-def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.table, wide: bool = False) -> None:
-    """Tune with progress; on Ctrl-C print the best so far and re-raise. Progress and text go
-    to stdout with a table, to stderr with JSON or CSV (stdout is then the data alone)."""
+def _run(problem, ordinals, top, options: SearchOptions, db: str | None, fmt: Format = Format.table,
+         wide: bool = False) -> None:
+    """Tune with progress into database ``db`` (``--db``); on Ctrl-C print the best so far and
+    re-raise. Progress and text go to stdout with a table, to stderr with JSON or CSV (stdout is
+    then the data alone)."""
     say = out if fmt is Format.table else err
     import optuna
 
@@ -219,7 +224,7 @@ def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.ta
         try:
             result = tune(problem, device=ordinals if len(ordinals) > 1 else ordinals[0],
                           on_start=on_start, on_trial=on_trial,
-                          on_report=lambda rep: on_report(rep) if on_report else None, options=options)
+                          on_report=lambda rep: on_report(rep) if on_report else None, options=options, db=db)
         except KeyboardInterrupt:
             if started:
                 _print_best_so_far(say, started[0].store, started[0].key, problem)
@@ -227,7 +232,7 @@ def _run(problem, ordinals, top, options: SearchOptions, fmt: Format = Format.ta
         except StudyExistsError as exc:  # the same command run again: its answer, not an error
             if task is not None:
                 progress.remove_task(task)  # no bar of configs that will not be measured
-            if not _tuned_already(say, exc, options, fmt, wide):
+            if not _tuned_already(say, exc, db, fmt, wide):
                 raise
             return
     if result.reports:

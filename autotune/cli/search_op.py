@@ -17,9 +17,10 @@ from .output import Column, Format, emit, rate
 from .shape import Shape
 
 
-def run_op(op: str, ordinals: list[int], shape: Shape, dtype: str, options,
+def run_op(op: str, ordinals: list[int], shape: Shape, dtype: str, options, db: str | None,
            fmt: Format = Format.table, wide: bool = False) -> None:
-    """Parse the problem for ``op``'s kernels, run the op search on one GPU, print the ranking
+    """Parse the problem for ``op``'s kernels, run the op search on one GPU into database ``db``
+    (``--db``), print the ranking
     (``fmt``: a table, or JSON/CSV on stdout with the progress lines on stderr).
 
     Raises:
@@ -42,7 +43,7 @@ def run_op(op: str, ordinals: list[int], shape: Shape, dtype: str, options,
         figure = _figure(s, problem, dt.name)
         say.print(f"  round {number}: {s.kernel}: {s.measured} configs measured so far; best {figure}", markup=False)
 
-    result = tune_op(op, problem, dt.name, device=ordinals[0], options=options, on_kernel=on_kernel)
+    result = tune_op(op, problem, dt.name, device=ordinals[0], options=options, db=db, on_kernel=on_kernel)
     columns = [Column("#", "rank", lambda r: r[0], right=True), Column("kernel", "kernel", lambda r: r[1].kernel),
                Column("time", "ms", lambda r: r[1].time_ms if r[1].best else None, text=duration, right=True),
                Column("GB/s", "gbps", lambda r: _gbps(r[1], problem, dt.name) if r[1].best else None, text=rate,

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from autotune.errors import InvalidInputError, NotTunedError
+from autotune.kernel.arguments import check_db_arg
 from autotune.measure.figures import duration
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
@@ -199,8 +200,9 @@ def tune(
     seconds = parse_budget(budget)
     if max_trials is not None and max_trials < 1:
         raise InvalidInputError(f"--max-trials {max_trials} is not allowed; give 1 or more")
+    check_db_arg(db, "--db")
     try:
-        options = SearchOptions.of(None, db=db, seed=seed, repeats=repeats,
+        options = SearchOptions.of(None, seed=seed, repeats=repeats,
                                    **({"trial_timeout": trial_timeout} if trial_timeout is not None else {}))
     except OptionError as exc:
         raise exc.as_flag() from None
@@ -237,7 +239,7 @@ def tune(
                                                      markup=False, soft_wrap=True)
 
     try:
-        outcome = tune_workload(name, budget_s=seconds, devices=ordinals, options=options, max_trials=max_trials,
+        outcome = tune_workload(name, budget_s=seconds, devices=ordinals, db=db, options=options, max_trials=max_trials,
                                 on_plan=on_plan if fmt is Format.table else None,
                                 on_progress=on_progress if fmt is Format.table else None)
     except KeyboardInterrupt:

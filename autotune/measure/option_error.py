@@ -15,7 +15,7 @@ __all__ = ["FLAGS", "OptionError"]
 FLAGS = {"trials": "--trials", "timeout": "--timeout", "seed": "--seed", "strategy": "--strategy",
          "strategy_options": "--strategy-option", "batch": "--batch", "resume": "--resume", "space": "--space",
          "repeats": "--repeats", "top_k": "--top-k", "rounds": "--rounds", "trial_timeout": "--trial-timeout",
-         "db": "--db", "ci": "--ci", "ci_floor_us": "--ci-floor-us", "min_samples": "--min-samples",
+         "ci": "--ci", "ci_floor_us": "--ci-floor-us", "min_samples": "--min-samples",
          "max_samples": "--max-samples", "objective": "--objective", "energy": "--energy"}
 """Each field's command-line flag (``autotune search``), for the CLI's messages."""
 

@@ -76,7 +76,7 @@ def retime_or_error(retime):
     return run
 
 
-def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
+def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *, db: str | None = None,
                   part: tuple[int, int] = (0, 1), open_benchmark=None, precheck: bool = True, retime: bool = True,
                   arch: str | None = None, fresh: bool | None = None, budget=None,
                   on_start: Callable[[Started], None] | None = None,
@@ -86,6 +86,8 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
     """Search ``problem`` (a :class:`~autotune.kernel.problem.Problem`) on GPU ``ordinal`` (module doc).
 
     Args:
+        db: the results database's URL (``None``: ``$AUTOTUNE_DB``, else the default), opened
+            while the measuring child starts, once the GPU is found.
         part: worker ``(i, n)`` of a search over several GPUs (:class:`~autotune.search.tuner.Tuner`).
         open_benchmark: opens the benchmark (default :func:`autotune.measure.benchmark.open_benchmark`).
         precheck: query the GPU here first, and start compiling before the measuring child
@@ -141,7 +143,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *,
         if arch is not None and not feed:  # a worker: its parent queried the GPUs
             start_compiling(arch)
         stop.check()
-        store = open_store(options.db)
+        store = open_store(db)
         opened.append(store)
         store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
         first = Tuner.early(problem.kernel.name, space, options, part, fresh) if workers() else None

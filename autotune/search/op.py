@@ -101,8 +101,9 @@ def op_standings(store, keys: Mapping[str, object]) -> list[Standing]:
     return sorted(standings, key=lambda s: (s.time_ms, s.kernel))
 
 
-def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tune_kernel: Callable | None = None,
-            on_kernel: Callable[[int, Standing], None] | None = None, **fields) -> OpResult:
+def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, db: str | None = None,
+            tune_kernel: Callable | None = None, on_kernel: Callable[[int, Standing], None] | None = None,
+            **fields) -> OpResult:
     """Search every catalog kernel computing ``op`` for ``dims`` and ``dtype``, sharing
     ``options.trials`` by successive halving (module doc); every trial and each kernel's best
     are stored.
@@ -115,7 +116,9 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
             (``trials``: the op's whole budget; ``seed`` seeds every kernel's strategy and
             inputs; ``resume``: continue existing studies in the first round, later rounds
             always continue those of the first); ``fields``: the same as keywords.
-        tune_kernel: ``tune_kernel(kernel, dims, dtype, device=, options=)`` returning a
+        db: the results database's URL (``None``: ``$AUTOTUNE_DB``, else the default), given
+            to every kernel's search and read for the kernels' standings.
+        tune_kernel: ``tune_kernel(kernel, dims, dtype, device=, options=, db=)`` returning a
             :class:`~autotune.search.outcome.SearchResult` (default :func:`autotune.search.tune.tune`;
             tests pass one on a fake device).
         on_kernel: called with the round number (1, 2, ...) and a kernel's standing after each search.
@@ -129,9 +132,11 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
             (the rounds rank kernels by one number).
         GPUUnavailableError, StoreError, AutotuneError, KeyboardInterrupt: as :func:`autotune.tune`.
     """
+    from autotune.kernel.arguments import check_db_arg
     from autotune.search.options import SearchOptions
     from autotune.store.opening import open_store
 
+    check_db_arg(db)
     if fields or options is None:
         options = SearchOptions.of(options, **fields)
     if options.pareto:  # successive halving ranks kernels by one number: their fastest time
@@ -149,10 +154,10 @@ def tune_op(op: str, dims, dtype="float32", *, device: int = 0, options=None, tu
         rounds.append(shares)
         for name, share in shares.items():
             mine = options.replace(trials=share, resume=options.resume or number > 1 or name in keys)
-            result = tune_kernel(kernels[name], dims, dt.name, device=device, options=mine)
+            result = tune_kernel(kernels[name], dims, dt.name, device=device, options=mine, db=db)
             keys[name] = result.key
             measured[name] += result.measured_count
-            store = store or open_store(options.db)
+            store = store or open_store(db)
             if on_kernel:
                 on_kernel(number, Standing(name, result.key, store.best(result.key), measured[name]))
         ranked = [s.kernel for s in op_standings(store, {n: keys[n] for n in racing})]

@@ -14,6 +14,7 @@ import too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
 
 __all__ = ["SearchOptions", "MeasureOptions", "RetimeOptions", "OptionError", "FLAGS", "OBJECTIVES",
-           "PARETO_OBJECTIVES", "MEASURE_FIELDS", "RETIME_FIELDS", "MAX_COUNT", "MAX_RETIMED", "MAX_REPEATS",
+           "PARETO_OBJECTIVES", "MEASURE_FIELDS", "RETIME_FIELDS", "REMOVED", "MAX_COUNT", "MAX_RETIMED", "MAX_REPEATS",
            "MAX_SECONDS", "MAX_SEED"]
 
 PARETO_OBJECTIVES = ("time,energy",)
@@ -94,7 +95,39 @@ RETIME_FIELDS = ("top_k", "rounds")
 """The flat names that set a search's ``retime`` group (:class:`RetimeOptions`)."""
 _UNSET: Any = object()  # a flat name not given: the group's value stands
 
+REMOVED = {"db": "the results database is no search option since 0.4.0: give db= beside the options, to the call "
+                 "that opens it (autotune.tune(..., db=URL), tune_workload(..., db=URL); the CLI's --db)"}
+"""Keywords that were fields of :class:`SearchOptions` and are no longer, each with where it
+goes now: given to ``SearchOptions(...)``, ``SearchOptions.of`` or ``replace``, each is an
+``InvalidInputError`` saying so, not a bare unknown keyword."""
 
+
+def _refuse_removed(given: Mapping[str, Any]) -> None:
+    """Refuse a keyword of :data:`REMOVED` in ``given``, saying where it goes now.
+
+    Raises:
+        InvalidInputError: naming the keyword and its value.
+    """
+    from autotune.kernel.arguments import shown
+
+    for name in sorted(set(given) & set(REMOVED)):
+        raise InvalidInputError(f"SearchOptions: {name} {shown(given[name])} is not allowed; {REMOVED[name]}")
+
+
+def _refusing_removed(cls):
+    """``cls`` whose ``__init__`` refuses a keyword of :data:`REMOVED` first (:func:`_refuse_removed`)."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _refuse_removed(kwargs)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+@_refusing_removed
 @refuse_misplaced
 @dataclass(frozen=True, init=False)
 class SearchOptions:
@@ -141,7 +174,6 @@ class SearchOptions:
             once, a Pareto front (each config's ms and J told to a multi-objective strategy;
             the key's best is the front's re-timed fastest); all but ``time`` meter energy
             and turn the early stop off (`SearchOptions.benchmark_options`).
-        db: results database URL (``None``: ``AUTOTUNE_DB`` or the platformdirs default).
         queue: configs to measure first, after the kernel's default, in order (e.g. a
             dispatch's configs, so that its regret at the new shape is measured: ``autotune
             tune-shapes``); those that break the space's constraints or were measured are skipped.
@@ -153,14 +185,17 @@ class SearchOptions:
 
     Every field is checked by type and range where the value is built: integers are never
     booleans, seconds are finite and at most ``MAX_SECONDS``, ``resume`` is a bool (``"no"``
-    is a truthy string), ``space`` a path and ``db`` a URL (non-empty strings without control
-    characters: an empty ``db`` would silently mean the default).
+    is a truthy string), ``space`` a path (a non-empty string without control characters).
+
+    The results database is no option of the search (``REMOVED``): it is given beside the
+    options, once, to what opens it (``tune(..., db=URL)``, the CLI's ``--db``).
 
     Raises:
         OptionError: (an `InvalidInputError`) naming the
             first field outside what is allowed, and what is (a group's field by its flat
             name: ``repeats 19 is not allowed; ...``).
-        InvalidInputError: an unknown keyword, a field given twice, too many positional values.
+        InvalidInputError: an unknown keyword, a field given twice, too many positional values;
+            a keyword of ``REMOVED`` (``db``), saying where it goes now.
     """
 
     trials: int
@@ -170,7 +205,6 @@ class SearchOptions:
     batch: int | None
     resume: bool
     space: str | None
-    db: str | None
     queue: tuple[Config, ...]
     strategy_options: Mapping[str, Any]
     objective: str
@@ -180,7 +214,7 @@ class SearchOptions:
     def __init__(self, trials: int = 100, timeout: float | None = None, seed: int | None = None,
                  strategy: str | BaseSampler | None = None, batch: int | None = None, resume: bool = False,
                  space: str | None = None, repeats: int = _UNSET, top_k: int = _UNSET, rounds: int = _UNSET,
-                 trial_timeout: float = _UNSET, db: str | None = None, queue: tuple[Config, ...] = (),
+                 trial_timeout: float = _UNSET, queue: tuple[Config, ...] = (),
                  strategy_options: Mapping[str, Any] = StrategyOptions(), ci: float = _UNSET,
                  ci_floor_us: float = _UNSET, min_samples: int = _UNSET, max_samples: int = _UNSET,
                  objective: str = "time", energy: bool = _UNSET, *, measure: MeasureOptions | None = None,
@@ -199,7 +233,7 @@ class SearchOptions:
         retime = replace(retime or RetimeOptions(),
                          **{k: v for k, v in (("top_k", top_k), ("rounds", rounds)) if v is not _UNSET})
         for name, value in (("trials", trials), ("timeout", timeout), ("seed", seed), ("strategy", strategy),
-                            ("batch", batch), ("resume", resume), ("space", space), ("db", db), ("queue", queue),
+                            ("batch", batch), ("resume", resume), ("space", space), ("queue", queue),
                             ("strategy_options", strategy_options), ("objective", objective),
                             ("measure", measure), ("retime", retime)):
             object.__setattr__(self, name, value)
@@ -227,9 +261,6 @@ class SearchOptions:
             raise OptionError("resume", self.resume, "is not allowed; give True or False")
         if self.space is not None and not _text(self.space, path=True):
             raise OptionError("space", self.space, "is not allowed; give the path of a space file (.toml)")
-        if self.db is not None and not _text(self.db):
-            raise OptionError("db", self.db, "is not allowed; give a SQLAlchemy URL (sqlite:///PATH, "
-                                             "postgresql+psycopg://USER@HOST/DB)")
         if not isinstance(self.queue, tuple) or not all(isinstance(c, Config) for c in self.queue):
             raise OptionError("queue", self.queue, "is not allowed; give a tuple of Config")
 
@@ -326,6 +357,7 @@ class SearchOptions:
         if options is not None and "strategy" in given and "strategy_options" not in given \
                 and given["strategy"] is not options.strategy and given["strategy"] != options.strategy:
             given["strategy_options"] = None  # the old strategy's options are not the new one's
+        _refuse_removed(given)
         known = {f.name for f in fields(cls)} | set(MEASURE_FIELDS) | set(RETIME_FIELDS)
         unknown = sorted(set(given) - known)
         if unknown:

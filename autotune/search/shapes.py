@@ -61,7 +61,8 @@ class Planned:
 
 def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int]], count: int,
                 dtype: Any = "float32", *, device: int = 0, multiple: int = 1, options: SearchOptions | None = None,
-                on_plan: Callable[[Planned], None] | None = None, tune: Callable[..., SearchResult] | None = None,
+                db: str | None = None, on_plan: Callable[[Planned], None] | None = None,
+                tune: Callable[..., SearchResult] | None = None,
                 device_info=None, matrix: bool = True) -> list[SearchResult]:
     """Tune ``count`` shapes of ``ranges`` (module doc); returns each search's result, in order,
     then those of the dense matrix's searches (:func:`complete_matrix`).
@@ -75,8 +76,11 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
         multiple: every dim a multiple of this (where the range holds one).
         options: the searches' options (default: 100 trials, the ``transfer`` strategy; ``resume``
             is always on, so a run that was cut off goes on where it stopped).
+        db: the results database's URL (``None``: ``$AUTOTUNE_DB``, else the default): read for
+            the shapes tuned, given to every search.
         on_plan: called with each shape before it is tuned.
-        tune: the search (default :func:`autotune.tune`; tests inject a fake).
+        tune: the search (default :func:`autotune.tune`; tests inject a fake), called as
+            ``tune(kernel, dims, dtype, device=, options=, db=, also=)``.
         device_info: the device's :class:`~autotune.measure.device.DeviceInfo` (default: queried).
         matrix: then time each tuned shape's winner and runner-up at every tuned shape
             (:func:`complete_matrix`); ``on_plan`` is told of each such search too.
@@ -86,10 +90,11 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
             multiple; as :func:`autotune.tune`.
         GPUUnavailableError, StoreError: as :func:`autotune.tune`.
     """
+    from autotune.kernel.arguments import check_db_arg
     from autotune.measure.toolchain import Toolchain
     from autotune.store.key import TuningKey
-    from autotune.store.opening import open_results
 
+    check_db_arg(db)
     if tune is None:
         from autotune.search.tune import tune
     options = options if options is not None else SearchOptions(strategy="transfer")
@@ -110,12 +115,7 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
     tunables = set(k.tunables)
     results = []
     for i in range(count):
-        store = open_results(options.db, "lookup")
-        try:
-            trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
-        finally:
-            store.close()
-        tables = tables_from_trials(trials)
+        tables = _tables(key, db, tunables)
         tuned = [t.shape for t in tables]
         weights = (regret_weights(leave_one_out(tables, k.default_config(), names))
                    if len(tables) >= WEIGHTED_FROM else {})
@@ -130,16 +130,18 @@ def tune_shapes(kernel: str | Path | Kernel, ranges: Mapping[str, tuple[int, int
         queue = build_dispatch(tables, k.default_config(), names).configs[1:] if tables else ()
         also = [dict(zip(names, t)) for t in tuned if all(lo <= v <= hi for v, (lo, hi) in zip(t, spans))]
         results.append(tune(k, dict(zip(names, shape)), low.dtype, device=device,
-                            options=options.replace(queue=tuple(queue)), also=also))
+                            options=options.replace(queue=tuple(queue)), db=db, also=also))
     if matrix:
-        results += complete_matrix(k, key, low.dtype, device=device, options=options, tune=tune, on_plan=on_plan)
+        results += complete_matrix(k, key, low.dtype, device=device, options=options, db=db, tune=tune,
+                                   on_plan=on_plan)
     return results
 
 
-def _tables(key, options: SearchOptions, tunables: set[str]):
+def _tables(key, db: str | None, tunables: set[str]):
+    """The shape tables of ``key``'s trials in database ``db`` whose configs set ``tunables``."""
     from autotune.store.opening import open_results
 
-    store = open_results(options.db, "lookup")
+    store = open_results(db, "lookup")
     try:
         trials = [t for t in store.shape_trials(key) if {n for n, _ in t.config.macros} == tunables]
     finally:
@@ -154,18 +156,20 @@ def matrix_configs(tables, top: int = MATRIX_TOP) -> list:
 
 
 def complete_matrix(kernel: Kernel, key, dtype: Any, *, device: int = 0, options: SearchOptions,
-                    tune: Callable[..., SearchResult], on_plan: Callable[[Planned], None] | None = None,
+                    db: str | None = None, tune: Callable[..., SearchResult],
+                    on_plan: Callable[[Planned], None] | None = None,
                     top: int = MATRIX_TOP) -> list[SearchResult]:
     """Time every tuned shape's winner and runner-up (:func:`matrix_configs`) at every tuned shape
     of ``key``'s kernel, dtype, device model and toolchain where it was neither measured nor failed:
     per shape, one resumed search whose queue is those configs and whose trials are their number
     (re-timing at most 3 of its best), so each timing is a stored trial. Returns those searches'
-    results, in the tables' order (none where the matrix is dense already).
+    results, in the tables' order (none where the matrix is dense already). ``db``: the results
+    database's URL, read and given to each search, as :func:`tune_shapes`'s.
 
     Raises:
         as :func:`autotune.tune`.
     """
-    tables = _tables(key, options, set(kernel.tunables))
+    tables = _tables(key, db, set(kernel.tunables))
     configs = matrix_configs(tables, top)
     names = kernel.dims
     out = []
@@ -177,6 +181,6 @@ def complete_matrix(kernel: Kernel, key, dtype: Any, *, device: int = 0, options
                                                    "winners and runners-up not measured here"))
         out.append(tune(kernel, dict(zip(names, t.shape)), dtype, device=device,
                         options=options.replace(queue=tuple(missing), trials=len(missing), resume=True,
-                                                top_k=min(options.top_k, 3))))
+                                                top_k=min(options.top_k, 3)), db=db))
     return out
 

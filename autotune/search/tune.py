@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.errors import AutotuneError, InvalidInputError
-from autotune.kernel.arguments import check_callable_arg, check_ordinal_arg, shown
+from autotune.kernel.arguments import check_callable_arg, check_db_arg, check_ordinal_arg, shown
 from autotune.kernel.problem import Problem
 from autotune.base import signals as stop
 from autotune.search.on_gpu import Started, retime_or_error, search_on_gpu, whole_space
@@ -35,7 +35,7 @@ __all__ = ["Started", "tune", "whole_space"]
 
 def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequence[int] | Dims | None = None,
          dtype: DTypeLike | DType = "float32", *, device: int | Sequence[int] = 0,
-         options: SearchOptions | None = None,
+         options: SearchOptions | None = None, db: str | None = None,
          on_start: Callable[[Started], None] | None = None,
          on_trial: Callable[[TrialOutcome, SearchResult], None] | None = None,
          on_report: Callable[[WorkerReport], None] | None = None,
@@ -49,9 +49,13 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
         dtype: the problem's dtype: a NumPy dtype or its name (``"float32"``), one the kernel takes.
         device: a CUDA ordinal, or several (one worker per GPU, one study; GPUs of one model).
         options: the search's `SearchOptions` (trials,
-            timeout, seed, strategy, batch, resume, space, db, and its groups ``measure`` and
+            timeout, seed, strategy, batch, resume, space, and its groups ``measure`` and
             ``retime``, whose fields repeats, trial_timeout, top_k, rounds... are keywords too);
             default: the defaults, with ``fields`` over them.
+        db: the results database's SQLAlchemy URL (``None``: ``$AUTOTUNE_DB``, else the
+            default SQLite file), where every trial and the winner are stored; opened once
+            the GPU is found (a machine without one creates no database), and handed whole to
+            the workers of several GPUs.
         on_start: called once the search has started (its key, store and space), one GPU or several.
         on_trial: called after each trial with its outcome and the result so far (one GPU).
         on_report: called with a worker's report whenever it changes (several GPUs).
@@ -81,6 +85,7 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     """
     # every argument by type and range first: nothing is read, opened or measured for a bad one
     check_ordinal_arg(device, "device", several=True)
+    check_db_arg(db)
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidInputError(f"options {shown(options)} is not allowed; give a SearchOptions, or its fields as "
                                 "keywords (tune(..., trials=50, strategy='random'))")
@@ -98,9 +103,9 @@ def tune(kernel: str | Path | Kernel | Problem, dims: Mapping[str, int] | Sequen
     # SIGINT/SIGTERM from here on: acted on in measurements and between steps, never in a write
     with stop.deferred():
         if len(ordinals) == 1:
-            return search_on_gpu(problem, ordinals[0], space_, options, on_start=on_start, on_trial=on_trial,
-                                 also=others)
-        return _tune_many(problem, ordinals, space_, options, on_start, on_report)
+            return search_on_gpu(problem, ordinals[0], space_, options, db=db, on_start=on_start,
+                                 on_trial=on_trial, also=others)
+        return _tune_many(problem, ordinals, space_, options, db, on_start, on_report)
 
 
 def _other_shapes(problem: Problem, also) -> list[Problem]:
@@ -123,7 +128,8 @@ def _other_shapes(problem: Problem, also) -> list[Problem]:
     return others
 
 
-def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_start, on_report) -> SearchResult:
+def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, db: str | None, on_start,
+               on_report) -> SearchResult:
     import optuna
 
     from autotune.measure import benchmark, device, isolation
@@ -142,7 +148,7 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     infos = [device.query_device(o) for o in ordinals]
     workers.check_one_model(infos)
-    store = open_store(options.db)  # after the GPUs: a machine without them must not create a database
+    store = open_store(db)  # after the GPUs: a machine without them must not create a database
     stop.check()
     key = TuningKey.of(problem, infos[0], Toolchain.of(infos[0].arch))
     fresh = not open_study(store, key, resume=options.resume, objective=options.objective).get_trials(deepcopy=False)
@@ -151,8 +157,8 @@ def _tune_many(problem: Problem, ordinals, space_, options: SearchOptions, on_st
         on_start(Started(key, store, space_, None, tuple(ordinals), tuple(shares),
                          workers.per_gpu(options, len(ordinals))[0].batch_size()))
     whole = whole_space(options, space_)
-    plan = workers.Plan(ref, options.replace(strategy=SWEEP_STRATEGY) if whole else options, arch=infos[0].arch,
-                        fresh=fresh)
+    plan = workers.Plan(ref, options.replace(strategy=SWEEP_STRATEGY) if whole else options, store.url,
+                        arch=infos[0].arch, fresh=fresh)  # the URL resolved here: every worker writes there
     reports = workers.run_workers(plan, ordinals, on_report or (lambda rep: None))
     finished = [rep for rep in reports if rep.state == "done"]
     if not finished:

@@ -233,8 +233,8 @@ def tune_kernel(name: str, source: str | Path, arguments: Mapping[str, Any] | Se
             is then the reference).
         folder: where the kernel file is written (default: ``<user cache>/autotune/kernels/NAME``).
         device: the CUDA ordinal.
-        **options: the search's options (`SearchOptions`:
-            ``trials=50``, ``strategy="random"``, ``db=``...).
+        **options: ``autotune.tune``'s keywords: the search's options (`SearchOptions`'
+            fields: ``trials=50``, ``strategy="random"``...) and ``db=``, the results database.
 
     Returns:
         The search's result, the kernel and the kernel file written, as a

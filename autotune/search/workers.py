@@ -61,14 +61,17 @@ __all__ = ["Plan", "SharedBudget", "WorkerReport", "check_one_model", "parse_dev
 class Plan:
     """What every worker searches: the problem, as its
     :class:`~autotune.kernel.problem.ProblemRef` (each worker resolves it, loading the kernel
-    file), and the search's options (the whole budget: each worker takes its share of
-    ``trials`` and of ``batch``, ``seed + i``, and ``resume``). ``arch``: the GPUs' nvcc
+    file), the search's options (the whole budget: each worker takes its share of
+    ``trials`` and of ``batch``, ``seed + i``, and ``resume``) and beside them ``db``, the
+    results database's URL as the parent resolved it (every worker writes its trials to the
+    database the parent opened, whatever its environment says). ``arch``: the GPUs' nvcc
     target (the parent queried them), so each worker starts compiling as its measuring child
     starts; ``fresh``: the study held no trial when the search began, so each worker's
     strategy may propose its first batch before reading it."""
 
     problem: ProblemRef
     options: SearchOptions
+    db: str
     arch: str | None = None
     fresh: bool = False
 
@@ -287,7 +290,7 @@ def _search_on(plan: Plan, worker: Worker, open_benchmark, part: tuple[int, int]
                                "best_config": best[0].key if best else None}))
 
     space = problem.kernel.space(plan.options.space)
-    result = search_on_gpu(problem, worker.ordinal, space, plan.options, part=part,
+    result = search_on_gpu(problem, worker.ordinal, space, plan.options, db=plan.db, part=part,
                            open_benchmark=open_benchmark, precheck=False, retime=False, arch=plan.arch,
                            fresh=plan.fresh, budget=budget, on_start=on_start,
                            on_trial=on_trial)  # the parent queried every GPU

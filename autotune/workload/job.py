@@ -60,8 +60,10 @@ space ends it first."""
 @dataclass(frozen=True)
 class Job:
     """What a GPU is asked to do for one problem: ``budget_s`` seconds of search (0: measure
-    only) with ``strategy``, and ``result`` the row it updates (its spent time and trials so
-    far, for a resumed tuning); ``also``: the workload's other shapes of the kernel and dtype
+    only) with ``strategy`` and ``options``, into ``db`` (the results database's URL, as the
+    tuning resolved and opened it: the job's search, lookups and bests go there), and
+    ``result`` the row it updates (its spent time and trials so far, for a resumed tuning);
+    ``also``: the workload's other shapes of the kernel and dtype
     still to tune, each config the search measures measured at them too
     (:mod:`autotune.search.companions`), so their own searches start from it."""
 
@@ -70,6 +72,7 @@ class Job:
     budget_s: float
     strategy: str | None
     options: SearchOptions
+    db: str
     result: ProblemResult
     also: tuple[ProblemRef, ...] = ()
     round: int = 1
@@ -170,7 +173,7 @@ def _search(job: Job, problem, ordinal: int, open_benchmark, precheck: bool, res
         if result.status != "failed":
             result.status = "tuned"
 
-    search_on_gpu(problem, ordinal, space, options, open_benchmark=open_benchmark, precheck=precheck,
+    search_on_gpu(problem, ordinal, space, options, db=job.db, open_benchmark=open_benchmark, precheck=precheck,
                   on_trial=on_trial, on_end=on_end, also=[ref.resolve() for ref in job.also])
 
 
@@ -205,11 +208,11 @@ def _cap_reached(job: Job, problem, ordinal: int, open_benchmark, precheck: bool
     from autotune.store.opening import open_store
 
     opener = open_benchmark or benchmark.open_benchmark
-    store = open_store(job.options.db)
+    store = open_store(job.db)
     try:
         with isolation.open_isolated(opener, ordinal, problem, job.options.benchmark_options(),
                                      precheck=precheck) as bench:
-            chosen = lookup(problem, device=bench.device, db=job.options.db)
+            chosen = lookup(problem, device=bench.device, db=job.db)
             if chosen.rung != "exact":
                 result.status, result.reason = "failed", (f"no config ran in its {job.result.trials} trials "
                                                           f"(--max-trials {job.options.trials})")
@@ -231,7 +234,7 @@ def _measure_only(job: Job, problem, ordinal: int, open_benchmark, precheck: boo
     opener = open_benchmark or benchmark.open_benchmark
     with isolation.open_isolated(opener, ordinal, problem, job.options.benchmark_options(),
                                  precheck=precheck) as bench:
-        chosen = lookup(problem, device=bench.device, db=job.options.db)
+        chosen = lookup(problem, device=bench.device, db=job.db)
         d, c, reason = measure_pair(bench, problem.kernel.default_config(), chosen.config)
     result.default_ms, result.tuned_ms = (d.pooled_median_ms if d else None), (c.pooled_median_ms if c else None)
     result.config_key = chosen.config.key

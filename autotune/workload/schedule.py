@@ -105,11 +105,12 @@ class Scheduler:
     """Hands out the problems of a tuning (module doc): ``next()`` gives the next
     :class:`~autotune.workload.job.Job` (or ``None``), ``done(job, result)`` takes its
     result back; ``left`` counts the problems not done; ``rounds`` lists the further rounds
-    ended."""
+    ended. Each job carries the searches' ``options`` and, beside them, ``db``: the results
+    database's URL the tuning opened."""
 
     def __init__(self, rows: Sequence[PlanRow], results: dict[tuple, ProblemResult], budget_s: float,
-                 options: SearchOptions) -> None:
-        self.budget_s, self.options = budget_s, options
+                 options: SearchOptions, db: str) -> None:
+        self.budget_s, self.options, self.db = budget_s, options, db
         self.results = results
         self.todo = [r for r in rows if r.problem is not None and results[r.recorded.ident].status not in DONE]
         self.rows = {r.recorded.ident: r for r in rows if r.problem is not None}
@@ -154,7 +155,8 @@ class Scheduler:
         self.running[index] = row.recorded.ident
         result = self.results[row.recorded.ident]
         also = tuple(r.problem.ref for r in rest[1:] if budget > 0 and r.tunable and _same_kernel(r, row))
-        return Job(index, row.problem.ref, budget, row.strategy if budget > 0 else None, self.options, result, also)
+        return Job(index, row.problem.ref, budget, row.strategy if budget > 0 else None, self.options, self.db, result,
+                   also)
 
     def _worth_more(self, ident: tuple) -> bool:
         """Whether a further round of problem ``ident`` could measure anything (module doc)."""
@@ -195,7 +197,7 @@ class Scheduler:
         self._index += 1
         self._round[ident] = self._round.get(ident, 1) + 1
         self.flight[index], self.running[index] = budget, ident
-        return Job(index, row.problem.ref, budget, row.strategy or DEFAULT_STRATEGY, self.options,
+        return Job(index, row.problem.ref, budget, row.strategy or DEFAULT_STRATEGY, self.options, self.db,
                    self.results[ident], round=self._round[ident])
 
     def done(self, job: Job, result: ProblemResult) -> ProblemResult:

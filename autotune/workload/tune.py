@@ -100,9 +100,11 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
     Args:
         devices: CUDA ordinals, one model (``[0]``, ``[0, 1]``); one worker process per GPU
             where there are several.
+        db: the results database's URL (``None``: ``$AUTOTUNE_DB``, else the default): the
+            workload's recording is read there and every search written there (resolved
+            once: each GPU's worker is given the URL opened here).
         options: the searches' options (``repeats``, ``trial_timeout``, ``seed``, ``space``
-            ...; ``trials``, ``timeout``, ``strategy`` and ``resume`` are set per problem);
-            ``db`` is taken from here.
+            ...; ``trials``, ``timeout``, ``strategy`` and ``resume`` are set per problem).
         max_trials: at most this many configs measured per problem, over every run of the
             tuning (default: its budget or its space ends its search).
         on_plan: called with the plan's rows and whether the tuning is resumed, before the first search.
@@ -117,13 +119,15 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
         KeyboardInterrupt: SIGINT or SIGTERM, after every GPU stopped and what was measured
             was stored (the tuning is then ``interrupted``: run it again to resume).
     """
+    from autotune.kernel.arguments import check_db_arg
     from autotune.measure import device as devices_module
     from autotune.search.workers import check_one_model
     from autotune.store import leases
     from autotune.store.opening import open_reader, open_store
     from autotune.store.workloads import beat_tuning, finish_tuning, open_tuning, save_result, workload_problems
 
-    options = SearchOptions.of(options, db=db) if db is not None else (options or SearchOptions())
+    check_db_arg(db)
+    options = options or SearchOptions()
     if max_trials is not None:
         options = options.replace(trials=max_trials)  # checked as a search's trials (>= 1)
     else:
@@ -133,14 +137,14 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
         raise InvalidInputError(f"devices {devices!r} are not allowed; give CUDA ordinals 0, 1, ...")
     started = time.monotonic()
     with stop.deferred():
-        reader = open_reader(options.db)  # a workload that does not exist: refused, nothing created
+        reader = open_reader(db)  # a workload that does not exist: refused, nothing created
         try:
             workload_problems(reader, name)
         finally:
             reader.close()
         infos = [devices_module.query_device(o) for o in ordinals]
         check_one_model(infos)
-        store = open_store(options.db)
+        store = open_store(db)
         try:
             problems = merged(workload_problems(store, name))
             rows = plan_rows(store, problems, infos[0], store.url)
@@ -162,7 +166,7 @@ def tune_workload(name: str, *, budget_s: float, devices: Sequence[int] = (0,), 
                         save_result(store, tuning.id, results[r.recorded.ident])
                 if on_plan is not None:
                     on_plan(rows, resumed)
-                scheduler = Scheduler(rows, results, budget_s, options.replace(db=store.url))
+                scheduler = Scheduler(rows, results, budget_s, options, store.url)
                 if len(ordinals) == 1:
                     _one_gpu(scheduler, ordinals[0], store, tuning.id, on_progress)
                 else:

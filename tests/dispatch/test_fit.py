@@ -359,15 +359,15 @@ def test_tune_shapes_tunes_spread_shapes_with_the_dispatchs_configs_first(db_url
 
     asked = []
 
-    def fake_tune(kernel, dims, dtype, *, device, options, also=()):
+    def fake_tune(kernel, dims, dtype, *, device, options, db, also=()):
         shape = (dims["rows"], dims["cols"])
         asked.append((shape, options))
         faster = A if shape[0] < 1000 else B
-        put(open_results(db_url), device_info, shape, {DEFAULT: 1.0, faster: 0.6, C: 0.9})
+        put(open_results(db), device_info, shape, {DEFAULT: 1.0, faster: 0.6, C: 0.9})
 
     planned = []
-    tune_shapes(K, {"rows": (128, 8192), "cols": (128, 8192)}, 4, options=SearchOptions(trials=5, strategy="transfer", db=db_url),
-                on_plan=planned.append, tune=fake_tune, device_info=device_info)
+    tune_shapes(K, {"rows": (128, 8192), "cols": (128, 8192)}, 4, options=SearchOptions(trials=5, strategy="transfer"),
+                db=db_url, on_plan=planned.append, tune=fake_tune, device_info=device_info)
     shapes = [s for s, _ in asked]
     assert len(set(shapes)) == 4 and [p.shape for p in planned] == shapes
     assert planned[0].why == "the middle of the range" and "weighted by their held-out regret" in planned[3].why

@@ -68,8 +68,8 @@ def test_tune_shapes_ends_with_a_dense_matrix_on_the_gpu(tmp_path, device):
     from autotune.store.opening import open_results
 
     db = f"sqlite:///{tmp_path / 'gpu.db'}"
-    options = SearchOptions(trials=6, strategy="random", repeats=20, top_k=2, rounds=1, db=db)
-    results = tune_shapes("smem_pad", {"rows": (256, 4096), "cols": (256, 4096)}, 3, options=options)
+    options = SearchOptions(trials=6, strategy="random", repeats=20, top_k=2, rounds=1)
+    results = tune_shapes("smem_pad", {"rows": (256, 4096), "cols": (256, 4096)}, 3, options=options, db=db)
     assert len(results) >= 3
     store = open_results(db)
     tables = tables_from_trials(store.shape_trials(tuning_key("smem_pad", device, (1, 1), "float32")))

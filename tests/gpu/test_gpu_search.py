@@ -17,8 +17,8 @@ pytestmark = pytest.mark.gpu
 def test_short_search_then_best_lookup_and_transpose(tmp_path):
     db = f"sqlite:///{tmp_path / 'gpu.db'}"
     seen = []
-    options = autotune.SearchOptions(trials=6, strategy="grid", repeats=20, db=db)
-    result = autotune.tune("smem_pad", {"rows": 1000, "cols": 3001}, "float32", device=0, options=options,
+    options = autotune.SearchOptions(trials=6, strategy="grid", repeats=20)
+    result = autotune.tune("smem_pad", {"rows": 1000, "cols": 3001}, "float32", device=0, options=options, db=db,
                            on_trial=lambda outcome, _: seen.append(outcome.status))
     assert seen == ["ok"] * 6 and len(result.measured) == 6 and result.decision is not None
     best = result.decision.winner.config
@@ -93,11 +93,11 @@ def test_one_compile_is_measured_at_every_shape_in_one_measuring_process(tmp_pat
     from autotune.search.on_gpu import search_on_gpu
 
     db = f"sqlite:///{tmp_path / 'gpu.db'}"
-    options = autotune.SearchOptions(trials=5, strategy="random", seed=0, repeats=20, db=db, top_k=3, rounds=2)
+    options = autotune.SearchOptions(trials=5, strategy="random", seed=0, repeats=20, top_k=3, rounds=2)
     main = Problem.of("matmul_warp", {"m": 512, "n": 512, "k": 256}, "float32")
     others = [Problem.of("matmul_warp", {"m": 256, "n": 1024, "k": 128}, "float32"),
               Problem.of("matmul_warp", {"m": 1000, "n": 300, "k": 70}, "float32")]
-    result = search_on_gpu(main, 0, main.kernel.space(), options, also=others)
+    result = search_on_gpu(main, 0, main.kernel.space(), options, db=db, also=others)
     ok = {o.config for o in result.outcomes if o.status == "ok"}
     assert ok and result.decision is not None and len(result.companions) == 2
     clear_cache()

@@ -155,7 +155,6 @@ def table():
         "top_k": [0, True, 10**6, 1.5, "5", -3],
         "rounds": [0, True, 10**6, 1.5, "5", None],
         "trial_timeout": [0, NAN, INF, -1, True, "5", 1e300],
-        "db": BAD_DBS[:6],
         "queue": [5, [], "TILE_DIM=32", (1, 2), ({"TILE_DIM": 32},), None, (None,)],
         "strategy_options": [5, "startup=3", [("startup", 3)], {"bogus": 1}, {"startup": 0}, {3: 1}],
         "ci": ["x", -1, NAN, 1.0, True, INF, "0.01"],
@@ -173,6 +172,10 @@ def table():
             add(("tune", name, v, name))
             add(("SearchOptions", name, v, name))
     add(("tune", "bogus", 1, "unknown search option 'bogus'"))
+    for v in BAD_DBS:  # beside the options, not one of them
+        add(("tune", "db", v, "db"))
+    add(("SearchOptions", "db", "sqlite:///x.db", "db 'sqlite:///x.db' is not allowed; the results database is no "
+                                                  "search option since 0.4.0: give db= beside the options"))
     # lookup(kernel, dims, dtype, *, device, db)
     for v in BAD_KERNELS:
         add(("lookup", "kernel", v, "kernel"))
@@ -367,7 +370,9 @@ def test_a_good_interface_is_read():
 def test_every_check_message_is_short_whatever_the_value():
     """A 1 MB name or URL is quoted in 80 characters, not echoed whole."""
     huge = "k" * 1_000_000
-    for call in (lambda: autotune.lookup(huge, (64, 64), device=0), lambda: autotune.SearchOptions(db=huge),
+    for call in (lambda: autotune.lookup(huge, (64, 64), device=0),
+                 lambda: autotune.tune("smem_pad", (64, 64), db=huge),
+                 lambda: autotune.SearchOptions(db=huge),
                  lambda: autotune.launcher("smem_pad", dims={"n": huge})):
         with pytest.raises(InvalidInputError) as caught:
             call()

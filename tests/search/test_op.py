@@ -37,11 +37,11 @@ class ScaledTimer(FakeTimer):
 
 def fake_tune(device_info, factors, calls):
     """A ``tune_kernel`` for tune_op: the real tuner (random sampler) on a scaled fake timer."""
-    def tune_kernel(kernel, dims, dtype, *, device, options):
+    def tune_kernel(kernel, dims, dtype, *, device, options, db):
         calls.append((kernel.name, options.trials, options.resume))
         key = tuning_key(kernel, device_info, dims, dtype)
         timer = ScaledTimer(factors.get(kernel.name, 0.5))
-        return search(key, kernel.space(), timer, open_results(options.db), options.replace(strategy="random"),
+        return search(key, kernel.space(), timer, open_results(db), options.replace(strategy="random"),
                       memcpy_gbps=3000.0)
     return tune_kernel
 

@@ -163,3 +163,20 @@ def test_the_options_pickle_whole_for_the_spawned_processes():
     back = pickle.loads(pickle.dumps(options))
     assert back == options and back.measure == options.measure and back.retime == RetimeOptions(top_k=2)
     assert pickle.loads(pickle.dumps(options.benchmark_options())) == options.benchmark_options()
+
+
+@pytest.mark.parametrize("build", [lambda: SearchOptions(db="sqlite:///x.db"),
+                                   lambda: SearchOptions.of(None, db="sqlite:///x.db"),
+                                   lambda: SearchOptions(trials=5).replace(db="sqlite:///x.db")])
+def test_the_database_is_no_option_and_old_code_giving_it_is_told_where_it_goes(build):
+    """Issue 50: the results database travels beside the options (``tune(..., db=URL)``, the
+    CLI's ``--db``), not inside them; ``SearchOptions(db=...)``, a field until 0.4.0, is one
+    refusal naming the value and where it goes now, whichever way the options are built."""
+    from dataclasses import fields
+
+    assert "db" not in {f.name for f in fields(SearchOptions)} and not hasattr(SearchOptions(), "db")
+    with pytest.raises(InvalidInputError) as caught:
+        build()
+    assert str(caught.value) == ("SearchOptions: db 'sqlite:///x.db' is not allowed; the results database is no "
+                                 "search option since 0.4.0: give db= beside the options, to the call that opens it "
+                                 "(autotune.tune(..., db=URL), tune_workload(..., db=URL); the CLI's --db)")

@@ -47,13 +47,13 @@ def shaped_gpu(monkeypatch, device_info):
     return opened
 
 
-def seeded_tune(kernel, dims, dtype, *, device, options, also=()):
+def seeded_tune(kernel, dims, dtype, *, device, options, db, also=()):
     """``autotune.tune`` with a seed of its own per shape (one seed for all would measure the
     same random configs at every shape: a dense matrix from the start), and without the
     shapes tuned before measured alongside (``also``), for the same reason."""
     import autotune
 
-    return autotune.tune(kernel, dims, dtype, device=device, options=options.replace(seed=sum(dims.values())))
+    return autotune.tune(kernel, dims, dtype, device=device, options=options.replace(seed=sum(dims.values())), db=db)
 
 
 def _tables(db_url, device_info):
@@ -63,8 +63,9 @@ def _tables(db_url, device_info):
 
 def test_the_matrix_times_every_winner_and_runner_up_at_every_tuned_shape(shaped_gpu, db_url, device_info):
     planned = []
-    options = SearchOptions(trials=6, strategy="random", seed=1, db=db_url, top_k=2, rounds=1)
-    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 3, options=options, on_plan=planned.append,
+    options = SearchOptions(trials=6, strategy="random", seed=1, top_k=2, rounds=1)
+    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 3, options=options, db=db_url,
+                          on_plan=planned.append,
                           device_info=device_info, tune=seeded_tune)
     tables = _tables(db_url, device_info)
     configs = matrix_configs(tables)
@@ -79,13 +80,14 @@ def test_the_matrix_times_every_winner_and_runner_up_at_every_tuned_shape(shaped
     # dense already: nothing more to time
     before = len(shaped_gpu)
     assert complete_matrix(get_kernel(K), tuning_key(K, device_info, (1, 1), "float32"), "float32",
-                           options=options, tune=seeded_tune) == []
+                           options=options, db=db_url, tune=seeded_tune) == []
     assert len(shaped_gpu) == before
 
 
 def test_without_the_matrix_only_the_searches_run(shaped_gpu, db_url, device_info):
-    options = SearchOptions(trials=6, strategy="random", seed=1, db=db_url, top_k=2, rounds=1)
-    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 2, options=options, device_info=device_info,
+    options = SearchOptions(trials=6, strategy="random", seed=1, top_k=2, rounds=1)
+    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 2, options=options, db=db_url,
+                          device_info=device_info,
                           matrix=False, tune=seeded_tune)
     assert len(results) == 2
     tables = _tables(db_url, device_info)
@@ -99,12 +101,13 @@ def test_each_search_measures_its_configs_at_the_shapes_tuned_before_it(shaped_g
 
     asked = []
 
-    def tune(kernel, dims, dtype, *, device, options, also=()):
+    def tune(kernel, dims, dtype, *, device, options, db, also=()):
         asked.append((dict(dims), [dict(d) for d in also]))
         return autotune.tune(kernel, dims, dtype, device=device, options=options.replace(seed=sum(dims.values())),
-                             also=also)
-    options = SearchOptions(trials=4, strategy="random", seed=1, db=db_url, top_k=2, rounds=1)
-    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 3, options=options, device_info=device_info,
+                             db=db, also=also)
+    options = SearchOptions(trials=4, strategy="random", seed=1, top_k=2, rounds=1)
+    results = tune_shapes(K, {"rows": (64, 4096), "cols": (64, 4096)}, 3, options=options, db=db_url,
+                          device_info=device_info,
                           matrix=False, tune=tune)
     assert [len(also) for _, also in asked] == [0, 1, 2]
     assert sorted(map(str, asked[2][1])) == sorted(map(str, [asked[0][0], asked[1][0]]))

@@ -167,7 +167,7 @@ def test_the_cli_builds_the_options_once_and_its_header_says_the_strategy_and_ba
                                  "--seed", "4", "--db", db_url])
     assert r.exit_code == 0, r.output
     assert "strategy random, batches of 3" in r.output and "measured 5 configs: 5 ok" in r.output
-    assert seen == [SearchOptions(trials=5, strategy="random", batch=3, seed=4, db=db_url)]
+    assert seen == [SearchOptions(trials=5, strategy="random", batch=3, seed=4)]  # --db beside them, not inside
     r = CliRunner().invoke(app, ["search", "--size", "64", "--trials", "2", "--sampler", "grid", "--resume",
                                  "--db", db_url])
     assert r.exit_code == 0, r.output

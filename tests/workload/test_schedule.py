@@ -35,7 +35,7 @@ def _scheduler(monkeypatch, device_info, db_url, budget_s: float, calls=(30, 10,
 
     record_app(monkeypatch, device_info, db_url, calls=calls)
     rows = make_plan("app", budget_s=budget_s, db=db_url).rows
-    return Scheduler(rows, {r.recorded.ident: _result_of(r) for r in rows}, budget_s, SEEDED.replace(db=db_url))
+    return Scheduler(rows, {r.recorded.ident: _result_of(r) for r in rows}, budget_s, SEEDED, db_url)
 
 
 def _fake_job(job, ordinal: int, early: float = 0.4, whole=()) -> JobResult:
@@ -315,8 +315,7 @@ def test_a_gpu_with_nothing_to_do_waits_for_what_the_others_leave(monkeypatch, d
     monkeypatch.setenv("AUTOTUNE_FAKE_GPUS", ",".join([device_info.name] * 2))
     monkeypatch.setenv("AUTOTUNE_FAKE_BENCH", "any")
     monkeypatch.setattr(benchmark, "open_benchmark", workers.fake_open_benchmark)
-    options = SEEDED.replace(db=db_url)
-    jobs = [Job(i, r.problem.ref, 0.0, None, options, _result_of(r)) for i, r in enumerate(rows)]  # measure only
+    jobs = [Job(i, r.problem.ref, 0.0, None, SEEDED, db_url, _result_of(r)) for i, r in enumerate(rows)]  # measure only
 
     class Gated:
         """Hands out job 0, then nothing until it is done, then the rest."""
