@@ -29,7 +29,7 @@ from autotune.base import signals as stop
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-__all__ = ["advisory_lock", "LOCK_WAIT_S", "BUSY_TIMEOUT_S", "SPIN_S", "SESSION_BUSY_TIMEOUT_S", "RETRIES", "conflict", "retrying",
+__all__ = ["advisory_lock", "LOCK_WAIT_S", "BUSY_TIMEOUT_S", "SESSION_BUSY_TIMEOUT_S", "RETRIES", "conflict", "retrying",
            "retry_when_locked", "reading", "database_error_in", "is_database_error", "configure_sqlite"]
 
 LOCK_WAIT_S = 60.0
@@ -41,12 +41,6 @@ no signal is acted on, before the retry loop (which acts on one) tries again."""
 SESSION_BUSY_TIMEOUT_S = 30.0
 """SQLite: seconds a transaction not retried (:meth:`Store.session` used directly, Optuna's
 own) waits for the lock."""
-SPIN_S = 0.001
-"""SQLite: during a retried transaction's first :data:`BUSY_TIMEOUT_S`, an attempt that finds
-the database locked is refused at once and tried again after 1-2 ms. SQLite's own wait
-(its busy handler) sleeps 1, 2, 5, 10... up to 100 ms between its looks, so under several
-writers (a search's worker per GPU, each writing a few transactions a config) a writer slept
-well past the moment the lock came free."""
 RETRIES = 5
 """Attempts of a transaction refused by a concurrent writer on PostgreSQL: a deadlock, a
 serialisation failure, or a unique key another process inserted first."""
@@ -82,11 +76,8 @@ def retrying(attempt):
         StoreError: not a conflict, or still refused at the end (saying how long it tried).
     """
     started = time.monotonic()
-    slow = 0  # attempts after the first BUSY_TIMEOUT_S
     for n in itertools.count(1):
-        spinning = time.monotonic() - started < BUSY_TIMEOUT_S
-        before = getattr(_attempt, "short", False)
-        _attempt.short = "spin" if spinning else True
+        before, _attempt.short = getattr(_attempt, "short", False), True
         try:
             return attempt()
         except StoreError as exc:
@@ -97,11 +88,7 @@ def retrying(attempt):
                 raise StoreError(f"{exc} (still refused after {n} attempts in {waited:.0f} s)") from exc.__cause__
         finally:
             _attempt.short = before
-        if kind == "locked" and spinning:  # the lock is usually free again within milliseconds
-            time.sleep(SPIN_S * (1 + random.random()))
-            continue
-        slow += 1
-        stop.sleep(min(0.05 * 2**slow, 0.5) * (1 + random.random()))
+        stop.sleep(min(0.05 * 2**n, 0.5) * (1 + random.random()))
 
 
 @contextlib.contextmanager
@@ -186,8 +173,7 @@ def configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool
     def _on_begin(connection: Any) -> None:
         # a retried attempt (ours, or an Optuna write a search retries: the claim of a config)
         # waits briefly inside SQLite, then in the retry loop, where a signal is acted on
-        short = getattr(_attempt, "short", False)
-        wait = 0.0 if short == "spin" else BUSY_TIMEOUT_S if short else SESSION_BUSY_TIMEOUT_S
+        wait = BUSY_TIMEOUT_S if getattr(_attempt, "short", False) else SESSION_BUSY_TIMEOUT_S
         connection.exec_driver_sql(f"PRAGMA busy_timeout={int(1000 * wait)}")
         reading = read_only or getattr(_attempt, "read", False)  # a read only: no write lock (WAL)
         connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
