@@ -153,7 +153,8 @@ def test_ctrl_c_stops_cleanly_prints_the_best_so_far_and_exits_130(tmp_path, inh
     assert len(rows(db, "select id from autotune_trials where status = 'ok'")) == 2
     interrupted = rows(db, "select t.state from trials t join trial_user_attributes a on a.trial_id = t.trial_id "
                            "where a.key = 'status' and a.value_json = '\"interrupted\"'")
-    assert interrupted == [("FAIL",)]  # the trial in flight
+    # the trial in flight, and the next config's if the search had claimed it meanwhile (sent ahead)
+    assert interrupted in ([("FAIL",)], [("FAIL",), ("FAIL",)])
     assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
     assert not (marks / "measure-0-4").exists()  # nothing measured after the signal
 
@@ -225,7 +226,7 @@ def test_three_hosts_join_one_study_measure_no_config_twice_lose_no_trial_and_ag
     assert rows(db, "select count(*) from trials where state = 'RUNNING'") == [(0,)]
     lost = rows(db, "select count(*) from trials t where t.state = 'FAIL' and not exists (select 1 from "
                     "trial_user_attributes a where a.trial_id = t.trial_id and a.key = 'status')")
-    assert lost == [(1,)]
+    assert lost in ([(1,)], [(2,)])  # its trial in flight, and the next one if it had claimed it meanwhile
     finished = rows(db, "select count(t.id) from autotune_searches s join autotune_trials t on t.search_id = s.id "
                         "where s.status = 'finished' group by s.id")
     assert len(finished) == 2 and (sum(n for (n,) in finished) == 50 or len(measured) >= 53), finished

@@ -38,7 +38,8 @@ this module's own: the shared trial budget, the study, the seeds and the parts o
 - Each worker measures in a child process of its own (:mod:`autotune.measure.isolation`): a
   config that crashes or hangs fails its trial (``crash``, ``timeout``) and that worker goes on.
 - A worker that dies without a word is reported ``died`` with its exit code, and leaves at
-  most its trial in flight RUNNING; the others fail it once its
+  most its trial in flight and the next one it claimed meanwhile (nothing measured) RUNNING;
+  the others fail them once their
   heartbeat has stopped (Optuna's ``fail_stale_trials``, once a heartbeat interval) and go on.
 """
 
