@@ -9,7 +9,7 @@ forever blocks the process that launched it. So a search measures in a child pro
 Tuner). The parent (:class:`IsolatedBenchmark`) waits for each answer at most the trial's
 time limit:
 
-- a sticky error (:func:`sticky_reason` of the failure's text, or any error of the CUDA backend):
+- a sticky error (:mod:`autotune.measure.sticky`, or any error of the CUDA backend):
   the trial fails with status ``crash`` and a reason naming the error
   (``illegal_address: an illegal memory access was encountered``); the child is killed;
 - the child dies (a segfault, ``os._exit``): ``crash``, ``process_died: ...``;
@@ -37,35 +37,14 @@ from dataclasses import dataclass
 from autotune.errors import AutotuneError, TrialFailed
 from autotune.base import signals as stop
 from autotune.measure.measure_options import MeasureOptions
+from autotune.measure.sticky import driver_errors, sticky_reason
 
-__all__ = ["START_TIMEOUT_S", "IsolatedBenchmark", "Measuring", "open_isolated", "sticky_reason"]
+__all__ = ["START_TIMEOUT_S", "IsolatedBenchmark", "Measuring", "open_isolated"]
 
 START_TIMEOUT_S = 600.0
 """Seconds a child may take to open the GPU and measure the bounds."""
 STOP_WAIT_S = 5.0
 """Seconds a child asked to end is given before it is killed."""
-
-STICKY = (("illegal_address", "illegal memory access"), ("misaligned_address", "misaligned address"),
-          ("illegal_instruction", "illegal instruction"), ("trap", "trap"), ("assert", "device-side assert"),
-          ("hardware_stack_error", "hardware stack error"), ("invalid_pc", "invalid program counter"),
-          ("invalid_address_space", "not supported on global/shared address space"),
-          ("launch_timeout", "launch timed out"), ("launch_failed", "unspecified launch failure"),
-          ("context_unusable", "context is destroyed"), ("context_unusable", "context has been destroyed"))
-"""(name, text in the driver's message) of the CUDA errors that leave a context unusable."""
-
-
-def sticky_reason(message: str) -> str | None:
-    """``name: driver text`` if ``message`` tells of a sticky CUDA error, else ``None``.
-
-    ``"cuCtxSynchronize failed: an illegal memory access was encountered"`` gives
-    ``"illegal_address: an illegal memory access was encountered"``.
-    """
-    lowered = message.lower()
-    for name, text in STICKY:
-        if text in lowered:
-            return f"{name}: {message.splitlines()[0].rpartition('failed: ')[2].strip()}"
-    return None
-
 
 @dataclass(frozen=True)
 class _Header:
@@ -76,13 +55,6 @@ class _Header:
     copy_gbps: float | None
     l2_mode: str | None
     energy_note: str | None = None
-
-
-def _driver_errors() -> tuple[type[BaseException], ...]:
-    """The driver errors of the backends this process made (:mod:`autotune.measure.backends`)."""
-    from autotune.measure import backends
-
-    return tuple({b.Error for b in backends.created()})
 
 
 def _send_error(conn, exc: BaseException) -> None:
@@ -105,7 +77,7 @@ def _serve(bench, request) -> tuple:
     except TrialFailed as failure:
         sticky = sticky_reason(failure.reason or "")
         return ("failed", "crash", sticky) if sticky else ("failed", failure.status, failure.reason)
-    except _driver_errors() as exc:  # noqa: B030  (a driver error outside a launch: the context is suspect)
+    except driver_errors() as exc:  # noqa: B030  (a driver error outside a launch: the context is suspect)
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return "failed", "crash", sticky_reason(text) or f"cuda_error: {text}"
     return "ok", result

@@ -16,7 +16,8 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.measure.benchmark import open_benchmark
-from autotune.measure.isolation import STICKY, open_isolated
+from autotune.measure.isolation import open_isolated
+from autotune.measure.sticky import STICKY
 from autotune.measure.measure_options import MeasureOptions
 
 from kernel_files import write_kernel

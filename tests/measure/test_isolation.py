@@ -20,7 +20,7 @@ import autotune
 from autotune.errors import AutotuneError, InvalidInputError, StoreError, TrialFailed
 from autotune.measure import benchmark, device
 from autotune.kernel.problem import Problem
-from autotune.measure.isolation import IsolatedBenchmark, open_isolated, sticky_reason
+from autotune.measure.isolation import IsolatedBenchmark, open_isolated
 from autotune.measure.measure_options import MeasureOptions
 from autotune.kernel.catalog import get_kernel
 from autotune.kernel.config import Config
@@ -70,14 +70,6 @@ def faults(monkeypatch, tmp_path):
         return marks
 
     return plant
-
-
-def test_sticky_errors_are_named():
-    assert sticky_reason("cuCtxSynchronize failed: an illegal memory access was encountered") == \
-        "illegal_address: an illegal memory access was encountered"
-    assert sticky_reason("cuMemcpyDtoH failed: misaligned address").startswith("misaligned_address: ")
-    assert sticky_reason("cuCtxSynchronize failed: unspecified launch failure").startswith("launch_failed: ")
-    assert sticky_reason("cuLaunchKernel failed: too many resources requested for launch") is None
 
 
 def test_crash_and_hang_fail_their_trials_and_the_search_goes_on_in_a_fresh_process(faults, db_url):

@@ -9,7 +9,7 @@ from autotune.kernel.config import Config
 from autotune.errors import InvalidInputError
 from autotune.store.key import ProblemKey, TuningKey
 from autotune.kernel.space import SearchSpace
-from autotune.search import tuner as tuner_module
+from autotune.search import trial_loop, tuner as tuner_module
 from autotune.search.options import SearchOptions
 from autotune.search.tuner import search
 
@@ -69,8 +69,9 @@ def test_trials_dead_before_a_heartbeat_are_looked_for_once_a_heartbeat_interval
     calls, now = [], [1000.0]
     monkeypatch.setattr(repository.Store, "fail_trials_dead_before_heartbeat",
                         lambda self, storage, name: calls.append(now[0]) or [])
-    monkeypatch.setattr(tuner_module, "time", types.SimpleNamespace(monotonic=lambda: now[0],
-                                                                    perf_counter=tuner_module.time.perf_counter))
+    clock = types.SimpleNamespace(monotonic=lambda: now[0], perf_counter=tuner_module.time.perf_counter)
+    monkeypatch.setattr(tuner_module, "time", clock)
+    monkeypatch.setattr(trial_loop, "time", clock)  # the loop's checks (autotune.search.trial_loop)
 
     def timer(config, fake=FakeTimer()):
         now[0] += study_storage.HEARTBEAT_S / 2  # two trials a heartbeat interval

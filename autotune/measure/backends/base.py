@@ -21,7 +21,7 @@ Contract:
 * A refused call raises :attr:`Backend.Error`, or its subclasses :attr:`Backend.LaunchError` (a
   launch failed: out of resources, a launch failure, a timeout) and :attr:`Backend.MemoryError`
   (an allocation failed); the message is ``"<call> failed: <the driver's text>"``, the format
-  :func:`autotune.measure.isolation.sticky_reason` reads.
+  :func:`autotune.measure.sticky.sticky_reason` reads.
 * Nothing touches CUDA before the first call of a method (import is free).
 """
 

@@ -16,7 +16,7 @@ from autotune.kernel.problem import Problem
 from autotune.measure import backends
 from autotune.measure.backends.base import CudaError, CudaLaunchError, CudaMemoryError, DeviceAllocation
 from autotune.measure.backends.bindings import BindingsBackend, pack_arguments
-from autotune.measure.isolation import sticky_reason
+from autotune.measure.sticky import sticky_reason
 from autotune.measure.measure_options import MeasureOptions
 
 from fake_cuda import CUresult, FakeCu, chosen_bindings
@@ -138,9 +138,9 @@ def test_driver_errors_keep_the_drivers_text_and_their_kind(fake):
         backend.synchronize()
     assert not isinstance(info.value, CudaLaunchError)
     assert sticky_reason(str(info.value)) == "illegal_address: an illegal memory access was encountered"
-    from autotune.measure.isolation import _driver_errors
+    from autotune.measure.sticky import driver_errors
 
-    assert CudaError in _driver_errors()
+    assert CudaError in driver_errors()
 
 
 def test_arguments_are_packed_at_their_alignment_behind_a_pointer_array():
