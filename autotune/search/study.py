@@ -99,6 +99,7 @@ class StoredStudy:
         self._dists = {n: optuna.distributions.CategoricalDistribution(list(v)) for n, v in space.params}
         self._beating: set[int] = set()  # RUNNING trials of this search (a claimed one waits while another measures)
         self._read: set[int] = set()  # trials measured() returned already
+        self._checked = False  # the study's distributions checked against the space's (start)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -182,20 +183,22 @@ class StoredStudy:
         was committed first and is seen; on PostgreSQL the claims of one config take turns
         under an advisory lock (:meth:`autotune.store.repository.Store.claim_lock`), so the
         ids of its trials follow their commits there too."""
-        from optuna.trial import TrialState, create_trial
+        from autotune.store import study_storage
 
-        template = create_trial(state=TrialState.RUNNING, params=config.as_dict(), distributions=self._dists)
+        if not self._checked:  # the study's distributions, once (Optuna checks them every write)
+            self._retried(lambda: study_storage.check_distributions(self.storage, self._study_id, self._dists),
+                          read=True)
+            self._checked = True
         params = {n: self._dists[n].to_internal_repr(v) for n, v in config.as_dict().items()}
         with self.store.claim_lock(f"{self.name}\0{config.key}"):
-            trial_id = self._retried(lambda: self.storage.create_new_trial(self._study_id, template_trial=template))
+            trial_id, number = self._retried(lambda: study_storage.start_trial(
+                self.storage, self._study_id, config.as_dict(), self._dists))  # with its first heartbeat
             try:
-                self.storage.record_heartbeat(trial_id)
                 if self.store.claimed_before(self._study_id, trial_id, params):
                     self.abandon(trial_id, "duplicate")
                     return None
                 with self._lock:
                     self._beating.add(trial_id)
-                number = self._retried(lambda: self.storage.get_trial_number_from_id(trial_id), read=True)
             except BaseException as exc:  # a signal in a retry's backoff, a lost database: not left RUNNING
                 with stop.shielded(), contextlib.suppress(Exception):
                     self.abandon(trial_id, "interrupted" if isinstance(exc, KeyboardInterrupt) else "lost")
@@ -227,19 +230,21 @@ class StoredStudy:
         before (``same_binary_as``)."""
         from optuna.trial import TrialState
 
+        from autotune.store import study_storage
+
         self._stop_beating(trial_id)
         cut = outcome.status == "timeout" and (outcome.reason or "").startswith(COMPILE_DEADLINE)
-        attrs = {"status": CUT if cut else outcome.status, "reason": outcome.reason, "cubin": outcome.cubin,
-                 "same_binary_as": outcome.same_as}
-        for name, value in attrs.items():  # each write retried while another writer holds the database
-            if value is not None and (value or name == "same_binary_as"):
-                self._retried(lambda n=name, v=value: self.storage.set_trial_user_attr(trial_id, n, v))
+        attrs = {"status": CUT if cut else outcome.status}
+        if outcome.reason:
+            attrs["reason"] = outcome.reason
+        if outcome.cubin:
+            attrs["cubin"] = outcome.cubin
+        if outcome.same_as is not None:  # a trial number: 0 is one
+            attrs["same_binary_as"] = outcome.same_as
         score = objective.told(outcome.measurement, self.objective) if outcome.status == "ok" else None
-        if score is not None:
-            values = list(score) if isinstance(score, tuple) else [score]
-            self._retried(lambda: self.storage.set_trial_state_values(trial_id, TrialState.COMPLETE, values))
-        else:
-            self._retried(lambda: self.storage.set_trial_state_values(trial_id, TrialState.FAIL))
+        values = None if score is None else list(score) if isinstance(score, tuple) else [score]
+        state = TrialState.FAIL if values is None else TrialState.COMPLETE
+        self._retried(lambda: study_storage.end_trial(self.storage, trial_id, state, values, attrs))  # one write
 
     def abandon(self, trial_id: int, status: str) -> None:
         """Fail a trial that was cut (``status``: ``interrupted`` by a signal, or ``lost``: the
@@ -247,9 +252,11 @@ class StoredStudy:
         process had claimed its config); its config counts as not measured by it."""
         from optuna.trial import TrialState
 
+        from autotune.store import study_storage
+
         self._stop_beating(trial_id)
-        self.storage.set_trial_user_attr(trial_id, "status", status)
-        self.storage.set_trial_state_values(trial_id, TrialState.FAIL)
+        with self.store.errors():
+            study_storage.end_trial(self.storage, trial_id, TrialState.FAIL, attrs={"status": status})
 
     def close(self) -> None:
         """Stop the heartbeat thread."""

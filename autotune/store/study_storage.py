@@ -1,5 +1,6 @@
-"""Optuna's study storage in the results database: its RDB storage with heartbeats, and the
-failing of trials whose process died before their first heartbeat.
+"""Optuna's study storage in the results database: its RDB storage with heartbeats, a search's
+trial started and ended in one transaction each, and the failing of trials whose process died
+before their first heartbeat.
 
 Optuna (``optuna.storages.RDBStorage``) keeps its own tables (``studies``, ``trials``, ...) beside
 autotune's in the same database; :meth:`autotune.store.repository.Store.optuna_storage` opens it
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from autotune.store.key import TuningKey
 
 __all__ = ["Studies", "HEARTBEAT_S", "GRACE_S", "NOT_MEASURED", "rdb_storage", "fail_trials_dead_before_heartbeat",
-           "advisory_key", "stored_study_name"]
+           "advisory_key", "stored_study_name", "start_trial", "end_trial", "check_distributions"]
 
 HEARTBEAT_S = 5
 """Seconds between heartbeats of a running Optuna trial."""
@@ -130,6 +131,117 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
                 except UpdateFinishedTrialError:  # another process failed or finished it first
                     pass
     return failed
+
+
+@contextmanager
+def _transaction(storage: optuna.storages.RDBStorage) -> Iterator[Any]:
+    """One transaction on the session Optuna's own storage methods use (its engine, with
+    :func:`rdb_storage`'s SQLite set-up: ``BEGIN IMMEDIATE``, the busy waits): commits at the
+    end, rolls back whole on any error, which is raised as it came (the caller's
+    ``Store.errors()`` names a database error)."""
+    session = storage.scoped_session()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def start_trial(storage: optuna.storages.RDBStorage, study_id: int, params: dict[str, Any],
+                distributions: dict[str, Any]) -> tuple[int, int]:
+    """Write a RUNNING trial of Optuna study ``study_id`` holding ``params`` (each parameter's
+    value; its distribution from ``distributions``), with its first heartbeat, in one
+    transaction; returns ``(trial id, number)``.
+
+    The rows are those Optuna's ``create_new_trial`` (with a RUNNING template trial) and
+    ``record_heartbeat`` write, in Optuna's own models, so Optuna reads the trial back as its
+    own: a ``trials`` row numbered by the study's trials before it, one ``trial_params`` row a
+    parameter, one ``trial_heartbeats`` row. Optuna writes them in two transactions of some 30
+    statements for a 13-macro config (each parameter's distribution is looked up again), while
+    SQLite's one write lock is held, and every process on the study waits for it; here they
+    are one transaction of a few inserts. The distributions are checked against the study's
+    once a search (:func:`check_distributions`).
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database refused it (nothing was written).
+    """
+    import datetime
+
+    from optuna.distributions import distribution_to_json
+    from optuna.storages._rdb import models
+    from optuna.trial import TrialState
+
+    with _transaction(storage) as session:
+        trial = models.TrialModel(study_id=study_id, number=None, state=TrialState.RUNNING,
+                                  datetime_start=datetime.datetime.now())
+        session.add(trial)
+        session.flush()  # its id
+        trial_id = trial.trial_id
+        session.add_all([models.TrialParamModel(trial_id=trial_id, param_name=name,
+                                                param_value=distributions[name].to_internal_repr(value),
+                                                distribution_json=distribution_to_json(distributions[name]))
+                         for name, value in params.items()])
+        session.add(models.TrialHeartbeatModel(trial_id=trial_id))
+        number = trial.number = trial.count_past_trials(session)
+    return trial_id, number
+
+
+def end_trial(storage: optuna.storages.RDBStorage, trial_id: int, state: Any, values: list[float] | None = None,
+              attrs: dict[str, Any] | None = None) -> None:
+    """End RUNNING trial ``trial_id`` in one transaction: its user attributes ``attrs`` (set,
+    or replaced), its ``values`` (one per objective), its ``state`` (``TrialState.COMPLETE`` or
+    ``FAIL``) and its completion time; as Optuna's ``set_trial_user_attr`` (once an attribute)
+    and ``set_trial_state_values`` would, in one write instead of one each.
+
+    Raises:
+        KeyError: no such trial.
+        optuna.exceptions.UpdateFinishedTrialError: the trial had ended (another process
+            failed it by heartbeat): nothing was written.
+        sqlalchemy.exc.SQLAlchemyError: the database refused it (nothing was written).
+    """
+    import datetime
+    import json
+
+    from optuna.storages._rdb import models
+
+    with _transaction(storage) as session:
+        trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
+        storage.check_trial_is_updatable(trial_id, trial.state)
+        held = {a.key: a for a in session.query(models.TrialUserAttributeModel)
+                .filter(models.TrialUserAttributeModel.trial_id == trial_id)}
+        for key, value in (attrs or {}).items():
+            if key in held:
+                held[key].value_json = json.dumps(value)
+            else:
+                session.add(models.TrialUserAttributeModel(trial_id=trial_id, key=key, value_json=json.dumps(value)))
+        for objective, value in enumerate(values or ()):
+            stored, kind = models.TrialValueModel.value_to_stored_repr(value)
+            session.add(models.TrialValueModel(trial_id=trial_id, objective=objective, value=stored, value_type=kind))
+        trial.state = state
+        trial.datetime_complete = datetime.datetime.now()
+
+
+def check_distributions(storage: optuna.storages.RDBStorage, study_id: int, distributions: dict[str, Any]) -> None:
+    """Check ``distributions`` against those study ``study_id`` holds for the same parameter
+    names (its first trial's), as Optuna checks each parameter it writes
+    (``check_distribution_compatibility``); :func:`start_trial` relies on this check, made
+    once a search.
+
+    Raises:
+        ValueError: another kind of distribution, or other choices (Optuna's own error).
+    """
+    from optuna.distributions import check_distribution_compatibility, json_to_distribution
+    from optuna.storages._rdb import models
+
+    with _transaction(storage) as session:
+        for name, distribution in distributions.items():
+            held = (session.query(models.TrialParamModel).join(models.TrialModel)
+                    .filter(models.TrialModel.study_id == study_id, models.TrialParamModel.param_name == name).first())
+            if held is not None:
+                check_distribution_compatibility(json_to_distribution(held.distribution_json), distribution)
 
 
 def advisory_key(name: str) -> int:
