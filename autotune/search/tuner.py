@@ -235,8 +235,10 @@ class Tuner(TrialLoop):
         return self.result.measured.get(config)
 
     def _remember(self, outcome: TrialOutcome) -> None:
-        """Keep the identity of the binary an ``ok`` trial measured (the first one of each)."""
-        if outcome.status == "ok" and outcome.cubin and outcome.same_as is None:
+        """Keep the identity of the binary an ``ok`` trial measured (the first one of each), where
+        this search holds its measurement: a trial another process measured (read from the
+        study) names its binary but not its figures, so a twin of it is measured here."""
+        if outcome.status == "ok" and outcome.cubin and outcome.same_as is None and outcome.measurement is not None:
             self.binaries.setdefault(outcome.cubin, outcome)
 
     def _built(self, config: Config):

@@ -166,6 +166,7 @@ def start_trial(storage: optuna.storages.RDBStorage, study_id: int, params: dict
     once a search (:func:`check_distributions`).
 
     Raises:
+        KeyError: no such study.
         sqlalchemy.exc.SQLAlchemyError: the database refused it (nothing was written).
     """
     import datetime
@@ -175,6 +176,10 @@ def start_trial(storage: optuna.storages.RDBStorage, study_id: int, params: dict
     from optuna.trial import TrialState
 
     with _transaction(storage) as session:
+        # the study's row locked first, as Optuna does: numbering counts the trials before this
+        # one, which on PostgreSQL a concurrent uncommitted claim would not show (two trials of
+        # one number; a search reads trials by number)
+        models.StudyModel.find_or_raise_by_id(study_id, session, for_update=True)
         trial = models.TrialModel(study_id=study_id, number=None, state=TrialState.RUNNING,
                                   datetime_start=datetime.datetime.now())
         session.add(trial)

@@ -95,6 +95,38 @@ def test_twins_of_one_binary_sent_ahead_are_measured_once(store, key):
     assert len(same) == len(valid) // 2 and all(o.reason.startswith(SAME_BINARY) for o in same)
 
 
+def test_a_twin_of_a_binary_another_process_measured_is_measured_here(store, key):
+    """Another process on the study (another GPU's worker) measured a config whose binary is
+    also this search's next config's: its trial says which binary (``cubin``) but holds no
+    measurement here, so this search measures the twin itself (it stored an ``ok`` without a
+    measurement before, and the worker failed with "an ok trial needs its measurement")."""
+    from autotune.search.outcome import TrialOutcome
+    from autotune.search.study import StoredStudy
+    from autotune.store.opening import open_results
+
+    valid = SPACE.configs()
+    theirs = valid[6]  # this search has claimed at most its second config when its first trial is stored
+    twin = next(c for c in valid[7:] if ignoring_ipad(c) == ignoring_ipad(theirs))
+    timer, events, other = FakeTimer(), [], []
+
+    def meanwhile(outcome, result):  # the other process measures ``theirs`` as this search's first trial is stored
+        if not other:
+            other.append(StoredStudy(open_results(store.url), key, SPACE, resume=True))
+            trial_id, number = other[0].start(theirs)
+            other[0].finish(trial_id, TrialOutcome(number, theirs, "ok", measurement=FakeTimer()(theirs),
+                                                   cubin=ignoring_ipad(theirs).identity))
+    try:
+        result = search(key, SPACE, None, store, SearchOptions(trials=300, seed=0, strategy="grid"),
+                        send=Sent(timer, events, store, key), built=ignoring_ipad, retime=fake_retime(),
+                        on_trial=meanwhile)
+    finally:
+        other[0].close()
+    assert result.stopped == "exhausted"
+    assert twin in timer.calls and theirs not in timer.calls  # measured here; theirs not again
+    mine = {o.config: o for o in result.outcomes}
+    assert mine[twin].status == "ok" and mine[twin].same_as is None and mine[twin].measurement is not None
+
+
 def test_a_signal_while_a_config_is_measured_leaves_no_trial_running(store, key):
     timer, events = FakeTimer(), []
     with pytest.raises(KeyboardInterrupt):

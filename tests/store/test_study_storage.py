@@ -7,6 +7,7 @@ on a PostgreSQL database of its own (``shared_db``)."""
 from __future__ import annotations
 
 import math
+import threading
 
 import optuna
 import pytest
@@ -116,3 +117,33 @@ def test_the_studys_distributions_are_checked_as_optuna_checks_them(storage):
     other = {**DISTS, "IPAD": CategoricalDistribution([0, 1, 2, 4])}
     with pytest.raises(ValueError, match="dynamic value space"):
         study_storage.check_distributions(storage, ours_id, other)
+
+
+def test_trials_started_at_once_by_several_processes_get_distinct_numbers(shared_db):
+    """Six stores (as six processes would) start trials of one study at the same instant: each
+    trial gets its own number, 0 to 29 (on PostgreSQL the study's row is locked first, as
+    Optuna does: two trials of one number made a search skip the second when it read the
+    study by number, and two workers then claimed its config forever)."""
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storages = [open_results(shared_db).optuna_storage() for _ in range(6)]
+    optuna.create_study(study_name="one", storage=storages[0])
+    study_id = storages[0].get_study_id_from_name("one")
+    start, numbers, errors = threading.Barrier(len(storages)), [], []
+
+    def claim(storage, i):
+        try:
+            start.wait()
+            for j in range(5):
+                params = {"TILE_DIM": [16, 32, 64][j % 3], "BLOCK_ROWS": [4, 8][i % 2], "IPAD": j % 3}
+                numbers.append(study_storage.start_trial(storage, study_id, params, DISTS)[1])
+        except Exception as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=claim, args=(s, i)) for i, s in enumerate(storages)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and sorted(numbers) == list(range(30))
+    trials = storages[0].get_all_trials(study_id)
+    assert sorted(t.number for t in trials) == list(range(30))
