@@ -12,6 +12,9 @@
 # AUTOTUNE_FAKE_GPUS naming two, to try the script itself).
 # Output: $OUT (if set) or benchmarks/results/, named <date>_<gpu>_multi_gpu_throughput.txt;
 # KEEP_DB=1 also keeps each run's database there (..._gpu1.db, ..._gpus.db: every trial's phases).
+# CACHE_ROOT=DIR keeps each run's cubin cache in DIR/cache_<name> instead of an empty one: a second
+# invocation with the same DIR (and seed) measures with the cubins the first one built (warm), so
+# the two show what compiling costs the search.
 # For the several-GPU run only: MULTI_OPTIONS (e.g. "--batch 64": 32 per GPU) and
 # MULTI_COMPILE_WORKERS (the host's compile threads, split between the GPUs; default the CPU count).
 set -euo pipefail
@@ -36,10 +39,12 @@ one() {  # one NAME DEVICES [search options]: a search from a fresh database and
   local name=$1 device=$2
   shift 2
   local db="$scratch/$name.db" log="$scratch/$name.log"
-  export AUTOTUNE_CACHE_DIR="$scratch/cache_$name"
+  export AUTOTUNE_CACHE_DIR="${CACHE_ROOT:-$scratch}/cache_$name"
+  local cache="AUTOTUNE_CACHE_DIR empty"
+  [ -n "$(ls -A "$AUTOTUNE_CACHE_DIR" 2>/dev/null)" ] && cache="AUTOTUNE_CACHE_DIR holding $(find "$AUTOTUNE_CACHE_DIR" -name '*.cubin' | wc -l) cubins"
   echo "## $name: ${AUTOTUNE_COMPILE_WORKERS:+AUTOTUNE_COMPILE_WORKERS=$AUTOTUNE_COMPILE_WORKERS }$run search" \
        "--kernel matmul_warp --size $size --trials $trials --device $device --strategy tpe --seed 1 $* --db <fresh>" \
-       " (AUTOTUNE_CACHE_DIR empty)"
+       " ($cache)"
   local smi=""
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 500 > "$scratch/$name.smi" &
