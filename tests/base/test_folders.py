@@ -17,6 +17,8 @@ from autotune.base import folders
 from autotune.base.folders import Folder, check_folder, refused, replace_folder
 from autotune.errors import InvalidInputError
 
+from folder_state import snapshot, staging_left
+
 MARKER = "thing.json"
 
 
@@ -36,20 +38,6 @@ def write(target: Path, *names: str) -> Folder:
     folder = check_folder(target, "thing", MARKER, owned)
     replace_folder(target, files(*names), folder, "thing")
     return folder
-
-
-def snapshot(folder: Path) -> dict:
-    """Every entry under ``folder`` (and the folder itself): bytes, mode, inode, mtime."""
-    out = {".": (stat.S_IMODE(folder.stat().st_mode), folder.stat().st_ino)}
-    for p in sorted(folder.rglob("*")):
-        st = p.lstat()
-        out[str(p.relative_to(folder))] = (p.read_bytes() if p.is_file() else None, stat.S_IMODE(st.st_mode),
-                                           st.st_ino, st.st_mtime_ns)
-    return out
-
-
-def staging_left(parent: Path) -> list[str]:
-    return [p.name for p in parent.iterdir() if p.name.startswith(".")]
 
 
 def test_a_new_folder_and_its_missing_parents_are_made(tmp_path):

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from autotune.cli import app
+
+from folder_state import snapshot, staging_left
 
 runner = CliRunner()
 
@@ -62,20 +63,6 @@ def refused(r, *needles):
     lines = r.output.strip().splitlines()
     assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
     assert all(n in lines[0] for n in needles), r.output
-
-
-def snapshot(folder: Path) -> dict:
-    """Every file under ``folder`` (and the folder itself): bytes, mode, inode, mtime."""
-    out = {".": (stat.S_IMODE(folder.stat().st_mode), folder.stat().st_ino)}
-    for p in sorted(folder.rglob("*")):
-        st = p.lstat()
-        out[str(p.relative_to(folder))] = (p.read_bytes() if p.is_file() else None, stat.S_IMODE(st.st_mode),
-                                           st.st_ino, st.st_mtime_ns)
-    return out
-
-
-def staging_left(parent: Path) -> list[str]:
-    return [p.name for p in parent.iterdir() if p.name.startswith(".")]
 
 
 @pytest.mark.parametrize("theirs", [
