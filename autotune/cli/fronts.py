@@ -3,16 +3,16 @@ whose search minimised ``time,energy`` has one (:meth:`~autotune.store.repositor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from autotune.measure.figures import duration
-from .output import Column, Format, emit
+from autotune.report.result_tables import FRONT_COLUMNS, front_role
+from .output import Format, emit
 from ._common import out
 
 if TYPE_CHECKING:
     from autotune.store.records import BestRecord
 
-__all__ = ["pareto_fronts", "front_role", "front_data", "FRONT_COLUMNS", "emit_front"]
+__all__ = ["pareto_fronts", "emit_front"]
 
 
 def pareto_fronts(store, records: list[BestRecord]) -> dict[int, list]:
@@ -21,34 +21,6 @@ def pareto_fronts(store, records: list[BestRecord]) -> dict[int, list]:
     from autotune.search.options import PARETO_OBJECTIVES
 
     return {id(b): store.pareto_front(b.search_id) for b in records if b.objective in PARETO_OBJECTIVES}
-
-
-def front_role(members: list, t) -> str:
-    """``time-optimal``, ``energy-optimal``, both, or ``""``: what a front member is named."""
-    from autotune.store.pareto import named_ends
-
-    ends = named_ends(members)
-    if ends is None:
-        return ""
-    roles = [name for name, end in zip(("time-optimal", "energy-optimal"), ends) if end is t]
-    return " and ".join(roles)
-
-
-def front_data(members: list | None) -> list[dict[str, Any]] | None:
-    """A front as the JSON export of ``best`` writes it: each member's config, ms, J and role."""
-    if members is None:
-        return None
-    return [{"config": t.config.as_dict(), "median_ms": t.median_ms, "energy_j": t.energy_j,
-             "role": front_role(members, t) or None} for t in members]
-
-
-FRONT_COLUMNS = [
-    Column("", "role", lambda t: t[1] or None),
-    Column("median", "median_ms", lambda t: t[0].median_ms, text=duration, right=True),
-    Column("J/launch", "energy_j", lambda t: t[0].energy_j, text=lambda v: f"{v:.4g}", right=True),
-    Column("config", "config", lambda t: t[0].config.key, long=True),
-]
-"""The columns of a front's table (``autotune best``): rows of ``(TrialRecord, role)``."""
 
 
 def emit_front(b: BestRecord, members: list) -> None:

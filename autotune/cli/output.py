@@ -8,8 +8,10 @@ only at their separators (``,`` of a config, spaces of a text), so that a config
 indented. When the short columns do not fit the width even so, every record becomes a block of
 ``name  value`` lines.
 
-JSON and CSV always carry every column, with raw values (numbers as numbers, ``null``/empty
-for what a record lacks), keyed by :attr:`Column.key`.
+A record's fields are its columns (:class:`~autotune.report.columns.Column`; the results
+tables' are :mod:`autotune.report.result_tables`). JSON and CSV always carry every column, with
+raw values (numbers as numbers, ``null``/empty for what a record lacks), keyed by
+:attr:`Column.key`.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import io
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
+
+from autotune.report.columns import Column, rate
 
 __all__ = ["Column", "Format", "FormatOption", "WideOption", "STALE_STYLE", "emit", "labelled", "print_pairs", "rate",
            "table_lines", "to_json"]
@@ -45,45 +48,6 @@ FormatOption = Annotated[Format, typer.Option("--format", "-f", metavar="table|j
                                                    "column, raw values) for scripts.")]
 WideOption = Annotated[bool, typer.Option("--wide", rich_help_panel="Database and output", help="Show every column in the table (JSON and CSV always "
                                                          "have them all).")]
-
-
-@dataclass(frozen=True)
-class Column:
-    """One field of a record.
-
-    ``get`` returns the raw value (``None`` when the record lacks it); ``text`` formats it for the
-    table (default :func:`str`); ``long`` puts it on a line of its own, wrapped at ``breaks``;
-    ``wide`` shows it in the table with ``--wide`` only; ``table=False``: in JSON/CSV only,
-    ``data=False``: in the table only (a column combining others for people).
-    """
-
-    name: str
-    key: str
-    get: Callable[[Any], Any]
-    text: Callable[[Any], str] = str
-    long: bool = False
-    wide: bool = False
-    right: bool = False
-    breaks: str = ", "
-    table: bool = True
-    data: bool = True
-
-    def cell(self, record: Any) -> str:
-        value = self.get(record)
-        return "" if value is None or value == "" else self.text(value)
-
-
-def rate(value: float | None, unit: str = "") -> str:
-    """A figure of merit as every table prints it: GB/s and GFLOP/s as whole numbers
-    (``2800``, ``24447``), a time by :func:`autotune.measure.figures.duration` (``0.1938 ms``,
-    ``4.20 µs``), small rates (< 10) with 3 significant digits."""
-    if value is None:
-        return ""
-    if unit == "ms":
-        from autotune.measure.figures import duration
-
-        return duration(value)
-    return f"{value:.0f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
 def wrap(value: str, width: int, breaks: str = ", ") -> list[str]:

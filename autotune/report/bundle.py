@@ -27,31 +27,26 @@ loaded is left out (and said), one whose kernel changed since it was recorded (s
 description) is refused, and so is a config that its kernel's space would not take (the reader's
 check, :func:`autotune.runtime.bundle.config_fault`).
 
-The folder ``DIR`` is autotune's: it may be new (missing parent folders are made, as
-``mkdir -p`` would), empty, or a bundle autotune wrote (its ``bundle.json`` has ``"format":
-"autotune-bundle"``); any other folder is refused and left as it was. In a bundle, autotune's
-files are ``bundle.json`` and the headers it lists (``files``, an optional field of version 1;
-for a bundle written before it, the headers of its kernels); every other file is the user's and
-is kept, byte for byte (a sub-folder, or a file of the user's where the bundle would write one,
-is refused). Nothing is written until every file is made: they are written to a new folder
-beside ``DIR`` (the user's files hard-linked into it), which then takes ``DIR``'s place in one
-step (``renameat2``'s exchange where the system has it, else two renames), and the old folder is
-removed. New folders and files follow the umask; a bundle written again keeps its folder's mode.
+The folder ``DIR`` is autotune's (:func:`autotune.base.folders.check_folder`): it may be new
+(missing parent folders are made, as ``mkdir -p`` would), empty, or a bundle autotune wrote (its
+``bundle.json`` has ``"format": "autotune-bundle"``); any other folder is refused and left as it
+was. In a bundle, autotune's files are ``bundle.json`` and the headers it lists (``files``, an
+optional field of version 1; for a bundle written before it, the headers of its kernels); every
+other file is the user's and is kept, byte for byte (a sub-folder, or a file of the user's where
+the bundle would write one, is refused). The bundle is written whole or not at all, beside
+``DIR`` then swapped into its place (:func:`autotune.base.folders.replace_folder`).
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import shutil
-import stat
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autotune.base.files import is_stdout, read_text, write_atomically
+from autotune.base.files import is_stdout, read_text
+from autotune.base.folders import check_folder, refused, replace_folder
 from autotune.dispatch import fit_trials
 from autotune.errors import InvalidInputError
 from autotune.kernel.problem import Problem, ProblemKey
@@ -79,59 +74,9 @@ class BundleReport:
         return sum(self.rungs.values())
 
 
-@dataclass(frozen=True)
-class _Folder:
-    """What :func:`_folder_ok` found at a bundle's folder: ``ours``, the names of autotune's files
-    in it (``None``: the folder does not exist yet), ``theirs``, the user's, and ``missing``, the
-    parent folders to make, outermost first."""
-
-    ours: frozenset[str] | None
-    theirs: frozenset[str] = frozenset()
-    missing: tuple[Path, ...] = ()
-
-
-def _refused(directory: Path, why: str) -> InvalidInputError:
-    return InvalidInputError(f"cannot write bundle {directory}: {why}")
-
-
-def _folder_ok(directory: Path) -> _Folder:
-    """Refuse a target that is not a new folder, an empty one, or a bundle autotune wrote
-    (nothing written, nothing made).
-
-    Raises:
-        InvalidInputError: naming it and what is allowed.
-    """
-    if not os.path.lexists(directory):
-        missing, up = [], directory.parent
-        while not os.path.lexists(up) and up != up.parent:
-            missing.append(up)
-            up = up.parent
-        if not up.is_dir():
-            raise _refused(directory, f"{up} is not a folder")
-        return _Folder(None, missing=tuple(reversed(missing)))
-    if directory.is_symlink():
-        raise _refused(directory, "it is a symbolic link; give the folder it points to, or a new folder")
-    if not directory.is_dir():
-        raise _refused(directory, "it is a file; give a new folder or a bundle's")
-    names = sorted(p.name for p in directory.iterdir())
-    if not names:
-        return _Folder(frozenset())
-    if FILE not in names:
-        raise _refused(directory, f"the folder holds other files ({', '.join(names[:3])}"
-                                  f"{', ...' if len(names) > 3 else ''}); give a new folder or a bundle's")
-    ours = _ours(directory) & set(names)
-    theirs = frozenset(names) - ours
-    for name in sorted(theirs):
-        mode = (directory / name).lstat().st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            raise _refused(directory, f"it holds {name}, which is not a file autotune wrote and cannot be carried "
-                                      "over into the new bundle; move it out, or give another folder")
-    return _Folder(frozenset(ours), theirs)
-
-
 def _ours(directory: Path) -> set[str]:
     """``bundle.json`` and the headers of the bundle in ``directory`` (module doc,
-    :func:`autotune.runtime.bundle_file.owned_files`).
+    :func:`autotune.runtime.bundle_file.owned_files`): what of a bundle's folder is autotune's.
 
     Raises:
         InvalidInputError: its ``bundle.json`` is not one autotune wrote.
@@ -141,8 +86,8 @@ def _ours(directory: Path) -> set[str]:
     except InvalidInputError:
         ours = None
     if ours is None:
-        raise _refused(directory, f"its {FILE} is not one autotune wrote (no \"format\": \"{FORMAT}\"); give a new "
-                                  "folder, an empty one or a bundle's")
+        raise refused(directory, "bundle", f"its {FILE} is not one autotune wrote (no \"format\": \"{FORMAT}\"); "
+                                           "give a new folder, an empty one or a bundle's")
     return set(ours)
 
 
@@ -171,7 +116,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                                 "header per kernel), not standard output; give a folder, e.g. deploy/app")
     target = Path(directory)
     problems = merged(workload_problems(store, name))  # the workload first: a typo in NAME is said as such
-    folder = _folder_ok(target)
+    folder = check_folder(target, "bundle", FILE, _ours)
     tuning = latest_tuning(store, name, device_name)
     if tuning is not None:
         device = tuning.device
@@ -231,11 +176,7 @@ def export_bundle(store, name: str, directory: str | os.PathLike[str], *, device
                 for (kn, dtype), d in sorted(dispatches.items()) if kn == kname]
         files[f"{kname}.h"] = render_header(k.name, k.dims, k.tunables, k.default_config().as_dict(),
                                             records.get(kname, []), provenance=provenance, dispatches=mine)
-    clash = sorted(folder.theirs & set(files))
-    if clash:
-        raise _refused(target, f"it holds {', '.join(clash)}, which autotune did not write and the bundle would "
-                               "replace; move it out, or give another folder")
-    _write(target, files, folder)
+    replace_folder(target, files, folder, "bundle")
     return BundleReport(target, device, rungs, tuple(n for n in files if n != FILE), tuple(left_out))
 
 
@@ -273,94 +214,3 @@ def _certificate(store, problem: Problem, device, chosen) -> dict | None:
         return None
     best = found[-1]
     return {**dict(best.certificate), "samples": best.samples}
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write(target: Path, files: dict[str, str], folder: _Folder) -> None:
-    """Every file of ``files`` in the folder ``target``, with the user's files ``folder.theirs``
-    kept, or nothing changed (module doc)."""
-    made: list[Path] = []
-    done = False
-    staging: Path | None = None
-    try:
-        for parent in folder.missing:  # mkdir -p, each with the umask's mode
-            parent.mkdir()
-            made.append(parent)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
-        for name, text in files.items():
-            try:
-                write_atomically(staging / name, text, f"bundle file {name}")
-            except InvalidInputError as exc:  # named by its staging path: named here by the bundle's
-                raise _refused(target, f"{name}: {str(exc).rsplit(': ', 1)[-1]}") from None
-        for name in sorted(folder.theirs):  # the user's files, the same ones (hard links)
-            if (target / name).is_symlink():
-                os.symlink(os.readlink(target / name), staging / name)
-            else:
-                os.link(target / name, staging / name, follow_symlinks=False)
-        keep = stat.S_IMODE(target.stat().st_mode) if folder.ours is not None else 0o777 & ~_umask()
-        os.chmod(staging, keep)
-        _swap(staging, target)
-        done = True
-    except OSError as exc:
-        raise _refused(target, exc.strerror or str(exc)) from None
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)  # after the swap: the old folder
-        if not done:
-            for parent in reversed(made):
-                try:
-                    parent.rmdir()
-                except OSError:
-                    pass
-
-
-def _swap(staging: Path, target: Path) -> None:
-    """Put the folder ``staging`` in ``target``'s place in one step; the old ``target``, if any,
-    is then at ``staging`` (for the caller to remove). Where the two cannot be exchanged at once
-    (no ``renameat2``): ``target`` is renamed aside, ``staging`` renamed in (the old one renamed
-    back if that fails), and the old one renamed to ``staging``."""
-    if not os.path.lexists(target):
-        os.rename(staging, target)
-        return
-    if _exchange(staging, target):
-        return
-    aside = staging.with_name(staging.name + ".old")
-    os.rename(target, aside)
-    try:
-        os.rename(staging, target)
-    except BaseException:
-        os.rename(aside, target)
-        raise
-    os.rename(aside, staging)
-
-
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Exchange the paths ``a`` and ``b`` atomically (Linux ``renameat2(RENAME_EXCHANGE)``, glibc
-    2.28 and later); ``False`` where the system or the file system does not offer it.
-
-    Raises:
-        OSError: the exchange failed for another reason.
-    """
-    import ctypes
-
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    renameat2.restype = ctypes.c_int
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, os.strerror(code), str(b))

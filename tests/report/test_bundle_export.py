@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from autotune.cli import app
+
+from folder_state import snapshot, staging_left
 
 runner = CliRunner()
 
@@ -62,20 +63,6 @@ def refused(r, *needles):
     lines = r.output.strip().splitlines()
     assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
     assert all(n in lines[0] for n in needles), r.output
-
-
-def snapshot(folder: Path) -> dict:
-    """Every file under ``folder`` (and the folder itself): bytes, mode, inode, mtime."""
-    out = {".": (stat.S_IMODE(folder.stat().st_mode), folder.stat().st_ino)}
-    for p in sorted(folder.rglob("*")):
-        st = p.lstat()
-        out[str(p.relative_to(folder))] = (p.read_bytes() if p.is_file() else None, stat.S_IMODE(st.st_mode),
-                                           st.st_ino, st.st_mtime_ns)
-    return out
-
-
-def staging_left(parent: Path) -> list[str]:
-    return [p.name for p in parent.iterdir() if p.name.startswith(".")]
 
 
 @pytest.mark.parametrize("theirs", [
@@ -138,14 +125,15 @@ def test_a_bundle_written_before_it_listed_its_files_is_still_ours(recorded, tmp
 
 
 def test_a_bundle_is_written_whole_or_not_at_all(recorded, tmp_path, monkeypatch):
+    """Through the command (the folder swap itself: tests/base/test_folders.py)."""
+    from autotune.base import folders
     from autotune.errors import InvalidInputError
-    from autotune.report import bundle
 
     folder = tmp_path / "deploy"
     assert export(recorded, folder, "two").exit_code == 0
     (folder / "README.md").write_text("mine\n")
     before = snapshot(folder)
-    real, calls = bundle.write_atomically, []
+    real, calls = folders.write_atomically, []
 
     def second_fails(path, data, what="output"):  # a full disk at the second file
         calls.append(path)
@@ -153,32 +141,20 @@ def test_a_bundle_is_written_whole_or_not_at_all(recorded, tmp_path, monkeypatch
             raise InvalidInputError(f"cannot write {path} ({what}): No space left on device")
         return real(path, data, what)
 
-    monkeypatch.setattr(bundle, "write_atomically", second_fails)
+    monkeypatch.setattr(folders, "write_atomically", second_fails)
     refused(export(recorded, folder, "app"), f"cannot write bundle {folder}: ", ": No space left on device")
     assert snapshot(folder) == before and staging_left(tmp_path) == []
-    monkeypatch.setattr(bundle, "write_atomically", real)
+    monkeypatch.setattr(folders, "write_atomically", real)
 
     def swap_fails(staging, target):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(bundle, "_swap", swap_fails)
+    monkeypatch.setattr(folders, "_swap", swap_fails)
     refused(export(recorded, folder, "app"), "Input/output error")
     assert snapshot(folder) == before and staging_left(tmp_path) == []
     new = tmp_path / "new" / "app"
     refused(export(recorded, new, "app"), "Input/output error")
     assert not (tmp_path / "new").exists()  # the parent it made is gone again
-
-
-def test_exchanging_the_folders_without_renameat2_still_swaps_whole(recorded, tmp_path, monkeypatch):
-    from autotune.report import bundle
-
-    folder = tmp_path / "deploy"
-    assert export(recorded, folder, "two").exit_code == 0
-    (folder / "README.md").write_text("mine\n")
-    monkeypatch.setattr(bundle, "_exchange", lambda a, b: False)  # not offered here: two renames
-    assert export(recorded, folder, "app").exit_code == 0
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "bundle.json", "smem_vec.h"]
-    assert staging_left(tmp_path) == []
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
