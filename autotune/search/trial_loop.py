@@ -45,7 +45,7 @@ class TrialLoop:
         pending: deque[Config] = deque(self._early[1] if self._early else ())
         deferred: set[Config] = set()  # in flight in another process's trial when their turn came
         ahead = self.tools.send is not None
-        sent = None  # (claim, built, measuring): the config the GPU measures now (ahead only)
+        sent = None  # (claim, measuring): the config the GPU measures now (ahead only)
         claimed = None  # a claim not yet measured nor stored
         try:
             while True:
@@ -53,9 +53,9 @@ class TrialLoop:
                 claimed = step if isinstance(step, Claim) else None
                 done = None
                 if sent is not None:  # its answer, stored before the next config is sent
-                    (first, built, measuring), sent = sent, None
+                    (first, measuring), sent = sent, None
                     done = settle(study, first, lambda c, m=measuring: m.result(), self.store, result.search_id,
-                                  self.flight, built=built)
+                                  self.flight, built=first.built)
                     self._remember(done)  # the next config may be its twin (one binary): measured once
                     self._companions(done)
                 if claimed is None:  # stop (step: the reason), or wait for the others ("wait")
@@ -65,11 +65,11 @@ class TrialLoop:
                         continue
                     result.stopped = step
                     return
-                built, same = self._built_now
-                if same is None and getattr(built, "identity", None):  # built alike to the one just stored?
-                    same = self.binaries.get(built.identity)
+                built = claimed.built
+                identity = getattr(built, "identity", None)  # looked up now: the trial just stored may be its twin
+                same = self.binaries.get(identity) if identity else None
                 if ahead and same is None and getattr(built, "failure", None) is None:
-                    sent = (claimed, built, self.tools.send(claimed.config))
+                    sent = (claimed, self.tools.send(claimed.config))
                     claimed = None
                     self.flight.clear()
                     self.flight.update(number=sent[0].number, config=sent[0].config, measuring=True)
@@ -85,7 +85,7 @@ class TrialLoop:
                 self._after(outcome)
         except BaseException as exc:
             if sent is not None:  # measuring: given up, its trial failed
-                sent[2].cancel()
+                sent[1].cancel()
                 give_up(study, sent[0], exc)
             if claimed is not None:
                 give_up(study, claimed, exc)
@@ -93,8 +93,8 @@ class TrialLoop:
 
     def _next(self, study: StoredStudy, pending: deque, deferred: set[Config], deadline: float | None,
               measuring: int):
-        """The next config to measure, claimed (a :class:`~autotune.search.trials.Claim`; what
-        its build made of it in ``self._built_now``), or why there is none: ``"trials"``,
+        """The next config to measure, claimed (a :class:`~autotune.search.trials.Claim`, with
+        what its build made of it), or why there is none: ``"trials"``,
         ``"timeout"``, ``"exhausted"``, or ``"wait"`` (only configs in flight elsewhere are left,
         and ``measuring`` configs of this search are still measured: read their answers first)."""
         result, options = self.result, self.options
@@ -123,8 +123,7 @@ class TrialLoop:
             if self.budget is not None and not self.budget.take():  # the other workers took the rest
                 return "trials"
             self._check_dead(study)
-            self._built_now = self._built(config)
-            claimed = claim(study, config)
+            claimed = claim(study, config, self._built(config))
             if claimed is None:  # another process claimed it an instant before (StoredStudy.start)
                 deferred.add(config)
                 if self.budget is not None:

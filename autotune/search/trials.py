@@ -27,16 +27,18 @@ __all__ = ["Claim", "claim", "give_up", "run_trial", "settle", "what_was_kept"]
 @dataclass(frozen=True)
 class Claim:
     """A config claimed as a new RUNNING trial of the study (:meth:`StoredStudy.start`): its
-    trial's id and number."""
+    trial's id and number, and ``built``, what the compile pool made of it
+    (:meth:`autotune.measure.pipeline.Ahead.built`; ``None`` where unknown)."""
 
     config: Config
     trial_id: int
     number: int
+    built: object = None
 
 
-def claim(study: StoredStudy, config: Config) -> Claim | None:
-    """Claim ``config`` as a new trial of ``study``; ``None`` where another process on the study
-    claimed it first (:meth:`StoredStudy.start`).
+def claim(study: StoredStudy, config: Config, built: object = None) -> Claim | None:
+    """Claim ``config`` (``built``: what its build made of it) as a new trial of ``study``;
+    ``None`` where another process on the study claimed it first (:meth:`StoredStudy.start`).
 
     Raises:
         KeyboardInterrupt: a signal that came while the store was writing (nothing claimed).
@@ -44,7 +46,7 @@ def claim(study: StoredStudy, config: Config) -> Claim | None:
     """
     stop.check()  # a signal that came while the store was writing
     claimed = study.start(config)
-    return None if claimed is None else Claim(config, *claimed)
+    return None if claimed is None else Claim(config, *claimed, built=built)
 
 
 def settle(study: StoredStudy, claimed: Claim, measure: Callable[[Config], Measurement], store: Store,

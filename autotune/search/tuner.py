@@ -105,7 +105,6 @@ class Tuner(TrialLoop):
         self.flight: dict = {}  # the trial (or re-timing) in flight, for saying what a lost database lost
         self._checked = 0.0  # when trials dead before their first heartbeat were last looked for
         self._early = early  # (strategy, its first batch) from early(), handed to prefetch already
-        self._built_now: tuple = (None, None)  # what _next's claim was built into, and its same binary
         self.others = [CompanionSearch(c, store, space, options) for c in companions]
 
     @staticmethod
@@ -243,13 +242,11 @@ class Tuner(TrialLoop):
 
     def _built(self, config: Config):
         """What the compile pool made of ``config`` (waiting for its build; a signal cuts the
-        wait), and the ``ok`` trial of the same binary measured before, if any."""
+        wait); ``None`` where unknown."""
         if self.tools.built is None:
-            return None, None
+            return None
         with stop.interruptible():
-            built = self.tools.built(config)
-        identity = getattr(built, "identity", None)
-        return built, self.binaries.get(identity) if identity else None
+            return self.tools.built(config)
 
 
 def search(key: TuningKey, space: SearchSpace, measure: Measure, store: Store, options: SearchOptions | None = None,

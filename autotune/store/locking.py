@@ -148,7 +148,7 @@ def configure_sqlite(engine: Engine, *, own_tables: bool = True, read_only: bool
     Optuna's writes too, so its engine gets the same. ``own_tables``: also foreign keys on
     and WAL (autotune's engine; Optuna's tables are left as Optuna defines them). Both
     engines, where the file is in WAL mode: ``synchronous=NORMAL``, so a commit waits for no
-    fsync (a trial is some 20 commits, most of them Optuna's): in WAL mode a committed
+    fsync (a trial is a handful of commits: its claim, row and end): in WAL mode a committed
     transaction still survives a killed process (SIGKILL loses at most the trial in flight);
     only a power loss or OS crash may roll back the last commits, never corrupt the file.
     ``read_only``: plain ``BEGIN`` (a reader takes no write lock) and no pragma that writes."""
