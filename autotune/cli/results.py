@@ -164,7 +164,7 @@ def trials(
                           f"{f' (stale: {why[k]})' if why[k] else ''}: --study '{k.study_name}'" for k in found)
         raise InvalidInputError(f"{len(found)} keys of {what} have trials: {names}")
     [(key, records)] = found.items()
-    if why[key]:  # issue 49: the trials of a kernel edited since were listed as if current
+    if why[key]:  # the trials of a kernel edited since are not listed as if current
         err.print(f"stale: these trials are of {key.kernel} as it was built then ({why[key]}); neither best nor "
                   f"lookup uses them; run: autotune search --kernel {kernel} {shape_args(dict(dims))} --dtype {dt}",
                   markup=False, soft_wrap=True)

@@ -22,7 +22,7 @@ __all__ = ["to_json", "from_json"]
 def to_json(d: Dispatch) -> dict[str, Any]:
     """``d`` as a JSON-ready dict (``inf`` times, of failed configs, as ``null``); ``floor`` and
     ``unsafe`` only where they are not their defaults (0 and none), so a dispatch fit without them
-    is written as before issue 48's round two, byte for byte."""
+    is written as before they existed, byte for byte."""
     doc = {"kernel": d.kernel, "dims": list(d.dims), "kind": d.kind, "k": d.k, "eps": d.eps, "margin": d.margin,
             "shapes": [list(s) for s in d.shapes], "configs": [c.as_dict() for c in d.configs],
             "regrets": [list(r) for r in d.regrets],
@@ -57,7 +57,7 @@ def from_json(doc: Mapping[str, Any]) -> Dispatch:
     if any(len(s) != len(dims) for s in shapes) or len(regrets) != len(shapes) or any(
             len(r) != len(configs) for r in regrets) or not configs:
         raise ValueError("dispatch tables of mismatched sizes")
-    unsafe = tuple(_int(s) for s in doc.get("unsafe", ()))  # absent in bundles before issue 48's round two
+    unsafe = tuple(_int(s) for s in doc.get("unsafe", ()))  # absent in bundles written before it existed
     if any(not 0 <= s < len(shapes) for s in unsafe):
         raise ValueError("dispatch unsafe shapes out of range")
     if any(not (0 <= n.config < len(configs) if n.leaf else i < n.left < len(nodes) and i < n.right < len(nodes)

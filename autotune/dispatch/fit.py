@@ -17,8 +17,9 @@ The method, in five steps (:func:`build_dispatch`):
    **noise floor** added to every config but the default: ``ln(1 + max(MARGIN, floor / T[s][0]))
    - ln(1 + MARGIN)``, ``T[s][0]`` the default's time at ``s``, so a config leaves the default only
    where it saves more than ``floor`` ms there as well as more than 1 %. Microsecond kernels need
-   it: a transpose of 5-7 us measured on an H200 (2026-11-28) drifts between ~5 and ~7 us over
-   runs of consecutive trials whatever the config, so a 20 % gain there is as often noise as not.
+   it: a transpose of a few µs drifts by tens of percent over runs of consecutive trials whatever
+   the config, so a 20 % gain there is as often noise as not (``benchmarks/README.md``,
+   "Evidence behind the code's constants").
    Cross-validation picks the floor among :data:`FLOORS` (step 4).
 2. **Configs.** The default first, then, greedily, a set cover: the config within :data:`COVER`
    (2 %) of the best at the most tuned shapes not yet covered (ties: the larger gain below);

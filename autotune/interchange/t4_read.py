@@ -247,8 +247,8 @@ def import_t4(store: Store, loaded: T4File) -> ImportReport:
     docstring). ``ImportReport.stale`` counts imported trials of keys stale on this machine.
 
     The transaction is retried while another writer holds the database, as every write of the
-    store's is (:meth:`~autotune.store.repository.Store.transaction`): it waited 30 s in one
-    attempt, and two imports at once on a loaded machine gave up after 38 s (issue 51).
+    store's is (:meth:`~autotune.store.repository.Store.transaction`), so two imports at once
+    take turns rather than one giving up.
 
     Raises:
         StoreError: the database cannot be written, or stays locked past the retries; nothing

@@ -45,7 +45,7 @@ FLAGS: dict[str, tuple[str, tuple[int, int], int]] = {
     "ptxas_opt": ("NVCC_PTXAS_O", (0, 3), 3),
     "fast_math": ("NVCC_FAST_MATH", (0, 1), 0),
 }
-"""The nvcc options a kernel file may declare as tunables (``[flags]``, issue 40): the key in the
+"""The nvcc options a kernel file may declare as tunables (``[flags]``): the key in the
 file -> (the tunable's name in configs, the allowed values, the neutral value: nvcc's own
 behaviour). ``maxrregcount = N``: ``--maxrregcount=N`` (0: no cap); ``ptxas_opt = N``: ``-Xptxas
 -ON`` (3 is nvcc's default); ``fast_math = 1``: ``--use_fast_math``."""

@@ -4,7 +4,7 @@ An entry is keyed by everything that decides the binary: the SHA-256 of the kern
 text, the nvcc options (the config's macros, the dtype macro, the flags), the target arch,
 the nvcc release, and the options nvcc reads from its environment (:data:`NVCC_ENV`:
 ``NVCC_PREPEND_FLAGS`` and ``NVCC_APPEND_FLAGS``, where set), so that a cubin built with, say,
-``NVCC_APPEND_FLAGS=-G`` is never loaded by a build without it (issue 51). It lives in the platformdirs user cache folder (``AUTOTUNE_CACHE_DIR``
+``NVCC_APPEND_FLAGS=-G`` is never loaded by a build without it. It lives in the platformdirs user cache folder (``AUTOTUNE_CACHE_DIR``
 overrides it) as one file: a JSON header line (the cubin's SHA-256 and what ptxas reported)
 and the cubin's bytes. Writes go to a temporary file in the same folder, renamed into place
 (atomic: concurrent compiles of one config never see half a file). An entry that does not

@@ -15,8 +15,7 @@ path, nvcc ahead of it is not, so a burst of builds never slows the measurement 
 the cores: :mod:`autotune.measure.gpu_pool` gives each GPU's pool its share).
 
 Each config's build ends in a :class:`Built` that the search reads before it measures the
-config (:meth:`Ahead.built`), so nothing is compiled twice and nothing useless is compiled
-(issue 47):
+config (:meth:`Ahead.built`), so nothing is compiled twice and nothing useless is compiled:
 
 - a config the kernel file's launch expressions say cannot launch (a block over the limits,
   more dynamic shared memory than the device has: :func:`autotune.measure.buildcheck.refusal`)

@@ -1,6 +1,6 @@
 """How a tuning budget is split between a workload's problems, and how a budget is written.
 
-The rule (a heuristic of this project, issue 34): a problem is worth tuning by the GPU time
+The rule (a heuristic of this project): a problem is worth tuning by the GPU time
 tuning is expected to save over the recorded calls,
 
     saving = recorded GPU time x expected gain          (autotune.workload.gain)

@@ -1,6 +1,6 @@
 """What tuning a problem is expected to gain: the fraction of its GPU time it would save.
 
-A heuristic of this project (issue 34), from what the database holds:
+A heuristic of this project, from what the database holds:
 
 * the runtime picks this problem's own tuned config already (the lookup's ``exact`` rung):
   nothing to gain, 0;
@@ -10,8 +10,8 @@ A heuristic of this project (issue 34), from what the database holds:
   measures the default first); with none of those: :data:`PRIOR_GAIN`;
 * a problem the runtime answers from other shapes' or another device's tuned results
   (``dispatch``, ``nearest_shape``, ``same_arch``) gains :data:`REUSED_FACTOR` of that: part
-  of the gain is had already (or, as issue 34 measured of ``nearest_shape``, the guess may be
-  worse than the default: the search finds out).
+  of the gain is had already (or the guess may be worse than the default, as measured of
+  ``nearest_shape``: the search finds out).
 """
 
 from __future__ import annotations

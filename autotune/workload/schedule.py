@@ -20,8 +20,8 @@ fails keeps the problem's earlier result (its seconds and trials counted) and en
 of what is left, so the rounds never give more than the budget: it is exceeded only by what a
 search's last config (and its final re-timing) takes past its deadline. The problems a small
 budget cannot search are still measured (their default against their stored config): the
-searches' shares leave what those take (:data:`MEASURE_ONLY_S`, then the median measured), which
-a budget of 90 s over 21 problems had overrun by 21 s before (issue 47).
+searches' shares leave what those take (:data:`MEASURE_ONLY_S`, then the median measured), so
+that they do not overrun it (evidence: ``benchmarks/README.md``, "Evidence behind the code's constants").
 """
 
 from __future__ import annotations

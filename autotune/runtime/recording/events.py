@@ -4,8 +4,8 @@ and the flusher reads them back, never the launch path (the driver calls: `runti
 At most :data:`MAX_IN_FLIGHT` samples are in flight at once: the flusher reads the completed
 ones back every ``READ_S`` seconds and reuses their events, and a sampled call that finds the
 limit reached is counted, not timed. Stopping destroys the recording's events. (Events left
-alive by the thousands slowed every later launch of the process, recording or not: the H100 run
-of 2026-11-26 read +3.9 µs a launch after a recording that timed every call.)
+alive by the thousands slow every later launch of the process, recording or not: evidence in
+``benchmarks/README.md``, "Evidence behind the code's constants".)
 
 A sample's time is the GPU time between the two events: the kernel itself, plus the events' own
 cost (about a microsecond). A sample whose host side took longer than :data:`MAX_HOST_US` is
@@ -32,7 +32,7 @@ MAX_HOST_US = 100.0
 longer than this (µs) is dropped, the call only counted: the GPU may have idled between the
 events meanwhile. Another Python thread holding the GIL (the flusher writing a batch, the
 program's own threads) can stop the launching thread for the interpreter's switch interval
-(5 ms): the 2-GPU H100 app run of 2026-11-27 read a 11 µs transpose's samples as 2-4.5 ms."""
+(5 ms), which would read a microsecond kernel's sample as milliseconds."""
 MAX_IN_FLIGHT = 256
 """Samples (event pairs) in flight at most; a sampled call beyond them is counted, not timed."""
 

@@ -19,8 +19,8 @@ __all__ = ["Recording", "record", "SAMPLE_EVERY", "FLUSH_S"]
 
 SAMPLE_EVERY = 64
 """One call in this many of each prepared launch is timed on the GPU (the 2nd, 66th, ...; and
-every power of two: 2, 4, 8, ...; the 1st is never timed: it may load the module, which the
-3-step app's plan of 2026-11-27 read as a kernel 10x its time): a power of two."""
+every power of two: 2, 4, 8, ...; the 1st is never timed: it may load the module, which a
+plan once read as a kernel 10x its time): a power of two."""
 FLUSH_S = 2.0
 """Seconds between two batches written by the flusher."""
 
