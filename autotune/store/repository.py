@@ -142,8 +142,10 @@ class Store(Reads, Studies):
         return text.replace(str(password), "***") if password else text
 
     def close(self) -> None:
-        """Close the pooled connections (SQLite then folds its WAL into the database file)."""
+        """Close the pooled connections, Optuna's storage's too (SQLite then folds its WAL into
+        the database file)."""
         self.engine.dispose()
+        self.dispose_optuna()
 
     def after_fork(self) -> None:
         """In a child process forked while this store was open: drop the pooled connections,
@@ -151,6 +153,7 @@ class Store(Reads, Studies):
         session), so that the child opens its own (SQLAlchemy's recipe for ``os.fork``:
         ``dispose(close=False)``)."""
         self.engine.dispose(close=False)
+        self.dispose_optuna(close=False)
 
     def __repr__(self) -> str:
         return f"Store({self._safe_url!r})"

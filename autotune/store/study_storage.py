@@ -268,18 +268,37 @@ class Studies:
         @property
         def _safe_url(self) -> str: ...
 
+    _optuna: Any = None  # the storage, once opened (optuna_storage)
+
+    def dispose_optuna(self, *, close: bool = True) -> None:
+        """Drop the pooled connections of Optuna's storage, where it was opened
+        (``Store.close``; ``close=False`` in a forked child: ``Store.after_fork``)."""
+        if self._optuna is not None:
+            self._optuna.engine.dispose(close=close)
+
     def optuna_storage(self) -> optuna.storages.RDBStorage:
         """Optuna's RDB storage on the same database (its tables created under
-        :func:`autotune.store.schema.init_lock` if missing).
+        :func:`autotune.store.schema.init_lock` if missing), opened once a store: every study
+        of the store's process shares it (Optuna's storage is thread-safe), so a search's
+        studies (its own and its companion shapes') do not create and check Optuna's tables
+        again, each under the lock that the workers of several GPUs take in turn. Optuna is
+        imported before the lock is taken.
 
         Trials send a heartbeat (:data:`HEARTBEAT_S`); see :func:`rdb_storage`.
         """
+        import optuna  # noqa: F401  (its import outside the lock the other processes wait on)
+
+        storage = self._optuna
+        if storage is not None:
+            return storage
         with self.errors("cannot open Optuna's storage in"):
             try:
                 with schema.init_lock(self.engine):
-                    return rdb_storage(self.url, sqlite=self.engine.dialect.name == "sqlite")
+                    storage = rdb_storage(self.url, sqlite=self.engine.dialect.name == "sqlite")
             except RuntimeError as exc:  # Optuna's tables of another Optuna version
                 raise StoreError(self._masked(f"Optuna's storage in {self._safe_url}: {schema.one_line(exc)}")) from exc
+        self._optuna = storage
+        return storage
 
     def study_name(self, key: TuningKey, storage: optuna.storages.RDBStorage | None = None) -> str:
         """The name of ``key``'s Optuna study in this database: its ``study_name``, or the
