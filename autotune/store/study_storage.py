@@ -106,10 +106,11 @@ def fail_trials_dead_before_heartbeat(store: _Sessions, storage: optuna.storages
     sent a heartbeat and started more than :data:`GRACE_S` seconds ago; returns their Optuna
     trial ids.
 
-    A live trial writes its first heartbeat as it starts. A process killed between
-    creating its trial and that first write leaves a RUNNING trial without heartbeat,
-    which Optuna's own stale-trial check (``fail_stale_trials``, run as each trial
-    starts) skips forever; :class:`autotune.search.tuner.Tuner` calls this beside it.
+    A trial of this version is written with its first heartbeat (:func:`start_trial`). One
+    written by an earlier version, or by Optuna's ``create_new_trial`` (another writer on the
+    study), may have been cut between its creation and that first write: a RUNNING trial
+    without heartbeat, which Optuna's own stale-trial check (``fail_stale_trials``) skips
+    forever; :class:`autotune.search.tuner.Tuner` calls this beside it.
     """
     import datetime
 
