@@ -212,7 +212,10 @@ class SearchSpace:
                     budget[0] -= len(tests) + 1
                     if budget[0] < 0:
                         raise _OutOfSteps
-                if all(held(env) for held in tests):
+                for held in tests:  # a loop, not all() over a generator: the walk's innermost step
+                    if not held(env):
+                        break
+                else:
                     yield from expand(depth + 1)
             del env[name]
 
@@ -289,9 +292,12 @@ class SearchSpace:
             return len(self._valid)
         domains = self.domains()
         try:
-            return sum(1 for _ in itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
+            found = list(itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
         except _OutOfSteps:
             return None
+        if len(found) <= limit:  # the whole space, in the order of configs(): kept, not walked again
+            self.__dict__["_valid"] = tuple(found)
+        return len(found)
 
     def _sample_large(self, n: int, always: tuple[Config, ...]) -> list[Config]:
         chosen = dict.fromkeys(c for c in always if not self.violations(c))
