@@ -244,7 +244,11 @@ def _check_lost_and_resumed(tmp_path, url, output, code) -> None:
         and "--resume" in lines[0], output
     assert len(_stored_configs(url)) == 2
     space = _small_space(tmp_path)
-    proc, _ = start_cli(tmp_path, "--sampler", "grid", "--space", str(space), "--resume", "--db", url)
+    # the stopped search's trials left RUNNING are failed once their heartbeat is GRACE_S old, and the
+    # resume waits for them (each HEARTBEAT_S): that process is gone, so a grace of 3 s (heartbeat 1 s,
+    # tests/workers.py) fails them as surely as the store's 20 s, which the resume waited out
+    proc, _ = start_cli(tmp_path, "--sampler", "grid", "--space", str(space), "--resume", "--db", url,
+                        env={"AUTOTUNE_TEST_GRACE_S": "3"})
     output = finish(proc)
     assert proc.returncode == 0, output
     stored = _stored_configs(url)
