@@ -287,7 +287,8 @@ class SearchSpace:
     def count_within(self, limit: int) -> int | None:
         """:meth:`count` (up to ``limit + 1``): exact for a space of at most :data:`WALK_LIMIT`
         combinations of its :meth:`domains`; in a larger one within :data:`WALK_LIMIT`
-        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse)."""
+        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse).
+        A count that walked the whole space keeps what it found: :meth:`configs` is then not walked again."""
         if "_valid" in self.__dict__:
             return len(self._valid)
         domains = self.domains()
