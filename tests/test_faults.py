@@ -220,6 +220,17 @@ def _stored_configs(url: str) -> list[str]:
     return [c for (c,) in rows(url, "select config_key from autotune_trials where status = 'ok'")]
 
 
+def _small_space(tmp_path) -> Path:
+    """8 configs of smem_pad's space (its own constraints, fewer values), a file for ``--space``:
+    a search stopped at its third config has most of them left to resume (the whole space's 54
+    cost the resume about 8 CPU seconds of fake measurements for nothing more)."""
+    path = tmp_path / "space.toml"
+    text = Path(KERNELS["smem_pad"].space().path).read_text()  # the shipped space file
+    path.write_text(text[:text.index("[params]")] + "[params]\nTILE_DIM = [16, 32]\nBLOCK_ROWS = [4, 8]\n"
+                                                     "IPAD = [1, 2]\nDIAGONAL = [0]\n")
+    return path
+
+
 def _check_lost_and_resumed(tmp_path, url, output, code) -> None:
     """The search stopped with one error line saying what it stored and lost; --resume then
     measures only what is missing."""
@@ -232,19 +243,24 @@ def _check_lost_and_resumed(tmp_path, url, output, code) -> None:
     assert ("measured, not stored" in lines[0] or "its measurement cut, not stored" in lines[0]) \
         and "--resume" in lines[0], output
     assert len(_stored_configs(url)) == 2
-    proc, _ = start_cli(tmp_path, "--sampler", "grid", "--resume", "--db", url)
+    space = _small_space(tmp_path)
+    # the stopped search's trials left RUNNING are failed once their heartbeat is GRACE_S old, and the
+    # resume waits for them (each HEARTBEAT_S): that process is gone, so a grace of 3 s (heartbeat 1 s,
+    # tests/workers.py) fails them as surely as the store's 20 s, which the resume waited out
+    proc, _ = start_cli(tmp_path, "--sampler", "grid", "--space", str(space), "--resume", "--db", url,
+                        env={"AUTOTUNE_TEST_GRACE_S": "3"})
     output = finish(proc)
     assert proc.returncode == 0, output
     stored = _stored_configs(url)
-    assert len(stored) == len(set(stored)) == len(KERNELS["smem_pad"].space().configs())  # each once, none lost
+    assert len(stored) == len(set(stored)) == len(KERNELS["smem_pad"].space(str(space)).configs()) == 8  # each once
     assert rows(url, "select status from autotune_searches order by id") == [("running",), ("finished",)]
 
 
 def test_a_sqlite_database_locked_mid_search_stops_it_and_resume_goes_on(tmp_path):
     path = tmp_path / "results.db"
     url = f"sqlite:///{path}"
-    proc, marks = start_cli(tmp_path, "--sampler", "grid", "--db", url, hold="measure:3",
-                            env={"AUTOTUNE_TEST_LOCK_WAIT_S": "1"})
+    proc, marks = start_cli(tmp_path, "--sampler", "grid", "--space", str(_small_space(tmp_path)), "--db", url,
+                            hold="measure:3", env={"AUTOTUNE_TEST_LOCK_WAIT_S": "1"})
     wait_for(proc, marks, "measure-0-3")
     holder = sqlite3.connect(path, isolation_level=None, timeout=60)
     holder.execute("BEGIN IMMEDIATE")  # another process keeps the write lock past the retries
@@ -265,7 +281,8 @@ def test_a_postgres_server_gone_mid_search_stops_it_and_resume_goes_on(tmp_path)
     cluster = Cluster()
     try:
         url = make_url(cluster.url).set(password=PASSWORD).render_as_string(hide_password=False)
-        proc, marks = start_cli(tmp_path, "--sampler", "grid", "--db", url, hold="measure:3")
+        proc, marks = start_cli(tmp_path, "--sampler", "grid", "--space", str(_small_space(tmp_path)), "--db", url,
+                                hold="measure:3")
         wait_for(proc, marks, "measure-0-3")
         cluster.stop()  # the server goes away while the third config is measured
         release(marks)

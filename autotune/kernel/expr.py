@@ -251,15 +251,19 @@ class Verdicts:
     macros of many (:mod:`autotune.kernel.space`). ``names``: those names, in a fixed order
     (the key's)."""
 
-    __slots__ = ("expr", "names", "memo")
+    __slots__ = ("expr", "names", "memo", "_key")
 
     def __init__(self, expr: Expr) -> None:
         self.expr, self.names = expr, tuple(sorted(expr.names))
-        self.memo: dict[tuple[int, ...], bool] = {}
+        self.memo: dict[object, bool] = {}
+        # the key: the names' values (one name: its value; none: ``()``), read by one C call,
+        # not a list built in Python (a walk of a large space asks millions of times)
+        self._key: Callable[[Mapping[str, int]], object] = operator.itemgetter(*self.names) if self.names \
+            else (lambda env: ())
 
     def __call__(self, env: Mapping[str, int]) -> bool:
         """Whether the constraint holds for ``env`` (holding at least its macros)."""
-        key = tuple([env[n] for n in self.names])
+        key = self._key(env)
         held = self.memo.get(key)
         if held is None:
             if len(self.memo) >= MEMO_LIMIT:

@@ -212,7 +212,10 @@ class SearchSpace:
                     budget[0] -= len(tests) + 1
                     if budget[0] < 0:
                         raise _OutOfSteps
-                if all(held(env) for held in tests):
+                for held in tests:  # a loop, not all() over a generator: the walk's innermost step
+                    if not held(env):
+                        break
+                else:
                     yield from expand(depth + 1)
             del env[name]
 
@@ -284,14 +287,18 @@ class SearchSpace:
     def count_within(self, limit: int) -> int | None:
         """:meth:`count` (up to ``limit + 1``): exact for a space of at most :data:`WALK_LIMIT`
         combinations of its :meth:`domains`; in a larger one within :data:`WALK_LIMIT`
-        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse)."""
+        constraint checks, else ``None`` (not counted: a huge space whose valid configs are sparse).
+        A count that walked the whole space keeps what it found: :meth:`configs` is then not walked again."""
         if "_valid" in self.__dict__:
             return len(self._valid)
         domains = self.domains()
         try:
-            return sum(1 for _ in itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
+            found = list(itertools.islice(self._walk(domains, self._budget(domains, WALK_LIMIT)), limit + 1))
         except _OutOfSteps:
             return None
+        if len(found) <= limit:  # the whole space, in the order of configs(): kept, not walked again
+            self.__dict__["_valid"] = tuple(found)
+        return len(found)
 
     def _sample_large(self, n: int, always: tuple[Config, ...]) -> list[Config]:
         chosen = dict.fromkeys(c for c in always if not self.violations(c))

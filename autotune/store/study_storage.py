@@ -57,8 +57,18 @@ def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
     kwargs: dict[str, Any] = {"connect_args": {"timeout": locking.SESSION_BUSY_TIMEOUT_S}} if sqlite else {}
     with warnings.catch_warnings():  # the heartbeat is "experimental" in Optuna's words
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
-                                             grace_period=GRACE_S)
+
+        def opened(check: bool) -> optuna.storages.RDBStorage:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_S,
+                                              grace_period=GRACE_S, skip_compatibility_check=not check)
+
+        # Optuna's check of its tables' version reads its migration scripts (about 0.1 s of CPU)
+        # each time a storage is opened; their head is read once a process (_optuna_head), and
+        # only tables of another version are opened again with Optuna's check, for its error
+        storage = opened(check=False)
+        if storage.get_current_version() != _optuna_head(storage):
+            storage.engine.dispose()
+            storage = opened(check=True)
     if sqlite:
         locking.configure_sqlite(storage.engine, own_tables=False)
         storage.engine.dispose()  # connections opened before the listeners go
@@ -73,6 +83,20 @@ def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
 
     storage.record_heartbeat = record_heartbeat
     return storage
+
+
+_HEADS: dict[str, str] = {}
+"""Optuna's version -> the head revision of its table schema (:func:`_optuna_head`)."""
+
+
+def _optuna_head(storage: optuna.storages.RDBStorage) -> str:
+    """The head revision of Optuna's table schema: what ``storage.get_head_version()`` says (it
+    parses Optuna's migration scripts), read once a process for the Optuna imported."""
+    import optuna
+
+    if optuna.__version__ not in _HEADS:
+        _HEADS[optuna.__version__] = storage.get_head_version()
+    return _HEADS[optuna.__version__]
 
 
 def stored_study_name(storage: optuna.storages.BaseStorage, key: TuningKey) -> str:

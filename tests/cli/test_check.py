@@ -92,10 +92,14 @@ ONE_CONFIG = "params = { BLOCK_SIZE = [256], ITEMS_PER_THREAD = [4], MAX_BLOCKS 
 
 
 @pytest.fixture
-def broken(tmp_path):
+def broken(tmp_path, shared_cubins):
     """``broken(old, new, cu=False, small=False)``: a copy of the reduction example with ``old``
     replaced by ``new`` in its kernel file (or, with ``cu``, in its source), its space cut to
-    4 configs (:data:`SMALL_SPACE`) with ``small``; the kernel file's path."""
+    4 configs (:data:`SMALL_SPACE`) with ``small``; the kernel file's path. Its builds use the
+    run's one cubin cache (``shared_cubins``): a file broken in its launch geometry, its shared
+    memory or its reference builds the example's source unchanged (the same 4 builds, made once
+    a run, not once a test); a source broken (``cu``) is a source of its own, and a build that
+    fails is never cached."""
     def make(old: str, new: str, cu: bool = False, small: bool = False) -> Path:
         toml = (ROOT / "examples/reduction/reduce.toml").read_text()
         source = (ROOT / "examples/reduction/reduce.cu").read_text()
@@ -208,6 +212,7 @@ def test_no_nvcc_is_one_error_line(monkeypatch):
         "error: nvcc is not on PATH; autotune check builds with the CUDA toolkit's nvcc"], output
 
 
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache
 def test_a_space_file_replaces_the_kernels_own(tmp_path):
     space = tmp_path / "space.toml"
     space.write_text('[params]\nBLOCK_SIZE = [256]\nITEMS_PER_THREAD = [2, 4]\nMAX_BLOCKS = [1024]\n')

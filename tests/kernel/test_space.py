@@ -198,6 +198,23 @@ def test_iter_configs_and_count_agree_with_configs():
     assert space.count(10**6) == len(space.configs()) and space.count(3) in (4, len(space.configs()))
 
 
+def test_a_space_counted_whole_is_not_walked_again(monkeypatch):
+    """count_within that walked the whole space keeps what it found: configs() and sample()
+    (which counts, then lists) walk a space once (matmul_warp's 22,944 configs: seconds a walk),
+    with the configs of a fresh space's own walk, in its order; a count cut short keeps nothing."""
+    fresh = KERNELS["smem_pad"].space()
+    whole, sample = fresh.configs(), fresh.sample(4)
+    space = KERNELS["smem_pad"].space()
+    walks = []
+    walk = SearchSpace._walk
+    monkeypatch.setattr(SearchSpace, "_walk", lambda self, *a, **kw: walks.append(1) or walk(self, *a, **kw))
+    assert space.count_within(10**6) == len(whole) and len(walks) == 1
+    assert space.configs() == whole and len(walks) == 1
+    assert space.sample(4) == sample and len(walks) == 2  # the sample's first(): bounded, not a count
+    cut = KERNELS["smem_pad"].space()
+    assert cut.count_within(3) == 4 and "_valid" not in cut.__dict__
+
+
 def test_holds_answers_what_violations_answers_for_every_combination(monkeypatch):
     """Each constraint's verdicts are kept per combination of the macros it reads; the answer
     is the constraints' own for every combination of a space, also once the kept verdicts are

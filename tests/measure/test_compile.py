@@ -167,6 +167,7 @@ def test_only_validated_integers_reach_the_nvcc_command_line():
     assert opts == ["-DBLOCK_ROWS=8", "-DDIAGONAL=0", "-DIPAD=1", "-DTILE_DIM=32", "-DUNROLL=1", "-DELEM_T=float", "-O3"]
 
 
+@pytest.mark.usefixtures("shared_cubins")  # builds only: the run's one cubin cache (the defaults: every_dtype's float64)
 def test_every_matmul_config_fits_the_shared_memory_limit_for_float64():
     """The matmul spaces are constrained for 8-byte elements: every config's static shared memory
     in float64 (the catalog's formula, tests/catalog_before.py) is within 48 KiB, and a float64

@@ -1,7 +1,8 @@
 """autotune.store.study_storage: a search's trial started and ended in one transaction each,
 written in Optuna's own models, so that Optuna reads it back exactly as a trial written by its
 own ``create_new_trial``, ``record_heartbeat``, ``set_trial_user_attr`` and
-``set_trial_state_values``. Each test runs on a SQLite file and, where a server is configured,
+``set_trial_state_values``; the storage opened once a store, and the check of Optuna's tables'
+version made once a process. Each test runs on a SQLite file and, where a server is configured,
 on a PostgreSQL database of its own (``shared_db``)."""
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import threading
 
 import optuna
 import pytest
+import sqlalchemy as sa
 from optuna.distributions import CategoricalDistribution
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import TrialState, create_trial
 
+from autotune.errors import StoreError
 from autotune.store import study_storage
 from autotune.store.opening import open_results
 
@@ -147,3 +150,36 @@ def test_trials_started_at_once_by_several_processes_get_distinct_numbers(shared
     assert errors == [] and sorted(numbers) == list(range(30))
     trials = storages[0].get_all_trials(study_id)
     assert sorted(t.number for t in trials) == list(range(30))
+
+
+def test_optunas_schema_head_is_read_once_a_process_and_other_tables_are_still_refused(db_url, monkeypatch):
+    """The check of Optuna's tables' version reads Optuna's migration scripts once a process;
+    tables of another Optuna version are still refused with one error."""
+    from optuna.storages._rdb import storage as rdb
+
+    reads = []
+    head = rdb._VersionManager.get_head_version
+    monkeypatch.setattr(rdb._VersionManager, "get_head_version", lambda self: reads.append(1) or head(self))
+    monkeypatch.setattr(study_storage, "_HEADS", {}, raising=False)  # read afresh here
+    stores = [open_results(db_url) for _ in range(5)]  # as 5 processes' stores (one store opens it once)
+    try:
+        stores[0].optuna_storage()  # Optuna's tables made: the head read (and stamped)
+        first = len(reads)
+        for store in stores[1:4]:  # each later open of the storage: no scripts read again
+            store.optuna_storage()
+        assert len(reads) == first
+        with sa.create_engine(db_url).begin() as connection:  # Optuna's tables as an older Optuna left them
+            connection.execute(sa.text("update alembic_version set version_num = 'v3.0.0.a'"))
+        with pytest.raises(StoreError, match=r"Optuna's storage in .*optuna storage upgrade"):
+            stores[4].optuna_storage()
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_store_opens_optunas_storage_once(db_url):
+    store = open_results(db_url)
+    try:
+        assert store.optuna_storage() is store.optuna_storage()
+    finally:
+        store.close()
