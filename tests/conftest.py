@@ -58,15 +58,6 @@ def _admin_engine():
     return sa.create_engine(os.environ[PG_ENV], isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto`` (the README's test command): one worker more than the cores this process may
-    use. Many tests spend their wall time waiting on other processes (a search's workers, a
-    signal's effect, a heartbeat's grace, a PostgreSQL server), which leaves their core idle;
-    a third worker on two cores fills those waits. Each test still waits on observable state,
-    never on the machine's speed."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_collection_finish(session):
     """What the collection imported and built (the package, its dependencies, every test module)
     moved to the garbage collector's permanent generation (:func:`gc.freeze`): a full collection,
