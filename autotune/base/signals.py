@@ -113,9 +113,9 @@ def interruptible() -> Iterator[None]:
     if not _main_thread():
         yield
         return
-    check()
-    _State.interruptible += 1
+    _State.interruptible += 1  # first: a signal from here on raises in the handler, one before at the check
     try:
+        check()
         yield
     finally:
         _State.interruptible -= 1

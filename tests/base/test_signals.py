@@ -284,3 +284,22 @@ def test_on_sigterm_outside_the_main_thread_installs_nothing():
     assert signal.getsignal(signal.SIGTERM) is before
     undos[0]()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_signal_that_comes_as_an_interruptible_block_is_entered_cuts_it(monkeypatch):
+    """A signal that comes just after the entry's check, before the block counts as
+    interruptible, was only recorded: the block then waited (a worker's ``signal.pause()``
+    forever, until its pool killed it: test_gpu_pool's signal test failed so under load)."""
+    real = stop.check
+
+    def check_then_signal():
+        real()
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs before the next line
+
+    monkeypatch.setattr(stop, "check", check_then_signal)
+    entered = []
+    with pytest.raises(KeyboardInterrupt):
+        with stop.deferred():
+            with stop.interruptible():
+                entered.append(True)
+    assert entered == []
