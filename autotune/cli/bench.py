@@ -14,7 +14,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.measure import device as gpus
 from autotune.measure.figures import duration
 from autotune.report.bench import BenchLine, run_bench
-from . import app
+from .root import app
 from .output import Column, Format, FormatOption, WideOption, emit, rate
 from ._common import open_db, Db, Device, DType, err, handle_errors, on_interrupt, out, parse_int
 from .shape import Shape, shape_options

@@ -17,7 +17,7 @@ from autotune.kernel.model import Kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.space import SAMPLE_WHOLE
 from autotune.measure.buildcheck import PROBE_SIZES, check_builds, check_file, plan_builds
-from . import app
+from .root import app
 from .output import Column, Format, FormatOption, emit, labelled
 from ._common import EXIT_ERROR, err, handle_errors, out, parse_int
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import app
+from .root import app
 from ._common import open_db, Db, handle_errors, out
 
 db_app = typer.Typer(no_args_is_help=True, rich_markup_mode="rich",

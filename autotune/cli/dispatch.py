@@ -14,7 +14,7 @@ from autotune.kernel.arguments import check_db_arg
 from autotune.kernel.dims import format_shape
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
-from . import app
+from .root import app
 from ._common import (Db, Device, DType, StrategyOptionArg, err, handle_errors, open_db, out, parse_int,
                       parse_strategy_options)
 from .output import Column, Format, FormatOption, WideOption, emit, print_pairs

@@ -10,7 +10,7 @@ import typer
 
 from autotune.store.location import masked_url, sqlite_path
 from autotune.store.urls import ENV, given_url, resolve_url
-from . import app
+from .root import app
 from ._common import Db, handle_errors, out
 from .output import Format, FormatOption, print_pairs
 

@@ -11,7 +11,7 @@ from autotune.errors import InvalidInputError
 from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
-from . import app
+from .root import app
 from ._common import open_db, Db, DType, Kernel, err, handle_errors, out
 from .shape import Shape, shape_options
 

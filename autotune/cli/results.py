@@ -15,7 +15,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.store import stale
 from autotune.store.key import format_shape
 from autotune.report.result_tables import best_columns, kernel_columns, trial_columns
-from . import app
+from .root import app
 from .output import STALE_STYLE, Format, FormatOption, WideOption, emit
 from ._common import open_db, Db, DType, KernelRef, err, handle_errors, out
 from ._common import Kernel as KernelOption

@@ -24,7 +24,7 @@ from autotune.search.study import StudyExistsError
 from autotune.search.strategies import DEFAULT_STRATEGY, PARETO_STRATEGY, STRATEGIES, SWEEP_STRATEGY
 from autotune.search.tune import Started, tune
 from autotune.search.workers import parse_devices
-from . import app
+from .root import app
 from ._common import complete_ordinals
 from ._common import (MEASUREMENT, OUTPUT, SEARCH, Ci, CiFloor, Db, Device, DType, Energy, Kernel, MaxSamples,
                       MinSamples, Objective, Repeats, Rounds, SpaceFile, StrategyOptionArg, TopK, err, handle_errors,

@@ -14,7 +14,7 @@ from autotune.kernel.catalog import resolve_kernel
 from autotune.kernel.dtypes import problem_dtype
 from autotune.report.tuned_header import export_header
 from autotune.store import stale
-from . import app
+from .root import app
 from ._common import (open_db, Db, KernelRef, SpaceFile, complete_dtype, complete_json, complete_workload, err, handle_errors,
                       on_interrupt, out)
 from .db import _say_labelled

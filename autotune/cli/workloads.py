@@ -13,7 +13,7 @@ from autotune.kernel.arguments import check_db_arg
 from autotune.measure.figures import duration
 from autotune.store.workload_records import check_name
 from autotune.workload.budget import format_seconds, parse_budget
-from . import app
+from .root import app
 from ._common import Db, Repeats, complete_ordinal, complete_ordinals, complete_workload, err, handle_errors, open_db
 from ._common import out, parse_float, parse_int
 from .output import Column, Format, FormatOption, WideOption, emit

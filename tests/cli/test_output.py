@@ -15,7 +15,8 @@ import pytest
 from autotune.store.opening import open_results
 from typer.testing import CliRunner
 
-from autotune.cli import ORDER, app
+from autotune.cli import app
+from autotune.cli.root import ORDER
 from autotune.kernel.catalog import KERNELS
 
 from test_cli import fake_gpu  # noqa: F401  (the fixture)
