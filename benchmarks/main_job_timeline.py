@@ -26,6 +26,9 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# as the `autotune` console script does, at the top of the module: each measuring process the
+# command spawns runs this script again as its main module and so imports this too
+from autotune.cli import main as cli_main  # noqa: E402
 
 
 def label(frame, depth: int) -> str:
@@ -74,7 +77,7 @@ def main() -> None:
             samples.append((time.perf_counter() - T0, label(frame, a.depth)))
     threading.Thread(target=sample, daemon=True).start()
     start = time.perf_counter() - T0
-    from autotune.cli import main as cli_main
+    from autotune.cli import app  # noqa: F401  (the command line itself, imported by cli_main's call)
 
     imported = time.perf_counter() - T0
     sys.argv = ["autotune", *argv]
