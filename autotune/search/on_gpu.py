@@ -145,7 +145,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *, db: s
         stop.check()
         store = open_store(db)
         opened.append(store)
-        store.optuna_storage().engine.dispose()  # its tables now, not after the child is ready
+        store.optuna_storage()  # Optuna's tables now, not after the child is ready (the store keeps it)
         first = Tuner.early(problem.kernel.name, space, options, part, fresh) if workers() else None
         if first is not None:
             early.append(first)

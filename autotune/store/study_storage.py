@@ -49,6 +49,11 @@ def rdb_storage(url: str, *, sqlite: bool) -> optuna.storages.RDBStorage:
     is dropped: Optuna beats in a thread of its own, where it would print a traceback (the
     search's next write says what failed).
 
+    Two caches spare the cost of opening: a :class:`~autotune.store.repository.Store` keeps the
+    storage it opened (one a store, for its searches), and the head of Optuna's schema is read
+    once a process (:func:`_optuna_head`), for the several stores one process may open (a
+    workload's problems, a test's fresh databases).
+
     Raises:
         RuntimeError: Optuna's tables are of another Optuna version (Optuna's own error).
     """
