@@ -30,6 +30,9 @@ class Instruments:
         built: ``built(config)``: what the compile pool made of a config
             (:meth:`autotune.measure.pipeline.Ahead.built`: its binary's identity, or the failure
             a measurement would meet), waiting for its build; ``None`` where unknown.
+        ready: ``ready(config)``: whether the compile pool's build of a config has ended
+            (:meth:`autotune.measure.pipeline.Ahead.ready`), so that the loop measures a config
+            already built before one still building; ``None``: in the order proposed.
         memcpy_gbps, copy_gbps: the memcpy and bound-kernel figures of this run, GB/s.
         l2_mode: how timing treated L2 (``single`` or ``rotating``), stored with the run.
         send: ``send(config)`` starts measuring ``config`` and returns at once an object whose
@@ -44,6 +47,7 @@ class Instruments:
     clocks: Callable[[], dict | None] | None = None
     prefetch: Callable[[list[Config]], None] | None = None
     built: Callable[[Config], object] | None = None
+    ready: Callable[[Config], bool] | None = None
     memcpy_gbps: float | None = None
     copy_gbps: float | None = None
     l2_mode: str | None = None

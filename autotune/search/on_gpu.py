@@ -53,8 +53,8 @@ class Started:
 def whole_space(options: SearchOptions, space) -> bool:
     """Whether a search with ``options`` measures every valid config of ``space`` anyway: its
     ``trials`` cover the space and no ``timeout`` can cut it short. Such a search (the README's
-    main job: TPE, 100 trials, smem_pad's 54 configs) measures them in the grid's order, the
-    default first, instead of asking its strategy: every config is measured and the winner is
+    main job: TPE, 100 trials, smem_pad's 54 configs) proposes them in the grid's order, the
+    default first, instead of asking its strategy (each measured as its build ends): every config is measured and the winner is
     the re-timing's either way. A strategy that walks in order already (its traits' ``in_order``:
     ``grid``) is kept."""
     from autotune.search.proposals import GRID_LIMIT
@@ -176,6 +176,7 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *, db: s
                             clocks=lambda: nvml.clock_state(bench.device.pci_bus_id),
                             prefetch=feed[0].put if feed and feed[0] is not None else None,
                             built=ahead[0].built if ahead and ahead[0] is not None else None,
+                            ready=ahead[0].ready if ahead and ahead[0] is not None else None,
                             memcpy_gbps=bench.memcpy_gbps, copy_gbps=bench.copy_gbps, l2_mode=bench.l2_mode,
                             send=getattr(bench, "send", None))  # measured in a child: sent ahead
         result = Tuner(key, space, store, options, tools, on_trial=on_trial, part=part,

@@ -66,7 +66,7 @@ class SearchResult:
         clock_warning: set when the GPU clocks moved during the search.
         reports: one ``WorkerReport`` (``autotune.search.workers``) per GPU of a search over several.
         whole_space: the strategy was not asked: the trials covered the space, so every valid
-            config was measured in the grid's order (``autotune.search.on_gpu.whole_space``).
+            config was proposed in the grid's order (``autotune.search.on_gpu.whole_space``).
         spent: milliseconds the search spent outside its trials: ``propose`` (the strategy's
             asks and tells, and reading what other processes measured).
         companions: the results of the other shapes measured alongside

@@ -2,6 +2,8 @@
 :class:`autotune.search.tuner.Tuner`): each config chosen (the study read for what other
 processes measured, the strategy asked a batch ahead), claimed as a trial, measured, stored and
 told to the strategy, until ``trials`` configs are measured, the timeout, or the end of the space.
+Of the configs proposed, the first whose build has ended is measured next: a slow nvcc run
+holds up none proposed after it.
 
 Where the measurement can be sent ahead (``Instruments.send``: the measuring child), the next
 config is chosen, compiled and claimed while the GPU measures the one before; that one's trial
@@ -114,7 +116,7 @@ class TrialLoop:
                     return "wait"
                 if not (deferred and self._await(study, deferred, pending, deadline)):
                     return "exhausted"
-            config = pending.popleft()
+            config = self._pick(pending)
             if config in self.seen:  # another process measured it
                 continue
             if config in busy:  # another process measures it now: measured there, or here if that one dies
@@ -130,6 +132,20 @@ class TrialLoop:
                     self.budget.give_back()
                 continue
             return claimed
+
+    def _pick(self, pending: deque) -> Config:
+        """Take the next config to measure from ``pending``: the first whose build has ended
+        (``Instruments.ready``), so that a slow build holds up none of the configs proposed
+        after it, while the cores build on; the first one where none has ended, where the
+        builds are not known, and for the search's first config (the default, measured first).
+        A strategy is told each config as it is measured, in any order."""
+        ready = self.tools.ready
+        if ready is not None and self.result.outcomes:
+            for i, config in enumerate(pending):
+                if ready(config):
+                    del pending[i]
+                    return config
+        return pending.popleft()
 
     def _companions(self, outcome: TrialOutcome) -> None:
         """One compile, a trial at every other shape: an ``ok`` of a new binary is measured at

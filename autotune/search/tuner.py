@@ -15,7 +15,8 @@
 3. The strategy proposes ``batch`` configs at once (ask), always valid and new: a constraint
    breaker or a repeat never costs a trial. Each batch goes to ``prefetch`` (the compile pool
    on every core, :mod:`autotune.measure.pipeline`) a batch ahead of the GPU: while the GPU
-   measures the configs of one batch, the next one compiles.
+   measures the configs of one batch, the next one compiles. Of the configs proposed, the
+   first whose build has ended is measured next (``Instruments.ready``; the default first).
 4. Each config is a trial of the stored study (RUNNING while measured, then COMPLETE or FAIL
    with its reason: failures are data, never the best) and a row of autotune's tables; the
    strategy is told its median ms (or ``None``) as it ends. Before a config is measured, what

@@ -152,3 +152,28 @@ def _ends(pid: str, within_s: float = 30.0) -> bool:
         if state in ("Z", "X"):
             return True
     return False
+
+
+def test_ready_says_which_builds_have_ended_without_waiting(monkeypatch):
+    import threading
+
+    from autotune.measure.pipeline import Feed
+
+    slow, quick, never = K.space().configs()[:3]
+    release = threading.Event()
+
+    def build(kernel, config, dtype, arch, nvcc="nvcc", deadline=None):
+        if config == slow:
+            assert release.wait(60)
+        return config.key.encode(), {"registers": 32, "shared_bytes": 0}, False
+
+    monkeypatch.setattr(compiling, "build_cubin", build)
+    feed = Feed()
+    with compile_ahead(K, F32, "sm_90", feed, n_workers=2, problem=PROBLEM) as ahead:
+        assert not ahead.ready(slow)  # not handed to the pool yet
+        feed.put([slow, quick])
+        assert ahead.wait(count=1, timeout=60)
+        assert ahead.done == [quick] and ahead.ready(quick) and not ahead.ready(slow)
+        release.set()
+        assert ahead.wait(count=2, timeout=60)
+        assert ahead.ready(slow) and not ahead.ready(never)

@@ -109,3 +109,24 @@ def test_a_config_cut_at_the_compile_deadline_is_tried_again_by_the_next_run(sto
     later = FakeTimer()
     resumed = search(key, SPACE, later, store, SearchOptions(trials=300, seed=0, strategy="grid", resume=True))
     assert set(later.calls) == slow and resumed.compile_deadline_cuts == 0  # only the cut ones, compiled now
+
+
+def test_a_config_still_building_holds_up_none_proposed_after_it(store, key, tmp_path):
+    """The loop measures the first proposed config whose build has ended (``Instruments.ready``):
+    a slow nvcc run does not stall the GPU while the configs after it are built; the search's
+    first config (the default) is measured first all the same."""
+    from autotune.store.opening import open_store
+
+    in_order = FakeTimer()
+    search(key, SPACE, in_order, store, SearchOptions(trials=6, seed=0, strategy="grid"))
+    first, slow, after = in_order.calls[:3]
+    timer = FakeTimer()
+    other = open_store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        result = search(key, SPACE, timer, other, SearchOptions(trials=6, seed=0, strategy="grid"),
+                        built=lambda c: Built(identity=c.key), ready=lambda c: c != slow)
+    finally:
+        other.close()
+    assert timer.calls[:2] == [first, after]  # the default first, then past the one still building
+    assert slow in timer.calls[2:] and sorted(map(str, timer.calls)) == sorted(map(str, in_order.calls))
+    assert [o.config for o in result.outcomes] == timer.calls  # stored and told as measured
