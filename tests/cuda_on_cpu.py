@@ -334,13 +334,15 @@ class Harness:
         (tmp / "h.cpp").write_text(f'#include "{SYSTEM_HEADERS}"\n' + PRELUDE + main)
         self.flags = cxx_flags(tmp)
         self.headers = system_headers(tuple(self.flags))
+        self.linker = [GOLD] if gold_links(tuple(self.flags)) else []
 
     def build(self, folder: Path, source: str, macros: Mapping[str, object]) -> str | None:
         """Compile the harness with ``source`` as ``k.cu`` into ``folder``; the compiler's
         errors (first 1,500 characters), or ``None``."""
         folder.mkdir()
         (folder / "k.cu").write_text(source)
-        done = subprocess.run(["g++", *CXX_OPTIONS, *self.flags, f"-I{self.headers}", f"-I{self.tmp}", f"-I{folder}",
+        done = subprocess.run(["g++", *CXX_OPTIONS, *self.flags, *self.linker, f"-I{self.headers}", f"-I{self.tmp}",
+                               f"-I{folder}",
                                *[f"-D{m}={v}" for m, v in macros.items()], str(self.tmp / "h.cpp"),
                                "-o", str(folder / "h")], capture_output=True, text=True)
         return f"does not build: {done.stderr[:1500]}" if done.returncode else None
@@ -384,6 +386,22 @@ def _precompiled(flags: tuple[str, ...]) -> tempfile.TemporaryDirectory:
 def cxx_flags(tmp: Path) -> list[str]:
     """Address and UB sanitizers (out-of-bounds reads and writes) where g++ has them (:func:`sanitizers_link`)."""
     return list(SANITIZERS) if sanitizers_link() else []
+
+
+GOLD = "-fuse-ld=gold"
+"""The linker of a build where g++ links with it (:func:`gold_links`): gold links a sanitized
+harness in about 0.05 s of CPU, ld.bfd in 0.2 s; the program is the same."""
+
+
+@functools.cache
+def gold_links(flags: tuple[str, ...]) -> bool:
+    """Whether g++ links a program with ``flags`` (:func:`cxx_flags`) and :data:`GOLD`: probed
+    once a process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp, "probe.cpp")
+        probe.write_text("int main() { return 0; }\n")
+        return subprocess.run(["g++", *flags, GOLD, str(probe), "-o", str(Path(tmp, "probe"))],
+                              capture_output=True).returncode == 0
 
 
 @functools.cache
