@@ -358,8 +358,8 @@ SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 CXX_OPTIONS = ("-std=c++20", "-O1")
 SYSTEM_HEADERS = "emu_system.h"
 """The system headers :data:`PRELUDE` includes, included first by each harness: g++ reads them
-from a precompiled header (:func:`system_headers`), about 0.35 s of a build's 1.05 s of CPU (its
-compile and link) saved, a third of the emulation tests' builds."""
+from a precompiled header (:func:`system_headers`): about 0.3 s saved of a build's 1 s of CPU
+(its compile and link)."""
 _HEADERS_TEXT = "".join(line + "\n" for line in PRELUDE.splitlines()
                         if line.startswith("#include <") and "sanitizer/" not in line) + \
     "#if defined(__SANITIZE_ADDRESS__)\n#include <sanitizer/common_interface_defs.h>\n#endif\n"
