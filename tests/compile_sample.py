@@ -24,13 +24,21 @@ SAMPLE = 3
 
 
 @functools.cache
+def shipped_space(kernel):
+    """``kernel.space()``, made once a process for a kernel, so that its valid configs, once
+    walked, are kept for every test that asks (each ``kernel.space()`` is a new space that walks
+    them again: matmul_warp's walk is about 4 s of CPU)."""
+    return kernel.space()
+
+
+@functools.cache
 def compile_sample(kernel) -> tuple[int, tuple]:
     """``(n, configs)``: the sample of ``kernel``'s shipped space for the least ``n`` >=
     :data:`SAMPLE` whose sample holds the default, the first and last configs and every value
     of every macro that the constraints leave (:meth:`~autotune.kernel.space.SearchSpace.domains`),
     or the whole space; ``n`` is what ``autotune check --sample`` is given for the same configs.
     Found once a process for a kernel (test_check and test_compile both ask)."""
-    space, n = kernel.space(), SAMPLE
+    space, n = shipped_space(kernel), SAMPLE
 
     def sample(n: int) -> tuple | None:
         """The sample of ``n``, or ``None`` where it misses a value (a larger ``n`` adds to it:

@@ -116,15 +116,46 @@ def _isolated_db(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "0")  # fake GPUs: no nvcc in the background
 
 
+def _run_folder(request, tmp_path_factory) -> Path:
+    """The test run's own temporary folder: under pytest-xdist the one its workers share (their
+    base temporary folders are in it), else this session's base temporary folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if hasattr(request.config, "workerinput") else base
+
+
 @pytest.fixture(scope="session")
 def _session_cubins(request, tmp_path_factory):
     """One cubin cache folder for the whole test run: under pytest-xdist the run's own folder,
     which its workers share (the cache's writes are atomic and a build in progress is waited for:
     autotune/measure/cubin_cache.py), else this session's base temporary folder."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "session-cubins"
+    folder = _run_folder(request, tmp_path_factory) / "session-cubins"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture(scope="session")
+def run_once(request, tmp_path_factory):
+    """``run_once(name, make)``: the folder ``run-once/NAME`` of the test run (:func:`_run_folder`),
+    filled by ``make(folder)`` once a run, not once an xdist worker: the first worker to ask makes
+    it while a lock on the name keeps the others waiting, and marks it complete (``NAME.done``);
+    they then use what it made. ``make`` gets an empty folder (a half-made one, left by a
+    ``make`` that failed, is emptied first) and writes there only."""
+    import shutil
+
+    from autotune.base.files import lock_file
+
+    root = _run_folder(request, tmp_path_factory) / "run-once"
+
+    def get(name: str, make) -> Path:
+        folder, complete = root / name, root / f"{name}.done"
+        with lock_file(root / f"{name}.lock"):
+            if not complete.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+                make(folder)
+                complete.touch()
+        return folder
+    return get
 
 
 @pytest.fixture
@@ -151,26 +182,24 @@ def _signal_handlers_restored():
             signal.signal(s, handler)
 
 
-@pytest.fixture(scope="session")
-def _built_databases() -> dict:
-    """Name -> the SQLite file :func:`built_db` built under it in this session (this worker)."""
-    return {}
-
-
 @pytest.fixture
-def built_db(_built_databases, tmp_path_factory):
+def built_db(run_once):
     """``built_db(path, name, build)``: this test's own database at ``path``, a copy of the one
-    ``build(url)`` wrote under ``name`` once in this session (under pytest-xdist, once per
-    worker); returns its URL. For fixtures whose stored results are the same for every test
-    that reads them (many searches of a fake timer): the test still has a database of its own,
-    which it may change, but the searches run once, not once a test. Copied by SQLite's backup
-    (what a connection left open holds in its WAL is copied too); ``build`` closes what it opens."""
+    ``build(url)`` wrote under ``name`` once in this test run (:func:`run_once`: under
+    pytest-xdist once, not once per worker); returns its URL. For fixtures whose stored results
+    are the same for every test that reads them (many searches of a fake timer): the test still
+    has a database of its own, which it may change, but the searches run once, not once a test.
+    Copied by SQLite's backup (what a connection left open holds in its WAL is copied too);
+    ``build`` closes what it opens."""
     def make(path: Path, name: str, build) -> str:
-        if name not in _built_databases:
-            original = tmp_path_factory.mktemp(f"built-{name}") / "built.db"
-            build(f"sqlite:///{original}")
-            _built_databases[name] = original
-        with contextlib.closing(sqlite3.connect(_built_databases[name])) as source, \
+        def build_in(folder: Path) -> None:
+            build(f"sqlite:///{folder / 'built.db'}")
+            with contextlib.closing(sqlite3.connect(folder / "built.db")) as source, \
+                    contextlib.closing(sqlite3.connect(folder / "whole.db")) as whole:
+                source.backup(whole)  # one file, its WAL's pages in it: what the other workers copy
+
+        original = run_once(f"db-{name}", build_in) / "whole.db"
+        with contextlib.closing(sqlite3.connect(original)) as source, \
                 contextlib.closing(sqlite3.connect(path)) as copy:
             source.backup(copy)
         return f"sqlite:///{path}"

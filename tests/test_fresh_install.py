@@ -60,15 +60,18 @@ if __name__ == "__main__":  # the measuring child imports this file again (spawn
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory) -> Path:
-    """The wheel built from this checkout, installed (``--no-deps``) into a folder of its own."""
+def installed(run_once) -> Path:
+    """The wheel built from this checkout, installed (``--no-deps``) into a folder of its own,
+    once a test run (``run_once``: not once per xdist worker); the commands only read it."""
     builder = pytest.importorskip("hatchling.builders.wheel")
-    folder = tmp_path_factory.mktemp("wheel")
-    [wheel] = list(builder.WheelBuilder(str(ROOT)).build(directory=str(folder / "dist"), versions=["standard"]))
-    target = folder / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--target", str(target), wheel], check=True, timeout=300)
-    return target
+
+    def build_and_install(folder: Path) -> None:
+        [wheel] = list(builder.WheelBuilder(str(ROOT)).build(directory=str(folder / "dist"), versions=["standard"]))
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                        "--disable-pip-version-check", "--target", str(folder / "site"), wheel],
+                       check=True, timeout=300)
+
+    return run_once("wheel", build_and_install) / "site"
 
 
 @pytest.fixture

@@ -52,13 +52,17 @@ def _tune(url, device, shape, dtype="float32", kernel="smem_pad", retimed=True):
 
 
 @pytest.fixture
-def tuned(url, device_info):
+def tuned(url, device_info, built_db):
     """Results of two kernels, two shapes, two dtypes and two devices (one named with LIKE's
-    wildcards), some re-timed (with a tie group), some not."""
+    wildcards), some re-timed (with a tie group), some not: searched once a run (``built_db``),
+    this test's copy at ``url``."""
     odd = replace(device_info, name="GPU_50% special", sm_count=7)
-    keys = [_tune(url, device_info, (256, 256)), _tune(url, device_info, (512, 256), "float64", retimed=False),
-            _tune(url, odd, (256, 256)), _tune(url, device_info, (256, 256), kernel="smem", retimed=False)]
-    return keys
+    plan = [(device_info, (256, 256), "float32", "smem_pad", True),
+            (device_info, (512, 256), "float64", "smem_pad", False),
+            (odd, (256, 256), "float32", "smem_pad", True), (device_info, (256, 256), "float32", "smem", False)]
+    built_db(Path(url.removeprefix("sqlite:///")), "reader_tuned",
+             lambda built: [_tune(built, *planned) for planned in plan])
+    return [tuning_key(kernel, device, shape, dtype) for device, shape, dtype, kernel, _ in plan]
 
 
 def test_every_column_of_the_best_query_is_a_column_of_the_models():
