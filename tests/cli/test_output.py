@@ -175,10 +175,13 @@ def test_the_short_options_that_looked_like_matmul_dims_are_gone(db_url):
     assert "No such option: -n" in r.output
 
 
-def test_version_and_completion():
+def test_version_and_completion(monkeypatch):
     from autotune import __version__
 
     assert render(None, "--version").stdout == f"autotune {__version__}\n"
+    # the shell named, not detected: Typer otherwise asks shellingham, which reads the process
+    # tree (the test failed where pytest's parent was no shell Typer knows)
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
     r = runner.invoke(app, ["--show-completion", "bash"], prog_name="autotune")
     assert r.exit_code == 0 and "_AUTOTUNE_COMPLETE=complete_bash" in r.stdout, r.output
     assert "complete -o default -F _autotune_completion autotune" in r.stdout
