@@ -158,7 +158,6 @@ class Ahead:
         self.helpers = 0
         self.deadline = deadline
         self._results: dict[Config, Built] = {}
-        self._ended_once: set[Config] = set()
         self._waiting: collections.Counter[Config] = collections.Counter()  # queued, not ended
         self._queued = 0
         self._fed = False
@@ -178,7 +177,6 @@ class Ahead:
                 self.helpers += 1
             else:
                 self.done.append(config)
-                self._ended_once.add(config)
                 self._waiting[config] -= 1
                 if built is not None:
                     self._results[config] = built
@@ -197,8 +195,8 @@ class Ahead:
         """Whether ``config``'s build has ended (built, cached or failed) and no other build of
         it is queued: :meth:`built` would answer at once. ``False`` for a config not handed to
         the pool yet (or never)."""
-        with self._changed:
-            return config in self._ended_once and self._waiting[config] <= 0
+        with self._changed:  # a Counter keeps a key it counted down to 0: the config was queued
+            return config in self._waiting and self._waiting[config] <= 0
 
     def wait(self, count: int | None = None, timeout: float | None = None) -> bool:
         """Block until ``count`` configs' builds ended (``None``: every build's, helpers too);

@@ -54,8 +54,8 @@ def whole_space(options: SearchOptions, space) -> bool:
     """Whether a search with ``options`` measures every valid config of ``space`` anyway: its
     ``trials`` cover the space and no ``timeout`` can cut it short. Such a search (the README's
     main job: TPE, 100 trials, smem_pad's 54 configs) proposes them in the grid's order, the
-    default first, instead of asking its strategy (each measured as its build ends): every config is measured and the winner is
-    the re-timing's either way. A strategy that walks in order already (its traits' ``in_order``:
+    default first, instead of asking its strategy (each is measured as its build ends): every
+    config is measured and the winner is the re-timing's either way. A strategy that walks in order already (its traits' ``in_order``:
     ``grid``) is kept."""
     from autotune.search.proposals import GRID_LIMIT
 
