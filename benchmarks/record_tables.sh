@@ -39,8 +39,9 @@ if [[ ${COSTS:-0} == 1 ]]; then  # every config built, each nvcc run's command l
 code=\$?
 case " \$* " in  # times' second line: this shell's children (nvcc), not in a pipe's subshell
   *" --version "*) ;;
-  *) times > "$scratch/times.\$\$"
-     { printf '%s\t' "\$@"; tail -1 "$scratch/times.\$\$"; } >> "$scratch/nvcc_cpu.log"
+  *) times > "$scratch/times.\$\$"  # one line, one write: 16 wrappers append at once
+     line="\$(printf '%s\t' "\$@")\$(tail -1 "$scratch/times.\$\$")"
+     printf '%s\n' "\$line" >> "$scratch/nvcc_cpu.log"
      rm -f "$scratch/times.\$\$" ;;
 esac
 exit \$code
