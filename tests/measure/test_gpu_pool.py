@@ -7,6 +7,7 @@ failure."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 
@@ -35,12 +36,22 @@ def _die(worker, code):
 
 
 def _until_a_signal(worker):
-    """Say so, then wait for a signal: report it as the worker's last event."""
+    """Say so, then wait for a signal: report it as the worker's last event.
+
+    It waits on the signal's wakeup fd, not in ``signal.pause()``: a signal that came between
+    the interpreter's last look at its pending signals and the ``pause`` call was only noted,
+    and ``pause`` then waited for another (forever: the pool killed the worker after JOIN_S,
+    and its last event was lost; seen once under load). The C handler writes the fd whenever
+    the signal comes, so ``select`` returns, and the handler raises at the next bytecode."""
+    wake, wakeup = os.pipe()
+    os.set_blocking(wakeup, False)
+    signal.set_wakeup_fd(wakeup)
     worker.send("ready")
     try:
         with stop.interruptible():
             while True:
-                signal.pause()
+                select.select([wake], [], [])
+                os.read(wake, 64)
     except KeyboardInterrupt:
         worker.send(("interrupted", stop.signal_number()))
 
