@@ -11,7 +11,8 @@ over the kernel model):
    device and restored device to device before each launch); outputs poisoned and guarded;
    one launch per poison; compared on the device (:mod:`autotune.measure.device_compare`)
    with the reference (:mod:`autotune.measure.reference`), computed and uploaded once per
-   benchmark (so once per measuring process of a search), by the kernel's check.
+   benchmark (so once per measuring process of a search), by the kernel's check; a Python
+   reference is begun in a thread as the benchmark opens, while the bounds are measured.
 3. Time (:mod:`autotune.measure.timing`): warm-up launches, then ``repeats`` samples between
    CUDA events, each a batch of launches (each launch preceded by the memsets of the arrays
    with ``reset`` and the restores of the inouts, which the time includes:
@@ -45,6 +46,7 @@ import contextlib
 import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -58,13 +60,12 @@ from autotune.measure.buffers import ArgSet, array_layout, check_fits, host_valu
 from autotune.measure.compile import CompiledKernel, Compiler
 from autotune.measure.device import DeviceInfo, cuda_driver, open_device
 from autotune.measure.device_compare import DeviceComparer
-from autotune.measure.energy import ENERGY_WINDOW_MS as ENERGY_WINDOW_MS
-from autotune.measure.energy import joules_per_launch
+from autotune.measure.energy import ENERGY_WINDOW_MS as ENERGY_WINDOW_MS, joules_per_launch
 from autotune.measure.measure_options import MeasureOptions
 from autotune.measure.measurement import Measurement, Retiming
 from autotune.measure.other_shapes import OtherShapes
 from autotune.measure.phases import PhaseClock
-from autotune.measure.reference import kernel_reference, python_reference
+from autotune.measure.reference import begin_python_reference, kernel_reference
 from autotune.measure.resets import Prelude
 from autotune.measure.shared_memory import needs_opt_in, opt_in
 from autotune.measure import nvml
@@ -126,13 +127,11 @@ class Benchmark(OtherShapes):
             meter = nvml.energy_meter(device.pci_bus_id)
             self.meter, self.energy_note = (None, meter) if isinstance(meter, str) else (meter, None)
         self.dim_values = problem.values
-        env = problem.env()
-        kernel, dtype = problem.kernel, problem.dtype
+        env, kernel, dtype = problem.env(), problem.kernel, problem.dtype
         self.layout = array_layout(kernel, env, dtype)
         self.scalars = scalar_values(kernel, env)
         self.bytes, self.flops = problem.figure("bytes"), problem.figure("flops")
-        free, _ = self.drv.mem_get_info()
-        footprint = check_fits(device, problem, free)
+        footprint = check_fits(device, problem, self.drv.mem_get_info()[0])  # the free bytes
         self.rng = np.random.default_rng(measure.seed)
         self.compiler = compiler or Compiler(device.arch, device.max_threads_per_sm)
         self.sets = [ArgSet.allocate(self.drv, self.layout) for _ in range(self._set_count(footprint))]
@@ -143,6 +142,9 @@ class Benchmark(OtherShapes):
         self._filled = False
         self._verifier: Verifier | None = None
         self._comparer: DeviceComparer | None = None
+        # begun now, in a thread (so computed while the bounds are measured and the search opens its store)
+        self._expected: Future | None = None if kernel.check_spec.reference is None else \
+            begin_python_reference(kernel, self.layout, self.scalars, self._values)
         self.early = EarlyStop() if measure.early_stop else None
         self.bounds = Bounds(self, enabled=bounds)
 
@@ -289,8 +291,8 @@ class Benchmark(OtherShapes):
 
     def _reference(self, values) -> dict[int, np.ndarray]:
         k = self.kernel
-        if k.check_spec.reference is not None:
-            return python_reference(k, self.layout, self.scalars, values)
+        if self._expected is not None:  # the Python reference, begun as the benchmark opened
+            return self._expected.result()
         default = k.default_config()
         grid, block, shared = self.problem.geometry(default, k.check_spec.reference_launch)
         own = self.problem.geometry(default)  # the cached module's occupancy is that of the kernel's own launch

@@ -9,11 +9,18 @@ a dtype of a kind the output's holds (float64 or int64 for float32; any integer 
 uint32; no float for an integer output, no complex for a real one). ``reference_kernel`` is an entry point of the same source, compiled with
 the default config's macros and launched once with ``[check.launch]`` on its own copy of the
 arguments; its checked outputs are the reference.
+
+A Python reference may be begun in a thread (:func:`begin_python_reference`), as a benchmark
+does as it opens (:class:`~autotune.measure.benchmark.Benchmark`): in a search's measuring
+process it is then computed while the bounds are measured and the search opens its store, not
+after the first config is sent.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -24,7 +31,7 @@ from autotune.measure.buffers import ArgSet
 from autotune.measure.verify import load_inputs, read_output, run_once
 from autotune.measure.shared_memory import needs_opt_in, opt_in
 
-__all__ = ["python_reference", "kernel_reference"]
+__all__ = ["begin_python_reference", "python_reference", "kernel_reference"]
 
 _KINDS = {"i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}
 """The NumPy kinds of values a reference may return for an output of each kind (no float for an
@@ -63,6 +70,26 @@ def python_reference(kernel: Kernel, layout, scalars: Mapping[str, np.generic],
                                   f"{got.dtype}; the kernel's is {want} (give values of that kind)")
         out[i] = got
     return out
+
+
+def begin_python_reference(kernel: Kernel, layout, scalars: Mapping[str, np.generic],
+                           values: Mapping[int, np.ndarray]) -> Future:
+    """:func:`python_reference` computed in a thread: its future holds the expected outputs,
+    or the error it raised (``KernelFileError``), for whoever reads it. NumPy's copies release
+    the interpreter's lock, so the thread that began it goes on meanwhile (issuing the bounds'
+    launches). The thread is a daemon: a process that ends before it reads the result does not
+    wait for it."""
+    expected: Future = Future()
+    values = dict(values)
+
+    def compute() -> None:
+        try:
+            expected.set_result(python_reference(kernel, layout, scalars, values))
+        except BaseException as exc:  # noqa: BLE001  (raised where the result is read)
+            expected.set_exception(exc)
+
+    threading.Thread(target=compute, name="autotune-reference", daemon=True).start()
+    return expected
 
 
 def kernel_reference(drv, kernel: Kernel, compiled, layout, args: ArgSet, params: list, grid, block, shared: int,

@@ -59,3 +59,31 @@ def test_a_benchmark_opened_without_options_measures_as_a_search_does(fake):
                                   bounds=False) as bench:
         assert bench.measure_options == MeasureOptions() and bench.precision == MeasureOptions().precision
         assert bench.early is not None and (bench.repeats, bench.warmup) == (50, 10)
+
+
+def test_a_benchmark_begins_its_python_reference_as_it_opens_and_verifies_with_it(fake, monkeypatch):
+    """Issue 47 (the main job): the Python reference (smem_pad's transpose) is begun in a thread
+    as the benchmark opens, once; the first verification takes that result (no second run)."""
+    import threading
+
+    import numpy as np
+
+    from autotune.measure import benchmark, reference
+
+    ran, begun = [], threading.Event()
+    real = reference.python_reference
+
+    def counted(*args):
+        ran.append(threading.current_thread().name)
+        begun.set()
+        return real(*args)
+
+    monkeypatch.setattr(reference, "python_reference", counted)
+    problem = Problem.of("smem_pad", {"rows": 40, "cols": 72}, "float32")
+    with benchmark.open_benchmark(0, problem, MeasureOptions(repeats=20, warmup=2, seed=1, ci=0),
+                                  bounds=False) as bench:
+        assert begun.wait(60) and ran == ["autotune-reference"]  # begun as it opened, before any config
+        expected = bench._reference(bench._values)
+        assert ran == ["autotune-reference"]  # the first verification's reference: that result
+        src = bench._values[1]
+        np.testing.assert_array_equal(expected[0], src.T)

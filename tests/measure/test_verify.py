@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from autotune.kernel.dtypes import get_dtype
 from autotune.kernel.loader import load_kernel
 from autotune.kernel.model import Check
 from autotune.measure.buffers import GUARD_BYTES, ArgSet, array_layout, host_values, scalar_values
-from autotune.measure.reference import python_reference
+from autotune.measure.reference import begin_python_reference, python_reference
 from autotune.measure.device_compare import DeviceComparer
 from autotune.measure.verify import EXACT_POISONS, NAN_POISON, Verifier, compare, relative_norm_of
 
@@ -30,6 +31,8 @@ from kernel_files import write_kernel
 
 
 REFS = '''
+import threading
+
 import numpy as np
 
 seen = []
@@ -57,6 +60,15 @@ def minmax_no_hi(*, a, b, **_):
 
 def twice_flat(*, x, **_):
     return (2 * x).ravel()[:-1]
+
+
+gate = threading.Event()
+
+
+def gated(*, x, **_):  # returns once the test opens the gate, naming the thread it ran in
+    seen.append(threading.current_thread().name)
+    gate.wait(60)
+    return 2 * x
 
 
 def spy(**kwargs):
@@ -453,6 +465,29 @@ def test_several_outputs_come_back_by_index(folder):
     assert list(expected) == [0, 1]
     np.testing.assert_array_equal(expected[0], np.minimum(run.values[2], run.values[3]))
     np.testing.assert_array_equal(expected[1], np.maximum(run.values[2], run.values[3]))
+
+
+def test_a_reference_begun_in_a_thread_lets_its_caller_go_on_and_gives_the_same_outputs(folder):
+    """Issue 47 (the main job): a benchmark begins its Python reference as it opens, so that
+    the measuring process measures the bounds meanwhile. The caller is not held up (the
+    reference waits for a gate the test opens after); the outputs are the reference's."""
+    from autotune.kernel.callables import load_callable
+
+    run = Run(folder, vector_doc("gated", "ref.py:gated"), {"n": 4}, "int32")
+    refs = load_callable("ref.py:gated", run.kernel.path.parent).__globals__
+    expected = begin_python_reference(run.kernel, run.layout, run.scalars, run.values)
+    assert not expected.done()  # begun without waiting for it (a reference run in place would be done)
+    refs["gate"].set()
+    got = expected.result(timeout=60)
+    assert refs["seen"] == ["autotune-reference"]
+    assert list(got) == [0] and (got[0] == 2 * run.values[1]).all()
+
+
+def test_an_error_of_a_reference_begun_in_a_thread_is_raised_where_it_is_read(folder):
+    run = Run(folder, vector_doc("none", "ref.py:nope"), {"n": 5})
+    expected = begin_python_reference(run.kernel, run.layout, run.scalars, run.values)  # no error here
+    with pytest.raises(KernelFileError, match="cannot load 'ref.py:nope'"):
+        expected.result(timeout=60)
 
 
 @pytest.mark.parametrize("doc, message", [
