@@ -54,7 +54,7 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["Ahead", "Built", "CompileDeadline", "DEADLINE_AFTER", "DEADLINE_FACTOR", "DEADLINE_FLOOR_S", "Feed",
+__all__ = ["AHEAD", "Ahead", "Built", "CompileDeadline", "DEADLINE_AFTER", "DEADLINE_FACTOR", "DEADLINE_FLOOR_S", "Feed",
            "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
@@ -257,9 +257,9 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
                   clock: Callable[[], float] = time.perf_counter) -> Iterator[Ahead]:
     """Compile ``configs`` (in their order) for ``dtype`` and ``arch`` into the cubin cache in
     the background while the block runs, on ``n_workers`` threads (default :func:`workers`)
-    (``configs`` may be a :class:`Feed` that a search fills as it goes),
-    at most :data:`AHEAD` per worker queued; ``first``: other builds (:func:`helper_builds`)
-    started before them. On exit, builds not started are dropped and those running are
+    (``configs`` may be a :class:`Feed` that a search fills as it goes; a config given again
+    is built once), at most :data:`AHEAD` per worker queued; ``first``: other builds
+    (:func:`helper_builds`) started before them. On exit, builds not started are dropped and those running are
     waited for (an nvcc run lasts seconds at most).
 
     ``problem`` (the :class:`~autotune.kernel.problem.Problem` searched): a config that cannot
@@ -332,6 +332,8 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
             ahead._queue()
             pool.submit(run, job)
         for config in configs:
+            if config in ahead._waiting:  # put again (a grid's batch, fed ahead before): built once
+                continue
             slots.acquire()
             if stop.is_set():
                 return

@@ -192,12 +192,14 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
     :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
     where compiling ahead is off): the benchmark's helpers first, then the default config and,
-    for an ``in_order`` strategy (a grid), its first two batches in the space's order (worker
-    ``part = (i, n)``: of its share, positions ``i`` modulo ``n``); the search puts each batch
-    as it is proposed. Each config that cannot launch on ``problem`` is refused before nvcc, and
+    for an ``in_order`` strategy (a grid, or a search whose trials cover the space), as many of
+    its first configs in the space's order as the pool holds (:data:`~autotune.measure.pipeline.AHEAD`
+    per worker, at most the search's trials; worker ``part = (i, n)``: of its share, positions
+    ``i`` modulo ``n``): that order is known, so no core waits for the search to propose them.
+    The search puts each batch as it is proposed (one fed ahead already is not built again). Each config that cannot launch on ``problem`` is refused before nvcc, and
     nvcc runs past the :class:`~autotune.measure.pipeline.CompileDeadline` of the search's
     compiles are stopped (``ahead.built(config)`` says what became of each)."""
-    from autotune.measure.pipeline import CompileDeadline, Feed, compile_ahead, helper_builds, workers
+    from autotune.measure.pipeline import AHEAD, CompileDeadline, Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
     if workers() == 0:
@@ -209,7 +211,7 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     if options.traits.in_order:
         i, n = part
         first += itertools.islice((c for k, c in enumerate(space.iter_configs()) if k % n == i and c != default),
-                                  2 * batch)
+                                  max(2 * batch, min(workers() * AHEAD, options.trials) - len(first)))
     feed = Feed(first)
     with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch), problem=problem,
                        deadline=CompileDeadline()) as ahead:

@@ -177,3 +177,14 @@ def test_ready_says_which_builds_have_ended_without_waiting(monkeypatch):
         release.set()
         assert ahead.wait(count=2, timeout=60)
         assert ahead.ready(slow) and not ahead.ready(never)
+
+
+def test_a_config_given_again_is_built_once(monkeypatch):
+    """A grid's batches are fed ahead, then put again as the search proposes them: each is
+    built once (a second build, a cache hit queued behind the others, held up the
+    measurement of the first config until the pool drained what was fed before it)."""
+    a, b = K.space().configs()[:2]
+    fake = FakeCompiler(lambda c: 1.0)
+    ahead, built = built_all(fake, [a, b, a, b, a], monkeypatch)
+    assert fake.calls == [a, b] and ahead.done == [a, b]
+    assert ahead.ready(a) and ahead.ready(b) and built[a].identity and built[b].identity

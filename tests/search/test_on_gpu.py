@@ -1,6 +1,6 @@
 """A search compiles ahead on every core from before its measuring child exists: the
 benchmark's helpers (the device comparison kernels, the bound kernel copy_row), the kernel's
-default, and a grid's first two batches in its order (autotune/search/on_gpu.py
+default, and a grid's first configs in its order, as many as the pool holds (autotune/search/on_gpu.py
 ``compile_pool``); a search whose trials cover the space is a grid (``whole_space``)."""
 
 import itertools
@@ -41,3 +41,26 @@ def test_a_search_the_trials_cover_measures_the_space_in_order():
     assert not whole_space(SearchOptions(trials=53), space)
     assert not whole_space(SearchOptions(timeout=60.0), space)
     assert not whole_space(SearchOptions(strategy="grid"), space)
+
+
+@pytest.mark.parametrize("trials, fed", [(100, 8), (3, 3), (1, 3)])
+def test_a_grid_fills_the_pool_in_its_order_at_most_its_trials(monkeypatch, trials, fed):
+    """Issue 47 (the main job, cold): the grid's order is known, so the pool is fed as many
+    configs as it holds (2 workers x AHEAD = 8: the default and the next 7), not two batches
+    (then the cores idled until the search, its measuring child started, proposed more); at
+    most the search's trials (never fewer than two batches)."""
+    from autotune.measure import compile as compiling
+    from autotune.measure.pipeline import AHEAD
+
+    monkeypatch.setenv("AUTOTUNE_COMPILE_WORKERS", "2")
+    monkeypatch.setattr(device_compare, "compare_cubin", lambda arch: b"")
+    monkeypatch.setattr(compiling, "build_cubin", lambda *a, **k: (b"cubin", {}, True))
+    k, f32 = KERNELS["smem_pad"], get_dtype("float32")
+    space, batch = k.space(), 1
+    assert 2 * AHEAD == 8
+    with compile_pool(Problem.of(k, (64, 64), f32), "sm_90", space, SearchOptions(strategy="grid", trials=trials),
+                      batch) as (_, ahead):
+        assert ahead.wait(count=fed, timeout=300)
+        assert ahead.helpers == 2
+    order = [k.default_config(), *(c for c in space.configs() if c != k.default_config())]
+    assert sorted(ahead.done, key=order.index) == order[:fed]
