@@ -31,22 +31,8 @@ scratch=""
 if [[ ${COSTS:-0} == 1 ]]; then  # every config built, each nvcc run's command line and CPU seconds logged
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
-  real=$(command -v nvcc)
-  mkdir -p "$scratch/bin"
-  cat > "$scratch/bin/nvcc" <<EOF
-#!/usr/bin/env bash
-"$real" "\$@"
-code=\$?
-case " \$* " in  # times' second line: this shell's children (nvcc), not in a pipe's subshell
-  *" --version "*) ;;
-  *) times > "$scratch/times.\$\$"  # one line, one write: 16 wrappers append at once
-     line="\$(printf '%s\t' "\$@")\$(tail -1 "$scratch/times.\$\$")"
-     printf '%s\n' "\$line" >> "$scratch/nvcc_cpu.log"
-     rm -f "$scratch/times.\$\$" ;;
-esac
-exit \$code
-EOF
-  chmod +x "$scratch/bin/nvcc"
+  source "$(cd "$(dirname "$0")" && pwd)/nvcc_cpu.sh"
+  nvcc_cpu_wrapper "$scratch" "$scratch/nvcc_cpu.log"
   export AUTOTUNE_CACHE_DIR="$scratch/cache" PATH="$scratch/bin:$PATH"
 fi
 start=$(date +%s.%N)

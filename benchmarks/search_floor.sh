@@ -26,19 +26,8 @@ root=$(dirname "$here")
 run=${AUTOTUNE:-autotune}
 scratch=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
-real=$(command -v nvcc)
-mkdir -p "$scratch/bin"
-cat > "$scratch/bin/nvcc" <<EOF
-#!/usr/bin/env bash
-"$real" "\$@"
-code=\$?
-case " \$* " in  # times' second line: this shell's children (nvcc), not in a pipe's subshell
-  *" --version "*) ;;
-  *) times > "$scratch/times.\$\$"; tail -1 "$scratch/times.\$\$" >> "$scratch/nvcc_cpu.log"; rm -f "$scratch/times.\$\$" ;;
-esac
-exit \$code
-EOF
-chmod +x "$scratch/bin/nvcc"
+source "$here/nvcc_cpu.sh"
+nvcc_cpu_wrapper "$scratch" "$scratch/nvcc_cpu.log"
 workers=${AUTOTUNE_COMPILE_WORKERS:-$(nproc)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null || echo "no GPU")
 echo "# benchmarks/search_floor.sh $trials on $gpu, $(nproc) cores, compile workers $workers, $(date -u '+%F %H:%M') UTC" | tee -a "$out"
@@ -58,8 +47,8 @@ run_one() {  # run_one NAME SEARCH-ARGS...
 import csv, datetime, re, sqlite3, statistics, sys
 name, scratch, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cpu = []
-for line in open(f"{scratch}/nvcc_cpu.log"):  # `times`' second line: children's user and system
-    m = re.findall(r"(\d+)m([\d.]+)s", line)
+for line in open(f"{scratch}/nvcc_cpu.log"):  # arguments, then `times`' line: children's user and system
+    m = re.findall(r"(\d+)m([\d.]+)s", line.rstrip("\n").split("\t")[-1])
     cpu.append(sum(int(a) * 60 + float(b) for a, b in m))
 db = sqlite3.connect(f"{scratch}/{name}.db")
 rows = db.execute("select datetime_start, datetime_complete from trials where state in ('COMPLETE', 'FAIL') "

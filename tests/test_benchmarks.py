@@ -24,7 +24,7 @@ RUNNERS = {
     "app_tuning.sh", "certify_regret.sh", "dispatch_regret.sh", "energy_front.sh", "large_space_search.sh",
     "launch_overhead.sh", "search_replay.sh", "transpose_vs_peers.sh", "unaligned_transpose.sh", "record_tables.sh",
     "transpose_issue24.sh", "search_smem_pad.sh", "search_throughput.sh", "matmul_4096.sh", "examples_gpu.sh",
-    "gpu_tests.sh", "gpu_info.sh", "main_job.sh", "search_floor.sh",
+    "gpu_tests.sh", "gpu_info.sh", "main_job.sh", "search_floor.sh", "nvcc_cpu.sh",
 }
 FOLDERS = {"archive", "results", "kernels", "spaces"}
 
