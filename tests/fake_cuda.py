@@ -101,6 +101,7 @@ class FakeCu:
         self.contexts: list[int] = []
         self.now = 0.0
         self.events: dict[int, float | None] = {}
+        self.event_flags: list[int] = []  # the flags of each cuEventCreate
         self.functions: dict[int, str] = {}
         self.dynamic: dict[int, int] = {}
         self.freed: list[int] = []
@@ -241,6 +242,7 @@ class FakeCu:
 
     # events
     def cuEventCreate(self, flags):
+        self.event_flags.append(int(flags))
         handle = Handle(len(self.events) + 1)
         self.events[handle.value] = None
         return OK, handle

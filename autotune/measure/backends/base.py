@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["Backend", "DeviceProperties", "DeviceAllocation", "Event", "Module", "Function", "CudaError",
-           "CudaLaunchError", "CudaMemoryError", "SIGNATURE_CODES"]
+           "CudaLaunchError", "CudaMemoryError", "EVENT_BLOCKING_SYNC", "SIGNATURE_CODES"]
 
 SIGNATURE_CODES = {"P": "Q", "i": "i", "I": "I", "q": "q", "Q": "Q", "f": "f", "d": "d"}
 """A kernel's argument signature (``"PPii"``: PyCUDA's letters, :attr:`autotune.kernel.model.Kernel.signature`)
@@ -100,7 +100,10 @@ class DeviceProperties:
 
 
 class Event(ABC):
-    """A CUDA event (``cuEventCreate``)."""
+    """A CUDA event (``cuEventCreate``), made with :data:`EVENT_BLOCKING_SYNC`: waiting for it
+    sleeps in the driver instead of spinning on a core, so a measuring process waiting for its
+    samples leaves that core to the nvcc runs compiling ahead (the events' times are the GPU's,
+    either way)."""
 
     @abstractmethod
     def record(self) -> None:
@@ -113,6 +116,10 @@ class Event(ABC):
     @abstractmethod
     def time_since(self, start: Event) -> float:
         """Milliseconds from ``start`` to this event (both recorded and passed)."""
+
+
+EVENT_BLOCKING_SYNC = 0x1
+"""``CU_EVENT_BLOCKING_SYNC``: ``cuEventSynchronize`` on the event blocks the calling thread."""
 
 
 class Function(ABC):

@@ -20,8 +20,9 @@ import numpy as np
 
 from autotune.errors import GPUUnavailableError, no_driver
 from autotune.measure.packing import PackedArguments
-from autotune.measure.backends.base import (SIGNATURE_CODES, Backend, CudaError, CudaLaunchError, CudaMemoryError,
-                                            DeviceAllocation, DeviceProperties, Event, Function, Module)
+from autotune.measure.backends.base import (EVENT_BLOCKING_SYNC, SIGNATURE_CODES, Backend, CudaError, CudaLaunchError,
+                                            CudaMemoryError, DeviceAllocation, DeviceProperties, Event, Function,
+                                            Module)
 
 __all__ = ["BindingsBackend", "LAUNCH_ERRORS", "OUT_OF_MEMORY"]
 
@@ -221,7 +222,7 @@ class BindingsBackend(Backend):
     # -- events and modules ---------------------------------------------------------------------
 
     def event(self) -> BindingsEvent:
-        return BindingsEvent(self, self.call("cuEventCreate", 0))
+        return BindingsEvent(self, self.call("cuEventCreate", EVENT_BLOCKING_SYNC))
 
     def load_module(self, image: bytes) -> BindingsModule:
         return BindingsModule(self, self.call("cuModuleLoadData", image), image)

@@ -130,7 +130,8 @@ class PyCudaBackend(Backend):
         self.drv.memset_d2d32_async(int(address), pitch, value, width, height)
 
     def event(self) -> Event:
-        return self.drv.Event()  # PyCUDA's Event has record(), synchronize() and time_since()
+        # PyCUDA's Event has record(), synchronize() and time_since()
+        return self.drv.Event(self.drv.event_flags.BLOCKING_SYNC)
 
     def load_module(self, image: bytes) -> Module:
         return PyCudaModule(self, self.drv.module_from_buffer(image), image)

@@ -103,6 +103,23 @@ def test_devices_contexts_and_identity_come_from_the_driver(fake):
     assert fake.calls.count("cuDevicePrimaryCtxRetain") == fake.calls.count("cuDevicePrimaryCtxRelease") == 1
 
 
+def test_events_wait_by_blocking_so_a_waiting_measurement_leaves_its_core_to_nvcc(fake):
+    """Issue 47 (the compile floor): a measuring process waiting for its samples spun on a
+    core (the driver's default for an event) that the nvcc runs compiling ahead could use; its
+    events are made with CU_EVENT_BLOCKING_SYNC, and still time (the GPU's clock)."""
+    from autotune.measure.backends.base import EVENT_BLOCKING_SYNC
+
+    backend = backends.get()
+    with backend.primary_context(0):
+        start, end = backend.event(), backend.event()
+        start.record()
+        fake.now += 2.5
+        end.record()
+        end.synchronize()
+        assert end.time_since(start) == 2.5
+    assert EVENT_BLOCKING_SYNC == 1 and fake.event_flags == [EVENT_BLOCKING_SYNC] * 2
+
+
 def test_memory_copies_and_page_locked_host_arrays(fake):
     backend = backends.get()
     buf = backend.mem_alloc(64)
