@@ -54,8 +54,8 @@ from autotune.kernel.config import Config
 from autotune.kernel.dtypes import DType
 from autotune.kernel.model import Kernel
 
-__all__ = ["AHEAD", "Ahead", "Built", "CompileDeadline", "DEADLINE_AFTER", "DEADLINE_FACTOR", "DEADLINE_FLOOR_S", "Feed",
-           "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
+__all__ = ["AHEAD", "Ahead", "Built", "CompileDeadline", "DEADLINE_AFTER", "DEADLINE_FACTOR", "DEADLINE_FLOOR_S",
+           "Feed", "NICE", "WORKERS_ENV", "compile_ahead", "helper_builds", "workers"]
 
 AHEAD = 4
 """Builds kept queued per worker: the pool runs at most ``workers * AHEAD`` configs ahead."""
@@ -259,8 +259,8 @@ def compile_ahead(kernel: Kernel, dtype: DType, arch: str, configs: Iterable[Con
     the background while the block runs, on ``n_workers`` threads (default :func:`workers`)
     (``configs`` may be a :class:`Feed` that a search fills as it goes; a config given again
     is built once), at most :data:`AHEAD` per worker queued; ``first``: other builds
-    (:func:`helper_builds`) started before them. On exit, builds not started are dropped and those running are
-    waited for (an nvcc run lasts seconds at most).
+    (:func:`helper_builds`) started before them. On exit, builds not started are dropped and
+    those running are waited for (an nvcc run lasts seconds at most).
 
     ``problem`` (the :class:`~autotune.kernel.problem.Problem` searched): a config that cannot
     launch on it is refused before nvcc, and each build's :class:`Built` has its identity

@@ -189,16 +189,18 @@ def search_on_gpu(problem, ordinal: int, space, options: SearchOptions, *, db: s
 
 @contextlib.contextmanager
 def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, part: tuple[int, int] = (0, 1)):
-    """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead` over a
-    :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)`` (``(None, None)``
-    where compiling ahead is off): the benchmark's helpers first, then the default config and,
-    for an ``in_order`` strategy (a grid, or a search whose trials cover the space), as many of
-    its first configs in the space's order as the pool holds (:data:`~autotune.measure.pipeline.AHEAD`
-    per worker, at most the search's trials; worker ``part = (i, n)``: of its share, positions
-    ``i`` modulo ``n``): that order is known, so no core waits for the search to propose them.
-    The search puts each batch as it is proposed (one fed ahead already is not built again). Each config that cannot launch on ``problem`` is refused before nvcc, and
-    nvcc runs past the :class:`~autotune.measure.pipeline.CompileDeadline` of the search's
-    compiles are stopped (``ahead.built(config)`` says what became of each)."""
+    """The compile pool of a search of ``problem`` (:func:`autotune.measure.pipeline.compile_ahead`
+    over a :class:`~autotune.measure.pipeline.Feed`), yielding ``(feed, ahead)``
+    (``(None, None)`` where compiling ahead is off): the benchmark's helpers first, then the default
+    config and, for an ``in_order`` strategy (a grid, or a search whose trials cover the space),
+    as many of its first configs in the space's order as the pool holds
+    (:data:`~autotune.measure.pipeline.AHEAD` per worker, at most the search's trials; worker
+    ``part = (i, n)``: of its share, positions ``i`` modulo ``n``): that order is known, so no
+    core waits for the search to propose them. The search puts each batch as it is proposed (one
+    fed ahead already is not built again). Each config that cannot launch on ``problem`` is
+    refused before nvcc, and nvcc runs past the
+    :class:`~autotune.measure.pipeline.CompileDeadline` of the search's compiles are stopped
+    (``ahead.built(config)`` says what became of each)."""
     from autotune.measure.pipeline import AHEAD, CompileDeadline, Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
