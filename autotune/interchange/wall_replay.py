@@ -52,6 +52,7 @@ import heapq
 import io
 import math
 import os
+import re
 import statistics
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -66,7 +67,7 @@ __all__ = ["COLUMNS", "OVERHEAD_MS", "ConfigCost", "Costs", "Charges", "WallRepl
            "loop_replay", "serial_wall", "seconds_to"]
 
 COLUMNS = ("config", "nvcc_cpu_s", "verify_ms", "time_ms", "median_ms")
-"""The costs file's header (after its first line, a ``#`` comment naming the compile workers)."""
+"""The costs file's header (after its ``#`` comments, one naming the compile workers)."""
 
 OVERHEAD_MS = 5.0
 """Default fixed ms a config costs on the GPU's path besides its measurement: the trial's row
@@ -87,30 +88,29 @@ class ConfigCost:
 
 @dataclass(frozen=True)
 class Costs:
-    """A costs file: ``workers``, the compile workers it was recorded with (``None``: not
-    named), and each config key's :class:`ConfigCost`."""
+    """A costs file: ``workers``, the compile workers it was recorded with (``None``: no
+    comment names them), and each config key's :class:`ConfigCost`."""
 
     workers: int | None
     configs: dict[str, ConfigCost]
 
 
 def read_costs(path: str | os.PathLike[str]) -> Costs:
-    """Read a costs file: a first line ``# N compile workers; ...``, then a CSV of
-    :data:`COLUMNS` (an empty field: not recorded).
+    """Read a costs file: lines of comments (``#``), one of them ``# N compile workers; ...``,
+    then a CSV of :data:`COLUMNS` (an empty field: not recorded).
 
     Raises:
         InvalidInputError: a missing file, another header, a bad key, a figure that is not a
             number >= 0, a config twice (the message names the line).
     """
     text = read_text(path, "costs file")
-    first, _, rest = text.partition("\n")
-    workers = None
-    if first.startswith("#"):
-        word = first[1:].split()[:1]
-        workers = int(word[0]) if word and word[0].isdigit() and int(word[0]) > 0 else None
-        offset = 1
-    else:
-        rest, offset = text, 0
+    workers, offset, rest = None, 0, text
+    while rest.startswith("#"):  # comments: what recorded it, and the compile workers
+        comment, _, rest = rest.partition("\n")
+        found = re.match(r"#\s*(\d+) compile workers", comment)
+        if found and int(found[1]) > 0:
+            workers = int(found[1])
+        offset += 1
     try:
         rows = list(csv.reader(io.StringIO(rest, newline="")))
     except csv.Error as exc:

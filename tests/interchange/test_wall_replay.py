@@ -77,11 +77,16 @@ def test_read_costs_reads_the_workers_and_leaves_empty_figures_unrecorded(tmp_pa
     assert got.configs == {a.key: ConfigCost(1.5, 0.3, 2.0), b.key: ConfigCost(None, None, None)}
     no_comment = read_costs(write_costs(tmp_path / "d.csv", [f'"{a.key}",1,2,3,4'], first=""))
     assert no_comment.workers is None and no_comment.configs[a.key] == ConfigCost(1.0, 2.0, 3.0)
+    # as benchmarks/record_tables.sh's files are committed: a line on what recorded it, then the workers'
+    two = read_costs(write_costs(tmp_path / "e.csv", [f'"{a.key}",1,2,3,4'],
+                                 first="# record_tables.sh COSTS=1 on a GPU, 16 cores\n# 12 compile workers; nvcc\n"))
+    assert two.workers == 12 and list(two.configs) == [a.key]
 
 
 @pytest.mark.parametrize("rows, header, message", [
     (['"BLOCK_ROWS=8",1,2,3,4'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms", None),
     (['"BLOCK_ROWS=8",-1,2,3,4'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms", "c.csv:3: nvcc_cpu_s is '-1'"),
+    (['"BLOCK_ROWS=8",1,,3,4'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms", None),
     (['"BLOCK_ROWS=8",x,2,3,4'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms", "nvcc_cpu_s is 'x'"),
     (['"BLOCK_ROWS=8",1,2,3'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms", "c.csv:3 has 4 fields"),
     (['"BLOCK_ROWS=8",1,2,3,4', '"BLOCK_ROWS=8",1,2,3,4'], "config,nvcc_cpu_s,verify_ms,time_ms,median_ms",
@@ -92,7 +97,8 @@ def test_read_costs_refuses_a_bad_file_naming_the_line(tmp_path, rows, header, m
     path = tmp_path / "c.csv"
     path.write_text("# 4 compile workers\n" + header + "\n" + "".join(r + "\n" for r in rows))
     if message is None:
-        assert read_costs(path).configs["BLOCK_ROWS=8"] == ConfigCost(1.0, 2.0, 3.0)
+        assert read_costs(path).configs["BLOCK_ROWS=8"] == ConfigCost(1.0, 2.0 if rows[0].count(",,") == 0 else None,
+                                                                       3.0)
         return
     with pytest.raises(InvalidInputError, match=message):
         read_costs(path)
