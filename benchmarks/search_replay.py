@@ -327,6 +327,10 @@ def _secs(v) -> str:
     return ">cap" if v == math.inf else f"{v:.1f}"
 
 
+def _count(v) -> str:
+    return ">cap" if v == math.inf else f"{v:g}"
+
+
 def costs_main(a) -> None:
     """``--costs`` (module doc)."""
     from autotune.interchange.kt_cache import write_cache
@@ -367,6 +371,8 @@ def costs_main(a) -> None:
                 jobs[key] = pool.apply_async(_costs_job, ((spec, table_path, costs_path, tool, name, way, seed, a),))
             for key, job in jobs.items():
                 r = job.get()
+                if key[4] == (a.first_seed + a.seeds - 1 if key[1] == "autotune" else a.kt_seeds - 1):
+                    print(f"{spec.name}: {key[1]} {key[2]} {key[3]} done, {time.time() - t0:.0f} s", flush=True)
                 if isinstance(r, str):
                     errors.setdefault(key[1:3], []).append(r)
                     continue
@@ -383,7 +389,7 @@ def costs_main(a) -> None:
             reach = [next((s for s, v in zip(secs, curve) if v <= opt * within), math.inf) for secs, curve in got]
             counts = [next((i + 1 for i, v in enumerate(curve) if v <= opt * within), math.inf) for _, curve in got]
             row += [*_quartiles(reach), statistics.median(counts), sum(r < math.inf for r in reach)]
-        row.append(statistics.median(secs[-1] for secs, _ in got))
+        row += [statistics.median(secs[-1] for secs, _ in got), statistics.median(len(secs) for secs, _ in got)]
         rows.append(row)
     stem = Path(a.out) / (f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay_costs_"
                           + "_".join(sorted({d for _, _, d in found.values()})) + (f"_{a.tag}" if a.tag else ""))
@@ -422,12 +428,10 @@ def write_costs(stem, rows, errors, found, filled, a, kt, default, wall, checks=
         w.writerow(["table", "costs_device", "tool", "strategy", "way", "seeds",
                     "s_to_1pct_median", "s_to_1pct_q1", "s_to_1pct_q3", "configs_to_1pct_median", "seeds_within_1pct",
                     "s_to_5pct_median", "s_to_5pct_q1", "s_to_5pct_q3", "configs_to_5pct_median", "seeds_within_5pct",
-                    "s_at_cap_median"])
+                    "s_at_end_median", "configs_run_median"])
         for r in rows:
-            w.writerow([*r[:6], *(_secs(v) if i != 4 else ("" if v == math.inf else f"{v:g}") for i, v in
-                                  enumerate(r[6:10])), r[10],
-                        *(_secs(v) if i != 3 else ("" if v == math.inf else f"{v:g}") for i, v in enumerate(r[11:15])),
-                        r[15], f"{r[16]:.1f}"])
+            w.writerow([*r[:6], *map(_secs, r[6:9]), _count(r[9]), r[10], *map(_secs, r[11:14]), _count(r[14]), r[15],
+                        f"{r[16]:.1f}", f"{r[17]:g}"])
     words = [f"nice python3 benchmarks/search_replay.py --costs --seeds {a.seeds} --kt-seeds {a.kt_seeds} "
              f"--cap {a.cap} --workers {a.workers}", f"--overhead-ms {a.overhead_ms:g}", f"--propose-ms {a.propose_ms:g}"]
     if a.first_seed:
@@ -454,8 +458,11 @@ def write_costs(stem, rows, errors, found, filled, a, kt, default, wall, checks=
              f"{a.cap} configs. Not simulated: the start-up, the final re-timing, the compile deadline, configs of one "
              "binary measured once, the noise of a fresh run.", "",
              f"Seconds to within 1 % / 5 % of the table's optimum: median over seeds [first quartile, third], "
-             f"'>cap': not within {a.cap} configs in half the seeds or more; (n/N): seeds within. Seeds: "
-             f"{a.seeds} for autotune's and the hill climber, {a.kt_seeds} for each Kernel Tuner strategy.", ""]
+             f"'>cap': not within the run (at most {a.cap} configs; some of Kernel Tuner's strategies end sooner, "
+             "'configs run') in half the seeds or more; (n/N): seeds within, of the seeds run. Seeds: "
+             f"{a.seeds} for autotune's and the hill climber, {a.kt_seeds} for each Kernel Tuner strategy; a run that "
+             "failed (a Kernel Tuner run past --kt-timeout) is left out, and Kernel Tuner's best is chosen (by the "
+             "median seconds to 1 %, then 5 %) among its strategies with at least half their seeds run.", ""]
     for spec, (table, costs, device) in found.items():
         lines.append(f"- {spec.name}: `{'benchmarks/results/' + table.name if table.parent.name == 'results' else table}`, costs "
                      f"`{costs.name}` ({device}); {filled.get(spec, 0)} configs charged a median for a figure not "
@@ -465,16 +472,16 @@ def write_costs(stem, rows, errors, found, filled, a, kt, default, wall, checks=
     lines.append("")
     for t in sorted({r[0] for r in rows}):
         mine = [r for r in rows if r[0] == t]
-        lines += [f"## {t}", "", "| tool | strategy | way | s to 1 % | configs | s to 5 % | configs | s at the cap |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"## {t}", "", "| tool | strategy | way | s to 1 % | configs | s to 5 % | configs | s at the end | "
+                  "configs run |", "|---|---|---|---|---|---|---|---|---|"]
         for r in mine:
             lines.append(f"| {r[2]} | {r[3]} | {r[4]} | {_secs(r[6])} [{_secs(r[7])}, {_secs(r[8])}] ({r[10]}/{r[5]}) | "
-                         f"{'>cap' if r[9] == math.inf else f'{r[9]:g}'} | {_secs(r[11])} [{_secs(r[12])}, "
+                         f"{_count(r[9])} | {_secs(r[11])} [{_secs(r[12])}, "
                          f"{_secs(r[13])}] ({r[15]}/{r[5]}) | {'>cap' if r[14] == math.inf else f'{r[14]:g}'} | "
-                         f"{r[16]:.1f} |")
+                         f"{r[16]:.1f} | {r[17]:g} |")
         ours = next((r for r in mine if r[2] == "autotune" and r[3] == default and r[4] == "loop"), None)
         hill = next((r for r in mine if r[3] == "hillclimb"), None)
-        peers = [r for r in mine if r[2] == "kernel_tuner"]
+        peers = [r for r in mine if r[2] == "kernel_tuner" and 2 * r[5] >= a.kt_seeds]
         best = min(peers, key=lambda r: (r[6], r[11], r[16]), default=None)  # by 1 %, then 5 %
         if ours is not None:
             lines.append("")
