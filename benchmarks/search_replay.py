@@ -433,7 +433,8 @@ def write_costs(stem, rows, errors, found, filled, a, kt, default, wall, checks=
             w.writerow([*r[:6], *map(_secs, r[6:9]), _count(r[9]), r[10], *map(_secs, r[11:14]), _count(r[14]), r[15],
                         f"{r[16]:.1f}", f"{r[17]:g}"])
     words = [f"nice python3 benchmarks/search_replay.py --costs --seeds {a.seeds} --kt-seeds {a.kt_seeds} "
-             f"--cap {a.cap} --workers {a.workers}", f"--overhead-ms {a.overhead_ms:g}", f"--propose-ms {a.propose_ms:g}"]
+             f"--cap {a.cap} --workers {a.workers}", f"--overhead-ms {a.overhead_ms:g}", f"--propose-ms {a.propose_ms:g}",
+             f"--kt-timeout {a.kt_timeout}"]
     if a.first_seed:
         words.append(f"--first-seed {a.first_seed}")
     if a.only:
