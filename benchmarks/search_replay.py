@@ -25,6 +25,23 @@ per config, at batch 16 on matmul_warp's 22,944-config space (configs/matmul_war
 
     nice python3 benchmarks/search_replay.py [--seeds 20] [--first-seed 0] [--kt-seeds 20] [--kt S ...] [--workers 2]
 Writes --out (default benchmarks/results)/<date>_cpu_search_replay.{md,csv}.
+
+``--costs`` (issue 47, target 5): the strategies compared in simulated wall seconds instead of
+configs, on the tables that have a costs file beside them (``..._table_<name>_costs.csv``,
+``benchmarks/record_tables.sh`` with ``COSTS=1``; the newest per table): each config charged its
+recorded nvcc CPU seconds and its verify and time ms (``autotune.interchange.wall_replay``).
+autotune's default strategy as ``autotune search`` runs it (``loop_replay``: batch 16, one batch
+ahead, the costs file's compile workers, the first proposed config whose build has ended
+measured next) and, for reference, one config at a time; the hill climber and Kernel Tuner's
+strategies one config at a time, compile then measure (``serial_wall``: Kernel Tuner compiles
+in its own process, one config at a time). All start from the kernel's default. Each run goes
+to ``--cap`` configs; reported: the simulated seconds to within 1 % and 5 % of the table's
+optimum, median and quartiles over seeds ('>cap': not within the cap), and the ratio of
+autotune's default to Kernel Tuner's best strategy and to the hill climber. A simulation from
+recorded costs, not the search run on a GPU.
+
+    nice python3 benchmarks/search_replay.py --costs [--seeds 20] [--kt-seeds 10] [--cap 400] [--workers 1]
+Writes --out/<date>_cpu_search_replay_costs_<device>.{md,csv} (the device the costs came from).
 """
 
 from __future__ import annotations
@@ -216,6 +233,282 @@ def _median_reach(curves, target, budget):
     return f">{budget}" if med == math.inf else f"{med:g}"
 
 
+PROPOSE_MS = 22.0
+"""``--costs``: ms of the loop's own work per config of autotune's strategies (ask, tell, the
+study read), charged before each batch is built: the ``propose`` phase of a matmul_warp 4096^3
+search on the H200 with 16 cores while nvcc ran on them (22-24 ms a config,
+``results/2026-11-28_NVIDIA_H200_search_floor_ready_first.txt``; 5-7 ms on the small spaces
+there). Kernel Tuner's strategies and the hill climber are charged none (their own time)."""
+
+
+def find_costs(results: Path, only=None) -> dict:
+    """The newest costs file of each table of ``L.TABLES`` under ``results`` with its table
+    beside it: spec -> (table path, costs path, device). Named as ``record_tables.sh`` writes
+    them (``<date>_<gpu>_<kernel>_<name-value_...>_<dtype>_costs.csv`` beside ``..._table.csv``)
+    or as the plain replay's tables (``<date>_<gpu>_table_<table name>_costs.csv`` beside
+    ``..._table_<table name>.csv``)."""
+    import glob
+
+    found = {}
+    for spec in L.TABLES:
+        if only is not None and spec.name not in only:
+            continue
+        recorded = f"{spec.kernel_name}_{'_'.join(f'{k}-{v}' for k, v in spec.dims)}_{spec.dtype}"
+        named = [(p, f"_{recorded}_costs.csv", f"_{recorded}_table.csv")
+                 for p in glob.glob(str(results / f"*_{recorded}_costs.csv"))]
+        named += [(p, f"_table_{spec.name}_costs.csv", f"_table_{spec.name}.csv")
+                  for p in glob.glob(str(results / f"*_table_{spec.name}_costs.csv"))]
+        for costs, tail, table_tail in sorted(named, key=lambda n: Path(n[0]).name, reverse=True):
+            table = Path(costs[: -len(tail)] + table_tail)
+            if table.exists():
+                device = Path(costs).name[: -len(tail)].split("_", 1)[1]
+                found[spec] = (table, Path(costs), device)
+                break
+    return found
+
+
+def _costs_job(job):
+    """One run of ``--costs``: (seconds, configs measured, best-so-far ms) per config, or an error's text."""
+    spec, table_path, costs_path, tool, name, way, seed, a = job
+    from autotune.interchange.replay import replay
+    from autotune.interchange.table import read_table
+    from autotune.interchange.wall_replay import charges, loop_replay, read_costs, serial_wall
+
+    table = read_table(table_path)
+    costs = read_costs(costs_path)
+    charged = charges(table, costs)
+    default = L._kernel(spec).default_config()
+    space = L._space(spec)
+    try:
+        if tool == "kernel_tuner":
+            from autotune.interchange.kt_cache import evaluated
+
+            signal.signal(signal.SIGALRM, _timeout(seed))  # this process runs this one job
+            signal.alarm(a.kt_timeout)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    keys = [k for k, _ in evaluated(a.kt_cache[spec], name, a.cap - 1, seed=seed)]
+                finally:
+                    signal.alarm(0)
+            run = serial_wall([default.key] + keys, table, charged, overhead_ms=a.overhead_ms)
+        elif way == "loop":
+            run = loop_replay(name, space, table, charged, a.cap, workers=costs.workers or a.compile_workers,
+                              seed=seed, batch=16, ahead=1, first=[default], overhead_ms=a.overhead_ms,
+                              propose_ms=a.propose_ms, factory=_factory)
+        else:
+            keys = replay(name, space, table, a.cap, seed=seed, batch=1, first=[default], factory=_factory).measured
+            run = serial_wall(keys, table, charged, overhead_ms=a.overhead_ms)
+    except Exception as exc:  # reported, not fatal
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
+    return list(run.seconds), list(run.curve), charged.filled
+
+
+def _timeout(seed):
+    def stop(signum, frame):
+        raise TimeoutError(f"no result in the time allowed (seed {seed})")
+    return stop
+
+
+def _quartiles(values):
+    """(median, first quartile, third quartile) of ``values``, interpolated between ranks
+    (``math.inf``: not reached; a quantile next to one is ``inf``)."""
+    got = sorted(values)
+
+    def at(f):
+        x = f * (len(got) - 1)
+        lo, hi = got[math.floor(x)], got[math.ceil(x)]
+        return math.inf if math.inf in (lo, hi) else lo + (hi - lo) * (x - math.floor(x))
+
+    return at(0.5), at(0.25), at(0.75)
+
+
+def _secs(v) -> str:
+    return ">cap" if v == math.inf else f"{v:.1f}"
+
+
+def _count(v) -> str:
+    return ">cap" if v == math.inf else f"{v:g}"
+
+
+def costs_main(a) -> None:
+    """``--costs`` (module doc)."""
+    from autotune.interchange.kt_cache import write_cache
+    from autotune.interchange.table import read_table
+    from autotune.search.strategies import DEFAULT_STRATEGY
+
+    found = find_costs(Path(a.results), a.only)
+    if not found:
+        print(f"error: no table under {a.results} has a costs file beside it (..._table_<name>_costs.csv: "
+              "benchmarks/record_tables.sh with COSTS=1)", file=sys.stderr)
+        raise SystemExit(2)
+    kt = list(L.KT_STRATEGIES) if a.kt == ["all"] else a.kt
+    if importlib.util.find_spec("kernel_tuner") is None:
+        kt = []
+    scratch = Path(tempfile.mkdtemp())
+    a.kt_cache = {}
+    t0 = time.time()
+    runs: dict = {}  # (spec, tool, name, way) -> [(seconds, curve)]
+    filled: dict = {}
+    errors: dict = {}
+    for spec, (table_path, costs_path, device) in found.items():
+        table = read_table(table_path)
+        cache = scratch / f"{spec.name}.json"
+        write_cache(table, L._space(spec), cache, kernel_name=spec.kernel_name, problem_size=[v for _, v in spec.dims])
+        a.kt_cache[spec] = cache
+        jobs = {}
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
+            jobs[(spec, "autotune", DEFAULT_STRATEGY, "loop", seed)] = None
+            jobs[(spec, "autotune", DEFAULT_STRATEGY, "serial", seed)] = None
+            jobs[(spec, "autotune", "hillclimb", "serial", seed)] = None
+        for name in kt:
+            for seed in range(a.kt_seeds):
+                jobs[(spec, "kernel_tuner", name, "serial", seed)] = None
+        # one process per run (maxtasksperchild=1), as for Kernel Tuner's runs of the plain replay
+        with multiprocessing.get_context("fork").Pool(a.workers, maxtasksperchild=1) as pool:
+            for key in jobs:
+                _, tool, name, way, seed = key
+                jobs[key] = pool.apply_async(_costs_job, ((spec, table_path, costs_path, tool, name, way, seed, a),))
+            for key, job in jobs.items():
+                r = job.get()
+                if key[4] == (a.first_seed + a.seeds - 1 if key[1] == "autotune" else a.kt_seeds - 1):
+                    print(f"{spec.name}: {key[1]} {key[2]} {key[3]} done, {time.time() - t0:.0f} s", flush=True)
+                if isinstance(r, str):
+                    errors.setdefault(key[1:3], []).append(r)
+                    continue
+                runs.setdefault(key[:4], []).append(r[:2])
+                filled[spec] = r[2]
+        print(f"{spec.name}: done, {time.time() - t0:.0f} s", flush=True)
+    checks = {spec: _grid_check(spec, *found[spec][:2], a) for spec in found}
+    rows = []
+    for (spec, tool, name, way), got in runs.items():
+        table = read_table(found[spec][0])
+        opt = min(v for v in table.values() if v is not None)
+        row = [spec.name, found[spec][2], tool, name, way, len(got)]
+        for within in (1.01, 1.05):
+            reach = [next((s for s, v in zip(secs, curve) if v <= opt * within), math.inf) for secs, curve in got]
+            counts = [next((i + 1 for i, v in enumerate(curve) if v <= opt * within), math.inf) for _, curve in got]
+            row += [*_quartiles(reach), statistics.median(counts), sum(r < math.inf for r in reach)]
+        row += [statistics.median(secs[-1] for secs, _ in got), statistics.median(len(secs) for secs, _ in got)]
+        rows.append(row)
+    stem = Path(a.out) / (f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay_costs_"
+                          + "_".join(sorted({d for _, _, d in found.values()})) + (f"_{a.tag}" if a.tag else ""))
+    write_costs(stem, rows, errors, found, filled, a, kt, DEFAULT_STRATEGY, time.time() - t0, checks)
+
+
+def _grid_check(spec, table_path, costs_path, a) -> str:
+    """The recording itself simulated: the table's whole grid in the loop (the default first),
+    charged its propose phase per config from ``..._record.txt`` (``record_tables.sh``'s output
+    beside the costs file, where there is one), against that run's recorded wall."""
+    import re
+
+    from autotune.interchange.table import read_table
+    from autotune.interchange.wall_replay import charges, loop_replay, read_costs
+
+    table, costs = read_table(table_path), read_costs(costs_path)
+    record = Path(str(costs_path)[: -len("_costs.csv")] + "_record.txt")
+    text = record.read_text() if record.exists() else ""
+    propose = re.search(r"where the time went:.*propose ([\d.]+) s", text)
+    wall = re.search(r"this run's wall time ([\d.]+) s", text)
+    propose_ms = 1e3 * float(propose[1]) / len(table) if propose else 0.0
+    run = loop_replay("grid", L._space(spec), table, charges(table, costs), len(table),
+                      workers=costs.workers or a.compile_workers, first=[L._kernel(spec).default_config()],
+                      overhead_ms=a.overhead_ms, propose_ms=propose_ms)
+    said = f"the recorded run's wall {float(wall[1]):.1f} s (the whole command: start-up and re-timing too)" \
+        if wall else "no recorded wall beside the costs file"
+    return (f"the recording's own grid of {len(run.measured)} configs simulated in the loop ({propose_ms:.1f} ms "
+            f"of proposing a config, its own): {run.seconds[-1]:.1f} s; {said}")
+
+
+def write_costs(stem, rows, errors, found, filled, a, kt, default, wall, checks=None) -> None:
+    """The ``--costs`` results: ``stem``.csv (a row per table and strategy) and ``stem``.md."""
+    rows.sort(key=lambda r: (r[0], r[2] != "autotune", r[4] != "loop", r[3]))
+    with open(f"{stem}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["table", "costs_device", "tool", "strategy", "way", "seeds",
+                    "s_to_1pct_median", "s_to_1pct_q1", "s_to_1pct_q3", "configs_to_1pct_median", "seeds_within_1pct",
+                    "s_to_5pct_median", "s_to_5pct_q1", "s_to_5pct_q3", "configs_to_5pct_median", "seeds_within_5pct",
+                    "s_at_end_median", "configs_run_median"])
+        for r in rows:
+            w.writerow([*r[:6], *map(_secs, r[6:9]), _count(r[9]), r[10], *map(_secs, r[11:14]), _count(r[14]), r[15],
+                        f"{r[16]:.1f}", f"{r[17]:g}"])
+    words = [f"nice python3 benchmarks/search_replay.py --costs --seeds {a.seeds} --kt-seeds {a.kt_seeds} "
+             f"--cap {a.cap} --workers {a.workers}", f"--overhead-ms {a.overhead_ms:g}", f"--propose-ms {a.propose_ms:g}",
+             f"--kt-timeout {a.kt_timeout}"]
+    if a.first_seed:
+        words.append(f"--first-seed {a.first_seed}")
+    if a.only:
+        words.append("--only " + " ".join(a.only))
+    words.append("--kt " + " ".join(a.kt) if a.kt else "--kt")
+    if a.tag:
+        words.append(f"--tag {a.tag}")
+    lines = [f"# Issue 47, target 5: strategies in the seconds that pace them, simulated from recorded costs "
+             f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC})", "",
+             f"`{' '.join(words)}`, {wall / 60:.0f} min on a shared 2-core CPU. The default strategy is `{default}`.",
+             "",
+             "**A simulation from recorded costs, not the search run on a GPU** (`autotune.interchange.wall_replay`). "
+             "Each config is charged the CPU seconds of its nvcc run and its trial's verify and time ms, as recorded "
+             "beside the table (`benchmarks/record_tables.sh` with `COSTS=1`), plus "
+             f"{a.overhead_ms:g} ms a config on the GPU's path (the trial's row written). autotune `loop`: "
+             "`autotune search` as its loop runs: batches of 16, one batch ahead, the compile workers the costs file "
+             f"names, the first proposed config whose build has ended measured next, {a.propose_ms:g} ms of the loop's "
+             "own work per config asked. `serial`: one config at a time, compiled then measured, nothing overlapped, "
+             "as Kernel Tuner runs (Kernel Tuner 1.5's own account of simulated time, `compile_time + "
+             "verification_time + benchmark_time` per config, on the order its strategy evaluated in simulation "
+             "mode); the strategy's own time not charged. Every run starts from the kernel's default and goes to "
+             f"{a.cap} configs. Not simulated: the start-up, the final re-timing, the compile deadline, configs of one "
+             "binary measured once, the noise of a fresh run.", "",
+             f"Seconds to within 1 % / 5 % of the table's optimum: median over seeds [first quartile, third], "
+             f"'>cap': not within the run (at most {a.cap} configs; some of Kernel Tuner's strategies end sooner, "
+             "'configs run') in half the seeds or more; (n/N): seeds within, of the seeds run. Seeds: "
+             f"{a.seeds} for autotune's and the hill climber, {a.kt_seeds} for each Kernel Tuner strategy; a run that "
+             "failed (a Kernel Tuner run past --kt-timeout) is left out, and Kernel Tuner's best is chosen (by the "
+             "median seconds to 1 %, then 5 %) among its strategies with at least half their seeds run.", ""]
+    for spec, (table, costs, device) in found.items():
+        lines.append(f"- {spec.name}: `{'benchmarks/results/' + table.name if table.parent.name == 'results' else table}`, costs "
+                     f"`{costs.name}` ({device}); {filled.get(spec, 0)} configs charged a median for a figure not "
+                     "recorded" + (f"; check: {checks[spec]}" if checks and spec in checks else ""))
+    for (tool, name), errs in errors.items():
+        lines.append(f"- {tool} {name}: {len(errs)} run(s) failed, left out, e.g. {errs[0]}")
+    lines.append("")
+    for t in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == t]
+        lines += [f"## {t}", "", "| tool | strategy | way | s to 1 % | configs | s to 5 % | configs | s at the end | "
+                  "configs run |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in mine:
+            lines.append(f"| {r[2]} | {r[3]} | {r[4]} | {_secs(r[6])} [{_secs(r[7])}, {_secs(r[8])}] ({r[10]}/{r[5]}) | "
+                         f"{_count(r[9])} | {_secs(r[11])} [{_secs(r[12])}, "
+                         f"{_secs(r[13])}] ({r[15]}/{r[5]}) | {'>cap' if r[14] == math.inf else f'{r[14]:g}'} | "
+                         f"{r[16]:.1f} | {r[17]:g} |")
+        ours = next((r for r in mine if r[2] == "autotune" and r[3] == default and r[4] == "loop"), None)
+        hill = next((r for r in mine if r[3] == "hillclimb"), None)
+        peers = [r for r in mine if r[2] == "kernel_tuner" and 2 * r[5] >= a.kt_seeds]
+        best = min(peers, key=lambda r: (r[6], r[11], r[16]), default=None)  # by 1 %, then 5 %
+        if ours is not None:
+            lines.append("")
+            for label, i in (("1 %", 6), ("5 %", 11)):
+                parts = [f"{label}: autotune's default / Kernel Tuner's best ({best[3]}) "
+                         f"{_ratio(ours[i], best[i], best[16], ours[16])}" if best else f"{label}: no Kernel Tuner run"]
+                if hill is not None:
+                    parts.append(f"/ the hill climber {_ratio(ours[i], hill[i], hill[16], ours[16])}")
+                lines.append("- " + ", ".join(parts))
+        lines.append("")
+    Path(f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _ratio(ours: float, theirs: float, theirs_cap: float, ours_cap: float) -> str:
+    """ours / theirs, seconds; where one did not get there within the cap, a bound from its
+    median wall at the cap; '-' where neither did."""
+    if ours == math.inf and theirs == math.inf:
+        return "- (neither within the cap)"
+    if ours == math.inf:
+        return f"> {ours_cap / theirs:.2f}x (autotune's default not within the cap)"
+    if theirs == math.inf:
+        return f"< {ours / theirs_cap:.2f}x (theirs not within the cap)"
+    return f"{ours / theirs:.2f}x"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(HERE / "results"))
@@ -233,7 +526,28 @@ def main() -> None:
     ap.add_argument("--pipelined", action="store_true", help="ask one config per config told, keeping "
                                                               "(ahead + 1) * batch in flight (autotune.interchange.replay)")
     ap.add_argument("--tag", default="", help="output name suffix: <date>_cpu_search_replay_<tag>.{md,csv}")
+    ap.add_argument("--costs", action="store_true", help="strategies in simulated wall seconds, on the tables with a "
+                                                          "costs file (module doc; issue 47, target 5)")
+    ap.add_argument("--cap", type=int, default=400, help="--costs: configs each run goes to (default 400)")
+    ap.add_argument("--overhead-ms", type=float, default=None, help="--costs: fixed ms per config on the GPU's path "
+                                                                    "(default: wall_replay.OVERHEAD_MS)")
+    ap.add_argument("--propose-ms", type=float, default=PROPOSE_MS, help="--costs: the loop's ms per config asked "
+                                                                          "(default: PROPOSE_MS)")
+    ap.add_argument("--compile-workers", type=int, default=16, help="--costs: where the costs file names none")
+    ap.add_argument("--kt-timeout", type=int, default=120, help="--costs: seconds a Kernel Tuner run may take")
+    ap.add_argument("--results", default=str(L.RESULTS), help="--costs: where the tables and costs files are")
     a = ap.parse_args()
+    if a.costs:
+        from autotune.interchange.wall_replay import OVERHEAD_MS
+
+        if a.overhead_ms is None:
+            a.overhead_ms = OVERHEAD_MS
+        if a.cap < 2 or a.seeds < 1 or a.kt_seeds < 0 or a.workers < 1:
+            print(f"error: --cap {a.cap} must be >= 2, --seeds {a.seeds} and --workers {a.workers} >= 1, "
+                  f"--kt-seeds {a.kt_seeds} >= 0", file=sys.stderr)
+            raise SystemExit(2)
+        costs_main(a)
+        return
     from autotune.interchange.kt_cache import write_cache
     from autotune.interchange.score import score
     from autotune.search.strategies import DEFAULT_STRATEGY

@@ -101,3 +101,62 @@ def test_search_replay_ceiling_matches_every_first_batch_enumerated():
     no_default = module.ceiling_curve(table, None, 2, 5)
     assert list(no_default[2:]) == [1.0] * 3 and no_default[0] == pytest.approx((3 + 1 + 5 + 2 + 5) / 5)
     assert module.ceiling(table, None, 1, 1) == pytest.approx(0.0)  # one random config is random search
+
+
+def _search_replay():
+    spec = importlib.util.spec_from_file_location("search_replay", BENCH / "search_replay.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_search_replay_costs_mode_reports_seconds_from_a_costs_file(tmp_path):
+    """benchmarks/search_replay.py --costs (issue 47, target 5) on a recorded table with a
+    synthetic costs file beside it: a row per strategy and way, the ratios, the caveat."""
+    import csv
+    import subprocess
+
+    name = "softmax_rows_flags_4096x1024_float32"
+    [table] = sorted((BENCH / "results").glob(f"*_table_{name}.csv"))[:1]
+    stem = "2026-11-29_TEST_GPU_table_" + name
+    (tmp_path / f"{stem}.csv").write_text(table.read_text())
+    rows = list(csv.reader(table.read_text().splitlines()))[1:]
+    with open(tmp_path / f"{stem}_costs.csv", "w", newline="") as f:
+        f.write("# 4 compile workers; synthetic\n")
+        w = csv.writer(f)
+        w.writerow(["config", "nvcc_cpu_s", "verify_ms", "time_ms", "median_ms"])
+        w.writerows([key, 1.5, 1.0, 2.0, ms] for key, ms in rows)
+    run = subprocess.run([sys.executable, str(BENCH / "search_replay.py"), "--costs", "--results", str(tmp_path),
+                          "--out", str(tmp_path), "--seeds", "2", "--kt-seeds", "0", "--cap", "12", "--workers", "1",
+                          "--kt"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    [out] = tmp_path.glob("*_cpu_search_replay_costs_TEST_GPU.csv")
+    got = {(r["tool"], r["strategy"], r["way"]): r for r in csv.DictReader(out.open())}
+    assert set(got) == {("autotune", "tpe_local", "loop"), ("autotune", "tpe_local", "serial"),
+                        ("autotune", "hillclimb", "serial")}
+    assert all(r["seeds"] == "2" and r["costs_device"] == "TEST_GPU" for r in got.values())
+    serial = float(got[("autotune", "hillclimb", "serial")]["s_at_end_median"])
+    assert serial == pytest.approx(12 * (1.5 + 3e-3 + 5e-3), abs=0.05)  # 12 configs, one at a time
+    assert float(got[("autotune", "tpe_local", "loop")]["s_at_end_median"]) < serial / 2  # 4 workers at once
+    md = out.with_suffix(".md").read_text()
+    assert "not the search run on a GPU" in md and "/ the hill climber" in md
+
+
+def test_search_replay_costs_mode_without_a_costs_file_says_so(tmp_path):
+    import subprocess
+
+    run = subprocess.run([sys.executable, str(BENCH / "search_replay.py"), "--costs", "--results", str(tmp_path),
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and run.stderr.startswith("error: no table under") and "Traceback" not in run.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_search_replay_quartiles_and_ratios_keep_runs_not_within_the_cap():
+    module = _search_replay()
+    inf = float("inf")
+    assert module._quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, 2.0, 4.0)
+    assert module._quartiles([1.0, 2.0, inf, inf]) == (inf, 1.75, inf)
+    assert module._ratio(2.0, 8.0, 10.0, 4.0) == "0.25x"
+    assert module._ratio(2.0, inf, 10.0, 4.0).startswith("< 0.20x")  # theirs: more than their 10 s at the cap
+    assert module._ratio(inf, 8.0, 10.0, 4.0).startswith("> 0.50x")  # ours: more than our 4 s at the cap
+    assert module._ratio(inf, inf, 10.0, 4.0).startswith("-")

@@ -34,7 +34,7 @@ from autotune.errors import InvalidInputError
 from autotune.interchange.score import best_so_far
 from autotune.interchange.table import table_configs
 
-__all__ = ["FAILED", "write_cache", "export_cache", "simulate", "cache_key"]
+__all__ = ["FAILED", "write_cache", "export_cache", "simulate", "evaluated", "cache_key"]
 
 FAILED = "RuntimeFailedConfig"
 """The ``time`` of a failed config in the cache (one of ``kernel_tuner.util``'s error names)."""
@@ -156,15 +156,32 @@ def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: 
     Raises:
         ModuleNotFoundError: Kernel Tuner is not installed (``pip install 'cuda-autotune[interchange]'``).
     """
+    from autotune.base.files import read_text
+
+    doc = json.loads(read_text(path, "Kernel Tuner cache file"))
+    worst = max(e["time"] for e in doc["cache"].values() if not isinstance(e["time"], str))
+    return best_so_far([ms for _, ms in evaluated(path, strategy, budget, seed=seed,
+                                                   strategy_options=strategy_options)], worst)
+
+
+def evaluated(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: int = 0,
+              strategy_options: Mapping[str, Any] | None = None) -> list[tuple[str, float | None]]:
+    """What :func:`simulate` runs, as the distinct configs Kernel Tuner evaluated, in its order,
+    at most ``budget``: each as (autotune's config key, :attr:`~autotune.kernel.config.Config.key`;
+    its ms, ``None`` where it failed).
+
+    Raises:
+        ModuleNotFoundError: Kernel Tuner is not installed (``pip install 'cuda-autotune[interchange]'``).
+    """
     import numpy as np
     import kernel_tuner
 
     from autotune.base.files import read_text
+    from autotune.kernel.config import Config
 
     doc = json.loads(read_text(path, "Kernel Tuner cache file"))
     names = doc["tune_params_keys"]
     keys = set(doc["cache"])
-    worst = max(e["time"] for e in doc["cache"].values() if not isinstance(e["time"], str))
 
     def recorded(p) -> bool:  # exactly the table's configs, failed ones included
         return cache_key(names, p) in keys
@@ -178,7 +195,7 @@ def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: 
         doc["kernel_name"], "", tuple(doc["problem_size"]), [], doc["tune_params"], restrictions=recorded,
         strategy=strategy, strategy_options=options,
         cache=str(path), simulation_mode=True, quiet=True, seed=seed)
-    seen, times = set(), []
+    seen, out = set(), []
     for r in results:
         if not r:
             continue
@@ -187,5 +204,6 @@ def simulate(path: str | os.PathLike[str], strategy: str, budget: int, *, seed: 
             continue
         seen.add(key)
         t = r.get("time")
-        times.append(t if isinstance(t, (int, float)) and "__error__" not in r else None)
-    return best_so_far(times[:budget], worst)
+        ms = t if isinstance(t, (int, float)) and "__error__" not in r else None
+        out.append((Config.of(doc["kernel_name"], {n: int(r[n]) for n in names}).key, ms))
+    return out[:budget]
