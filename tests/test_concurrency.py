@@ -167,8 +167,12 @@ def test_a_killed_worker_trial_is_failed_by_heartbeat_while_another_goes_on(tmp_
     survivor = start(db, tmp_path / "survivor.json", sampler="grid", n=25, resume=True, delay=0.4)
     wait_for_trials(db, 4)
     deadline = time.monotonic() + 60
-    while len(running := rows(db, "select number from trials where state = 'RUNNING'")) < 2:
+    while True:  # the doomed worker frozen while its trials in flight are read, then killed: none ends between
         assert time.monotonic() < deadline, "the two workers never had a trial in flight at once"
+        os.kill(doomed.pid, signal.SIGSTOP)  # (read before the kill, a trial it ended meanwhile was COMPLETE)
+        if len(running := rows(db, "select number from trials where state = 'RUNNING'")) >= 2:
+            break
+        os.kill(doomed.pid, signal.SIGCONT)
         time.sleep(0.05)
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.wait(timeout=30)
