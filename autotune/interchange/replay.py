@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from autotune.interchange.score import best_so_far
+from autotune.interchange.score import best_so_far, slowest
 from autotune.interchange.table import table_configs
 
-__all__ = ["Replay", "replay", "replay_seeds"]
+__all__ = ["Replay", "default_factory", "replay", "replay_seeds"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,9 @@ class Replay:
     unrecorded: int = 0
 
 
-def _default_factory(name: str, space, *, seed: int, history: Sequence):
+def default_factory(name: str, space, *, seed: int, history: Sequence):
+    """The strategy ``name`` on ``space`` as the search loop makes it
+    (:func:`autotune.search.strategies.make_strategy`): a replay's default ``factory``."""
     from autotune.search.strategies import make_strategy  # the search loop's registry
 
     return make_strategy(name, space, seed=seed, history=history)
@@ -78,10 +80,8 @@ def replay(strategy: str, space, table: Mapping[str, float | None], budget: int,
     if budget < 1 or batch < 1:
         raise ValueError(f"budget {budget} and batch {batch} must both be >= 1")
     times = {config.key: table[key] for key, config in table_configs(table, space).items()}
-    valid = [ms for ms in times.values() if ms is not None]
-    if not valid:
-        raise ValueError("the table has no valid (measured) config")
-    s = (factory or _default_factory)(strategy, space, seed=seed, history=tuple(history))
+    worst = slowest(times.values())
+    s = (factory or default_factory)(strategy, space, seed=seed, history=tuple(history))
     measured: list[str] = []
     unrecorded = 0
     for config in first:
@@ -117,7 +117,7 @@ def replay(strategy: str, space, table: Mapping[str, float | None], budget: int,
             break
         measure(in_flight.pop(0))
     ms = tuple(times[k] for k in measured)
-    return Replay(tuple(measured), ms, tuple(best_so_far(ms, max(valid))), unrecorded)
+    return Replay(tuple(measured), ms, tuple(best_so_far(ms, worst)), unrecorded)
 
 
 def replay_seeds(strategy: str, space, table: Mapping[str, float | None], budget: int, seeds: Sequence[int],

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["best_so_far", "expected_random_curve", "mean_curve", "standardised", "Score", "score"]
+__all__ = ["best_so_far", "slowest", "expected_random_curve", "mean_curve", "standardised", "Score", "score"]
 
 
 def _valid(table: Mapping[str, float | None] | Iterable[float | None]) -> tuple[np.ndarray, int]:
@@ -46,6 +46,19 @@ def _valid(table: Mapping[str, float | None] | Iterable[float | None]) -> tuple[
     if ok.size == 0:
         raise ValueError("the table has no valid (measured) config: there is nothing to score against")
     return ok, len(values)
+
+
+def slowest(times: Iterable[float | None]) -> float:
+    """The slowest valid time (ms) of a table's ``times`` (``None``: failed): the ``worst`` that
+    :func:`best_so_far` starts from.
+
+    Raises:
+        ValueError: no valid (measured) time.
+    """
+    valid = [ms for ms in times if ms is not None]
+    if not valid:
+        raise ValueError("the table has no valid (measured) config")
+    return max(valid)
 
 
 def best_so_far(times: Iterable[float | None], worst: float) -> list[float]:

@@ -60,7 +60,8 @@ from dataclasses import dataclass
 
 from autotune.base.files import read_text
 from autotune.errors import InvalidInputError
-from autotune.interchange.score import best_so_far
+from autotune.interchange.replay import default_factory
+from autotune.interchange.score import best_so_far, slowest
 from autotune.interchange.table import params_of, table_configs
 
 __all__ = ["COLUMNS", "OVERHEAD_MS", "ConfigCost", "Costs", "Charges", "WallReplay", "read_costs", "charges",
@@ -223,7 +224,7 @@ def serial_wall(keys: Sequence[str], table: Mapping[str, float | None], charged:
     missing = [k for k in keys if k not in table]
     if missing:
         raise InvalidInputError(f"config {missing[0]} is not in the table ({len(missing)} such)")
-    worst = _worst(table)
+    worst = slowest(table.values())
     wall, seconds, gpu = 0.0, [], 0.0
     for key in keys:
         wall += charged.compile_s[key] + charged.gpu_s[key] + overhead_ms / 1e3
@@ -231,19 +232,6 @@ def serial_wall(keys: Sequence[str], table: Mapping[str, float | None], charged:
         seconds.append(wall)
     times = tuple(table[k] for k in keys)
     return WallReplay(tuple(keys), times, tuple(best_so_far(times, worst)), tuple(seconds), 0, gpu)
-
-
-def _worst(table: Mapping[str, float | None]) -> float:
-    valid = [ms for ms in table.values() if ms is not None]
-    if not valid:
-        raise ValueError("the table has no valid (measured) config")
-    return max(valid)
-
-
-def _default_factory(name: str, space, *, seed: int, history: Sequence):
-    from autotune.search.strategies import make_strategy  # the search loop's registry
-
-    return make_strategy(name, space, seed=seed, history=history)
 
 
 def loop_replay(strategy: str, space, table: Mapping[str, float | None], charged: Charges, budget: int, *,
@@ -276,8 +264,8 @@ def loop_replay(strategy: str, space, table: Mapping[str, float | None], charged
     if budget < 1 or batch < 1 or workers < 1 or ahead < 0:
         raise ValueError(f"budget {budget}, batch {batch} and workers {workers} must be >= 1, ahead {ahead} >= 0")
     configs = {config: key for key, config in table_configs(table, space).items()}
-    worst = _worst(table)
-    s = (factory or _default_factory)(strategy, space, seed=seed, history=tuple(history))
+    worst = slowest(table.values())
+    s = (factory or default_factory)(strategy, space, seed=seed, history=tuple(history))
     if first:
         s.enqueue([c for c in first if c in configs], first=True)
     pool = [0.0] * workers  # when each compile worker is next free (a heap)
