@@ -204,7 +204,8 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     from autotune.measure.pipeline import AHEAD, CompileDeadline, Feed, compile_ahead, helper_builds, workers
     from autotune.search.proposals import default_config
 
-    if workers() == 0:
+    n_workers = workers()
+    if n_workers == 0:
         yield None, None
         return
     kernel, dtype = problem.kernel, problem.dtype
@@ -213,8 +214,8 @@ def compile_pool(problem, arch: str, space, options: SearchOptions, batch: int, 
     if options.traits.in_order:
         i, n = part
         first += itertools.islice((c for k, c in enumerate(space.iter_configs()) if k % n == i and c != default),
-                                  max(2 * batch, min(workers() * AHEAD, options.trials) - len(first)))
+                                  max(2 * batch, min(n_workers * AHEAD, options.trials) - len(first)))
     feed = Feed(first)
-    with compile_ahead(kernel, dtype, arch, feed, first=helper_builds(kernel, dtype, arch), problem=problem,
-                       deadline=CompileDeadline()) as ahead:
+    with compile_ahead(kernel, dtype, arch, feed, n_workers, first=helper_builds(kernel, dtype, arch),
+                       problem=problem, deadline=CompileDeadline()) as ahead:
         yield feed, ahead
