@@ -18,7 +18,7 @@ MAINTAINED = {
     "app_tuning.py", "certify_regret.py", "dispatch_regret.py", "energy_front.py", "large_space_search.py",
     "launch_overhead.py", "lookup_latency.py", "search_replay.py", "search_replay_ceiling.py",
     "transpose_vs_peers.py", "unaligned_transpose.py", "examples_launch.py", "warm_l2_transpose.py",
-    "verify_cost.py", "main_job_timeline.py",
+    "verify_cost.py", "main_job_timeline.py", "search_wall.py",
 }
 RUNNERS = {
     "app_tuning.sh", "certify_regret.sh", "dispatch_regret.sh", "energy_front.sh", "large_space_search.sh",
