@@ -5,6 +5,8 @@ name exists (the archived diagnostics are named under benchmarks/archive/)."""
 from __future__ import annotations
 
 import ast
+import csv
+import math
 import re
 import shutil
 import subprocess
@@ -61,3 +63,44 @@ def test_every_benchmarks_path_the_docs_name_exists():
             if "..." not in ref and not (ROOT / ref).exists() and not any(ROOT.glob(ref + "*")):
                 missing.append(f"{path.relative_to(ROOT)}: {ref}")
     assert missing == []
+
+
+def _search_wall():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_wall", BENCH / "search_wall.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_search_wall_judges_every_tool_by_the_table_and_counts_a_run_that_never_gets_there_as_censored():
+    wall = _search_wall()
+    table = {"A=1": 2.0, "A=2": 1.0, "A=3": None, "A=4": 1.04}
+    # a failed config and one outside the table (Kernel Tuner's invalid ones) never count
+    evals = [("A=3", 0.5), ("A=9", 0.7), ("A=4", 1.5), ("A=2", 3.0)]
+    assert wall.reach(evals, table, 0.05) == (1.5, 3)
+    assert wall.reach(evals, table, 0.01) == (3.0, 4)
+    assert wall.reach(evals[:3], table, 0.01) == (math.inf, math.inf)
+    assert wall.quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, 2.0, 4.0)
+    assert wall.quartiles([1.0, 2.0, math.inf, math.inf, math.inf])[0] == math.inf
+
+
+def test_search_wall_merges_the_csvs_of_several_calls_into_one_report(tmp_path):
+    wall = _search_wall()
+    row = {"table": "t", "tool": "autotune", "strategy": "tpe_local", "seed": 0, "wall_s": 9.5, "configs": 40,
+           "error": "", "s_to_1%": 4.0, "configs_to_1%": 30, "s_to_5%": 2.0, "configs_to_5%": 10}
+    first, second = tmp_path / "2026-11-29_GPU_search_wall.csv", tmp_path / "b.csv"
+    for path, rows in ((first, [row, {**row, "seed": 1, "s_to_1%": 6.0}]),
+                       (second, [{**row, "tool": "kernel_tuner", "s_to_1%": math.inf, "configs_to_1%": math.inf},
+                                 {**row, "tool": "kernel_tuner", "seed": 1, "error": "no result"}])):
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, list(row))
+            w.writeheader()
+            w.writerows(rows)
+    wall.merge([str(first), str(second)], tmp_path / "out", drop_errors=True)
+    report = (tmp_path / "out" / "2026-11-29_GPU_search_wall.md").read_text()
+    assert "| t | autotune | tpe_local | 2 | 5.0 [4.5, 5.5] |" in report
+    assert "| t | kernel_tuner | tpe_local | 1 | >end [>end, >end] | >end |" in report
+    with open(tmp_path / "out" / "2026-11-29_GPU_search_wall.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 3
