@@ -310,7 +310,7 @@ def _timeout(seed):
     return stop
 
 
-def _quartiles(values):
+def quartiles(values):
     """(median, first quartile, third quartile) of ``values``, interpolated between ranks
     (``math.inf``: not reached; a quantile next to one is ``inf``)."""
     got = sorted(values)
@@ -388,7 +388,7 @@ def costs_main(a) -> None:
         for within in (1.01, 1.05):
             reach = [next((s for s, v in zip(secs, curve) if v <= opt * within), math.inf) for secs, curve in got]
             counts = [next((i + 1 for i, v in enumerate(curve) if v <= opt * within), math.inf) for _, curve in got]
-            row += [*_quartiles(reach), statistics.median(counts), sum(r < math.inf for r in reach)]
+            row += [*quartiles(reach), statistics.median(counts), sum(r < math.inf for r in reach)]
         row += [statistics.median(secs[-1] for secs, _ in got), statistics.median(len(secs) for secs, _ in got)]
         rows.append(row)
     stem = Path(a.out) / (f"{datetime.now(timezone.utc):%Y-%m-%d}_cpu_search_replay_costs_"

@@ -54,6 +54,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from search_replay import find_costs, quartiles  # noqa: E402
+
 WITHIN = (0.01, 0.05)
 TRIALS = {"matmul_warp": 300, "histogram256": 300, "softmax_rows_flags": 300}
 """Trials asked of ``autotune search`` per kernel (its ``--timeout`` ends it first)."""
@@ -74,19 +76,6 @@ def reach(evals, table, within):
         if ms is not None and ms <= best * (1 + within):
             return secs, i
     return math.inf, math.inf
-
-
-def quartiles(values):
-    """(median, first quartile, third quartile), interpolated between ranks; ``inf`` where a rank
-    next to the quantile is censored."""
-    got = sorted(values)
-
-    def at(f):
-        x = f * (len(got) - 1)
-        lo, hi = got[math.floor(x)], got[math.ceil(x)]
-        return math.inf if math.inf in (lo, hi) else lo + (hi - lo) * (x - math.floor(x))
-
-    return at(0.5), at(0.25), at(0.75)
 
 
 def trial_seconds(db: Path, start: float):
@@ -262,8 +251,6 @@ def main(argv=None) -> None:
         return kt_one(name, table, strategy, int(seed), float(cap))
     if a.merge:
         return merge(a.merge, Path(a.out), a.drop_errors)
-    from search_replay import find_costs
-
     from autotune.interchange.table import read_table
 
     found = find_costs(Path(a.results), a.only)
