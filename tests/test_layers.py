@@ -140,20 +140,13 @@ def test_third_party_libraries_stay_on_their_floors(library):
     assert wrong == []
 
 
-REGISTERS = {"autotune.cli.root"}
-"""Modules that import their package's modules at their end so that they register themselves
-(the CLI's commands), each module taking what it registers with (``app``) from it: the one
-cycle allowed (docs/architecture.md, "Rules")."""
-
-
 def _edges() -> dict[str, set[str]]:
     """``module -> the modules it imports`` (lazy ones too), a package's ``__init__`` included:
     importing ``autotune.search.strategies`` runs its ``__init__``, and so imports what that
-    imports. Left out: ``autotune.__version__`` and the registration imports of :data:`REGISTERS`."""
+    imports. Left out: ``autotune.__version__``."""
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
     for module, name, target, _ in _imports():
-        registers = target in REGISTERS and module.startswith(target.rsplit(".", 1)[0] + ".")
-        if target and target != module and not registers and tuple(name.rsplit(".", 1)) != VERSION_SOURCE:
+        if target and target != module and tuple(name.rsplit(".", 1)) != VERSION_SOURCE:
             edges[module].add(target)
     return edges
 
@@ -193,7 +186,8 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycles_not_even_through_lazy_imports():
     """Not through a package's ``__init__`` either (the edges of issue 38's cycle: search.options
     imported ``autotune.search.strategies``, whose ``__init__`` imports its registry, which imported
-    search.options lazily); only the CLI's registration (:data:`REGISTERS`) is allowed."""
+    search.options lazily); the command line's neither (its root app imports no command module:
+    each registers on it, and ``autotune.cli.commands`` imports them all)."""
     assert _cycles(_edges()) == []
 
 
@@ -208,12 +202,13 @@ def test_a_cycle_through_a_packages_init_is_caught():
     assert any(wanted <= set(c) for c in _cycles(edges))
 
 
-def test_the_cli_registration_is_the_one_cycle_left_out():
-    edges = {m: set(t) for m, t in _edges().items()}
-    for module, name, target, _ in _imports():
-        if target in REGISTERS and module.startswith(target.rsplit(".", 1)[0] + "."):
-            edges[module].add(target)
-    assert [c for c in _cycles(edges) if not all(m.startswith("autotune.cli") for m in c)] == []
+def test_the_root_app_imports_no_command_module_and_the_commands_module_imports_every_one():
+    edges = _edges()
+    commands = {m for m in MODULES if m.startswith("autotune.cli.") and "autotune.cli.root" in edges[m]
+                and m != "autotune.cli.commands"}
+    assert "autotune.cli.search" in commands
+    assert not edges["autotune.cli.root"] & commands
+    assert commands <= edges["autotune.cli.commands"]
 
 
 def test_import_autotune_imports_no_heavy_library():

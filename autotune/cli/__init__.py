@@ -1,5 +1,5 @@
 """The ``autotune`` command line: :func:`main`, the console script's entry point, and ``app``,
-the Typer app of :mod:`autotune.cli.root`.
+the Typer app of :mod:`autotune.cli.root` with every command registered (:mod:`autotune.cli.commands`).
 
 This package's own import is light, and the app is imported when first used: each process a
 command spawns (a measuring process, a GPU's worker) runs the console script again as its
@@ -15,14 +15,14 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """The ``autotune`` console script: runs the Typer app on ``sys.argv``."""
-    from .root import app
+    from .commands import app
 
     app()
 
 
 def __getattr__(name: str):
     if name == "app":  # `from autotune.cli import app`
-        from .root import app
+        from .commands import app
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

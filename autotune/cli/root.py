@@ -1,5 +1,5 @@
-"""The ``autotune`` command line's Typer app (Typer + Rich): its root options, and every command
-module registered on it (imported at the end).
+"""The ``autotune`` command line's Typer app (Typer + Rich) and its root options. Each command
+module registers its commands on ``app``; :mod:`autotune.cli.commands` imports them all.
 
 Commands are thin: they parse options, call the library, and print. Every library error
 (bad input, no GPU / CUDA backend / nvcc, unusable database, nothing tuned) is one ``error:`` line
@@ -93,8 +93,5 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
     fit_consoles()
 
-
-# each module registers its commands on app
-from . import bench, check, db, dispatch, info, report, results, search, share, workloads  # noqa: E402
 
 __all__ = ["app"]
