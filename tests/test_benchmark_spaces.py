@@ -154,8 +154,8 @@ def test_search_replay_costs_mode_without_a_costs_file_says_so(tmp_path):
 def test_search_replay_quartiles_and_ratios_keep_runs_not_within_the_cap():
     module = _search_replay()
     inf = float("inf")
-    assert module._quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, 2.0, 4.0)
-    assert module._quartiles([1.0, 2.0, inf, inf]) == (inf, 1.75, inf)
+    assert module.quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (3.0, 2.0, 4.0)
+    assert module.quartiles([1.0, 2.0, inf, inf]) == (inf, 1.75, inf)
     assert module._ratio(2.0, 8.0, 10.0, 4.0) == "0.25x"
     assert module._ratio(2.0, inf, 10.0, 4.0).startswith("< 0.20x")  # theirs: more than their 10 s at the cap
     assert module._ratio(inf, 8.0, 10.0, 4.0).startswith("> 0.50x")  # ours: more than our 4 s at the cap
