@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import large_space_search as L  # noqa: E402
 from search_replay import find_costs, quartiles  # noqa: E402
 
 WITHIN = (0.01, 0.05)
@@ -180,7 +181,6 @@ def kt_one(spec_name: str, table_path: str, strategy: str, seed: int, cap: float
     import numpy as np
     import kernel_tuner
 
-    import large_space_search as L
     from autotune.interchange.table import read_table
 
     here = os.getcwd()  # a fresh folder: Kernel Tuner leaves a failed build's source there
@@ -189,6 +189,7 @@ def kt_one(spec_name: str, table_path: str, strategy: str, seed: int, cap: float
     prob = kt_problem(spec, read_table(table_path))
     os.chdir(here)
     names, allowed, key_of = prob.pop("names"), prob.pop("allowed"), prob.pop("key_of")
+
     def recorded(p) -> bool:  # a named function: Kernel Tuner parses a lambda's source as a restriction
         return tuple(p[n] for n in names) in allowed
 
@@ -226,12 +227,6 @@ def run_kt(spec, table_path, strategy, seed, cap, log):
     return [tuple(e) for e in got["evals"]], got["wall"], got["error"]
 
 
-def gpu_tag() -> str:
-    import large_space_search as L
-
-    return L.gpu_tag()
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=5)
@@ -251,8 +246,6 @@ def main(argv=None) -> None:
         return kt_one(name, table, strategy, int(seed), float(cap))
     if a.merge:
         return merge(a.merge, Path(a.out), a.drop_errors)
-    from autotune.interchange.table import read_table
-
     found = find_costs(Path(a.results), a.only)
     if not found:
         print(f"error: no table under {a.results} has a costs file beside it (record_tables.sh with COSTS=1)",
@@ -260,10 +253,20 @@ def main(argv=None) -> None:
         raise SystemExit(2)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"{datetime.now(timezone.utc):%Y-%m-%d}_{gpu_tag()}_search_wall"
-    logs = open(f"{stem}_log.txt", "a")
-    rows = []
+    stem = out / f"{datetime.now(timezone.utc):%Y-%m-%d}_{L.gpu_tag()}_search_wall"
     t0 = time.time()
+    with open(f"{stem}_log.txt", "a") as logs:
+        rows = run_all(found, a, logs)
+    write(stem, rows, [f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {a.seeds} seeds, Kernel Tuner's "
+                       f"time_limit {a.kt_cap:g} s, {time.time() - t0:.0f} s in all; tables: "
+                       + ", ".join(str(t.name) for t, *_ in found.values())])
+
+
+def run_all(found, a, logs) -> list[dict]:
+    """Every run of every table of ``found`` (``find_costs``), seed after seed: one row each."""
+    from autotune.interchange.table import read_table
+
+    rows = []
     for spec, (table_path, _costs, _device) in found.items():
         table = read_table(table_path)
         runs = []  # (tool, strategy)
@@ -294,31 +297,28 @@ def main(argv=None) -> None:
                     row[f"configs_to_{w:.0%}"] = n
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    write(stem, rows, [f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {a.seeds} seeds, Kernel Tuner's "
-                       f"time_limit {a.kt_cap:g} s, {time.time() - t0:.0f} s in all; tables: "
-                       + ", ".join(str(t.name) for t, *_ in found.values())])
+    return rows
 
 
 def merge(paths, out: Path, drop_errors: bool) -> None:
     """The report of the rows of the CSVs ``paths`` (each written by a run of this script), in
     their order; ``drop_errors``: without the runs that ended in an error."""
-    rows, kept = [], 0
+    rows = []
     for path in paths:
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 if drop_errors and r["error"]:
                     continue
                 for k in r:
-                    if k.startswith(("s_to_", "configs_to_")) or k in ("wall_s",):
+                    if k.startswith(("s_to_", "configs_to_")) or k == "wall_s":
                         r[k] = float(r[k])
                 r["seed"], r["configs"] = int(r["seed"]), int(r["configs"])
                 rows.append(r)
-                kept += 1
     found = re.search(r"\d{4}-\d{2}-\d{2}_.+?(?=_search_wall)", Path(paths[0]).name)  # <date>_<gpu>
     name = found.group(0) if found else f"{datetime.now(timezone.utc):%Y-%m-%d}_merged"
     out.mkdir(parents=True, exist_ok=True)
     write(out / f"{name}_search_wall", rows, [f"# the runs of {', '.join(Path(p).name for p in paths)}"
-                                             f"{' (runs with an error left out)' if drop_errors else ''}: {kept} runs"])
+                                             f"{' (runs with an error left out)' if drop_errors else ''}: {len(rows)} runs"])
 
 
 def write(stem: Path, rows, header) -> None:
