@@ -230,6 +230,7 @@ def run_kt(spec, table_path, strategy, seed, cap, log):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=0, help="the first seed (to add seeds in a later GPU call)")
     p.add_argument("--only", nargs="*", help="table names (large_space_search.TABLES), e.g. histogram256_16777216_uint8")
     p.add_argument("--kt", nargs="*", default=None, help="Kernel Tuner strategies (default: its best per table, "
                    "KT_BEST, and greedy_ils, its hill climber); none: autotune only")
@@ -278,7 +279,7 @@ def run_all(found, a, logs) -> list[dict]:
             runs += [("kernel_tuner", s) for s in kt if s]
         except ValueError as exc:
             print(f"# {spec.name}: Kernel Tuner not run ({exc})", flush=True)
-        for seed in range(a.seeds):
+        for seed in range(a.first_seed, a.first_seed + a.seeds):
             for tool, strategy in runs:
                 try:
                     if tool == "autotune":
