@@ -104,3 +104,27 @@ def test_search_wall_merges_the_csvs_of_several_calls_into_one_report(tmp_path):
     assert "| t | kernel_tuner | tpe_local | 1 | >end [>end, >end] | >end |" in report
     with open(tmp_path / "out" / "2026-11-29_GPU_search_wall.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 3
+
+
+def test_search_wall_runs_the_seeds_from_the_first_one_asked(monkeypatch):
+    import argparse
+    from collections import namedtuple
+
+    import autotune.interchange.table as table_module
+
+    wall = _search_wall()
+    seeds = []
+
+    def run_ours(spec, seed, log):
+        seeds.append(seed)
+        return [("A=2", 1.0)], 2.0
+
+    monkeypatch.setattr(wall, "run_ours", run_ours)
+    monkeypatch.setattr(wall, "kt_problem", lambda spec, table: None)
+    monkeypatch.setattr(table_module, "read_table", lambda path: {"A=1": 2.0, "A=2": 1.0})
+    spec = namedtuple("Spec", "name kernel_name")("t", "k")
+    a = argparse.Namespace(no_ours=False, kt=[], seeds=2, first_seed=3, kt_cap=1.0)
+    rows = wall.run_all({spec: ("t.csv", None, None)}, a, None)
+    assert seeds == [3, 4]
+    assert [r["seed"] for r in rows] == [3, 4]
+    assert rows[0]["s_to_1%"] == 1.0
