@@ -231,22 +231,29 @@ def end_trial(storage: optuna.storages.RDBStorage, trial_id: int, state: Any, va
     ``FAIL``) and its completion time; as Optuna's ``set_trial_user_attr`` (once an attribute)
     and ``set_trial_state_values`` would, in one write instead of one each.
 
+    A trial that another process judged dead meanwhile (failed with no ``status`` attribute:
+    Optuna's ``fail_stale_trials`` or :func:`fail_trials_dead_before_heartbeat`, when its
+    heartbeats came later than :data:`GRACE_S`, e.g. on a host whose cores were all busy) is
+    ended all the same: its owner was alive, and what it measured replaces the verdict.
+
     Raises:
         KeyError: no such trial.
-        optuna.exceptions.UpdateFinishedTrialError: the trial had ended (another process
-            failed it by heartbeat): nothing was written.
+        optuna.exceptions.UpdateFinishedTrialError: the trial had ended otherwise (completed,
+            or failed with a status): nothing was written.
         sqlalchemy.exc.SQLAlchemyError: the database refused it (nothing was written).
     """
     import datetime
     import json
 
     from optuna.storages._rdb import models
+    from optuna.trial import TrialState
 
     with _transaction(storage) as session:
         trial = models.TrialModel.find_or_raise_by_id(trial_id, session, for_update=True)
-        storage.check_trial_is_updatable(trial_id, trial.state)
         held = {a.key: a for a in session.query(models.TrialUserAttributeModel)
                 .filter(models.TrialUserAttributeModel.trial_id == trial_id)}
+        if not (trial.state == TrialState.FAIL and "status" not in held):  # judged dead elsewhere: ours to end
+            storage.check_trial_is_updatable(trial_id, trial.state)
         for key, value in (attrs or {}).items():
             if key in held:
                 held[key].value_json = json.dumps(value)

@@ -90,16 +90,43 @@ def test_a_pareto_trial_keeps_one_value_an_objective_and_a_failed_one_none(stora
     assert trial.datetime_complete is not None
 
 
-def test_a_trial_ended_elsewhere_is_not_written_again(storage):
-    """Another process failed it by heartbeat: ending it raises Optuna's error, and nothing of
-    the late end is kept (one transaction)."""
+@pytest.mark.parametrize("ended", ["completed", "failed with a status"])
+def test_a_trial_ended_elsewhere_is_not_written_again(storage, ended):
+    """Another process ended it (or its owner did, before): ending it raises Optuna's error,
+    and nothing of the late end is kept (one transaction)."""
     _, ours_id = _two_studies(storage)
     trial_id, _ = study_storage.start_trial(storage, ours_id, PARAMS, DISTS)
-    storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    if ended == "completed":
+        study_storage.end_trial(storage, trial_id, TrialState.COMPLETE, [0.25], {"status": "ok"})
+    else:
+        study_storage.end_trial(storage, trial_id, TrialState.FAIL, attrs={"status": "interrupted"})
+    before = storage.get_trial(trial_id)
     with pytest.raises(UpdateFinishedTrialError):
-        study_storage.end_trial(storage, trial_id, TrialState.COMPLETE, [0.5], {"status": "ok"})
+        study_storage.end_trial(storage, trial_id, TrialState.COMPLETE, [0.5], {"status": "ok", "cubin": "x"})
     trial = storage.get_trial(trial_id)
-    assert (trial.state, trial.values, trial.user_attrs) == (TrialState.FAIL, None, {})
+    assert (trial.state, trial.values, trial.user_attrs) == (before.state, before.values, before.user_attrs)
+
+
+@pytest.mark.parametrize("judge", ["fail_stale_trials", "dead_before_heartbeat"])
+def test_a_trial_judged_dead_while_its_owner_measured_it_takes_the_owners_outcome(storage, judge):
+    """Its heartbeats came late (a host whose cores were all busy), and another process failed
+    it as dead: the owner, alive, ends it with what it measured, and the study holds that."""
+    import datetime
+
+    _, ours_id = _two_studies(storage)
+    study = optuna.load_study(study_name="ours", storage=storage)
+    trial_id, _ = study_storage.start_trial(storage, ours_id, PARAMS, DISTS)
+    if judge == "fail_stale_trials":  # Optuna's check: its last heartbeat an hour old, past the grace period
+        with storage.engine.begin() as connection:
+            connection.execute(sa.text("UPDATE trial_heartbeats SET heartbeat = :old WHERE trial_id = :t"),
+                               {"old": datetime.datetime.now() - datetime.timedelta(hours=1), "t": trial_id})
+        optuna.storages.fail_stale_trials(study)
+    else:
+        storage.set_trial_state_values(trial_id, TrialState.FAIL)  # as fail_trials_dead_before_heartbeat writes
+    assert storage.get_trial(trial_id).state == TrialState.FAIL
+    study_storage.end_trial(storage, trial_id, TrialState.COMPLETE, [0.5], {"status": "ok"})
+    trial = storage.get_trial(trial_id)
+    assert (trial.state, trial.values, trial.user_attrs) == (TrialState.COMPLETE, [0.5], {"status": "ok"})
 
 
 def test_an_attribute_set_before_is_replaced(storage):
